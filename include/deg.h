@@ -1,0 +1,275 @@
+/*
+ * deg.h - the public C API of libdeg.
+ *
+ * libdeg runs small transformer language models on the CPU for two jobs:
+ * schema fill (a JSON value always valid against a JSON Schema, read from a
+ * document in one pass) and cartridges (trained KV prefixes).
+ *
+ * Conventions (see doc/ARCHITECTURE.md):
+ *  - Every fallible call returns a deg_status: DEG_OK (0) or a negative error
+ *    kind. The human-readable message of the last failure on the calling
+ *    thread is returned by deg_errmsg(); it stays valid until the next failing
+ *    call on that thread.
+ *  - Handles are opaque. Each *_new / *_load has a matching *_free that
+ *    accepts NULL.
+ *  - Ownership is stated per pointer: "borrowed" = the caller keeps it and it
+ *    must stay valid for the duration stated; "owned by the caller" = release
+ *    with the named free function.
+ *  - Threads: a deg_model is immutable after load and may be shared across
+ *    threads. A trunk or fork is used by one thread at a time.
+ *  - Token ids are int32_t; lengths and counts are size_t; floats are IEEE
+ *    binary32 (f32) unless stated otherwise.
+ *
+ * This header is also parsed by the Python binding's cffi build: keep
+ * declarations plain C (no macros inside declarations besides DEG_API).
+ */
+#ifndef DEG_H
+#define DEG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "deg_version.h"
+
+#if defined(DEG_BUILDING)
+#define DEG_API __attribute__((visibility("default")))
+#else
+#define DEG_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Status, messages, version, library settings                              */
+/* ------------------------------------------------------------------------ */
+
+typedef enum deg_status {
+    DEG_OK = 0,
+    DEG_ERR_ARG = -1,         /* invalid argument (NULL handle, bad size, ...) */
+    DEG_ERR_IO = -2,          /* file not found, unreadable, write failed */
+    DEG_ERR_FORMAT = -3,      /* malformed file: bad magic, truncated, corrupt */
+    DEG_ERR_UNSUPPORTED = -4, /* valid but unsupported: dtype, architecture, ... */
+    DEG_ERR_NOMEM = -5,       /* allocation failed or memory budget exceeded */
+    DEG_ERR_UTF8 = -6,        /* input text is not valid UTF-8 */
+    DEG_ERR_RANGE = -7,       /* index, length or value out of range */
+    DEG_ERR_SCHEMA = -8,      /* the JSON Schema is invalid (see deg_schema_errors) */
+    DEG_ERR_REQUEST = -9,     /* a fill request or its options are invalid */
+    DEG_ERR_FILL = -10,       /* a fill could not produce a valid value (FillError) */
+    DEG_ERR_STATE = -11,      /* call not valid in the handle's current state */
+    DEG_ERR_MISMATCH = -12,   /* artifact does not match the model */
+    DEG_ERR_NUMERIC = -13,    /* NaN/Inf detected */
+    DEG_ERR_INTERNAL = -14    /* a bug in libdeg: please report */
+} deg_status;
+
+/* Message of the last failing call on this thread ("" if none). Borrowed:
+ * valid until the next failing deg call on the same thread. */
+DEG_API const char *deg_errmsg(void);
+
+/* Static name of a status code, e.g. "DEG_ERR_FORMAT". Never NULL. */
+DEG_API const char *deg_status_name(deg_status status);
+
+/* Run-time version string "MAJOR.MINOR.PATCH" (static). Compare with
+ * DEG_VERSION_STRING to detect a header/library mismatch. */
+DEG_API const char *deg_version(void);
+
+/* A one-line JSON description of the runtime: library version, the BLIS
+ * kernel set in use ("skx", "zen3", "haswell", "generic", ...), how it was
+ * chosen ("env" = BLIS_ARCH_TYPE set by the user, "auto" = selected by
+ * libdeg from the CPU's features), and the thread count. Static storage,
+ * valid until the next call. */
+DEG_API const char *deg_runtime_info(void);
+
+/* Name of the BLIS kernel set in use (static string). Calling this, or any
+ * call that computes, initialises BLIS: libdeg picks the fast kernel set for
+ * the CPU unless BLIS_ARCH_TYPE is already set in the environment. */
+DEG_API const char *deg_blas_arch(void);
+
+/* Number of threads used by compute kernels (default: the machine's cores).
+ * n <= 0 restores the default. Returns the previous value. */
+DEG_API int deg_set_num_threads(int n);
+
+/* Free memory that libdeg allocated and handed to the caller (strings from
+ * deg_chat_format, ...). NULL is accepted. */
+DEG_API void deg_free(void *ptr);
+
+/* ------------------------------------------------------------------------ */
+/* Model                                                                    */
+/* ------------------------------------------------------------------------ */
+
+typedef struct deg_model deg_model;
+
+/* Architecture hyper-parameters and special tokens of a loaded model. */
+typedef struct deg_model_info {
+    const char *arch;       /* "llama", "qwen3" (static string) */
+    const char *name;       /* model name from the file's metadata, or "" */
+    int32_t n_vocab;        /* vocabulary size = logits row length */
+    int32_t n_embd;         /* hidden size */
+    int32_t n_layer;
+    int32_t n_head;         /* query heads */
+    int32_t n_head_kv;      /* key/value heads (GQA groups = n_head / n_head_kv) */
+    int32_t head_dim;
+    int32_t n_ff;           /* MLP intermediate size */
+    int32_t n_ctx_train;    /* context length the model was trained with */
+    float rope_theta;
+    float rms_eps;
+    int32_t tied_lm_head;   /* 1 if the LM head is the token embedding */
+    int32_t bos_id;         /* -1 if none */
+    int32_t eos_id;         /* end of turn / end of text; -1 if none */
+    const char *chat_layout;/* "chatml", "qwen3" (ChatML, thinking off), "none" */
+    size_t weight_bytes;    /* bytes of weights as held for compute */
+} deg_model_info;
+
+/* Load a model from a GGUF file or a Hugging Face model directory
+ * (config.json + *.safetensors [+ model.safetensors.index.json] +
+ * tokenizer.json [+ tokenizer_config.json]). The file(s) are memory-mapped.
+ * On success *out is owned by the caller (deg_model_free).
+ * Errors: DEG_ERR_IO, DEG_ERR_FORMAT, DEG_ERR_UNSUPPORTED (architecture or
+ * dtype), DEG_ERR_NOMEM. */
+DEG_API deg_status deg_model_load(const char *path, deg_model **out);
+DEG_API void deg_model_free(deg_model *model);
+/* Fill *info; the strings are borrowed from the model (valid until free). */
+DEG_API deg_status deg_model_get_info(const deg_model *model, deg_model_info *info);
+
+/* ------------------------------------------------------------------------ */
+/* Tokenizer                                                                */
+/* ------------------------------------------------------------------------ */
+
+/* Encode UTF-8 text [text, text+len) to token ids. With parse_special != 0,
+ * special/added tokens written in the text (e.g. "<|im_start|>") become their
+ * ids; otherwise they are encoded as plain text. No BOS is added.
+ * Writes at most cap ids to ids (may be NULL when cap == 0) and the full
+ * count to *n_ids; if the count exceeds cap, returns DEG_ERR_RANGE and the
+ * caller retries with a larger buffer. Errors: DEG_ERR_UTF8 (with the byte
+ * offset in the message). */
+DEG_API deg_status deg_tokenize(const deg_model *model, const char *text, size_t len,
+                                int parse_special, int32_t *ids, size_t cap,
+                                size_t *n_ids);
+
+/* Decode ids to UTF-8 bytes (byte-exact inverse of deg_tokenize for text
+ * without special tokens). Writes at most cap bytes (no NUL terminator) and
+ * the full length to *len; DEG_ERR_RANGE if it did not fit. A partial UTF-8
+ * sequence at the end is returned as is (a token may end mid-character).
+ * Errors: DEG_ERR_RANGE for an id outside [0, n_vocab). */
+DEG_API deg_status deg_detokenize(const deg_model *model, const int32_t *ids, size_t n_ids,
+                                  char *buf, size_t cap, size_t *len);
+
+/* One chat message; both strings borrowed, NUL-terminated UTF-8. */
+typedef struct deg_chat_message {
+    const char *role;    /* "system", "user", "assistant" */
+    const char *content;
+} deg_chat_message;
+
+/* Render messages in the model's chat layout (ChatML for SmolLM2 and Qwen3,
+ * thinking disabled for Qwen3), ending with the assistant turn header when
+ * add_generation_prompt != 0. *out is a NUL-terminated string owned by the
+ * caller (deg_free). Tokenize it with parse_special = 1. */
+DEG_API deg_status deg_chat_format(const deg_model *model, const deg_chat_message *messages,
+                                   size_t n_messages, int add_generation_prompt, char **out);
+
+/* ------------------------------------------------------------------------ */
+/* Trunk and fork                                                           */
+/* ------------------------------------------------------------------------ */
+
+/* A trunk is a prefilled prefix state: per layer the K/V rows of its tokens
+ * (keys after RoPE). A fork is a continuation of a trunk: it attends to the
+ * trunk's rows by reference (no copy) and causally to its own tokens. Many
+ * forks of one trunk run as rows of one batch; a row's numbers do not depend
+ * on the other rows (bitwise). A trunk must outlive its forks and must not be
+ * extended (deg_trunk_prefill) while forks of it exist (DEG_ERR_STATE). */
+typedef struct deg_trunk deg_trunk;
+typedef struct deg_fork deg_fork;
+
+/* New empty trunk of model (borrowed; must outlive the trunk). */
+DEG_API deg_status deg_trunk_new(const deg_model *model, deg_trunk **out);
+DEG_API void deg_trunk_free(deg_trunk *trunk);
+
+/* Append n_ids tokens to the trunk (prefill), in chunks of bounded scratch
+ * memory. If logits != NULL it receives [n_ids, n_vocab] f32 logits of the
+ * appended tokens (row i = logits after token i); if last_logits != NULL it
+ * receives [n_vocab] of the last token only. Errors: DEG_ERR_RANGE (id out of
+ * range), DEG_ERR_STATE (forks exist), DEG_ERR_NOMEM. */
+DEG_API deg_status deg_trunk_prefill(deg_trunk *trunk, const int32_t *ids, size_t n_ids,
+                                     float *logits, float *last_logits);
+/* Number of tokens (KV rows) in the trunk. */
+DEG_API size_t deg_trunk_len(const deg_trunk *trunk);
+
+/* New fork of trunk (borrowed; must outlive the fork), with no own tokens. */
+DEG_API deg_status deg_fork_new(deg_trunk *trunk, deg_fork **out);
+DEG_API void deg_fork_free(deg_fork *fork);
+/* Own tokens fed so far (the fork's total length is trunk len + this). */
+DEG_API size_t deg_fork_len(const deg_fork *fork);
+
+/* Feed tokens to several forks as rows of one batch. Fork i receives
+ * n_ids[i] tokens ids[i][0..n_ids[i]) (n_ids[i] may be 0: the row sits out).
+ * Forks may belong to different trunks of the same model. If logits != NULL,
+ * logits[i] (may be NULL per row) receives [n_ids[i], n_vocab] f32.
+ * Each row's results are bitwise identical whatever the other rows are. */
+DEG_API deg_status deg_forks_feed(deg_fork *const *forks, size_t n_forks,
+                                  const int32_t *const *ids, const size_t *n_ids,
+                                  float *const *logits);
+/* Single-fork convenience form of deg_forks_feed. */
+DEG_API deg_status deg_fork_feed(deg_fork *fork, const int32_t *ids, size_t n_ids,
+                                 float *logits);
+/* Logits [n_vocab] after the fork's last token (its trunk's last token when
+ * it has none). DEG_ERR_STATE if neither exists. */
+DEG_API deg_status deg_fork_logits(const deg_fork *fork, float *logits);
+/* Final-norm hidden states [n, n_embd] of the fork's own tokens
+ * [first, first + n), for heads. DEG_ERR_RANGE outside the fed tokens. */
+DEG_API deg_status deg_fork_hidden(const deg_fork *fork, size_t first, size_t n,
+                                   float *hidden);
+
+/* ------------------------------------------------------------------------ */
+/* Generation                                                               */
+/* ------------------------------------------------------------------------ */
+
+typedef struct deg_sample_params {
+    float temperature;      /* 0 = greedy (argmax, ties to the lowest id) */
+    int32_t top_k;          /* 0 = off */
+    float top_p;            /* 1 = off; nucleus over the top-k survivors */
+    uint64_t seed;          /* stream seed when temperature > 0 */
+    int32_t max_tokens;     /* > 0 */
+    const int32_t *stop_ids;/* borrowed; NULL = the model's EOS only */
+    size_t n_stop_ids;
+} deg_sample_params;
+
+/* Defaults: greedy, top_k 0, top_p 1, seed 0, max_tokens 256, model's EOS. */
+DEG_API deg_sample_params deg_sample_params_default(void);
+
+typedef struct deg_gen_stats {
+    size_t prompt_tokens;
+    size_t generated_tokens;  /* including the stop token, if one was hit */
+    double prefill_seconds;
+    double decode_seconds;
+    int32_t stopped;          /* 1 = stop token, 0 = max_tokens reached */
+} deg_gen_stats;
+
+/* Decode several forks together in lockstep (finished rows retire). Fork i
+ * continues from its current state; the sampled ids (stop token included)
+ * go to out_ids[i][0..max_tokens) and their count to n_out[i]; stats may be
+ * NULL or an array of n_forks. Each row samples from its own stream seeded
+ * by params[i].seed, so a row's text does not depend on the others. */
+DEG_API deg_status deg_forks_generate(deg_fork *const *forks, size_t n_forks,
+                                      const deg_sample_params *params,
+                                      int32_t *const *out_ids, size_t *n_out,
+                                      deg_gen_stats *stats);
+
+/* Convenience: prefill prompt ids on a fresh trunk, then decode one fork.
+ * out_ids receives up to cap ids; stats may be NULL. */
+DEG_API deg_status deg_generate(const deg_model *model, const int32_t *prompt, size_t n_prompt,
+                                const deg_sample_params *params, int32_t *out_ids,
+                                size_t cap, size_t *n_out, deg_gen_stats *stats);
+
+/* ------------------------------------------------------------------------ */
+/* Schema fill: contract (schema compiler, fill plan, parsers, validator)   */
+/* Section owned by the deg contract (issue 3).                             */
+/* ------------------------------------------------------------------------ */
+
+/* @@DEG_CONTRACT_API@@ */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DEG_H */

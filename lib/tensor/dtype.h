@@ -1,0 +1,49 @@
+/* Element types of weights and activations, and the block layouts of the
+ * quantized ones (GGUF spec / ggml: Q8_0, Q4_0, Q4_1 blocks of 32; Q4_K and
+ * Q6_K super-blocks of 256). */
+#ifndef DG_TENSOR_DTYPE_H
+#define DG_TENSOR_DTYPE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "deg.h"
+
+typedef enum dg_dtype {
+    DG_F32 = 0,
+    DG_F16,
+    DG_BF16,
+    DG_Q8_0,
+    DG_Q4_0,
+    DG_Q4_1,
+    DG_Q4_K,
+    DG_Q6_K,
+    DG_I8,
+    DG_I16,
+    DG_I32,
+    DG_I64,
+    DG_F64,
+    DG_DTYPE_COUNT
+} dg_dtype;
+
+/* Static name ("f32", "q4_1", ...). */
+const char *dg_dtype_name(dg_dtype t);
+/* Elements per block (1 for plain types). */
+int64_t dg_dtype_block_elems(dg_dtype t);
+/* Bytes per block (element size for plain types). */
+size_t dg_dtype_block_bytes(dg_dtype t);
+/* Bytes of a row of n elements; DEG_ERR_FORMAT via *ok=0 if n is not a
+ * multiple of the block size. */
+size_t dg_dtype_row_bytes(dg_dtype t, int64_t n, int *ok);
+
+/* Dequantize n elements (n a multiple of the block size) of type t at src
+ * into f32 dst. Plain float types convert exactly. Returns DEG_ERR_UNSUPPORTED
+ * for integer types. */
+deg_status dg_dequantize(dg_dtype t, const void *src, float *dst, int64_t n);
+
+float dg_f16_to_f32(uint16_t h);
+uint16_t dg_f32_to_f16(float f);   /* round to nearest even */
+float dg_bf16_to_f32(uint16_t h);
+uint16_t dg_f32_to_bf16(float f);  /* round to nearest even */
+
+#endif
