@@ -266,7 +266,9 @@ DEG_API deg_status deg_generate(const deg_model *model, const int32_t *prompt, s
 /* Section owned by the deg contract (issue 3).                             */
 /* ------------------------------------------------------------------------ */
 
-/* @@DEG_CONTRACT_API@@ */
+/* @@DEG_SCHEMA_API@@ (compiler, plan, request/options, context rendering) */
+
+/* @@DEG_PARSE_API@@ (parsers, format checks, candidates, validator, acceptor) */
 
 #ifdef __cplusplus
 }
