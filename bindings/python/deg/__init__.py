@@ -1,0 +1,18 @@
+"""deg: schema fill and cartridges for small transformer LMs on the CPU.
+
+A thin Python layer over libdeg (include/deg.h) through cffi: the C library
+does the work, this package converts types, raises typed exceptions carrying
+the C messages, and frees handles deterministically (close() / with) or on GC.
+"""
+from .errors import (  # noqa: F401
+    DegError, ArgumentError, DegIOError, FormatError, UnsupportedError, DegMemoryError,
+    Utf8Error, RangeError, SchemaError, RequestError, FillError, StateError,
+    MismatchError, NumericError, InternalError, ModelNotFoundError,
+)
+from .runtime import version, runtime_info, blas_arch, set_num_threads, HEADER_VERSION  # noqa: F401
+from .model import (  # noqa: F401
+    load_model, Model, ModelInfo, Trunk, Fork, Generation, GenStats, feed_forks,
+)
+from .fetch import default_model_path, fetch_model, cache_dir  # noqa: F401
+
+__version__ = version()

@@ -1,0 +1,41 @@
+"""`deg` entry point: argparse with one subparser per command module.
+
+A command module provides register(subparsers) which adds its parser and
+sets `func` (args -> exit code) via set_defaults.
+"""
+import argparse
+import importlib
+import sys
+
+from ..errors import DegError
+
+#: Command modules in deg.cli, in help order. Later issues append here.
+COMMANDS = ["generate", "info", "fetch_model"]
+
+
+def build_parser():
+    from ..runtime import version
+    parser = argparse.ArgumentParser(
+        prog="deg", description="deg: small transformer LMs on the CPU (libdeg).")
+    parser.add_argument("--version", action="version", version=f"deg {version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in COMMANDS:
+        importlib.import_module(f"{__package__}.{name}").register(sub)
+    return parser
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args) or 0
+    except DegError as e:
+        print(f"deg {args.command}: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,396 @@
+"""Model, Trunk, Fork: thin owners of the libdeg handles.
+
+Handles are freed deterministically by close() / `with`, or when the object
+is garbage-collected. A child keeps its parent alive (fork -> trunk ->
+model), and closing a parent first closes its live children, so the C rule
+"a trunk outlives its forks, a model its trunks" always holds.
+
+Logits come back as array('f') (f32, no numpy needed); numpy users can wrap
+them without a copy: numpy.frombuffer(a, dtype=numpy.float32).
+"""
+import weakref
+from array import array
+from dataclasses import dataclass, field
+from os import fspath
+
+from ._native import check, ffi, lib
+from .errors import ArgumentError, StateError
+
+__all__ = ["load_model", "Model", "ModelInfo", "Trunk", "Fork", "Generation",
+           "GenStats", "feed_forks"]
+
+
+def _ids_buffer(ids):
+    """(cdata int32_t[], count) for a sequence of token ids."""
+    ids = list(ids)
+    return ffi.new("int32_t[]", ids) if ids else ffi.NULL, len(ids)
+
+
+def _floats(n):
+    """A zeroed array('f') of n floats and a float* into it."""
+    a = array("f", bytes(4 * n))
+    return a, (ffi.from_buffer("float[]", a) if n else ffi.NULL)
+
+
+class _Handle:
+    """A C handle with a parent it depends on and children that depend on it."""
+
+    _free = None  # name of the C free function
+
+    def __init__(self, ptr, parent=None):
+        self._ptr = ptr
+        self._parent = parent
+        self._children = weakref.WeakSet()
+        if parent is not None:
+            parent._children.add(self)
+
+    @property
+    def closed(self):
+        return self._ptr is None
+
+    def _live(self):
+        if self._ptr is None:
+            raise StateError(f"{type(self).__name__} is closed")
+        return self._ptr
+
+    def close(self):
+        """Free the C handle (and first those of live children). Idempotent."""
+        if self._ptr is None:
+            return
+        for child in list(self._children):
+            child.close()
+        ptr, self._ptr = self._ptr, None
+        getattr(lib, self._free)(ptr)
+        self._parent = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        # At interpreter exit the module globals may already be gone.
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """Architecture hyper-parameters and special tokens (deg_model_info)."""
+    arch: str
+    name: str
+    n_vocab: int
+    n_embd: int
+    n_layer: int
+    n_head: int
+    n_head_kv: int
+    head_dim: int
+    n_ff: int
+    n_ctx_train: int
+    rope_theta: float
+    rms_eps: float
+    tied_lm_head: bool
+    bos_id: int
+    eos_id: int
+    chat_layout: str
+    weight_bytes: int
+
+
+@dataclass(frozen=True)
+class GenStats:
+    """Counts and timings of one generation (deg_gen_stats)."""
+    prompt_tokens: int
+    generated_tokens: int
+    prefill_seconds: float
+    decode_seconds: float
+    stopped: bool  # True: a stop token ended it; False: max_tokens reached
+
+    @property
+    def prefill_tokens_per_second(self):
+        return self.prompt_tokens / self.prefill_seconds if self.prefill_seconds > 0 else 0.0
+
+    @property
+    def decode_tokens_per_second(self):
+        return (self.generated_tokens / self.decode_seconds
+                if self.decode_seconds > 0 else 0.0)
+
+
+@dataclass(frozen=True)
+class Generation:
+    """Result of generate(): the text (stop token excluded), every sampled id
+    (stop token included, as the C API reports them) and the stats."""
+    text: str
+    ids: list = field(default_factory=list)
+    stats: GenStats = None
+
+
+def _stats(s):
+    return GenStats(int(s.prompt_tokens), int(s.generated_tokens), float(s.prefill_seconds),
+                    float(s.decode_seconds), bool(s.stopped))
+
+
+def _sample_params(max_tokens, temperature, top_k, top_p, seed, stop_ids, keep):
+    if max_tokens is None or int(max_tokens) <= 0:
+        raise ArgumentError(f"max_tokens must be > 0, got {max_tokens!r}")
+    p = ffi.new("deg_sample_params *", lib.deg_sample_params_default())
+    p.temperature = float(temperature)
+    p.top_k = int(top_k)
+    p.top_p = float(top_p)
+    p.seed = int(seed)
+    p.max_tokens = int(max_tokens)
+    if stop_ids is not None:
+        buf, n = _ids_buffer(stop_ids)
+        keep.append(buf)
+        p.stop_ids, p.n_stop_ids = buf, n
+    return p
+
+
+class Model(_Handle):
+    """A loaded model (deg_model): immutable, shareable across threads."""
+
+    _free = "deg_model_free"
+
+    def __init__(self, path):
+        out = ffi.new("deg_model **")
+        check(lib.deg_model_load(fspath(path).encode(), out))
+        super().__init__(out[0])
+        self.path = fspath(path)
+        self._info = None
+
+    def __repr__(self):
+        state = "closed" if self.closed else self.info.arch
+        return f"<deg.Model {self.path!r} {state}>"
+
+    @property
+    def info(self):
+        """ModelInfo of the model."""
+        if self._info is None:
+            i = ffi.new("deg_model_info *")
+            check(lib.deg_model_get_info(self._live(), i))
+            s = lambda p: ffi.string(p).decode("utf-8", "replace") if p != ffi.NULL else ""
+            self._info = ModelInfo(
+                s(i.arch), s(i.name), i.n_vocab, i.n_embd, i.n_layer, i.n_head, i.n_head_kv,
+                i.head_dim, i.n_ff, i.n_ctx_train, i.rope_theta, i.rms_eps,
+                bool(i.tied_lm_head), i.bos_id, i.eos_id, s(i.chat_layout), i.weight_bytes)
+        return self._info
+
+    # --- tokenizer ---------------------------------------------------------
+
+    def tokenize(self, text, special=False):
+        """Token ids of text (str or UTF-8 bytes). With special=True, special
+        tokens written in the text ("<|im_start|>") become their ids. No BOS."""
+        data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
+        ptr = self._live()
+        n = ffi.new("size_t *")
+        cap = len(data) + 8  # byte-level BPE: at most one id per byte
+        while True:
+            ids = ffi.new("int32_t[]", cap)
+            st = lib.deg_tokenize(ptr, data, len(data), 1 if special else 0, ids, cap, n)
+            if st == lib.DEG_ERR_RANGE and n[0] > cap:
+                cap = n[0]
+                continue
+            check(st)
+            return list(ffi.unpack(ids, n[0]))
+
+    def detokenize_bytes(self, ids):
+        """The exact bytes of ids (may end in the middle of a UTF-8 sequence)."""
+        buf_ids, count = _ids_buffer(ids)
+        ptr = self._live()
+        n = ffi.new("size_t *")
+        cap = 8 * count + 16
+        while True:
+            buf = ffi.new("char[]", cap)
+            st = lib.deg_detokenize(ptr, buf_ids, count, buf, cap, n)
+            if st == lib.DEG_ERR_RANGE and n[0] > cap:
+                cap = n[0]
+                continue
+            check(st)
+            return ffi.unpack(buf, n[0])
+
+    def detokenize(self, ids, errors="strict"):
+        """Text of ids; `errors` as in bytes.decode (a sequence cut mid-
+        character raises UnicodeDecodeError with "strict")."""
+        return self.detokenize_bytes(ids).decode("utf-8", errors)
+
+    def chat_format(self, messages, add_generation_prompt=True):
+        """Render [{"role": ..., "content": ...}, ...] in the model's chat
+        layout (ChatML for SmolLM2/Qwen3); tokenize the result with special=True."""
+        msgs = list(messages)
+        arr = ffi.new("deg_chat_message[]", max(len(msgs), 1))
+        keep = []
+        for i, m in enumerate(msgs):
+            try:
+                role, content = m["role"], m["content"]
+            except (KeyError, TypeError):
+                raise ArgumentError(f"chat message {i} must be a dict with 'role' and "
+                                    f"'content', got {m!r}") from None
+            r = ffi.new("char[]", str(role).encode())
+            c = ffi.new("char[]", str(content).encode("utf-8", "surrogatepass"))
+            keep += [r, c]
+            arr[i].role, arr[i].content = r, c
+        out = ffi.new("char **")
+        check(lib.deg_chat_format(self._live(), arr, len(msgs),
+                                  1 if add_generation_prompt else 0, out))
+        try:
+            return ffi.string(out[0]).decode("utf-8", "surrogateescape")
+        finally:
+            lib.deg_free(out[0])
+
+    # --- generation --------------------------------------------------------
+
+    def generate(self, prompt, max_tokens=256, temperature=0.0, top_k=0, top_p=1.0, seed=0,
+                 stop_ids=None, special=False):
+        """Generate a continuation.
+
+        prompt: a str (tokenized as is; special=True parses special tokens),
+        a list of chat messages [{"role", "content"}] (rendered with
+        chat_format and the assistant header), or a list of token ids.
+        temperature 0 is greedy; top_k 0 and top_p 1 are off; the same seed
+        gives the same text. stop_ids: None = the model's EOS.
+        """
+        if isinstance(prompt, str):
+            ids = self.tokenize(prompt, special=special)
+        elif prompt and all(isinstance(m, dict) for m in prompt):
+            ids = self.tokenize(self.chat_format(prompt), special=True)
+        else:
+            ids = [int(t) for t in prompt]
+        keep = []
+        params = _sample_params(max_tokens, temperature, top_k, top_p, seed, stop_ids, keep)
+        pbuf, n_prompt = _ids_buffer(ids)
+        out = ffi.new("int32_t[]", params.max_tokens)
+        n_out = ffi.new("size_t *")
+        stats = ffi.new("deg_gen_stats *")
+        check(lib.deg_generate(self._live(), pbuf, n_prompt, params, out, params.max_tokens,
+                               n_out, stats))
+        return self._generation(list(ffi.unpack(out, n_out[0])), stats)
+
+    def _generation(self, out_ids, stats):
+        st = _stats(stats)
+        text_ids = out_ids[:-1] if st.stopped and out_ids else out_ids
+        return Generation(self.detokenize(text_ids, errors="replace"), out_ids, st)
+
+    # --- trunks ------------------------------------------------------------
+
+    def trunk(self, ids=None):
+        """A new Trunk of this model, prefilled with ids if given."""
+        t = Trunk(self)
+        if ids:
+            t.prefill(ids, logits=None)
+        return t
+
+
+def load_model(path):
+    """Load a GGUF file or a Hugging Face model directory (deg_model_load).
+    Raises DegIOError, FormatError, UnsupportedError with the C message."""
+    return Model(path)
+
+
+class Trunk(_Handle):
+    """A prefilled prefix state (per-layer K/V) that forks attend to."""
+
+    _free = "deg_trunk_free"
+
+    def __init__(self, model):
+        out = ffi.new("deg_trunk **")
+        check(lib.deg_trunk_new(model._live(), out))
+        super().__init__(out[0], model)
+        self.model = model
+
+    def __len__(self):
+        return lib.deg_trunk_len(self._live())
+
+    def prefill(self, ids, logits="last"):
+        """Append ids. logits: "last" -> array('f') [n_vocab] after the last
+        id; "all" -> array('f') [len(ids) * n_vocab], row i after id i;
+        None -> nothing. StateError while forks of the trunk exist."""
+        buf, n = _ids_buffer(ids)
+        nv = self.model.info.n_vocab
+        out, all_ptr, last_ptr = None, ffi.NULL, ffi.NULL
+        if logits == "all":
+            out, all_ptr = _floats(n * nv)
+        elif logits == "last":
+            out, last_ptr = _floats(nv)
+        elif logits is not None:
+            raise ArgumentError(f"logits must be 'last', 'all' or None, got {logits!r}")
+        check(lib.deg_trunk_prefill(self._live(), buf, n, all_ptr, last_ptr))
+        return out
+
+    def fork(self):
+        """A new Fork of this trunk (no own tokens yet)."""
+        return Fork(self)
+
+
+class Fork(_Handle):
+    """A continuation of a trunk: attends to it by reference, plus its own tokens."""
+
+    _free = "deg_fork_free"
+
+    def __init__(self, trunk):
+        out = ffi.new("deg_fork **")
+        check(lib.deg_fork_new(trunk._live(), out))
+        super().__init__(out[0], trunk)
+        self.trunk = trunk
+
+    def __len__(self):
+        """Own tokens fed so far (total length = len(trunk) + len(fork))."""
+        return lib.deg_fork_len(self._live())
+
+    def feed(self, ids, logits=None):
+        """Feed ids. logits: None, "all" (array('f') [len(ids) * n_vocab])."""
+        return feed_forks([self], [ids], logits=logits)[0]
+
+    def logits(self):
+        """array('f') [n_vocab]: logits after the fork's last token."""
+        out, ptr = _floats(self.trunk.model.info.n_vocab)
+        check(lib.deg_fork_logits(self._live(), ptr))
+        return out
+
+    def hidden(self, first, n):
+        """array('f') [n * n_embd]: final-norm hidden states of own tokens
+        [first, first + n)."""
+        out, ptr = _floats(int(n) * self.trunk.model.info.n_embd)
+        check(lib.deg_fork_hidden(self._live(), int(first), int(n), ptr))
+        return out
+
+    def generate(self, max_tokens=256, temperature=0.0, top_k=0, top_p=1.0, seed=0,
+                 stop_ids=None):
+        """Decode from the fork's current state (deg_forks_generate, one row)."""
+        keep = []
+        params = _sample_params(max_tokens, temperature, top_k, top_p, seed, stop_ids, keep)
+        forks = ffi.new("deg_fork *[1]", [self._live()])
+        out = ffi.new("int32_t[]", params.max_tokens)
+        outs = ffi.new("int32_t *[1]", [out])
+        n_out = ffi.new("size_t[1]")
+        stats = ffi.new("deg_gen_stats[1]")
+        check(lib.deg_forks_generate(forks, 1, params, outs, n_out, stats))
+        return self.trunk.model._generation(list(ffi.unpack(out, n_out[0])), stats[0])
+
+
+def feed_forks(forks, ids_lists, logits=None):
+    """Feed several forks as rows of one batch (deg_forks_feed). Row i gets
+    ids_lists[i] (may be empty). logits=None -> list of None; "all" -> per
+    row array('f') [len(ids) * n_vocab]. Each row's numbers are independent
+    of the other rows (bitwise)."""
+    forks, ids_lists = list(forks), [list(x) for x in ids_lists]
+    if len(forks) != len(ids_lists):
+        raise ArgumentError(f"{len(forks)} forks but {len(ids_lists)} id lists")
+    if logits not in (None, "all"):
+        raise ArgumentError(f"logits must be 'all' or None, got {logits!r}")
+    n = len(forks)
+    if n == 0:
+        return []
+    cforks = ffi.new("deg_fork *[]", [f._live() for f in forks])
+    keep = [_ids_buffer(x)[0] for x in ids_lists]
+    cids = ffi.new("int32_t *[]", keep)
+    cn = ffi.new("size_t[]", [len(x) for x in ids_lists])
+    outs = [None] * n
+    clog = ffi.NULL
+    if logits == "all":
+        clog = ffi.new("float *[]", n)
+        for i, f in enumerate(forks):
+            outs[i], clog[i] = _floats(len(ids_lists[i]) * f.trunk.model.info.n_vocab)
+    check(lib.deg_forks_feed(cforks, n, cids, cn, clog))
+    return outs

@@ -1,0 +1,60 @@
+"""The `deg` command line (run as a subprocess)."""
+import json
+import shutil
+
+import pytest
+
+import deg
+from conftest import needs, run_cli
+
+
+def test_help_lists_commands():
+    out = run_cli("--help").stdout
+    for cmd in ("generate", "info", "fetch-model"):
+        assert cmd in out
+
+
+def test_version():
+    assert run_cli("--version").stdout.strip() == f"deg {deg.version()}"
+
+
+def test_console_script_installed():
+    exe = shutil.which("deg")
+    if exe is None:
+        pytest.skip("`deg` console script not on PATH (package not pip-installed)")
+
+
+@needs("deg_runtime_info")
+def test_info_json():
+    out = json.loads(run_cli("info", "--json").stdout)
+    assert out["version"] == deg.version()
+    assert out["runtime"]["blas_arch"] == deg.blas_arch()
+
+
+def test_generate_requires_prompt_or_chat():
+    res = run_cli("generate", check=False)
+    assert res.returncode == 2 and "--prompt" in res.stderr
+
+
+def test_generate_missing_model_is_a_clear_error(tmp_path):
+    res = run_cli("generate", "--prompt", "x", env={"DEG_CACHE": str(tmp_path), "DEG_MODEL": ""},
+                  check=False)
+    assert res.returncode == 1
+    assert "fetch-model" in res.stderr and "Traceback" not in res.stderr
+
+
+@needs("deg_generate", "deg_chat_format", "deg_runtime_info")
+def test_generate_chat(model_path):
+    res = run_cli("generate", "--model", model_path, "--chat",
+                  "What is the capital of France?", "--max-tokens", "24", "--verbose")
+    assert "Paris" in res.stdout
+    assert "tokens/s" in res.stderr and "prefill" in res.stderr and "decode" in res.stderr
+    assert deg.blas_arch() in res.stderr
+
+
+@needs("deg_generate")
+def test_generate_prompt_seeded(model_path):
+    args = ("generate", "--model", model_path, "--prompt", "Once upon a time",
+            "--max-tokens", "12", "--temperature", "0.8", "--seed", "3", "--top-k", "50",
+            "--top-p", "0.9")
+    assert run_cli(*args).stdout == run_cli(*args).stdout

@@ -1,0 +1,170 @@
+"""The Model/Trunk/Fork wrappers on the real default model (SmolLM2-135M-Instruct)."""
+import gc
+import weakref
+from array import array
+
+import pytest
+
+import deg
+from conftest import needs
+
+TEXTS = [
+    "Hello, world!",
+    "The quick brown fox jumps over the lazy dog.\n\n  indented  \t tabs",
+    "def f(x):\n    return x ** 2  # 12345 67.89",
+    "Grüße aus Köln — naïve café, 東京タワー, Привет, مرحبا, 🎉🚀",
+    "",
+]
+
+
+def test_info(model):
+    i = model.info
+    assert i.arch == "llama"
+    assert i.n_vocab == 49152
+    assert i.n_layer == 30
+    assert i.n_embd == 576
+    assert i.n_head == 9 and i.n_head_kv == 3 and i.head_dim == 64
+    assert i.tied_lm_head
+    assert i.chat_layout == "chatml"
+    assert i.eos_id >= 0
+
+
+@needs("deg_tokenize", "deg_detokenize")
+@pytest.mark.parametrize("text", TEXTS)
+def test_tokenizer_round_trip(model, text):
+    ids = model.tokenize(text)
+    assert all(isinstance(t, int) and 0 <= t < model.info.n_vocab for t in ids)
+    assert model.detokenize(ids) == text
+    assert model.detokenize_bytes(ids) == text.encode()
+
+
+@needs("deg_tokenize")
+def test_tokenize_known_ids(model):
+    # From HF tokenizers on SmolLM2's tokenizer.json: "Hello, world!" -> these ids.
+    assert model.tokenize("Hello, world!") == [19556, 28, 905, 17]
+
+
+@needs("deg_tokenize")
+def test_special_tokens(model):
+    plain = model.tokenize("<|im_start|>")
+    special = model.tokenize("<|im_start|>", special=True)
+    assert len(special) == 1 and len(plain) > 1
+    assert model.detokenize(special) == "<|im_start|>"
+
+
+@needs("deg_tokenize")
+def test_tokenize_invalid_utf8_raises(model):
+    with pytest.raises(deg.Utf8Error) as ei:
+        model.tokenize(b"abc\xff\xfe")
+    assert "3" in str(ei.value)  # byte offset of the bad sequence
+
+
+@needs("deg_detokenize")
+def test_detokenize_out_of_range_raises(model):
+    with pytest.raises(deg.RangeError):
+        model.detokenize([model.info.n_vocab])
+
+
+@needs("deg_chat_format")
+def test_chat_format_chatml(model):
+    s = model.chat_format([{"role": "user", "content": "Hi"}])
+    assert "<|im_start|>user\nHi<|im_end|>\n" in s
+    assert s.endswith("<|im_start|>assistant\n")
+
+
+@needs("deg_generate", "deg_chat_format")
+def test_generate_greedy_is_deterministic(model):
+    msgs = [{"role": "user", "content": "What is the capital of France?"}]
+    a = model.generate(msgs, max_tokens=24)
+    b = model.generate(msgs, max_tokens=24)
+    assert a.ids == b.ids and a.text == b.text
+    assert "Paris" in a.text
+    assert a.stats.generated_tokens == len(a.ids) <= 24
+    assert a.stats.prompt_tokens > 5
+    assert a.stats.prefill_seconds > 0 and a.stats.decode_seconds > 0
+
+
+@needs("deg_generate")
+def test_seeded_sampling_is_reproducible(model):
+    kw = dict(max_tokens=16, temperature=0.9, top_k=40, top_p=0.95)
+    a = model.generate("Once upon a time", seed=7, **kw)
+    b = model.generate("Once upon a time", seed=7, **kw)
+    assert a.ids == b.ids
+    others = {tuple(model.generate("Once upon a time", seed=s, **kw).ids) for s in range(1, 6)}
+    assert len(others) > 1  # different seeds give different samples
+
+
+@needs("deg_generate")
+def test_generate_max_tokens_and_validation(model):
+    g = model.generate("1, 2, 3, 4,", max_tokens=3)
+    assert len(g.ids) == 3 and not g.stats.stopped
+    with pytest.raises(deg.ArgumentError):
+        model.generate("x", max_tokens=0)
+
+
+@needs("deg_trunk_new", "deg_trunk_prefill", "deg_fork_new", "deg_fork_feed",
+       "deg_fork_logits", "deg_forks_feed")
+def test_trunk_and_forks(model):
+    ids = model.tokenize("The capital of France is")
+    with model.trunk() as t:
+        last = t.prefill(ids, logits="last")
+        assert isinstance(last, array) and len(last) == model.info.n_vocab
+        assert len(t) == len(ids)
+        f1, f2 = t.fork(), t.fork()
+        assert list(f1.logits()) == list(last)
+        deg.feed_forks([f1, f2], [model.tokenize(" Paris"), model.tokenize(" a city")])
+        assert len(f1) == 1 and len(f2) == 2
+        # A fork fed alone gives the same logits as inside the batch (bitwise).
+        f3 = t.fork()
+        f3.feed(model.tokenize(" Paris"))
+        assert f3.logits().tobytes() == f1.logits().tobytes()
+        # The trunk cannot grow while forks exist.
+        with pytest.raises(deg.StateError):
+            t.prefill(ids)
+    assert t.closed and f1.closed and f2.closed and f3.closed
+
+
+@needs("deg_trunk_new", "deg_fork_new", "deg_forks_generate")
+def test_fork_generate_matches_model_generate(model):
+    ids = model.tokenize("The capital of France is")
+    ref = model.generate(ids, max_tokens=8)
+    with model.trunk(ids[:-1]) as t:
+        f = t.fork()
+        f.feed(ids[-1:])
+        g = f.generate(max_tokens=8)
+    assert g.ids == ref.ids
+
+
+def test_close_is_deterministic_and_idempotent(model_path):
+    m = deg.load_model(model_path)
+    with m:
+        assert not m.closed
+    assert m.closed
+    m.close()
+    with pytest.raises(deg.StateError):
+        m.info
+    with pytest.raises(deg.StateError):
+        m.tokenize("x")
+
+
+def test_model_freed_by_gc(model_path):
+    m = deg.load_model(model_path)
+    r = weakref.ref(m)
+    del m
+    gc.collect()
+    assert r() is None
+
+
+@needs("deg_trunk_new", "deg_fork_new")
+def test_children_keep_parents_alive_and_close_first(model_path):
+    m = deg.load_model(model_path)
+    t = m.trunk()
+    f = t.fork()
+    rm = weakref.ref(m)
+    del m
+    gc.collect()
+    assert rm() is not None  # the trunk holds its model
+    rm().close()  # closing the model closes its trunk and the trunk's fork first
+    assert t.closed and f.closed
+    with pytest.raises(deg.StateError):
+        len(f)

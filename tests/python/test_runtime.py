@@ -1,0 +1,100 @@
+"""Versions, runtime description, exceptions and their C messages."""
+import re
+from pathlib import Path
+
+import pytest
+
+import deg
+from conftest import ROOT, needs
+
+
+def test_version_matches_header_and_VERSION_file():
+    v = deg.version()
+    assert re.fullmatch(r"\d+\.\d+\.\d+", v)
+    assert v == deg.HEADER_VERSION == deg.__version__
+    assert v == (ROOT / "VERSION").read_text().strip()
+
+
+@needs("deg_runtime_info", "deg_blas_arch")
+def test_runtime_info_reports_blas_kernel_set():
+    info = deg.runtime_info()
+    assert isinstance(info, dict)
+    assert info["version"] == deg.version()
+    arch = deg.blas_arch()
+    assert arch and arch == info["blas_arch"]
+    assert info.get("blas_arch_source") in ("env", "auto")
+    assert info.get("threads", 1) >= 1
+
+
+@needs("deg_set_num_threads")
+def test_set_num_threads_returns_previous():
+    prev = deg.set_num_threads(1)
+    assert prev >= 1
+    assert deg.set_num_threads(prev) == 1
+
+
+def test_exception_hierarchy():
+    for cls in (deg.DegIOError, deg.FormatError, deg.UnsupportedError, deg.Utf8Error,
+                deg.RangeError, deg.StateError, deg.SchemaError, deg.FillError,
+                deg.ArgumentError, deg.ModelNotFoundError):
+        assert issubclass(cls, deg.DegError)
+    assert issubclass(deg.DegIOError, OSError)
+    assert issubclass(deg.FormatError, ValueError)
+    assert deg.SchemaError("bad", errors=[{"path": "/x"}]).errors == [{"path": "/x"}]
+    e = deg.FormatError("gguf: bad magic", -3)
+    assert str(e) == "gguf: bad magic" and e.status == -3
+    assert e.status_name == "DEG_ERR_FORMAT"
+
+
+def test_status_names_match_the_c_library():
+    from deg._native import ffi, lib
+    from deg.errors import _BY_STATUS
+    for status, cls in _BY_STATUS.items():
+        assert ffi.string(lib.deg_status_name(status)).decode() == cls.status_name
+
+
+@needs("deg_model_load")
+def test_missing_file_raises_io_error_with_c_message(tmp_path):
+    path = tmp_path / "no-such-model.gguf"
+    with pytest.raises(deg.DegIOError) as ei:
+        deg.load_model(path)
+    assert ei.value.status == -2
+    assert str(path) in str(ei.value)  # the C message names the file
+
+
+@needs("deg_model_load")
+def test_garbage_file_raises_format_error_with_c_message(tmp_path):
+    path = tmp_path / "garbage.gguf"
+    path.write_bytes(b"this is not a model file at all" * 100)
+    with pytest.raises(deg.FormatError) as ei:
+        deg.load_model(path)
+    assert ei.value.status == -3
+    assert len(str(ei.value)) > 10
+
+
+@needs("deg_model_load")
+def test_truncated_gguf_raises_format_error(tmp_path, model_path):
+    path = tmp_path / "truncated.gguf"
+    with open(model_path, "rb") as f:
+        path.write_bytes(f.read(4096))
+    with pytest.raises(deg.FormatError):
+        deg.load_model(path)
+
+
+def test_default_model_path_errors_clearly(tmp_path, monkeypatch):
+    monkeypatch.setenv("DEG_CACHE", str(tmp_path))
+    with pytest.raises(deg.ModelNotFoundError) as ei:
+        deg.default_model_path()
+    assert "fetch-model" in str(ei.value)
+    p = deg.default_model_path(check=False)
+    assert p == Path(tmp_path) / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def test_fetch_model_is_idempotent_when_present(tmp_path, monkeypatch, model_path):
+    # A present file with the right hash is kept as is (no download).
+    monkeypatch.setenv("DEG_CACHE", str(tmp_path))
+    dest = deg.default_model_path(check=False)
+    dest.parent.mkdir(parents=True)
+    dest.symlink_to(Path(model_path).resolve())
+    assert deg.fetch_model(verbose=False) == dest
+    assert dest.is_symlink()
