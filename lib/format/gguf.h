@@ -47,6 +47,18 @@ deg_status dg_gguf_get_arr(const dg_gguf *g, const char *key, dg_gguf_type *elem
 /* i-th string of a string array (O(1) after open: offsets are indexed). */
 deg_status dg_gguf_arr_str(const dg_gguf *g, const char *key, uint64_t i, dg_gguf_str *out);
 
+/* File-level facts and the raw key/value list (in file order), for tools and
+ * tests. dg_gguf_kv_key returns a NUL-terminated copy owned by g. */
+uint32_t dg_gguf_version(const dg_gguf *g);
+size_t dg_gguf_alignment(const dg_gguf *g);
+size_t dg_gguf_n_kv(const dg_gguf *g);
+const char *dg_gguf_kv_key(const dg_gguf *g, size_t i);
+dg_gguf_type dg_gguf_kv_type(const dg_gguf *g, size_t i);
+/* Static name of a metadata value type ("uint32", "string", ...). */
+const char *dg_gguf_type_name(dg_gguf_type t);
+/* Static name of a ggml tensor type id ("Q5_K", ...; "unknown" if none). */
+const char *dg_ggml_type_name(uint32_t ggml_type);
+
 size_t dg_gguf_n_tensors(const dg_gguf *g);
 const dg_tensor_view *dg_gguf_tensor(const dg_gguf *g, size_t i);
 /* NULL if absent. */

@@ -23,11 +23,17 @@ typedef enum dg_dtype {
     DG_I32,
     DG_I64,
     DG_F64,
+    DG_U8,      /* safetensors U8 */
+    DG_BOOL,    /* safetensors BOOL: one byte, 0 or 1 */
     DG_DTYPE_COUNT
 } dg_dtype;
 
-/* Static name ("f32", "q4_1", ...). */
+/* Static name ("f32", "q4_1", ...); "?" for values outside the enum. */
 const char *dg_dtype_name(dg_dtype t);
+/* 1 for F32, F16, BF16, F64 and the quantized types (dg_dequantize works). */
+int dg_dtype_is_float(dg_dtype t);
+/* 1 for Q8_0, Q4_0, Q4_1, Q4_K, Q6_K. */
+int dg_dtype_is_quantized(dg_dtype t);
 /* Elements per block (1 for plain types). */
 int64_t dg_dtype_block_elems(dg_dtype t);
 /* Bytes per block (element size for plain types). */
@@ -37,13 +43,17 @@ size_t dg_dtype_block_bytes(dg_dtype t);
 size_t dg_dtype_row_bytes(dg_dtype t, int64_t n, int *ok);
 
 /* Dequantize n elements (n a multiple of the block size) of type t at src
- * into f32 dst. Plain float types convert exactly. Returns DEG_ERR_UNSUPPORTED
- * for integer types. */
+ * into f32 dst. F32/F16/BF16 convert exactly; F64 rounds to nearest f32.
+ * src needs no alignment. The quantized formulas are those of ggml (and
+ * gguf-py's gguf.quants), evaluated in the same order with the same f32
+ * roundings and no FMA contraction, so results are bit-identical to gguf-py
+ * (tests/c/test_dequant.c). Errors: DEG_ERR_UNSUPPORTED for integer types,
+ * DEG_ERR_ARG if n is negative or not a multiple of the block size. */
 deg_status dg_dequantize(dg_dtype t, const void *src, float *dst, int64_t n);
 
 float dg_f16_to_f32(uint16_t h);
 uint16_t dg_f32_to_f16(float f);   /* round to nearest even */
 float dg_bf16_to_f32(uint16_t h);
-uint16_t dg_f32_to_bf16(float f);  /* round to nearest even */
+uint16_t dg_f32_to_bf16(float f);  /* round to nearest even; NaN stays NaN */
 
 #endif

@@ -1,0 +1,22 @@
+/* Strict UTF-8 (RFC 3629 / Unicode 15, table 3-7 "well-formed byte
+ * sequences"): no overlong forms, no surrogates (U+D800..U+DFFF), nothing
+ * above U+10FFFF, no stray continuation bytes, no truncated sequences. */
+#ifndef DG_BASE_UTF8_H
+#define DG_BASE_UTF8_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* 1 if buf[0..len) is well-formed UTF-8, else 0 with *bad_offset (may be
+ * NULL) = byte offset of the first byte of the first ill-formed sequence. */
+int dg_utf8_validate(const char *buf, size_t len, size_t *bad_offset);
+
+/* Decode one code point at s[0..len): returns its byte length (1..4) and sets
+ * *cp, or 0 if the sequence there is ill-formed or truncated. */
+int dg_utf8_decode(const char *s, size_t len, uint32_t *cp);
+
+/* Encode cp (<= U+10FFFF, not a surrogate) into out[0..4): returns the byte
+ * length, or 0 if cp is not a Unicode scalar value. */
+int dg_utf8_encode(uint32_t cp, char out[4]);
+
+#endif
