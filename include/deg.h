@@ -270,6 +270,103 @@ DEG_API deg_status deg_generate(const deg_model *model, const int32_t *prompt, s
 
 /* @@DEG_PARSE_API@@ (parsers, format checks, candidates, validator, acceptor) */
 
+/* Deterministic parsers of the contract (spec §3, §9, §12.3). They only
+ * normalize what is written and never invent digits or dates; the exact
+ * rules (separators, ambiguous "1,234", date styles, zones) are documented
+ * in lib/deg/parse.h. Inputs are UTF-8 byte ranges (not NUL-terminated);
+ * span offsets are Unicode code points. Strings returned through char **
+ * are NUL-terminated and owned by the caller (deg_free).
+ * Common errors: DEG_ERR_ARG (NULL pointer), DEG_ERR_UTF8 (invalid UTF-8,
+ * with the byte offset), DEG_ERR_FORMAT (the text is not a value of that
+ * kind; the message says why), DEG_ERR_RANGE (well-formed but not
+ * admissible: fractional value for an integer, beyond int64, invalid
+ * calendar date). */
+
+/* options.date_order (spec §9). ANY = null: an ambiguous numeric date
+ * parses only when exactly one reading is a valid calendar date. */
+typedef enum deg_date_order {
+    DEG_DATE_ANY = 0,
+    DEG_DATE_MDY = 1,
+    DEG_DATE_DMY = 2
+} deg_date_order;
+
+/* A number copied from text ("1,234.5", "1.234,56", "-$5", "45 %", "EUR 3")
+ * -> JSON number text in *out_json ("1234.5"). integer_only != 0 for an
+ * integer leaf: fractional values are DEG_ERR_RANGE. */
+DEG_API deg_status deg_parse_number(const char *text, size_t len, int integer_only,
+                                    char **out_json);
+
+/* A date ("5 March 2026", "03/05/2026", "2026-03-05") -> "YYYY-MM-DD" in
+ * *out_iso. */
+DEG_API deg_status deg_parse_date(const char *text, size_t len, deg_date_order order,
+                                  char **out_iso);
+
+/* A date-time ("March 5, 2026 2:30 PM EST") -> RFC 3339 in *out_rfc3339.
+ * default_offset ("Z", "+HH:MM", or NULL = a zone must be written) is used
+ * when the text has no zone; then *assumed_offset = 1 (may be NULL). */
+DEG_API deg_status deg_parse_datetime(const char *text, size_t len, deg_date_order order,
+                                      const char *default_offset, char **out_rfc3339,
+                                      int *assumed_offset);
+
+/* Format check of the validator: *ok = 1 if text conforms to format
+ * ("date", "date-time", "email", "uri", "uuid"), else 0 (invalid UTF-8 is
+ * 0). DEG_ERR_ARG for any other format name. */
+DEG_API deg_status deg_format_check(const char *format, const char *text, size_t len,
+                                    int *ok);
+
+/* Every candidate span a typed leaf could take in the rendered context:
+ * kind = "number", "integer", "date", "date-time", "email", "uri" or
+ * "uuid". *spans (owned by the caller, deg_free; NULL when none) holds
+ * 2 * *n_spans size_t: start0, end0, start1, end1, ... ([start, end) in code
+ * points), sorted, no duplicates. */
+DEG_API deg_status deg_candidates(const char *kind, const char *text, size_t len,
+                                  size_t **spans, size_t *n_spans);
+
+/* Trim [start, end) (code points, end <= length of text) of whitespace and
+ * boundary punctuation a token carried in (rule in lib/deg/parse.h). The
+ * result may be empty (*out_start == *out_end). DEG_ERR_RANGE if the span
+ * is out of bounds. */
+DEG_API deg_status deg_span_trim(const char *text, size_t len, size_t start, size_t end,
+                                 size_t *out_start, size_t *out_end);
+
+/* Validate a JSON value against a JSON Schema (both NUL-terminated JSON
+ * texts), with the keywords the contract supports (lib/deg/validate.h) and
+ * the format checks above. DEG_OK when both documents could be read, valid
+ * or not: *n_errors = the number of violations and, if errors_json != NULL,
+ * *errors_json (owned by the caller, deg_free) = a JSON array of
+ * {"instance": <RFC 6901 pointer into the value>, "schema": <pointer into
+ * the schema>, "keyword": "...", "msg": "..."} in document order ("[]" when
+ * valid). Errors: DEG_ERR_FORMAT (a document is not JSON: line and column
+ * in the message), DEG_ERR_SCHEMA (a keyword value the validator cannot use:
+ * bad pattern, unresolvable or endlessly recursive $ref). */
+DEG_API deg_status deg_validate(const char *schema_json, const char *value_json,
+                                size_t *n_errors, char **errors_json);
+
+/* Constrained-decoding acceptor of a generate leaf (spec §4, §12.3): the
+ * leaf's pattern (NUL-terminated, NULL = none; JSON Schema SEARCH semantics,
+ * PCRE2 with UTF and UCP), minLength and maxLength in code points
+ * (max_length = SIZE_MAX: none). Compiled once (JIT when available); one
+ * acceptor is used by one thread at a time (it owns its match data).
+ * Errors: DEG_ERR_SCHEMA (pattern does not compile: PCRE2 message and
+ * offset), DEG_ERR_RANGE (min_length > max_length). *out owned by the
+ * caller (deg_acceptor_free). */
+typedef struct deg_acceptor deg_acceptor;
+DEG_API deg_status deg_acceptor_new(const char *pattern, size_t min_length,
+                                    size_t max_length, deg_acceptor **out);
+DEG_API void deg_acceptor_free(deg_acceptor *acc);
+/* 1 if the partial text [text, text+len) can still become valid: at most
+ * max_length code points and a partial (or complete) match of the pattern
+ * searched anywhere, i.e. of (?s:.*?)(?:pattern) anchored at the start. A
+ * truncated UTF-8 sequence at the end (a token ending mid-character) is
+ * allowed and counts as one more code point. 0 otherwise (also for invalid
+ * UTF-8). It does not look ahead at the length budget: a prefix whose
+ * shortest completion exceeds max_length is still 1. */
+DEG_API int deg_acceptor_prefix_ok(deg_acceptor *acc, const char *text, size_t len);
+/* 1 if end-of-text is admissible after [text, text+len): complete valid
+ * UTF-8, min_length <= code points <= max_length, and the pattern matches
+ * somewhere. */
+DEG_API int deg_acceptor_eos_ok(deg_acceptor *acc, const char *text, size_t len);
+
 #ifdef __cplusplus
 }
 #endif
