@@ -441,7 +441,7 @@ static int days_in_month(int y, int m)
     return m == 2 && is_leap(y) ? 29 : d[m - 1];
 }
 
-static int valid_date(int y, int m, int d)
+int dg_parse_valid_date(int y, int m, int d)
 {
     return y >= 1 && y <= 9999 && m >= 1 && m <= 12 && d >= 1 && d <= days_in_month(y, m);
 }
@@ -570,7 +570,7 @@ enum { DATE_OK = 0, DATE_NONE = 1, DATE_AMBIGUOUS = 2, DATE_INVALID = 3 };
 /* Resolve a numeric A?B?YYYY date. */
 static int resolve_numeric(int a, int b, int y, deg_date_order order, date_t *out)
 {
-    int mdy = valid_date(y, a, b), dmy = valid_date(y, b, a);
+    int mdy = dg_parse_valid_date(y, a, b), dmy = dg_parse_valid_date(y, b, a);
     if (order == DEG_DATE_MDY) {
         if (!mdy) return DATE_INVALID;
         out->m = a; out->d = b;
@@ -611,7 +611,7 @@ static int parse_date_at(cur *c, deg_date_order order, date_t *out)
         c->i++;
         if (digits(c, 2, &d) <= 0) { c->i = start; return DATE_NONE; }
         if (!at_end(c) && is_digit(peek(c))) { c->i = start; return DATE_NONE; }
-        if (!valid_date(v1, m, d)) return DATE_INVALID;
+        if (!dg_parse_valid_date(v1, m, d)) return DATE_INVALID;
         out->y = v1; out->m = m; out->d = d;
         return DATE_OK;
     }
@@ -642,7 +642,7 @@ static int parse_date_at(cur *c, deg_date_order order, date_t *out)
                 else skip_spaces(c);
                 int y;
                 if (digits(c, 4, &y) != 4 || (!at_end(c) && is_digit(peek(c)))) { c->i = start; return DATE_NONE; }
-                if (!valid_date(y, m, v1)) return DATE_INVALID;
+                if (!dg_parse_valid_date(y, m, v1)) return DATE_INVALID;
                 out->y = y; out->m = m; out->d = v1;
                 return DATE_OK;
             }
@@ -662,7 +662,7 @@ static int parse_date_at(cur *c, deg_date_order order, date_t *out)
         skip_spaces(c);
         int y;
         if (digits(c, 4, &y) != 4 || (!at_end(c) && is_digit(peek(c)))) { c->i = start; return DATE_NONE; }
-        if (!valid_date(y, m, v1)) return DATE_INVALID;
+        if (!dg_parse_valid_date(y, m, v1)) return DATE_INVALID;
         out->y = y; out->m = m; out->d = v1;
         return DATE_OK;
     }
@@ -680,7 +680,7 @@ static int parse_date_at(cur *c, deg_date_order order, date_t *out)
         skip_spaces(c);
         int y;
         if (digits(c, 4, &y) != 4 || (!at_end(c) && is_digit(peek(c)))) { c->i = start; return DATE_NONE; }
-        if (!valid_date(y, m, d)) return DATE_INVALID;
+        if (!dg_parse_valid_date(y, m, d)) return DATE_INVALID;
         out->y = y; out->m = m; out->d = d;
         return DATE_OK;
     }

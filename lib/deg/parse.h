@@ -106,6 +106,9 @@ deg_status dg_parse_utf8_check(const char *s, size_t n, const char *what, size_t
 /* 1 if cp is Unicode White_Space. */
 int dg_parse_is_space(int32_t cp);
 
+/* 1 if y-m-d is a proleptic Gregorian calendar date with 1 <= y <= 9999. */
+int dg_parse_valid_date(int y, int m, int d);
+
 /* ---- Parsers ------------------------------------------------------------ */
 
 /* The number in [s, s+n) (surrounding whitespace allowed) as JSON number
@@ -153,8 +156,21 @@ int dg_format_check(const char *format, const char *s, size_t n);
 /* Every span [start, end) (code points into [s, s+n)) that a leaf of kind
  * ("number", "integer", "date", "date-time", "email", "uri", "uuid") could
  * take, sorted by (start, end), without duplicates. *spans is malloc'd
- * (free()), 2 size_t per span. Spans are syntactic (the regexes below);
- * the decoder parses each with the leaf's options and constraints. */
+ * (free()), 2 size_t per span. The regexes are in spans.c (the same ones
+ * datagen uses to locate gold spans):
+ *  number/integer: a digit run with thousands groups, a decimal part or an
+ *    exponent, not glued to letters, ':' (times) or another digit group;
+ *    each occurrence is offered bare, with its sign, with a currency mark
+ *    before and with a percent/currency mark after, so the pointer can pick
+ *    any of the forms the number parser reads;
+ *  date: every date style of the date rule, with and without a leading
+ *    weekday; date-time: date + time (+ zone), weekday forms, time-first
+ *    forms;
+ *  email / uri / uuid: a permissive match, trimmed (dg_span_trim) and kept
+ *    only if it passes dg_format_check; uri needs "scheme://" or one of
+ *    mailto: urn: tel: news: sip: sips: geo: magnet: data: doi:.
+ * Number and date spans are syntactic: the decoder parses each with the
+ * leaf's options (date_order) and constraints. */
 deg_status dg_candidates(const char *kind, const char *s, size_t n, size_t **spans,
                          size_t *n_spans);
 
@@ -163,11 +179,12 @@ deg_status dg_candidates(const char *kind, const char *s, size_t n, size_t **spa
  * *out_start == *out_end). Rule (applied repeatedly at both ends):
  *  - Unicode whitespace and control characters are removed;
  *  - leading , ; : ! ? . and trailing , ; : ! ? are removed;
- *  - a trailing '.' is removed unless the span's last word already holds
- *    another '.' ("U.S.", "e.g." keep it; "Inc." and "done." lose it);
- *  - quotes " ' ` « » “ ” „ ‘ ’ at either end are removed (a trailing
- *    apostrophe is kept after 's', "the students'", and a trailing quote is
- *    kept when the span holds its opening quote... only for ’ after s);
+ *  - a trailing '.' is removed unless the last word is an abbreviation of
+ *    1-2 letter pieces each ending in '.' ("U.S.", "e.g.", "Ph.D." keep it;
+ *    "Inc." and "done." lose it);
+ *  - quotes " ' ` « » “ ” „ ‘ ’ at either end are removed, except a trailing
+ *    ' or ’ right after an 's' when the span holds no opening quote of it
+ *    (the possessive "students'");
  *  - an opening bracket ( [ { at the start is removed unless its matching
  *    closer is inside the span; a closing bracket ) ] } at the end is
  *    removed unless its opener is inside the span ("f(x)" and "(555) 123"
