@@ -268,6 +268,102 @@ DEG_API deg_status deg_generate(const deg_model *model, const int32_t *prompt, s
 
 /* @@DEG_SCHEMA_API@@ (compiler, plan, request/options, context rendering) */
 
+/* A fill plan: the compiled form of a JSON Schema (deg contract §3-§6). Immutable;
+ * may be shared across threads. */
+typedef struct deg_plan deg_plan;
+
+/* Compile the JSON Schema text [schema_json, +len) (UTF-8 JSON) into a fill plan.
+ * Pure: the same text always gives the same plan and fingerprints.
+ * On success *out is owned by the caller (deg_plan_free).
+ * Errors:
+ *  - DEG_ERR_SCHEMA: the schema is invalid for deg (§5) or is not JSON / not UTF-8.
+ *    If errors_json != NULL, *errors_json receives every problem found as a JSON
+ *    array [{"loc": "<JSON pointer into the schema>", "msg": "..."}, ...], a
+ *    NUL-terminated string owned by the caller (deg_free). Malformed JSON gives one
+ *    entry with loc "" and the line and column in msg. deg_errmsg() names the count
+ *    and the first problem.
+ *  - DEG_ERR_ARG (NULL arguments), DEG_ERR_NOMEM.
+ * Limits (each an error, never a crash): nesting depth 64 subschemas, 20000 plan
+ * nodes, enums of 2..255 values, patterns up to 65536 bytes. */
+DEG_API deg_status deg_plan_compile(const char *schema_json, size_t len, deg_plan **out,
+                                    char **errors_json);
+DEG_API void deg_plan_free(deg_plan *plan);
+
+/* The plan as JSON (format in doc/ARCHITECTURE.md, "Fill plan JSON"): fields, arrays,
+ * objects and fingerprints. *out is a NUL-terminated string owned by the caller
+ * (deg_free). */
+DEG_API deg_status deg_plan_to_json(const deg_plan *plan, char **out);
+
+/* FillPlan.fingerprint: 64 lowercase hex chars, borrowed from the plan. */
+DEG_API const char *deg_plan_fingerprint(const deg_plan *plan);
+
+/* Number of leaves (fields) in the plan. */
+DEG_API size_t deg_plan_num_fields(const deg_plan *plan);
+
+/* Render a context for reading (§7.1). context_json is JSON text: a JSON string gives
+ * its content verbatim; any other JSON value is serialized as Python's
+ * json.dumps(value, ensure_ascii=False) does (", " / ": " separators, the given key
+ * order, Python float repr). *out is NUL-terminated UTF-8 owned by the caller
+ * (deg_free); *out_len (may be NULL) gets its byte length (a string context may
+ * contain NUL). Errors: DEG_ERR_REQUEST (malformed JSON, with line and column;
+ * integers beyond 64 bits), DEG_ERR_UTF8, DEG_ERR_NOMEM. */
+DEG_API deg_status deg_context_render(const char *context_json, size_t len, char **out,
+                                      size_t *out_len);
+
+/* Fill options (§9 `options`); deg_fill_options_default() gives the defaults. */
+typedef enum deg_date_order {
+    DEG_DATE_ORDER_NONE = 0,   /* null: an ambiguous numeric date parses only if one
+                                  reading is valid */
+    DEG_DATE_ORDER_MDY = 1,
+    DEG_DATE_ORDER_DMY = 2
+} deg_date_order;
+
+typedef enum deg_array_decode {
+    DEG_ARRAY_DECODE_COUNT_PEAKS = 0, /* default */
+    DEG_ARRAY_DECODE_THRESHOLD = 1,
+    DEG_ARRAY_DECODE_HYBRID = 2
+} deg_array_decode;
+
+typedef struct deg_fill_options {
+    int32_t max_new_tokens;     /* >= 1; default 256 (per generate field) */
+    int64_t max_items;          /* >= 1, or -1 = null (no cap; default) */
+    deg_date_order date_order;  /* default NONE */
+    int32_t default_offset_minutes; /* "Z" = 0 (default); "+05:30" = 330 */
+    int32_t default_offset_is_z;    /* 1 when written "Z" */
+    double temperature;         /* >= 0; 0 = greedy (default) */
+    int32_t has_seed;           /* 0 = seed null (default) */
+    uint64_t seed;
+    deg_array_decode array_decode;
+    int32_t has_null_margin;    /* 0 = null: the server's default (default) */
+    double null_margin;         /* finite, nats */
+} deg_fill_options;
+
+DEG_API deg_fill_options deg_fill_options_default(void);
+
+/* Parse an `options` object (JSON text) over the defaults. Unknown options and wrong
+ * types are errors: DEG_ERR_REQUEST with *errors_json (may be NULL) as for
+ * deg_plan_compile, locs relative to the options object ("/seed"). */
+DEG_API deg_status deg_fill_options_parse(const char *options_json, size_t len,
+                                          deg_fill_options *out, char **errors_json);
+
+/* A parsed fill request {context, schema, model, options} (§9). */
+typedef struct deg_request deg_request;
+
+/* Parse and check a request: every field and option type-checked, unknown fields and
+ * options rejected, the schema compiled, the context rendered. *out is owned by the
+ * caller (deg_request_free). On DEG_ERR_REQUEST (envelope/options problems, with or
+ * without schema problems) or DEG_ERR_SCHEMA (only schema problems), *errors_json
+ * (may be NULL) receives all problems as for deg_plan_compile, locs pointing into the
+ * request ("/options/seed", "/schema/properties/a/type"). */
+DEG_API deg_status deg_request_parse(const char *request_json, size_t len,
+                                     deg_request **out, char **errors_json);
+DEG_API void deg_request_free(deg_request *request);
+/* Borrowed from the request (valid until deg_request_free). */
+DEG_API const deg_plan *deg_request_plan(const deg_request *request);
+DEG_API const char *deg_request_context(const deg_request *request, size_t *len);
+DEG_API const char *deg_request_model(const deg_request *request); /* "deg-latest" if absent */
+DEG_API deg_fill_options deg_request_options(const deg_request *request);
+
 /* @@DEG_PARSE_API@@ (parsers, format checks, candidates, validator, acceptor) */
 
 /* Deterministic parsers of the contract (spec §3, §9, §12.3). They only

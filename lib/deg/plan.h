@@ -101,7 +101,7 @@ typedef struct dg_constraints {
 
 typedef struct dg_field_plan {
     dg_path path;
-    char *pointer;           /* display form, e.g. "/line_items/*/name" */
+    char *pointer;           /* display form: "/line_items/" "*" "/name" (one string) */
     char *schema_loc;        /* JSON pointer of the leaf's schema in the input schema */
     dg_mode mode;
     dg_type type;

@@ -1,0 +1,25 @@
+/* request.h - fill requests and options (deg contract §9), internal side. The
+ * public API is in include/deg.h (deg_request_*, deg_fill_options_*). */
+#ifndef DG_DEG_REQUEST_H
+#define DG_DEG_REQUEST_H
+
+#include <jansson.h>
+
+#include "deg.h"
+#include "deg/schema_check.h"
+
+/* Parse JSON text (UTF-8 checked first, key order kept). NULL on failure with one
+ * {loc: "", msg} entry in E ("malformed JSON at line L, column C: ...", or the byte
+ * offset of ill-formed UTF-8) and *status = DEG_ERR_UTF8 / DEG_ERR_FORMAT / ARG. */
+json_t *dg_json_parse_text(const char *text, size_t len, int flags, dg_errlist *E,
+                           deg_status *status);
+
+/* §7.1 rendering of a parsed context: a string verbatim, else Python json.dumps.
+ * *out malloc'd (NUL-terminated), *out_len its length (may be NULL). */
+deg_status dg_context_render_json(const json_t *context, char **out, size_t *out_len);
+
+/* Check an options object (errors go to E with locs under loc) into *o. */
+void dg_options_check(const json_t *opts, const char *loc, deg_fill_options *o,
+                      dg_errlist *E);
+
+#endif
