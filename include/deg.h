@@ -311,12 +311,6 @@ DEG_API deg_status deg_context_render(const char *context_json, size_t len, char
                                       size_t *out_len);
 
 /* Fill options (§9 `options`); deg_fill_options_default() gives the defaults. */
-typedef enum deg_date_order {
-    DEG_DATE_ORDER_NONE = 0,   /* null: an ambiguous numeric date parses only if one
-                                  reading is valid */
-    DEG_DATE_ORDER_MDY = 1,
-    DEG_DATE_ORDER_DMY = 2
-} deg_date_order;
 
 typedef enum deg_array_decode {
     DEG_ARRAY_DECODE_COUNT_PEAKS = 0, /* default */
@@ -327,7 +321,8 @@ typedef enum deg_array_decode {
 typedef struct deg_fill_options {
     int32_t max_new_tokens;     /* >= 1; default 256 (per generate field) */
     int64_t max_items;          /* >= 1, or -1 = null (no cap; default) */
-    deg_date_order date_order;  /* default NONE */
+    int32_t date_order;         /* a deg_date_order (parsers section): DEG_DATE_ANY
+                                   (= null, default), DEG_DATE_MDY, DEG_DATE_DMY */
     int32_t default_offset_minutes; /* "Z" = 0 (default); "+05:30" = 330 */
     int32_t default_offset_is_z;    /* 1 when written "Z" */
     double temperature;         /* >= 0; 0 = greedy (default) */

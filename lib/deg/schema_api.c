@@ -145,7 +145,7 @@ deg_fill_options deg_fill_options_default(void)
     deg_fill_options o = {0};
     o.max_new_tokens = 256;
     o.max_items = -1;
-    o.date_order = DEG_DATE_ORDER_NONE;
+    o.date_order = DEG_DATE_ANY;
     o.default_offset_minutes = 0;
     o.default_offset_is_z = 1;
     o.temperature = 0;
@@ -177,11 +177,11 @@ void dg_options_check(const json_t *opts, const char *loc, deg_fill_options *o, 
                 dg_err_add(E, kl, "max_items must be an integer >= 1 or null");
             else o->max_items = json_integer_value(v);
         } else if (!strcmp(k, "date_order")) {
-            if (json_is_null(v)) o->date_order = DEG_DATE_ORDER_NONE;
+            if (json_is_null(v)) o->date_order = DEG_DATE_ANY;
             else if (json_is_string(v) && !strcmp(json_string_value(v), "MDY"))
-                o->date_order = DEG_DATE_ORDER_MDY;
+                o->date_order = DEG_DATE_MDY;
             else if (json_is_string(v) && !strcmp(json_string_value(v), "DMY"))
-                o->date_order = DEG_DATE_ORDER_DMY;
+                o->date_order = DEG_DATE_DMY;
             else dg_err_add(E, kl, "date_order must be \"MDY\", \"DMY\" or null");
         } else if (!strcmp(k, "default_offset")) {
             const char *s = json_is_string(v) ? json_string_value(v) : NULL;
