@@ -1,0 +1,564 @@
+/* JSON Schema validator for the response (rules in validate.h). */
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include "deg/validate.h"
+
+#include <math.h>
+#include <pcre2.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/status.h"
+#include "deg/parse.h"
+#include "deg/plan.h"
+
+#define MAX_DEPTH 2048
+
+/* Growable string used for the two pointers. */
+typedef struct {
+    char *s;
+    size_t n, cap;
+} sbuf;
+
+static int sb_reserve(sbuf *b, size_t extra)
+{
+    if (b->n + extra + 1 <= b->cap) return 0;
+    size_t nc = b->cap ? b->cap : 64;
+    while (nc < b->n + extra + 1) nc *= 2;
+    char *ns = realloc(b->s, nc);
+    if (!ns) return -1;
+    b->s = ns;
+    b->cap = nc;
+    return 0;
+}
+
+/* Append "/" + escaped segment; returns the previous length (for pop). */
+static size_t sb_push(sbuf *b, const char *seg, size_t len)
+{
+    size_t old = b->n;
+    if (sb_reserve(b, 2 * len + 1) < 0) return (size_t)-1;
+    b->s[b->n++] = '/';
+    for (size_t i = 0; i < len; i++) {
+        if (seg[i] == '~') { b->s[b->n++] = '~'; b->s[b->n++] = '0'; }
+        else if (seg[i] == '/') { b->s[b->n++] = '~'; b->s[b->n++] = '1'; }
+        else b->s[b->n++] = seg[i];
+    }
+    b->s[b->n] = 0;
+    return old;
+}
+
+static size_t sb_push_index(sbuf *b, size_t i)
+{
+    char t[32];
+    int k = snprintf(t, sizeof t, "%zu", i);
+    return sb_push(b, t, (size_t)k);
+}
+
+static void sb_pop(sbuf *b, size_t old)
+{
+    if (old == (size_t)-1) return;
+    b->n = old;
+    if (b->s) b->s[old] = 0;
+}
+
+typedef struct {
+    const json_t *schema;
+    pcre2_code *code;
+} pat_entry;
+
+typedef struct {
+    const json_t *root;
+    json_t *errors;      /* NULL = count only */
+    size_t n_errors;
+    int quiet;           /* > 0 inside anyOf/oneOf trials: record nothing */
+    deg_status fatal;
+    int depth;
+    pat_entry *pats;
+    size_t n_pats, cap_pats;
+    pcre2_match_data *md;
+    sbuf ip, sp;         /* instance and schema pointers */
+} vctx;
+
+static void add_error(vctx *c, const char *kw, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void add_error(vctx *c, const char *kw, const char *fmt, ...)
+{
+    c->n_errors++;
+    if (c->quiet || !c->errors) return;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    size_t old = sb_push(&c->sp, kw, strlen(kw));
+    json_t *e = json_pack("{s:s, s:s, s:s, s:s}", "instance", c->ip.s ? c->ip.s : "", "schema",
+                          c->sp.s ? c->sp.s : "", "keyword", kw, "msg", msg);
+    sb_pop(&c->sp, old);
+    if (!e || json_array_append_new(c->errors, e) < 0) c->fatal = DEG_ERR_NOMEM;
+}
+
+/* ---- equality and numbers ---------------------------------------------- */
+
+static int is_num(const json_t *v) { return json_is_integer(v) || json_is_real(v); }
+
+/* Exact comparison of two JSON numbers: -1, 0, 1. */
+static int num_cmp(const json_t *a, const json_t *b)
+{
+    if (json_is_integer(a) && json_is_integer(b)) {
+        json_int_t x = json_integer_value(a), y = json_integer_value(b);
+        return x < y ? -1 : x > y;
+    }
+    /* long double has a 64-bit significand on x86-64: exact for int64 and
+     * for every double. */
+    long double x = json_is_integer(a) ? (long double)json_integer_value(a) : (long double)json_real_value(a);
+    long double y = json_is_integer(b) ? (long double)json_integer_value(b) : (long double)json_real_value(b);
+    return x < y ? -1 : x > y;
+}
+
+int dg_json_equal(const json_t *a, const json_t *b)
+{
+    if (a == b) return 1;
+    if (!a || !b) return 0;
+    if (is_num(a) && is_num(b)) return num_cmp(a, b) == 0;
+    if (json_typeof(a) != json_typeof(b)) return 0;
+    switch (json_typeof(a)) {
+    case JSON_STRING:
+        return json_string_length(a) == json_string_length(b) &&
+               memcmp(json_string_value(a), json_string_value(b), json_string_length(a)) == 0;
+    case JSON_ARRAY: {
+        size_t n = json_array_size(a);
+        if (n != json_array_size(b)) return 0;
+        for (size_t i = 0; i < n; i++)
+            if (!dg_json_equal(json_array_get(a, i), json_array_get(b, i))) return 0;
+        return 1;
+    }
+    case JSON_OBJECT: {
+        if (json_object_size(a) != json_object_size(b)) return 0;
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)a, k, v) {
+            json_t *w = json_object_get(b, k);
+            if (!w || !dg_json_equal(v, w)) return 0;
+        }
+        return 1;
+    }
+    default: return 1; /* true, false, null: same type */
+    }
+}
+
+/* value = odd * 2^exp for a finite nonzero double. */
+static void dyadic(double v, uint64_t *odd, int *exp)
+{
+    int e;
+    double m = frexp(fabs(v), &e);
+    uint64_t mi = (uint64_t)ldexp(m, 53);
+    e -= 53;
+    while ((mi & 1) == 0) { mi >>= 1; e++; }
+    *odd = mi;
+    *exp = e;
+}
+
+/* python-jsonschema's multipleOf: 1 = failed. */
+static int multiple_of_failed(const json_t *inst, const json_t *db)
+{
+    if (json_is_real(db)) {
+        double d = json_real_value(db);
+        double x = json_is_integer(inst) ? (double)json_integer_value(inst) : json_real_value(inst);
+        double q = x / d;
+        if (isfinite(q)) return trunc(q) != q;
+        /* exact: x / d integral? both dyadic rationals */
+        if (x == 0) return 0;
+        uint64_t ox, od;
+        int ex, ed;
+        dyadic(x, &ox, &ex);
+        dyadic(d, &od, &ed);
+        return !(ox % od == 0 && ex >= ed);
+    }
+    json_int_t d = json_integer_value(db);
+    if (d == 0) return 1;
+    if (json_is_integer(inst)) {
+        json_int_t x = json_integer_value(inst);
+        if (d == -1) return 0;
+        return x % d != 0;
+    }
+    double r = fmod(json_real_value(inst), (double)d);
+    return r != 0;
+}
+
+/* ---- helpers ----------------------------------------------------------- */
+
+static const char *type_name(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "object";
+    case JSON_ARRAY: return "array";
+    case JSON_STRING: return "string";
+    case JSON_INTEGER: return "integer";
+    case JSON_REAL: return "number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "boolean";
+    default: return "null";
+    }
+}
+
+static int has_type(const json_t *v, const char *t)
+{
+    if (!strcmp(t, "string")) return json_is_string(v);
+    if (!strcmp(t, "integer"))
+        return json_is_integer(v) || (json_is_real(v) && trunc(json_real_value(v)) == json_real_value(v));
+    if (!strcmp(t, "number")) return is_num(v);
+    if (!strcmp(t, "boolean")) return json_is_boolean(v);
+    if (!strcmp(t, "null")) return json_is_null(v);
+    if (!strcmp(t, "object")) return json_is_object(v);
+    if (!strcmp(t, "array")) return json_is_array(v);
+    return 0;
+}
+
+static size_t cp_len(const json_t *s)
+{
+    const char *p = json_string_value(s);
+    size_t n = json_string_length(s), k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (((unsigned char)p[i] & 0xC0) != 0x80) k++;
+    return k;
+}
+
+static pcre2_code *get_pattern(vctx *c, const json_t *pat)
+{
+    for (size_t i = 0; i < c->n_pats; i++)
+        if (c->pats[i].schema == pat) return c->pats[i].code;
+    int ec;
+    PCRE2_SIZE eo;
+    pcre2_compile_context *cc = pcre2_compile_context_create(NULL);
+    if (!cc) { c->fatal = dg_fail(DEG_ERR_NOMEM, "validate: out of memory"); return NULL; }
+    pcre2_set_compile_extra_options(cc, DG_PATTERN_PCRE2_EXTRA_OPTIONS);
+    pcre2_code *code = NULL;
+    if (dg_parse_utf8_check(json_string_value(pat), json_string_length(pat), "pattern", NULL) == DEG_OK)
+        code = pcre2_compile((PCRE2_SPTR)json_string_value(pat), json_string_length(pat),
+                             DG_PATTERN_PCRE2_OPTIONS | PCRE2_UCP, &ec, &eo, cc);
+    else { ec = PCRE2_ERROR_UTF8_ERR1; eo = 0; }
+    pcre2_compile_context_free(cc);
+    if (!code) {
+        char m[256];
+        pcre2_get_error_message(ec, (PCRE2_UCHAR *)m, sizeof m);
+        c->fatal = dg_fail(DEG_ERR_SCHEMA, "validate: pattern at %s does not compile: %s at offset %zu",
+                           c->sp.s ? c->sp.s : "", m, (size_t)eo);
+        return NULL;
+    }
+    pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);
+    if (c->n_pats == c->cap_pats) {
+        size_t nc = c->cap_pats ? 2 * c->cap_pats : 8;
+        pat_entry *np = realloc(c->pats, nc * sizeof *np);
+        if (!np) { pcre2_code_free(code); c->fatal = dg_fail(DEG_ERR_NOMEM, "validate: out of memory"); return NULL; }
+        c->pats = np;
+        c->cap_pats = nc;
+    }
+    c->pats[c->n_pats].schema = pat;
+    c->pats[c->n_pats].code = code;
+    c->n_pats++;
+    return code;
+}
+
+/* Resolve a local $ref. */
+static const json_t *resolve_ref(vctx *c, const char *ref)
+{
+    if (ref[0] != '#') return NULL;
+    const json_t *cur = c->root;
+    const char *p = ref + 1;
+    if (*p == 0) return cur;
+    if (*p != '/') return NULL;
+    while (*p == '/' && cur) {
+        p++;
+        char seg[1024];
+        size_t k = 0;
+        while (*p && *p != '/') {
+            char ch = *p++;
+            if (ch == '%' && p[0] && p[1]) {
+                char h[3] = {p[0], p[1], 0};
+                char *e;
+                long v = strtol(h, &e, 16);
+                if (*e) return NULL;
+                ch = (char)v;
+                p += 2;
+            }
+            if (ch == '~') {
+                char nx = *p;
+                if (nx == '%' && p[1] == '3' && p[2] == '0') { nx = '0'; p += 2; }
+                else if (nx == '%' && p[1] == '3' && p[2] == '1') { nx = '1'; p += 2; }
+                if (nx == '0') ch = '~';
+                else if (nx == '1') ch = '/';
+                else return NULL;
+                p++;
+            }
+            if (k + 1 >= sizeof seg) return NULL;
+            seg[k++] = ch;
+        }
+        seg[k] = 0;
+        if (json_is_object(cur)) cur = json_object_get(cur, seg);
+        else if (json_is_array(cur)) {
+            char *e;
+            if (!k || (seg[0] == '0' && k > 1)) return NULL;
+            unsigned long idx = strtoul(seg, &e, 10);
+            if (*e) return NULL;
+            cur = json_array_get(cur, idx);
+        } else return NULL;
+    }
+    return cur;
+}
+
+static void validate_node(vctx *c, const json_t *s, const json_t *v);
+
+/* Is v valid against s (no errors recorded)? */
+static int trial(vctx *c, const json_t *s, const json_t *v)
+{
+    size_t before = c->n_errors;
+    c->quiet++;
+    validate_node(c, s, v);
+    c->quiet--;
+    int ok = c->n_errors == before;
+    c->n_errors = before;
+    return ok;
+}
+
+static void validate_node(vctx *c, const json_t *s, const json_t *v)
+{
+    if (c->fatal) return;
+    if (json_is_true(s)) return;
+    if (json_is_false(s)) { add_error(c, "false", "the schema false admits no value"); return; }
+    if (!json_is_object(s)) return;
+    if (++c->depth > MAX_DEPTH) {
+        c->fatal = dg_fail(DEG_ERR_SCHEMA, "validate: schema nesting deeper than %d at %s (recursive $ref?)",
+                           MAX_DEPTH, c->sp.s ? c->sp.s : "");
+        c->depth--;
+        return;
+    }
+    size_t old;
+    const json_t *k;
+
+    if ((k = json_object_get(s, "$ref")) && json_is_string(k)) {
+        const json_t *t = resolve_ref(c, json_string_value(k));
+        if (!t) {
+            c->fatal = dg_fail(DEG_ERR_SCHEMA, "validate: $ref \"%s\" at %s is not a resolvable local reference",
+                               json_string_value(k), c->sp.s ? c->sp.s : "");
+        } else {
+            old = sb_push(&c->sp, "$ref", 4);
+            validate_node(c, t, v);
+            sb_pop(&c->sp, old);
+        }
+    }
+    if ((k = json_object_get(s, "type"))) {
+        int ok = 0;
+        if (json_is_string(k)) ok = has_type(v, json_string_value(k));
+        else if (json_is_array(k)) {
+            for (size_t i = 0; i < json_array_size(k) && !ok; i++) {
+                const json_t *t = json_array_get(k, i);
+                if (json_is_string(t) && has_type(v, json_string_value(t))) ok = 1;
+            }
+        }
+        if (!ok) add_error(c, "type", "%s is not of the schema's type", type_name(v));
+    }
+    if ((k = json_object_get(s, "enum")) && json_is_array(k)) {
+        int ok = 0;
+        for (size_t i = 0; i < json_array_size(k) && !ok; i++) ok = dg_json_equal(v, json_array_get(k, i));
+        if (!ok) add_error(c, "enum", "value is not one of the enum values");
+    }
+    if ((k = json_object_get(s, "const"))) {
+        if (!dg_json_equal(v, k)) add_error(c, "const", "value is not the const value");
+    }
+    if ((k = json_object_get(s, "anyOf")) && json_is_array(k)) {
+        int ok = 0;
+        old = sb_push(&c->sp, "anyOf", 5);
+        for (size_t i = 0; i < json_array_size(k) && !ok && !c->fatal; i++) {
+            size_t o2 = sb_push_index(&c->sp, i);
+            ok = trial(c, json_array_get(k, i), v);
+            sb_pop(&c->sp, o2);
+        }
+        sb_pop(&c->sp, old);
+        if (!ok && !c->fatal) add_error(c, "anyOf", "value matches none of the anyOf branches");
+    }
+    if ((k = json_object_get(s, "oneOf")) && json_is_array(k)) {
+        size_t n_ok = 0;
+        old = sb_push(&c->sp, "oneOf", 5);
+        for (size_t i = 0; i < json_array_size(k) && n_ok < 2 && !c->fatal; i++) {
+            size_t o2 = sb_push_index(&c->sp, i);
+            n_ok += (size_t)trial(c, json_array_get(k, i), v);
+            sb_pop(&c->sp, o2);
+        }
+        sb_pop(&c->sp, old);
+        if (n_ok != 1 && !c->fatal)
+            add_error(c, "oneOf", n_ok ? "value matches more than one oneOf branch"
+                                       : "value matches none of the oneOf branches");
+    }
+
+    if (json_is_object(v)) {
+        const json_t *props = json_object_get(s, "properties");
+        if (json_is_object(props)) {
+            const char *key;
+            json_t *sub;
+            json_object_foreach((json_t *)props, key, sub) {
+                json_t *pv = json_object_get(v, key);
+                if (!pv) continue;
+                size_t o1 = sb_push(&c->sp, "properties", 10);
+                size_t o2 = sb_push(&c->sp, key, strlen(key));
+                size_t o3 = sb_push(&c->ip, key, strlen(key));
+                validate_node(c, sub, pv);
+                sb_pop(&c->ip, o3);
+                sb_pop(&c->sp, o2);
+                sb_pop(&c->sp, o1);
+            }
+        }
+        if ((k = json_object_get(s, "required")) && json_is_array(k)) {
+            for (size_t i = 0; i < json_array_size(k); i++) {
+                const json_t *r = json_array_get(k, i);
+                if (json_is_string(r) && !json_object_get(v, json_string_value(r)))
+                    add_error(c, "required", "required property \"%s\" is missing", json_string_value(r));
+            }
+        }
+        if ((k = json_object_get(s, "additionalProperties"))) {
+            const char *key;
+            json_t *pv;
+            json_object_foreach((json_t *)v, key, pv) {
+                if (json_is_object(props) && json_object_get(props, key)) continue;
+                if (json_is_false(k)) {
+                    size_t o3 = sb_push(&c->ip, key, strlen(key));
+                    add_error(c, "additionalProperties", "property \"%s\" is not allowed", key);
+                    sb_pop(&c->ip, o3);
+                } else {
+                    size_t o1 = sb_push(&c->sp, "additionalProperties", 20);
+                    size_t o3 = sb_push(&c->ip, key, strlen(key));
+                    validate_node(c, k, pv);
+                    sb_pop(&c->ip, o3);
+                    sb_pop(&c->sp, o1);
+                }
+            }
+        }
+    }
+    if (json_is_array(v)) {
+        size_t n = json_array_size(v);
+        if ((k = json_object_get(s, "items")) && (json_is_object(k) || json_is_boolean(k))) {
+            for (size_t i = 0; i < n && !c->fatal; i++) {
+                size_t o1 = sb_push(&c->sp, "items", 5);
+                size_t o3 = sb_push_index(&c->ip, i);
+                validate_node(c, k, json_array_get(v, i));
+                sb_pop(&c->ip, o3);
+                sb_pop(&c->sp, o1);
+            }
+        }
+        if ((k = json_object_get(s, "minItems")) && is_num(k) && (double)n < json_number_value(k))
+            add_error(c, "minItems", "%zu items, fewer than minItems", n);
+        if ((k = json_object_get(s, "maxItems")) && is_num(k) && (double)n > json_number_value(k))
+            add_error(c, "maxItems", "%zu items, more than maxItems", n);
+        if ((k = json_object_get(s, "uniqueItems")) && json_is_true(k)) {
+            int dup = 0;
+            for (size_t i = 0; i < n && !dup; i++)
+                for (size_t j = i + 1; j < n && !dup; j++)
+                    if (dg_json_equal(json_array_get(v, i), json_array_get(v, j))) dup = 1;
+            if (dup) add_error(c, "uniqueItems", "items are not unique");
+        }
+    }
+    if (json_is_string(v)) {
+        size_t len = 0;
+        int counted = 0;
+        if ((k = json_object_get(s, "minLength")) && is_num(k)) {
+            len = cp_len(v); counted = 1;
+            if ((double)len < json_number_value(k)) add_error(c, "minLength", "%zu code points, fewer than minLength", len);
+        }
+        if ((k = json_object_get(s, "maxLength")) && is_num(k)) {
+            if (!counted) len = cp_len(v);
+            if ((double)len > json_number_value(k)) add_error(c, "maxLength", "%zu code points, more than maxLength", len);
+        }
+        if ((k = json_object_get(s, "pattern")) && json_is_string(k)) {
+            old = sb_push(&c->sp, "pattern", 7);
+            pcre2_code *code = get_pattern(c, k);
+            sb_pop(&c->sp, old);
+            if (code) {
+                pcre2_match_data *md = pcre2_match_data_create_from_pattern(code, NULL);
+                if (!md) c->fatal = dg_fail(DEG_ERR_NOMEM, "validate: out of memory");
+                else {
+                    int rc = pcre2_match(code, (PCRE2_SPTR)json_string_value(v), json_string_length(v), 0, 0, md, NULL);
+                    pcre2_match_data_free(md);
+                    if (rc == PCRE2_ERROR_NOMATCH) add_error(c, "pattern", "string does not match the pattern");
+                    else if (rc < 0) {
+                        char m[200];
+                        pcre2_get_error_message(rc, (PCRE2_UCHAR *)m, sizeof m);
+                        c->fatal = dg_fail(DEG_ERR_SCHEMA, "validate: pattern match failed: %s", m);
+                    }
+                }
+            }
+        }
+        if ((k = json_object_get(s, "format")) && json_is_string(k)) {
+            int r = dg_format_check(json_string_value(k), json_string_value(v), json_string_length(v));
+            if (r == 0) add_error(c, "format", "string is not a valid %s", json_string_value(k));
+        }
+    }
+    if (is_num(v)) {
+        if ((k = json_object_get(s, "minimum")) && is_num(k) && num_cmp(v, k) < 0)
+            add_error(c, "minimum", "value is less than minimum");
+        if ((k = json_object_get(s, "maximum")) && is_num(k) && num_cmp(v, k) > 0)
+            add_error(c, "maximum", "value is greater than maximum");
+        if ((k = json_object_get(s, "exclusiveMinimum")) && is_num(k) && num_cmp(v, k) <= 0)
+            add_error(c, "exclusiveMinimum", "value is not greater than exclusiveMinimum");
+        if ((k = json_object_get(s, "exclusiveMaximum")) && is_num(k) && num_cmp(v, k) >= 0)
+            add_error(c, "exclusiveMaximum", "value is not less than exclusiveMaximum");
+        if ((k = json_object_get(s, "multipleOf")) && is_num(k) && multiple_of_failed(v, k))
+            add_error(c, "multipleOf", "value is not a multiple of multipleOf");
+    }
+    c->depth--;
+}
+
+deg_status dg_validate(const json_t *schema, const json_t *value, json_t *errors, size_t *n_errors)
+{
+    if (n_errors) *n_errors = 0;
+    if (!schema || !value) return dg_fail(DEG_ERR_ARG, "validate: NULL schema or value");
+    vctx c = {0};
+    c.root = schema;
+    c.errors = errors;
+    if (sb_reserve(&c.ip, 64) < 0 || sb_reserve(&c.sp, 64) < 0) {
+        free(c.ip.s); free(c.sp.s);
+        return dg_fail(DEG_ERR_NOMEM, "validate: out of memory");
+    }
+    c.ip.s[0] = c.sp.s[0] = 0;
+    validate_node(&c, schema, value);
+    for (size_t i = 0; i < c.n_pats; i++) pcre2_code_free(c.pats[i].code);
+    free(c.pats);
+    free(c.ip.s);
+    free(c.sp.s);
+    if (c.fatal) return c.fatal;
+    if (n_errors) *n_errors = c.n_errors;
+    return DEG_OK;
+}
+
+static deg_status load_json(const char *text, const char *what, json_t **out)
+{
+    json_error_t err;
+    *out = json_loads(text, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
+    if (!*out)
+        return dg_fail(DEG_ERR_FORMAT, "%s is not valid JSON: line %d, column %d: %s", what, err.line,
+                       err.column, err.text);
+    return DEG_OK;
+}
+
+DEG_API deg_status deg_validate(const char *schema_json, const char *value_json, size_t *n_errors,
+                                char **errors_json)
+{
+    if (errors_json) *errors_json = NULL;
+    if (n_errors) *n_errors = 0;
+    if (!schema_json || !value_json || !n_errors) return dg_fail(DEG_ERR_ARG, "deg_validate: NULL argument");
+    json_t *s, *v;
+    DG_TRY(load_json(schema_json, "schema", &s));
+    deg_status st = load_json(value_json, "value", &v);
+    if (st != DEG_OK) { json_decref(s); return st; }
+    json_t *errs = json_array();
+    if (!errs) st = dg_fail(DEG_ERR_NOMEM, "deg_validate: out of memory");
+    else st = dg_validate(s, v, errs, n_errors);
+    if (st == DEG_OK && errors_json) {
+        *errors_json = json_dumps(errs, JSON_COMPACT | JSON_ENSURE_ASCII);
+        if (!*errors_json) st = dg_fail(DEG_ERR_NOMEM, "deg_validate: out of memory");
+    }
+    json_decref(errs);
+    json_decref(s);
+    json_decref(v);
+    return st;
+}

@@ -1,0 +1,49 @@
+/* validate.h - check a JSON value against the INPUT schema (spec §8: the
+ * response value is always valid; an invalid one is a FillError).
+ *
+ * Keywords (JSON Schema 2020-12 semantics, as python-jsonschema's
+ * Draft202012Validator applies them; agreement is tested against the JSON
+ * Schema Test Suite and hypothesis-generated values):
+ *   boolean schemas; type (incl. unions; "integer" accepts 2.0); enum, const
+ *   (1 == 1.0, true != 1, deep equality); anyOf, oneOf; properties, required,
+ *   additionalProperties (bool or schema: the properties not in
+ *   "properties"); items (schema form); minItems, maxItems, uniqueItems;
+ *   minLength, maxLength (code points); pattern (PCRE2 search with the
+ *   compiler's options plus UCP, so \d \w \s are Unicode-aware as in Python
+ *   re); minimum, maximum, exclusiveMinimum, exclusiveMaximum (exact
+ *   int/float comparison); multipleOf (python-jsonschema's rule: a float
+ *   divisor divides in double and fails on a non-integral quotient, falling
+ *   back to exact rationals when the quotient overflows; an integer divisor
+ *   uses the remainder); format date, date-time, email, uri, uuid
+ *   (dg_format_check; other formats are annotations); local $ref ("#",
+ *   "#/json/pointer", percent-decoded) with $defs/definitions, applied
+ *   together with its siblings (2020-12). Annotations and unknown keywords
+ *   are ignored, as a validator does; rejecting them is the compiler's job.
+ *
+ * Errors appended to `errors` (a JSON array), one object per violation:
+ *   {"instance": <RFC 6901 pointer into the value>,
+ *    "schema": <RFC 6901 pointer to the failing keyword in the schema>,
+ *    "keyword": "<keyword>", "msg": "<what failed>"}
+ * anyOf/oneOf report one error at the keyword (not the branches' errors).
+ */
+#ifndef DG_DEG_VALIDATE_H
+#define DG_DEG_VALIDATE_H
+
+#include <jansson.h>
+
+#include "deg.h"
+
+/* Validate value against schema (root document for $ref). Appends the
+ * violations to errors (may be NULL: then stops at the first) and sets
+ * *n_errors (may be NULL). Returns DEG_OK whether valid or not;
+ * DEG_ERR_SCHEMA for a keyword value it cannot apply (pattern that does not
+ * compile, non-local or unresolvable $ref, $ref recursion deeper than 2048
+ * without consuming the value), DEG_ERR_NOMEM. */
+deg_status dg_validate(const json_t *schema, const json_t *value, json_t *errors,
+                       size_t *n_errors);
+
+/* JSON Schema equality: numbers by value (1 == 1.0), booleans distinct
+ * from numbers, arrays and objects deep. */
+int dg_json_equal(const json_t *a, const json_t *b);
+
+#endif

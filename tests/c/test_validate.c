@@ -1,0 +1,251 @@
+/* Validator: the JSON Schema Test Suite cases that use only supported
+ * keywords, plus error pointers and bad input. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "deg.h"
+#include "deg/validate.h"
+
+#define SUITE "/usr/share/json-schema-test-suite/tests"
+
+static const char *const SCHEMA_KW[] = {
+    "type", "enum", "const", "anyOf", "oneOf", "properties", "required", "additionalProperties",
+    "items", "minItems", "maxItems", "uniqueItems", "minLength", "maxLength", "pattern",
+    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "format", "$ref",
+    "$defs", "definitions", "title", "description", "default", "examples", "$comment", "$schema",
+    NULL};
+static const char *const FORMATS[] = {"date", "date-time", "email", "uri", "uuid", NULL};
+
+static int in_list(const char *const *l, const char *k)
+{
+    for (int i = 0; l[i]; i++)
+        if (!strcmp(l[i], k)) return 1;
+    return 0;
+}
+
+/* 1 if the schema uses only the keywords deg supports, with 2020-12 meaning
+ * (no tuple items, no $ref siblings that draft-07 would ignore, local refs
+ * only, formats deg checks). */
+static int supported(const json_t *s)
+{
+    if (json_is_boolean(s)) return 1;
+    if (!json_is_object(s)) return 0;
+    const char *k;
+    json_t *v;
+    json_t *ref = json_object_get(s, "$ref");
+    if (ref) {
+        if (!json_is_string(ref) || json_string_value(ref)[0] != '#') return 0;
+        json_object_foreach((json_t *)s, k, v)
+            if (strcmp(k, "$ref") && strcmp(k, "definitions") && strcmp(k, "$defs") && strcmp(k, "title") &&
+                strcmp(k, "description") && strcmp(k, "$comment"))
+                return 0;
+    }
+    json_object_foreach((json_t *)s, k, v) {
+        if (!in_list(SCHEMA_KW, k)) return 0;
+        if (!strcmp(k, "properties") || !strcmp(k, "$defs") || !strcmp(k, "definitions")) {
+            if (!json_is_object(v)) return 0;
+            const char *k2;
+            json_t *v2;
+            json_object_foreach(v, k2, v2) if (!supported(v2)) return 0;
+        } else if (!strcmp(k, "items") || !strcmp(k, "additionalProperties")) {
+            if (!supported(v)) return 0;
+        } else if (!strcmp(k, "anyOf") || !strcmp(k, "oneOf")) {
+            if (!json_is_array(v)) return 0;
+            for (size_t i = 0; i < json_array_size(v); i++)
+                if (!supported(json_array_get(v, i))) return 0;
+        } else if (!strcmp(k, "format")) {
+            if (!json_is_string(v) || !in_list(FORMATS, json_string_value(v))) return 0;
+        }
+    }
+    return 1;
+}
+
+typedef struct {
+    int run, pass, skipped_groups, parse_skipped;
+} tally;
+
+static void run_file(const char *path, tally *t)
+{
+    json_error_t err;
+    /* Integers beyond int64 make jansson fail: load per case below. */
+    json_t *groups = json_load_file(path, JSON_DECODE_ANY, &err);
+    if (!groups) { t->parse_skipped++; return; }
+    for (size_t g = 0; g < json_array_size(groups); g++) {
+        json_t *grp = json_array_get(groups, g);
+        json_t *schema = json_object_get(grp, "schema");
+        if (!supported(schema)) { t->skipped_groups++; continue; }
+        json_t *tests = json_object_get(grp, "tests");
+        for (size_t i = 0; i < json_array_size(tests); i++) {
+            json_t *tc = json_array_get(tests, i);
+            int want = json_is_true(json_object_get(tc, "valid"));
+            size_t n_err = 99;
+            deg_status st = dg_validate(schema, json_object_get(tc, "data"), NULL, &n_err);
+            t->run++;
+            int got = st == DEG_OK && n_err == 0;
+            if (st == DEG_OK && got == want) t->pass++;
+            else
+                cr_log_error("%s: \"%s\" / \"%s\": expected %s, got %s (%s)", path,
+                             json_string_value(json_object_get(grp, "description")),
+                             json_string_value(json_object_get(tc, "description")),
+                             want ? "valid" : "invalid", got ? "valid" : "invalid",
+                             st == DEG_OK ? "ok" : deg_errmsg());
+        }
+    }
+    json_decref(groups);
+}
+
+static void run_dir(const char *dir, tally *t)
+{
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    char *names[256];
+    int n = 0;
+    while ((e = readdir(d)) && n < 256)
+        if (strstr(e->d_name, ".json")) names[n++] = strdup(e->d_name);
+    closedir(d);
+    for (int i = 0; i < n; i++) {
+        char p[1024];
+        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+        run_file(p, t);
+        free(names[i]);
+    }
+}
+
+Test(validate, json_schema_test_suite)
+{
+    DIR *d = opendir(SUITE);
+    if (!d) cr_skip_test("json-schema-test-suite is not installed (" SUITE ")");
+    closedir(d);
+    tally t = {0};
+    const char *dirs[] = {SUITE "/draft7", SUITE "/draft6", SUITE "/draft7/optional/format",
+                          SUITE "/draft6/optional/format"};
+    for (int i = 0; i < 4; i++) run_dir(dirs[i], &t);
+    cr_log_info("JSON Schema Test Suite: %d/%d cases passed (%d groups skipped: unsupported keywords)",
+                t.pass, t.run, t.skipped_groups);
+    fprintf(stderr, "JSON Schema Test Suite: %d/%d cases passed (%d groups skipped: unsupported keywords)\n",
+            t.pass, t.run, t.skipped_groups);
+    cr_expect_gt(t.run, 300, "only %d cases ran", t.run);
+    cr_expect_eq(t.pass, t.run, "%d of %d suite cases disagree", t.run - t.pass, t.run);
+}
+
+static json_t *J(const char *s)
+{
+    json_error_t e;
+    json_t *j = json_loads(s, JSON_DECODE_ANY, &e);
+    cr_assert_not_null(j, "bad test JSON %s: %s", s, e.text);
+    return j;
+}
+
+Test(validate, error_pointers)
+{
+    json_t *s = J("{\"type\":\"object\",\"properties\":{\"a/b\":{\"type\":\"array\",\"items\":{\"type\":\"integer\",\"maximum\":5}},"
+                  "\"m~n\":{\"type\":\"string\",\"format\":\"date\"},\"e\":{\"$ref\":\"#/$defs/E\"}},"
+                  "\"required\":[\"a/b\",\"zz\"],\"additionalProperties\":false,"
+                  "\"$defs\":{\"E\":{\"enum\":[\"x\",\"y\"]}}}");
+    json_t *v = J("{\"a/b\":[1,7,2.5],\"m~n\":\"2025-02-29\",\"e\":\"z\",\"extra\":1}");
+    json_t *errs = json_array();
+    size_t n = 0;
+    cr_assert_eq(dg_validate(s, v, errs, &n), DEG_OK);
+    char *got = json_dumps(errs, JSON_COMPACT);
+    const char *want =
+        "[{\"instance\":\"/a~1b/1\",\"schema\":\"/properties/a~1b/items/maximum\",\"keyword\":\"maximum\",\"msg\":\"value is greater than maximum\"},"
+        "{\"instance\":\"/a~1b/2\",\"schema\":\"/properties/a~1b/items/type\",\"keyword\":\"type\",\"msg\":\"number is not of the schema's type\"},"
+        "{\"instance\":\"/m~0n\",\"schema\":\"/properties/m~0n/format\",\"keyword\":\"format\",\"msg\":\"string is not a valid date\"},"
+        "{\"instance\":\"/e\",\"schema\":\"/properties/e/$ref/enum\",\"keyword\":\"enum\",\"msg\":\"value is not one of the enum values\"},"
+        "{\"instance\":\"\",\"schema\":\"/required\",\"keyword\":\"required\",\"msg\":\"required property \\\"zz\\\" is missing\"},"
+        "{\"instance\":\"/extra\",\"schema\":\"/additionalProperties\",\"keyword\":\"additionalProperties\",\"msg\":\"property \\\"extra\\\" is not allowed\"}]";
+    cr_expect_str_eq(got, want);
+    cr_expect_eq(n, 6);
+    free(got);
+    json_decref(errs);
+    json_decref(s);
+    json_decref(v);
+}
+
+Test(validate, numbers_and_strings)
+{
+    struct { const char *s, *v; int ok; } T[] = {
+        {"{\"multipleOf\":0.1}", "0.3", 0},  /* python-jsonschema: 0.3/0.1 = 2.9999999999999996 */
+        {"{\"multipleOf\":0.01}", "0.07", 1},
+        {"{\"multipleOf\":0.0001}", "0.0075", 1},
+        {"{\"multipleOf\":3}", "9", 1}, {"{\"multipleOf\":3}", "10", 0}, {"{\"multipleOf\":2}", "4.0", 1},
+        {"{\"multipleOf\":2}", "4.5", 0}, {"{\"multipleOf\":0.123456789}", "1e308", 0},
+        {"{\"maximum\":9007199254740992}", "9007199254740993", 0},
+        {"{\"maximum\":9007199254740992.0}", "9007199254740993", 0},
+        {"{\"minimum\":1}", "1.0", 1}, {"{\"exclusiveMinimum\":1}", "1.0", 0},
+        {"{\"type\":\"integer\"}", "2.0", 1}, {"{\"type\":\"integer\"}", "2.5", 0},
+        {"{\"type\":\"number\"}", "true", 0}, {"{\"enum\":[1,true]}", "1.0", 1}, {"{\"enum\":[true]}", "1", 0},
+        {"{\"const\":{\"a\":[1,2]}}", "{\"a\":[1.0,2]}", 1}, {"{\"uniqueItems\":true}", "[1,1.0]", 0},
+        {"{\"uniqueItems\":true}", "[1,true]", 1},
+        {"{\"maxLength\":2}", "\"\\u00e9\\u00e9\"", 1}, {"{\"maxLength\":2}", "\"\\ud83d\\ude00xx\"", 0},
+        {"{\"pattern\":\"^\\\\d+$\"}", "\"\\u0661\\u0662\"", 1}, {"{\"pattern\":\"b\"}", "\"abc\"", 1},
+        {"{\"pattern\":\"^b\"}", "\"abc\"", 0}, {"{\"pattern\":\"\\\\u0041\"}", "\"A\"", 1},
+        {"{\"type\":[\"string\",\"null\"]}", "null", 1},
+        {"{\"anyOf\":[{\"type\":\"string\"},{\"type\":\"null\"}]}", "3", 0},
+        {"{\"oneOf\":[{\"const\":1,\"description\":\"one\"},{\"const\":2}]}", "2", 1},
+        {"{\"oneOf\":[{\"type\":\"integer\"},{\"minimum\":0}]}", "3", 0},
+        {"{\"format\":\"uuid\"}", "\"x\"", 0}, {"{\"format\":\"ipv4\"}", "\"x\"", 1},
+        {"{\"format\":\"email\"}", "3", 1},
+    };
+    for (size_t i = 0; i < sizeof T / sizeof T[0]; i++) {
+        json_t *s = J(T[i].s), *v = J(T[i].v);
+        size_t n = 99;
+        cr_expect_eq(dg_validate(s, v, NULL, &n), DEG_OK, "%s", deg_errmsg());
+        cr_expect_eq(n == 0, T[i].ok, "schema %s value %s: %zu errors", T[i].s, T[i].v, n);
+        json_decref(s);
+        json_decref(v);
+    }
+}
+
+Test(validate, public_api_and_bad_input)
+{
+    size_t n = 0;
+    char *errs = NULL;
+    cr_assert_eq(deg_validate("{\"type\":\"string\"}", "\"x\"", &n, &errs), DEG_OK);
+    cr_expect_eq(n, 0);
+    cr_expect_str_eq(errs, "[]");
+    deg_free(errs);
+    cr_assert_eq(deg_validate("{\"type\":\n \"string\",}", "1", &n, &errs), DEG_ERR_FORMAT);
+    cr_expect(strstr(deg_errmsg(), "line 2"), "%s", deg_errmsg());
+    cr_expect_null(errs);
+    cr_assert_eq(deg_validate("{}", "\"\xff\"", &n, &errs), DEG_ERR_FORMAT);
+    /* recursive $ref that never consumes the value */
+    clock_t t0 = clock();
+    cr_assert_eq(deg_validate("{\"$ref\":\"#\"}", "1", &n, &errs), DEG_ERR_SCHEMA);
+    cr_expect(strstr(deg_errmsg(), "recursive"), "%s", deg_errmsg());
+    cr_assert_eq(deg_validate("{\"$defs\":{\"a\":{\"$ref\":\"#/$defs/b\"},\"b\":{\"$ref\":\"#/$defs/a\"}},\"$ref\":\"#/$defs/a\"}",
+                              "1", &n, &errs), DEG_ERR_SCHEMA);
+    /* recursion that consumes the value is fine */
+    cr_assert_eq(deg_validate("{\"type\":\"array\",\"items\":{\"$ref\":\"#\"}}", "[[[[]]],[]]", &n, &errs), DEG_OK);
+    deg_free(errs);
+    cr_assert_eq(deg_validate("{\"$ref\":\"http://x/y\"}", "1", &n, &errs), DEG_ERR_SCHEMA);
+    cr_assert_eq(deg_validate("{\"$ref\":\"#/nope\"}", "1", &n, &errs), DEG_ERR_SCHEMA);
+    cr_assert_eq(deg_validate("{\"pattern\":\"(\"}", "\"a\"", &n, &errs), DEG_ERR_SCHEMA);
+    cr_expect(strstr(deg_errmsg(), "offset"), "%s", deg_errmsg());
+    /* 1 MB pattern: compiles or fails cleanly, bounded time */
+    size_t big = 1 << 20;
+    char *sch = malloc(big + 64);
+    strcpy(sch, "{\"pattern\":\"");
+    size_t o = strlen(sch);
+    for (size_t i = 0; i < big; i++) sch[o + i] = "ab|"[i % 3];
+    strcpy(sch + o + big, "\"}");
+    deg_status st = deg_validate(sch, "\"zzz\"", &n, &errs);
+    cr_expect(st == DEG_OK || st == DEG_ERR_SCHEMA, "%s", deg_errmsg());
+    deg_free(errs);
+    errs = NULL;
+    free(sch);
+    /* 10,000-deep value: a clear parse error (jansson's depth limit) */
+    char *deep = malloc(20002);
+    memset(deep, '[', 10000);
+    memset(deep + 10000, ']', 10000);
+    deep[20000] = 0;
+    cr_expect_eq(deg_validate("{}", deep, &n, &errs), DEG_ERR_FORMAT);
+    free(deep);
+    cr_expect(clock() - t0 < 20 * CLOCKS_PER_SEC);
+}
