@@ -117,7 +117,7 @@ static int num_cmp(const json_t *a, const json_t *b)
     return x < y ? -1 : x > y;
 }
 
-int dg_json_equal(const json_t *a, const json_t *b)
+int dg_validate_equal(const json_t *a, const json_t *b)
 {
     if (a == b) return 1;
     if (!a || !b) return 0;
@@ -131,7 +131,7 @@ int dg_json_equal(const json_t *a, const json_t *b)
         size_t n = json_array_size(a);
         if (n != json_array_size(b)) return 0;
         for (size_t i = 0; i < n; i++)
-            if (!dg_json_equal(json_array_get(a, i), json_array_get(b, i))) return 0;
+            if (!dg_validate_equal(json_array_get(a, i), json_array_get(b, i))) return 0;
         return 1;
     }
     case JSON_OBJECT: {
@@ -140,7 +140,7 @@ int dg_json_equal(const json_t *a, const json_t *b)
         json_t *v;
         json_object_foreach((json_t *)a, k, v) {
             json_t *w = json_object_get(b, k);
-            if (!w || !dg_json_equal(v, w)) return 0;
+            if (!w || !dg_validate_equal(v, w)) return 0;
         }
         return 1;
     }
@@ -329,8 +329,8 @@ static void validate_node(vctx *c, const json_t *s, const json_t *v)
     if (json_is_false(s)) { add_error(c, "false", "the schema false admits no value"); return; }
     if (!json_is_object(s)) return;
     if (++c->depth > MAX_DEPTH) {
-        c->fatal = dg_fail(DEG_ERR_SCHEMA, "validate: schema nesting deeper than %d at %s (recursive $ref?)",
-                           MAX_DEPTH, c->sp.s ? c->sp.s : "");
+        c->fatal = dg_fail(DEG_ERR_SCHEMA, "validate: recursive $ref or schema nesting deeper than %d "
+                           "levels (at %.200s...)", MAX_DEPTH, c->sp.s ? c->sp.s : "");
         c->depth--;
         return;
     }
@@ -361,11 +361,11 @@ static void validate_node(vctx *c, const json_t *s, const json_t *v)
     }
     if ((k = json_object_get(s, "enum")) && json_is_array(k)) {
         int ok = 0;
-        for (size_t i = 0; i < json_array_size(k) && !ok; i++) ok = dg_json_equal(v, json_array_get(k, i));
+        for (size_t i = 0; i < json_array_size(k) && !ok; i++) ok = dg_validate_equal(v, json_array_get(k, i));
         if (!ok) add_error(c, "enum", "value is not one of the enum values");
     }
     if ((k = json_object_get(s, "const"))) {
-        if (!dg_json_equal(v, k)) add_error(c, "const", "value is not the const value");
+        if (!dg_validate_equal(v, k)) add_error(c, "const", "value is not the const value");
     }
     if ((k = json_object_get(s, "anyOf")) && json_is_array(k)) {
         int ok = 0;
@@ -454,7 +454,7 @@ static void validate_node(vctx *c, const json_t *s, const json_t *v)
             int dup = 0;
             for (size_t i = 0; i < n && !dup; i++)
                 for (size_t j = i + 1; j < n && !dup; j++)
-                    if (dg_json_equal(json_array_get(v, i), json_array_get(v, j))) dup = 1;
+                    if (dg_validate_equal(json_array_get(v, i), json_array_get(v, j))) dup = 1;
             if (dup) add_error(c, "uniqueItems", "items are not unique");
         }
     }

@@ -44,6 +44,6 @@ deg_status dg_validate(const json_t *schema, const json_t *value, json_t *errors
 
 /* JSON Schema equality: numbers by value (1 == 1.0), booleans distinct
  * from numbers, arrays and objects deep. */
-int dg_json_equal(const json_t *a, const json_t *b);
+int dg_validate_equal(const json_t *a, const json_t *b);
 
 #endif
