@@ -547,10 +547,7 @@ static void build_node(build *B, const json_t *node, const char *loc, use u)
                    "typed schema for every field", json_is_true(node) ? "true" : "false");
         return;
     }
-    if (!json_is_object(node)) {
-        dg_err_add(B->errs, loc, "a schema must be an object or a boolean");
-        return;
-    }
+    if (!json_is_object(node)) return; /* pass 1 reported the non-schema value */
     B->anc[B->n_anc++] = node;
 
     json_t *ref = json_object_get(node, "$ref");
@@ -566,6 +563,14 @@ static void build_node(build *B, const json_t *node, const char *loc, use u)
         const json_t *target = dg_ref_resolve(B->root, json_string_value(ref), &tloc, why,
                                               sizeof why);
         if (!target) goto out; /* reported by pass 1 */
+        if (!json_is_object(target) && !json_is_boolean(target)) {
+            char *rl = dg_loc_key(loc, "$ref");
+            dg_err_add(B->errs, rl, "$ref \"%.200s\" points to a JSON value that is not a "
+                       "schema", json_string_value(ref));
+            free(rl);
+            free(tloc);
+            goto out;
+        }
         if (is_ancestor(B, target)) {
             char *rl = dg_loc_key(loc, "$ref");
             dg_err_add(B->errs, rl, "recursive $ref: \"%.200s\" refers to a schema that "
@@ -606,7 +611,6 @@ static void build_node(build *B, const json_t *node, const char *loc, use u)
         }
     }
     if (form == DG_FORM_CHOICE) {
-        gen_misuse(B, node, loc, "anyOf/oneOf options");
         json_t *br = json_object_get(node, bkw);
         json_t *opts = json_array(), *descs = json_array();
         bool nul = false;

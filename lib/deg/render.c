@@ -184,7 +184,7 @@ static deg_status render(sbuf *b, const json_t *v, int flags, int depth)
             items[i].value = val;
             i++;
         }
-        if (flags & DG_RENDER_SORT_KEYS) qsort(items, n, sizeof *items, kv_cmp);
+        if ((flags & DG_RENDER_SORT_KEYS) && n > 1) qsort(items, n, sizeof *items, kv_cmp);
         sb_put(b, "{", 1);
         deg_status s = DEG_OK;
         for (i = 0; i < n && s == DEG_OK; i++) {

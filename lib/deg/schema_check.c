@@ -456,8 +456,10 @@ const json_t *dg_ref_resolve(const json_t *root, const char *ref, char **tloc, c
         } else {
             cur = NULL;
         }
-        if (!cur)
+        if (!cur) {
             snprintf(why, why_cap, "$ref \"%.200s\" points to nothing in this schema", ref);
+            break;
+        }
         if (!*p) break;
         p++;
     }
@@ -486,10 +488,7 @@ bool dg_schema_draft(const json_t *root, dg_draft *draft, dg_errlist *errs)
     *draft = DG_DRAFT2020;
     json_t *s = json_is_object(root) ? json_object_get(root, "$schema") : NULL;
     if (!s) return true;
-    if (!json_is_string(s)) {
-        dg_err_add(errs, "/$schema", "$schema must be a string (a meta-schema URI)");
-        return false;
-    }
+    if (!json_is_string(s)) return false; /* reported by the meta-schema check */
     const char *u = json_string_value(s);
     size_t n = strlen(u);
     if (n && u[n - 1] == '#') n--;
@@ -1029,7 +1028,8 @@ static void lint_semantics(lint *L, const json_t *node, const char *loc)
             static const char *const pairs[2][2] = {{"exclusiveMinimum", "minimum"},
                                                     {"exclusiveMaximum", "maximum"}};
             for (int i = 0; i < 2; i++) {
-                if (json_object_get(node, pairs[i][0]) && !json_object_get(node, pairs[i][1])) {
+                if (json_is_boolean(json_object_get(node, pairs[i][0])) &&
+                    !json_object_get(node, pairs[i][1])) {
                     kl = dg_loc_key(loc, pairs[i][0]);
                     dg_err_add(E, kl, "%s needs %s in draft-04", pairs[i][0], pairs[i][1]);
                     free(kl);
@@ -1077,7 +1077,7 @@ static void lint_semantics(lint *L, const json_t *node, const char *loc)
             free(kl);
         }
         json_t *ap = json_object_get(node, "additionalProperties");
-        if (ap && !json_is_boolean(ap)) {
+        if (json_is_object(ap)) {
             kl = dg_loc_key(loc, "additionalProperties");
             dg_err_add(E, kl, "additionalProperties must be true or false: with a schema "
                        "the key names would be unknown");
