@@ -243,8 +243,12 @@ static void sgemm(trans_t tb, int64_t M, int64_t N, int64_t K, const float *A, i
     rntm_t rntm;
     bli_rntm_init_from_global(&rntm);
     bli_rntm_set_l3_sup(g_sup ? TRUE : FALSE, &rntm);
-    for (int64_t m0 = 0; m0 < M; m0 += g_chunk) {
-        int64_t m = M - m0 < g_chunk ? M - m0 : g_chunk;
+    /* Equal chunks (512 rows -> 2 x 256, not 511 + 1): any size below the
+     * threshold gives the same row results. */
+    int64_t n_chunks = (M + g_chunk - 1) / g_chunk;
+    int64_t rows = (M + n_chunks - 1) / n_chunks;
+    for (int64_t m0 = 0; m0 < M; m0 += rows) {
+        int64_t m = M - m0 < rows ? M - m0 : rows;
         bli_sgemm_ex(BLIS_NO_TRANSPOSE, tb, (dim_t)m, (dim_t)N, (dim_t)K, &one,
                      (float *)(A + m0 * lda), (inc_t)lda, 1, (float *)B, (inc_t)ldb, 1, &beta,
                      C + m0 * ldc, (inc_t)ldc, 1, NULL, &rntm);
