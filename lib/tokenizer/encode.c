@@ -11,7 +11,7 @@
 
 #include "base/status.h"
 #include "tokenizer/tok_internal.h"
-#include "tokenizer/tok_utf8.h"
+#include "base/utf8.h"
 
 typedef struct piece {
     uint32_t off, len;
@@ -256,7 +256,7 @@ static int is_white_space(uint32_t cp)
 static uint32_t cp_at(const char *s, size_t len, size_t i)
 {
     uint32_t cp = 0;
-    if (!dg_tok_utf8_decode(s + i, len - i, &cp)) return 0;
+    if (!dg_utf8_decode(s + i, len - i, &cp)) return 0;
     return cp;
 }
 
@@ -370,7 +370,7 @@ deg_status dg_tokenizer_encode(const dg_tokenizer *t, const char *text, size_t l
     if (!text && len) return dg_fail(DEG_ERR_ARG, "tokenize: text is NULL but len is %zu", len);
     if (!ids && cap) return dg_fail(DEG_ERR_ARG, "tokenize: ids is NULL but cap is %zu", cap);
     size_t bad;
-    if (!dg_tok_utf8_validate(text, len, &bad))
+    if (!dg_utf8_validate(text, len, &bad))
         return dg_fail(DEG_ERR_UTF8, "tokenize: invalid UTF-8 at byte offset %zu (byte 0x%02x)",
                        bad, (unsigned)(unsigned char)text[bad]);
     if (t->normalizer != DG_NORM_NONE)

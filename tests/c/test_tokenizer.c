@@ -16,6 +16,8 @@
 
 #include "base/status.h"
 #include "deg.h"
+#include "core_testutil.h"
+#include "format/gguf.h"
 #include "tokenizer/tokenizer.h"
 
 #define GOLD DEG_SOURCE_ROOT "/tests/goldens/tokenizer/"
@@ -211,7 +213,10 @@ static int variant_roundtrips(const char *name)
            strncmp(name, "added_flags", 11) != 0;
 }
 
-static void run_variants(int only_smollm2)
+/* only_smollm2: run only the "smollm2" corpus variant (else all others).
+ * ext: if not NULL, use this tokenizer for every variant whose base is
+ * smollm2 with an empty patch (the GGUF path) and skip the rest. */
+static void run_variants_with(int only_smollm2, const dg_tokenizer *ext, const char *label)
 {
     json_error_t err;
     json_t *variants = json_load_file(GOLD "variants.json", 0, &err);
@@ -224,19 +229,27 @@ static void run_variants(int only_smollm2)
     json_t *v;
     json_array_foreach(json_object_get(variants, "variants"), i, v) {
         const char *name = json_string_value(json_object_get(v, "name"));
-        if (only_smollm2 != (strcmp(name, "smollm2") == 0)) continue;
         const char *base = json_string_value(json_object_get(v, "base"));
-        json_t *bj = json_object_get(bases, base);
-        if (!bj) {
-            bj = load_base(variants, base);
-            json_object_set_new(bases, base, bj);
+        if (ext) {
+            if (strcmp(base, "smollm2") != 0 || json_object_size(json_object_get(v, "patch")) != 0)
+                continue;
+        } else if (only_smollm2 != (strcmp(name, "smollm2") == 0)) {
+            continue;
         }
-        char path[64];
-        write_patched(bj, json_object_get(v, "patch"), path);
         dg_tokenizer *t = NULL;
-        deg_status st = dg_tokenizer_from_json(path, NULL, &t);
-        unlink(path);
-        cr_assert_eq(st, DEG_OK, "%s: %s", name, deg_errmsg());
+        if (!ext) {
+            json_t *bj = json_object_get(bases, base);
+            if (!bj) {
+                bj = load_base(variants, base);
+                json_object_set_new(bases, base, bj);
+            }
+            char path[64];
+            write_patched(bj, json_object_get(v, "patch"), path);
+            deg_status st = dg_tokenizer_from_json(path, NULL, &t);
+            unlink(path);
+            cr_assert_eq(st, DEG_OK, "%s: %s", name, deg_errmsg());
+        }
+        const dg_tokenizer *use = ext ? ext : t;
         char idpath[1024];
         snprintf(idpath, sizeof idpath, "%s%s", GOLD,
                  json_string_value(json_object_get(v, "ids")));
@@ -244,14 +257,14 @@ static void run_variants(int only_smollm2)
         int is_specials = strcmp(json_string_value(json_object_get(v, "texts")), "specials") == 0;
         size_t n_tok = 0;
         double secs = 0;
-        size_t bad = check_texts(t, name, is_specials ? specials : corpus,
+        size_t bad = check_texts(use, name, is_specials ? specials : corpus,
                                  (size_t)json_integer_value(json_object_get(v, "first")),
                                  (size_t)json_integer_value(json_object_get(v, "stride")),
                                  (size_t)json_integer_value(json_object_get(v, "count")),
                                  (int)json_integer_value(json_object_get(v, "parse_special")),
                                  &gold, variant_roundtrips(name), &n_tok, &secs);
-        fprintf(stderr, "tokenizer parity %-28s %6lld texts %7zu ids %zu mismatches, "
-                "%.3f s encode (%.0f tokens/s)\n", name,
+        fprintf(stderr, "tokenizer parity %-5s %-28s %6lld texts %7zu ids %zu mismatches, "
+                "%.3f s encode (%.0f tokens/s)\n", label, name,
                 (long long)json_integer_value(json_object_get(v, "count")), n_tok, bad, secs,
                 secs > 0 ? (double)n_tok / secs : 0.0);
         total_bad += bad;
@@ -265,6 +278,8 @@ static void run_variants(int only_smollm2)
     json_decref(variants);
     cr_assert_eq(total_bad, 0, "%zu texts differ from HF tokenizers", total_bad);
 }
+
+static void run_variants(int only_smollm2) { run_variants_with(only_smollm2, NULL, "json"); }
 
 /* ---- tests ----------------------------------------------------------------- */
 
@@ -508,5 +523,172 @@ Test(tokenizer, token_accessors)
     cr_assert_eq(len, 0);
     cr_assert_eq(dg_tokenizer_pad(t), 0);
     cr_assert_eq(dg_tokenizer_add_bos(t), 0);
+    dg_tokenizer_free(t);
+}
+
+/* ---- GGUF path ------------------------------------------------------------- */
+
+static const char *model_path(char *buf, size_t cap)
+{
+    const char *env = getenv("DEG_MODEL");
+    if (env && *env && access(env, R_OK) == 0) return env;
+    const char *cache = getenv("DEG_CACHE");
+    const char *home = getenv("HOME");
+    if (cache && *cache)
+        snprintf(buf, cap, "%s/models/SmolLM2-135M-Instruct.Q4_1.gguf", cache);
+    else
+        snprintf(buf, cap, "%s/.cache/deg/models/SmolLM2-135M-Instruct.Q4_1.gguf", home ? home : "");
+    return access(buf, R_OK) == 0 ? buf : NULL;
+}
+
+/* The real SmolLM2 GGUF vocabulary gives the same ids as HF tokenizers on
+ * the whole corpus and on the special-token texts. */
+Test(tokenizer_gguf, smollm2_corpus_parity, .timeout = 300)
+{
+    char buf[1024];
+    const char *path = model_path(buf, sizeof buf);
+    if (!path) cr_skip_test("SmolLM2 GGUF not found (set DEG_MODEL or run scripts/fetch-model)");
+    dg_gguf *g;
+    cr_assert_eq(dg_gguf_open(path, &g), DEG_OK, "%s", deg_errmsg());
+    dg_tokenizer *t;
+    cr_assert_eq(dg_tokenizer_from_gguf(g, &t), DEG_OK, "%s", deg_errmsg());
+    dg_gguf_close(g); /* the tokenizer keeps copies */
+    cr_assert_eq(dg_tokenizer_n_vocab(t), 49152);
+    cr_assert_eq(dg_tokenizer_bos(t), 1);
+    cr_assert_eq(dg_tokenizer_eos(t), 2);
+    cr_assert_eq(dg_tokenizer_pad(t), 2);
+    cr_assert_eq(dg_tokenizer_add_bos(t), 0);
+    cr_assert_eq(dg_tokenizer_find(t, "<|im_end|>", 10), 2);
+    cr_assert_eq(dg_tokenizer_is_special(t, 1), 1);
+    run_variants_with(0, t, "gguf");
+    dg_tokenizer_free(t);
+}
+
+/* Hand-made GGUF vocabularies: 256 byte tokens + "ab" + "<|end|>". */
+static void kv_str(tu_buf *b, const char *k, const char *v)
+{
+    tu_str(b, k);
+    tu_u32(b, 8);
+    tu_str(b, v);
+}
+
+static void kv_u32(tu_buf *b, const char *k, uint32_t v)
+{
+    tu_str(b, k);
+    tu_u32(b, 4);
+    tu_u32(b, v);
+}
+
+static void spell_byte(unsigned b, char out[3])
+{
+    unsigned cp = b, n = 0;
+    int printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
+    if (!printable) {
+        for (unsigned i = 0; i < b; i++)
+            if (!((i >= 0x21 && i <= 0x7E) || (i >= 0xA1 && i <= 0xAC) || i >= 0xAE)) n++;
+        cp = 0x100 + n;
+    }
+    if (cp < 0x80) { out[0] = (char)cp; out[1] = 0; }
+    else { out[0] = (char)(0xC0 | (cp >> 6)); out[1] = (char)(0x80 | (cp & 0x3F)); out[2] = 0; }
+}
+
+typedef struct mini_opts {
+    const char *model, *pre, *merge;
+    int omit_tokens, short_types;
+    uint32_t bos;
+} mini_opts;
+
+static deg_status load_mini(mini_opts o, dg_tokenizer **out)
+{
+    tu_buf b = {0};
+    int n_kv = 5 + (o.omit_tokens ? 0 : 1) + (o.pre ? 1 : 0) + (o.bos ? 1 : 0);
+    tu_put(&b, "GGUF", 4);
+    tu_u32(&b, 3);
+    tu_u64(&b, 0);
+    tu_u64(&b, (uint64_t)n_kv);
+    kv_str(&b, "general.architecture", "llama");
+    kv_str(&b, "tokenizer.ggml.model", o.model ? o.model : "gpt2");
+    if (o.pre) kv_str(&b, "tokenizer.ggml.pre", o.pre);
+    if (!o.omit_tokens) {
+        tu_str(&b, "tokenizer.ggml.tokens");
+        tu_u32(&b, 9);
+        tu_u32(&b, 8);
+        tu_u64(&b, 258);
+        for (unsigned i = 0; i < 256; i++) {
+            char s[3];
+            spell_byte(i, s);
+            tu_str(&b, s);
+        }
+        tu_str(&b, "ab");
+        tu_str(&b, "<|end|>");
+    }
+    tu_str(&b, "tokenizer.ggml.token_type");
+    tu_u32(&b, 9);
+    tu_u32(&b, 5);
+    uint64_t nt = o.short_types ? 10 : 258;
+    tu_u64(&b, nt);
+    for (uint64_t i = 0; i < nt; i++) tu_u32(&b, i == 257 ? 3 : 1);
+    tu_str(&b, "tokenizer.ggml.merges");
+    tu_u32(&b, 9);
+    tu_u32(&b, 8);
+    tu_u64(&b, 1);
+    tu_str(&b, o.merge ? o.merge : "a b");
+    kv_u32(&b, "tokenizer.ggml.eos_token_id", 257);
+    if (o.bos) kv_u32(&b, "tokenizer.ggml.bos_token_id", o.bos);
+    char *dir = tu_mkdtemp();
+    char *path = tu_path(dir, "mini.gguf");
+    tu_write(path, b.p, b.n);
+    free(b.p);
+    dg_gguf *g = NULL;
+    deg_status st = dg_gguf_open(path, &g);
+    cr_assert_eq(st, DEG_OK, "%s", deg_errmsg());
+    *out = NULL;
+    st = dg_tokenizer_from_gguf(g, out);
+    dg_gguf_close(g);
+    tu_rmrf(dir);
+    free(path);
+    free(dir);
+    return st;
+}
+
+Test(tokenizer_gguf, mini_vocabulary)
+{
+    dg_tokenizer *t;
+    cr_assert_eq(load_mini((mini_opts){0}, &t), DEG_OK, "%s", deg_errmsg());
+    cr_assert_eq(dg_tokenizer_n_vocab(t), 258);
+    cr_assert_eq(dg_tokenizer_eos(t), 257);
+    cr_assert_eq(dg_tokenizer_bos(t), -1);
+    int32_t ids[16];
+    size_t n;
+    cr_assert_eq(dg_tokenizer_encode(t, "ab<|end|>ab", 11, 1, ids, 16, &n), DEG_OK, "%s", deg_errmsg());
+    cr_assert_eq(n, 3);
+    cr_assert(ids[0] == 256 && ids[1] == 257 && ids[2] == 256);
+    cr_assert_eq(dg_tokenizer_encode(t, "ab<|end|>", 9, 0, ids, 16, &n), DEG_OK);
+    cr_assert_eq(n, 8); /* "ab" + 7 single bytes */
+    cr_assert_eq(dg_tokenizer_encode(t, " ab", 3, 1, ids, 16, &n), DEG_OK);
+    cr_assert(n == 2 && ids[0] == ' ' && ids[1] == 256); /* " ab" has no merge with the space */
+    dg_tokenizer_free(t);
+}
+
+Test(tokenizer_gguf, bad_metadata)
+{
+    dg_tokenizer *t = (dg_tokenizer *)0x1;
+    cr_assert_eq(load_mini((mini_opts){.model = "llama"}, &t), DEG_ERR_UNSUPPORTED);
+    cr_assert(strstr(deg_errmsg(), "llama"), "%s", deg_errmsg());
+    cr_assert_null(t);
+    cr_assert_eq(load_mini((mini_opts){.pre = "mystery-pre"}, &t), DEG_ERR_UNSUPPORTED);
+    cr_assert(strstr(deg_errmsg(), "mystery-pre"), "%s", deg_errmsg());
+    cr_assert_eq(load_mini((mini_opts){.omit_tokens = 1}, &t), DEG_ERR_FORMAT);
+    cr_assert_eq(load_mini((mini_opts){.short_types = 1}, &t), DEG_ERR_FORMAT);
+    cr_assert(strstr(deg_errmsg(), "token_type"), "%s", deg_errmsg());
+    cr_assert_eq(load_mini((mini_opts){.merge = "ab"}, &t), DEG_ERR_FORMAT);
+    cr_assert(strstr(deg_errmsg(), "merges[0]"), "%s", deg_errmsg());
+    cr_assert_eq(load_mini((mini_opts){.merge = "a zq"}, &t), DEG_ERR_FORMAT);
+    cr_assert_eq(load_mini((mini_opts){.merge = "b c"}, &t), DEG_ERR_FORMAT); /* "bc" absent */
+    cr_assert_eq(load_mini((mini_opts){.bos = 999}, &t), DEG_ERR_FORMAT);
+    cr_assert(strstr(deg_errmsg(), "bos_token_id"), "%s", deg_errmsg());
+    cr_assert_eq(load_mini((mini_opts){.pre = "qwen2"}, &t), DEG_OK, "%s", deg_errmsg());
+    dg_tokenizer_free(t);
+    cr_assert_eq(load_mini((mini_opts){.pre = "llama-bpe"}, &t), DEG_OK, "%s", deg_errmsg());
     dg_tokenizer_free(t);
 }
