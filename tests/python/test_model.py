@@ -168,3 +168,19 @@ def test_children_keep_parents_alive_and_close_first(model_path):
     assert t.closed and f.closed
     with pytest.raises(deg.StateError):
         len(f)
+
+
+try:
+    from hypothesis import given, settings, strategies as st
+except ImportError:  # hypothesis is in .ci/deps-pip.txt; skip only outside the venv
+    given = None
+
+if given is not None:
+    @needs("deg_tokenize", "deg_detokenize")
+    @settings(max_examples=300, deadline=None)
+    @given(st.text(max_size=200) | st.from_regex(r"[ \t\n]*(<\|im_start\|>|<\|im_end\|>)?"
+                                                 r"[\w\s.,!?'\"]{0,40}", fullmatch=True))
+    def test_tokenizer_round_trip_property(model, text):
+        # Special tokens written in the text stay plain text with special=False.
+        ids = model.tokenize(text)
+        assert model.detokenize_bytes(ids) == text.encode()
