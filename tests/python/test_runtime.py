@@ -21,8 +21,24 @@ def test_runtime_info_reports_blas_kernel_set():
     assert isinstance(info, dict)
     assert info["version"] == deg.version()
     arch = deg.blas_arch()
-    assert arch and arch in info.values()  # the kernel set, e.g. "haswell", "skx"
-    assert "env" in info.values() or "auto" in info.values()  # how it was chosen
+    assert arch and info["blas_arch"] == arch  # the kernel set, e.g. "haswell", "skx"
+    assert info["blas_arch_source"] in ("env", "auto", "blis")  # user, CPU probe, BLIS itself
+    assert info["threads"] >= 1
+
+
+def test_blis_arch_env_is_respected():
+    # A kernel set chosen by the user (BLIS_ARCH_TYPE) is kept and reported as "env".
+    import subprocess
+    import sys
+    if not hasattr(deg._native.lib, "deg_runtime_info"):
+        pytest.skip("libdeg does not implement deg_runtime_info yet")
+    code = "import deg, json; print(json.dumps(deg.runtime_info()))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**__import__("os").environ, "BLIS_ARCH_TYPE": "generic"},
+                         check=True).stdout
+    import json
+    info = json.loads(out)
+    assert info["blas_arch"] == "generic" and info["blas_arch_source"] == "env"
 
 
 @needs("deg_set_num_threads")
