@@ -36,6 +36,7 @@ class _Handle:
     """A C handle with a parent it depends on and children that depend on it."""
 
     _free = None  # name of the C free function
+    _ptr = None   # stays None if the constructor's C call failed
 
     def __init__(self, ptr, parent=None):
         self._ptr = ptr
