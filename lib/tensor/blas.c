@@ -245,7 +245,7 @@ static void sgemm(trans_t tb, int64_t M, int64_t N, int64_t K, const float *A, i
     bli_rntm_set_l3_sup(g_sup ? TRUE : FALSE, &rntm);
     /* Equal chunks (512 rows -> 2 x 256, not 511 + 1): any size below the
      * threshold gives the same row results. */
-    int64_t n_chunks = (M + g_chunk - 1) / g_chunk;
+    int64_t n_chunks = M <= g_chunk ? 1 : (M - 1) / g_chunk + 1;
     int64_t rows = (M + n_chunks - 1) / n_chunks;
     for (int64_t m0 = 0; m0 < M; m0 += rows) {
         int64_t m = M - m0 < rows ? M - m0 : rows;

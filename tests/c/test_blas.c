@@ -66,6 +66,10 @@ Test(blas, user_choice_by_id_is_kept)
     setenv("BLIS_ARCH_TYPE", "25", 1); /* 25 = generic in BLIS 0.9 */
     cr_assert_str_eq(deg_blas_arch(), "generic");
     cr_assert_str_eq(dg_blas_arch_source(), "env");
+    /* products work on every kernel set (no row chunking here) */
+    float a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {1, 0, 1, 0, 1, 0}, c[4];
+    dg_sgemm_nt(2, 2, 3, a, 3, b, 3, c, 2, 0.0f);
+    cr_assert(c[0] == 4 && c[1] == 2 && c[2] == 10 && c[3] == 5, "%g %g %g %g", c[0], c[1], c[2], c[3]);
 }
 
 Test(blas, runtime_info_and_threads)
