@@ -14,5 +14,9 @@ from .model import (  # noqa: F401
     load_model, Model, ModelInfo, Trunk, Fork, Generation, GenStats, feed_forks,
 )
 from .fetch import default_model_path, fetch_model, cache_dir  # noqa: F401
+from .parsers import (  # noqa: F401
+    parse_number, parse_number_json, parse_date, parse_datetime, format_check, candidates,
+    trim_span, validate, validate_json, Acceptor,
+)
 
 __version__ = version()
