@@ -1,0 +1,115 @@
+/* Architecture table: the private layout of deg_model and the descriptor each
+ * architecture file (arch_<name>.c) provides. lib/model/load.c reads the
+ * hyper-parameters common to all decoder-only transformers, then hands the
+ * per-layer weights and the per-layer forward to the descriptor, so adding an
+ * architecture (qwen3.5 hybrid, lfm2) adds a file and a table entry and
+ * touches no other architecture. */
+#ifndef DG_MODEL_ARCH_H
+#define DG_MODEL_ARCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "deg.h"
+#include "format/gguf.h"
+#include "format/safetensors.h"
+#include "tokenizer/tokenizer.h"
+
+typedef struct dg_arch dg_arch;
+typedef struct dg_batch dg_batch;
+
+/* Hyper-parameters (names as in deg_model_info). */
+typedef struct dg_hparams {
+    int32_t n_vocab, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, n_ctx_train;
+    float rope_theta, rms_eps;
+} dg_hparams;
+
+/* Weights of one decoder layer, f32, row-major, shapes as in PyTorch
+ * (Linear weight = [out_features, in_features]). Pointers either borrow from
+ * the mapped file (F32 tensors) or from the model's owned buffers. Fields an
+ * architecture does not use stay NULL; arch_data is for architectures whose
+ * layers hold other kinds of weights (convolutions, recurrent state). */
+typedef struct dg_layer {
+    const float *attn_norm; /* [n_embd] */
+    const float *wq;        /* [n_head * head_dim, n_embd] */
+    const float *wk;        /* [n_head_kv * head_dim, n_embd] */
+    const float *wv;        /* [n_head_kv * head_dim, n_embd] */
+    const float *wo;        /* [n_embd, n_head * head_dim] */
+    const float *q_norm;    /* [head_dim] per-head RMSNorm (qwen3) or NULL */
+    const float *k_norm;    /* [head_dim] (qwen3) or NULL */
+    const float *ffn_norm;  /* [n_embd] */
+    const float *w_gate;    /* [n_ff, n_embd] */
+    const float *w_up;      /* [n_ff, n_embd] */
+    const float *w_down;    /* [n_embd, n_ff] */
+    void *arch_data;
+} dg_layer;
+
+/* Where tensors come from: one GGUF file or a set of safetensors shards. */
+typedef struct dg_weight_src {
+    dg_gguf *gguf;             /* non-NULL for a GGUF model */
+    dg_safetensors **shards;   /* HF directory: n_shards open files */
+    size_t n_shards;
+} dg_weight_src;
+
+struct deg_model {
+    const dg_arch *arch;
+    dg_hparams hp;
+    char *name;
+    char *chat_template;       /* NULL if none */
+    const char *chat_layout;   /* static */
+    dg_tokenizer *tok;
+    int32_t bos_id, eos_id;
+    int tied_lm_head;
+
+    const float *tok_embd;     /* [n_vocab, n_embd] */
+    const float *out_norm;     /* [n_embd] */
+    const float *lm_head;      /* [n_vocab, n_embd] (= tok_embd when tied) */
+    dg_layer *layers;          /* [n_layer] */
+
+    dg_weight_src src;         /* kept open: F32 weights borrow its mapping */
+    void **owned;              /* buffers freed with the model */
+    size_t n_owned, cap_owned;
+    size_t weight_bytes;
+};
+
+/* Architecture descriptor. Names in GGUF follow llama.cpp (blk.N.attn_q...),
+ * in HF directories transformers (model.layers.N.self_attn.q_proj...). */
+struct dg_arch {
+    const char *name;          /* GGUF general.architecture / HF model_type */
+    /* Load layer il's weights into *out (shape-checked). */
+    deg_status (*load_layer)(deg_model *m, int il, dg_layer *out);
+    /* Run layer il on the batch: x [n_tokens, n_embd] residual stream, in place. */
+    void (*forward_layer)(const deg_model *m, int il, dg_batch *b, float *x);
+};
+
+/* NULL if unknown. The table lives in arch_table.c. */
+const dg_arch *dg_arch_find(const char *name);
+/* "llama, qwen3": the supported names, for error messages. */
+void dg_arch_list(char *buf, size_t cap);
+
+/* --- weight loading helpers (weights.c) --------------------------------- */
+
+/* Fetch a tensor as f32 with the expected shape (outermost first). gguf_name
+ * is used for GGUF files, hf_name for HF directories (either may contain one
+ * "%d", replaced by il). permute_heads > 0: the tensor is a llama.cpp-
+ * converted attn_q/attn_k of a `llama` GGUF whose rows inside each of the
+ * permute_heads heads are interleaved (llama.cpp's converter reorders rows so
+ * its interleaved RoPE equals HF's rotate-half; transformers' GGUF loader
+ * reverses it, and so do we: hf_row[h][a*D/2 + b] = gguf_row[h][2b + a]).
+ * Errors: DEG_ERR_FORMAT naming the tensor (missing, or expected vs actual
+ * shape), DEG_ERR_UNSUPPORTED (dtype), DEG_ERR_NOMEM. */
+deg_status dg_weight_get(deg_model *m, const char *gguf_name, const char *hf_name, int il,
+                         int n_dims, const int64_t *shape, int permute_heads,
+                         const float **out);
+/* 1 if the tensor exists in the model's source. */
+int dg_weight_has(const deg_model *m, const char *gguf_name, const char *hf_name, int il);
+
+/* Standard pre-norm decoder layer (llama, qwen3): RMSNorm -> GQA attention
+ * with rotate-half RoPE (optional per-head q/k RMSNorm before RoPE) ->
+ * residual -> RMSNorm -> SwiGLU MLP -> residual. In forward.c. */
+void dg_forward_std_layer(const deg_model *m, int il, dg_batch *b, float *x);
+/* Loads the tensors of the standard layer; with_qk_norm loads q/k norms. */
+deg_status dg_load_std_layer(deg_model *m, int il, int with_qk_norm, int gguf_permuted_qk,
+                             dg_layer *out);
+
+#endif

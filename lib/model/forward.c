@@ -1,0 +1,331 @@
+/* Batched forward over rows (see state.h). Tokens of all rows in a pass are
+ * stacked into one [M, n_embd] matrix so every projection is one GEMM
+ * (BLIS rows are batch-invariant); attention runs per (segment, head) with a
+ * fixed arithmetic order, in parallel across (segment, head) with OpenMP. */
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/status.h"
+#include "model/arch.h"
+#include "model/ops.h"
+#include "model/state.h"
+#include "model/tmp_blas.h" /* TEMPORARY: tensor/blas.h */
+
+/* A segment: tokens [off, off+n) of one row, computed in this pass. */
+typedef struct dg_seg {
+    const dg_row *row;
+    size_t off, n;
+    size_t t0;           /* first token's index in the pass matrices */
+    size_t prefix_len;   /* rows of row->prefix attended */
+    size_t own_len0;     /* rows of row->own before this segment */
+} dg_seg;
+
+struct dg_batch {
+    size_t n_tokens;     /* M */
+    dg_seg *segs;
+    size_t n_segs;
+    const float *rope_cos, *rope_sin;  /* [M, head_dim/2] */
+    float *xn;           /* [M, n_embd] */
+    float *q;            /* [M, n_head*head_dim] */
+    float *k, *v;        /* [M, n_head_kv*head_dim] */
+    float *att;          /* [M, n_head*head_dim] */
+    float *gate, *up;    /* [M, n_ff] */
+    float *tmp;          /* [M, n_embd] */
+    float *scores;       /* [n_threads, max_ctx] */
+    size_t max_ctx;
+    int n_threads;
+};
+
+/* C[M,N] = A[M,K] . B[N,K]^T, row-major with leading dimensions. */
+static void mm_nt(size_t M, size_t N, size_t K, const float *A, size_t lda, const float *B,
+                  size_t ldb, float *C, size_t ldc)
+{
+    if (M == 0) return;
+    dg_sgemm_nt((int64_t)M, (int64_t)N, (int64_t)K, A, (int64_t)lda, B, (int64_t)ldb, C,
+                (int64_t)ldc);
+}
+
+/* x, out: [n, dim] in parallel over rows (each row's arithmetic unchanged). */
+static void rmsnorm_par(float *out, const float *x, const float *w, size_t n, size_t dim,
+                        float eps)
+{
+#pragma omp parallel for schedule(static) if (n > 16)
+    for (size_t i = 0; i < n; i++) dg_rmsnorm(out + i * dim, x + i * dim, w, 1, dim, eps);
+}
+
+/* Causal GQA attention of one segment for query head h:
+ *   q: [n, H, D] rows of this segment; prefix/own K,V rows [*, Hkv, D]
+ *   out[i, h, :] = softmax_j(q_i . k_j / sqrt(D)) . v_j over prefix rows
+ *   [0, Lp) then own rows [0, L0 + i].  scores: [Lp + L0 + n] scratch. */
+static void attend_head(const dg_seg *s, const float *q, const float *kp, const float *vp,
+                        const float *ko, const float *vo, float *out, int h, int n_head,
+                        int n_head_kv, int D, float *scores)
+{
+    int g = h / (n_head / n_head_kv);
+    size_t kvrow = (size_t)n_head_kv * D;
+    size_t qrow = (size_t)n_head * D;
+    float scale = 1.0f / sqrtf((float)D);
+    size_t Lp = s->prefix_len;
+    for (size_t i = 0; i < s->n; i++) {
+        const float *qi = q + (s->t0 + i) * qrow + (size_t)h * D;
+        size_t Lo = s->own_len0 + i + 1;
+        float mx = -INFINITY;
+        for (size_t j = 0; j < Lp; j++) {
+            float sc = dg_dot(qi, kp + j * kvrow + (size_t)g * D, D) * scale;
+            scores[j] = sc;
+            if (sc > mx) mx = sc;
+        }
+        for (size_t j = 0; j < Lo; j++) {
+            float sc = dg_dot(qi, ko + j * kvrow + (size_t)g * D, D) * scale;
+            scores[Lp + j] = sc;
+            if (sc > mx) mx = sc;
+        }
+        float sum = 0.0f;
+        for (size_t j = 0; j < Lp + Lo; j++) {
+            float e = expf(scores[j] - mx);
+            scores[j] = e;
+            sum += e;
+        }
+        float *oi = out + (s->t0 + i) * qrow + (size_t)h * D;
+        memset(oi, 0, sizeof(float) * (size_t)D);
+        for (size_t j = 0; j < Lp; j++) dg_axpy(oi, scores[j], vp + j * kvrow + (size_t)g * D, D);
+        for (size_t j = 0; j < Lo; j++)
+            dg_axpy(oi, scores[Lp + j], vo + j * kvrow + (size_t)g * D, D);
+        float inv = 1.0f / sum;
+        for (int d = 0; d < D; d++) oi[d] *= inv;
+    }
+}
+
+void dg_forward_std_layer(const deg_model *m, int il, dg_batch *b, float *x)
+{
+    const dg_hparams *hp = &m->hp;
+    const dg_layer *L = &m->layers[il];
+    size_t M = b->n_tokens, E = (size_t)hp->n_embd, D = (size_t)hp->head_dim;
+    size_t QD = (size_t)hp->n_head * D, KD = (size_t)hp->n_head_kv * D, F = (size_t)hp->n_ff;
+
+    /* --- attention ------------------------------------------------------ */
+    rmsnorm_par(b->xn, x, L->attn_norm, M, E, hp->rms_eps);
+    mm_nt(M, QD, E, b->xn, E, L->wq, E, b->q, QD);
+    mm_nt(M, KD, E, b->xn, E, L->wk, E, b->k, KD);
+    mm_nt(M, KD, E, b->xn, E, L->wv, E, b->v, KD);
+    if (L->q_norm) rmsnorm_par(b->q, b->q, L->q_norm, M * hp->n_head, D, hp->rms_eps);
+    if (L->k_norm) rmsnorm_par(b->k, b->k, L->k_norm, M * hp->n_head_kv, D, hp->rms_eps);
+    dg_rope_apply(b->q, b->rope_cos, b->rope_sin, M, hp->n_head, (int)D);
+    dg_rope_apply(b->k, b->rope_cos, b->rope_sin, M, hp->n_head_kv, (int)D);
+
+    /* Append this pass's K/V to each row's own cache. */
+    for (size_t si = 0; si < b->n_segs; si++) {
+        const dg_seg *s = &b->segs[si];
+        dg_kv *own = s->row->own;
+        memcpy(own->k[il] + s->own_len0 * KD, b->k + s->t0 * KD, sizeof(float) * KD * s->n);
+        memcpy(own->v[il] + s->own_len0 * KD, b->v + s->t0 * KD, sizeof(float) * KD * s->n);
+    }
+
+    long n_tasks = (long)(b->n_segs * (size_t)hp->n_head);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(b->n_threads)
+    for (long t = 0; t < n_tasks; t++) {
+        const dg_seg *s = &b->segs[t / hp->n_head];
+        int h = (int)(t % hp->n_head);
+        const dg_kv *pre = s->row->prefix;
+        const dg_kv *own = s->row->own;
+        float *scores = b->scores + (size_t)omp_get_thread_num() * b->max_ctx;
+        attend_head(s, b->q, pre ? pre->k[il] : NULL, pre ? pre->v[il] : NULL, own->k[il],
+                    own->v[il], b->att, h, hp->n_head, hp->n_head_kv, (int)D, scores);
+    }
+    mm_nt(M, E, QD, b->att, QD, L->wo, QD, b->tmp, E);
+    for (size_t i = 0; i < M * E; i++) x[i] += b->tmp[i];
+
+    /* --- MLP ------------------------------------------------------------ */
+    rmsnorm_par(b->xn, x, L->ffn_norm, M, E, hp->rms_eps);
+    mm_nt(M, F, E, b->xn, E, L->w_gate, E, b->gate, F);
+    mm_nt(M, F, E, b->xn, E, L->w_up, E, b->up, F);
+#pragma omp parallel for schedule(static) if (M > 4)
+    for (size_t i = 0; i < M; i++) dg_swiglu(b->gate + i * F, b->up + i * F, F);
+    mm_nt(M, E, F, b->gate, F, L->w_down, F, b->tmp, E);
+    for (size_t i = 0; i < M * E; i++) x[i] += b->tmp[i];
+}
+
+deg_status dg_lm_head(const deg_model *m, const float *hidden, size_t n, float *logits)
+{
+    size_t E = (size_t)m->hp.n_embd, V = (size_t)m->hp.n_vocab;
+    mm_nt(n, V, E, hidden, E, m->lm_head, E, logits, V);
+    return DEG_OK;
+}
+
+/* Scratch of one dg_forward call, allocated once and released as a whole. */
+typedef struct dg_arena {
+    float *x, *hn, *rope_cos, *rope_sin, *logits, *lhid;
+    int64_t *pos;
+    dg_seg *segs;
+    struct dg_batch b;
+    float *block;          /* one allocation holding the float arrays */
+} dg_arena;
+
+static deg_status arena_init(dg_arena *a, const deg_model *m, size_t max_ctx, int want_logits)
+{
+    const dg_hparams *hp = &m->hp;
+    size_t P = DG_PASS_TOKENS, E = (size_t)hp->n_embd, D = (size_t)hp->head_dim;
+    size_t QD = (size_t)hp->n_head * D, KD = (size_t)hp->n_head_kv * D, F = (size_t)hp->n_ff;
+    int nt = omp_get_max_threads();
+    if (nt < 1) nt = 1;
+    size_t sizes[] = {
+        P * E,              /* x */
+        P * E,              /* hn */
+        P * (D / 2),        /* rope_cos */
+        P * (D / 2),        /* rope_sin */
+        P * E,              /* xn */
+        P * QD,             /* q */
+        P * KD,             /* k */
+        P * KD,             /* v */
+        P * QD,             /* att */
+        P * F,              /* gate */
+        P * F,              /* up */
+        P * E,              /* tmp */
+        (size_t)nt * max_ctx, /* scores */
+        want_logits ? (size_t)DG_LOGIT_ROWS * (size_t)hp->n_vocab : 0, /* logits */
+        want_logits ? (size_t)DG_LOGIT_ROWS * E : 0,                   /* lhid */
+    };
+    size_t total = 0;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) total += (sizes[i] + 15) & ~(size_t)15;
+    memset(a, 0, sizeof *a);
+    a->block = aligned_alloc(64, total * sizeof(float));
+    a->pos = malloc(P * sizeof(int64_t));
+    a->segs = malloc(P * sizeof(dg_seg));
+    if (!a->block || !a->pos || !a->segs) {
+        free(a->block); free(a->pos); free(a->segs);
+        return dg_fail(DEG_ERR_NOMEM, "forward: cannot allocate %zu bytes of scratch",
+                       total * sizeof(float));
+    }
+    float *p = a->block;
+    float **dst[] = {&a->x, &a->hn, &a->rope_cos, &a->rope_sin, &a->b.xn, &a->b.q, &a->b.k,
+                     &a->b.v, &a->b.att, &a->b.gate, &a->b.up, &a->b.tmp, &a->b.scores,
+                     &a->logits, &a->lhid};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        *dst[i] = p;
+        p += (sizes[i] + 15) & ~(size_t)15;
+    }
+    a->b.rope_cos = a->rope_cos;
+    a->b.rope_sin = a->rope_sin;
+    a->b.segs = a->segs;
+    a->b.max_ctx = max_ctx;
+    a->b.n_threads = nt;
+    return DEG_OK;
+}
+
+static void arena_free(dg_arena *a)
+{
+    free(a->block);
+    free(a->pos);
+    free(a->segs);
+}
+
+/* Token t of the pass wants logits if its row asked for all logits, or it is
+ * the row's last token and the row asked for the last logits. */
+static float *logits_dst(const dg_seg *s, size_t i, size_t V)
+{
+    const dg_row *r = s->row;
+    size_t ti = s->off + i;
+    if (r->logits) return r->logits + ti * V;
+    if (r->last_logits && ti == r->n - 1) return r->last_logits;
+    return NULL;
+}
+
+/* LM head over the nl gathered rows, scattered to their destinations. */
+static void flush_logits(const deg_model *m, dg_arena *a, float **dst, float **dst2, size_t nl)
+{
+    size_t V = (size_t)m->hp.n_vocab;
+    dg_lm_head(m, a->lhid, nl, a->logits);
+    for (size_t j = 0; j < nl; j++) {
+        memcpy(dst[j], a->logits + j * V, sizeof(float) * V);
+        if (dst2[j]) memcpy(dst2[j], a->logits + j * V, sizeof(float) * V);
+    }
+}
+
+static deg_status run_pass(const deg_model *m, dg_arena *a, size_t n_segs)
+{
+    const dg_hparams *hp = &m->hp;
+    size_t E = (size_t)hp->n_embd, V = (size_t)hp->n_vocab;
+    dg_batch *b = &a->b;
+    b->n_segs = n_segs;
+    size_t M = 0;
+    for (size_t si = 0; si < n_segs; si++) {
+        dg_seg *s = &a->segs[si];
+        s->t0 = M;
+        s->prefix_len = s->row->prefix ? s->row->prefix->len : 0;
+        s->own_len0 = s->row->own->len;
+        DG_TRY(dg_kv_reserve(s->row->own, s->own_len0 + s->n));
+        for (size_t i = 0; i < s->n; i++) {
+            int32_t id = s->row->ids[s->off + i];
+            memcpy(a->x + (M + i) * E, m->tok_embd + (size_t)id * E, sizeof(float) * E);
+            a->pos[M + i] = (int64_t)(s->prefix_len + s->own_len0 + i);
+        }
+        M += s->n;
+    }
+    b->n_tokens = M;
+    dg_rope_table(a->rope_cos, a->rope_sin, a->pos, M, hp->head_dim, hp->rope_theta);
+    for (int il = 0; il < hp->n_layer; il++) m->arch->forward_layer(m, il, b, a->x);
+    rmsnorm_par(a->hn, a->x, m->out_norm, M, E, hp->rms_eps);
+
+    /* Outputs: hidden states, then logits through the LM head in blocks of
+     * DG_LOGIT_ROWS gathered rows. */
+    size_t nl = 0;
+    float *ldst[DG_LOGIT_ROWS], *ldst2[DG_LOGIT_ROWS];
+    for (size_t si = 0; si < n_segs; si++) {
+        dg_seg *s = &a->segs[si];
+        const dg_row *r = s->row;
+        if (r->hidden)
+            memcpy(r->hidden + s->off * E, a->hn + s->t0 * E, sizeof(float) * E * s->n);
+        if (r->last_hidden && s->off + s->n == r->n)
+            memcpy(r->last_hidden, a->hn + (s->t0 + s->n - 1) * E, sizeof(float) * E);
+        for (size_t i = 0; i < s->n; i++) {
+            float *d = logits_dst(s, i, V);
+            if (!d) continue;
+            memcpy(a->lhid + nl * E, a->hn + (s->t0 + i) * E, sizeof(float) * E);
+            ldst[nl] = d;
+            /* Both all-token and last-token logits requested: copy twice. */
+            ldst2[nl++] = (r->logits && r->last_logits && s->off + i == r->n - 1)
+                              ? r->last_logits : NULL;
+            if (nl == DG_LOGIT_ROWS) {
+                flush_logits(m, a, ldst, ldst2, nl);
+                nl = 0;
+            }
+        }
+    }
+    if (nl) flush_logits(m, a, ldst, ldst2, nl);
+    for (size_t si = 0; si < n_segs; si++) a->segs[si].row->own->len += a->segs[si].n;
+    return DEG_OK;
+}
+
+deg_status dg_forward(const deg_model *m, const dg_row *rows, size_t n_rows)
+{
+    size_t max_ctx = 1;
+    int want_logits = 0;
+    for (size_t r = 0; r < n_rows; r++) {
+        if (!rows[r].n) continue;
+        size_t ctx = (rows[r].prefix ? rows[r].prefix->len : 0) + rows[r].own->len + rows[r].n;
+        if (ctx > max_ctx) max_ctx = ctx;
+        if (rows[r].logits || rows[r].last_logits) want_logits = 1;
+    }
+    dg_arena a;
+    DG_TRY(arena_init(&a, m, max_ctx, want_logits));
+    deg_status st = DEG_OK;
+    size_t r = 0, off = 0;
+    while (st == DEG_OK) {
+        size_t used = 0, n_segs = 0;
+        while (r < n_rows && used < DG_PASS_TOKENS) {
+            size_t left = rows[r].n - off;
+            if (left == 0) { r++; off = 0; continue; }
+            size_t take = left < DG_PASS_TOKENS - used ? left : DG_PASS_TOKENS - used;
+            a.segs[n_segs++] = (dg_seg){.row = &rows[r], .off = off, .n = take};
+            used += take;
+            off += take;
+            if (off == rows[r].n) { r++; off = 0; }
+        }
+        if (n_segs == 0) break;
+        st = run_pass(m, &a, n_segs);
+    }
+    arena_free(&a);
+    return st;
+}

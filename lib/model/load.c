@@ -1,0 +1,526 @@
+/* deg_model_load: a GGUF file (hyper-parameters from <arch>.* metadata, the
+ * llama.cpp key names) or a Hugging Face directory (config.json, *.safetensors
+ * single or sharded via model.safetensors.index.json, tokenizer.json,
+ * tokenizer_config.json / chat_template.jinja). */
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/status.h"
+#include "model/arch.h"
+#include "model/model.h"
+
+/* Sanity bound for sizes read from metadata, so a corrupt file fails with a
+ * message instead of a giant allocation. */
+#define DG_HP_MAX (1 << 24)
+
+static char *dup_n(const char *s, size_t n)
+{
+    char *d = malloc(n + 1);
+    if (d) {
+        memcpy(d, s, n);
+        d[n] = '\0';
+    }
+    return d;
+}
+
+static char *path_join(const char *dir, const char *name)
+{
+    size_t a = strlen(dir), b = strlen(name);
+    char *p = malloc(a + b + 2);
+    if (!p) return NULL;
+    memcpy(p, dir, a);
+    p[a] = '/';
+    memcpy(p + a + 1, name, b + 1);
+    return p;
+}
+
+static int file_exists(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+static char *read_text_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (cap - len < 4096) {
+            size_t nc = cap ? cap * 2 : 8192;
+            char *nb = realloc(buf, nc + 1);
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                return NULL;
+            }
+            buf = nb;
+            cap = nc;
+        }
+        size_t r = fread(buf + len, 1, cap - len, f);
+        len += r;
+        if (r == 0) break;
+    }
+    fclose(f);
+    buf[len] = '\0';
+    return buf;
+}
+
+/* ------------------------------------------------------------- hparams */
+
+static deg_status check_hparams(const dg_hparams *hp, const char *where)
+{
+    struct { const char *name; int32_t v; } pos[] = {
+        {"n_embd", hp->n_embd}, {"n_layer", hp->n_layer}, {"n_head", hp->n_head},
+        {"n_head_kv", hp->n_head_kv}, {"head_dim", hp->head_dim}, {"n_ff", hp->n_ff}};
+    for (size_t i = 0; i < sizeof pos / sizeof pos[0]; i++)
+        if (pos[i].v <= 0 || pos[i].v > DG_HP_MAX)
+            return dg_fail(DEG_ERR_FORMAT, "%s: %s = %d is out of range", where, pos[i].name,
+                           (int)pos[i].v);
+    if (hp->n_head % hp->n_head_kv)
+        return dg_fail(DEG_ERR_FORMAT, "%s: n_head %d is not a multiple of n_head_kv %d", where,
+                       (int)hp->n_head, (int)hp->n_head_kv);
+    if (hp->head_dim % 2)
+        return dg_fail(DEG_ERR_FORMAT, "%s: head_dim %d is odd (RoPE needs pairs)", where,
+                       (int)hp->head_dim);
+    if (!(hp->rope_theta > 0.0f) || !(hp->rms_eps > 0.0f))
+        return dg_fail(DEG_ERR_FORMAT, "%s: rope_theta %g / rms_eps %g must be positive", where,
+                       (double)hp->rope_theta, (double)hp->rms_eps);
+    return DEG_OK;
+}
+
+static deg_status gguf_int(const dg_gguf *g, const char *arch, const char *key, int required,
+                           int32_t dflt, int32_t *out)
+{
+    char full[160];
+    snprintf(full, sizeof full, "%s.%s", arch, key);
+    int64_t v;
+    deg_status st = dg_gguf_get_i64(g, full, &v);
+    if (st == DEG_ERR_RANGE) {
+        if (required) return dg_fail(DEG_ERR_FORMAT, "GGUF: missing metadata key '%s'", full);
+        *out = dflt;
+        return DEG_OK;
+    }
+    if (st != DEG_OK) return dg_fail_context(st, "GGUF key '%s'", full);
+    if (v < 0 || v > INT32_MAX)
+        return dg_fail(DEG_ERR_FORMAT, "GGUF: '%s' = %lld is out of range", full, (long long)v);
+    *out = (int32_t)v;
+    return DEG_OK;
+}
+
+static deg_status gguf_float(const dg_gguf *g, const char *arch, const char *key, float dflt,
+                             float *out)
+{
+    char full[160];
+    snprintf(full, sizeof full, "%s.%s", arch, key);
+    deg_status st = dg_gguf_get_f32(g, full, out);
+    if (st == DEG_ERR_RANGE) {
+        *out = dflt;
+        return DEG_OK;
+    }
+    if (st != DEG_OK) return dg_fail_context(st, "GGUF key '%s'", full);
+    return DEG_OK;
+}
+
+static deg_status gguf_hparams(deg_model *m, const char *arch)
+{
+    const dg_gguf *g = m->src.gguf;
+    dg_hparams *hp = &m->hp;
+    DG_TRY(gguf_int(g, arch, "block_count", 1, 0, &hp->n_layer));
+    DG_TRY(gguf_int(g, arch, "embedding_length", 1, 0, &hp->n_embd));
+    DG_TRY(gguf_int(g, arch, "attention.head_count", 1, 0, &hp->n_head));
+    DG_TRY(gguf_int(g, arch, "attention.head_count_kv", 0, hp->n_head, &hp->n_head_kv));
+    DG_TRY(gguf_int(g, arch, "feed_forward_length", 1, 0, &hp->n_ff));
+    DG_TRY(gguf_int(g, arch, "context_length", 0, 0, &hp->n_ctx_train));
+    int32_t dflt_hd = hp->n_head > 0 ? hp->n_embd / hp->n_head : 0;
+    DG_TRY(gguf_int(g, arch, "attention.key_length", 0, dflt_hd, &hp->head_dim));
+    int32_t vlen, rope_dims;
+    DG_TRY(gguf_int(g, arch, "attention.value_length", 0, hp->head_dim, &vlen));
+    DG_TRY(gguf_int(g, arch, "rope.dimension_count", 0, hp->head_dim, &rope_dims));
+    DG_TRY(gguf_float(g, arch, "rope.freq_base", 10000.0f, &hp->rope_theta));
+    DG_TRY(gguf_float(g, arch, "attention.layer_norm_rms_epsilon", 1e-5f, &hp->rms_eps));
+    if (vlen != hp->head_dim)
+        return dg_fail(DEG_ERR_UNSUPPORTED, "GGUF: value_length %d != key_length %d",
+                       (int)vlen, (int)hp->head_dim);
+    if (rope_dims != hp->head_dim)
+        return dg_fail(DEG_ERR_UNSUPPORTED,
+                       "GGUF: partial RoPE (rope.dimension_count %d of head_dim %d)",
+                       (int)rope_dims, (int)hp->head_dim);
+    dg_gguf_str s;
+    char key[160];
+    snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
+    if (dg_gguf_get_str(g, key, &s) == DEG_OK && !(s.len == 4 && !memcmp(s.ptr, "none", 4)))
+        return dg_fail(DEG_ERR_UNSUPPORTED, "GGUF: RoPE scaling '%.*s' is not supported",
+                       (int)s.len, s.ptr);
+    return check_hparams(hp, "GGUF");
+}
+
+static int json_int(json_t *cfg, const char *key, int32_t dflt, int32_t *out)
+{
+    json_t *v = json_object_get(cfg, key);
+    if (!v || json_is_null(v)) {
+        *out = dflt;
+        return 1;
+    }
+    if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > INT32_MAX)
+        return 0;
+    *out = (int32_t)json_integer_value(v);
+    return 1;
+}
+
+static int json_float(json_t *cfg, const char *key, float dflt, float *out)
+{
+    json_t *v = json_object_get(cfg, key);
+    if (!v || json_is_null(v)) {
+        *out = dflt;
+        return 1;
+    }
+    if (!json_is_number(v)) return 0;
+    *out = (float)json_number_value(v);
+    return 1;
+}
+
+static deg_status hf_hparams(deg_model *m, json_t *cfg, const char *cfg_path)
+{
+    dg_hparams *hp = &m->hp;
+    const char *bad = NULL;
+#define REQ_INT(key, field) \
+    if (!bad && (!json_is_integer(json_object_get(cfg, key)) || !json_int(cfg, key, 0, &hp->field))) bad = key
+    REQ_INT("hidden_size", n_embd);
+    REQ_INT("num_hidden_layers", n_layer);
+    REQ_INT("num_attention_heads", n_head);
+    REQ_INT("intermediate_size", n_ff);
+#undef REQ_INT
+    if (bad) return dg_fail(DEG_ERR_FORMAT, "%s: missing or invalid \"%s\"", cfg_path, bad);
+    if (!json_int(cfg, "num_key_value_heads", hp->n_head, &hp->n_head_kv)) bad = "num_key_value_heads";
+    else if (!json_int(cfg, "head_dim", hp->n_head ? hp->n_embd / hp->n_head : 0, &hp->head_dim))
+        bad = "head_dim";
+    else if (!json_int(cfg, "max_position_embeddings", 0, &hp->n_ctx_train))
+        bad = "max_position_embeddings";
+    else if (!json_float(cfg, "rms_norm_eps", 1e-6f, &hp->rms_eps)) bad = "rms_norm_eps";
+    if (bad) return dg_fail(DEG_ERR_FORMAT, "%s: invalid \"%s\"", cfg_path, bad);
+
+    /* RoPE: transformers 4 writes rope_theta (+ rope_scaling), transformers 5
+     * rope_parameters {rope_type, rope_theta}. Only the default type runs. */
+    json_t *rp = json_object_get(cfg, "rope_parameters");
+    json_t *rs = json_object_get(cfg, "rope_scaling");
+    json_t *rope = json_is_object(rp) ? rp : (json_is_object(rs) ? rs : NULL);
+    float theta_top = 10000.0f;
+    if (!json_float(cfg, "rope_theta", 10000.0f, &theta_top))
+        return dg_fail(DEG_ERR_FORMAT, "%s: invalid \"rope_theta\"", cfg_path);
+    hp->rope_theta = theta_top;
+    if (rope) {
+        json_t *type = json_object_get(rope, "rope_type");
+        if (!type) type = json_object_get(rope, "type");
+        if (type && (!json_is_string(type) || strcmp(json_string_value(type), "default")))
+            return dg_fail(DEG_ERR_UNSUPPORTED, "%s: RoPE type '%s' is not supported", cfg_path,
+                           json_is_string(type) ? json_string_value(type) : "?");
+        if (!json_float(rope, "rope_theta", theta_top, &hp->rope_theta))
+            return dg_fail(DEG_ERR_FORMAT, "%s: invalid rope_theta", cfg_path);
+    }
+    json_t *act = json_object_get(cfg, "hidden_act");
+    if (act && (!json_is_string(act) || strcmp(json_string_value(act), "silu")))
+        return dg_fail(DEG_ERR_UNSUPPORTED, "%s: hidden_act '%s' is not supported (silu only)",
+                       cfg_path, json_is_string(act) ? json_string_value(act) : "?");
+    if (json_is_true(json_object_get(cfg, "attention_bias")) ||
+        json_is_true(json_object_get(cfg, "mlp_bias")))
+        return dg_fail(DEG_ERR_UNSUPPORTED, "%s: attention/MLP biases are not supported",
+                       cfg_path);
+    return check_hparams(hp, cfg_path);
+}
+
+/* ---------------------------------------------------------- the sources */
+
+static deg_status open_shards(deg_model *m, const char *dir)
+{
+    char *index = path_join(dir, "model.safetensors.index.json");
+    char *single = path_join(dir, "model.safetensors");
+    if (!index || !single) {
+        free(index);
+        free(single);
+        return dg_fail(DEG_ERR_NOMEM, "model: out of memory");
+    }
+    deg_status st = DEG_OK;
+    if (file_exists(index)) {
+        json_error_t err;
+        json_t *j = json_load_file(index, 0, &err);
+        json_t *wm = j ? json_object_get(j, "weight_map") : NULL;
+        if (!json_is_object(wm)) {
+            st = dg_fail(DEG_ERR_FORMAT, "%s: %s", index,
+                         j ? "no \"weight_map\" object" : err.text);
+        } else {
+            /* Unique shard file names, in first-seen order. */
+            size_t n = json_object_size(wm);
+            const char **names = calloc(n ? n : 1, sizeof *names);
+            size_t nn = 0;
+            const char *key;
+            json_t *val;
+            if (!names) st = dg_fail(DEG_ERR_NOMEM, "model: out of memory");
+            json_object_foreach(wm, key, val) {
+                if (st != DEG_OK) break;
+                if (!json_is_string(val) || strchr(json_string_value(val), '/')) {
+                    st = dg_fail(DEG_ERR_FORMAT, "%s: bad shard name for '%s'", index, key);
+                    break;
+                }
+                size_t k = 0;
+                while (k < nn && strcmp(names[k], json_string_value(val))) k++;
+                if (k == nn) names[nn++] = json_string_value(val);
+            }
+            if (st == DEG_OK) {
+                m->src.shards = calloc(nn ? nn : 1, sizeof *m->src.shards);
+                if (!m->src.shards) st = dg_fail(DEG_ERR_NOMEM, "model: out of memory");
+            }
+            for (size_t k = 0; st == DEG_OK && k < nn; k++) {
+                char *p = path_join(dir, names[k]);
+                st = p ? dg_safetensors_open(p, &m->src.shards[k])
+                       : dg_fail(DEG_ERR_NOMEM, "model: out of memory");
+                if (st == DEG_OK) m->src.n_shards++;
+                free(p);
+            }
+            free(names);
+        }
+        json_decref(j);
+    } else if (file_exists(single)) {
+        m->src.shards = calloc(1, sizeof *m->src.shards);
+        st = m->src.shards ? dg_safetensors_open(single, &m->src.shards[0])
+                           : dg_fail(DEG_ERR_NOMEM, "model: out of memory");
+        if (st == DEG_OK) m->src.n_shards = 1;
+    } else {
+        st = dg_fail(DEG_ERR_IO, "%s: no model.safetensors or model.safetensors.index.json",
+                     dir);
+    }
+    free(index);
+    free(single);
+    return st;
+}
+
+static const dg_arch *find_arch(const char *name, size_t len, const char *where,
+                                deg_status *st)
+{
+    char buf[64];
+    if (len >= sizeof buf) len = sizeof buf - 1;
+    memcpy(buf, name, len);
+    buf[len] = '\0';
+    const dg_arch *a = dg_arch_find(buf);
+    if (!a) {
+        char list[256];
+        dg_arch_list(list, sizeof list);
+        *st = dg_fail(DEG_ERR_UNSUPPORTED, "%s: unknown architecture '%s' (supported: %s)",
+                      where, buf, list);
+    }
+    return a;
+}
+
+static deg_status load_gguf(deg_model *m, const char *path)
+{
+    DG_TRY(dg_gguf_open(path, &m->src.gguf));
+    const dg_gguf *g = m->src.gguf;
+    dg_gguf_str s;
+    deg_status st = dg_gguf_get_str(g, "general.architecture", &s);
+    if (st == DEG_ERR_RANGE)
+        return dg_fail(DEG_ERR_FORMAT, "%s: no general.architecture", path);
+    if (st != DEG_OK) return st;
+    m->arch = find_arch(s.ptr, (size_t)s.len, path, &st);
+    if (!m->arch) return st;
+    DG_TRY(gguf_hparams(m, m->arch->name));
+    if (dg_gguf_get_str(g, "general.name", &s) == DEG_OK) m->name = dup_n(s.ptr, (size_t)s.len);
+    if (dg_gguf_get_str(g, "tokenizer.chat_template", &s) == DEG_OK) {
+        m->chat_template = dup_n(s.ptr, (size_t)s.len);
+        if (!m->chat_template) return dg_fail(DEG_ERR_NOMEM, "model: out of memory");
+    }
+    st = dg_tokenizer_from_gguf(g, &m->tok);
+    if (st != DEG_OK) return dg_fail_context(st, "%s: tokenizer", path);
+    return DEG_OK;
+}
+
+static deg_status load_hf(deg_model *m, const char *dir)
+{
+    char *cfg_path = path_join(dir, "config.json");
+    char *tok_path = path_join(dir, "tokenizer.json");
+    char *tcfg_path = path_join(dir, "tokenizer_config.json");
+    char *jinja_path = path_join(dir, "chat_template.jinja");
+    json_t *cfg = NULL, *tcfg = NULL;
+    deg_status st = DEG_OK;
+    if (!cfg_path || !tok_path || !tcfg_path || !jinja_path) {
+        st = dg_fail(DEG_ERR_NOMEM, "model: out of memory");
+        goto done;
+    }
+    json_error_t err;
+    if (!file_exists(cfg_path)) {
+        st = dg_fail(DEG_ERR_IO, "%s: not found (not a model directory)", cfg_path);
+        goto done;
+    }
+    cfg = json_load_file(cfg_path, 0, &err);
+    if (!json_is_object(cfg)) {
+        st = dg_fail(DEG_ERR_FORMAT, "%s: line %d: %s", cfg_path, err.line,
+                     cfg ? "not a JSON object" : err.text);
+        goto done;
+    }
+    json_t *mt = json_object_get(cfg, "model_type");
+    if (!json_is_string(mt)) {
+        st = dg_fail(DEG_ERR_FORMAT, "%s: no \"model_type\"", cfg_path);
+        goto done;
+    }
+    m->arch = find_arch(json_string_value(mt), strlen(json_string_value(mt)), cfg_path, &st);
+    if (!m->arch) goto done;
+    if ((st = hf_hparams(m, cfg, cfg_path)) != DEG_OK) goto done;
+    json_t *nm = json_object_get(cfg, "_name_or_path");
+    if (json_is_string(nm)) m->name = strdup(json_string_value(nm));
+    json_t *tie = json_object_get(cfg, "tie_word_embeddings");
+    m->tied_lm_head = json_is_true(tie);
+
+    int have_tcfg = file_exists(tcfg_path);
+    if (have_tcfg) {
+        tcfg = json_load_file(tcfg_path, 0, &err);
+        if (!json_is_object(tcfg)) {
+            st = dg_fail(DEG_ERR_FORMAT, "%s: line %d: %s", tcfg_path, err.line,
+                         tcfg ? "not a JSON object" : err.text);
+            goto done;
+        }
+        json_t *ct = json_object_get(tcfg, "chat_template");
+        if (json_is_string(ct)) {
+            m->chat_template = strdup(json_string_value(ct));
+        } else if (json_is_array(ct)) { /* [{name, template}]: take "default" */
+            size_t i;
+            json_t *e;
+            json_array_foreach(ct, i, e) {
+                json_t *n = json_object_get(e, "name"), *t = json_object_get(e, "template");
+                if (json_is_string(n) && json_is_string(t) &&
+                    !strcmp(json_string_value(n), "default"))
+                    m->chat_template = strdup(json_string_value(t));
+            }
+        }
+    }
+    if (!m->chat_template && file_exists(jinja_path)) m->chat_template = read_text_file(jinja_path);
+
+    if ((st = open_shards(m, dir)) != DEG_OK) goto done;
+    if (!file_exists(tok_path)) {
+        st = dg_fail(DEG_ERR_IO, "%s: not found", tok_path);
+        goto done;
+    }
+    st = dg_tokenizer_from_json(tok_path, have_tcfg ? tcfg_path : NULL, &m->tok);
+    if (st != DEG_OK) dg_fail_context(st, "%s", tok_path);
+done:
+    json_decref(cfg);
+    json_decref(tcfg);
+    free(cfg_path);
+    free(tok_path);
+    free(tcfg_path);
+    free(jinja_path);
+    return st;
+}
+
+/* Weights shared by every architecture, then the layers. */
+static deg_status load_weights(deg_model *m)
+{
+    dg_hparams *hp = &m->hp;
+    const char *g_embd = "token_embd.weight", *h_embd = "model.embed_tokens.weight";
+    /* n_vocab is the embedding's row count (the logits row length); config
+     * vocab_size / tokenizer size must not exceed it. */
+    char name[64];
+    snprintf(name, sizeof name, "%s", m->src.gguf ? g_embd : h_embd);
+    const dg_tensor_view *te = NULL;
+    if (m->src.gguf) te = dg_gguf_find(m->src.gguf, name);
+    for (size_t i = 0; !te && i < m->src.n_shards; i++) te = dg_safetensors_find(m->src.shards[i], name);
+    if (!te) return dg_fail(DEG_ERR_FORMAT, "missing tensor '%s'", name);
+    if (te->n_dims != 2 || te->shape[0] <= 0 || te->shape[0] > INT32_MAX)
+        return dg_fail(DEG_ERR_FORMAT, "tensor '%s': bad shape for an embedding", name);
+    hp->n_vocab = (int32_t)te->shape[0];
+    int64_t VE[] = {hp->n_vocab, hp->n_embd}, E[] = {hp->n_embd};
+    DG_TRY(dg_weight_get(m, g_embd, h_embd, 0, 2, VE, 0, &m->tok_embd));
+    m->layers = calloc((size_t)hp->n_layer, sizeof *m->layers);
+    if (!m->layers) return dg_fail(DEG_ERR_NOMEM, "model: out of memory");
+    for (int il = 0; il < hp->n_layer; il++) DG_TRY(m->arch->load_layer(m, il, &m->layers[il]));
+    DG_TRY(dg_weight_get(m, "output_norm.weight", "model.norm.weight", 0, 1, E, 0, &m->out_norm));
+    if (!m->tied_lm_head && dg_weight_has(m, "output.weight", "lm_head.weight", 0)) {
+        DG_TRY(dg_weight_get(m, "output.weight", "lm_head.weight", 0, 2, VE, 0, &m->lm_head));
+    } else {
+        m->tied_lm_head = 1;
+        m->lm_head = m->tok_embd;
+    }
+    return DEG_OK;
+}
+
+deg_status deg_model_load(const char *path, deg_model **out)
+{
+    if (!path || !out) return dg_fail(DEG_ERR_ARG, "deg_model_load: NULL argument");
+    *out = NULL;
+    struct stat sb;
+    if (stat(path, &sb) != 0) return dg_fail(DEG_ERR_IO, "%s: no such file or directory", path);
+    deg_model *m = calloc(1, sizeof *m);
+    if (!m) return dg_fail(DEG_ERR_NOMEM, "deg_model_load: out of memory");
+    deg_status st = S_ISDIR(sb.st_mode) ? load_hf(m, path) : load_gguf(m, path);
+    if (st == DEG_OK) {
+        st = load_weights(m);
+        if (st != DEG_OK) dg_fail_context(st, "%s", path);
+    }
+    if (st == DEG_OK) {
+        int32_t tv = dg_tokenizer_n_vocab(m->tok);
+        if (tv > m->hp.n_vocab)
+            st = dg_fail(DEG_ERR_FORMAT, "%s: tokenizer has %d tokens, the embedding only %d rows",
+                         path, (int)tv, (int)m->hp.n_vocab);
+    }
+    if (st != DEG_OK) {
+        deg_model_free(m);
+        return st;
+    }
+    m->bos_id = dg_tokenizer_bos(m->tok);
+    m->eos_id = dg_tokenizer_eos(m->tok);
+    if (!m->name) m->name = strdup("");
+    if (!strcmp(m->arch->name, "qwen3"))
+        m->chat_layout = "qwen3";
+    else if (m->chat_template && strstr(m->chat_template, "<|im_start|>"))
+        m->chat_layout = "chatml";
+    else
+        m->chat_layout = "none";
+    *out = m;
+    return DEG_OK;
+}
+
+void deg_model_free(deg_model *m)
+{
+    if (!m) return;
+    for (size_t i = 0; i < m->n_owned; i++) free(m->owned[i]);
+    free(m->owned);
+    free(m->layers);
+    if (m->tok) dg_tokenizer_free(m->tok);
+    if (m->src.gguf) dg_gguf_close(m->src.gguf);
+    for (size_t i = 0; i < m->src.n_shards; i++) dg_safetensors_close(m->src.shards[i]);
+    free(m->src.shards);
+    free(m->name);
+    free(m->chat_template);
+    free(m);
+}
+
+deg_status deg_model_get_info(const deg_model *m, deg_model_info *info)
+{
+    if (!m || !info) return dg_fail(DEG_ERR_ARG, "deg_model_get_info: NULL argument");
+    memset(info, 0, sizeof *info);
+    info->arch = m->arch->name;
+    info->name = m->name ? m->name : "";
+    info->n_vocab = m->hp.n_vocab;
+    info->n_embd = m->hp.n_embd;
+    info->n_layer = m->hp.n_layer;
+    info->n_head = m->hp.n_head;
+    info->n_head_kv = m->hp.n_head_kv;
+    info->head_dim = m->hp.head_dim;
+    info->n_ff = m->hp.n_ff;
+    info->n_ctx_train = m->hp.n_ctx_train;
+    info->rope_theta = m->hp.rope_theta;
+    info->rms_eps = m->hp.rms_eps;
+    info->tied_lm_head = m->tied_lm_head;
+    info->bos_id = m->bos_id;
+    info->eos_id = m->eos_id;
+    info->chat_layout = m->chat_layout;
+    info->weight_bytes = m->weight_bytes;
+    return DEG_OK;
+}
+
+const dg_tokenizer *dg_model_tokenizer(const deg_model *model) { return model->tok; }
+
+const char *dg_model_chat_template(const deg_model *model) { return model->chat_template; }

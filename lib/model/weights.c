@@ -1,0 +1,159 @@
+/* Weight fetching: find a tensor by name in the model's GGUF file or
+ * safetensors shards, check its shape, and hand out f32 data — borrowed from
+ * the mapping for aligned F32 tensors, otherwise dequantized once into a
+ * buffer the model owns. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/status.h"
+#include "model/arch.h"
+
+static const dg_tensor_view *src_find(const dg_weight_src *s, const char *name)
+{
+    if (s->gguf) return dg_gguf_find(s->gguf, name);
+    for (size_t i = 0; i < s->n_shards; i++) {
+        const dg_tensor_view *t = dg_safetensors_find(s->shards[i], name);
+        if (t) return t;
+    }
+    return NULL;
+}
+
+static void tensor_name(char *buf, size_t cap, const deg_model *m, const char *gguf_name,
+                        const char *hf_name, int il)
+{
+    const char *fmt = m->src.gguf ? gguf_name : hf_name;
+    snprintf(buf, cap, fmt, il);
+}
+
+static void shape_str(char *buf, size_t cap, int n_dims, const int64_t *shape)
+{
+    size_t o = (size_t)snprintf(buf, cap, "[");
+    for (int i = 0; i < n_dims && o < cap; i++)
+        o += (size_t)snprintf(buf + o, cap - o, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    if (o < cap) snprintf(buf + o, cap - o, "]");
+}
+
+int dg_weight_has(const deg_model *m, const char *gguf_name, const char *hf_name, int il)
+{
+    char name[256];
+    tensor_name(name, sizeof name, m, gguf_name, hf_name, il);
+    return src_find(&m->src, name) != NULL;
+}
+
+static deg_status own(deg_model *m, void *p)
+{
+    if (m->n_owned == m->cap_owned) {
+        size_t cap = m->cap_owned ? 2 * m->cap_owned : 64;
+        void **o = realloc(m->owned, cap * sizeof *o);
+        if (!o) {
+            free(p);
+            return dg_fail(DEG_ERR_NOMEM, "model: out of memory");
+        }
+        m->owned = o;
+        m->cap_owned = cap;
+    }
+    m->owned[m->n_owned++] = p;
+    return DEG_OK;
+}
+
+/* w: [H * D, K] rows permuted in place of llama.cpp's interleave:
+ * hf[h][a*D/2 + b] = gguf[h][2b + a]. */
+static deg_status unpermute_heads(float *w, int64_t rows, int64_t cols, int heads)
+{
+    int64_t D = rows / heads, half = D / 2;
+    float *tmp = malloc(sizeof(float) * (size_t)(D * cols));
+    if (!tmp) return dg_fail(DEG_ERR_NOMEM, "model: out of memory");
+    for (int h = 0; h < heads; h++) {
+        float *head = w + (size_t)(h * D * cols);
+        memcpy(tmp, head, sizeof(float) * (size_t)(D * cols));
+        for (int64_t a = 0; a < 2; a++)
+            for (int64_t b = 0; b < half; b++)
+                memcpy(head + (size_t)((a * half + b) * cols), tmp + (size_t)((2 * b + a) * cols),
+                       sizeof(float) * (size_t)cols);
+    }
+    free(tmp);
+    return DEG_OK;
+}
+
+deg_status dg_weight_get(deg_model *m, const char *gguf_name, const char *hf_name, int il,
+                         int n_dims, const int64_t *shape, int permute_heads, const float **out)
+{
+    char name[256];
+    tensor_name(name, sizeof name, m, gguf_name, hf_name, il);
+    const dg_tensor_view *t = src_find(&m->src, name);
+    char want[96], got[96];
+    shape_str(want, sizeof want, n_dims, shape);
+    if (!t) return dg_fail(DEG_ERR_FORMAT, "missing tensor '%s' (expected shape %s)", name, want);
+    int same = t->n_dims == n_dims;
+    for (int i = 0; same && i < n_dims; i++) same = t->shape[i] == shape[i];
+    if (!same) {
+        shape_str(got, sizeof got, t->n_dims, t->shape);
+        return dg_fail(DEG_ERR_FORMAT, "tensor '%s' has shape %s, expected %s", name, got, want);
+    }
+    int64_t n = 1;
+    for (int i = 0; i < n_dims; i++) n *= shape[i];
+    if (permute_heads > 0 && (shape[0] % (2 * permute_heads) != 0 || n_dims != 2))
+        return dg_fail(DEG_ERR_FORMAT, "tensor '%s': %lld rows do not split into %d heads",
+                       name, (long long)shape[0], permute_heads);
+    m->weight_bytes += (size_t)n * sizeof(float);
+    if (t->dtype == DG_F32 && !permute_heads && ((uintptr_t)t->data % sizeof(float)) == 0) {
+        *out = t->data;
+        return DEG_OK;
+    }
+    float *buf = malloc(sizeof(float) * (size_t)n);
+    if (!buf) return dg_fail(DEG_ERR_NOMEM, "tensor '%s': cannot allocate %lld floats", name,
+                             (long long)n);
+    deg_status st;
+    if (t->dtype == DG_F32) {
+        memcpy(buf, t->data, sizeof(float) * (size_t)n);
+        st = DEG_OK;
+    } else {
+        st = dg_dequantize(t->dtype, t->data, buf, n);
+        if (st != DEG_OK) dg_fail_context(st, "tensor '%s'", name);
+    }
+    if (st == DEG_OK && permute_heads) st = unpermute_heads(buf, shape[0], shape[1], permute_heads);
+    if (st != DEG_OK) {
+        free(buf);
+        return st;
+    }
+    DG_TRY(own(m, buf));
+    *out = buf;
+    return DEG_OK;
+}
+
+deg_status dg_load_std_layer(deg_model *m, int il, int with_qk_norm, int gguf_permuted_qk,
+                             dg_layer *L)
+{
+    const dg_hparams *hp = &m->hp;
+    int64_t E = hp->n_embd, D = hp->head_dim, QD = (int64_t)hp->n_head * D,
+            KD = (int64_t)hp->n_head_kv * D, F = hp->n_ff;
+    int perm = gguf_permuted_qk && m->src.gguf;
+    memset(L, 0, sizeof *L);
+#define GET(field, g, h, nd, perm_heads, ...)                                           \
+    do {                                                                                \
+        int64_t shp_[] = {__VA_ARGS__};                                                 \
+        DG_TRY(dg_weight_get(m, g, h, il, nd, shp_, perm_heads, &L->field));            \
+    } while (0)
+    GET(attn_norm, "blk.%d.attn_norm.weight", "model.layers.%d.input_layernorm.weight", 1, 0, E);
+    GET(wq, "blk.%d.attn_q.weight", "model.layers.%d.self_attn.q_proj.weight", 2,
+        perm ? hp->n_head : 0, QD, E);
+    GET(wk, "blk.%d.attn_k.weight", "model.layers.%d.self_attn.k_proj.weight", 2,
+        perm ? hp->n_head_kv : 0, KD, E);
+    GET(wv, "blk.%d.attn_v.weight", "model.layers.%d.self_attn.v_proj.weight", 2, 0, KD, E);
+    GET(wo, "blk.%d.attn_output.weight", "model.layers.%d.self_attn.o_proj.weight", 2, 0, E, QD);
+    if (with_qk_norm) {
+        GET(q_norm, "blk.%d.attn_q_norm.weight", "model.layers.%d.self_attn.q_norm.weight", 1,
+            0, D);
+        GET(k_norm, "blk.%d.attn_k_norm.weight", "model.layers.%d.self_attn.k_norm.weight", 1,
+            0, D);
+    }
+    GET(ffn_norm, "blk.%d.ffn_norm.weight", "model.layers.%d.post_attention_layernorm.weight",
+        1, 0, E);
+    GET(w_gate, "blk.%d.ffn_gate.weight", "model.layers.%d.mlp.gate_proj.weight", 2, 0, F, E);
+    GET(w_up, "blk.%d.ffn_up.weight", "model.layers.%d.mlp.up_proj.weight", 2, 0, F, E);
+    GET(w_down, "blk.%d.ffn_down.weight", "model.layers.%d.mlp.down_proj.weight", 2, 0, E, F);
+#undef GET
+    return DEG_OK;
+}

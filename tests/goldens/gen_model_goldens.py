@@ -1,0 +1,245 @@
+#!/usr/bin/env python3
+"""Regenerate the model goldens from Hugging Face transformers (torch, CPU, f32).
+
+Tiny random models (saved as HF directories with their golden logits):
+  tests/goldens/tiny-llama/          LlamaForCausalLM, untied LM head, f32 weights
+  tests/goldens/tiny-llama-tied/     LlamaForCausalLM, tied LM head, bf16 weights
+  tests/goldens/tiny-qwen3/          Qwen3ForCausalLM, tied LM head, f32 weights
+  tests/goldens/tiny-qwen3-untied/   Qwen3ForCausalLM, untied LM head, f16 weights
+Each holds golden.safetensors with, for transformers' forward:
+  prefill.<i>.ids [L] i32, prefill.<i>.logits [L, V]    full forward of a sequence
+  decode.ids [L] i32, decode.logits [L, V]               one token at a time with the KV cache
+  trunk.ids [T] i32, fork.<j>.ids [F] i32,
+  fork.<j>.logits [F, V]                                 full forward of trunk + fork j,
+                                                         rows of the fork's tokens
+
+Real model (only when the GGUF is available; env DEG_MODEL or the deg cache):
+  tests/goldens/smollm2/golden.safetensors.gz: transformers from_pretrained(gguf_file=)
+  (dequantized to f32) on several prompts:
+    p<i>.ids [L] i32
+    p<i>.full_pos [P] i32, p<i>.full_logits [P, V]      full-vocab rows at a few positions
+    p<i>.sub_vocab [S] i32, p<i>.sub_logits [L, S]      a vocab subset at every position
+    p<i>.greedy [64] i32                                 greedy continuation (generate)
+
+Usage: /tmp/venv/bin/python tests/goldens/gen_model_goldens.py [--tiny] [--smollm2]
+"""
+import argparse
+import gzip
+import io
+import os
+import shutil
+import sys
+
+import numpy as np
+import torch
+from safetensors.torch import save, save_file
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+VOCAB = 512
+
+
+def tiny_tokenizer(dst_dir):
+    """Copy the shared 512-token tokenizer (written by the tokenizer goldens),
+    or train a byte-level BPE of that size if it is not there."""
+    shared = os.path.join(HERE, "tiny-tokenizer", "tokenizer.json")
+    dst = os.path.join(dst_dir, "tokenizer.json")
+    if os.path.exists(shared):
+        shutil.copyfile(shared, dst)
+        return
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=VOCAB,
+        special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
+    text = [
+        "The quick brown fox jumps over the lazy dog. " * 3,
+        "def f(x):\n    return x * 2 + 1\n",
+        "Numbers 12345 and 67890, dates 2024-01-31.",
+    ] * 50
+    tok.train_from_iterator(text, trainer)
+    tok.save(dst)
+
+
+def tokenizer_config(dst_dir):
+    import json
+
+    cfg = {
+        "bos_token": "<|im_start|>",
+        "eos_token": "<|im_end|>",
+        "chat_template": "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}",
+    }
+    with open(os.path.join(dst_dir, "tokenizer_config.json"), "w") as f:
+        json.dump(cfg, f, indent=1)
+
+
+def randomize(model, seed):
+    """Weights large enough that logits are far from uniform, norms not 1."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() == 1:  # RMSNorm weights
+                p.copy_(1.0 + 0.3 * torch.randn(p.shape, generator=g))
+            else:
+                p.copy_(0.15 * torch.randn(p.shape, generator=g))
+
+
+def logits_of(model, ids):
+    with torch.no_grad():
+        out = model(torch.tensor([ids]), use_cache=False)
+    return out.logits[0].float().contiguous()
+
+
+def decode_logits(model, ids):
+    """One token per call with transformers' KV cache."""
+    from transformers import DynamicCache
+
+    cache = DynamicCache(config=model.config)
+    rows = []
+    with torch.no_grad():
+        for i, t in enumerate(ids):
+            out = model(torch.tensor([[t]]), past_key_values=cache, use_cache=True,
+                        position_ids=torch.tensor([[i]]))
+            cache = out.past_key_values
+            rows.append(out.logits[0, -1].float())
+    return torch.stack(rows).contiguous()
+
+
+def make_tiny(name, arch, tied, dtype, seed):
+    from transformers import (AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM, Qwen3Config,
+                              Qwen3ForCausalLM)
+
+    common = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+                  tie_word_embeddings=tied, bos_token_id=1, eos_token_id=2)
+    if arch == "llama":
+        cfg = LlamaConfig(**common, rms_norm_eps=1e-5, rope_theta=50000.0)
+        model = LlamaForCausalLM(cfg)
+    else:
+        cfg = Qwen3Config(**common, head_dim=32, rms_norm_eps=1e-6, rope_theta=1000000.0)
+        model = Qwen3ForCausalLM(cfg)
+    model.eval()
+    randomize(model, seed)
+    if tied:
+        assert model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr()
+    out_dir = os.path.join(HERE, name)
+    shutil.rmtree(out_dir, ignore_errors=True)
+    os.makedirs(out_dir)
+    model.to(dtype).save_pretrained(out_dir)
+    # The goldens come from transformers loading the saved directory in f32
+    # (weights upcast from the storage dtype; RoPE buffers recomputed).
+    model = AutoModelForCausalLM.from_pretrained(out_dir, dtype=torch.float32)
+    model.eval()
+    for extra in ("generation_config.json",):
+        p = os.path.join(out_dir, extra)
+        if os.path.exists(p):
+            os.remove(p)
+    tiny_tokenizer(out_dir)
+    tokenizer_config(out_dir)
+
+    rng = np.random.default_rng(seed)
+    gold = {}
+    for i, L in enumerate([1, 7, 20, 45]):
+        ids = rng.integers(0, VOCAB, L).tolist()
+        gold[f"prefill.{i}.ids"] = torch.tensor(ids, dtype=torch.int32)
+        gold[f"prefill.{i}.logits"] = logits_of(model, ids)
+    ids = rng.integers(0, VOCAB, 12).tolist()
+    gold["decode.ids"] = torch.tensor(ids, dtype=torch.int32)
+    gold["decode.logits"] = decode_logits(model, ids)
+    trunk = rng.integers(0, VOCAB, 23).tolist()
+    gold["trunk.ids"] = torch.tensor(trunk, dtype=torch.int32)
+    for j, F in enumerate([1, 3, 9]):
+        fk = rng.integers(0, VOCAB, F).tolist()
+        gold[f"fork.{j}.ids"] = torch.tensor(fk, dtype=torch.int32)
+        gold[f"fork.{j}.logits"] = logits_of(model, trunk + fk)[len(trunk):].contiguous()
+    # Sanity: the full forward agrees with transformers' own incremental decode.
+    full = logits_of(model, gold["decode.ids"].tolist())
+    d = (full - gold["decode.logits"]).abs().max().item()
+    assert d < 1e-4, d
+    save_file(gold, os.path.join(out_dir, "golden.safetensors"))
+    print(f"{name}: wrote {out_dir}")
+
+
+def default_gguf():
+    p = os.environ.get("DEG_MODEL")
+    if p:
+        return p
+    cache = os.environ.get("DEG_CACHE", os.path.expanduser("~/.cache/deg"))
+    return os.path.join(cache, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
+
+
+SMOL_PROMPTS = [
+    "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
+    "<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n",
+    "The quick brown fox jumps over the lazy dog. Once upon a time, in a small village,",
+    "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n",
+    "<|im_start|>user\nList three colors of the rainbow.<|im_end|>\n<|im_start|>assistant\n",
+    "Paris, Berlin, Madrid, Rome, Lisbon, Vienna, Prague, Warsaw, Budapest, Athens,"
+    " Dublin, Oslo, Stockholm, Helsinki, Copenhagen, Amsterdam, Brussels, Bern,",
+]
+
+
+def make_smollm2():
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = default_gguf()
+    if not os.path.exists(path):
+        print(f"smollm2: {path} absent, skipped")
+        return
+    d, f = os.path.split(os.path.abspath(path))
+    tok = AutoTokenizer.from_pretrained(d, gguf_file=f)
+    model = AutoModelForCausalLM.from_pretrained(d, gguf_file=f, dtype=torch.float32)
+    model.eval()
+    V = model.config.vocab_size
+    rng = np.random.default_rng(7)
+    sub = np.sort(rng.choice(V, 256, replace=False))
+    gold = {}
+    for i, text in enumerate(SMOL_PROMPTS):
+        ids = tok(text, add_special_tokens=False)["input_ids"]
+        logits = logits_of(model, ids)
+        L = len(ids)
+        pos = sorted(set([0, L // 2, L - 1]))
+        # The subset also holds each position's top-5 ids (where it matters).
+        top = torch.topk(logits, 5, dim=-1).indices.flatten().numpy()
+        subset = np.unique(np.concatenate([sub, top])).astype(np.int32)
+        gold[f"p{i}.ids"] = torch.tensor(ids, dtype=torch.int32)
+        gold[f"p{i}.full_pos"] = torch.tensor(pos, dtype=torch.int32)
+        gold[f"p{i}.full_logits"] = logits[pos].contiguous()
+        gold[f"p{i}.sub_vocab"] = torch.from_numpy(subset)
+        gold[f"p{i}.sub_logits"] = logits[:, torch.from_numpy(subset).long()].contiguous()
+        with torch.no_grad():
+            out = model.generate(torch.tensor([ids]), attention_mask=torch.ones(1, L, dtype=torch.long),
+                                 max_new_tokens=64, min_new_tokens=64, do_sample=False,
+                                 eos_token_id=None, pad_token_id=0)
+        gold[f"p{i}.greedy"] = out[0, L:].to(torch.int32).contiguous()
+        print(f"smollm2 p{i}: {L} tokens, greedy: {tok.decode(out[0, L:])!r}")
+    out_dir = os.path.join(HERE, "smollm2")
+    os.makedirs(out_dir, exist_ok=True)
+    with gzip.open(os.path.join(out_dir, "golden.safetensors.gz"), "wb", compresslevel=9) as fh:
+        fh.write(save(gold))
+    print(f"smollm2: wrote {out_dir}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tiny", action="store_true")
+    ap.add_argument("--smollm2", action="store_true")
+    a = ap.parse_args()
+    if not a.tiny and not a.smollm2:
+        a.tiny = a.smollm2 = True
+    torch.manual_seed(0)
+    if a.tiny:
+        make_tiny("tiny-llama", "llama", tied=False, dtype=torch.float32, seed=1)
+        make_tiny("tiny-llama-tied", "llama", tied=True, dtype=torch.bfloat16, seed=2)
+        make_tiny("tiny-qwen3", "qwen3", tied=True, dtype=torch.float32, seed=3)
+        make_tiny("tiny-qwen3-untied", "qwen3", tied=False, dtype=torch.float16, seed=4)
+    if a.smollm2:
+        make_smollm2()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
