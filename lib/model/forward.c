@@ -161,12 +161,16 @@ typedef struct dg_arena {
     dg_seg *segs;
     struct dg_batch b;
     float *block;          /* one allocation holding the float arrays */
+    size_t cap_tokens;     /* tokens per pass the arena holds */
+    size_t cap_logits;     /* rows per LM-head block */
 } dg_arena;
 
-static deg_status arena_init(dg_arena *a, const deg_model *m, size_t max_ctx, int want_logits)
+/* Sized for passes of at most P tokens and LM-head blocks of at most LR rows. */
+static deg_status arena_init(dg_arena *a, const deg_model *m, size_t P, size_t max_ctx,
+                             size_t LR)
 {
     const dg_hparams *hp = &m->hp;
-    size_t P = DG_PASS_TOKENS, E = (size_t)hp->n_embd, D = (size_t)hp->head_dim;
+    size_t E = (size_t)hp->n_embd, D = (size_t)hp->head_dim;
     size_t QD = (size_t)hp->n_head * D, KD = (size_t)hp->n_head_kv * D, F = (size_t)hp->n_ff;
     int nt = omp_get_max_threads();
     if (nt < 1) nt = 1;
@@ -184,8 +188,8 @@ static deg_status arena_init(dg_arena *a, const deg_model *m, size_t max_ctx, in
         P * F,              /* up */
         P * E,              /* tmp */
         (size_t)nt * max_ctx, /* scores */
-        want_logits ? (size_t)DG_LOGIT_ROWS * (size_t)hp->n_vocab : 0, /* logits */
-        want_logits ? (size_t)DG_LOGIT_ROWS * E : 0,                   /* lhid */
+        LR * (size_t)hp->n_vocab, /* logits */
+        LR * E,                   /* lhid */
     };
     size_t total = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) total += (sizes[i] + 15) & ~(size_t)15;
@@ -193,6 +197,8 @@ static deg_status arena_init(dg_arena *a, const deg_model *m, size_t max_ctx, in
     a->block = aligned_alloc(64, total * sizeof(float));
     a->pos = malloc(P * sizeof(int64_t));
     a->segs = malloc(P * sizeof(dg_seg));
+    a->cap_tokens = P;
+    a->cap_logits = LR;
     if (!a->block || !a->pos || !a->segs) {
         free(a->block); free(a->pos); free(a->segs);
         return dg_fail(DEG_ERR_NOMEM, "forward: cannot allocate %zu bytes of scratch",
@@ -287,7 +293,7 @@ static deg_status run_pass(const deg_model *m, dg_arena *a, size_t n_segs)
             /* Both all-token and last-token logits requested: copy twice. */
             ldst2[nl++] = (r->logits && r->last_logits && s->off + i == r->n - 1)
                               ? r->last_logits : NULL;
-            if (nl == DG_LOGIT_ROWS) {
+            if (nl == a->cap_logits) {
                 flush_logits(m, a, ldst, ldst2, nl);
                 nl = 0;
             }
@@ -300,24 +306,26 @@ static deg_status run_pass(const deg_model *m, dg_arena *a, size_t n_segs)
 
 deg_status dg_forward(const deg_model *m, const dg_row *rows, size_t n_rows)
 {
-    size_t max_ctx = 1;
-    int want_logits = 0;
+    size_t max_ctx = 1, total = 0, n_logits = 0;
     for (size_t r = 0; r < n_rows; r++) {
         if (!rows[r].n) continue;
         size_t ctx = (rows[r].prefix ? rows[r].prefix->len : 0) + rows[r].own->len + rows[r].n;
         if (ctx > max_ctx) max_ctx = ctx;
-        if (rows[r].logits || rows[r].last_logits) want_logits = 1;
+        total += rows[r].n;
+        n_logits += rows[r].logits ? rows[r].n : (rows[r].last_logits ? 1 : 0);
     }
+    if (total == 0) return DEG_OK;
     dg_arena a;
-    DG_TRY(arena_init(&a, m, max_ctx, want_logits));
+    DG_TRY(arena_init(&a, m, total < DG_PASS_TOKENS ? total : DG_PASS_TOKENS, max_ctx,
+                      n_logits < DG_LOGIT_ROWS ? n_logits : DG_LOGIT_ROWS));
     deg_status st = DEG_OK;
     size_t r = 0, off = 0;
     while (st == DEG_OK) {
         size_t used = 0, n_segs = 0;
-        while (r < n_rows && used < DG_PASS_TOKENS) {
+        while (r < n_rows && used < a.cap_tokens) {
             size_t left = rows[r].n - off;
             if (left == 0) { r++; off = 0; continue; }
-            size_t take = left < DG_PASS_TOKENS - used ? left : DG_PASS_TOKENS - used;
+            size_t take = left < a.cap_tokens - used ? left : a.cap_tokens - used;
             a.segs[n_segs++] = (dg_seg){.row = &rows[r], .off = off, .n = take};
             used += take;
             off += take;

@@ -358,6 +358,36 @@ Test(model, batch_invariance)
                   "batch of %zu: probe logits differ (max %g)", B, max_abs_diff(got, ref, 6 * V));
         for (size_t r = 0; r < B; r++) deg_fork_free(forks[r]);
     }
+    /* With a long row the batch spans several passes: the probe lands in
+     * the first or a later pass, split or not. */
+    int32_t *longids = malloc(sizeof(int32_t) * 600);
+    fill_ids(longids, 600, 9, V);
+    size_t long_n[] = {254, 255, 256, 300, 599};
+    for (size_t k = 0; k < 5; k++)
+        for (int first = 0; first < 2; first++) {
+            deg_fork *fs[2];
+            const int32_t *ids[2];
+            size_t n[2];
+            float *lg[2];
+            int pr = first ? 0 : 1;
+            for (int r = 0; r < 2; r++) cr_assert_eq(deg_fork_new(r == pr ? ta : tb, &fs[r]), DEG_OK);
+            ids[pr] = probe;
+            n[pr] = 2;
+            lg[pr] = got;
+            ids[1 - pr] = longids;
+            n[1 - pr] = long_n[k];
+            lg[1 - pr] = NULL;
+            cr_assert_eq(deg_forks_feed(fs, 2, ids, n, lg), DEG_OK);
+            ids[pr] = probe + 2;
+            n[pr] = 4;
+            lg[pr] = got + 2 * V;
+            cr_assert_eq(deg_forks_feed(fs, 2, ids, n, lg), DEG_OK);
+            cr_assert(memcmp(got, ref, sizeof(float) * 6 * V) == 0,
+                      "with a %zu-token row: probe logits differ", long_n[k]);
+            deg_fork_free(fs[0]);
+            deg_fork_free(fs[1]);
+        }
+    free(longids);
     free(ref);
     free(got);
     deg_trunk_free(ta);
@@ -397,4 +427,181 @@ Test(model, bad_calls)
     deg_model_free(NULL);
     deg_trunk_free(NULL);
     deg_fork_free(NULL);
+}
+
+/* ------------------------------------------------------------ bad input */
+
+#include <jansson.h>
+#include <unistd.h>
+
+static void *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    void *buf = malloc((size_t)n + 1);
+    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    *len = (size_t)n;
+    return buf;
+}
+
+static void spit(const char *path, const void *buf, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f, "%s", path);
+    cr_assert_eq(fwrite(buf, 1, len, f), len);
+    fclose(f);
+}
+
+typedef void (*json_edit)(json_t *root);
+
+/* A copy of tests/goldens/tiny-llama in a fresh temp dir, with optional edits
+ * of config.json and of the safetensors header; then cut the safetensors
+ * file to trunc bytes if trunc > 0. */
+static void make_model_dir(char *dir, json_edit cfg_edit, json_edit hdr_edit, size_t trunc)
+{
+    strcpy(dir, "/tmp/deg_model_test_XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+    const char *src = GOLDENS "/tiny-llama";
+    const char *plain[] = {"tokenizer.json", "tokenizer_config.json"};
+    char a[600], b[600];
+    size_t len;
+    for (int i = 0; i < 2; i++) {
+        snprintf(a, sizeof a, "%s/%s", src, plain[i]);
+        snprintf(b, sizeof b, "%s/%s", dir, plain[i]);
+        void *buf = slurp(a, &len);
+        spit(b, buf, len);
+        free(buf);
+    }
+    snprintf(a, sizeof a, "%s/config.json", src);
+    json_t *cfg = json_load_file(a, 0, NULL);
+    cr_assert_not_null(cfg);
+    if (cfg_edit) cfg_edit(cfg);
+    snprintf(b, sizeof b, "%s/config.json", dir);
+    cr_assert_eq(json_dump_file(cfg, b, 0), 0);
+    json_decref(cfg);
+
+    snprintf(a, sizeof a, "%s/model.safetensors", src);
+    unsigned char *st = slurp(a, &len);
+    uint64_t hl;
+    memcpy(&hl, st, 8);
+    unsigned char *out = st;
+    size_t out_len = len;
+    if (hdr_edit) {
+        json_t *hdr = json_loadb((const char *)st + 8, hl, 0, NULL);
+        cr_assert_not_null(hdr);
+        hdr_edit(hdr);
+        char *js = json_dumps(hdr, JSON_COMPACT);
+        json_decref(hdr);
+        size_t jl = strlen(js), pad = (8 - jl % 8) % 8;
+        uint64_t nhl = jl + pad;
+        out_len = 8 + nhl + (len - 8 - hl);
+        out = malloc(out_len);
+        memcpy(out, &nhl, 8);
+        memcpy(out + 8, js, jl);
+        memset(out + 8 + jl, ' ', pad);
+        memcpy(out + 8 + nhl, st + 8 + hl, len - 8 - hl);
+        free(js);
+    }
+    snprintf(b, sizeof b, "%s/model.safetensors", dir);
+    spit(b, out, trunc ? trunc : out_len);
+    if (out != st) free(out);
+    free(st);
+}
+
+static void remove_dir(const char *dir)
+{
+    const char *files[] = {"tokenizer.json", "tokenizer_config.json", "config.json",
+                           "model.safetensors"};
+    char p[600];
+    for (int i = 0; i < 4; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, files[i]);
+        unlink(p);
+    }
+    rmdir(dir);
+}
+
+static void expect_load_error(const char *path, deg_status want, const char *needle1,
+                              const char *needle2)
+{
+    deg_model *m = (deg_model *)0x1;
+    deg_status s = deg_model_load(path, &m);
+    cr_assert_eq(s, want, "load %s: got %s (%s), want %s", path, deg_status_name(s),
+                 deg_errmsg(), deg_status_name(want));
+    cr_assert_null(m);
+    if (needle1) cr_assert(strstr(deg_errmsg(), needle1), "message '%s' lacks '%s'", deg_errmsg(), needle1);
+    if (needle2) cr_assert(strstr(deg_errmsg(), needle2), "message '%s' lacks '%s'", deg_errmsg(), needle2);
+}
+
+static void cfg_unknown_arch(json_t *c) { json_object_set_new(c, "model_type", json_string("gpt_neox")); }
+static void cfg_no_hidden(json_t *c) { json_object_del(c, "hidden_size"); }
+static void cfg_bad_heads(json_t *c) { json_object_set_new(c, "num_key_value_heads", json_integer(3)); }
+static void hdr_rename_norm(json_t *h)
+{
+    json_t *t = json_object_get(h, "model.norm.weight");
+    json_object_set(h, "model.norm.weightX", t);
+    json_object_del(h, "model.norm.weight");
+}
+static void hdr_transpose_up(json_t *h)
+{
+    json_t *t = json_object_get(h, "model.layers.1.mlp.up_proj.weight");
+    json_object_set_new(t, "shape", json_pack("[ii]", 64, 128));
+}
+
+Test(model, bad_model_files)
+{
+    char dir[64];
+    make_model_dir(dir, NULL, NULL, 0); /* the unedited copy loads */
+    deg_model *m = NULL;
+    cr_assert_eq(deg_model_load(dir, &m), DEG_OK, "%s", deg_errmsg());
+    deg_model_free(m);
+    remove_dir(dir);
+
+    make_model_dir(dir, cfg_unknown_arch, NULL, 0);
+    expect_load_error(dir, DEG_ERR_UNSUPPORTED, "gpt_neox", "llama");
+    remove_dir(dir);
+
+    make_model_dir(dir, cfg_no_hidden, NULL, 0);
+    expect_load_error(dir, DEG_ERR_FORMAT, "hidden_size", NULL);
+    remove_dir(dir);
+
+    make_model_dir(dir, cfg_bad_heads, NULL, 0);
+    expect_load_error(dir, DEG_ERR_FORMAT, "n_head_kv", NULL);
+    remove_dir(dir);
+
+    make_model_dir(dir, NULL, hdr_rename_norm, 0);
+    expect_load_error(dir, DEG_ERR_FORMAT, "missing tensor 'model.norm.weight'", NULL);
+    remove_dir(dir);
+
+    make_model_dir(dir, NULL, hdr_transpose_up, 0);
+    expect_load_error(dir, DEG_ERR_FORMAT, "model.layers.1.mlp.up_proj.weight",
+                      "[64, 128], expected [128, 64]");
+    remove_dir(dir);
+
+    make_model_dir(dir, NULL, NULL, 100000); /* truncated safetensors */
+    expect_load_error(dir, DEG_ERR_FORMAT, "model.safetensors", NULL);
+    remove_dir(dir);
+
+    make_model_dir(dir, NULL, NULL, 5); /* shorter than its header length */
+    expect_load_error(dir, DEG_ERR_FORMAT, NULL, NULL);
+    remove_dir(dir);
+
+    expect_load_error("/nonexistent/model.gguf", DEG_ERR_IO, "/nonexistent", NULL);
+    expect_load_error(GOLDENS "/tiny-tokenizer-absent-dir", DEG_ERR_IO, NULL, NULL);
+    expect_load_error(GOLDENS, DEG_ERR_IO, "config.json", NULL); /* a dir, not a model */
+
+    /* Not a GGUF: wrong magic, and a GGUF cut inside its header. */
+    char p[] = "/tmp/deg_model_test_XXXXXX";
+    int fd = mkstemp(p);
+    cr_assert(fd >= 0);
+    cr_assert_eq(write(fd, "NOTAGGUF and some more bytes to read...", 39), 39);
+    close(fd);
+    expect_load_error(p, DEG_ERR_FORMAT, NULL, NULL);
+    unsigned char hdr[] = {'G', 'G', 'U', 'F', 3, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 9};
+    spit(p, hdr, sizeof hdr);
+    expect_load_error(p, DEG_ERR_FORMAT, NULL, NULL);
+    unlink(p);
 }
