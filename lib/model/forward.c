@@ -11,7 +11,7 @@
 #include "model/arch.h"
 #include "model/ops.h"
 #include "model/state.h"
-#include "model/tmp_blas.h" /* TEMPORARY: tensor/blas.h */
+#include "tensor/blas.h"
 
 /* A segment: tokens [off, off+n) of one row, computed in this pass. */
 typedef struct dg_seg {
@@ -44,14 +44,14 @@ static void mm_nt(size_t M, size_t N, size_t K, const float *A, size_t lda, cons
 {
     if (M == 0) return;
     dg_sgemm_nt((int64_t)M, (int64_t)N, (int64_t)K, A, (int64_t)lda, B, (int64_t)ldb, C,
-                (int64_t)ldc);
+                (int64_t)ldc, 0.0f);
 }
 
 /* x, out: [n, dim] in parallel over rows (each row's arithmetic unchanged). */
 static void rmsnorm_par(float *out, const float *x, const float *w, size_t n, size_t dim,
                         float eps)
 {
-#pragma omp parallel for schedule(static) if (n > 16)
+#pragma omp parallel for schedule(static) if (n > 16) num_threads(dg_num_threads())
     for (size_t i = 0; i < n; i++) dg_rmsnorm(out + i * dim, x + i * dim, w, 1, dim, eps);
 }
 
@@ -141,7 +141,7 @@ void dg_forward_std_layer(const deg_model *m, int il, dg_batch *b, float *x)
     rmsnorm_par(b->xn, x, L->ffn_norm, M, E, hp->rms_eps);
     mm_nt(M, F, E, b->xn, E, L->w_gate, E, b->gate, F);
     mm_nt(M, F, E, b->xn, E, L->w_up, E, b->up, F);
-#pragma omp parallel for schedule(static) if (M > 4)
+#pragma omp parallel for schedule(static) if (M > 4) num_threads(dg_num_threads())
     for (size_t i = 0; i < M; i++) dg_swiglu(b->gate + i * F, b->up + i * F, F);
     mm_nt(M, E, F, b->gate, F, L->w_down, F, b->tmp, E);
     for (size_t i = 0; i < M * E; i++) x[i] += b->tmp[i];
@@ -172,7 +172,7 @@ static deg_status arena_init(dg_arena *a, const deg_model *m, size_t P, size_t m
     const dg_hparams *hp = &m->hp;
     size_t E = (size_t)hp->n_embd, D = (size_t)hp->head_dim;
     size_t QD = (size_t)hp->n_head * D, KD = (size_t)hp->n_head_kv * D, F = (size_t)hp->n_ff;
-    int nt = omp_get_max_threads();
+    int nt = dg_num_threads();
     if (nt < 1) nt = 1;
     size_t sizes[] = {
         P * E,              /* x */
