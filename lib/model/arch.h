@@ -44,11 +44,11 @@ typedef struct dg_layer {
     void *arch_data;
 } dg_layer;
 
-/* Where tensors come from: one GGUF file or a set of safetensors shards. */
+/* Where tensors come from: one GGUF file or a (possibly sharded)
+ * safetensors checkpoint. Exactly one is non-NULL. */
 typedef struct dg_weight_src {
-    dg_gguf *gguf;             /* non-NULL for a GGUF model */
-    dg_safetensors **shards;   /* HF directory: n_shards open files */
-    size_t n_shards;
+    dg_gguf *gguf;
+    dg_st_set *st;
 } dg_weight_src;
 
 struct deg_model {

@@ -124,7 +124,15 @@ void dg_forward_std_layer(const deg_model *m, int il, dg_batch *b, float *x)
     }
 
     long n_tasks = (long)(b->n_segs * (size_t)hp->n_head);
-#pragma omp parallel for schedule(dynamic, 1) num_threads(b->n_threads)
+    /* Threads only when there is enough work to pay for a parallel region
+     * (a decode step of one short row is cheaper serial); each task's
+     * arithmetic is the same either way. */
+    size_t work = 0;
+    for (size_t si = 0; si < b->n_segs; si++)
+        work += b->segs[si].n * (b->segs[si].prefix_len + b->segs[si].own_len0 + b->segs[si].n);
+    work *= (size_t)hp->n_head * D;
+    int par = work >= 65536 && b->n_threads > 1;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(b->n_threads) if (par)
     for (long t = 0; t < n_tasks; t++) {
         const dg_seg *s = &b->segs[t / hp->n_head];
         int h = (int)(t % hp->n_head);

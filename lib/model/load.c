@@ -236,69 +236,6 @@ static deg_status hf_hparams(deg_model *m, json_t *cfg, const char *cfg_path)
 
 /* ---------------------------------------------------------- the sources */
 
-static deg_status open_shards(deg_model *m, const char *dir)
-{
-    char *index = path_join(dir, "model.safetensors.index.json");
-    char *single = path_join(dir, "model.safetensors");
-    if (!index || !single) {
-        free(index);
-        free(single);
-        return dg_fail(DEG_ERR_NOMEM, "model: out of memory");
-    }
-    deg_status st = DEG_OK;
-    if (file_exists(index)) {
-        json_error_t err;
-        json_t *j = json_load_file(index, 0, &err);
-        json_t *wm = j ? json_object_get(j, "weight_map") : NULL;
-        if (!json_is_object(wm)) {
-            st = dg_fail(DEG_ERR_FORMAT, "%s: %s", index,
-                         j ? "no \"weight_map\" object" : err.text);
-        } else {
-            /* Unique shard file names, in first-seen order. */
-            size_t n = json_object_size(wm);
-            const char **names = calloc(n ? n : 1, sizeof *names);
-            size_t nn = 0;
-            const char *key;
-            json_t *val;
-            if (!names) st = dg_fail(DEG_ERR_NOMEM, "model: out of memory");
-            json_object_foreach(wm, key, val) {
-                if (st != DEG_OK) break;
-                if (!json_is_string(val) || strchr(json_string_value(val), '/')) {
-                    st = dg_fail(DEG_ERR_FORMAT, "%s: bad shard name for '%s'", index, key);
-                    break;
-                }
-                size_t k = 0;
-                while (k < nn && strcmp(names[k], json_string_value(val))) k++;
-                if (k == nn) names[nn++] = json_string_value(val);
-            }
-            if (st == DEG_OK) {
-                m->src.shards = calloc(nn ? nn : 1, sizeof *m->src.shards);
-                if (!m->src.shards) st = dg_fail(DEG_ERR_NOMEM, "model: out of memory");
-            }
-            for (size_t k = 0; st == DEG_OK && k < nn; k++) {
-                char *p = path_join(dir, names[k]);
-                st = p ? dg_safetensors_open(p, &m->src.shards[k])
-                       : dg_fail(DEG_ERR_NOMEM, "model: out of memory");
-                if (st == DEG_OK) m->src.n_shards++;
-                free(p);
-            }
-            free(names);
-        }
-        json_decref(j);
-    } else if (file_exists(single)) {
-        m->src.shards = calloc(1, sizeof *m->src.shards);
-        st = m->src.shards ? dg_safetensors_open(single, &m->src.shards[0])
-                           : dg_fail(DEG_ERR_NOMEM, "model: out of memory");
-        if (st == DEG_OK) m->src.n_shards = 1;
-    } else {
-        st = dg_fail(DEG_ERR_IO, "%s: no model.safetensors or model.safetensors.index.json",
-                     dir);
-    }
-    free(index);
-    free(single);
-    return st;
-}
-
 static const dg_arch *find_arch(const char *name, size_t len, const char *where,
                                 deg_status *st)
 {
@@ -398,7 +335,7 @@ static deg_status load_hf(deg_model *m, const char *dir)
     }
     if (!m->chat_template && file_exists(jinja_path)) m->chat_template = read_text_file(jinja_path);
 
-    if ((st = open_shards(m, dir)) != DEG_OK) goto done;
+    if ((st = dg_st_set_open(dir, &m->src.st)) != DEG_OK) goto done;
     if (!file_exists(tok_path)) {
         st = dg_fail(DEG_ERR_IO, "%s: not found", tok_path);
         goto done;
@@ -424,9 +361,8 @@ static deg_status load_weights(deg_model *m)
      * vocab_size / tokenizer size must not exceed it. */
     char name[64];
     snprintf(name, sizeof name, "%s", m->src.gguf ? g_embd : h_embd);
-    const dg_tensor_view *te = NULL;
-    if (m->src.gguf) te = dg_gguf_find(m->src.gguf, name);
-    for (size_t i = 0; !te && i < m->src.n_shards; i++) te = dg_safetensors_find(m->src.shards[i], name);
+    const dg_tensor_view *te = m->src.gguf ? dg_gguf_find(m->src.gguf, name)
+                                           : dg_st_set_find(m->src.st, name);
     if (!te) return dg_fail(DEG_ERR_FORMAT, "missing tensor '%s'", name);
     if (te->n_dims != 2 || te->shape[0] <= 0 || te->shape[0] > INT32_MAX)
         return dg_fail(DEG_ERR_FORMAT, "tensor '%s': bad shape for an embedding", name);
@@ -490,8 +426,7 @@ void deg_model_free(deg_model *m)
     free(m->layers);
     if (m->tok) dg_tokenizer_free(m->tok);
     if (m->src.gguf) dg_gguf_close(m->src.gguf);
-    for (size_t i = 0; i < m->src.n_shards; i++) dg_safetensors_close(m->src.shards[i]);
-    free(m->src.shards);
+    if (m->src.st) dg_st_set_close(m->src.st);
     free(m->name);
     free(m->chat_template);
     free(m);

@@ -12,12 +12,7 @@
 
 static const dg_tensor_view *src_find(const dg_weight_src *s, const char *name)
 {
-    if (s->gguf) return dg_gguf_find(s->gguf, name);
-    for (size_t i = 0; i < s->n_shards; i++) {
-        const dg_tensor_view *t = dg_safetensors_find(s->shards[i], name);
-        if (t) return t;
-    }
-    return NULL;
+    return s->gguf ? dg_gguf_find(s->gguf, name) : dg_st_set_find(s->st, name);
 }
 
 static void tensor_name(char *buf, size_t cap, const deg_model *m, const char *gguf_name,
