@@ -18,5 +18,9 @@ from .parsers import (  # noqa: F401
     parse_number, parse_number_json, parse_date, parse_datetime, format_check, candidates,
     trim_span, validate, validate_json, Acceptor,
 )
+from .schema import (  # noqa: F401
+    compile_schema, FillPlan, FieldPlan, ArrayPlan, render_context, parse_options,
+    parse_request, Request,
+)
 
 __version__ = version()
