@@ -212,6 +212,58 @@ Test(model, tiny_forks_match_transformers)
     }
 }
 
+/* The same weights as llama.cpp-style GGUF (llama q/k rows interleaved per
+ * head, as llama.cpp's converter writes them): transformers' goldens hold,
+ * and the logits are bitwise those of the HF directory (the loader undoes
+ * the permutation exactly). */
+Test(model, tiny_gguf_matches_hf_dir)
+{
+    const char *names[] = {"tiny-llama-tied", "tiny-qwen3-untied"};
+    for (int k = 0; k < 2; k++) {
+        char p[512];
+        snprintf(p, sizeof p, "%s/tiny-gguf/%s.gguf", GOLDENS, names[k]);
+        deg_model *mg = NULL, *mh = load_tiny(names[k]);
+        deg_status s = deg_model_load(p, &mg);
+        cr_assert_eq(s, DEG_OK, "%s: %s", p, deg_errmsg());
+        deg_model_info ig, ih;
+        cr_assert_eq(deg_model_get_info(mg, &ig), DEG_OK);
+        cr_assert_eq(deg_model_get_info(mh, &ih), DEG_OK);
+        cr_assert_str_eq(ig.arch, ih.arch);
+        cr_assert_str_eq(ig.name, names[k]);
+        cr_assert_eq(ig.n_vocab, ih.n_vocab);
+        cr_assert_eq(ig.head_dim, ih.head_dim);
+        cr_assert_eq(ig.tied_lm_head, ih.tied_lm_head);
+        cr_assert_float_eq(ig.rope_theta, ih.rope_theta, 1e-3f);
+        cr_assert_float_eq(ig.rms_eps, ih.rms_eps, 1e-12f);
+        cr_assert_eq(ig.bos_id, 1);
+        cr_assert_eq(ig.eos_id, 2);
+        cr_assert_str_eq(ig.chat_layout, ih.chat_layout);
+        golden g = golden_open(names[k]);
+        int V = ig.n_vocab;
+        size_t n;
+        const int32_t *ids = gt(&g, "prefill.3.ids", &n);
+        const float *want = gt(&g, "prefill.3.logits", NULL);
+        float *lg = malloc(sizeof(float) * n * V), *lh = malloc(sizeof(float) * n * V);
+        deg_trunk *tg, *th;
+        cr_assert_eq(deg_trunk_new(mg, &tg), DEG_OK);
+        cr_assert_eq(deg_trunk_new(mh, &th), DEG_OK);
+        cr_assert_eq(deg_trunk_prefill(tg, ids, n, lg, NULL), DEG_OK);
+        cr_assert_eq(deg_trunk_prefill(th, ids, n, lh, NULL), DEG_OK);
+        float d = max_abs_diff(lg, want, n * V);
+        cr_assert(d <= 1e-4f, "%s.gguf vs transformers: %g", names[k], d);
+        cr_assert(memcmp(lg, lh, sizeof(float) * n * V) == 0, "%s: GGUF and HF logits differ (%g)",
+                  names[k], max_abs_diff(lg, lh, n * V));
+        cr_log_info("%s.gguf max |diff| %g", names[k], d);
+        free(lg);
+        free(lh);
+        deg_trunk_free(tg);
+        deg_trunk_free(th);
+        dg_safetensors_close(g.st);
+        deg_model_free(mg);
+        deg_model_free(mh);
+    }
+}
+
 static void fill_ids(int32_t *ids, size_t n, unsigned seed, int V)
 {
     for (size_t i = 0; i < n; i++) {
@@ -604,4 +656,57 @@ Test(model, bad_model_files)
     spit(p, hdr, sizeof hdr);
     expect_load_error(p, DEG_ERR_FORMAT, NULL, NULL);
     unlink(p);
+}
+
+/* Replace the first occurrence of `from` by `to` (same length) in buf. */
+static int patch_bytes(unsigned char *buf, size_t len, const char *from, size_t flen,
+                       const char *to)
+{
+    for (size_t i = 0; i + flen <= len; i++)
+        if (!memcmp(buf + i, from, flen)) {
+            memcpy(buf + i, to, flen);
+            return 1;
+        }
+    return 0;
+}
+
+Test(model, bad_gguf_files)
+{
+    size_t len;
+    unsigned char *orig = slurp(GOLDENS "/tiny-gguf/tiny-llama-tied.gguf", &len);
+    unsigned char *buf = malloc(len);
+    char p[] = "/tmp/deg_model_test_XXXXXX";
+    int fd = mkstemp(p);
+    cr_assert(fd >= 0);
+    close(fd);
+
+    /* general.architecture = "llamb" (a GGUF string: u64 length + bytes) */
+    memcpy(buf, orig, len);
+    cr_assert(patch_bytes(buf, len, "\x05\0\0\0\0\0\0\0llama", 13, "\x05\0\0\0\0\0\0\0llamb"));
+    spit(p, buf, len);
+    expect_load_error(p, DEG_ERR_UNSUPPORTED, "unknown architecture 'llamb'", "qwen3");
+
+    memcpy(buf, orig, len);
+    cr_assert(patch_bytes(buf, len, "output_norm.weight", 18, "output_norm.weighX"));
+    spit(p, buf, len);
+    expect_load_error(p, DEG_ERR_FORMAT, "missing tensor 'output_norm.weight'", NULL);
+
+    memcpy(buf, orig, len);
+    cr_assert(patch_bytes(buf, len, "llama.block_count", 17, "llama.block_cXunt"));
+    spit(p, buf, len);
+    expect_load_error(p, DEG_ERR_FORMAT, "llama.block_count", NULL);
+
+    /* Cut anywhere: header, metadata, tensor infos, data. */
+    size_t cuts[] = {3, 20, 200, 3000, 12000, len / 2, len - 1};
+    for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+        spit(p, orig, cuts[i]);
+        deg_model *m = NULL;
+        deg_status st = deg_model_load(p, &m);
+        cr_assert_eq(st, DEG_ERR_FORMAT, "cut at %zu: %s (%s)", cuts[i], deg_status_name(st),
+                     deg_errmsg());
+        cr_assert_null(m);
+    }
+    unlink(p);
+    free(buf);
+    free(orig);
 }

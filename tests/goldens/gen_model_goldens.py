@@ -13,6 +13,11 @@ Each holds golden.safetensors with, for transformers' forward:
   fork.<j>.logits [F, V]                                 full forward of trunk + fork j,
                                                          rows of the fork's tokens
 
+The same weights as llama.cpp-style GGUF files (gguf-py; llama q/k rows
+permuted like llama.cpp's converter), checked against the same goldens:
+  tests/goldens/tiny-gguf/tiny-llama-tied.gguf     BF16 matrices
+  tests/goldens/tiny-gguf/tiny-qwen3-untied.gguf   F16 matrices
+
 Real model (only when the GGUF is available; env DEG_MODEL or the deg cache):
   tests/goldens/smollm2/golden.safetensors: transformers from_pretrained(gguf_file=)
   (dequantized to f32) on several prompts:
@@ -162,6 +167,95 @@ def make_tiny(name, arch, tied, dtype, seed):
     print(f"{name}: wrote {out_dir}")
 
 
+def permute_llama_qk(w, n_head):
+    """llama.cpp convert_hf_to_gguf.py LlamaModel.permute: interleave the two
+    rotate-half halves of each head's rows (what the C loader undoes)."""
+    return (w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:])
+             .swapaxes(1, 2).reshape(w.shape))
+
+
+def make_tiny_gguf(name):
+    """The tiny HF model `name` written as a llama.cpp-style GGUF (gguf-py):
+    same weights in their storage dtype (norms F32), llama q/k rows permuted
+    as llama.cpp's converter does, GPT-2 BPE vocabulary from tokenizer.json."""
+    import json
+
+    import gguf
+    from safetensors.torch import load_file
+
+    src = os.path.join(HERE, name)
+    cfg = json.load(open(os.path.join(src, "config.json")))
+    arch = cfg["model_type"]
+    n_head, n_kv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    head_dim = cfg.get("head_dim") or cfg["hidden_size"] // n_head
+    theta = cfg.get("rope_theta") or cfg["rope_parameters"]["rope_theta"]
+    out_dir = os.path.join(HERE, "tiny-gguf")
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, name + ".gguf")
+    w = gguf.GGUFWriter(path, arch)
+    w.add_name(name)
+    w.add_context_length(cfg["max_position_embeddings"])
+    w.add_embedding_length(cfg["hidden_size"])
+    w.add_block_count(cfg["num_hidden_layers"])
+    w.add_feed_forward_length(cfg["intermediate_size"])
+    w.add_head_count(n_head)
+    w.add_head_count_kv(n_kv)
+    w.add_key_length(head_dim)
+    w.add_value_length(head_dim)
+    w.add_rope_freq_base(float(theta))
+    w.add_layer_norm_rms_eps(float(cfg["rms_norm_eps"]))
+
+    tj = json.load(open(os.path.join(src, "tokenizer.json")))
+    vocab = tj["model"]["vocab"]
+    for t in tj["added_tokens"]:
+        vocab[t["content"]] = t["id"]
+    special = {t["id"] for t in tj["added_tokens"] if t.get("special")}
+    tokens = [None] * (max(vocab.values()) + 1)
+    for k, v in vocab.items():
+        tokens[v] = k
+    merges = [m if isinstance(m, str) else " ".join(m) for m in tj["model"]["merges"]]
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("default")
+    w.add_token_list(tokens)
+    w.add_token_types([gguf.TokenType.CONTROL if i in special else gguf.TokenType.NORMAL
+                       for i in range(len(tokens))])
+    w.add_token_merges(merges)
+    w.add_bos_token_id(cfg["bos_token_id"])
+    w.add_eos_token_id(cfg["eos_token_id"])
+    tcfg = json.load(open(os.path.join(src, "tokenizer_config.json")))
+    w.add_chat_template(tcfg["chat_template"])
+
+    names = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
+             "lm_head.weight": "output.weight"}
+    per_layer = {"input_layernorm": "attn_norm", "self_attn.q_proj": "attn_q",
+                 "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
+                 "self_attn.o_proj": "attn_output", "self_attn.q_norm": "attn_q_norm",
+                 "self_attn.k_norm": "attn_k_norm", "post_attention_layernorm": "ffn_norm",
+                 "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down"}
+    for i in range(cfg["num_hidden_layers"]):
+        for h, g in per_layer.items():
+            names[f"model.layers.{i}.{h}.weight"] = f"blk.{i}.{g}.weight"
+    for hf, t in load_file(os.path.join(src, "model.safetensors")).items():
+        if arch == "llama" and ".q_proj." in hf:
+            t = permute_llama_qk(t, n_head)
+        elif arch == "llama" and ".k_proj." in hf:
+            t = permute_llama_qk(t, n_kv)
+        if t.dim() == 1:
+            w.add_tensor(names[hf], t.float().numpy())
+        elif t.dtype == torch.bfloat16:
+            w.add_tensor(names[hf], t.contiguous().view(torch.int16).numpy().view(np.uint16),
+                         raw_shape=list(t.shape), raw_dtype=gguf.GGMLQuantizationType.BF16)
+        elif t.dtype == torch.float16:
+            w.add_tensor(names[hf], t.contiguous().numpy())
+        else:
+            w.add_tensor(names[hf], t.float().contiguous().numpy())
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    print(f"{name}: wrote {path}")
+
+
 def default_gguf():
     p = os.environ.get("DEG_MODEL")
     if p:
@@ -235,6 +329,8 @@ def main():
         make_tiny("tiny-llama-tied", "llama", tied=True, dtype=torch.bfloat16, seed=2)
         make_tiny("tiny-qwen3", "qwen3", tied=True, dtype=torch.float32, seed=3)
         make_tiny("tiny-qwen3-untied", "qwen3", tied=False, dtype=torch.float16, seed=4)
+        make_tiny_gguf("tiny-llama-tied")
+        make_tiny_gguf("tiny-qwen3-untied")
     if a.smollm2:
         make_smollm2()
 
