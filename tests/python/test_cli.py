@@ -19,9 +19,16 @@ def test_version():
 
 
 def test_console_script_installed():
-    exe = shutil.which("deg")
-    if exe is None:
-        pytest.skip("`deg` console script not on PATH (package not pip-installed)")
+    import subprocess
+    import sys
+    from pathlib import Path
+    exe = Path(sys.executable).parent / "deg"
+    if not exe.exists():
+        exe = shutil.which("deg")
+        if exe is None:
+            pytest.skip("`deg` console script not installed (package not pip-installed)")
+    out = subprocess.run([str(exe), "--version"], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == f"deg {deg.version()}"
 
 
 @needs("deg_runtime_info")
