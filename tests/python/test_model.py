@@ -102,7 +102,7 @@ def test_generate_max_tokens_and_validation(model):
         model.generate("x", max_tokens=0)
 
 
-@needs("deg_trunk_new", "deg_trunk_prefill", "deg_fork_new", "deg_fork_feed",
+@needs("deg_tokenize", "deg_trunk_new", "deg_trunk_prefill", "deg_fork_new", "deg_fork_feed",
        "deg_fork_logits", "deg_forks_feed")
 def test_trunk_and_forks(model):
     ids = model.tokenize("The capital of France is")
@@ -124,7 +124,7 @@ def test_trunk_and_forks(model):
     assert t.closed and f1.closed and f2.closed and f3.closed
 
 
-@needs("deg_trunk_new", "deg_fork_new", "deg_forks_generate")
+@needs("deg_tokenize", "deg_generate", "deg_trunk_new", "deg_fork_new", "deg_forks_generate")
 def test_fork_generate_matches_model_generate(model):
     ids = model.tokenize("The capital of France is")
     ref = model.generate(ids, max_tokens=8)
