@@ -77,8 +77,11 @@ DEG_API const char *deg_version(void);
 /* A one-line JSON description of the runtime: library version, the BLIS
  * kernel set in use ("skx", "zen3", "haswell", "generic", ...), how it was
  * chosen ("env" = BLIS_ARCH_TYPE set by the user, "auto" = selected by
- * libdeg from the CPU's features), and the thread count. Static storage,
- * valid until the next call. */
+ * libdeg from the CPU's features, "blis" = BLIS's own choice, kept when no
+ * better set applies or BLIS was initialised before libdeg), and the thread
+ * count. Example: {"version":"0.1.0","blas":"BLIS 0.9.0","blas_arch":"zen3",
+ * "blas_arch_source":"auto","threads":2,"cpus":2}. Static (per-thread)
+ * storage, valid until the next call on the same thread. */
 DEG_API const char *deg_runtime_info(void);
 
 /* Name of the BLIS kernel set in use (static string). Calling this, or any
