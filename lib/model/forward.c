@@ -59,7 +59,7 @@ static void rmsnorm_par(float *out, const float *x, const float *w, size_t n, si
  *   q: [n, H, D] rows of this segment; prefix/own K,V rows [*, Hkv, D]
  *   out[i, h, :] = softmax_j(q_i . k_j / sqrt(D)) . v_j over prefix rows
  *   [0, Lp) then own rows [0, L0 + i].  scores: [Lp + L0 + n] scratch. */
-static void attend_head(const dg_seg *s, const float *q, const float *kp, const float *vp,
+DG_HOT static void attend_head(const dg_seg *s, const float *q, const float *kp, const float *vp,
                         const float *ko, const float *vo, float *out, int h, int n_head,
                         int n_head_kv, int D, float *scores)
 {

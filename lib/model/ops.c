@@ -3,7 +3,7 @@
 #include <math.h>
 
 /* x, out: [n, dim]; w: [dim] */
-void dg_rmsnorm(float *out, const float *x, const float *w, size_t n, size_t dim, float eps)
+DG_HOT void dg_rmsnorm(float *out, const float *x, const float *w, size_t n, size_t dim, float eps)
 {
     for (size_t i = 0; i < n; i++) {
         const float *xi = x + i * dim;
@@ -34,7 +34,7 @@ void dg_rope_table(float *cos_t, float *sin_t, const int64_t *pos, size_t n, int
 }
 
 /* x: [n, H, D]; cos_t, sin_t: [n, D/2] */
-void dg_rope_apply(float *x, const float *cos_t, const float *sin_t, size_t n, int n_heads,
+DG_HOT void dg_rope_apply(float *x, const float *cos_t, const float *sin_t, size_t n, int n_heads,
                    int head_dim)
 {
     int half = head_dim / 2;
@@ -52,29 +52,10 @@ void dg_rope_apply(float *x, const float *cos_t, const float *sin_t, size_t n, i
 }
 
 /* g, u: [n] */
-void dg_swiglu(float *g, const float *u, size_t n)
+DG_HOT void dg_swiglu(float *g, const float *u, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         float z = g[i];
         g[i] = z / (1.0f + expf(-z)) * u[i];
     }
-}
-
-/* a, b: [n] -> scalar */
-float dg_dot(const float *a, const float *b, size_t n)
-{
-    float acc[8] = {0};
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int j = 0; j < 8; j++) acc[j] += a[i + j] * b[i + j];
-    for (int j = 0; i < n; i++, j++) acc[j] += a[i] * b[i];
-    float s0 = (acc[0] + acc[4]) + (acc[1] + acc[5]);
-    float s1 = (acc[2] + acc[6]) + (acc[3] + acc[7]);
-    return s0 + s1;
-}
-
-/* y, x: [n] */
-void dg_axpy(float *y, float a, const float *x, size_t n)
-{
-    for (size_t i = 0; i < n; i++) y[i] += a * x[i];
 }

@@ -33,10 +33,32 @@ void dg_swiglu(float *g, const float *u, size_t n);
 
 /* dot(a, b) over n floats in a fixed order: 8 interleaved partial sums
  * (lane j takes elements j, j+8, ...), combined pairwise at the end. The
- * order is a function of n only, and the loop vectorizes. */
-float dg_dot(const float *a, const float *b, size_t n);
+ * order is a function of n only, and the loop vectorizes. Inline so that
+ * callers compiled for several targets (target_clones) get a vector body
+ * each; a row's result then depends only on the CPU, never on the batch. */
+static inline float dg_dot(const float *a, const float *b, size_t n)
+{
+    float acc[8] = {0};
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++) acc[j] += a[i + j] * b[i + j];
+    for (int j = 0; i < n; i++, j++) acc[j] += a[i] * b[i];
+    float s0 = (acc[0] + acc[4]) + (acc[1] + acc[5]);
+    float s1 = (acc[2] + acc[6]) + (acc[3] + acc[7]);
+    return s0 + s1;
+}
 
 /* y[:] += a * x[:], n floats. */
-void dg_axpy(float *y, float a, const float *x, size_t n);
+static inline void dg_axpy(float *y, float a, const float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++) y[i] += a * x[i];
+}
+
+/* Run-time dispatch of hot loops: an AVX2+FMA body and the baseline one. */
+#if defined(__x86_64__) && !defined(__clang__)
+#define DG_HOT __attribute__((target_clones("arch=haswell", "default")))
+#else
+#define DG_HOT
+#endif
 
 #endif
