@@ -1,9 +1,13 @@
 #include "model/ops.h"
 
+/* The hot loops are static target_clones (an ifunc of a global function
+ * would be exported whatever its visibility); the dg_* entry points wrap
+ * them. */
+
 #include <math.h>
 
 /* x, out: [n, dim]; w: [dim] */
-DG_HOT void dg_rmsnorm(float *out, const float *x, const float *w, size_t n, size_t dim, float eps)
+DG_HOT static void dg_rmsnorm_impl(float *out, const float *x, const float *w, size_t n, size_t dim, float eps)
 {
     for (size_t i = 0; i < n; i++) {
         const float *xi = x + i * dim;
@@ -34,7 +38,7 @@ void dg_rope_table(float *cos_t, float *sin_t, const int64_t *pos, size_t n, int
 }
 
 /* x: [n, H, D]; cos_t, sin_t: [n, D/2] */
-DG_HOT void dg_rope_apply(float *x, const float *cos_t, const float *sin_t, size_t n, int n_heads,
+DG_HOT static void dg_rope_apply_impl(float *x, const float *cos_t, const float *sin_t, size_t n, int n_heads,
                    int head_dim)
 {
     int half = head_dim / 2;
@@ -52,10 +56,25 @@ DG_HOT void dg_rope_apply(float *x, const float *cos_t, const float *sin_t, size
 }
 
 /* g, u: [n] */
-DG_HOT void dg_swiglu(float *g, const float *u, size_t n)
+DG_HOT static void dg_swiglu_impl(float *g, const float *u, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         float z = g[i];
         g[i] = z / (1.0f + expf(-z)) * u[i];
     }
+}
+
+void dg_rmsnorm(float *out, const float *x, const float *w, size_t n, size_t dim, float eps)
+{
+    dg_rmsnorm_impl(out, x, w, n, dim, eps);
+}
+
+void dg_rope_apply(float *x, const float *cos_t, const float *sin_t, size_t n, int n_heads, int head_dim)
+{
+    dg_rope_apply_impl(x, cos_t, sin_t, n, n_heads, head_dim);
+}
+
+void dg_swiglu(float *g, const float *u, size_t n)
+{
+    dg_swiglu_impl(g, u, n);
 }
