@@ -166,8 +166,15 @@ typedef struct deg_chat_message {
 
 /* Render messages in the model's chat layout (ChatML for SmolLM2 and Qwen3,
  * thinking disabled for Qwen3), ending with the assistant turn header when
- * add_generation_prompt != 0. *out is a NUL-terminated string owned by the
- * caller (deg_free). Tokenize it with parse_special = 1. */
+ * add_generation_prompt != 0: the same text as the model's own chat template
+ * through transformers' apply_chat_template (SmolLM2's default system
+ * message included when messages[0] is not a system message; Qwen3's empty
+ * think block after the assistant header). The layout comes from the
+ * model's metadata (deg_model_info.chat_layout, else its chat template).
+ * *out is a NUL-terminated string owned by the caller (deg_free). Tokenize
+ * it with parse_special = 1. Errors: DEG_ERR_ARG (no messages, NULL strings,
+ * role other than system/user/assistant), DEG_ERR_UNSUPPORTED (no known
+ * chat layout for this model), DEG_ERR_NOMEM. */
 DEG_API deg_status deg_chat_format(const deg_model *model, const deg_chat_message *messages,
                                    size_t n_messages, int add_generation_prompt, char **out);
 
@@ -227,39 +234,55 @@ DEG_API deg_status deg_fork_hidden(const deg_fork *fork, size_t first, size_t n,
 /* Generation                                                               */
 /* ------------------------------------------------------------------------ */
 
+/* Sampling rule (lib/model/sample.h): temperature, then top-k, then top-p
+ * (nucleus over the top-k survivors, after temperature), then one uniform
+ * draw from the row's xoshiro256** stream seeded with seed; candidates are
+ * ordered by (logit descending, id ascending), so ties are deterministic.
+ * Same model, prompt, params and seed -> same ids. */
 typedef struct deg_sample_params {
-    float temperature;      /* 0 = greedy (argmax, ties to the lowest id) */
-    int32_t top_k;          /* 0 = off */
-    float top_p;            /* 1 = off; nucleus over the top-k survivors */
+    float temperature;      /* 0 = greedy (argmax, ties to the lowest id); else > 0 */
+    int32_t top_k;          /* 0 = off; else keep the top_k most likely ids */
+    float top_p;            /* in (0, 1]; 1 = off; nucleus over the top-k survivors */
     uint64_t seed;          /* stream seed when temperature > 0 */
     int32_t max_tokens;     /* > 0 */
-    const int32_t *stop_ids;/* borrowed; NULL = the model's EOS only */
+    const int32_t *stop_ids;/* borrowed; NULL = the model's EOS, plus <|im_end|> for
+                               ChatML-layout models; non-NULL = exactly these
+                               n_stop_ids ids (0 = no stop token) */
     size_t n_stop_ids;
 } deg_sample_params;
 
-/* Defaults: greedy, top_k 0, top_p 1, seed 0, max_tokens 256, model's EOS. */
+/* Defaults: greedy, top_k 0, top_p 1, seed 0, max_tokens 256, default stops. */
 DEG_API deg_sample_params deg_sample_params_default(void);
 
 typedef struct deg_gen_stats {
-    size_t prompt_tokens;
+    size_t prompt_tokens;     /* tokens before the first generated one (trunk + fork) */
     size_t generated_tokens;  /* including the stop token, if one was hit */
-    double prefill_seconds;
-    double decode_seconds;
+    double prefill_seconds;   /* deg_generate's prompt prefill (0 for forks) */
+    double decode_seconds;    /* wall time of the decode steps the row took part in */
     int32_t stopped;          /* 1 = stop token, 0 = max_tokens reached */
 } deg_gen_stats;
 
 /* Decode several forks together in lockstep (finished rows retire). Fork i
- * continues from its current state; the sampled ids (stop token included)
- * go to out_ids[i][0..max_tokens) and their count to n_out[i]; stats may be
+ * continues from its current state (its logits as deg_fork_logits gives
+ * them); the sampled ids (stop token included) go to out_ids[i], which must
+ * hold params[i].max_tokens ids, and their count to n_out[i]; stats may be
  * NULL or an array of n_forks. Each row samples from its own stream seeded
- * by params[i].seed, so a row's text does not depend on the others. */
+ * by params[i].seed, so a row's ids do not depend on the other rows
+ * (bitwise). Every generated id but the last is fed to its fork: to continue
+ * a fork afterwards, feed it its last id first. All forks must belong to one
+ * model and be distinct. On failure n_out[i] counts the ids produced so far.
+ * Errors: DEG_ERR_ARG (NULL pointers, bad params, max_tokens <= 0),
+ * DEG_ERR_STATE (a fork and its trunk hold no token), DEG_ERR_NUMERIC
+ * (NaN/inf logits), DEG_ERR_NOMEM. */
 DEG_API deg_status deg_forks_generate(deg_fork *const *forks, size_t n_forks,
                                       const deg_sample_params *params,
                                       int32_t *const *out_ids, size_t *n_out,
                                       deg_gen_stats *stats);
 
-/* Convenience: prefill prompt ids on a fresh trunk, then decode one fork.
- * out_ids receives up to cap ids; stats may be NULL. */
+/* Convenience: prefill prompt ids (n_prompt >= 1) on a fresh trunk, then
+ * decode one fork. out_ids receives up to params->max_tokens ids; cap must
+ * be >= params->max_tokens (else DEG_ERR_ARG). stats may be NULL. Errors as
+ * deg_trunk_prefill and deg_forks_generate. */
 DEG_API deg_status deg_generate(const deg_model *model, const int32_t *prompt, size_t n_prompt,
                                 const deg_sample_params *params, int32_t *out_ids,
                                 size_t cap, size_t *n_out, deg_gen_stats *stats);

@@ -1,0 +1,315 @@
+/* bench_runtime: prefill and decode speed of libdeg on a real model, with
+ * two references measured in the same run (see bench/README.md):
+ *
+ *  - prefill: model FLOP/s over a prompt of P tokens (default 512) against
+ *    a plain BLIS sgemm on the model's projection shapes with M = P
+ *    (C[M,N] = A[M,K] W[N,K]^T, the layout of a Linear layer);
+ *  - decode: weight bytes read per second (deg_model_info.weight_bytes per
+ *    decode step) against a memory-read benchmark (a parallel sum over a
+ *    buffer 8x larger than the last-level cache, same thread count).
+ *
+ * Usage: bench_runtime --model PATH [--prompt 512] [--decode 64]
+ *                      [--batch 8] [--threads N] [--reps 2]
+ * Not a test: it prints a table and exits 0 unless something failed.
+ */
+#include <blis.h>
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "deg.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void die(const char *what, deg_status s)
+{
+    fprintf(stderr, "bench_runtime: %s: %s: %s\n", what, deg_status_name(s), deg_errmsg());
+    exit(1);
+}
+
+#define CHECK(what, expr)                    \
+    do {                                     \
+        deg_status s_ = (expr);              \
+        if (s_ != DEG_OK) die((what), s_);   \
+    } while (0)
+
+/* ---- references ---------------------------------------------------------- */
+
+/* Best-of-reps seconds for C[M,N] = A[M,K] W[N,K]^T with BLIS. */
+static double time_sgemm(int M, int N, int K, int reps)
+{
+    float *a = malloc(sizeof(float) * (size_t)M * K);
+    float *w = malloc(sizeof(float) * (size_t)N * K);
+    float *c = malloc(sizeof(float) * (size_t)M * N);
+    if (!a || !w || !c) {
+        fprintf(stderr, "bench_runtime: out of memory for sgemm %dx%dx%d\n", M, N, K);
+        exit(1);
+    }
+    for (size_t i = 0; i < (size_t)M * K; i++) a[i] = (float)((i * 13) % 17) * 0.01f - 0.08f;
+    for (size_t i = 0; i < (size_t)N * K; i++) w[i] = (float)((i * 7) % 19) * 0.01f - 0.09f;
+    float one = 1.0f, zero = 0.0f;
+    double best = INFINITY;
+    for (int r = 0; r < reps + 1; r++) { /* first run warms up (packing buffers) */
+        double t0 = now();
+        bli_sgemm(BLIS_NO_TRANSPOSE, BLIS_TRANSPOSE, M, N, K, &one, a, K, 1, w, K, 1, &zero, c,
+                  N, 1);
+        double t = now() - t0;
+        if (r > 0 && t < best) best = t;
+    }
+    free(a);
+    free(w);
+    free(c);
+    return best;
+}
+
+/* Bytes per second of a parallel read (sum) of a large buffer. */
+static double mem_read_bandwidth(size_t bytes, int threads, int reps)
+{
+    size_t n = bytes / sizeof(float);
+    float *buf = malloc(n * sizeof(float));
+    if (!buf) {
+        fprintf(stderr, "bench_runtime: out of memory for the memory benchmark\n");
+        exit(1);
+    }
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (size_t i = 0; i < n; i++) buf[i] = (float)(i & 1023) * 1e-3f;
+    double best = INFINITY;
+    volatile float sink = 0.0f;
+    for (int r = 0; r < reps; r++) {
+        double t0 = now();
+        float total = 0.0f;
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(+ : total)
+        for (size_t blk = 0; blk < n / 64; blk++) {
+            const float *p = buf + blk * 64;
+            float acc[16] = {0};
+            for (int j = 0; j < 64; j += 16)
+                for (int l = 0; l < 16; l++) acc[l] += p[j + l];
+            float s = 0.0f;
+            for (int l = 0; l < 16; l++) s += acc[l];
+            total += s;
+        }
+        double t = now() - t0;
+        sink += total;
+        if (t < best) best = t;
+    }
+    (void)sink;
+    free(buf);
+    return (double)(n / 64 * 64) * sizeof(float) / best;
+}
+
+/* ---- model runs -------------------------------------------------------- */
+
+static const char *TEXT =
+    "The history of computing is a story of layers. Each generation of engineers built "
+    "tools on the work of the last: switches became gates, gates became processors, and "
+    "processors learned to run programs written in languages that read almost like prose. "
+    "Memory grew from a few words to billions of bytes, yet the gap between how fast a "
+    "processor computes and how fast memory can feed it kept widening, so caches, "
+    "prefetchers and clever data layouts became as important as raw arithmetic. ";
+
+/* P prompt ids: the text above tokenized and repeated. */
+static int32_t *make_prompt(const deg_model *m, size_t P)
+{
+    size_t n = 0;
+    deg_status s = deg_tokenize(m, TEXT, strlen(TEXT), 0, NULL, 0, &n);
+    if (s != DEG_OK && s != DEG_ERR_RANGE) die("tokenize", s);
+    int32_t *base = malloc(sizeof(int32_t) * (n ? n : 1));
+    CHECK("tokenize", deg_tokenize(m, TEXT, strlen(TEXT), 0, base, n, &n));
+    if (n == 0) {
+        fprintf(stderr, "bench_runtime: the text tokenized to nothing\n");
+        exit(1);
+    }
+    int32_t *ids = malloc(sizeof(int32_t) * P);
+    for (size_t i = 0; i < P; i++) ids[i] = base[i % n];
+    free(base);
+    return ids;
+}
+
+static double best_prefill(const deg_model *m, const int32_t *ids, size_t P, int reps)
+{
+    double best = INFINITY;
+    for (int r = 0; r < reps; r++) {
+        deg_trunk *t;
+        CHECK("trunk_new", deg_trunk_new(m, &t));
+        double t0 = now();
+        CHECK("trunk_prefill", deg_trunk_prefill(t, ids, P, NULL, NULL));
+        double dt = now() - t0;
+        deg_trunk_free(t);
+        if (dt < best) best = dt;
+    }
+    return best;
+}
+
+/* Decode D tokens on B forks of one trunk (prefilled with ctx ids), greedy,
+ * no stop token. Returns best seconds per decode step. */
+static double best_decode(const deg_model *m, const int32_t *ids, size_t ctx, int B, int D,
+                          int reps)
+{
+    deg_trunk *t;
+    CHECK("trunk_new", deg_trunk_new(m, &t));
+    CHECK("trunk_prefill", deg_trunk_prefill(t, ids, ctx, NULL, NULL));
+    double best = INFINITY;
+    int32_t no_stop = 0;
+    for (int r = 0; r < reps; r++) {
+        deg_fork **forks = calloc((size_t)B, sizeof *forks);
+        int32_t **out = calloc((size_t)B, sizeof *out);
+        size_t *n_out = calloc((size_t)B, sizeof *n_out);
+        deg_sample_params *p = calloc((size_t)B, sizeof *p);
+        for (int i = 0; i < B; i++) {
+            CHECK("fork_new", deg_fork_new(t, &forks[i]));
+            out[i] = malloc(sizeof(int32_t) * (size_t)D);
+            p[i] = deg_sample_params_default();
+            p[i].max_tokens = D;
+            p[i].stop_ids = &no_stop;
+            p[i].n_stop_ids = 0;
+        }
+        double t0 = now();
+        CHECK("forks_generate", deg_forks_generate(forks, (size_t)B, p, out, n_out, NULL));
+        double dt = now() - t0;
+        /* D sampled ids take D - 1 feed steps plus the first logits */
+        double per_step = dt / (double)D;
+        if (per_step < best) best = per_step;
+        for (int i = 0; i < B; i++) {
+            deg_fork_free(forks[i]);
+            free(out[i]);
+        }
+        free(forks);
+        free(out);
+        free(n_out);
+        free(p);
+    }
+    deg_trunk_free(t);
+    return best;
+}
+
+int main(int argc, char **argv)
+{
+    const char *model_path = NULL;
+    int P = 512, D = 64, B = 8, threads = 0, reps = 2;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--model") && v) model_path = argv[++i];
+        else if (!strcmp(a, "--prompt") && v) P = atoi(argv[++i]);
+        else if (!strcmp(a, "--decode") && v) D = atoi(argv[++i]);
+        else if (!strcmp(a, "--batch") && v) B = atoi(argv[++i]);
+        else if (!strcmp(a, "--threads") && v) threads = atoi(argv[++i]);
+        else if (!strcmp(a, "--reps") && v) reps = atoi(argv[++i]);
+        else {
+            fprintf(stderr,
+                    "usage: %s --model PATH [--prompt 512] [--decode 64] [--batch 8] "
+                    "[--threads N] [--reps 2]\n",
+                    argv[0]);
+            return 2;
+        }
+    }
+    if (!model_path || P < 1 || D < 2 || B < 1 || reps < 1) {
+        fprintf(stderr, "%s: --model PATH is required; prompt >= 1, decode >= 2, batch >= 1\n",
+                argv[0]);
+        return 2;
+    }
+
+    const char *arch = deg_blas_arch(); /* initialises BLIS on the fast kernel set */
+    if (threads > 0) deg_set_num_threads(threads);
+    else threads = deg_set_num_threads(0); /* keeps the default and returns it */
+    bli_thread_set_num_threads(threads);    /* the sgemm reference runs as wide */
+
+    deg_model *m;
+    double tl = now();
+    CHECK("model_load", deg_model_load(model_path, &m));
+    tl = now() - tl;
+    deg_model_info mi;
+    CHECK("model_get_info", deg_model_get_info(m, &mi));
+    int32_t *ids = make_prompt(m, (size_t)P);
+
+    /* ---- prefill ---- */
+    deg_trunk *warm;
+    CHECK("trunk_new", deg_trunk_new(m, &warm));
+    CHECK("warm-up prefill", deg_trunk_prefill(warm, ids, P < 64 ? (size_t)P : 64, NULL, NULL));
+    deg_trunk_free(warm);
+    double t_prefill = best_prefill(m, ids, (size_t)P, reps);
+
+    const double E = mi.n_embd, Hq = (double)mi.n_head * mi.head_dim,
+                 Hkv = (double)mi.n_head_kv * mi.head_dim, F = mi.n_ff, L = mi.n_layer;
+    const double Mt = P;
+    /* linear layers: q, k, v, o, gate, up, down */
+    const int shapes[7][2] = {{(int)Hq, (int)E},  {(int)Hkv, (int)E}, {(int)Hkv, (int)E},
+                              {(int)E, (int)Hq},  {(int)F, (int)E},   {(int)F, (int)E},
+                              {(int)E, (int)F}};
+    double lin_flop = 0.0;
+    for (int s = 0; s < 7; s++) lin_flop += 2.0 * Mt * shapes[s][0] * shapes[s][1];
+    lin_flop *= L;
+    /* causal attention: QK^T and PV over (i + 1) keys for query i */
+    double attn_flop = L * 2.0 * 2.0 * mi.n_head * mi.head_dim * (Mt * (Mt + 1) / 2.0);
+    double head_flop = 2.0 * E * mi.n_vocab; /* LM head, last token */
+    double prefill_flop = lin_flop + attn_flop + head_flop;
+    double prefill_flops = prefill_flop / t_prefill;
+
+    /* sgemm reference: the same projection shapes, M = P */
+    double ref_time = 0.0, ref_flop = 0.0;
+    for (int s = 0; s < 7; s++) {
+        double t = time_sgemm(P, shapes[s][0], shapes[s][1], reps);
+        ref_time += t;
+        ref_flop += 2.0 * Mt * shapes[s][0] * shapes[s][1];
+    }
+    double ref_flops = ref_flop / ref_time;
+
+    /* ---- decode ---- */
+    size_t ctx = (size_t)P;
+    double step1 = best_decode(m, ids, ctx, 1, D, reps);
+    double stepB = best_decode(m, ids, ctx, B, D, reps);
+    double mem_bw = mem_read_bandwidth((size_t)256 << 20, threads, 3);
+    double dec_bw1 = (double)mi.weight_bytes / step1;
+    double dec_bwB = (double)mi.weight_bytes / stepB;
+
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    double rss_mib = ru.ru_maxrss / 1024.0;
+    double load1 = 0.0;
+    FILE *la = fopen("/proc/loadavg", "r");
+    if (la) {
+        if (fscanf(la, "%lf", &load1) != 1) load1 = 0.0;
+        fclose(la);
+    }
+
+    printf("deg %s  model %s (%s, %d layers, n_embd %d, vocab %d)\n", deg_version(),
+           model_path, mi.arch, mi.n_layer, mi.n_embd, mi.n_vocab);
+    printf("BLIS kernel set %s | threads %d | load average (1 min) at end %.2f | "
+           "model load %.2f s\n",
+           arch, threads, load1, tl);
+    printf("weights held for compute: %.1f MiB\n\n", mi.weight_bytes / 1048576.0);
+    printf("%-34s %14s %14s %10s %8s\n", "measure", "value", "reference", "fraction", "target");
+    printf("%-34s %14s %14s %10s %8s\n", "----------------------------------", "--------------",
+           "--------------", "----------", "--------");
+    printf("prefill %-5d tokens     [tok/s]    %14.1f %14s %10s %8s\n", P, P / t_prefill, "",
+           "", "");
+    printf("prefill model FLOP/s     [GFLOP/s]  %14.2f %14.2f %9.0f%% %7s\n",
+           prefill_flops * 1e-9, ref_flops * 1e-9, 100.0 * prefill_flops / ref_flops, ">=50%");
+    printf("decode batch 1           [tok/s]    %14.1f %14s %10s %8s\n", 1.0 / step1, "", "", "");
+    printf("decode batch %-2d          [tok/s]    %14.1f %14s %10s %8s\n", B, B / stepB, "", "",
+           "");
+    printf("decode b1 weight read    [GB/s]     %14.2f %14.2f %9.0f%% %7s\n", dec_bw1 * 1e-9,
+           mem_bw * 1e-9, 100.0 * dec_bw1 / mem_bw, ">=40%");
+    printf("decode b%-2d weight read   [GB/s]     %14.2f %14.2f %9.0f%% %7s\n", B, dec_bwB * 1e-9,
+           mem_bw * 1e-9, 100.0 * dec_bwB / mem_bw, "");
+    printf("peak RSS                 [MiB]      %14.1f\n", rss_mib);
+    printf("\nprefill FLOPs/pass: linear %.3g + attention %.3g + LM head %.3g; "
+           "reference: BLIS sgemm NT on the %d x (N, K) projection shapes.\n",
+           lin_flop, attn_flop, head_flop, P);
+    printf("decode: context %zu, %d greedy tokens per fork, no stop token; memory reference: "
+           "parallel sum over 256 MiB.\n",
+           ctx, D);
+
+    free(ids);
+    deg_model_free(m);
+    return 0;
+}

@@ -1,0 +1,280 @@
+/* Chat layouts (rules and sources in chat.h) and deg_chat_format. */
+#include "model/chat.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/status.h"
+#include "model/model.h"
+
+/* ---- growable string ---------------------------------------------------- */
+
+typedef struct sbuf {
+    char *p;
+    size_t len, cap;
+    int oom;
+} sbuf;
+
+static void sb_put(sbuf *b, const char *s, size_t n)
+{
+    if (b->oom) return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n + 1) cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) {
+            b->oom = 1;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+static void sb_str(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
+
+/* ---- Python str helpers, on [s, s+n) ------------------------------------- */
+
+typedef struct span {
+    const char *p;
+    size_t n;
+} span;
+
+static span sp_of(const char *s) { return (span){s, strlen(s)}; }
+
+static const char *sp_find(span s, const char *needle)
+{
+    size_t m = strlen(needle);
+    if (m > s.n) return NULL;
+    for (size_t i = 0; i + m <= s.n; i++)
+        if (memcmp(s.p + i, needle, m) == 0) return s.p + i;
+    return NULL;
+}
+
+static const char *sp_rfind(span s, const char *needle)
+{
+    size_t m = strlen(needle);
+    if (m > s.n) return NULL;
+    for (size_t i = s.n - m + 1; i-- > 0;)
+        if (memcmp(s.p + i, needle, m) == 0) return s.p + i;
+    return NULL;
+}
+
+static span lstrip_nl(span s)
+{
+    while (s.n && s.p[0] == '\n') s.p++, s.n--;
+    return s;
+}
+
+static span rstrip_nl(span s)
+{
+    while (s.n && s.p[s.n - 1] == '\n') s.n--;
+    return s;
+}
+
+static int starts_with(span s, const char *pre)
+{
+    size_t m = strlen(pre);
+    return s.n >= m && memcmp(s.p, pre, m) == 0;
+}
+
+static int ends_with(span s, const char *suf)
+{
+    size_t m = strlen(suf);
+    return s.n >= m && memcmp(s.p + s.n - m, suf, m) == 0;
+}
+
+/* ---- layout selection ----------------------------------------------------- */
+
+dg_chat_layout dg_chat_layout_from_name(const char *name)
+{
+    if (!name) return DG_CHAT_NONE;
+    if (strcmp(name, "chatml") == 0) return DG_CHAT_CHATML;
+    if (strcmp(name, "qwen3") == 0) return DG_CHAT_QWEN3;
+    return DG_CHAT_NONE;
+}
+
+dg_chat_layout dg_chat_layout_detect(const char *t)
+{
+    if (!t || !strstr(t, "<|im_start|>")) return DG_CHAT_NONE;
+    if (strstr(t, "enable_thinking") && strstr(t, "<think>")) return DG_CHAT_QWEN3;
+    return DG_CHAT_CHATML;
+}
+
+/* SmolLM2's template writes, under
+ *   {% if loop.first and messages[0]['role'] != 'system' %}
+ * the literal '<|im_start|>system\n<text><|im_end|>\n'. Take <text> if it is
+ * a plain literal (no quotes, braces or escapes other than \n). */
+deg_status dg_chat_default_system(const char *t, char **out)
+{
+    *out = NULL;
+    if (!t) return DEG_OK;
+    const char *cond = strstr(t, "!= 'system'");
+    if (!cond) cond = strstr(t, "!= \"system\"");
+    if (!cond) return DEG_OK;
+    const char *head = "<|im_start|>system";
+    const char *h = strstr(cond, head);
+    if (!h) return DEG_OK;
+    /* the literal must be a quoted string right where the condition's block
+     * starts: no other statement between the condition and it */
+    const char *endif = strstr(cond, "{% endif");
+    if (!endif) endif = strstr(cond, "{%- endif");
+    if (!endif || endif < h) return DEG_OK;
+    if (h == t || (h[-1] != '\'' && h[-1] != '"')) return DEG_OK;
+    const char *p = h + strlen(head);
+    if (p[0] == '\n') p += 1;
+    else if (p[0] == '\\' && p[1] == 'n') p += 2;
+    else return DEG_OK;
+    const char *e = strstr(p, "<|im_end|>");
+    if (!e || e > endif) return DEG_OK;
+    sbuf b = {0};
+    for (const char *q = p; q < e; q++) {
+        if (*q == '\'' || *q == '"' || *q == '{' || *q == '}') {
+            free(b.p);
+            return DEG_OK;
+        }
+        if (*q == '\\') {
+            if (q[1] != 'n') {
+                free(b.p);
+                return DEG_OK;
+            }
+            sb_put(&b, "\n", 1);
+            q++;
+            continue;
+        }
+        sb_put(&b, q, 1);
+    }
+    if (b.oom) {
+        free(b.p);
+        return dg_fail(DEG_ERR_NOMEM, "chat template: out of memory");
+    }
+    if (!b.p) sb_put(&b, "", 0);
+    if (b.oom) return dg_fail(DEG_ERR_NOMEM, "chat template: out of memory");
+    *out = b.p;
+    return DEG_OK;
+}
+
+/* ---- rendering -------------------------------------------------------- */
+
+static void turn(sbuf *b, const char *role, span content)
+{
+    sb_str(b, "<|im_start|>");
+    sb_str(b, role);
+    sb_str(b, "\n");
+    sb_put(b, content.p, content.n);
+    sb_str(b, "<|im_end|>\n");
+}
+
+/* Qwen3 assistant message i (template logic described in chat.h). */
+static void qwen3_assistant(sbuf *b, span content, int after_last_query, int is_last)
+{
+    span reasoning = {"", 0};
+    if (sp_find(content, "</think>")) {
+        const char *first_close = sp_find(content, "</think>");
+        span r = {content.p, (size_t)(first_close - content.p)};
+        r = rstrip_nl(r);
+        const char *open = sp_rfind(r, "<think>");
+        if (open) {
+            size_t skip = (size_t)(open - r.p) + strlen("<think>");
+            r.p += skip;
+            r.n -= skip;
+        }
+        reasoning = lstrip_nl(r);
+        const char *last_close = sp_rfind(content, "</think>");
+        size_t skip = (size_t)(last_close - content.p) + strlen("</think>");
+        content = lstrip_nl((span){content.p + skip, content.n - skip});
+    }
+    sb_str(b, "<|im_start|>assistant\n");
+    if (after_last_query && (is_last || reasoning.n > 0)) {
+        span r = rstrip_nl(lstrip_nl(reasoning));
+        sb_str(b, "<think>\n");
+        sb_put(b, r.p, r.n);
+        sb_str(b, "\n</think>\n\n");
+        content = lstrip_nl(content);
+    }
+    sb_put(b, content.p, content.n);
+    sb_str(b, "<|im_end|>\n");
+}
+
+deg_status dg_chat_render(dg_chat_layout layout, const char *default_system,
+                          const deg_chat_message *m, size_t n, int add_generation_prompt,
+                          char **out)
+{
+    if (!out) return dg_fail(DEG_ERR_ARG, "chat: out is NULL");
+    *out = NULL;
+    if (layout != DG_CHAT_CHATML && layout != DG_CHAT_QWEN3)
+        return dg_fail(DEG_ERR_UNSUPPORTED, "chat: the model has no known chat layout");
+    if (n == 0 || !m) return dg_fail(DEG_ERR_ARG, "chat: no messages");
+    for (size_t i = 0; i < n; i++) {
+        if (!m[i].role || !m[i].content)
+            return dg_fail(DEG_ERR_ARG, "chat: message %zu has a NULL role or content", i);
+        if (strcmp(m[i].role, "system") && strcmp(m[i].role, "user") &&
+            strcmp(m[i].role, "assistant"))
+            return dg_fail(DEG_ERR_ARG,
+                           "chat: message %zu has role \"%.40s\"; expected system, user or "
+                           "assistant",
+                           i, m[i].role);
+    }
+
+    sbuf b = {0};
+    if (layout == DG_CHAT_CHATML) {
+        if (strcmp(m[0].role, "system") != 0 && default_system)
+            turn(&b, "system", sp_of(default_system));
+        for (size_t i = 0; i < n; i++) turn(&b, m[i].role, sp_of(m[i].content));
+        if (add_generation_prompt) sb_str(&b, "<|im_start|>assistant\n");
+    } else {
+        /* last_query_index: the last user message that is not a tool
+         * response; the last message when there is none. */
+        size_t last_query = n - 1;
+        for (size_t i = n; i-- > 0;) {
+            span c = sp_of(m[i].content);
+            if (strcmp(m[i].role, "user") == 0 &&
+                !(starts_with(c, "<tool_response>") && ends_with(c, "</tool_response>"))) {
+                last_query = i;
+                break;
+            }
+        }
+        for (size_t i = 0; i < n; i++) {
+            if (strcmp(m[i].role, "assistant") == 0)
+                qwen3_assistant(&b, sp_of(m[i].content), i > last_query, i == n - 1);
+            else
+                turn(&b, m[i].role, sp_of(m[i].content));
+        }
+        if (add_generation_prompt) sb_str(&b, "<|im_start|>assistant\n<think>\n\n</think>\n\n");
+    }
+    if (b.oom) {
+        free(b.p);
+        return dg_fail(DEG_ERR_NOMEM, "chat: out of memory rendering %zu messages", n);
+    }
+    *out = b.p;
+    return DEG_OK;
+}
+
+/* ---- public ------------------------------------------------------------- */
+
+deg_status deg_chat_format(const deg_model *model, const deg_chat_message *messages,
+                           size_t n_messages, int add_generation_prompt, char **out)
+{
+    if (out) *out = NULL;
+    if (!model || !out) return dg_fail(DEG_ERR_ARG, "deg_chat_format: model or out is NULL");
+    deg_model_info info;
+    DG_TRY(deg_model_get_info(model, &info));
+    const char *tmpl = dg_model_chat_template(model);
+    dg_chat_layout layout = dg_chat_layout_from_name(info.chat_layout);
+    if (layout == DG_CHAT_NONE) layout = dg_chat_layout_detect(tmpl);
+    if (layout == DG_CHAT_NONE)
+        return dg_fail(DEG_ERR_UNSUPPORTED,
+                       "deg_chat_format: no known chat layout for model \"%s\" (arch %s, "
+                       "layout \"%s\"); supported: chatml, qwen3",
+                       info.name ? info.name : "", info.arch ? info.arch : "?",
+                       info.chat_layout ? info.chat_layout : "");
+    char *sys = NULL;
+    if (layout == DG_CHAT_CHATML) DG_TRY(dg_chat_default_system(tmpl, &sys));
+    deg_status s = dg_chat_render(layout, sys, messages, n_messages, add_generation_prompt, out);
+    free(sys);
+    if (s != DEG_OK) return dg_fail_context(s, "deg_chat_format");
+    return DEG_OK;
+}

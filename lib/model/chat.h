@@ -1,0 +1,56 @@
+/* Chat layouts: rendering a conversation to the prompt text a model family
+ * was trained on, without a general Jinja engine. Each layout reproduces
+ * byte for byte what the family's own chat template renders through
+ * transformers' apply_chat_template (pinned by tests/goldens/chat_*.json,
+ * made by tests/goldens/gen_chat.py):
+ *
+ *  - DG_CHAT_CHATML (SmolLM2): per message
+ *        "<|im_start|>" role "\n" content "<|im_end|>\n"
+ *    preceded, when the first message is not a system message, by the
+ *    template's default system message if it has one (SmolLM2-Instruct:
+ *    "You are a helpful AI assistant named SmolLM, trained by Hugging Face").
+ *    Generation prompt: "<|im_start|>assistant\n".
+ *  - DG_CHAT_QWEN3 (Qwen3, enable_thinking=False): ChatML without a default
+ *    system message; an assistant message's "<think>...</think>" part is
+ *    dropped when the message precedes the last user message, and rendered as
+ *    "<think>\n" reasoning "\n</think>\n\n" content after it (always for the
+ *    final message), as the Qwen3 template does. Generation prompt:
+ *    "<|im_start|>assistant\n<think>\n\n</think>\n\n" (the empty think block
+ *    that turns thinking off).
+ */
+#ifndef DG_MODEL_CHAT_H
+#define DG_MODEL_CHAT_H
+
+#include "deg.h"
+
+typedef enum dg_chat_layout {
+    DG_CHAT_NONE = 0,
+    DG_CHAT_CHATML,
+    DG_CHAT_QWEN3
+} dg_chat_layout;
+
+/* Layout from its name in deg_model_info.chat_layout ("chatml", "qwen3");
+ * DG_CHAT_NONE for anything else (including NULL, "", "none"). */
+dg_chat_layout dg_chat_layout_from_name(const char *name);
+
+/* Layout recognised from a raw Jinja chat template (NULL -> DG_CHAT_NONE):
+ * Qwen3 if it uses enable_thinking with <think> blocks inside ChatML, ChatML
+ * if it writes <|im_start|> turns. */
+dg_chat_layout dg_chat_layout_detect(const char *chat_template);
+
+/* The default system message of a ChatML template (the literal system turn
+ * the template inserts when messages[0] is not a system message), as a
+ * malloc'd string in *out, or *out = NULL if the template has none or is
+ * NULL. Errors: DEG_ERR_NOMEM. */
+deg_status dg_chat_default_system(const char *chat_template, char **out);
+
+/* Render messages in layout; default_system (may be NULL) is used by
+ * DG_CHAT_CHATML only. Roles must be "system", "user" or "assistant"; at
+ * least one message. *out: malloc'd NUL-terminated string (free with free or
+ * deg_free). Errors: DEG_ERR_ARG (NULL pointers, no messages, unknown role),
+ * DEG_ERR_UNSUPPORTED (DG_CHAT_NONE), DEG_ERR_NOMEM. */
+deg_status dg_chat_render(dg_chat_layout layout, const char *default_system,
+                          const deg_chat_message *messages, size_t n_messages,
+                          int add_generation_prompt, char **out);
+
+#endif

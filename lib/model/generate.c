@@ -1,0 +1,209 @@
+/* Generation: lockstep decode of several forks (deg_forks_generate) and the
+ * one-prompt convenience (deg_generate). Contracts in include/deg.h.
+ *
+ * Per step, every live row samples one id from its own logits row with its
+ * own stream (sample.h), then all rows that go on are fed together through
+ * deg_forks_feed, whose rows are batch-invariant: so a row's ids depend only
+ * on its fork, its params and its seed, never on the other rows. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/status.h"
+#include "model/chat.h"
+#include "model/model.h"
+#include "model/sample.h"
+#include "model/state.h"
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Default stop ids: the model's EOS, and for ChatML-style layouts also
+ * <|im_end|> (the end of an assistant turn) when it is a different token. */
+static size_t default_stops(const deg_model *m, const deg_model_info *info, int32_t stops[2])
+{
+    size_t n = 0;
+    if (info->eos_id >= 0) stops[n++] = info->eos_id;
+    dg_chat_layout layout = dg_chat_layout_from_name(info->chat_layout);
+    if (layout == DG_CHAT_NONE) layout = dg_chat_layout_detect(dg_model_chat_template(m));
+    if (layout != DG_CHAT_NONE) {
+        const dg_tokenizer *t = dg_model_tokenizer(m);
+        int32_t im_end = t ? dg_tokenizer_find(t, "<|im_end|>", strlen("<|im_end|>")) : -1;
+        if (im_end >= 0 && (n == 0 || stops[0] != im_end)) stops[n++] = im_end;
+    }
+    return n;
+}
+
+typedef struct gen_row {
+    dg_rng rng;
+    const int32_t *stops;
+    size_t n_stops;
+    int32_t max_tokens;
+    int live;
+    int in_step;
+} gen_row;
+
+static int is_stop(const gen_row *r, int32_t id)
+{
+    for (size_t j = 0; j < r->n_stops; j++)
+        if (r->stops[j] == id) return 1;
+    return 0;
+}
+
+deg_status deg_forks_generate(deg_fork *const *forks, size_t n_forks,
+                              const deg_sample_params *params, int32_t *const *out_ids,
+                              size_t *n_out, deg_gen_stats *stats)
+{
+    if (n_forks == 0) return DEG_OK;
+    if (!forks || !params || !out_ids || !n_out)
+        return dg_fail(DEG_ERR_ARG, "deg_forks_generate: NULL forks, params, out_ids or n_out");
+    for (size_t i = 0; i < n_forks; i++) n_out[i] = 0;
+    if (!forks[0]) return dg_fail(DEG_ERR_ARG, "deg_forks_generate: fork 0 is NULL");
+    const deg_model *m = forks[0]->trunk->model;
+    for (size_t i = 0; i < n_forks; i++) {
+        if (!forks[i]) return dg_fail(DEG_ERR_ARG, "deg_forks_generate: fork %zu is NULL", i);
+        if (forks[i]->trunk->model != m)
+            return dg_fail(DEG_ERR_ARG, "deg_forks_generate: fork %zu belongs to another model",
+                           i);
+        for (size_t j = 0; j < i; j++)
+            if (forks[j] == forks[i])
+                return dg_fail(DEG_ERR_ARG, "deg_forks_generate: fork %zu is also row %zu", i, j);
+        deg_status s = dg_sample_check(&params[i]);
+        if (s != DEG_OK) return dg_fail_context(s, "deg_forks_generate: row %zu", i);
+        if (params[i].max_tokens <= 0)
+            return dg_fail(DEG_ERR_ARG, "deg_forks_generate: row %zu: max_tokens %d must be > 0",
+                           i, (int)params[i].max_tokens);
+        if (params[i].n_stop_ids && !params[i].stop_ids)
+            return dg_fail(DEG_ERR_ARG,
+                           "deg_forks_generate: row %zu: stop_ids is NULL with n_stop_ids %zu",
+                           i, params[i].n_stop_ids);
+        if (!out_ids[i])
+            return dg_fail(DEG_ERR_ARG, "deg_forks_generate: out_ids[%zu] is NULL", i);
+    }
+
+    deg_model_info info;
+    DG_TRY(deg_model_get_info(m, &info));
+    const size_t V = (size_t)info.n_vocab;
+    int32_t dstops[2];
+    const size_t n_dstops = default_stops(m, &info, dstops);
+
+    gen_row *rows = calloc(n_forks, sizeof *rows);
+    float *logits = malloc(n_forks * V * sizeof *logits);
+    deg_fork **bf = malloc(n_forks * sizeof *bf);       /* rows fed this step */
+    int32_t *b_id = malloc(n_forks * sizeof *b_id);
+    const int32_t **b_ids = malloc(n_forks * sizeof *b_ids);
+    size_t *b_n = malloc(n_forks * sizeof *b_n);
+    float **b_logits = malloc(n_forks * sizeof *b_logits);
+    dg_sampler *sampler = NULL;
+    deg_status st = DEG_OK;
+    if (!rows || !logits || !bf || !b_id || !b_ids || !b_n || !b_logits)
+        st = dg_fail(DEG_ERR_NOMEM, "deg_forks_generate: out of memory for %zu rows", n_forks);
+    if (st == DEG_OK) st = dg_sampler_new(info.n_vocab, &sampler);
+
+    double t0 = now_seconds();
+    for (size_t i = 0; i < n_forks && st == DEG_OK; i++) {
+        gen_row *r = &rows[i];
+        dg_rng_seed(&r->rng, params[i].seed);
+        r->stops = params[i].stop_ids ? params[i].stop_ids : dstops;
+        r->n_stops = params[i].stop_ids ? params[i].n_stop_ids : n_dstops;
+        r->max_tokens = params[i].max_tokens;
+        r->live = 1;
+        if (stats) {
+            memset(&stats[i], 0, sizeof stats[i]);
+            stats[i].prompt_tokens = deg_trunk_len(forks[i]->trunk) + deg_fork_len(forks[i]);
+        }
+        st = deg_fork_logits(forks[i], logits + i * V);
+        if (st != DEG_OK) st = dg_fail_context(st, "deg_forks_generate: row %zu", i);
+    }
+
+    size_t n_live = n_forks;
+    while (st == DEG_OK && n_live > 0) {
+        /* a row is charged the steps it takes part in */
+        for (size_t i = 0; i < n_forks; i++) rows[i].in_step = rows[i].live;
+        /* sample every live row; gather those that go on */
+        size_t nb = 0;
+        for (size_t i = 0; i < n_forks && st == DEG_OK; i++) {
+            gen_row *r = &rows[i];
+            if (!r->live) continue;
+            int32_t id;
+            st = dg_sample(sampler, logits + i * V, &params[i], &r->rng, &id);
+            if (st != DEG_OK) {
+                st = dg_fail_context(st, "deg_forks_generate: row %zu, token %zu", i, n_out[i]);
+                break;
+            }
+            out_ids[i][n_out[i]++] = id;
+            int stop = is_stop(r, id);
+            if (stop || n_out[i] >= (size_t)r->max_tokens) {
+                r->live = 0;
+                n_live--;
+                if (stats) stats[i].stopped = stop;
+                continue;
+            }
+            b_id[nb] = id;
+            bf[nb] = forks[i];
+            b_ids[nb] = &b_id[nb];
+            b_n[nb] = 1;
+            b_logits[nb] = logits + i * V;
+            nb++;
+        }
+        if (st == DEG_OK && nb > 0)
+            st = deg_forks_feed(bf, nb, b_ids, b_n, b_logits);
+        double t1 = now_seconds();
+        if (stats)
+            for (size_t i = 0; i < n_forks; i++) {
+                if (rows[i].in_step) stats[i].decode_seconds += t1 - t0;
+                stats[i].generated_tokens = n_out[i];
+            }
+        t0 = t1;
+    }
+
+    dg_sampler_free(sampler);
+    free(rows);
+    free(logits);
+    free(bf);
+    free(b_id);
+    free(b_ids);
+    free(b_n);
+    free(b_logits);
+    return st;
+}
+
+deg_status deg_generate(const deg_model *model, const int32_t *prompt, size_t n_prompt,
+                        const deg_sample_params *params, int32_t *out_ids, size_t cap,
+                        size_t *n_out, deg_gen_stats *stats)
+{
+    if (n_out) *n_out = 0;
+    if (stats) memset(stats, 0, sizeof *stats);
+    if (!model || !params || !out_ids || !n_out)
+        return dg_fail(DEG_ERR_ARG, "deg_generate: NULL model, params, out_ids or n_out");
+    if (!prompt || n_prompt == 0)
+        return dg_fail(DEG_ERR_ARG, "deg_generate: the prompt is empty");
+    if (params->max_tokens <= 0)
+        return dg_fail(DEG_ERR_ARG, "deg_generate: max_tokens %d must be > 0",
+                       (int)params->max_tokens);
+    if (cap < (size_t)params->max_tokens)
+        return dg_fail(DEG_ERR_ARG, "deg_generate: cap %zu is smaller than max_tokens %d", cap,
+                       (int)params->max_tokens);
+    deg_trunk *trunk = NULL;
+    deg_fork *fork = NULL;
+    DG_TRY(deg_trunk_new(model, &trunk));
+    double t0 = now_seconds();
+    deg_status st = deg_trunk_prefill(trunk, prompt, n_prompt, NULL, NULL);
+    double t1 = now_seconds();
+    if (st == DEG_OK) st = deg_fork_new(trunk, &fork);
+    if (st == DEG_OK) {
+        st = deg_forks_generate(&fork, 1, params, &out_ids, n_out, stats);
+        if (stats) {
+            stats->prompt_tokens = n_prompt;
+            stats->prefill_seconds = t1 - t0;
+        }
+    }
+    deg_fork_free(fork);
+    deg_trunk_free(trunk);
+    if (st != DEG_OK) return dg_fail_context(st, "deg_generate");
+    return DEG_OK;
+}

@@ -1,0 +1,132 @@
+/* Chat layouts against transformers' apply_chat_template goldens
+ * (tests/goldens/chat_goldens.json, made by tests/goldens/gen_chat.py). */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "deg.h"
+#include "model/chat.h"
+
+#define GOLDENS DEG_SOURCE_ROOT "/tests/goldens/chat_goldens.json"
+
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    cr_assert_eq(fread(s, 1, (size_t)n, f), (size_t)n);
+    s[n] = '\0';
+    fclose(f);
+    return s;
+}
+
+static json_t *goldens(void)
+{
+    json_error_t err;
+    json_t *g = json_load_file(GOLDENS, 0, &err);
+    cr_assert_not_null(g, "%s:%d: %s", GOLDENS, err.line, err.text);
+    return g;
+}
+
+Test(chat, layouts_match_transformers_goldens)
+{
+    json_t *g = goldens();
+    const char *smol_tmpl = json_string_value(json_object_get(g, "chatml_template"));
+    cr_assert_not_null(smol_tmpl);
+    char *sys = NULL;
+    cr_assert_eq(dg_chat_default_system(smol_tmpl, &sys), DEG_OK);
+    cr_assert_str_eq(sys, "You are a helpful AI assistant named SmolLM, trained by Hugging Face");
+
+    json_t *cases = json_object_get(g, "cases");
+    cr_assert(json_array_size(cases) >= 40);
+    size_t i;
+    json_t *c;
+    json_array_foreach(cases, i, c) {
+        const char *layout = json_string_value(json_object_get(c, "layout"));
+        const char *name = json_string_value(json_object_get(c, "name"));
+        const char *want = json_string_value(json_object_get(c, "text"));
+        int gen = json_is_true(json_object_get(c, "add_generation_prompt"));
+        json_t *msgs = json_object_get(c, "messages");
+        size_t n = json_array_size(msgs);
+        deg_chat_message *m = calloc(n, sizeof *m);
+        for (size_t j = 0; j < n; j++) {
+            json_t *mj = json_array_get(msgs, j);
+            m[j].role = json_string_value(json_object_get(mj, "role"));
+            m[j].content = json_string_value(json_object_get(mj, "content"));
+        }
+        dg_chat_layout l = dg_chat_layout_from_name(layout);
+        cr_assert_neq(l, DG_CHAT_NONE);
+        char *out = NULL;
+        deg_status s = dg_chat_render(l, l == DG_CHAT_CHATML ? sys : NULL, m, n, gen, &out);
+        cr_assert_eq(s, DEG_OK, "%s/%s: %s", layout, name, deg_errmsg());
+        cr_assert_str_eq(out, want, "%s/%s gen=%d:\n got: [%s]\nwant: [%s]", layout, name, gen,
+                         out, want);
+        free(out);
+        free(m);
+    }
+    free(sys);
+    json_decref(g);
+}
+
+Test(chat, layout_detection_from_templates)
+{
+    json_t *g = goldens();
+    const char *smol = json_string_value(json_object_get(g, "chatml_template"));
+    cr_assert_eq(dg_chat_layout_detect(smol), DG_CHAT_CHATML);
+    char *qwen3 = read_text(DEG_SOURCE_ROOT "/tests/goldens/qwen3_chat_template.jinja");
+    cr_assert_eq(dg_chat_layout_detect(qwen3), DG_CHAT_QWEN3);
+    char *sys = (char *)1;
+    cr_assert_eq(dg_chat_default_system(qwen3, &sys), DEG_OK);
+    cr_assert_null(sys, "Qwen3 has no default system message");
+    cr_assert_eq(dg_chat_default_system(NULL, &sys), DEG_OK);
+    cr_assert_null(sys);
+    /* a plain ChatML template without a default system turn */
+    const char *plain = "{% for message in messages %}{{'<|im_start|>' + message['role'] + "
+                        "'\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}";
+    cr_assert_eq(dg_chat_layout_detect(plain), DG_CHAT_CHATML);
+    cr_assert_eq(dg_chat_default_system(plain, &sys), DEG_OK);
+    cr_assert_null(sys);
+    /* escaped newline in the literal, double quotes */
+    const char *esc = "{% if messages[0]['role'] != \"system\" %}{{ \"<|im_start|>system\\nBe "
+                      "kind.<|im_end|>\\n\" }}{% endif %}";
+    cr_assert_eq(dg_chat_default_system(esc, &sys), DEG_OK);
+    cr_assert_str_eq(sys, "Be kind.");
+    free(sys);
+    /* a computed system message is not a literal: not taken */
+    const char *computed = "{% if messages[0]['role'] != 'system' %}{{ '<|im_start|>system\\n' "
+                           "+ default_system + '<|im_end|>\\n' }}{% endif %}";
+    cr_assert_eq(dg_chat_default_system(computed, &sys), DEG_OK);
+    cr_assert_null(sys);
+    cr_assert_eq(dg_chat_layout_detect(NULL), DG_CHAT_NONE);
+    cr_assert_eq(dg_chat_layout_detect("{{ bos_token }}{{ messages }}"), DG_CHAT_NONE);
+    cr_assert_eq(dg_chat_layout_from_name("none"), DG_CHAT_NONE);
+    cr_assert_eq(dg_chat_layout_from_name(NULL), DG_CHAT_NONE);
+    cr_assert_eq(dg_chat_layout_from_name("qwen3"), DG_CHAT_QWEN3);
+    free(qwen3);
+    json_decref(g);
+}
+
+Test(chat, bad_input_is_an_error)
+{
+    deg_chat_message ok[1] = {{"user", "hi"}};
+    char *out = (char *)1;
+    cr_assert_eq(dg_chat_render(DG_CHAT_NONE, NULL, ok, 1, 1, &out), DEG_ERR_UNSUPPORTED);
+    cr_assert_null(out);
+    cr_assert_eq(dg_chat_render(DG_CHAT_CHATML, NULL, ok, 0, 1, &out), DEG_ERR_ARG);
+    cr_assert_eq(dg_chat_render(DG_CHAT_CHATML, NULL, NULL, 1, 1, &out), DEG_ERR_ARG);
+    deg_chat_message tool[2] = {{"user", "hi"}, {"tool", "42"}};
+    cr_assert_eq(dg_chat_render(DG_CHAT_QWEN3, NULL, tool, 2, 1, &out), DEG_ERR_ARG);
+    cr_assert(strstr(deg_errmsg(), "message 1 has role \"tool\"") != NULL, "%s", deg_errmsg());
+    deg_chat_message null_content[1] = {{"user", NULL}};
+    cr_assert_eq(dg_chat_render(DG_CHAT_CHATML, NULL, null_content, 1, 1, &out), DEG_ERR_ARG);
+    cr_assert_eq(dg_chat_render(DG_CHAT_CHATML, NULL, ok, 1, 1, NULL), DEG_ERR_ARG);
+    /* without a default system message ChatML renders the turns only */
+    cr_assert_eq(dg_chat_render(DG_CHAT_CHATML, NULL, ok, 1, 1, &out), DEG_OK);
+    cr_assert_str_eq(out, "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
+    deg_free(out);
+}

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Goldens for deg_chat_format: conversations rendered by transformers'
+apply_chat_template.
+
+- "chatml": SmolLM2-135M-Instruct's own template, from the tokenizer that
+  transformers loads out of the GGUF file (tokenizer.chat_template).
+- "qwen3": the Qwen3 chat template (qwen3_chat_template.jinja, the
+  "chat_template" of Qwen/Qwen3-0.6B's tokenizer_config.json) with
+  enable_thinking=False, rendered by the same apply_chat_template.
+
+Usage: /tmp/venv/bin/python tests/goldens/gen_chat.py [MODEL.gguf]
+(default model: $DEG_MODEL or ${DEG_CACHE:-~/.cache/deg}/models/SmolLM2-135M-Instruct.Q4_1.gguf)
+Writes tests/goldens/chat_goldens.json.
+"""
+import json
+import os
+import sys
+
+from transformers import AutoTokenizer
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+CONVERSATIONS = [
+    ("user_only", [{"role": "user", "content": "Hello!"}]),
+    ("system_user", [{"role": "system", "content": "You are terse."},
+                     {"role": "user", "content": "What is 2+2?"}]),
+    ("multi_turn", [{"role": "user", "content": "Name a color."},
+                    {"role": "assistant", "content": "Blue."},
+                    {"role": "user", "content": "Another one?"}]),
+    ("ends_with_assistant", [{"role": "user", "content": "Hi"},
+                             {"role": "assistant", "content": "Hello"}]),
+    ("unicode_and_newlines", [{"role": "user",
+                               "content": "Ünïcödé ✓ 日本語 🙂\n\nline 3  \n"}]),
+    ("system_not_first", [{"role": "user", "content": "a"},
+                          {"role": "system", "content": "b"},
+                          {"role": "user", "content": "c"}]),
+    ("empty_content", [{"role": "user", "content": ""}]),
+    ("think_in_history", [{"role": "user", "content": "q1"},
+                          {"role": "assistant",
+                           "content": "<think>\nreasoning one\n</think>\n\nanswer one"},
+                          {"role": "user", "content": "q2"}]),
+    ("think_last_assistant", [{"role": "user", "content": "q"},
+                              {"role": "assistant",
+                               "content": "<think>\n\nr1\n\n</think>\n\n\nfinal"}]),
+    ("think_after_query_not_last", [{"role": "user", "content": "q"},
+                                    {"role": "assistant",
+                                     "content": "<think>x<think>y</think>mid</think>\nz"},
+                                    {"role": "assistant", "content": "plain"}]),
+    ("only_system", [{"role": "system", "content": "S"}]),
+    ("only_assistant", [{"role": "assistant", "content": "<think></think>ok"}]),
+]
+
+
+def main():
+    model = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("DEG_MODEL") or os.path.join(
+        os.environ.get("DEG_CACHE", os.path.expanduser("~/.cache/deg")), "models",
+        "SmolLM2-135M-Instruct.Q4_1.gguf")
+    tok = AutoTokenizer.from_pretrained(os.path.dirname(model),
+                                        gguf_file=os.path.basename(model))
+    with open(os.path.join(HERE, "qwen3_chat_template.jinja"), encoding="utf-8") as f:
+        qwen3 = f.read().rstrip("\n")
+    cases = []
+    for name, msgs in CONVERSATIONS:
+        for gen in (True, False):
+            cases.append({"layout": "chatml", "name": name, "add_generation_prompt": gen,
+                          "messages": msgs,
+                          "text": tok.apply_chat_template(msgs, tokenize=False,
+                                                          add_generation_prompt=gen)})
+            cases.append({"layout": "qwen3", "name": name, "add_generation_prompt": gen,
+                          "messages": msgs,
+                          "text": tok.apply_chat_template(msgs, chat_template=qwen3,
+                                                          tokenize=False,
+                                                          add_generation_prompt=gen,
+                                                          enable_thinking=False)})
+    out = {"source": "transformers apply_chat_template; see gen_chat.py",
+           "chatml_template": tok.chat_template, "cases": cases}
+    with open(os.path.join(HERE, "chat_goldens.json"), "w", encoding="utf-8") as f:
+        json.dump(out, f, ensure_ascii=False, indent=1)
+        f.write("\n")
+    print(f"wrote {len(cases)} cases")
+
+
+if __name__ == "__main__":
+    main()
