@@ -283,9 +283,10 @@ int main(int argc, char **argv)
 
     printf("deg %s  model %s (%s, %d layers, n_embd %d, vocab %d)\n", deg_version(),
            model_path, mi.arch, mi.n_layer, mi.n_embd, mi.n_vocab);
-    printf("BLIS kernel set %s | threads %d | load average (1 min) at end %.2f | "
-           "model load %.2f s\n",
-           arch, threads, load1, tl);
+    const char *wait = getenv("OMP_WAIT_POLICY");
+    printf("BLIS kernel set %s | threads %d | OMP_WAIT_POLICY %s | load average (1 min) at "
+           "end %.2f | model load %.2f s\n",
+           arch, threads, wait ? wait : "(unset)", load1, tl);
     printf("weights held for compute: %.1f MiB\n\n", mi.weight_bytes / 1048576.0);
     printf("%-34s %14s %14s %10s %8s\n", "measure", "value", "reference", "fraction", "target");
     printf("%-34s %14s %14s %10s %8s\n", "----------------------------------", "--------------",

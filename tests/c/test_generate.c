@@ -159,15 +159,15 @@ Test(generate, seeded_sampling_is_reproducible)
     p.top_k = 50;
     p.top_p = 0.95f;
     p.seed = 42;
-    p.max_tokens = 32;
-    int32_t a[32], b[32], c[32];
+    p.max_tokens = 16;
+    int32_t a[16], b[16], c[16];
     size_t na, nb, nc;
-    cr_assert_eq(deg_generate(g_model, prompt, n_prompt, &p, a, 32, &na, NULL), DEG_OK);
-    cr_assert_eq(deg_generate(g_model, prompt, n_prompt, &p, b, 32, &nb, NULL), DEG_OK);
+    cr_assert_eq(deg_generate(g_model, prompt, n_prompt, &p, a, 16, &na, NULL), DEG_OK);
+    cr_assert_eq(deg_generate(g_model, prompt, n_prompt, &p, b, 16, &nb, NULL), DEG_OK);
     cr_assert_eq(na, nb);
     cr_assert_eq(memcmp(a, b, na * sizeof *a), 0, "same seed, same ids");
     p.seed = 43;
-    cr_assert_eq(deg_generate(g_model, prompt, n_prompt, &p, c, 32, &nc, NULL), DEG_OK);
+    cr_assert_eq(deg_generate(g_model, prompt, n_prompt, &p, c, 16, &nc, NULL), DEG_OK);
     cr_assert(nc != na || memcmp(a, c, na * sizeof *a) != 0, "another seed, another text");
     char *ta = detok(a, na), *tc = detok(c, nc);
     cr_log_info("seed 42: %s\nseed 43: %s", ta, tc);
@@ -185,11 +185,11 @@ static deg_sample_params row_params(int i)
 {
     deg_sample_params p = deg_sample_params_default();
     switch (i) {
-    case 0: p.max_tokens = 20; break;                                   /* greedy */
-    case 1: p.temperature = 0.9f; p.seed = 1; p.max_tokens = 7; break;
-    case 2: p.temperature = 1.2f; p.top_k = 50; p.seed = 2; p.max_tokens = 24; break;
-    case 3: p.temperature = 0.8f; p.top_p = 0.8f; p.seed = 3; p.max_tokens = 16; break;
-    default: p.temperature = 0.7f; p.top_k = 20; p.top_p = 0.9f; p.seed = 4; p.max_tokens = 24;
+    case 0: p.max_tokens = 10; break;                                   /* greedy */
+    case 1: p.temperature = 0.9f; p.seed = 1; p.max_tokens = 4; break;
+    case 2: p.temperature = 1.2f; p.top_k = 50; p.seed = 2; p.max_tokens = 12; break;
+    case 3: p.temperature = 0.8f; p.top_p = 0.8f; p.seed = 3; p.max_tokens = 8; break;
+    default: p.temperature = 0.7f; p.top_k = 20; p.top_p = 0.9f; p.seed = 4; p.max_tokens = 12;
     }
     return p;
 }
@@ -206,7 +206,7 @@ Test(generate, batched_rows_equal_single_rows_bitwise)
     const size_t V = (size_t)mi.n_vocab;
 
     /* single-row runs */
-    int32_t single[NROWS][24];
+    int32_t single[NROWS][12];
     size_t n_single[NROWS];
     float *logit_single = malloc(NROWS * V * sizeof(float));
     for (int i = 0; i < NROWS; i++) {
@@ -223,7 +223,7 @@ Test(generate, batched_rows_equal_single_rows_bitwise)
 
     /* all rows in one batch, in reverse order to move every row */
     deg_fork *forks[NROWS];
-    int32_t batch[NROWS][24];
+    int32_t batch[NROWS][12];
     int32_t *outs[NROWS];
     size_t n_batch[NROWS];
     deg_sample_params ps[NROWS];
@@ -254,7 +254,7 @@ Test(generate, batched_rows_equal_single_rows_bitwise)
         deg_fork_free(forks[k]);
     }
     /* rows retired at different steps: max_tokens differ */
-    cr_assert_eq(n_single[1], 7);
+    cr_assert_eq(n_single[1], 4);
     free(logit);
     free(logit_single);
     deg_trunk_free(trunk);
@@ -267,42 +267,42 @@ Test(generate, max_tokens_stop_ids_and_continuation)
     int32_t *prompt = chat_ids("Count from one to twenty in words.", &n_prompt);
     int32_t no_stop = 0;
     deg_sample_params p = deg_sample_params_default();
-    p.max_tokens = 20;
+    p.max_tokens = 12;
     p.stop_ids = &no_stop;
     p.n_stop_ids = 0;
-    int32_t full[20];
+    int32_t full[12];
     size_t n_full;
     deg_gen_stats st;
-    cr_assert_eq(deg_generate(g_model, prompt, n_prompt, &p, full, 20, &n_full, &st), DEG_OK);
-    cr_assert_eq(n_full, 20);
+    cr_assert_eq(deg_generate(g_model, prompt, n_prompt, &p, full, 12, &n_full, &st), DEG_OK);
+    cr_assert_eq(n_full, 12);
     cr_assert_eq(st.stopped, 0);
 
     /* max_tokens 3: the first three of the same greedy run */
     p.max_tokens = 3;
-    int32_t three[20];
+    int32_t three[12];
     size_t n_three;
-    cr_assert_eq(deg_generate(g_model, prompt, n_prompt, &p, three, 20, &n_three, &st), DEG_OK);
+    cr_assert_eq(deg_generate(g_model, prompt, n_prompt, &p, three, 12, &n_three, &st), DEG_OK);
     cr_assert_eq(n_three, 3);
     cr_assert_eq(st.stopped, 0);
     cr_assert_eq(memcmp(three, full, 3 * sizeof(int32_t)), 0);
 
     /* a stop id: ends at its first occurrence, included */
-    int32_t stop = full[6];
+    int32_t stop = full[5];
     size_t first = 0;
     while (full[first] != stop) first++;
-    p.max_tokens = 20;
+    p.max_tokens = 12;
     p.stop_ids = &stop;
     p.n_stop_ids = 1;
-    int32_t stopped[20];
+    int32_t stopped[12];
     size_t n_stopped;
-    cr_assert_eq(deg_generate(g_model, prompt, n_prompt, &p, stopped, 20, &n_stopped, &st),
+    cr_assert_eq(deg_generate(g_model, prompt, n_prompt, &p, stopped, 12, &n_stopped, &st),
                  DEG_OK);
     cr_assert_eq(n_stopped, first + 1);
     cr_assert_eq(st.stopped, 1);
     cr_assert_eq(stopped[n_stopped - 1], stop);
     cr_assert_eq(memcmp(stopped, full, n_stopped * sizeof(int32_t)), 0);
 
-    /* continuation: 10 ids, feed the last, 10 more == the 20-id run */
+    /* continuation: 6 ids, feed the last, 6 more == the 12-id run */
     deg_trunk *t;
     deg_fork *f;
     cr_assert_eq(deg_trunk_new(g_model, &t), DEG_OK);
@@ -310,16 +310,16 @@ Test(generate, max_tokens_stop_ids_and_continuation)
     cr_assert_eq(deg_fork_new(t, &f), DEG_OK);
     p.stop_ids = &no_stop;
     p.n_stop_ids = 0;
-    p.max_tokens = 10;
-    int32_t part[20];
+    p.max_tokens = 6;
+    int32_t part[12];
     int32_t *o = part;
     size_t n1, n2;
     cr_assert_eq(deg_forks_generate(&f, 1, &p, &o, &n1, NULL), DEG_OK);
-    cr_assert_eq(deg_fork_feed(f, &part[9], 1, NULL), DEG_OK);
-    o = part + 10;
+    cr_assert_eq(deg_fork_feed(f, &part[5], 1, NULL), DEG_OK);
+    o = part + 6;
     cr_assert_eq(deg_forks_generate(&f, 1, &p, &o, &n2, NULL), DEG_OK);
-    cr_assert_eq(n1 + n2, 20);
-    cr_assert_eq(memcmp(part, full, 20 * sizeof(int32_t)), 0);
+    cr_assert_eq(n1 + n2, 12);
+    cr_assert_eq(memcmp(part, full, 12 * sizeof(int32_t)), 0);
     deg_fork_free(f);
     deg_trunk_free(t);
     free(prompt);
