@@ -1,0 +1,178 @@
+/*
+ * cartridge.h - cartridges: trained K/V prefixes (public C API of libdeg).
+ *
+ * A cartridge compresses a corpus into the KV cache of a virtual p-token
+ * prefix (Cartridges, arXiv 2506.06266; semantics in the project's spec
+ * cartridges.md, "Semantics"). Per layer it holds a [p, n_head_kv, head_dim]
+ * key block and value block in the exact space of KV-cache rows: keys after
+ * the q/k norm (qwen3) and RoPE at positions 0..p-1, never rotated again.
+ * Real tokens behind it sit at RoPE positions p, p+1, ...; attention is
+ * end-aligned causal (every token sees the whole cartridge).
+ *
+ * Rows [0, frozen_prefix) are constants (default 1: the attention-sink
+ * freeze, paper App. A.1); the other rows are trained by backprop through
+ * the frozen model from a sparse distillation loss, with Adam.
+ *
+ * Conventions as in deg.h (status codes, deg_errmsg(), ownership notes).
+ * A cartridge borrows its model (the model must outlive it) and is used by
+ * one thread at a time.
+ */
+#ifndef DEG_CARTRIDGE_H
+#define DEG_CARTRIDGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "deg.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct deg_cartridge deg_cartridge;
+
+/* Initialise from the model's own K/V (capture, the paper's winning init):
+ * the corpus text (UTF-8, len bytes) is wrapped as a system message in the
+ * model's chat layout (ChatML: "<|im_start|>system\n" corpus
+ * "<|im_end|>\n"), tokenized, and the first p tokens are prefilled on a fresh
+ * trunk; their K/V rows become the cartridge. With zero training steps the
+ * cartridge is exactly that prefill (the equivalence gate).
+ * Errors: DEG_ERR_ARG (NULL, p = 0), DEG_ERR_RANGE (p larger than the
+ * wrapped corpus' token count; the message gives both), DEG_ERR_UTF8,
+ * DEG_ERR_NOMEM. *out owned by the caller (deg_cartridge_free). */
+DEG_API deg_status deg_cartridge_init_corpus(const deg_model *model, const char *text,
+                                             size_t len, size_t p, deg_cartridge **out);
+
+/* Capture the K/V rows of the given p token ids (no wrapping). Errors as
+ * above; DEG_ERR_RANGE for an id outside [0, n_vocab). */
+DEG_API deg_status deg_cartridge_init_tokens(const deg_model *model, const int32_t *ids,
+                                             size_t p, deg_cartridge **out);
+
+/* Random-vector init (comparison baseline): every K and V entry drawn from a
+ * normal distribution N(0, 1) from a xoshiro256** stream seeded by seed. */
+DEG_API deg_status deg_cartridge_init_random_vectors(const deg_model *model, size_t p,
+                                                     uint64_t seed, deg_cartridge **out);
+
+/* Random-text init (comparison baseline): capture of p token ids drawn
+ * uniformly from [0, n_vocab) with the seeded stream. */
+DEG_API deg_status deg_cartridge_init_random_text(const deg_model *model, size_t p,
+                                                  uint64_t seed, deg_cartridge **out);
+
+DEG_API void deg_cartridge_free(deg_cartridge *cartridge);
+
+/* Number of prefix rows p (0 for NULL). */
+DEG_API size_t deg_cartridge_len(const deg_cartridge *cartridge);
+/* Frozen rows [0, n). Default 1. DEG_ERR_RANGE if n > p. */
+DEG_API deg_status deg_cartridge_set_frozen_prefix(deg_cartridge *cartridge, size_t n);
+DEG_API size_t deg_cartridge_frozen_prefix(const deg_cartridge *cartridge);
+/* Adam steps taken so far. */
+DEG_API int64_t deg_cartridge_steps(const deg_cartridge *cartridge);
+
+/* Copy layer il's rows out: keys and values, each [p, n_head_kv, head_dim]
+ * f32 (either may be NULL). DEG_ERR_RANGE for a bad layer. */
+DEG_API deg_status deg_cartridge_get_rows(const deg_cartridge *cartridge, int32_t layer,
+                                          float *keys, float *values);
+/* Overwrite layer il's rows (both [p, n_head_kv, head_dim] f32; either may
+ * be NULL = unchanged). Non-finite values are accepted here and reported by
+ * the next training step or save (DEG_ERR_NUMERIC). */
+DEG_API deg_status deg_cartridge_set_rows(deg_cartridge *cartridge, int32_t layer,
+                                          const float *keys, const float *values);
+
+/* One sparse teacher target: the teacher gives token `token` at token index
+ * `position` of the sequence (1 <= position < n_ids) log-probability
+ * `logprob` (natural log). The student's prediction is read from its logits
+ * row position - 1. A position may carry several entries (top-k). */
+typedef struct deg_distill_target {
+    int32_t position;
+    int32_t token;
+    float logprob;
+} deg_distill_target;
+
+/* Build targets from a teacher's full logits row: the top-k tokens by
+ * logprob (ties to the lower id), stopping once their cumulative
+ * probability reaches min_mass (the tail is dropped, NOT renormalised; the
+ * reference uses k = 20, min_mass = 0.99). logits: [n_vocab] f32 (borrowed).
+ * Writes at most k entries to out and their count to *n_out. */
+DEG_API deg_status deg_distill_targets_from_logits(const deg_model *model, const float *logits,
+                                                   int32_t position, int32_t k, float min_mass,
+                                                   deg_distill_target *out, size_t *n_out);
+
+/* Forward behind the cartridge: token ids [n_ids] at RoPE positions p...
+ * If targets are given (n_targets > 0), *loss receives the distillation loss
+ *   loss = (1/N) sum_entries -exp(logprob) * log softmax(logits[position-1])[token]
+ * with N the number of distinct supervised positions (spec "Objective":
+ * mean over supervised tokens of the teacher top-k cross-entropy). If
+ * logits != NULL it receives [n_ids, n_vocab] f32 (tests and gates; the
+ * training path never materialises it). loss may be NULL.
+ * Errors: DEG_ERR_ARG, DEG_ERR_RANGE (bad id, position outside [1, n_ids),
+ * token outside the vocabulary, non-finite logprob), DEG_ERR_NOMEM. */
+DEG_API deg_status deg_cartridge_eval(const deg_cartridge *cartridge, const int32_t *ids,
+                                      size_t n_ids, const deg_distill_target *targets,
+                                      size_t n_targets, float *loss, float *logits);
+
+/* Forward + loss + backward: adds dLoss/dRows into the cartridge's gradient
+ * buffers (all rows, frozen ones included, so the gradient is inspectable;
+ * Adam ignores frozen rows). checkpoint != 0 recomputes each layer in the
+ * backward instead of keeping its activations (bitwise-equal gradients, less
+ * memory). n_targets must be > 0. *loss may be NULL. */
+DEG_API deg_status deg_cartridge_backward(deg_cartridge *cartridge, const int32_t *ids,
+                                          size_t n_ids, const deg_distill_target *targets,
+                                          size_t n_targets, int checkpoint, float *loss);
+/* Copy the accumulated gradients of layer il (as deg_cartridge_get_rows). */
+DEG_API deg_status deg_cartridge_get_grads(const deg_cartridge *cartridge, int32_t layer,
+                                           float *dkeys, float *dvalues);
+DEG_API void deg_cartridge_zero_grads(deg_cartridge *cartridge);
+
+/* Adam (Kingma & Ba; PyTorch's torch.optim.Adam update with bias
+ * correction), applied to the trainable rows [frozen_prefix, p) only. */
+typedef struct deg_adam_params {
+    float lr;            /* default 2e-3 (the spec's CLI default; paper 2e-2) */
+    float beta1;         /* 0.9 */
+    float beta2;         /* 0.999 */
+    float eps;           /* 1e-8 */
+    float weight_decay;  /* 0 (L2 added to the gradient, as torch Adam) */
+} deg_adam_params;
+DEG_API deg_adam_params deg_adam_params_default(void);
+
+/* One Adam step from the accumulated gradients, then zero them. If a
+ * gradient or an updated row would be non-finite, nothing is changed and
+ * DEG_ERR_NUMERIC is returned (the gradients are zeroed). */
+DEG_API deg_status deg_cartridge_adam_step(deg_cartridge *cartridge,
+                                           const deg_adam_params *params);
+
+/* The training step of self-study: zero gradients, backward (as above), Adam
+ * step. *loss (may be NULL) = the loss before the step. */
+DEG_API deg_status deg_cartridge_train_step(deg_cartridge *cartridge, const int32_t *ids,
+                                            size_t n_ids, const deg_distill_target *targets,
+                                            size_t n_targets, const deg_adam_params *params,
+                                            int checkpoint, float *loss);
+
+/* Save as safetensors (atomic write): tensors "layers.<i>.keys" and
+ * "layers.<i>.values" [p, n_head_kv, head_dim] F32, and with_optimizer != 0
+ * the Adam moments "adam.m.layers.<i>.keys" ... "adam.v.layers.<i>.values";
+ * metadata "format" = "deg-cartridge/1", "frozen_prefix", "adam_steps",
+ * and the model identity (arch, n_layer, n_head_kv, head_dim, n_embd,
+ * n_vocab, rope_theta, weights_fingerprint: SHA-256 over the
+ * hyper-parameters and a fixed sample of the weights). The header alone
+ * gives the geometry. Errors: DEG_ERR_NUMERIC (non-finite rows: nothing is
+ * written), DEG_ERR_IO. */
+DEG_API deg_status deg_cartridge_save(const deg_cartridge *cartridge, const char *path,
+                                      int with_optimizer);
+
+/* Load a saved cartridge for model (moments restored when present).
+ * Errors: DEG_ERR_IO, DEG_ERR_FORMAT (not a cartridge file, corrupt or
+ * inconsistent tensors), DEG_ERR_MISMATCH (saved for another model: the
+ * differing field is named), DEG_ERR_NUMERIC (non-finite rows). */
+DEG_API deg_status deg_cartridge_load(const deg_model *model, const char *path,
+                                      deg_cartridge **out);
+
+/* Serving: a new trunk whose K/V rows are the cartridge's (rows 0..p-1);
+ * forks of it decode at positions p... exactly as in training. The trunk is
+ * owned by the caller (deg_trunk_free) and independent of the cartridge. */
+DEG_API deg_status deg_trunk_from_cartridge(const deg_cartridge *cartridge, deg_trunk **out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DEG_CARTRIDGE_H */

@@ -1,0 +1,263 @@
+/* Cartridge rows: allocation, initialisation (capture, random vectors, random
+ * text), row access, and the serving write into a trunk. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/status.h"
+#include "cartridge/cartridge_internal.h"
+#include "model/arch.h"
+#include "model/sample.h"
+#include "model/state.h"
+#include "tokenizer/tokenizer.h"
+
+static float **rows_alloc(int n_layer, size_t n)
+{
+    float **r = calloc((size_t)n_layer, sizeof *r);
+    if (!r) return NULL;
+    for (int il = 0; il < n_layer; il++) {
+        r[il] = calloc(n ? n : 1, sizeof(float));
+        if (!r[il]) {
+            for (int j = 0; j < il; j++) free(r[j]);
+            free(r);
+            return NULL;
+        }
+    }
+    return r;
+}
+
+static void rows_free(float **r, int n_layer)
+{
+    for (int il = 0; r && il < n_layer; il++) free(r[il]);
+    free(r);
+}
+
+void deg_cartridge_free(deg_cartridge *c)
+{
+    if (!c) return;
+    float **all[] = {c->k, c->v, c->gk, c->gv, c->mk, c->mv, c->sk, c->sv};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) rows_free(all[i], c->n_layer);
+    free(c);
+}
+
+deg_status dg_cartridge_alloc(const deg_model *m, size_t p, deg_cartridge **out)
+{
+    deg_cartridge *c = calloc(1, sizeof *c);
+    if (!c) return dg_fail(DEG_ERR_NOMEM, "cartridge: out of memory");
+    c->model = m;
+    c->p = p;
+    c->n_layer = m->hp.n_layer;
+    c->row = (size_t)m->hp.n_head_kv * (size_t)m->hp.head_dim;
+    c->frozen = p ? 1 : 0;
+    size_t n = p * c->row;
+    float ***all[] = {&c->k, &c->v, &c->gk, &c->gv, &c->mk, &c->mv, &c->sk, &c->sv};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        *all[i] = rows_alloc(c->n_layer, n);
+        if (!*all[i]) {
+            deg_cartridge_free(c);
+            return dg_fail(DEG_ERR_NOMEM, "cartridge: cannot allocate %zu rows", p);
+        }
+    }
+    *out = c;
+    return DEG_OK;
+}
+
+static deg_status check_new(const deg_model *m, size_t p, deg_cartridge **out, const char *w)
+{
+    if (!out) return dg_fail(DEG_ERR_ARG, "%s: out is NULL", w);
+    *out = NULL;
+    if (!m) return dg_fail(DEG_ERR_ARG, "%s: model is NULL", w);
+    if (p == 0) return dg_fail(DEG_ERR_ARG, "%s: p = 0 (a cartridge needs at least one row)", w);
+    return DEG_OK;
+}
+
+deg_status deg_cartridge_init_tokens(const deg_model *m, const int32_t *ids, size_t p,
+                                     deg_cartridge **out)
+{
+    DG_TRY(check_new(m, p, out, "deg_cartridge_init_tokens"));
+    if (!ids) return dg_fail(DEG_ERR_ARG, "deg_cartridge_init_tokens: ids is NULL");
+    deg_trunk *t = NULL;
+    DG_TRY(deg_trunk_new(m, &t));
+    deg_status st = deg_trunk_prefill(t, ids, p, NULL, NULL);
+    deg_cartridge *c = NULL;
+    if (st == DEG_OK) st = dg_cartridge_alloc(m, p, &c);
+    if (st == DEG_OK)
+        for (int il = 0; il < c->n_layer; il++) {
+            memcpy(c->k[il], t->kv.k[il], sizeof(float) * p * c->row);
+            memcpy(c->v[il], t->kv.v[il], sizeof(float) * p * c->row);
+        }
+    deg_trunk_free(t);
+    if (st != DEG_OK) return dg_fail_context(st, "deg_cartridge_init_tokens");
+    *out = c;
+    return DEG_OK;
+}
+
+deg_status deg_cartridge_init_corpus(const deg_model *m, const char *text, size_t len,
+                                     size_t p, deg_cartridge **out)
+{
+    DG_TRY(check_new(m, p, out, "deg_cartridge_init_corpus"));
+    if (!text && len) return dg_fail(DEG_ERR_ARG, "deg_cartridge_init_corpus: text is NULL");
+    /* The corpus as a system message (ChatML; models without a chat layout
+     * get the raw corpus). */
+    if (!m->tok)
+        return dg_fail(DEG_ERR_STATE, "deg_cartridge_init_corpus: the model has no tokenizer");
+    int chat = m->chat_layout && strcmp(m->chat_layout, "none") != 0;
+    const char *pre = chat ? "<|im_start|>system\n" : "";
+    const char *post = chat ? "<|im_end|>\n" : "";
+    size_t n = strlen(pre) + len + strlen(post);
+    /* Only the pre part holds special tokens: tokenize it with
+     * parse_special, the corpus and the suffix separately. */
+    size_t cap = n + 16, n_ids = 0, k = 0;
+    int32_t *ids = malloc(cap * sizeof *ids);
+    deg_status st = ids ? DEG_OK : dg_fail(DEG_ERR_NOMEM, "deg_cartridge_init_corpus: oom");
+    const char *parts[3] = {pre, text, post};
+    size_t lens[3] = {strlen(pre), len, strlen(post)};
+    for (int i = 0; i < 3 && st == DEG_OK; i++) {
+        if (!lens[i]) continue;
+        st = dg_tokenizer_encode(m->tok, parts[i], lens[i], i != 1, ids + k, cap - k, &n_ids);
+        k += n_ids;
+    }
+    if (st == DEG_OK && k < p)
+        st = dg_fail(DEG_ERR_RANGE,
+                     "deg_cartridge_init_corpus: p = %zu is larger than the corpus (%zu tokens "
+                     "wrapped as a system message)", p, k);
+    if (st == DEG_OK) st = deg_cartridge_init_tokens(m, ids, p, out);
+    free(ids);
+    if (st != DEG_OK && st != DEG_ERR_RANGE) return dg_fail_context(st, "corpus init");
+    return st;
+}
+
+deg_status deg_cartridge_init_random_vectors(const deg_model *m, size_t p, uint64_t seed,
+                                             deg_cartridge **out)
+{
+    DG_TRY(check_new(m, p, out, "deg_cartridge_init_random_vectors"));
+    deg_cartridge *c = NULL;
+    DG_TRY(dg_cartridge_alloc(m, p, &c));
+    dg_rng rng;
+    dg_rng_seed(&rng, seed);
+    size_t n = p * c->row;
+    for (int il = 0; il < c->n_layer; il++)
+        for (int kv = 0; kv < 2; kv++) {
+            float *r = kv ? c->v[il] : c->k[il];
+            /* Box-Muller: two normals per pair of uniforms. */
+            for (size_t i = 0; i < n; i += 2) {
+                double u1 = dg_rng_uniform(&rng), u2 = dg_rng_uniform(&rng);
+                double rad = sqrt(-2.0 * log(1.0 - u1));
+                r[i] = (float)(rad * cos(2.0 * M_PI * u2));
+                if (i + 1 < n) r[i + 1] = (float)(rad * sin(2.0 * M_PI * u2));
+            }
+        }
+    *out = c;
+    return DEG_OK;
+}
+
+deg_status deg_cartridge_init_random_text(const deg_model *m, size_t p, uint64_t seed,
+                                          deg_cartridge **out)
+{
+    DG_TRY(check_new(m, p, out, "deg_cartridge_init_random_text"));
+    int32_t *ids = malloc(p * sizeof *ids);
+    if (!ids) return dg_fail(DEG_ERR_NOMEM, "deg_cartridge_init_random_text: out of memory");
+    dg_rng rng;
+    dg_rng_seed(&rng, seed);
+    for (size_t i = 0; i < p; i++)
+        ids[i] = (int32_t)(dg_rng_next(&rng) % (uint64_t)m->hp.n_vocab);
+    deg_status st = deg_cartridge_init_tokens(m, ids, p, out);
+    free(ids);
+    return st;
+}
+
+size_t deg_cartridge_len(const deg_cartridge *c) { return c ? c->p : 0; }
+size_t deg_cartridge_frozen_prefix(const deg_cartridge *c) { return c ? c->frozen : 0; }
+int64_t deg_cartridge_steps(const deg_cartridge *c) { return c ? c->steps : 0; }
+
+deg_status deg_cartridge_set_frozen_prefix(deg_cartridge *c, size_t n)
+{
+    if (!c) return dg_fail(DEG_ERR_ARG, "deg_cartridge_set_frozen_prefix: NULL cartridge");
+    if (n > c->p)
+        return dg_fail(DEG_ERR_RANGE,
+                       "deg_cartridge_set_frozen_prefix: %zu frozen rows > p = %zu", n, c->p);
+    c->frozen = n;
+    return DEG_OK;
+}
+
+static deg_status check_layer(const deg_cartridge *c, int32_t layer, const char *w)
+{
+    if (!c) return dg_fail(DEG_ERR_ARG, "%s: NULL cartridge", w);
+    if (layer < 0 || layer >= c->n_layer)
+        return dg_fail(DEG_ERR_RANGE, "%s: layer %d outside [0, %d)", w, (int)layer,
+                       c->n_layer);
+    return DEG_OK;
+}
+
+deg_status deg_cartridge_get_rows(const deg_cartridge *c, int32_t layer, float *keys,
+                                  float *values)
+{
+    DG_TRY(check_layer(c, layer, "deg_cartridge_get_rows"));
+    size_t n = c->p * c->row * sizeof(float);
+    if (keys) memcpy(keys, c->k[layer], n);
+    if (values) memcpy(values, c->v[layer], n);
+    return DEG_OK;
+}
+
+deg_status deg_cartridge_set_rows(deg_cartridge *c, int32_t layer, const float *keys,
+                                  const float *values)
+{
+    DG_TRY(check_layer(c, layer, "deg_cartridge_set_rows"));
+    size_t n = c->p * c->row * sizeof(float);
+    if (keys) memcpy(c->k[layer], keys, n);
+    if (values) memcpy(c->v[layer], values, n);
+    return DEG_OK;
+}
+
+deg_status deg_cartridge_get_grads(const deg_cartridge *c, int32_t layer, float *dkeys,
+                                   float *dvalues)
+{
+    DG_TRY(check_layer(c, layer, "deg_cartridge_get_grads"));
+    size_t n = c->p * c->row * sizeof(float);
+    if (dkeys) memcpy(dkeys, c->gk[layer], n);
+    if (dvalues) memcpy(dvalues, c->gv[layer], n);
+    return DEG_OK;
+}
+
+void deg_cartridge_zero_grads(deg_cartridge *c)
+{
+    if (!c) return;
+    for (int il = 0; il < c->n_layer; il++) {
+        memset(c->gk[il], 0, sizeof(float) * c->p * c->row);
+        memset(c->gv[il], 0, sizeof(float) * c->p * c->row);
+    }
+}
+
+int dg_cartridge_finite(const deg_cartridge *c)
+{
+    size_t n = c->p * c->row;
+    for (int il = 0; il < c->n_layer; il++)
+        for (size_t i = 0; i < n; i++)
+            if (!isfinite(c->k[il][i]) || !isfinite(c->v[il][i])) return 0;
+    return 1;
+}
+
+deg_status deg_trunk_from_cartridge(const deg_cartridge *c, deg_trunk **out)
+{
+    if (!c || !out) return dg_fail(DEG_ERR_ARG, "deg_trunk_from_cartridge: NULL argument");
+    *out = NULL;
+    deg_trunk *t = NULL;
+    DG_TRY(deg_trunk_new(c->model, &t));
+    deg_status st = dg_kv_reserve(&t->kv, c->p);
+    if (st != DEG_OK) {
+        deg_trunk_free(t);
+        return dg_fail_context(st, "deg_trunk_from_cartridge");
+    }
+    /* The KV cache is f32 like the rows: a plain copy (no dtype change). */
+    for (int il = 0; il < c->n_layer; il++) {
+        memcpy(t->kv.k[il], c->k[il], sizeof(float) * c->p * c->row);
+        memcpy(t->kv.v[il], c->v[il], sizeof(float) * c->p * c->row);
+    }
+    t->kv.len = c->p;
+    /* No token produced the last row: the trunk has no last hidden state
+     * (NaN, so logits asked of a fork with no own tokens are visibly
+     * invalid rather than made up). Feed the fork at least one token. */
+    for (int i = 0; i < c->model->hp.n_embd; i++) t->last_hidden[i] = NAN;
+    *out = t;
+    return DEG_OK;
+}

@@ -1,0 +1,184 @@
+/* Training behind a cartridge: sparse distillation targets, forward/loss,
+ * backward into the rows (lib/grad/train.c), Adam over the trainable rows. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/status.h"
+#include "cartridge/cartridge_internal.h"
+#include "grad/train.h"
+#include "model/arch.h"
+
+deg_adam_params deg_adam_params_default(void)
+{
+    return (deg_adam_params){.lr = 2e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
+                             .weight_decay = 0.0f};
+}
+
+typedef struct lp_idx {
+    float lp;
+    int32_t id;
+} lp_idx;
+
+static int lp_cmp(const void *a, const void *b)
+{
+    const lp_idx *x = a, *y = b;
+    if (x->lp != y->lp) return x->lp > y->lp ? -1 : 1;
+    return x->id < y->id ? -1 : (x->id > y->id);
+}
+
+deg_status deg_distill_targets_from_logits(const deg_model *m, const float *logits,
+                                           int32_t position, int32_t k, float min_mass,
+                                           deg_distill_target *out, size_t *n_out)
+{
+    if (!m || !logits || !out || !n_out)
+        return dg_fail(DEG_ERR_ARG, "deg_distill_targets_from_logits: NULL argument");
+    if (k <= 0 || !(min_mass > 0.0f && min_mass <= 1.0f))
+        return dg_fail(DEG_ERR_ARG,
+                       "deg_distill_targets_from_logits: need k > 0 and 0 < min_mass <= 1 "
+                       "(got k = %d, min_mass = %g)", (int)k, (double)min_mass);
+    size_t V = (size_t)m->hp.n_vocab;
+    float mx = -INFINITY;
+    for (size_t j = 0; j < V; j++) {
+        if (!isfinite(logits[j]))
+            return dg_fail(DEG_ERR_NUMERIC,
+                           "deg_distill_targets_from_logits: logit %zu is not finite", j);
+        if (logits[j] > mx) mx = logits[j];
+    }
+    double s = 0.0;
+    for (size_t j = 0; j < V; j++) s += exp((double)logits[j] - mx);
+    double lse = mx + log(s);
+    lp_idx *a = malloc(V * sizeof *a);
+    if (!a) return dg_fail(DEG_ERR_NOMEM, "deg_distill_targets_from_logits: out of memory");
+    for (size_t j = 0; j < V; j++) a[j] = (lp_idx){(float)((double)logits[j] - lse), (int32_t)j};
+    qsort(a, V, sizeof *a, lp_cmp);
+    double mass = 0.0;
+    size_t n = 0;
+    while (n < (size_t)k && n < V && mass < (double)min_mass) {
+        out[n] = (deg_distill_target){position, a[n].id, a[n].lp};
+        mass += exp((double)a[n].lp);
+        n++;
+    }
+    free(a);
+    *n_out = n;
+    return DEG_OK;
+}
+
+static deg_status check_inputs(const deg_cartridge *c, const int32_t *ids, size_t n_ids,
+                               const deg_distill_target *tg, size_t n_tg, const char *w)
+{
+    if (!c) return dg_fail(DEG_ERR_ARG, "%s: NULL cartridge", w);
+    if (n_ids && !ids) return dg_fail(DEG_ERR_ARG, "%s: ids is NULL", w);
+    if (n_tg && !tg) return dg_fail(DEG_ERR_ARG, "%s: targets is NULL", w);
+    int32_t V = c->model->hp.n_vocab;
+    for (size_t i = 0; i < n_ids; i++)
+        if (ids[i] < 0 || ids[i] >= V)
+            return dg_fail(DEG_ERR_RANGE, "%s: token id %d at index %zu outside [0, %d)", w,
+                           (int)ids[i], i, (int)V);
+    for (size_t i = 0; i < n_tg; i++) {
+        if (tg[i].position < 1 || (size_t)tg[i].position >= n_ids)
+            return dg_fail(DEG_ERR_RANGE,
+                           "%s: target %zu: position %d outside [1, %zu) (the prediction is "
+                           "read from logits row position - 1)", w, i, (int)tg[i].position,
+                           n_ids);
+        if (tg[i].token < 0 || tg[i].token >= V)
+            return dg_fail(DEG_ERR_RANGE, "%s: target %zu: token %d outside [0, %d)", w, i,
+                           (int)tg[i].token, (int)V);
+        if (!isfinite(tg[i].logprob) || tg[i].logprob > 0.0f)
+            return dg_fail(DEG_ERR_RANGE, "%s: target %zu: logprob %g is not a finite value "
+                           "<= 0", w, i, (double)tg[i].logprob);
+    }
+    return DEG_OK;
+}
+
+deg_status deg_cartridge_eval(const deg_cartridge *c, const int32_t *ids, size_t n_ids,
+                              const deg_distill_target *targets, size_t n_targets, float *loss,
+                              float *logits)
+{
+    DG_TRY(check_inputs(c, ids, n_ids, targets, n_targets, "deg_cartridge_eval"));
+    dg_train_args a = {.pk = (const float *const *)c->k, .pv = (const float *const *)c->v,
+                       .P = c->p, .ids = ids, .T = n_ids, .targets = targets,
+                       .n_targets = n_targets, .loss = loss, .logits = logits};
+    return dg_train_run(c->model, &a);
+}
+
+deg_status deg_cartridge_backward(deg_cartridge *c, const int32_t *ids, size_t n_ids,
+                                  const deg_distill_target *targets, size_t n_targets,
+                                  int checkpoint, float *loss)
+{
+    DG_TRY(check_inputs(c, ids, n_ids, targets, n_targets, "deg_cartridge_backward"));
+    if (n_targets == 0)
+        return dg_fail(DEG_ERR_ARG, "deg_cartridge_backward: no targets (nothing to learn)");
+    float l = 0.0f;
+    dg_train_args a = {.pk = (const float *const *)c->k, .pv = (const float *const *)c->v,
+                       .P = c->p, .ids = ids, .T = n_ids, .targets = targets,
+                       .n_targets = n_targets, .checkpoint = checkpoint, .loss = &l,
+                       .dpk = c->gk, .dpv = c->gv};
+    DG_TRY(dg_train_run(c->model, &a));
+    if (loss) *loss = l;
+    if (!isfinite(l))
+        return dg_fail(DEG_ERR_NUMERIC, "deg_cartridge_backward: the loss is %g (non-finite "
+                       "rows or targets?)", (double)l);
+    return DEG_OK;
+}
+
+deg_status deg_cartridge_adam_step(deg_cartridge *c, const deg_adam_params *prm)
+{
+    if (!c || !prm) return dg_fail(DEG_ERR_ARG, "deg_cartridge_adam_step: NULL argument");
+    if (!(prm->lr >= 0) || !(prm->beta1 >= 0 && prm->beta1 < 1) ||
+        !(prm->beta2 >= 0 && prm->beta2 < 1) || !(prm->eps > 0) || !(prm->weight_decay >= 0))
+        return dg_fail(DEG_ERR_ARG, "deg_cartridge_adam_step: need lr >= 0, betas in [0, 1), "
+                       "eps > 0, weight_decay >= 0");
+    size_t o = c->frozen * c->row, n = c->p * c->row;
+    int64_t t = c->steps + 1;
+    double bc1 = 1.0 - pow(prm->beta1, (double)t), bc2 = 1.0 - pow(prm->beta2, (double)t);
+    float step_size = (float)(prm->lr / bc1);
+    float bc2_sqrt = (float)sqrt(bc2);
+    float b1 = prm->beta1, b2 = prm->beta2, wd = prm->weight_decay, eps = prm->eps;
+    /* Two passes: check that every update is finite, then apply; a failed
+     * step changes nothing. */
+    for (int pass = 0; pass < 2; pass++) {
+        for (int il = 0; il < c->n_layer; il++)
+            for (int kv = 0; kv < 2; kv++) {
+                float *w = kv ? c->v[il] : c->k[il], *g = kv ? c->gv[il] : c->gk[il];
+                float *m1 = kv ? c->mv[il] : c->mk[il], *m2 = kv ? c->sv[il] : c->sk[il];
+                for (size_t i = o; i < n; i++) {
+                    float gi = g[i] + wd * w[i];
+                    float mi = b1 * m1[i] + (1.0f - b1) * gi;
+                    float vi = b2 * m2[i] + (1.0f - b2) * gi * gi;
+                    float wi = w[i] - step_size * mi / (sqrtf(vi) / bc2_sqrt + eps);
+                    if (pass == 0) {
+                        if (!isfinite(wi) || !isfinite(mi) || !isfinite(vi)) {
+                            deg_cartridge_zero_grads(c);
+                            return dg_fail(DEG_ERR_NUMERIC,
+                                           "deg_cartridge_adam_step: layer %d %s row %zu "
+                                           "would become non-finite (gradient %g); nothing "
+                                           "was changed", il, kv ? "value" : "key",
+                                           i / c->row, (double)g[i]);
+                        }
+                    } else {
+                        m1[i] = mi;
+                        m2[i] = vi;
+                        w[i] = wi;
+                    }
+                }
+            }
+    }
+    c->steps = t;
+    deg_cartridge_zero_grads(c);
+    return DEG_OK;
+}
+
+deg_status deg_cartridge_train_step(deg_cartridge *c, const int32_t *ids, size_t n_ids,
+                                    const deg_distill_target *targets, size_t n_targets,
+                                    const deg_adam_params *params, int checkpoint, float *loss)
+{
+    if (!c || !params) return dg_fail(DEG_ERR_ARG, "deg_cartridge_train_step: NULL argument");
+    deg_cartridge_zero_grads(c);
+    deg_status st = deg_cartridge_backward(c, ids, n_ids, targets, n_targets, checkpoint, loss);
+    if (st != DEG_OK) {
+        deg_cartridge_zero_grads(c);
+        return st;
+    }
+    return deg_cartridge_adam_step(c, params);
+}

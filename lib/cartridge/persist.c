@@ -1,0 +1,235 @@
+/* Cartridge persistence as safetensors (see include/cartridge.h) and the
+ * model fingerprint that ties a saved cartridge to its model. */
+#include <inttypes.h>
+#include <math.h>
+#include <nettle/sha2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/status.h"
+#include "cartridge/cartridge_internal.h"
+#include "format/safetensors.h"
+#include "model/arch.h"
+
+#define FORMAT_NAME "deg-cartridge/1"
+
+static void sha_floats(struct sha256_ctx *ctx, const float *x, size_t n)
+{
+    if (x && n) sha256_update(ctx, n * sizeof(float), (const uint8_t *)x);
+}
+
+/* Over the hyper-parameters and a fixed sample of the weights as computed
+ * on (f32 after dequantization): enough to tell models apart, cheap to hash. */
+void dg_model_fingerprint(const deg_model *m, char hex[65])
+{
+    struct sha256_ctx ctx;
+    sha256_init(&ctx);
+    const dg_hparams *hp = &m->hp;
+    char head[256];
+    int n = snprintf(head, sizeof head, "%s|%d|%d|%d|%d|%d|%d|%d|%.9g|%.9g", m->arch->name,
+                     hp->n_vocab, hp->n_embd, hp->n_layer, hp->n_head, hp->n_head_kv,
+                     hp->head_dim, hp->n_ff, (double)hp->rope_theta, (double)hp->rms_eps);
+    sha256_update(&ctx, (size_t)n, (const uint8_t *)head);
+    size_t E = (size_t)hp->n_embd, V = (size_t)hp->n_vocab;
+    for (size_t r = 0; r < V; r += V / 16 + 1) sha_floats(&ctx, m->tok_embd + r * E, E);
+    sha_floats(&ctx, m->out_norm, E);
+    sha_floats(&ctx, m->lm_head + (V - 1) * E, E);
+    for (int il = 0; il < hp->n_layer; il++) {
+        const dg_layer *L = &m->layers[il];
+        sha_floats(&ctx, L->attn_norm, E);
+        sha_floats(&ctx, L->wq, E);
+        sha_floats(&ctx, L->wk, E);
+        sha_floats(&ctx, L->wv, E);
+        sha_floats(&ctx, L->w_down, (size_t)hp->n_ff);
+    }
+    uint8_t d[SHA256_DIGEST_SIZE];
+    sha256_digest(&ctx, sizeof d, d);
+    static const char hx[] = "0123456789abcdef";
+    for (int i = 0; i < SHA256_DIGEST_SIZE; i++) {
+        hex[2 * i] = hx[d[i] >> 4];
+        hex[2 * i + 1] = hx[d[i] & 15];
+    }
+    hex[64] = '\0';
+}
+
+typedef struct meta_kv {
+    const char *key;
+    char val[96];
+} meta_kv;
+
+/* The model identity written to / checked against the header. */
+static size_t model_meta(const deg_model *m, meta_kv *kv)
+{
+    const dg_hparams *hp = &m->hp;
+    size_t n = 0;
+    kv[n].key = "arch"; snprintf(kv[n++].val, 96, "%s", m->arch->name);
+    kv[n].key = "n_layer"; snprintf(kv[n++].val, 96, "%d", hp->n_layer);
+    kv[n].key = "n_head_kv"; snprintf(kv[n++].val, 96, "%d", hp->n_head_kv);
+    kv[n].key = "head_dim"; snprintf(kv[n++].val, 96, "%d", hp->head_dim);
+    kv[n].key = "n_embd"; snprintf(kv[n++].val, 96, "%d", hp->n_embd);
+    kv[n].key = "n_vocab"; snprintf(kv[n++].val, 96, "%d", hp->n_vocab);
+    kv[n].key = "rope_theta"; snprintf(kv[n++].val, 96, "%.9g", (double)hp->rope_theta);
+    kv[n].key = "weights_fingerprint"; dg_model_fingerprint(m, kv[n++].val);
+    return n;
+}
+
+deg_status deg_cartridge_save(const deg_cartridge *c, const char *path, int with_optimizer)
+{
+    if (!c || !path) return dg_fail(DEG_ERR_ARG, "deg_cartridge_save: NULL argument");
+    if (!dg_cartridge_finite(c))
+        return dg_fail(DEG_ERR_NUMERIC, "deg_cartridge_save: the cartridge has non-finite "
+                       "rows; nothing written to %s", path);
+    dg_st_writer *w = NULL;
+    DG_TRY(dg_st_writer_new(&w));
+    deg_status st = DEG_OK;
+    int64_t shape[3] = {(int64_t)c->p, c->model->hp.n_head_kv, c->model->hp.head_dim};
+    char name[96];
+    static const char *const kind[2] = {"keys", "values"};
+    for (int il = 0; il < c->n_layer && st == DEG_OK; il++)
+        for (int kv = 0; kv < 2 && st == DEG_OK; kv++) {
+            snprintf(name, sizeof name, "layers.%d.%s", il, kind[kv]);
+            st = dg_st_writer_add(w, name, DG_F32, 3, shape, kv ? c->v[il] : c->k[il]);
+            if (with_optimizer && st == DEG_OK) {
+                snprintf(name, sizeof name, "adam.m.layers.%d.%s", il, kind[kv]);
+                st = dg_st_writer_add(w, name, DG_F32, 3, shape, kv ? c->mv[il] : c->mk[il]);
+            }
+            if (with_optimizer && st == DEG_OK) {
+                snprintf(name, sizeof name, "adam.v.layers.%d.%s", il, kind[kv]);
+                st = dg_st_writer_add(w, name, DG_F32, 3, shape, kv ? c->sv[il] : c->sk[il]);
+            }
+        }
+    meta_kv mk[12];
+    size_t nm = model_meta(c->model, mk);
+    char buf[64];
+    if (st == DEG_OK) st = dg_st_writer_meta(w, "format", FORMAT_NAME);
+    snprintf(buf, sizeof buf, "%zu", c->frozen);
+    if (st == DEG_OK) st = dg_st_writer_meta(w, "frozen_prefix", buf);
+    snprintf(buf, sizeof buf, "%" PRId64, c->steps);
+    if (st == DEG_OK) st = dg_st_writer_meta(w, "adam_steps", buf);
+    for (size_t i = 0; i < nm && st == DEG_OK; i++) st = dg_st_writer_meta(w, mk[i].key, mk[i].val);
+    if (st == DEG_OK) st = dg_st_writer_commit(w, path);
+    dg_st_writer_free(w);
+    if (st != DEG_OK) return dg_fail_context(st, "deg_cartridge_save %s", path);
+    return DEG_OK;
+}
+
+static deg_status parse_size(const dg_safetensors *st, const char *key, const char *path,
+                             long long lo, long long *out)
+{
+    const char *v = dg_safetensors_meta(st, key);
+    char *end = NULL;
+    long long x = v ? strtoll(v, &end, 10) : 0;
+    if (!v || !*v || *end || x < lo)
+        return dg_fail(DEG_ERR_FORMAT, "deg_cartridge_load %s: metadata \"%s\" missing or not an "
+                       "integer >= %lld", path, key, lo);
+    *out = x;
+    return DEG_OK;
+}
+
+/* Copy tensor `name` ([p, Hkv, D] F32) into dst; required or optional. */
+static deg_status read_rows(const dg_safetensors *st, const char *name, const int64_t *shape,
+                            float *dst, int required, int *found, const char *path)
+{
+    const dg_tensor_view *t = dg_safetensors_find(st, name);
+    if (found) *found = t != NULL;
+    if (!t) {
+        if (!required) return DEG_OK;
+        return dg_fail(DEG_ERR_FORMAT, "deg_cartridge_load %s: tensor %s missing", path, name);
+    }
+    if (t->dtype != DG_F32 || t->n_dims != 3 || t->shape[0] != shape[0] ||
+        t->shape[1] != shape[1] || t->shape[2] != shape[2])
+        return dg_fail(DEG_ERR_FORMAT, "deg_cartridge_load %s: tensor %s is %s with %d dims, "
+                       "expected F32 [%" PRId64 ", %" PRId64 ", %" PRId64 "]", path, name,
+                       dg_dtype_name(t->dtype), t->n_dims, shape[0], shape[1], shape[2]);
+    memcpy(dst, t->data, (size_t)(shape[0] * shape[1] * shape[2]) * sizeof(float));
+    return DEG_OK;
+}
+
+deg_status deg_cartridge_load(const deg_model *m, const char *path, deg_cartridge **out)
+{
+    if (!m || !path || !out) return dg_fail(DEG_ERR_ARG, "deg_cartridge_load: NULL argument");
+    *out = NULL;
+    dg_safetensors *st = NULL;
+    deg_status s = dg_safetensors_open(path, &st);
+    if (s != DEG_OK) return dg_fail_context(s, "deg_cartridge_load");
+    deg_cartridge *c = NULL;
+    const char *fmt = dg_safetensors_meta(st, "format");
+    if (!fmt || strcmp(fmt, FORMAT_NAME) != 0) {
+        s = dg_fail(DEG_ERR_FORMAT, "deg_cartridge_load %s: not a deg cartridge (metadata "
+                    "\"format\" is %s%s%s, expected \"" FORMAT_NAME "\")", path,
+                    fmt ? "\"" : "", fmt ? fmt : "absent", fmt ? "\"" : "");
+        goto done;
+    }
+    /* The model identity, field by field: the first difference is named. */
+    meta_kv mk[12];
+    size_t nm = model_meta(m, mk);
+    for (size_t i = 0; i < nm; i++) {
+        const char *v = dg_safetensors_meta(st, mk[i].key);
+        if (!v) {
+            s = dg_fail(DEG_ERR_FORMAT, "deg_cartridge_load %s: metadata \"%s\" missing", path,
+                        mk[i].key);
+            goto done;
+        }
+        if (strcmp(v, mk[i].val) != 0) {
+            s = dg_fail(DEG_ERR_MISMATCH, "deg_cartridge_load %s: saved for another model: %s "
+                        "is %s in the file, %s in the loaded model", path, mk[i].key, v,
+                        mk[i].val);
+            goto done;
+        }
+    }
+    /* Geometry from the header: p from layers.0.keys. */
+    const dg_tensor_view *t0 = dg_safetensors_find(st, "layers.0.keys");
+    if (!t0 || t0->n_dims != 3 || t0->shape[0] < 1) {
+        s = dg_fail(DEG_ERR_FORMAT, "deg_cartridge_load %s: tensor layers.0.keys missing or "
+                    "not [p, n_head_kv, head_dim] with p >= 1", path);
+        goto done;
+    }
+    long long frozen = 0, steps = 0;
+    if ((s = parse_size(st, "frozen_prefix", path, 0, &frozen)) != DEG_OK) goto done;
+    if ((s = parse_size(st, "adam_steps", path, 0, &steps)) != DEG_OK) goto done;
+    size_t p = (size_t)t0->shape[0];
+    if ((size_t)frozen > p) {
+        s = dg_fail(DEG_ERR_FORMAT, "deg_cartridge_load %s: frozen_prefix %lld > p = %zu", path,
+                    frozen, p);
+        goto done;
+    }
+    if ((s = dg_cartridge_alloc(m, p, &c)) != DEG_OK) goto done;
+    c->frozen = (size_t)frozen;
+    c->steps = steps;
+    int64_t shape[3] = {(int64_t)p, m->hp.n_head_kv, m->hp.head_dim};
+    char name[96];
+    static const char *const kind[2] = {"keys", "values"};
+    int have_m = 0, have_v = 0, f;
+    for (int il = 0; il < c->n_layer && s == DEG_OK; il++)
+        for (int kv = 0; kv < 2 && s == DEG_OK; kv++) {
+            snprintf(name, sizeof name, "layers.%d.%s", il, kind[kv]);
+            s = read_rows(st, name, shape, kv ? c->v[il] : c->k[il], 1, NULL, path);
+            snprintf(name, sizeof name, "adam.m.layers.%d.%s", il, kind[kv]);
+            if (s == DEG_OK)
+                s = read_rows(st, name, shape, kv ? c->mv[il] : c->mk[il], 0, &f, path);
+            have_m += f;
+            snprintf(name, sizeof name, "adam.v.layers.%d.%s", il, kind[kv]);
+            if (s == DEG_OK)
+                s = read_rows(st, name, shape, kv ? c->sv[il] : c->sk[il], 0, &f, path);
+            have_v += f;
+        }
+    if (s == DEG_OK && (have_m || have_v) &&
+        (have_m != 2 * c->n_layer || have_v != 2 * c->n_layer))
+        s = dg_fail(DEG_ERR_FORMAT, "deg_cartridge_load %s: optimizer moments incomplete",
+                    path);
+    size_t expect = (size_t)(2 * c->n_layer) * (have_m ? 3 : 1);
+    if (s == DEG_OK && dg_safetensors_n_tensors(st) != expect)
+        s = dg_fail(DEG_ERR_FORMAT, "deg_cartridge_load %s: %zu tensors, expected %zu for %d "
+                    "layers", path, dg_safetensors_n_tensors(st), expect, c->n_layer);
+    if (s == DEG_OK && !dg_cartridge_finite(c))
+        s = dg_fail(DEG_ERR_NUMERIC, "deg_cartridge_load %s: non-finite rows", path);
+done:
+    dg_safetensors_close(st);
+    if (s != DEG_OK) {
+        deg_cartridge_free(c);
+        return s;
+    }
+    *out = c;
+    return DEG_OK;
+}

@@ -1,0 +1,76 @@
+/* Backward kernels, each paired with the forward kernel of lib/model/ops.h
+ * (or the attention of lib/model/forward.c) it differentiates. f32, row
+ * major; every kernel works per row (or per (row, head)) in a fixed order, so
+ * a row's gradient never depends on how rows are batched. Gradients flow only
+ * into activations and, where asked, into the K/V rows of a prefix: the model
+ * weights are frozen (dW is offered for the linear layer only, for later
+ * adapters). Each kernel is gradchecked in tests/c/test_grad.c. */
+#ifndef DG_GRAD_KERNELS_H
+#define DG_GRAD_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Linear y[M,N] = x[M,K] . W[N,K]^T (forward: dg_sgemm_nt).
+ *   dx[M,K] (+)= dy[M,N] . W[N,K]          (accumulate != 0: add to dx)
+ * dg_linear_backward_w (adapters):
+ *   dW[N,K] += dy[M,N]^T . x[M,K]           (scratch: [N*M] floats) */
+void dg_linear_backward_x(float *dx, const float *dy, const float *w, size_t M, size_t N,
+                          size_t K, int accumulate);
+void dg_linear_backward_w(float *dw, const float *dy, const float *x, size_t M, size_t N,
+                          size_t K, float *scratch);
+
+/* RMSNorm backward (forward: dg_rmsnorm), per row of length dim:
+ *   r = 1/sqrt(mean(x^2) + eps), y = w * x * r
+ *   dx = r * (w*dy) - x * r^3/dim * sum_j(w_j dy_j x_j)
+ * x, dy, dx: [n, dim]; w: [dim]. accumulate != 0 adds into dx. r is
+ * recomputed exactly as the forward does (sum of squares in double).
+ * Used per token (attn/ffn/output norms) and per (token, head) for the
+ * qwen3 q/k norms (n = tokens * heads, dim = head_dim). */
+void dg_rmsnorm_backward(float *dx, const float *dy, const float *x, const float *w, size_t n,
+                         size_t dim, float eps, int accumulate);
+
+/* RoPE backward (forward: dg_rope_apply): the transpose of the rotation,
+ * in place on dx: [n, n_heads, head_dim] with the same tables:
+ *   dx[j]       =  dy[j] * cos[j] + dy[j + D/2] * sin[j]
+ *   dx[j + D/2] = -dy[j] * sin[j] + dy[j + D/2] * cos[j] */
+void dg_rope_backward(float *dx, const float *cos_t, const float *sin_t, size_t n,
+                      int n_heads, int head_dim);
+
+/* SwiGLU backward (forward: dg_swiglu, h = silu(g) * u):
+ *   s = sigmoid(g); dg = dh * u * s * (1 + g * (1 - s)); du = dh * silu(g)
+ * g, u (forward inputs), dh, dg, du: [n]. dg/du may not alias g/u. */
+void dg_swiglu_backward(float *dg, float *du, const float *dh, const float *g, const float *u,
+                        size_t n);
+
+/* Attention of T query tokens over a prefix of P K/V rows plus the tokens'
+ * own K/V rows, end-aligned causal (query i sees every prefix row and own
+ * rows 0..i: source offset = kv_seq - q_seq = P), GQA (query head h reads
+ * kv head h / (H / Hkv)), scale 1/sqrt(D).
+ *   q: [T, H, D] (after q-norm and RoPE); kp, vp: [P, Hkv, D]; ko, vo:
+ *   [T, Hkv, D]; out: [T, H, D];
+ *   stats: [T, H, 2] (row max of the scores, sum of exp) kept for the
+ *   backward, which recomputes the probabilities from them.
+ * The arithmetic per (token, head) is that of lib/model/forward.c
+ * (dg_dot scores, prefix then own rows, expf, dg_axpy, times 1/sum), so the
+ * output is bitwise equal to the inference forward's.
+ * scratch: [n_threads, P + T] floats. Parallel over heads. */
+void dg_attention_forward(float *out, float *stats, const float *q, const float *kp,
+                          const float *vp, size_t P, const float *ko, const float *vo,
+                          size_t T, int H, int Hkv, int D, float *scratch, int n_threads);
+
+/* Attention backward, p_ij = softmax_j(s_ij), s_ij = q_i.k_j/sqrt(D):
+ *   dv_j += sum_i p_ij dout_i;  dp_ij = dout_i . v_j
+ *   ds_ij = p_ij (dp_ij - sum_j p_ij dp_ij)
+ *   dq_i = sum_j ds_ij k_j / sqrt(D);  dk_j += sum_i ds_ij q_i / sqrt(D)
+ * dout: [T, H, D]; dq: [T, H, D] (overwritten); dko, dvo: [T, Hkv, D]
+ * (overwritten); dkp, dvp: [P, Hkv, D] accumulated (may be NULL: no
+ * gradient into the prefix). scratch: [n_threads, 2 * (P + T)] floats.
+ * Parallel over kv heads (a kv head's rows are written by one thread). */
+void dg_attention_backward(float *dq, float *dkp, float *dvp, float *dko, float *dvo,
+                           const float *dout, const float *q, const float *kp,
+                           const float *vp, size_t P, const float *ko, const float *vo,
+                           size_t T, int H, int Hkv, int D, const float *stats,
+                           float *scratch, int n_threads);
+
+#endif

@@ -1,0 +1,283 @@
+/* Gradchecks of the backward kernels (lib/grad/kernels.h): each f32 analytic
+ * gradient against central finite differences of an independent float64
+ * reference forward written here, for the scalar loss sum(dy * y) with random
+ * dy. Reported: max |analytic - numeric| / max |numeric| per kernel. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grad/kernels.h"
+#include "model/ops.h"
+
+static uint64_t rs = 88172645463325252ull;
+static double urand(void) /* [-1, 1) */
+{
+    rs ^= rs << 13; rs ^= rs >> 7; rs ^= rs << 17;
+    return (double)(rs >> 11) / 9007199254740992.0 * 2.0 - 1.0;
+}
+static void fill(float *x, size_t n, double s) { for (size_t i = 0; i < n; i++) x[i] = (float)(s * urand()); }
+
+static double rel_err(const float *ana, const double *num, size_t n)
+{
+    double d = 0, m = 0;
+    for (size_t i = 0; i < n; i++) {
+        double e = fabs((double)ana[i] - num[i]);
+        if (!(e <= d)) d = e;
+        if (fabs(num[i]) > m) m = fabs(num[i]);
+    }
+    return m > 0 ? d / m : d;
+}
+
+/* Numeric gradient of f(x) (f64) w.r.t. x (f64 copy of xs), central diff. */
+typedef double (*loss_fn)(const double *x, void *ctx);
+static void num_grad(double *g, double *x, size_t n, loss_fn f, void *ctx)
+{
+    const double h = 1e-6;
+    for (size_t i = 0; i < n; i++) {
+        double x0 = x[i];
+        x[i] = x0 + h; double a = f(x, ctx);
+        x[i] = x0 - h; double b = f(x, ctx);
+        x[i] = x0;
+        g[i] = (a - b) / (2 * h);
+    }
+}
+static double *to_d(const float *x, size_t n)
+{
+    double *d = malloc(n * sizeof *d);
+    for (size_t i = 0; i < n; i++) d[i] = x[i];
+    return d;
+}
+
+/* ----------------------------------------------------------- RMSNorm */
+typedef struct { const float *w, *dy; size_t n, dim; double eps; } rms_ctx;
+static double rms_loss(const double *x, void *vc)
+{
+    rms_ctx *c = vc;
+    double L = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        double ss = 0;
+        for (size_t j = 0; j < c->dim; j++) ss += x[i * c->dim + j] * x[i * c->dim + j];
+        double r = 1.0 / sqrt(ss / c->dim + c->eps);
+        for (size_t j = 0; j < c->dim; j++) L += c->dy[i * c->dim + j] * c->w[j] * x[i * c->dim + j] * r;
+    }
+    return L;
+}
+
+Test(grad, rmsnorm)
+{
+    size_t n = 5, dim = 24;
+    float x[120], w[24], dy[120], dx[120];
+    fill(x, n * dim, 2.0); fill(w, dim, 1.5); fill(dy, n * dim, 1.0);
+    dg_rmsnorm_backward(dx, dy, x, w, n, dim, 1e-5f, 0);
+    rms_ctx c = {w, dy, n, dim, 1e-5};
+    double *xd = to_d(x, n * dim), g[120];
+    num_grad(g, xd, n * dim, rms_loss, &c);
+    double e = rel_err(dx, g, n * dim);
+    cr_log_info("gradcheck rmsnorm: rel err %.3g", e);
+    cr_expect_lt(e, 1e-5, "rmsnorm rel err %g", e);
+    /* accumulate adds */
+    float acc[120];
+    for (size_t i = 0; i < n * dim; i++) acc[i] = 1.0f;
+    dg_rmsnorm_backward(acc, dy, x, w, n, dim, 1e-5f, 1);
+    for (size_t i = 0; i < n * dim; i++) cr_assert_float_eq(acc[i], 1.0f + dx[i], 1e-6);
+    free(xd);
+}
+
+/* -------------------------------------------------------------- RoPE */
+typedef struct { const float *c, *s, *dy; size_t n; int H, D; } rope_ctx;
+static double rope_loss(const double *x, void *vc)
+{
+    rope_ctx *c = vc;
+    int half = c->D / 2;
+    double L = 0;
+    for (size_t i = 0; i < c->n; i++)
+        for (int h = 0; h < c->H; h++) {
+            const double *v = x + (i * c->H + h) * c->D;
+            const float *g = c->dy + (i * c->H + h) * c->D;
+            for (int j = 0; j < half; j++) {
+                double co = c->c[i * half + j], si = c->s[i * half + j];
+                L += g[j] * (v[j] * co - v[j + half] * si);
+                L += g[j + half] * (v[j + half] * co + v[j] * si);
+            }
+        }
+    return L;
+}
+
+Test(grad, rope)
+{
+    size_t n = 4; int H = 3, D = 8;
+    int64_t pos[4] = {5, 6, 7, 300};
+    float ct[16], st[16], x[96], dy[96];
+    dg_rope_table(ct, st, pos, n, D, 10000.0f);
+    fill(x, 96, 1.0); fill(dy, 96, 1.0);
+    memcpy(x, dy, sizeof dy);
+    dg_rope_backward(x, ct, st, n, H, D);
+    rope_ctx c = {ct, st, dy, n, H, D};
+    float x0[96]; fill(x0, 96, 1.0);
+    double *xd = to_d(x0, 96), g[96];
+    num_grad(g, xd, 96, rope_loss, &c);
+    double e = rel_err(x, g, 96);
+    cr_log_info("gradcheck rope: rel err %.3g", e);
+    cr_expect_lt(e, 1e-6, "rope rel err %g", e);
+    free(xd);
+}
+
+/* ------------------------------------------------------------ SwiGLU */
+typedef struct { const float *dy; size_t n; int which; const double *other; } swi_ctx;
+static double swi_loss(const double *x, void *vc)
+{
+    swi_ctx *c = vc;
+    double L = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        double g = c->which == 0 ? x[i] : c->other[i], u = c->which == 0 ? c->other[i] : x[i];
+        L += c->dy[i] * g / (1 + exp(-g)) * u;
+    }
+    return L;
+}
+
+Test(grad, swiglu)
+{
+    size_t n = 64;
+    float g[64], u[64], dy[64], dg[64], du[64];
+    fill(g, n, 6.0); fill(u, n, 2.0); fill(dy, n, 1.0);
+    dg_swiglu_backward(dg, du, dy, g, u, n);
+    double *gd = to_d(g, n), *ud = to_d(u, n), ng[64], nu[64];
+    swi_ctx c = {dy, n, 0, ud};
+    num_grad(ng, gd, n, swi_loss, &c);
+    c.which = 1; c.other = gd;
+    num_grad(nu, ud, n, swi_loss, &c);
+    double e1 = rel_err(dg, ng, n), e2 = rel_err(du, nu, n);
+    cr_log_info("gradcheck swiglu: rel err dgate %.3g dup %.3g", e1, e2);
+    cr_expect_lt(e1, 1e-5);
+    cr_expect_lt(e2, 1e-5);
+    free(gd); free(ud);
+}
+
+/* ------------------------------------------------------------ Linear */
+typedef struct { const float *w, *dy, *x; size_t M, N, K; } lin_ctx;
+static double lin_loss_x(const double *x, void *vc)
+{
+    lin_ctx *c = vc;
+    double L = 0;
+    for (size_t i = 0; i < c->M; i++)
+        for (size_t o = 0; o < c->N; o++) {
+            double y = 0;
+            for (size_t k = 0; k < c->K; k++) y += x[i * c->K + k] * c->w[o * c->K + k];
+            L += c->dy[i * c->N + o] * y;
+        }
+    return L;
+}
+static double lin_loss_w(const double *w, void *vc)
+{
+    lin_ctx *c = vc;
+    double L = 0;
+    for (size_t i = 0; i < c->M; i++)
+        for (size_t o = 0; o < c->N; o++) {
+            double y = 0;
+            for (size_t k = 0; k < c->K; k++) y += c->x[i * c->K + k] * w[o * c->K + k];
+            L += c->dy[i * c->N + o] * y;
+        }
+    return L;
+}
+
+Test(grad, linear)
+{
+    size_t M = 7, N = 9, K = 11;
+    float x[77], w[99], dy[63], dx[77], dw[99] = {0}, scr[63];
+    fill(x, M * K, 1.0); fill(w, N * K, 1.0); fill(dy, M * N, 1.0);
+    dg_linear_backward_x(dx, dy, w, M, N, K, 0);
+    dg_linear_backward_w(dw, dy, x, M, N, K, scr);
+    lin_ctx c = {w, dy, x, M, N, K};
+    double *xd = to_d(x, M * K), *wd = to_d(w, N * K), gx[77], gw[99];
+    num_grad(gx, xd, M * K, lin_loss_x, &c);
+    num_grad(gw, wd, N * K, lin_loss_w, &c);
+    double e1 = rel_err(dx, gx, M * K), e2 = rel_err(dw, gw, N * K);
+    cr_log_info("gradcheck linear: rel err dx %.3g dW %.3g", e1, e2);
+    cr_expect_lt(e1, 1e-5);
+    cr_expect_lt(e2, 1e-5);
+    free(xd); free(wd);
+}
+
+/* --------------------------------------------------------- Attention */
+typedef struct {
+    size_t P, T; int H, Hkv, D;
+    double *q, *kp, *vp, *ko, *vo;  /* current values (one is perturbed) */
+    const float *dy;
+} att_ctx;
+
+/* f64 reference: end-aligned causal GQA attention over prefix + own rows. */
+static double att_loss(const double *unused, void *vc)
+{
+    att_ctx *c = vc;
+    (void)unused;
+    int grp = c->H / c->Hkv, D = c->D;
+    size_t kvr = (size_t)c->Hkv * D, qr = (size_t)c->H * D, L = c->P + c->T;
+    double *s = malloc(L * sizeof *s), tot = 0;
+    for (size_t i = 0; i < c->T; i++)
+        for (int h = 0; h < c->H; h++) {
+            int g = h / grp;
+            const double *qi = c->q + i * qr + (size_t)h * D;
+            size_t n = c->P + i + 1;
+            double mx = -INFINITY;
+            for (size_t j = 0; j < n; j++) {
+                const double *kj = j < c->P ? c->kp + j * kvr : c->ko + (j - c->P) * kvr;
+                double d = 0;
+                for (int e = 0; e < D; e++) d += qi[e] * kj[g * D + e];
+                s[j] = d / sqrt((double)D);
+                if (s[j] > mx) mx = s[j];
+            }
+            double sum = 0;
+            for (size_t j = 0; j < n; j++) { s[j] = exp(s[j] - mx); sum += s[j]; }
+            for (int e = 0; e < D; e++) {
+                double o = 0;
+                for (size_t j = 0; j < n; j++) {
+                    const double *vj = j < c->P ? c->vp + j * kvr : c->vo + (j - c->P) * kvr;
+                    o += s[j] / sum * vj[g * D + e];
+                }
+                tot += c->dy[i * qr + (size_t)h * D + e] * o;
+            }
+        }
+    free(s);
+    return tot;
+}
+
+static void check_attention(size_t P, size_t T, int H, int Hkv, int D, int nt)
+{
+    size_t kvr = (size_t)Hkv * D, qr = (size_t)H * D;
+    size_t nq = T * qr, np = P * kvr, no = T * kvr;
+    float *q = malloc(nq * 4), *kp = malloc((np + 1) * 4), *vp = malloc((np + 1) * 4);
+    float *ko = malloc(no * 4), *vo = malloc(no * 4), *dy = malloc(nq * 4);
+    fill(q, nq, 1.5); fill(kp, np, 1.5); fill(vp, np, 1.0); fill(ko, no, 1.5);
+    fill(vo, no, 1.0); fill(dy, nq, 1.0);
+    float *out = malloc(nq * 4), *stats = malloc(T * H * 2 * 4);
+    float *scr = malloc((size_t)nt * 2 * (P + T) * 4);
+    dg_attention_forward(out, stats, q, kp, vp, P, ko, vo, T, H, Hkv, D, scr, nt);
+    float *dq = malloc(nq * 4), *dkp = calloc(np + 1, 4), *dvp = calloc(np + 1, 4);
+    float *dko = malloc(no * 4), *dvo = malloc(no * 4);
+    dg_attention_backward(dq, dkp, dvp, dko, dvo, dy, q, kp, vp, P, ko, vo, T, H, Hkv, D, stats,
+                          scr, nt);
+    att_ctx c = {P, T, H, Hkv, D, to_d(q, nq), to_d(kp, np), to_d(vp, np), to_d(ko, no),
+                 to_d(vo, no), dy};
+    double *g = malloc((nq > np ? (nq > no ? nq : no) : (np > no ? np : no)) * 8 + 8);
+    struct { const char *name; double *x; float *ana; size_t n; } parts[] = {
+        {"q", c.q, dq, nq}, {"k_prefix", c.kp, dkp, np}, {"v_prefix", c.vp, dvp, np},
+        {"k_own", c.ko, dko, no}, {"v_own", c.vo, dvo, no}};
+    for (size_t k = 0; k < 5; k++) {
+        if (!parts[k].n) continue;
+        num_grad(g, parts[k].x, parts[k].n, att_loss, &c);
+        double e = rel_err(parts[k].ana, g, parts[k].n);
+        cr_log_info("gradcheck attention P=%zu T=%zu H=%d Hkv=%d: d%s rel err %.3g", P, T, H,
+                    Hkv, parts[k].name, e);
+        cr_expect_lt(e, 2e-5, "attention d%s rel err %g", parts[k].name, e);
+    }
+    free(q); free(kp); free(vp); free(ko); free(vo); free(dy); free(out); free(stats);
+    free(scr); free(dq); free(dkp); free(dvp); free(dko); free(dvo); free(g);
+    free(c.q); free(c.kp); free(c.vp); free(c.ko); free(c.vo);
+}
+
+Test(grad, attention_prefix_gqa) { check_attention(5, 4, 4, 2, 8, 1); }
+Test(grad, attention_prefix_gqa_threads) { check_attention(6, 3, 6, 2, 4, 2); }
+Test(grad, attention_no_prefix) { check_attention(0, 5, 2, 1, 8, 1); }
+Test(grad, attention_mha) { check_attention(3, 2, 2, 2, 6, 1); }
