@@ -125,7 +125,7 @@ deg_status deg_cartridge_backward(deg_cartridge *c, const int32_t *ids, size_t n
 deg_status deg_cartridge_adam_step(deg_cartridge *c, const deg_adam_params *prm)
 {
     if (!c || !prm) return dg_fail(DEG_ERR_ARG, "deg_cartridge_adam_step: NULL argument");
-    if (!(prm->lr >= 0) || !(prm->beta1 >= 0 && prm->beta1 < 1) ||
+    if (!(prm->lr >= 0) || !isfinite(prm->lr) || !(prm->beta1 >= 0 && prm->beta1 < 1) ||
         !(prm->beta2 >= 0 && prm->beta2 < 1) || !(prm->eps > 0) || !(prm->weight_decay >= 0))
         return dg_fail(DEG_ERR_ARG, "deg_cartridge_adam_step: need lr >= 0, betas in [0, 1), "
                        "eps > 0, weight_decay >= 0");
