@@ -12,6 +12,7 @@ libdeg.a are left out of the binding, with a warning on stderr, so that the
 package imports while the library grows; `nm` reads the archive's symbols.
 """
 import argparse
+import os
 import re
 import subprocess
 import sys
@@ -105,7 +106,8 @@ def archive_symbols(nm, archive):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--header", required=True)
+    ap.add_argument("--header", required=True, action="append",
+                    help="a public header (repeatable: deg.h, cartridge.h)")
     ap.add_argument("--version-header", required=True)
     ap.add_argument("--archive", help="libdeg.a: bind only the functions it defines")
     ap.add_argument("--nm", default="nm")
@@ -116,8 +118,10 @@ def main():
     defines = {}
     with open(args.version_header, encoding="utf-8") as f:
         clean_header(f.read(), defines)
-    with open(args.header, encoding="utf-8") as f:
-        body = clean_header(f.read(), defines)
+    body = ""
+    for header in args.header:
+        with open(header, encoding="utf-8") as f:
+            body += clean_header(f.read(), defines) + "\n"
 
     decls = split_declarations(body)
     if args.archive:
@@ -143,7 +147,8 @@ def main():
 
     ffibuilder = cffi.FFI()
     ffibuilder.cdef(cdef)
-    ffibuilder.set_source("deg._deg_cffi", '#include "deg.h"\n')
+    includes = "".join(f'#include "{os.path.basename(h)}"\n' for h in args.header)
+    ffibuilder.set_source("deg._deg_cffi", includes)
     ffibuilder.emit_c_code(args.output)
 
 

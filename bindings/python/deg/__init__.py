@@ -22,5 +22,6 @@ from .schema import (  # noqa: F401
     compile_schema, FillPlan, FieldPlan, ArrayPlan, render_context, parse_options,
     parse_request, Request,
 )
+from .cartridge import Cartridge, DistillTarget, targets_from_logits  # noqa: F401
 
 __version__ = version()

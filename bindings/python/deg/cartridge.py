@@ -1,0 +1,223 @@
+"""Cartridges: trained K/V prefixes (include/cartridge.h).
+
+A Cartridge holds per layer a [p, n_head_kv, head_dim] key and value block
+in KV-cache space; rows [0, frozen_prefix) are constants (default 1, the
+attention-sink freeze), the rest are trained through the frozen model by
+sparse top-k distillation with Adam. Serving: cartridge.trunk() gives a
+deg.Trunk whose forks decode at positions p... exactly as in training.
+
+Targets are (position, token, logprob) triples: the teacher's log-probability
+of `token` at token index `position` of the sequence; the student reads its
+prediction from logits row position - 1.
+"""
+from array import array
+from collections import namedtuple
+from os import fspath
+
+from ._native import check, ffi, lib
+from .errors import ArgumentError
+from .model import Model, Trunk, _Handle, _floats, _ids_buffer
+
+__all__ = ["Cartridge", "DistillTarget", "targets_from_logits"]
+
+DistillTarget = namedtuple("DistillTarget", "position token logprob")
+
+
+def _targets_buffer(targets):
+    targets = [DistillTarget(*t) for t in targets]
+    if not targets:
+        return ffi.NULL, 0
+    buf = ffi.new("deg_distill_target[]", len(targets))
+    for i, t in enumerate(targets):
+        buf[i].position = int(t.position)
+        buf[i].token = int(t.token)
+        buf[i].logprob = float(t.logprob)
+    return buf, len(targets)
+
+
+def targets_from_logits(model, logits, position, k=20, min_mass=0.99):
+    """Sparse targets from a teacher's logits row ([n_vocab] floats): the
+    top-k tokens until their probability mass reaches min_mass (tail dropped,
+    not renormalised). Returns a list of DistillTarget."""
+    nv = model.info.n_vocab
+    row = array("f", logits)
+    if len(row) != nv:
+        raise ArgumentError(f"logits has {len(row)} values, the model's vocabulary {nv}")
+    out = ffi.new("deg_distill_target[]", int(k))
+    n = ffi.new("size_t *")
+    check(lib.deg_distill_targets_from_logits(model._live(), ffi.from_buffer("float[]", row),
+                                              int(position), int(k), float(min_mass), out, n))
+    return [DistillTarget(out[i].position, out[i].token, out[i].logprob) for i in range(n[0])]
+
+
+class Cartridge(_Handle):
+    """Trainable prefix rows for a model (which must stay open)."""
+
+    _free = "deg_cartridge_free"
+
+    def __init__(self, model, ptr):
+        if not isinstance(model, Model):
+            raise ArgumentError("Cartridge needs a deg.Model; use Cartridge.from_corpus(), "
+                                ".from_tokens(), .random_vectors(), .random_text() or .load()")
+        super().__init__(ptr, model)
+        self.model = model
+
+    # ------------------------------------------------------------ creation
+    @classmethod
+    def _make(cls, model, fn, *args):
+        out = ffi.new("deg_cartridge **")
+        check(fn(model._live(), *args, out))
+        return cls(model, out[0])
+
+    @classmethod
+    def from_corpus(cls, model, text, p):
+        """Capture the model's own K/V of the first p tokens of `text` wrapped
+        as a system message (the untrained cartridge equals that prefill)."""
+        data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+        return cls._make(model, lib.deg_cartridge_init_corpus, data, len(data), int(p))
+
+    @classmethod
+    def from_tokens(cls, model, ids):
+        """Capture the K/V rows of these token ids (p = len(ids))."""
+        buf, n = _ids_buffer(ids)
+        return cls._make(model, lib.deg_cartridge_init_tokens, buf, n)
+
+    @classmethod
+    def random_vectors(cls, model, p, seed=0):
+        """Rows drawn from N(0, 1) (comparison baseline)."""
+        return cls._make(model, lib.deg_cartridge_init_random_vectors, int(p), int(seed))
+
+    @classmethod
+    def random_text(cls, model, p, seed=0):
+        """Capture of p uniformly random token ids (comparison baseline)."""
+        return cls._make(model, lib.deg_cartridge_init_random_text, int(p), int(seed))
+
+    @classmethod
+    def load(cls, model, path):
+        """Load a saved cartridge (MismatchError if saved for another model)."""
+        out = ffi.new("deg_cartridge **")
+        check(lib.deg_cartridge_load(model._live(), fspath(path).encode(), out))
+        return cls(model, out[0])
+
+    def save(self, path, optimizer=True):
+        """Write safetensors atomically (NumericError if rows are not finite)."""
+        check(lib.deg_cartridge_save(self._live(), fspath(path).encode(), 1 if optimizer else 0))
+
+    # ---------------------------------------------------------- properties
+    def __len__(self):
+        return lib.deg_cartridge_len(self._live())
+
+    def __repr__(self):
+        if self.closed:
+            return "<deg.Cartridge closed>"
+        return (f"<deg.Cartridge p={len(self)} frozen_prefix={self.frozen_prefix} "
+                f"steps={self.steps}>")
+
+    @property
+    def frozen_prefix(self):
+        return lib.deg_cartridge_frozen_prefix(self._live())
+
+    @frozen_prefix.setter
+    def frozen_prefix(self, n):
+        check(lib.deg_cartridge_set_frozen_prefix(self._live(), int(n)))
+
+    @property
+    def steps(self):
+        """Adam steps taken."""
+        return lib.deg_cartridge_steps(self._live())
+
+    def _row_floats(self):
+        i = self.model.info
+        return len(self) * i.n_head_kv * i.head_dim
+
+    def rows(self, layer):
+        """(keys, values) of a layer: array('f') of p * n_head_kv * head_dim."""
+        n = self._row_floats()
+        k, kp = _floats(n)
+        v, vp = _floats(n)
+        check(lib.deg_cartridge_get_rows(self._live(), int(layer), kp, vp))
+        return k, v
+
+    def set_rows(self, layer, keys=None, values=None):
+        n = self._row_floats()
+        bufs = []
+        for x in (keys, values):
+            if x is None:
+                bufs.append(ffi.NULL)
+                continue
+            a = array("f", x)
+            if len(a) != n:
+                raise ArgumentError(f"rows need {n} floats, got {len(a)}")
+            bufs.append(ffi.from_buffer("float[]", a))
+        check(lib.deg_cartridge_set_rows(self._live(), int(layer), bufs[0], bufs[1]))
+
+    def grads(self, layer):
+        """Accumulated (dkeys, dvalues) of a layer."""
+        n = self._row_floats()
+        k, kp = _floats(n)
+        v, vp = _floats(n)
+        check(lib.deg_cartridge_get_grads(self._live(), int(layer), kp, vp))
+        return k, v
+
+    # ------------------------------------------------------------ training
+    def eval(self, ids, targets=(), logits=False):
+        """Forward behind the cartridge. Returns the loss (None without
+        targets), or (loss, logits array('f') [len(ids) * n_vocab]) with
+        logits=True."""
+        buf, n = _ids_buffer(ids)
+        tb, nt = _targets_buffer(targets)
+        loss = ffi.new("float *")
+        out, lp = (_floats(n * self.model.info.n_vocab) if logits else (None, ffi.NULL))
+        check(lib.deg_cartridge_eval(self._live(), buf, n, tb, nt, loss if nt else ffi.NULL, lp))
+        val = loss[0] if nt else None
+        return (val, out) if logits else val
+
+    def backward(self, ids, targets, checkpoint=False):
+        """Add dLoss/drows to the gradients; returns the loss."""
+        buf, n = _ids_buffer(ids)
+        tb, nt = _targets_buffer(targets)
+        loss = ffi.new("float *")
+        check(lib.deg_cartridge_backward(self._live(), buf, n, tb, nt, 1 if checkpoint else 0,
+                                         loss))
+        return loss[0]
+
+    def zero_grads(self):
+        lib.deg_cartridge_zero_grads(self._live())
+
+    @staticmethod
+    def _adam(lr, betas, eps, weight_decay):
+        p = lib.deg_adam_params_default()
+        if lr is not None:
+            p.lr = lr
+        if betas is not None:
+            p.beta1, p.beta2 = betas
+        if eps is not None:
+            p.eps = eps
+        p.weight_decay = weight_decay
+        return ffi.new("deg_adam_params *", p)
+
+    def adam_step(self, lr=None, betas=None, eps=None, weight_decay=0.0):
+        check(lib.deg_cartridge_adam_step(self._live(), self._adam(lr, betas, eps, weight_decay)))
+
+    def train_step(self, ids, targets, lr=None, betas=None, eps=None, weight_decay=0.0,
+                   checkpoint=False):
+        """Zero grads, forward + loss + backward, one Adam step over the
+        trainable rows. Returns the loss before the step. Defaults: lr 2e-3,
+        betas (0.9, 0.999), eps 1e-8, no weight decay."""
+        buf, n = _ids_buffer(ids)
+        tb, nt = _targets_buffer(targets)
+        loss = ffi.new("float *")
+        check(lib.deg_cartridge_train_step(self._live(), buf, n, tb, nt,
+                                           self._adam(lr, betas, eps, weight_decay),
+                                           1 if checkpoint else 0, loss))
+        return loss[0]
+
+    # ------------------------------------------------------------- serving
+    def trunk(self):
+        """A new deg.Trunk holding the rows (independent of the cartridge)."""
+        out = ffi.new("deg_trunk **")
+        check(lib.deg_trunk_from_cartridge(self._live(), out))
+        t = Trunk.__new__(Trunk)
+        _Handle.__init__(t, out[0], self.model)
+        t.model = self.model
+        return t
