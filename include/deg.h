@@ -459,6 +459,22 @@ DEG_API deg_status deg_span_trim(const char *text, size_t len, size_t start, siz
 DEG_API deg_status deg_validate(const char *schema_json, const char *value_json,
                                 size_t *n_errors, char **errors_json);
 
+/* Response assembly (spec §8; details in lib/deg/response.h). outcomes_json
+ * is the runtime's per-node results:
+ *   {"fields": {"<concrete pointer>": {"value": V, "meta": {...}}, ...},
+ *    "arrays": {"<concrete pointer>": {"items": n, "dropped": d, "meta": {...}}},
+ *    "usage": {"prompt_tokens": n}}
+ * (concrete pointer = the leaf's RFC 6901 pointer with integer item indices;
+ * a field without "value" is an omitted key). On DEG_OK *response_json =
+ * {"value", "meta", "usage", "plan"} as Python's json.dumps writes it, the
+ * value checked against the input schema. DEG_ERR_FILL (FillError) when
+ * the value violates the schema: no response, and *errors_json (may be
+ * NULL) = the violations as deg_validate lists them. DEG_ERR_ARG for
+ * malformed outcomes or an outcome no plan node takes. Strings are owned
+ * by the caller (deg_free). */
+DEG_API deg_status deg_response_assemble(const deg_plan *plan, const char *outcomes_json,
+                                         char **response_json, char **errors_json);
+
 /* Constrained-decoding acceptor of a generate leaf (spec §4, §12.3): the
  * leaf's pattern (NUL-terminated, NULL = none; JSON Schema SEARCH semantics,
  * PCRE2 with UTF and UCP), minLength and maxLength in code points
