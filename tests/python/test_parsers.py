@@ -83,3 +83,35 @@ def test_acceptor():
     assert acc.prefix_ok("é".encode()[:1])  # a token ending mid-character
     with pytest.raises(deg.SchemaError):
         deg.Acceptor("(")
+
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "due": {"type": ["string", "null"], "format": "date"},
+        "total": {"type": "number", "minimum": 0},
+        "items": {"type": "array", "items": {"type": "string"}, "x-generate": True},
+    },
+    "required": ["total", "items"],
+}
+
+
+@pytest.mark.skipif(not has("deg_response_assemble"), reason="libdeg has no deg_response_assemble")
+def test_assemble_response():
+    out = deg.assemble_response(SCHEMA, {
+        "fields": {"/total": {"value": 12.5, "meta": {"mode": "extract.number", "span": [3, 8]}},
+                   "/items/0": {"value": "a", "meta": {"mode": "generate", "generated_tokens": 2}},
+                   "/due": {"value": None, "meta": {"mode": "extract.date", "span": None,
+                                                     "null_reason": "not_found"}}},
+        "arrays": {"/items": {"items": 1}},
+        "usage": {"prompt_tokens": 9}})
+    assert list(out["value"]) == ["due", "total", "items"]          # schema order
+    assert out["value"] == {"due": None, "total": 12.5, "items": ["a"]}
+    assert out["meta"]["/items"] == {"mode": "array", "items": 1}
+    assert out["usage"] == {"prompt_tokens": 9, "generated_tokens": 2}
+    assert out["plan"] == deg.compile_schema(SCHEMA).fingerprint
+    with pytest.raises(deg.FillError) as ei:
+        deg.assemble_response(SCHEMA, {"fields": {"/total": {"value": -1}, "/due": {"value": "2025-02-29"}},
+                                       "arrays": {"/items": {"items": 0}}})
+    assert {(e["instance"], e["keyword"]) for e in ei.value.errors} == {("/total", "minimum"),
+                                                                         ("/due", "format")}

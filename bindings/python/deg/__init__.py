@@ -16,7 +16,7 @@ from .model import (  # noqa: F401
 from .fetch import default_model_path, fetch_model, cache_dir  # noqa: F401
 from .parsers import (  # noqa: F401
     parse_number, parse_number_json, parse_date, parse_datetime, format_check, candidates,
-    trim_span, validate, validate_json, Acceptor,
+    trim_span, validate, validate_json, assemble_response, Acceptor,
 )
 from .schema import (  # noqa: F401
     compile_schema, FillPlan, FieldPlan, ArrayPlan, render_context, parse_options,

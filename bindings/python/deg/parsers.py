@@ -11,11 +11,11 @@ Utf8Error, ArgumentError, SchemaError.
 import json
 
 from ._native import check, ffi, lib
-from .errors import StateError
+from .errors import FillError, StateError
 
 __all__ = [
     "parse_number", "parse_number_json", "parse_date", "parse_datetime", "format_check",
-    "FORMATS", "CANDIDATE_KINDS", "candidates", "trim_span", "validate", "validate_json", "Acceptor",
+    "FORMATS", "CANDIDATE_KINDS", "candidates", "trim_span", "validate", "validate_json", "assemble_response", "Acceptor",
 ]
 
 FORMATS = ("date", "date-time", "email", "uri", "uuid")
@@ -123,6 +123,37 @@ def validate_json(schema_json, value_json):
     out = ffi.new("char **")
     check(lib.deg_validate(_bytes(schema_json), _bytes(value_json), n, out))
     return json.loads(_take_string(out))
+
+
+def assemble_response(schema, outcomes):
+    """Response assembly (spec §8; lib/deg/response.h): compile `schema`
+    (dict or JSON text), then build {"value", "meta", "usage", "plan"} from
+    the runtime's `outcomes` ({"fields": {pointer: {"value", "meta"}},
+    "arrays": {pointer: {"items", "dropped", "meta"}}, "usage":
+    {"prompt_tokens"}}). A value that violates the schema raises FillError
+    whose .errors lists the violations; nothing invalid is ever returned."""
+    from .schema import _raise_listed, _take_errors, _text  # the compiler's helpers
+    text = _text(schema, "schema")
+    plan = ffi.new("deg_plan **")
+    errs = ffi.new("char **")
+    status = lib.deg_plan_compile(text, len(text), plan, errs)
+    errors = _take_errors(errs)
+    if status != 0:
+        _raise_listed(status, errors)
+    try:
+        out = ffi.new("char **")
+        verrs = ffi.new("char **")
+        ot = outcomes if isinstance(outcomes, (str, bytes)) else json.dumps(outcomes, allow_nan=False)
+        status = lib.deg_response_assemble(plan[0], _bytes(ot), out, verrs)
+        violations = json.loads(_take_string(verrs)) if verrs[0] != ffi.NULL else []
+        if status == FillError.status:
+            e = FillError(ffi.string(lib.deg_errmsg()).decode("utf-8", "replace"), status)
+            e.errors = violations
+            raise e
+        check(status)
+        return json.loads(_take_string(out))
+    finally:
+        lib.deg_plan_free(plan[0])
 
 
 class Acceptor:
