@@ -31,21 +31,30 @@ void dg_rope_apply(float *x, const float *cos_t, const float *sin_t, size_t n, i
  * g, u: [n]. */
 void dg_swiglu(float *g, const float *u, size_t n);
 
+/* 8 f32 lanes (GCC vector extension: one AVX register, or two SSE ones in
+ * the baseline build). dg_v8u is the same with 4-byte alignment, for loads
+ * and stores at any float address. Macros rather than functions: passing
+ * 32-byte vectors by value would change the ABI between the clones. */
+typedef float dg_v8 __attribute__((vector_size(32)));
+typedef float dg_v8u __attribute__((vector_size(32), aligned(4), may_alias));
+#define dg_ld8(p) (*(const dg_v8u *)(p))
+#define dg_st8(p, v) (*(dg_v8u *)(p) = (v))
+/* The fixed combination of the 8 lanes of a dot product. */
+#define dg_hsum8(a) \
+    ((((a)[0] + (a)[4]) + ((a)[1] + (a)[5])) + (((a)[2] + (a)[6]) + ((a)[3] + (a)[7])))
+
 /* dot(a, b) over n floats in a fixed order: 8 interleaved partial sums
- * (lane j takes elements j, j+8, ...), combined pairwise at the end. The
- * order is a function of n only, and the loop vectorizes. Inline so that
- * callers compiled for several targets (target_clones) get a vector body
- * each; a row's result then depends only on the CPU, never on the batch. */
+ * (lane l takes elements l, l+8, ...), combined by dg_hsum8. The order is a
+ * function of n only. Inline so that callers compiled for several targets
+ * (target_clones) get a vector body each; a row's result then depends on the
+ * CPU, never on the batch. */
 static inline float dg_dot(const float *a, const float *b, size_t n)
 {
-    float acc[8] = {0};
+    dg_v8 acc = {0};
     size_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int j = 0; j < 8; j++) acc[j] += a[i + j] * b[i + j];
-    for (int j = 0; i < n; i++, j++) acc[j] += a[i] * b[i];
-    float s0 = (acc[0] + acc[4]) + (acc[1] + acc[5]);
-    float s1 = (acc[2] + acc[6]) + (acc[3] + acc[7]);
-    return s0 + s1;
+    for (; i + 8 <= n; i += 8) acc += dg_ld8(a + i) * dg_ld8(b + i);
+    for (int l = 0; l < 8 && i < n; l++, i++) acc[l] += a[i] * b[i];
+    return dg_hsum8(acc);
 }
 
 /* y[:] += a * x[:], n floats. */
@@ -54,9 +63,10 @@ static inline void dg_axpy(float *y, float a, const float *x, size_t n)
     for (size_t i = 0; i < n; i++) y[i] += a * x[i];
 }
 
-/* Run-time dispatch of hot loops: an AVX2+FMA body and the baseline one. */
+/* Run-time dispatch of hot loops: an x86-64-v3 (AVX2+FMA) body and the
+ * baseline one. ("arch=haswell" would test for an Intel model and miss AMD.) */
 #if defined(__x86_64__) && !defined(__clang__)
-#define DG_HOT __attribute__((target_clones("arch=haswell", "default")))
+#define DG_HOT __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define DG_HOT
 #endif
