@@ -80,31 +80,22 @@ void dg_swiglu_backward(float *dg, float *du, const float *dh, const float *g, c
 }
 
 /* One (query token i, head h): scores into sc[0..P+i+1), returns max; the
- * order is lib/model/forward.c's attend_head. */
+ * kernel of the forward (dg_attn_scores, lib/model/ops.h). */
 static float scores_row(float *sc, const float *qi, const float *kp, size_t P,
                         const float *ko, size_t i, size_t kvrow, int g, int D, float scale)
 {
-    float mx = -INFINITY;
-    for (size_t j = 0; j < P; j++) {
-        float s = dg_dot(qi, kp + j * kvrow + (size_t)g * D, D) * scale;
-        sc[j] = s;
-        if (s > mx) mx = s;
-    }
-    for (size_t j = 0; j <= i; j++) {
-        float s = dg_dot(qi, ko + j * kvrow + (size_t)g * D, D) * scale;
-        sc[P + j] = s;
-        if (s > mx) mx = s;
-    }
-    return mx;
+    float mx = P ? dg_attn_scores(sc, qi, kp + (size_t)g * D, kvrow, P, D, scale) : -INFINITY;
+    float mo = dg_attn_scores(sc + P, qi, ko + (size_t)g * D, kvrow, i + 1, D, scale);
+    return mo > mx ? mo : mx;
 }
 
-/* q, out: [T, H, D]; kp, vp: [P, Hkv, D]; ko, vo: [T, Hkv, D]; stats: [T, H, 2] */
+/* q, out: [T, H, D]; kp, vp: [P, Hkv, D]; ko, vo: [T, Hkv, D]; stats: [T, H, 2].
+ * The inference forward's kernel (dg_attend_head), one call per head. */
 void dg_attention_forward(float *out, float *stats, const float *q, const float *kp,
                           const float *vp, size_t P, const float *ko, const float *vo,
                           size_t T, int H, int Hkv, int D, float *scratch, int n_threads)
 {
     size_t kvrow = (size_t)Hkv * D, qrow = (size_t)H * D;
-    float scale = 1.0f / sqrtf((float)D);
     int grp = H / Hkv;
     size_t L = P + T;
     long n_tasks = (long)H;
@@ -112,26 +103,10 @@ void dg_attention_forward(float *out, float *stats, const float *q, const float 
     for (long t = 0; t < n_tasks; t++) {
         int h = (int)t, g = h / grp;
         float *sc = scratch + (size_t)omp_get_thread_num() * L;
-        for (size_t i = 0; i < T; i++) {
-            const float *qi = q + i * qrow + (size_t)h * D;
-            float mx = scores_row(sc, qi, kp, P, ko, i, kvrow, g, D, scale);
-            size_t n = P + i + 1;
-            float sum = 0.0f;
-            for (size_t j = 0; j < n; j++) {
-                float e = expf(sc[j] - mx);
-                sc[j] = e;
-                sum += e;
-            }
-            float *oi = out + i * qrow + (size_t)h * D;
-            memset(oi, 0, sizeof(float) * (size_t)D);
-            for (size_t j = 0; j < P; j++) dg_axpy(oi, sc[j], vp + j * kvrow + (size_t)g * D, D);
-            for (size_t j = 0; j <= i; j++)
-                dg_axpy(oi, sc[P + j], vo + j * kvrow + (size_t)g * D, D);
-            float inv = 1.0f / sum;
-            for (int d = 0; d < D; d++) oi[d] *= inv;
-            stats[(i * H + h) * 2] = mx;
-            stats[(i * H + h) * 2 + 1] = sum;
-        }
+        size_t go = (size_t)g * D, ho = (size_t)h * D;
+        dg_attend_head(out + ho, qrow, stats + 2 * (size_t)h, 2 * (size_t)H, q + ho, qrow,
+                       kp ? kp + go : NULL, vp ? vp + go : NULL, P, ko + go, vo + go, 0, T,
+                       kvrow, D, sc);
     }
 }
 

@@ -51,9 +51,8 @@ void dg_swiglu_backward(float *dg, float *du, const float *dh, const float *g, c
  *   [T, Hkv, D]; out: [T, H, D];
  *   stats: [T, H, 2] (row max of the scores, sum of exp) kept for the
  *   backward, which recomputes the probabilities from them.
- * The arithmetic per (token, head) is that of lib/model/forward.c
- * (dg_dot scores, prefix then own rows, expf, dg_axpy, times 1/sum), so the
- * output is bitwise equal to the inference forward's.
+ * It runs the inference forward's kernel (dg_attend_head, lib/model/ops.h),
+ * so the output is bitwise equal to the inference forward's.
  * scratch: [n_threads, P + T] floats. Parallel over heads. */
 void dg_attention_forward(float *out, float *stats, const float *q, const float *kp,
                           const float *vp, size_t P, const float *ko, const float *vo,

@@ -55,119 +55,17 @@ static void rmsnorm_par(float *out, const float *x, const float *w, size_t n, si
     for (size_t i = 0; i < n; i++) dg_rmsnorm(out + i * dim, x + i * dim, w, 1, dim, eps);
 }
 
-/* sc[j] = (q . k_j) * scale for n key rows k_j = k + j*stride, each dot in
- * dg_dot's order (8 lanes, dg_hsum8). Four keys at a time so the four
- * dependency chains overlap; a key's score does not depend on which group it
- * falls in. Returns max_j sc[j]. q, k_j: [D]. */
-static inline __attribute__((always_inline)) float qk_rows(const float *q, const float *k,
-                                                          size_t stride, size_t n, int D,
-                                                          float scale, float *sc)
+/* Attention of one segment for query head h (kernel in ops.c). */
+static void attend_head(const dg_seg *s, const float *q, const float *kp, const float *vp,
+                        const float *ko, const float *vo, float *out, int h, int n_head,
+                        int n_head_kv, int D, float *scores)
 {
-    float mx = -INFINITY;
-    size_t j = 0;
-    if (D % 8 == 0) {
-        for (; j + 4 <= n; j += 4) {
-            const float *k0 = k + j * stride, *k1 = k0 + stride, *k2 = k1 + stride,
-                        *k3 = k2 + stride;
-            dg_v8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
-            for (int i = 0; i < D; i += 8) {
-                dg_v8 qv = dg_ld8(q + i);
-                a0 += qv * dg_ld8(k0 + i);
-                a1 += qv * dg_ld8(k1 + i);
-                a2 += qv * dg_ld8(k2 + i);
-                a3 += qv * dg_ld8(k3 + i);
-            }
-            float v[4] = {dg_hsum8(a0) * scale, dg_hsum8(a1) * scale, dg_hsum8(a2) * scale,
-                          dg_hsum8(a3) * scale};
-            for (int r = 0; r < 4; r++) {
-                sc[j + r] = v[r];
-                if (v[r] > mx) mx = v[r];
-            }
-        }
-    }
-    for (; j < n; j++) {
-        float v = dg_dot(q, k + j * stride, (size_t)D) * scale;
-        sc[j] = v;
-        if (v > mx) mx = v;
-    }
-    return mx;
-}
-
-/* acc[:] += p[j] * v_j[:] for j = 0..n-1 in order; v_j = v + j*stride: [D],
- * D a multiple of 8 (acc: D/8 lane vectors). */
-static inline __attribute__((always_inline)) void pv_rows(dg_v8 *restrict acc, const float *p,
-                                                         const float *v, size_t stride,
-                                                         size_t n, int D)
-{
-    for (size_t j = 0; j < n; j++) {
-        const float *vj = v + j * stride;
-        dg_v8 pj = (dg_v8){0} + p[j];
-        for (int d = 0; d < D / 8; d++) acc[d] += pj * dg_ld8(vj + 8 * d);
-    }
-}
-
-/* The same for any D, one float at a time. */
-static void pv_rows_any(float *acc, const float *p, const float *v, size_t stride, size_t n,
-                        int D)
-{
-    for (size_t j = 0; j < n; j++) dg_axpy(acc, p[j], v + j * stride, (size_t)D);
-}
-
-/* Causal GQA attention of one segment for query head h:
- *   q: [n, H, D] rows of this segment; prefix/own K,V rows [*, Hkv, D]
- *   out[i, h, :] = softmax_j(q_i . k_j / sqrt(D)) . v_j over prefix rows
- *   [0, Lp) then own rows [0, L0 + i].  scores: [Lp + L0 + n] scratch.
- * D is a template parameter in effect (always_inline, called with a
- * constant for the common head sizes so the accumulators live in registers). */
-static inline __attribute__((always_inline)) void attend_head_d(
-    const dg_seg *s, const float *q, const float *kp, const float *vp, const float *ko,
-    const float *vo, float *out, int h, int n_head, int n_head_kv, int D, float *scores)
-{
-    int g = h / (n_head / n_head_kv);
-    size_t kvrow = (size_t)n_head_kv * D;
-    size_t qrow = (size_t)n_head * D;
-    float scale = 1.0f / sqrtf((float)D);
-    size_t Lp = s->prefix_len;
-    dg_v8 accv[DG_MAX_HEAD_DIM / 8];
-    float *acc = (float *)accv;
-    for (size_t i = 0; i < s->n; i++) {
-        const float *qi = q + (s->t0 + i) * qrow + (size_t)h * D;
-        size_t Lo = s->own_len0 + i + 1;
-        float mx = -INFINITY;
-        if (Lp) mx = qk_rows(qi, kp + (size_t)g * D, kvrow, Lp, D, scale, scores);
-        float mo = qk_rows(qi, ko + (size_t)g * D, kvrow, Lo, D, scale, scores + Lp);
-        if (mo > mx) mx = mo;
-        float sum = 0.0f;
-        for (size_t j = 0; j < Lp + Lo; j++) {
-            float e = expf(scores[j] - mx);
-            scores[j] = e;
-            sum += e;
-        }
-        float inv = 1.0f / sum;
-        float *oi = out + (s->t0 + i) * qrow + (size_t)h * D;
-        if (D % 8 == 0) {
-            for (int d = 0; d < D / 8; d++) accv[d] = (dg_v8){0};
-            if (Lp) pv_rows(accv, scores, vp + (size_t)g * D, kvrow, Lp, D);
-            pv_rows(accv, scores + Lp, vo + (size_t)g * D, kvrow, Lo, D);
-            for (int d = 0; d < D / 8; d++) dg_st8(oi + 8 * d, accv[d] * inv);
-        } else {
-            for (int d = 0; d < D; d++) acc[d] = 0.0f;
-            if (Lp) pv_rows_any(acc, scores, vp + (size_t)g * D, kvrow, Lp, D);
-            pv_rows_any(acc, scores + Lp, vo + (size_t)g * D, kvrow, Lo, D);
-            for (int d = 0; d < D; d++) oi[d] = acc[d] * inv;
-        }
-    }
-}
-
-DG_HOT static void attend_head(const dg_seg *s, const float *q, const float *kp, const float *vp,
-                               const float *ko, const float *vo, float *out, int h, int n_head,
-                               int n_head_kv, int D, float *scores)
-{
-    switch (D) {
-    case 64: attend_head_d(s, q, kp, vp, ko, vo, out, h, n_head, n_head_kv, 64, scores); break;
-    case 128: attend_head_d(s, q, kp, vp, ko, vo, out, h, n_head, n_head_kv, 128, scores); break;
-    default: attend_head_d(s, q, kp, vp, ko, vo, out, h, n_head, n_head_kv, D, scores); break;
-    }
+    size_t g = (size_t)(h / (n_head / n_head_kv)) * (size_t)D;
+    size_t kvrow = (size_t)n_head_kv * D, qrow = (size_t)n_head * D;
+    size_t off = s->t0 * qrow + (size_t)h * D;
+    dg_attend_head(out + off, qrow, NULL, 0, q + off, qrow, kp ? kp + g : NULL,
+                   vp ? vp + g : NULL, s->prefix_len, ko + g, vo + g, s->own_len0, s->n, kvrow,
+                   D, scores);
 }
 
 void dg_forward_std_layer(const deg_model *m, int il, dg_batch *b, float *x)

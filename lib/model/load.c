@@ -12,7 +12,7 @@
 #include "base/status.h"
 #include "model/arch.h"
 #include "model/model.h"
-#include "model/state.h"
+#include "model/ops.h"
 
 /* Sanity bound for sizes read from metadata, so a corrupt file fails with a
  * message instead of a giant allocation. */
@@ -86,9 +86,9 @@ static deg_status check_hparams(const dg_hparams *hp, const char *where)
     if (hp->n_head % hp->n_head_kv)
         return dg_fail(DEG_ERR_FORMAT, "%s: n_head %d is not a multiple of n_head_kv %d", where,
                        (int)hp->n_head, (int)hp->n_head_kv);
-    if (hp->head_dim > DG_MAX_HEAD_DIM)
+    if (hp->head_dim > DG_ATTN_MAX_HEAD_DIM)
         return dg_fail(DEG_ERR_UNSUPPORTED, "%s: head_dim %d exceeds %d", where,
-                       (int)hp->head_dim, DG_MAX_HEAD_DIM);
+                       (int)hp->head_dim, DG_ATTN_MAX_HEAD_DIM);
     if (hp->head_dim % 2)
         return dg_fail(DEG_ERR_FORMAT, "%s: head_dim %d is odd (RoPE needs pairs)", where,
                        (int)hp->head_dim);

@@ -64,6 +64,137 @@ DG_HOT static void dg_swiglu_impl(float *g, const float *u, size_t n)
     }
 }
 
+/* ------------------------------------------------------------ attention */
+
+/* sc[j] = (q . k_j) * scale for n key rows k_j = k + j*stride, each dot in
+ * dg_dot's order (8 lanes, dg_hsum8). Four keys at a time so the four
+ * dependency chains overlap; a key's score does not depend on which group it
+ * falls in. Returns max_j sc[j]. q, k_j: [D]. */
+static inline __attribute__((always_inline)) float qk_rows(const float *q, const float *k,
+                                                          size_t stride, size_t n, int D,
+                                                          float scale, float *sc)
+{
+    float mx = -INFINITY;
+    size_t j = 0;
+    if (D % 8 == 0) {
+        for (; j + 4 <= n; j += 4) {
+            const float *k0 = k + j * stride, *k1 = k0 + stride, *k2 = k1 + stride,
+                        *k3 = k2 + stride;
+            dg_v8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+            for (int i = 0; i < D; i += 8) {
+                dg_v8 qv = dg_ld8(q + i);
+                a0 += qv * dg_ld8(k0 + i);
+                a1 += qv * dg_ld8(k1 + i);
+                a2 += qv * dg_ld8(k2 + i);
+                a3 += qv * dg_ld8(k3 + i);
+            }
+            float v[4] = {dg_hsum8(a0) * scale, dg_hsum8(a1) * scale, dg_hsum8(a2) * scale,
+                          dg_hsum8(a3) * scale};
+            for (int r = 0; r < 4; r++) {
+                sc[j + r] = v[r];
+                if (v[r] > mx) mx = v[r];
+            }
+        }
+    }
+    for (; j < n; j++) {
+        float v = dg_dot(q, k + j * stride, (size_t)D) * scale;
+        sc[j] = v;
+        if (v > mx) mx = v;
+    }
+    return mx;
+}
+
+/* acc[:] += p[j] * v_j[:] for j = 0..n-1 in order; v_j = v + j*stride: [D],
+ * D a multiple of 8 (acc: D/8 lane vectors). */
+static inline __attribute__((always_inline)) void pv_rows(dg_v8 *restrict acc, const float *p,
+                                                         const float *v, size_t stride,
+                                                         size_t n, int D)
+{
+    for (size_t j = 0; j < n; j++) {
+        const float *vj = v + j * stride;
+        dg_v8 pj = (dg_v8){0} + p[j];
+        for (int d = 0; d < D / 8; d++) acc[d] += pj * dg_ld8(vj + 8 * d);
+    }
+}
+
+/* The same for any D, one float at a time. */
+static void pv_rows_any(float *acc, const float *p, const float *v, size_t stride, size_t n,
+                        int D)
+{
+    for (size_t j = 0; j < n; j++) dg_axpy(acc, p[j], v + j * stride, (size_t)D);
+}
+
+/* dg_attend_head for a given D; always_inline and called with constants for
+ * the common head sizes so the accumulators live in registers. */
+static inline __attribute__((always_inline)) void attend_d(
+    float *out, size_t out_stride, float *stats, size_t stats_stride, const float *q,
+    size_t q_stride, const float *kp, const float *vp, size_t Lp, const float *ko,
+    const float *vo, size_t L0, size_t n, size_t kv_stride, int D, float *scores)
+{
+    float scale = 1.0f / sqrtf((float)D);
+    dg_v8 accv[DG_ATTN_MAX_HEAD_DIM / 8];
+    float *acc = (float *)accv;
+    for (size_t i = 0; i < n; i++) {
+        const float *qi = q + i * q_stride;
+        size_t Lo = L0 + i + 1;
+        float mx = -INFINITY;
+        if (Lp) mx = qk_rows(qi, kp, kv_stride, Lp, D, scale, scores);
+        float mo = qk_rows(qi, ko, kv_stride, Lo, D, scale, scores + Lp);
+        if (mo > mx) mx = mo;
+        float sum = 0.0f;
+        for (size_t j = 0; j < Lp + Lo; j++) {
+            float e = expf(scores[j] - mx);
+            scores[j] = e;
+            sum += e;
+        }
+        float inv = 1.0f / sum;
+        float *oi = out + i * out_stride;
+        if (D % 8 == 0) {
+            for (int d = 0; d < D / 8; d++) accv[d] = (dg_v8){0};
+            if (Lp) pv_rows(accv, scores, vp, kv_stride, Lp, D);
+            pv_rows(accv, scores + Lp, vo, kv_stride, Lo, D);
+            for (int d = 0; d < D / 8; d++) dg_st8(oi + 8 * d, accv[d] * inv);
+        } else {
+            for (int d = 0; d < D; d++) acc[d] = 0.0f;
+            if (Lp) pv_rows_any(acc, scores, vp, kv_stride, Lp, D);
+            pv_rows_any(acc, scores + Lp, vo, kv_stride, Lo, D);
+            for (int d = 0; d < D; d++) oi[d] = acc[d] * inv;
+        }
+        if (stats) {
+            stats[i * stats_stride] = mx;
+            stats[i * stats_stride + 1] = sum;
+        }
+    }
+}
+
+DG_HOT static void dg_attend_head_impl(float *out, size_t out_stride, float *stats,
+                                       size_t stats_stride, const float *q, size_t q_stride,
+                                       const float *kp, const float *vp, size_t Lp,
+                                       const float *ko, const float *vo, size_t L0, size_t n,
+                                       size_t kv_stride, int D, float *scores)
+{
+    switch (D) {
+    case 64:
+        attend_d(out, out_stride, stats, stats_stride, q, q_stride, kp, vp, Lp, ko, vo, L0, n,
+                 kv_stride, 64, scores);
+        break;
+    case 128:
+        attend_d(out, out_stride, stats, stats_stride, q, q_stride, kp, vp, Lp, ko, vo, L0, n,
+                 kv_stride, 128, scores);
+        break;
+    default:
+        attend_d(out, out_stride, stats, stats_stride, q, q_stride, kp, vp, Lp, ko, vo, L0, n,
+                 kv_stride, D, scores);
+        break;
+    }
+}
+
+DG_HOT static float dg_attn_scores_impl(float *sc, const float *q, const float *k,
+                                        size_t kv_stride, size_t n, int D, float scale)
+{
+    return qk_rows(q, k, kv_stride, n, D, scale, sc);
+}
+
 void dg_rmsnorm(float *out, const float *x, const float *w, size_t n, size_t dim, float eps)
 {
     dg_rmsnorm_impl(out, x, w, n, dim, eps);
@@ -77,4 +208,19 @@ void dg_rope_apply(float *x, const float *cos_t, const float *sin_t, size_t n, i
 void dg_swiglu(float *g, const float *u, size_t n)
 {
     dg_swiglu_impl(g, u, n);
+}
+
+void dg_attend_head(float *out, size_t out_stride, float *stats, size_t stats_stride,
+                    const float *q, size_t q_stride, const float *kp, const float *vp,
+                    size_t Lp, const float *ko, const float *vo, size_t L0, size_t n,
+                    size_t kv_stride, int D, float *scores)
+{
+    dg_attend_head_impl(out, out_stride, stats, stats_stride, q, q_stride, kp, vp, Lp, ko, vo,
+                        L0, n, kv_stride, D, scores);
+}
+
+float dg_attn_scores(float *sc, const float *q, const float *k, size_t kv_stride, size_t n,
+                     int D, float scale)
+{
+    return dg_attn_scores_impl(sc, q, k, kv_stride, n, D, scale);
 }

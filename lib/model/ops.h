@@ -63,6 +63,29 @@ static inline void dg_axpy(float *y, float a, const float *x, size_t n)
     for (size_t i = 0; i < n; i++) y[i] += a * x[i];
 }
 
+/* Causal attention of one head (the kernel of lib/model/forward.c, shared
+ * with lib/grad's training forward so the two are bitwise equal):
+ *   query row i (i < n) at q + i*q_stride, [D];
+ *   it attends prefix rows j < Lp (kp/vp + j*kv_stride) then own rows
+ *   j <= L0 + i (ko/vo + j*kv_stride), K after RoPE, pointers already at the
+ *   query's KV group;
+ *   out + i*out_stride [D] = softmax_j(q_i . k_j / sqrt(D)) . v_j;
+ *   stats (may be NULL) + i*stats_stride: {row max of the scores, sum of exp}.
+ * Order per (row, head): scores by dg_dot's lane order, f32 max, expf,
+ * sequential sum, then sum_j p_j v_j in j order, times 1/sum.
+ * scores: [Lp + L0 + n] scratch. D <= DG_ATTN_MAX_HEAD_DIM. */
+#define DG_ATTN_MAX_HEAD_DIM 512
+void dg_attend_head(float *out, size_t out_stride, float *stats, size_t stats_stride,
+                    const float *q, size_t q_stride, const float *kp, const float *vp,
+                    size_t Lp, const float *ko, const float *vo, size_t L0, size_t n,
+                    size_t kv_stride, int D, float *scores);
+
+/* The scores of dg_attend_head for one query row against n key rows:
+ * sc[j] = (q . k_j) * scale, k_j = k + j*kv_stride. Returns max_j sc[j]
+ * (-inf if n == 0). */
+float dg_attn_scores(float *sc, const float *q, const float *k, size_t kv_stride, size_t n,
+                     int D, float scale);
+
 /* Run-time dispatch of hot loops: an x86-64-v3 (AVX2+FMA) body and the
  * baseline one. ("arch=haswell" would test for an Intel model and miss AMD.) */
 #if defined(__x86_64__) && !defined(__clang__)

@@ -57,8 +57,6 @@ typedef struct dg_row {
  * into passes (a row may span several; rows are independent, so the numbers
  * do not depend on where the split falls). */
 #define DG_PASS_TOKENS 256
-/* Largest head_dim the attention kernel takes (checked at load). */
-#define DG_MAX_HEAD_DIM 512
 /* Rows per LM-head GEMM (bounds the logits scratch to this many rows). */
 #define DG_LOGIT_ROWS 32
 
