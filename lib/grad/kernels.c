@@ -2,7 +2,10 @@
 
 #include <math.h>
 #include <omp.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "base/status.h"
 
 #include "model/ops.h"
 #include "tensor/blas.h"
@@ -110,61 +113,99 @@ void dg_attention_forward(float *out, float *stats, const float *q, const float 
     }
 }
 
-void dg_attention_backward(float *dq, float *dkp, float *dvp, float *dko, float *dvo,
-                           const float *dout, const float *q, const float *kp,
-                           const float *vp, size_t P, const float *ko, const float *vo,
-                           size_t T, int H, int Hkv, int D, const float *stats,
-                           float *scratch, int n_threads)
+/* Row-major transpose: src [R, C] -> dst [C, R]. */
+static void transpose(float *dst, const float *src, size_t R, size_t C)
 {
-    size_t kvrow = (size_t)Hkv * D, qrow = (size_t)H * D;
+    for (size_t i = 0; i < R; i++)
+        for (size_t j = 0; j < C; j++) dst[j * R + i] = src[i * C + j];
+}
+
+/* Per query head h (kv head g = h / (H/Hkv)), with K_g, V_g: [L, D]
+ * gathered (prefix rows then own rows) and S, dP: [T, L] (entries past the
+ * causal edge are 0 in P and dS):
+ *   S = Q_h . K_g^T, P = exp(S/sqrt(D) - max) / sum  (the forward's stats)
+ *   dP = dO_h . V_g^T; dS = P * (dP - rowsum(P * dP)) / sqrt(D)
+ *   dQ_h = dS . K_g;  dK_h = dS^T . Q_h;  dV_h = P^T . dO_h
+ * then dK_g = sum of dK_h over the group's heads in head order (same for
+ * V). Heads run in parallel (OpenMP), each product is one BLIS call made
+ * from inside the parallel region (so single-threaded: no BLIS barriers per
+ * small product); every sum has a fixed order, so the result does not
+ * depend on the thread count. */
+deg_status dg_attention_backward(float *dq, float *dkp, float *dvp, float *dko, float *dvo,
+                                 const float *dout, const float *q, const float *kp,
+                                 const float *vp, size_t P, const float *ko, const float *vo,
+                                 size_t T, int H, int Hkv, int D, const float *stats,
+                                 int n_threads)
+{
+    size_t kvrow = (size_t)Hkv * D, qrow = (size_t)H * D, Dz = (size_t)D;
     float scale = 1.0f / sqrtf((float)D);
     int grp = H / Hkv;
-    size_t L = P + T;
-    for (size_t i = 0; i < T; i++)
-        for (int g = 0; g < Hkv; g++) {
-            memset(dko + i * kvrow + (size_t)g * D, 0, sizeof(float) * (size_t)D);
-            memset(dvo + i * kvrow + (size_t)g * D, 0, sizeof(float) * (size_t)D);
+    size_t L = P + T, LD = L * Dz;
+    if (T == 0) return DEG_OK;
+    if (n_threads < 1) n_threads = 1;
+    size_t per_thread = 3 * T * L;
+    size_t total = 2 * (size_t)Hkv * LD + 2 * (size_t)H * LD + (size_t)n_threads * per_thread;
+    float *ws = malloc(sizeof(float) * total);
+    if (!ws)
+        return dg_fail(DEG_ERR_NOMEM, "attention backward: cannot allocate %zu floats for "
+                       "%zu x %zu score blocks", total, T, L);
+    float *Kg = ws, *Vg = Kg + (size_t)Hkv * LD;
+    float *dKh = Vg + (size_t)Hkv * LD, *dVh = dKh + (size_t)H * LD;
+    float *thr = dVh + (size_t)H * LD;
+    for (int g = 0; g < Hkv; g++)
+        for (size_t j = 0; j < L; j++) {
+            const float *kj = j < P ? kp + j * kvrow : ko + (j - P) * kvrow;
+            const float *vj = j < P ? vp + j * kvrow : vo + (j - P) * kvrow;
+            memcpy(Kg + g * LD + j * Dz, kj + (size_t)g * Dz, sizeof(float) * Dz);
+            memcpy(Vg + g * LD + j * Dz, vj + (size_t)g * Dz, sizeof(float) * Dz);
         }
+    dg_blas_init();
 #pragma omp parallel for schedule(dynamic, 1) num_threads(n_threads) if (n_threads > 1)
-    for (long t = 0; t < (long)Hkv; t++) {
-        int g = (int)t;
-        float *p = scratch + (size_t)omp_get_thread_num() * 2 * L;
-        float *dp = p + L;
-        for (int h = g * grp; h < (g + 1) * grp; h++) {
-            for (size_t i = 0; i < T; i++) {
-                const float *qi = q + i * qrow + (size_t)h * D;
-                const float *gi = dout + i * qrow + (size_t)h * D;
-                float mx = stats[(i * H + h) * 2];
-                float inv = 1.0f / stats[(i * H + h) * 2 + 1];
-                scores_row(p, qi, kp, P, ko, i, kvrow, g, D, scale);
-                size_t n = P + i + 1;
-                double delta = 0.0;
-                for (size_t j = 0; j < n; j++) {
-                    p[j] = expf(p[j] - mx) * inv;
-                    const float *vj = j < P ? vp + j * kvrow : vo + (j - P) * kvrow;
-                    dp[j] = dg_dot(gi, vj + (size_t)g * D, D);
-                    delta += (double)p[j] * dp[j];
-                }
-                float *dqi = dq + i * qrow + (size_t)h * D;
-                memset(dqi, 0, sizeof(float) * (size_t)D);
-                for (size_t j = 0; j < n; j++) {
-                    float ds = p[j] * (dp[j] - (float)delta) * scale;
-                    const float *kj;
-                    float *dkj, *dvj;
-                    if (j < P) {
-                        kj = kp + j * kvrow + (size_t)g * D;
-                        dkj = dkp ? dkp + j * kvrow + (size_t)g * D : NULL;
-                        dvj = dvp ? dvp + j * kvrow + (size_t)g * D : NULL;
-                    } else {
-                        kj = ko + (j - P) * kvrow + (size_t)g * D;
-                        dkj = dko + (j - P) * kvrow + (size_t)g * D;
-                        dvj = dvo + (j - P) * kvrow + (size_t)g * D;
-                    }
-                    dg_axpy(dqi, ds, kj, D);
-                    if (dkj) dg_axpy(dkj, ds, qi, D);
-                    if (dvj) dg_axpy(dvj, p[j], gi, D);
-                }
+    for (long t = 0; t < (long)H; t++) {
+        int h = (int)t, g = h / grp;
+        float *S = thr + (size_t)omp_get_thread_num() * per_thread;
+        float *dP = S + T * L, *St = dP + T * L;
+        const float *K = Kg + g * LD, *V = Vg + g * LD;
+        const float *qh = q + (size_t)h * Dz, *gh = dout + (size_t)h * Dz;
+        dg_sgemm_nt((int64_t)T, (int64_t)L, D, qh, (int64_t)qrow, K, D, S, (int64_t)L, 0.0f);
+        dg_sgemm_nt((int64_t)T, (int64_t)L, D, gh, (int64_t)qrow, V, D, dP, (int64_t)L, 0.0f);
+        for (size_t i = 0; i < T; i++) {
+            float *si = S + i * L, *dpi = dP + i * L;
+            float mx = stats[(i * H + h) * 2];
+            float inv = 1.0f / stats[(i * H + h) * 2 + 1];
+            size_t n = P + i + 1;
+            double delta = 0.0;
+            for (size_t j = 0; j < n; j++) {
+                si[j] = expf(si[j] * scale - mx) * inv;
+                delta += (double)si[j] * dpi[j];
+            }
+            for (size_t j = 0; j < n; j++) dpi[j] = si[j] * (dpi[j] - (float)delta) * scale;
+            for (size_t j = n; j < L; j++) si[j] = dpi[j] = 0.0f;
+        }
+        /* S holds P, dP holds dS. */
+        dg_sgemm_nn((int64_t)T, D, (int64_t)L, dP, (int64_t)L, K, D, dq + (size_t)h * Dz,
+                    (int64_t)qrow, 0.0f);
+        transpose(St, dP, T, L);
+        dg_sgemm_nn((int64_t)L, D, (int64_t)T, St, (int64_t)T, qh, (int64_t)qrow,
+                    dKh + (size_t)h * LD, D, 0.0f);
+        transpose(St, S, T, L);
+        dg_sgemm_nn((int64_t)L, D, (int64_t)T, St, (int64_t)T, gh, (int64_t)qrow,
+                    dVh + (size_t)h * LD, D, 0.0f);
+    }
+    for (int g = 0; g < Hkv; g++)
+        for (size_t j = 0; j < L; j++) {
+            float *dk = j < P ? (dkp ? dkp + j * kvrow : NULL) : dko + (j - P) * kvrow;
+            float *dv = j < P ? (dvp ? dvp + j * kvrow : NULL) : dvo + (j - P) * kvrow;
+            if (j >= P) {
+                memset(dk + (size_t)g * Dz, 0, sizeof(float) * Dz);
+                memset(dv + (size_t)g * Dz, 0, sizeof(float) * Dz);
+            }
+            for (int h = g * grp; h < (g + 1) * grp; h++) {
+                const float *a = dKh + (size_t)h * LD + j * Dz, *b = dVh + (size_t)h * LD + j * Dz;
+                if (dk) for (size_t d = 0; d < Dz; d++) dk[(size_t)g * Dz + d] += a[d];
+                if (dv) for (size_t d = 0; d < Dz; d++) dv[(size_t)g * Dz + d] += b[d];
             }
         }
-    }
+    free(ws);
+    return DEG_OK;
 }

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "deg.h"
+
 /* Linear y[M,N] = x[M,K] . W[N,K]^T (forward: dg_sgemm_nt).
  *   dx[M,K] (+)= dy[M,N] . W[N,K]          (accumulate != 0: add to dx)
  * dg_linear_backward_w (adapters):
@@ -64,12 +66,13 @@ void dg_attention_forward(float *out, float *stats, const float *q, const float 
  *   dq_i = sum_j ds_ij k_j / sqrt(D);  dk_j += sum_i ds_ij q_i / sqrt(D)
  * dout: [T, H, D]; dq: [T, H, D] (overwritten); dko, dvo: [T, Hkv, D]
  * (overwritten); dkp, dvp: [P, Hkv, D] accumulated (may be NULL: no
- * gradient into the prefix). scratch: [n_threads, 2 * (P + T)] floats.
- * Parallel over kv heads (a kv head's rows are written by one thread). */
-void dg_attention_backward(float *dq, float *dkp, float *dvp, float *dko, float *dvo,
-                           const float *dout, const float *q, const float *kp,
-                           const float *vp, size_t P, const float *ko, const float *vo,
-                           size_t T, int H, int Hkv, int D, const float *stats,
-                           float *scratch, int n_threads);
+ * gradient into the prefix). Per kv head, the products are BLIS GEMMs over
+ * [T, P + T] score blocks (workspace 3*T*(P+T) + 4*(P+T)*D floats, allocated
+ * here). Errors: DEG_ERR_NOMEM. */
+deg_status dg_attention_backward(float *dq, float *dkp, float *dvp, float *dko, float *dvo,
+                                 const float *dout, const float *q, const float *kp,
+                                 const float *vp, size_t P, const float *ko, const float *vo,
+                                 size_t T, int H, int Hkv, int D, const float *stats,
+                                 int n_threads);
 
 #endif

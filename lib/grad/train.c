@@ -98,8 +98,8 @@ static void layer_fwd(const ctx *c, int il, const lact *a, float *x, const float
 
 /* One decoder layer backward: dx [T, E] holds dL/d(layer output) and becomes
  * dL/d(layer input); dpk, dpv ([P, KD], may be NULL) accumulate. */
-static void layer_bwd(const ctx *c, int il, const lact *a, float *dx, const float *pk,
-                      const float *pv, float *dpk, float *dpv)
+static deg_status layer_bwd(const ctx *c, int il, const lact *a, float *dx, const float *pk,
+                            const float *pv, float *dpk, float *dpv)
 {
     const dg_hparams *hp = c->hp;
     const dg_layer *L = &c->m->layers[il];
@@ -117,9 +117,9 @@ static void layer_bwd(const ctx *c, int il, const lact *a, float *dx, const floa
 
     /* Attention: x_mid = x_in + W_o . attn(q, [prefix; k], [prefix; v]) */
     dg_linear_backward_x(c->datt, dx, L->wo, T, E, QD, 0);
-    dg_attention_backward(c->dq, dpk, dpv, c->dk, c->dv, c->datt, a->q, pk, pv, c->P, a->k,
-                          a->v, T, hp->n_head, hp->n_head_kv, (int)D, a->stats, c->ascr,
-                          c->nt);
+    DG_TRY(dg_attention_backward(c->dq, dpk, dpv, c->dk, c->dv, c->datt, a->q, pk, pv, c->P,
+                                 a->k, a->v, T, hp->n_head, hp->n_head_kv, (int)D, a->stats,
+                                 c->nt));
     dg_rope_backward(c->dq, c->cos_t, c->sin_t, T, hp->n_head, (int)D);
     dg_rope_backward(c->dk, c->cos_t, c->sin_t, T, hp->n_head_kv, (int)D);
     /* Per-head norms, in place (the kernel reads a row's dy before writing). */
@@ -136,6 +136,7 @@ static void layer_bwd(const ctx *c, int il, const lact *a, float *dx, const floa
     dg_linear_backward_x(c->dxn, c->dk, L->wk, T, KD, E, 1);
     dg_linear_backward_x(c->dxn, c->dv, L->wv, T, KD, E, 1);
     rmsnorm_bwd_rows(dx, c->dxn, a->x_in, L->attn_norm, T, E, hp->rms_eps, 1);
+    return DEG_OK;
 }
 
 /* ------------------------------------------------------------ allocation */
@@ -365,7 +366,7 @@ deg_status dg_train_run(const deg_model *m, const dg_train_args *a)
     }
     if (st == DEG_OK && (a->loss || backward)) st = loss_head(&c, a, x, dx, &p);
     if (st == DEG_OK && backward) {
-        for (size_t il = NL; il-- > 0;) {
+        for (size_t il = NL; il-- > 0 && st == DEG_OK;) {
             lact *s = &acts[full ? il : 0];
             const float *pk = a->P ? a->pk[il] : NULL, *pv = a->P ? a->pv[il] : NULL;
             if (!full) {
@@ -375,8 +376,8 @@ deg_status dg_train_run(const deg_model *m, const dg_train_args *a)
                 memcpy(x, s->x_in, sizeof(float) * T * E);
                 layer_fwd(&c, (int)il, s, x, pk, pv);
             }
-            layer_bwd(&c, (int)il, s, dx, pk, pv, a->P ? a->dpk[il] : NULL,
-                      a->P ? a->dpv[il] : NULL);
+            st = layer_bwd(&c, (int)il, s, dx, pk, pv, a->P ? a->dpk[il] : NULL,
+                           a->P ? a->dpv[il] : NULL);
         }
     }
     pool_free(&p);
