@@ -33,9 +33,11 @@ typedef struct deg_cartridge deg_cartridge;
 
 /* Initialise from the model's own K/V (capture, the paper's winning init):
  * the corpus text (UTF-8, len bytes) is wrapped as a system message in the
- * model's chat layout (ChatML: "<|im_start|>system\n" corpus
- * "<|im_end|>\n"), tokenized, and the first p tokens are prefilled on a fresh
- * trunk; their K/V rows become the cartridge. With zero training steps the
+ * model's chat layout (deg_chat_format; ChatML: "<|im_start|>system\n"
+ * corpus "<|im_end|>\n"; models without a layout: the raw corpus),
+ * tokenized (special tokens parsed in the layout's parts only, never in the
+ * corpus), and the first p tokens are prefilled on a fresh trunk; their K/V
+ * rows become the cartridge. With zero training steps the
  * cartridge is exactly that prefill (the equivalence gate).
  * Errors: DEG_ERR_ARG (NULL, p = 0), DEG_ERR_RANGE (p larger than the
  * wrapped corpus' token count; the message gives both), DEG_ERR_UTF8,

@@ -97,16 +97,34 @@ deg_status deg_cartridge_init_corpus(const deg_model *m, const char *text, size_
 {
     DG_TRY(check_new(m, p, out, "deg_cartridge_init_corpus"));
     if (!text && len) return dg_fail(DEG_ERR_ARG, "deg_cartridge_init_corpus: text is NULL");
-    /* The corpus as a system message (ChatML; models without a chat layout
-     * get the raw corpus). */
+    /* The corpus as a system message in the model's chat layout: render a
+     * system message holding a sentinel with deg_chat_format and split the
+     * text around it. The layout parts are tokenized with special tokens
+     * parsed, the corpus without (special-token text in a corpus stays
+     * text). Models without a chat layout get the raw corpus. */
     if (!m->tok)
         return dg_fail(DEG_ERR_STATE, "deg_cartridge_init_corpus: the model has no tokenizer");
-    int chat = m->chat_layout && strcmp(m->chat_layout, "none") != 0;
-    const char *pre = chat ? "<|im_start|>system\n" : "";
-    const char *post = chat ? "<|im_end|>\n" : "";
+    static const char sentinel[] = "\001DEG_CORPUS\001";
+    deg_chat_message msg = {"system", sentinel};
+    char *rendered = NULL;
+    const char *pre = "", *post = "";
+    deg_status cs = deg_chat_format(m, &msg, 1, 0, &rendered);
+    if (cs == DEG_OK) {
+        char *at = strstr(rendered, sentinel);
+        if (!at) {
+            free(rendered);
+            return dg_fail(DEG_ERR_INTERNAL, "deg_cartridge_init_corpus: the chat layout lost "
+                           "the system message");
+        }
+        *at = '\0';
+        pre = rendered;
+        post = at + strlen(sentinel);
+    } else if (cs == DEG_ERR_UNSUPPORTED) {
+        dg_clear_error();
+    } else {
+        return dg_fail_context(cs, "deg_cartridge_init_corpus");
+    }
     size_t n = strlen(pre) + len + strlen(post);
-    /* Only the pre part holds special tokens: tokenize it with
-     * parse_special, the corpus and the suffix separately. */
     size_t cap = n + 16, n_ids = 0, k = 0;
     int32_t *ids = malloc(cap * sizeof *ids);
     deg_status st = ids ? DEG_OK : dg_fail(DEG_ERR_NOMEM, "deg_cartridge_init_corpus: oom");
@@ -117,6 +135,7 @@ deg_status deg_cartridge_init_corpus(const deg_model *m, const char *text, size_
         st = dg_tokenizer_encode(m->tok, parts[i], lens[i], i != 1, ids + k, cap - k, &n_ids);
         k += n_ids;
     }
+    free(rendered);
     if (st == DEG_OK && k < p)
         st = dg_fail(DEG_ERR_RANGE,
                      "deg_cartridge_init_corpus: p = %zu is larger than the corpus (%zu tokens "
