@@ -543,9 +543,12 @@ deg_status dg_candidates(const char *kind, const char *s, size_t n, size_t **spa
                  * carried in ("(see http://x.org/a)." -> "http://x.org/a"),
                  * kept only when it passes the format check */
                 size_t ts, te;
-                if (dg_span_trim(s, n, cs, ce, &ts, &te) == DEG_OK) {
-                    size_t tb = byte_of_cp(s + bs, be - bs, ts - cs) + bs;
-                    size_t teb = byte_of_cp(s + bs, be - bs, te - cs) + bs;
+                /* trim within the match only: O(match), not O(text) */
+                if (dg_span_trim(s + bs, be - bs, 0, ce - cs, &ts, &te) == DEG_OK) {
+                    size_t tb = byte_of_cp(s + bs, be - bs, ts) + bs;
+                    size_t teb = byte_of_cp(s + bs, be - bs, te) + bs;
+                    ts += cs;
+                    te += cs;
                     if (dg_format_check(kind, s + tb, teb - tb) == 1 && push(&l, ts, te) < 0) goto nomem;
                 }
             } else if (push(&l, cs, ce) < 0) goto nomem;

@@ -2,6 +2,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "deg.h"
 #include "deg/parse.h"
@@ -170,14 +171,21 @@ Test(spans, huge_context_bounded)
     size_t n = 1 << 20;
     char *big = malloc(n + 1);
     const char *kinds[] = {"number", "date", "date-time", "email", "uri", "uuid"};
-    /* digits, then a URL-ish run without spaces: each kind must finish */
-    for (int pass = 0; pass < 2; pass++) {
-        for (size_t i = 0; i < n; i++) big[i] = pass == 0 ? (char)('0' + i % 10) : "http://a/b."[i % 11];
+    /* digits, a URL-ish run without spaces, then many short matches of
+     * every kind: each kind must finish in bounded time */
+    static const char *many = "a@b.cc http://x.io/p 2026-03-05 14:30 1,234 123e4567-e89b-12d3-a456-426614174000 ";
+    size_t ml = strlen(many);
+    clock_t t0 = clock();
+    for (int pass = 0; pass < 3; pass++) {
+        for (size_t i = 0; i < n; i++)
+            big[i] = pass == 0 ? (char)('0' + i % 10) : pass == 1 ? "http://a/b."[i % 11] : many[i % ml];
         for (size_t k = 0; k < 6; k++) {
             size_t *sp = NULL, m = 0;
             cr_assert_eq(deg_candidates(kinds[k], big, n, &sp, &m), DEG_OK, "%s: %s", kinds[k], deg_errmsg());
+            if (pass == 2) cr_expect_gt(m, 1000, "%s: %zu candidates", kinds[k], m);
             deg_free(sp);
         }
     }
+    cr_expect_lt(clock() - t0, 60 * CLOCKS_PER_SEC);
     free(big);
 }
