@@ -82,16 +82,6 @@ void dg_swiglu_backward(float *dg, float *du, const float *dh, const float *g, c
     }
 }
 
-/* One (query token i, head h): scores into sc[0..P+i+1), returns max; the
- * kernel of the forward (dg_attn_scores, lib/model/ops.h). */
-static float scores_row(float *sc, const float *qi, const float *kp, size_t P,
-                        const float *ko, size_t i, size_t kvrow, int g, int D, float scale)
-{
-    float mx = P ? dg_attn_scores(sc, qi, kp + (size_t)g * D, kvrow, P, D, scale) : -INFINITY;
-    float mo = dg_attn_scores(sc + P, qi, ko + (size_t)g * D, kvrow, i + 1, D, scale);
-    return mo > mx ? mo : mx;
-}
-
 /* q, out: [T, H, D]; kp, vp: [P, Hkv, D]; ko, vo: [T, Hkv, D]; stats: [T, H, 2].
  * The inference forward's kernel (dg_attend_head), one call per head. */
 void dg_attention_forward(float *out, float *stats, const float *q, const float *kp,
