@@ -4,7 +4,8 @@
  * For each pattern: a valid target text is "generated" one code point at a
  * time; at every step, 64 candidate continuations (the next character plus
  * 63 others drawn from a fixed alphabet) are checked with prefix_ok, and
- * eos_ok 64 times. Reports ns per prefix_ok and per eos_ok check.
+ * eos_ok 64 times. Reports ns per prefix_ok and per eos_ok check (best of 5
+ * rounds).
  * Usage: bench_acceptor [reps] */
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,30 +48,37 @@ int main(int argc, char **argv)
         }
         size_t tl = strlen(b->target);
         char buf[512];
-        long n_prefix = 0, n_eos = 0, accepted = 0;
-        double t_prefix = 0, t_eos = 0;
-        for (int r = 0; r < reps; r++) {
-            for (size_t i = 0; i < tl; i++) {
-                memcpy(buf, b->target, i);
-                double t0 = now();
-                for (int k = 0; k < 64; k++) {
-                    buf[i] = k == 0 ? b->target[i] : alphabet[(k * 7 + i) % (sizeof alphabet - 1)];
-                    accepted += deg_acceptor_prefix_ok(acc, buf, i + 1);
+        long accepted = 0;
+        /* 5 rounds of reps walks; the best round is reported (the machine
+         * is shared, so the minimum is the least disturbed measurement) */
+        double best_prefix = 1e30, best_eos = 1e30;
+        for (int round = 0; round < 5; round++) {
+            long n_prefix = 0, n_eos = 0;
+            double t_prefix = 0, t_eos = 0;
+            for (int r = 0; r < reps; r++) {
+                for (size_t i = 0; i < tl; i++) {
+                    memcpy(buf, b->target, i);
+                    double t0 = now();
+                    for (int k = 0; k < 64; k++) {
+                        buf[i] = k == 0 ? b->target[i] : alphabet[(k * 7 + i) % (sizeof alphabet - 1)];
+                        accepted += deg_acceptor_prefix_ok(acc, buf, i + 1);
+                    }
+                    double t1 = now();
+                    for (int k = 0; k < 64; k++) accepted += deg_acceptor_eos_ok(acc, b->target, i + 1);
+                    double t2 = now();
+                    t_prefix += t1 - t0;
+                    t_eos += t2 - t1;
+                    n_prefix += 64;
+                    n_eos += 64;
                 }
-                double t1 = now();
-                for (int k = 0; k < 64; k++) accepted += deg_acceptor_eos_ok(acc, b->target, i + 1);
-                double t2 = now();
-                t_prefix += t1 - t0;
-                t_eos += t2 - t1;
-                n_prefix += 64;
-                n_eos += 64;
             }
+            if (1e9 * t_prefix / (double)n_prefix < best_prefix) best_prefix = 1e9 * t_prefix / (double)n_prefix;
+            if (1e9 * t_eos / (double)n_eos < best_eos) best_eos = 1e9 * t_eos / (double)n_eos;
         }
         printf("%s{\"name\": \"%s\", \"pattern\": \"%s\", \"text_chars\": %zu, \"prefix_ok_ns\": %.1f, "
-               "\"eos_ok_ns\": %.1f, \"accept_rate\": %.3f}",
-               c ? ", " : "", b->name, b->pattern ? "(see source)" : "none", tl,
-               1e9 * t_prefix / (double)n_prefix, 1e9 * t_eos / (double)n_eos,
-               (double)accepted / (double)(n_prefix + n_eos));
+               "\"eos_ok_ns\": %.1f, \"accepted\": %ld}",
+               c ? ", " : "", b->name, b->pattern ? "(see source)" : "none", tl, best_prefix, best_eos,
+               accepted);
         deg_acceptor_free(acc);
     }
     printf("]}\n");
