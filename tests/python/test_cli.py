@@ -50,18 +50,18 @@ def test_generate_missing_model_is_a_clear_error(tmp_path):
     assert "fetch-model" in res.stderr and "Traceback" not in res.stderr
 
 
-@needs("deg_generate", "deg_chat_format", "deg_runtime_info")
+@needs("deg_tokenize", "deg_detokenize", "deg_generate", "deg_chat_format", "deg_runtime_info")
 def test_generate_chat(model_path):
     res = run_cli("generate", "--model", model_path, "--chat",
-                  "What is the capital of France?", "--max-tokens", "24", "--verbose")
+                  "What is the capital of France?", "--max-tokens", "12", "--verbose")
     assert "Paris" in res.stdout
     assert "tokens/s" in res.stderr and "prefill" in res.stderr and "decode" in res.stderr
     assert deg.blas_arch() in res.stderr
 
 
-@needs("deg_generate")
+@needs("deg_tokenize", "deg_detokenize", "deg_generate")
 def test_generate_prompt_seeded(model_path):
     args = ("generate", "--model", model_path, "--prompt", "Once upon a time",
-            "--max-tokens", "12", "--temperature", "0.8", "--seed", "3", "--top-k", "50",
+            "--max-tokens", "6", "--temperature", "0.8", "--seed", "3", "--top-k", "50",
             "--top-p", "0.9")
     assert run_cli(*args).stdout == run_cli(*args).stdout
