@@ -331,8 +331,9 @@ DEG_API size_t deg_plan_num_fields(const deg_plan *plan);
  * json.dumps(value, ensure_ascii=False) does (", " / ": " separators, the given key
  * order, Python float repr). *out is NUL-terminated UTF-8 owned by the caller
  * (deg_free); *out_len (may be NULL) gets its byte length (a string context may
- * contain NUL). Errors: DEG_ERR_REQUEST (malformed JSON, with line and column;
- * integers beyond 64 bits), DEG_ERR_UTF8, DEG_ERR_NOMEM. */
+ * contain NUL). Integers of any length are written exactly. Errors: DEG_ERR_REQUEST
+ * (malformed JSON, with line and column; NUL in an object key), DEG_ERR_UTF8,
+ * DEG_ERR_NOMEM. */
 DEG_API deg_status deg_context_render(const char *context_json, size_t len, char **out,
                                       size_t *out_len);
 

@@ -133,7 +133,7 @@ static int kv_cmp(const void *a, const void *b)
     return x->klen < y->klen ? -1 : x->klen > y->klen;
 }
 
-static deg_status render(sbuf *b, const json_t *v, int flags, int depth)
+static deg_status render(sbuf *b, const json_t *v, int flags, int depth, const json_t *raw)
 {
     if (depth > DG_RENDER_MAX_DEPTH)
         return dg_fail(DEG_ERR_RANGE, "render JSON: nested deeper than %d levels",
@@ -157,14 +157,24 @@ static deg_status render(sbuf *b, const json_t *v, int flags, int depth)
         sb_str(b, num);
         break;
     }
-    case JSON_STRING:
-        put_string(b, json_string_value(v), json_string_length(v));
+    case JSON_STRING: {
+        const char *sv = json_string_value(v);
+        size_t sn = json_string_length(v);
+        if (raw && sn > DG_BIGINT_MARK_LEN && !memcmp(sv, DG_BIGINT_MARK, DG_BIGINT_MARK_LEN)) {
+            json_t *r = json_array_get(raw, strtoul(sv + DG_BIGINT_MARK_LEN, NULL, 10));
+            if (json_is_string(r)) {
+                sb_str(b, json_string_value(r));
+                break;
+            }
+        }
+        put_string(b, sv, sn);
         break;
+    }
     case JSON_ARRAY: {
         sb_put(b, "[", 1);
         for (size_t i = 0; i < json_array_size(v); i++) {
             if (i) sb_str(b, isep);
-            DG_TRY(render(b, json_array_get(v, i), flags, depth + 1));
+            DG_TRY(render(b, json_array_get(v, i), flags, depth + 1, raw));
         }
         sb_put(b, "]", 1);
         break;
@@ -191,7 +201,7 @@ static deg_status render(sbuf *b, const json_t *v, int flags, int depth)
             if (i) sb_str(b, isep);
             put_string(b, items[i].key, items[i].klen);
             sb_str(b, ksep);
-            s = render(b, items[i].value, flags, depth + 1);
+            s = render(b, items[i].value, flags, depth + 1, raw);
         }
         free(items);
         DG_TRY(s);
@@ -204,8 +214,13 @@ static deg_status render(sbuf *b, const json_t *v, int flags, int depth)
 
 char *dg_json_render(const json_t *value, int flags)
 {
+    return dg_json_render_raw(value, flags, NULL);
+}
+
+char *dg_json_render_raw(const json_t *value, int flags, const json_t *raw)
+{
     sbuf b = {0};
-    deg_status s = render(&b, value, flags, 0);
+    deg_status s = render(&b, value, flags, 0, raw);
     if (s == DEG_OK && b.oom) s = dg_fail(DEG_ERR_NOMEM, "render JSON: out of memory");
     if (s != DEG_OK) {
         free(b.p);

@@ -26,6 +26,14 @@ enum {
 #define DG_RENDER_MAX_DEPTH 512
 char *dg_json_render(const json_t *value, int flags);
 
+/* As dg_json_render, but a string value "\0dgbig:<i>" (a placeholder left by
+ * dg_json_parse_bigint for an integer beyond 64 bits) is written as raw[i], the
+ * integer's digits as they appeared in the text. raw may be NULL. */
+char *dg_json_render_raw(const json_t *value, int flags, const json_t *raw);
+/* Prefix of those placeholders (NUL + "dgbig:"), and its length. */
+#define DG_BIGINT_MARK "\0dgbig:"
+#define DG_BIGINT_MARK_LEN 7
+
 /* Python repr() of a finite double into buf (at least 32 bytes); returns length. */
 int dg_float_repr(double x, char *buf, size_t cap);
 

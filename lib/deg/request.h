@@ -14,9 +14,17 @@
 json_t *dg_json_parse_text(const char *text, size_t len, int flags, dg_errlist *E,
                            deg_status *status);
 
+/* As dg_json_parse_text, but integers beyond 64 bits (which jansson cannot hold) are
+ * read as placeholder strings DG_BIGINT_MARK "<i>" and their digits appended to
+ * *bigints (a new JSON array of strings, or NULL when there were none), for
+ * dg_json_render_raw. Used for contexts, which must render such integers exactly. */
+json_t *dg_json_parse_bigint(const char *text, size_t len, dg_errlist *E, deg_status *status,
+                             json_t **bigints);
+
 /* §7.1 rendering of a parsed context: a string verbatim, else Python json.dumps.
  * *out malloc'd (NUL-terminated), *out_len its length (may be NULL). */
-deg_status dg_context_render_json(const json_t *context, char **out, size_t *out_len);
+deg_status dg_context_render_json(const json_t *context, const json_t *bigints, char **out,
+                                  size_t *out_len);
 
 /* Check an options object (errors go to E with locs under loc) into *o. */
 void dg_options_check(const json_t *opts, const char *loc, deg_fill_options *o,

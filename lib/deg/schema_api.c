@@ -39,6 +39,122 @@ json_t *dg_json_parse_text(const char *text, size_t len, int flags, dg_errlist *
     return v;
 }
 
+/* Integer tokens of the JSON text (outside strings) that do not fit int64: offsets. */
+static json_t *find_bigints(const char *text, size_t len, json_t **spans)
+{
+    json_t *digits = NULL;
+    *spans = NULL;
+    bool in_str = false;
+    for (size_t i = 0; i < len; i++) {
+        char c = text[i];
+        if (in_str) {
+            if (c == '\\') i++;
+            else if (c == '"') in_str = false;
+            continue;
+        }
+        if (c == '"') {
+            in_str = true;
+            continue;
+        }
+        if (c != '-' && !(c >= '0' && c <= '9')) continue;
+        size_t j = i + (c == '-'), k = j;
+        while (k < len && text[k] >= '0' && text[k] <= '9') k++;
+        bool integer = !(k < len && (text[k] == '.' || text[k] == 'e' || text[k] == 'E'));
+        size_t end = k;
+        if (!integer)
+            while (end < len && strchr("0123456789.eE+-", text[end])) end++;
+        /* INT64 has 19 digits: only longer or equal-length tokens can overflow. */
+        if (integer && k - j >= 19 && k > j) {
+            bool over = k - j > 19;
+            if (!over) {
+                const char *lim = c == '-' ? "9223372036854775808" : "9223372036854775807";
+                over = memcmp(text + j, lim, 19) > 0;
+            }
+            if (over) {
+                if (!digits) {
+                    digits = json_array();
+                    *spans = json_array();
+                }
+                json_array_append_new(digits, json_stringn(text + i, k - i));
+                json_array_append_new(*spans, json_pack("[I,I]", (json_int_t)i, (json_int_t)k));
+            }
+        }
+        i = end - 1;
+    }
+    return digits;
+}
+
+json_t *dg_json_parse_bigint(const char *text, size_t len, dg_errlist *E, deg_status *status,
+                             json_t **bigints)
+{
+    *bigints = NULL;
+    size_t bad;
+    if (!text || !dg_utf8_validate(text, len, &bad) ||
+        memmem(text, len, "\\u0000dgbig:", 12) != NULL)
+        return dg_json_parse_text(text, len, 0, E, status);
+    json_t *spans = NULL, *digits = find_bigints(text, len, &spans);
+    if (!digits) return dg_json_parse_text(text, len, 0, E, status);
+    /* Replace each such integer by the string "\u0000dgbig:<i>". */
+    size_t cap = len + 32 * json_array_size(spans) + 1, o = 0, prev = 0;
+    char *t = malloc(cap);
+    json_t *v = NULL;
+    if (t) {
+        for (size_t i = 0; i < json_array_size(spans); i++) {
+            json_t *sp = json_array_get(spans, i);
+            size_t a = (size_t)json_integer_value(json_array_get(sp, 0));
+            size_t b = (size_t)json_integer_value(json_array_get(sp, 1));
+            memcpy(t + o, text + prev, a - prev);
+            o += a - prev;
+            o += (size_t)snprintf(t + o, cap - o, "\"\\u0000dgbig:%zu\"", i);
+            prev = b;
+        }
+        memcpy(t + o, text + prev, len - prev);
+        o += len - prev;
+        dg_errlist E2 = {json_array(), false};
+        deg_status s2;
+        v = dg_json_parse_text(t, o, 0, &E2, &s2);
+        json_decref(E2.list);
+        free(t);
+    }
+    json_decref(spans);
+    if (!v) {
+        json_decref(digits);
+        return dg_json_parse_text(text, len, 0, E, status); /* errors at the original places */
+    }
+    *bigints = digits;
+    return v;
+}
+
+/* A big-integer placeholder outside the context: not supported there. */
+static void reject_placeholders(const json_t *v, const char *loc, dg_errlist *E, int depth)
+{
+    if (depth > 4096) return;
+    if (json_is_string(v)) {
+        if (json_string_length(v) > DG_BIGINT_MARK_LEN &&
+            !memcmp(json_string_value(v), DG_BIGINT_MARK, DG_BIGINT_MARK_LEN))
+            dg_err_add(E, loc, "integer beyond 64 bits: only the context may hold one");
+        return;
+    }
+    const char *k;
+    json_t *x;
+    size_t i;
+    if (json_is_object(v)) {
+        json_object_foreach((json_t *)v, k, x)
+        {
+            char *kl = dg_loc_key(loc, k);
+            reject_placeholders(x, kl, E, depth + 1);
+            free(kl);
+        }
+    } else if (json_is_array(v)) {
+        json_array_foreach(v, i, x)
+        {
+            char *il = dg_loc_index(loc, i);
+            reject_placeholders(x, il, E, depth + 1);
+            free(il);
+        }
+    }
+}
+
 static char *errors_string(const json_t *list)
 {
     return json_dumps(list, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_PRESERVE_ORDER);
@@ -99,9 +215,13 @@ size_t deg_plan_num_fields(const deg_plan *plan) { return plan ? plan->n_fields 
 /* Context                                                                   */
 /* ------------------------------------------------------------------------ */
 
-deg_status dg_context_render_json(const json_t *context, char **out, size_t *out_len)
+deg_status dg_context_render_json(const json_t *context, const json_t *bigints, char **out,
+                                  size_t *out_len)
 {
-    if (json_is_string(context)) {
+    bool placeholder = bigints && json_is_string(context) &&
+                       json_string_length(context) > DG_BIGINT_MARK_LEN &&
+                       !memcmp(json_string_value(context), DG_BIGINT_MARK, DG_BIGINT_MARK_LEN);
+    if (json_is_string(context) && !placeholder) {
         size_t n = json_string_length(context);
         *out = malloc(n + 1);
         if (!*out) return dg_fail(DEG_ERR_NOMEM, "render context: out of memory");
@@ -109,7 +229,7 @@ deg_status dg_context_render_json(const json_t *context, char **out, size_t *out
         if (out_len) *out_len = n;
         return DEG_OK;
     }
-    *out = dg_json_render(context, 0);
+    *out = dg_json_render_raw(context, 0, bigints);
     if (!*out) return dg_fail_context(DEG_ERR_REQUEST, "render context");
     if (out_len) *out_len = strlen(*out);
     return DEG_OK;
@@ -121,7 +241,8 @@ deg_status deg_context_render(const char *context_json, size_t len, char **out, 
     *out = NULL;
     dg_errlist E = {json_array(), false};
     deg_status ps = DEG_OK;
-    json_t *v = dg_json_parse_text(context_json, len, 0, &E, &ps);
+    json_t *big = NULL;
+    json_t *v = dg_json_parse_bigint(context_json, len, &E, &ps, &big);
     if (!v) {
         json_t *e0 = json_array_get(E.list, 0);
         deg_status s = dg_fail(ps == DEG_ERR_UTF8 ? DEG_ERR_UTF8 : DEG_ERR_REQUEST,
@@ -131,8 +252,9 @@ deg_status deg_context_render(const char *context_json, size_t len, char **out, 
         return s;
     }
     json_decref(E.list);
-    deg_status s = dg_context_render_json(v, out, out_len);
+    deg_status s = dg_context_render_json(v, big, out, out_len);
     json_decref(v);
+    json_decref(big);
     return s;
 }
 
@@ -289,7 +411,8 @@ deg_status deg_request_parse(const char *request_json, size_t len, deg_request *
     *out = NULL;
     dg_errlist E = {json_array(), false};
     deg_status ps;
-    json_t *j = dg_json_parse_text(request_json, len, 0, &E, &ps);
+    json_t *big = NULL;
+    json_t *j = dg_json_parse_bigint(request_json, len, &E, &ps, &big);
     if (!j) return fail_with_list(DEG_ERR_REQUEST, "invalid request", &E, errors_json);
     deg_request *r = calloc(1, sizeof *r);
     if (!r) {
@@ -299,6 +422,23 @@ deg_status deg_request_parse(const char *request_json, size_t len, deg_request *
     }
     r->json = j;
     r->options = deg_fill_options_default();
+    if (big && json_is_object(j)) {
+        const char *k;
+        json_t *v;
+        size_t before = json_array_size(E.list);
+        json_object_foreach(j, k, v)
+        {
+            if (!strcmp(k, "context")) continue;
+            char *kl = dg_loc_key("", k);
+            reject_placeholders(v, kl, &E, 0);
+            free(kl);
+        }
+        if (json_array_size(E.list) > before) {
+            json_decref(big);
+            deg_request_free(r);
+            return fail_with_list(DEG_ERR_REQUEST, "invalid request", &E, errors_json);
+        }
+    }
     bool envelope_bad = false, schema_bad = false;
     if (!json_is_object(j)) {
         dg_err_add(&E, "", "a request must be a JSON object {context, schema, model, options}");
@@ -320,10 +460,12 @@ deg_status deg_request_parse(const char *request_json, size_t len, deg_request *
         if (!ctx) {
             dg_err_add(&E, "", "missing field \"context\"");
             envelope_bad = true;
-        } else if (!json_is_string(ctx) && !json_is_object(ctx) && !json_is_array(ctx)) {
+        } else if ((!json_is_string(ctx) && !json_is_object(ctx) && !json_is_array(ctx)) ||
+                   (big && json_is_string(ctx) && json_string_length(ctx) > DG_BIGINT_MARK_LEN &&
+                    !memcmp(json_string_value(ctx), DG_BIGINT_MARK, DG_BIGINT_MARK_LEN))) {
             dg_err_add(&E, "/context", "context must be a string, an object or an array");
             envelope_bad = true;
-        } else if (dg_context_render_json(ctx, &r->context, &r->context_len) != DEG_OK) {
+        } else if (dg_context_render_json(ctx, big, &r->context, &r->context_len) != DEG_OK) {
             dg_err_add(&E, "/context", "%s", deg_errmsg());
             envelope_bad = true;
         }
@@ -363,6 +505,7 @@ deg_status deg_request_parse(const char *request_json, size_t len, deg_request *
             }
         }
     }
+    json_decref(big);
     if (envelope_bad || schema_bad) {
         deg_request_free(r);
         return fail_with_list(envelope_bad ? DEG_ERR_REQUEST : DEG_ERR_SCHEMA,

@@ -14,6 +14,7 @@
 #include "deg.h"
 #include "deg/plan.h"
 #include "deg/render.h"
+#include "deg/request.h"
 
 static json_t *load(const char *rel)
 {
@@ -154,8 +155,14 @@ Test(schema, render_matches_python_json_dumps)
         cr_expect_eq(n, json_string_length(json_object_get(c, "render")), "case %zu length", i);
         cr_expect(memcmp(out, want, n) == 0, "case %zu: got %s want %s", i, out, want);
         deg_free(out);
-        json_t *v = json_loads(text, JSON_DECODE_ANY, NULL);
-        char *canon = dg_json_render(v, DG_RENDER_SORT_KEYS | DG_RENDER_COMPACT);
+        dg_errlist E = {json_array(), false};
+        deg_status ps;
+        json_t *big = NULL;
+        json_t *v = dg_json_parse_bigint(text, strlen(text), &E, &ps, &big);
+        json_decref(E.list);
+        cr_assert(v, "case %zu does not parse", i);
+        char *canon = dg_json_render_raw(v, DG_RENDER_SORT_KEYS | DG_RENDER_COMPACT, big);
+        json_decref(big);
         const char *wc = json_string_value(json_object_get(c, "canonical"));
         cr_expect_str_eq(canon, wc, "case %zu canonical", i);
         free(canon);
@@ -172,11 +179,25 @@ Test(schema, render_errors)
     cr_expect(strstr(deg_errmsg(), "line 1"), "%s", deg_errmsg());
     cr_expect_eq(deg_context_render("\"\xff\"", 3, &out, NULL), DEG_ERR_UTF8);
     cr_expect(strstr(deg_errmsg(), "byte offset 1"), "%s", deg_errmsg());
-    /* Integers beyond 64 bits cannot be kept exact by the JSON reader: a clear error. */
-    const char *big = "[123456789012345678901234567890]";
-    cr_expect_eq(deg_context_render(big, strlen(big), &out, NULL), DEG_ERR_REQUEST);
-    cr_expect(strstr(deg_errmsg(), "too big"), "%s", deg_errmsg());
-    cr_expect_null(out);
+    /* Integers beyond 64 bits are rendered exactly, as Python writes them. */
+    const char *big = "{\"a\": [123456789012345678901234567890, -9223372036854775809, "
+                      "9223372036854775807, \"x\"], \"b\": 1.5e300}";
+    cr_assert_eq(deg_context_render(big, strlen(big), &out, NULL), DEG_OK, "%s", deg_errmsg());
+    cr_expect_str_eq(out, "{\"a\": [123456789012345678901234567890, -9223372036854775809, "
+                          "9223372036854775807, \"x\"], \"b\": 1.5e+300}");
+    deg_free(out);
+    cr_assert_eq(deg_context_render("12345678901234567890123", 23, &out, NULL), DEG_OK);
+    cr_expect_str_eq(out, "12345678901234567890123");
+    deg_free(out);
+    out = NULL;
+    /* ... but not in a schema: jansson's own clear error. */
+    deg_plan *plan = NULL;
+    char *errs = NULL;
+    const char *bs = "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\","
+                     "\"maximum\":123456789012345678901234567890}}}";
+    cr_expect_eq(deg_plan_compile(bs, strlen(bs), &plan, &errs), DEG_ERR_SCHEMA);
+    cr_expect(errs && strstr(errs, "too big integer"), "%s", errs);
+    deg_free(errs);
     /* A NUL inside a string context is kept (length out). */
     size_t n;
     cr_assert_eq(deg_context_render("\"a\\u0000b\"", 10, &out, &n), DEG_OK);
@@ -515,6 +536,12 @@ Test(schema, request_ok)
     cr_expect(o.has_null_margin && o.null_margin == 1.4);
     deg_request_free(r);
 
+    const char *t3 = "{\"context\": {\"n\": [99999999999999999999, \"\\u0000dgbi\"]}, "
+                     "\"schema\": " OBJ(LEAF_B) "}";
+    cr_assert_eq(deg_request_parse(t3, strlen(t3), &r, &errs), DEG_OK, "%s", errs);
+    cr_expect_str_eq(deg_request_context(r, NULL), "{\"n\": [99999999999999999999, \"\\u0000dgbi\"]}");
+    deg_request_free(r);
+
     const char *t2 = "{\"context\": \"plain text\", \"schema\": " OBJ(LEAF_B) "}";
     cr_assert_eq(deg_request_parse(t2, strlen(t2), &r, NULL), DEG_OK);
     cr_expect_str_eq(deg_request_context(r, NULL), "plain text");
@@ -560,6 +587,14 @@ Test(schema, request_errors_with_locs)
     json_decref(e);
     e = request_errors("{\"schema\": " OBJ(LEAF_A) "}", DEG_ERR_REQUEST);
     cr_expect(has_error(e, "", "missing field \"context\""));
+    json_decref(e);
+    e = request_errors("{\"context\": 123456789012345678901234567890, \"schema\": " OBJ(LEAF_A) "}",
+                       DEG_ERR_REQUEST);
+    cr_expect(has_error(e, "/context", "string, an object or an array"));
+    json_decref(e);
+    e = request_errors("{\"context\": \"x\", \"schema\": " OBJ(LEAF_A) ", \"options\": "
+                       "{\"seed\": 123456789012345678901234567890}}", DEG_ERR_REQUEST);
+    cr_expect(has_error(e, "/options/seed", "beyond 64 bits"));
     json_decref(e);
     e = request_errors("[1]", DEG_ERR_REQUEST);
     cr_expect(has_error(e, "", "must be a JSON object"));

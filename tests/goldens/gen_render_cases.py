@@ -27,6 +27,9 @@ values = [
     {"key with \"quotes\"": "v", "tab\tkey": "w", "ctl\u0002": 1},
     ["mixed", 1, 2.5, True, None, {"k": []}],
     {"order": {"10": 1, "2": 2, "1": 3, "b": 4, "B": 5, "é": 6, "a": 7}},
+    {"big": [2**63, -2**63 - 1, 10**40, -(10**60), 2**64 + 1, 12345678901234567890]},
+    10**30, [["nested", [[9223372036854775808]]]],
+    {"dup": 1, "x": "has \"1e999\" and 12345678901234567890123 inside a string"},
 ]
 # random doubles across the whole range (bit patterns) and "human" decimals
 for _ in range(300):
@@ -43,6 +46,8 @@ for e in range(-330, 310, 7):
 cases = []
 for v in values:
     text = json.dumps(v, ensure_ascii=True)
+    if isinstance(v, int):
+        text = str(v)
     cases.append({"json": text,
                   "render": v if isinstance(v, str) else json.dumps(v, ensure_ascii=False),
                   "canonical": json.dumps(v, ensure_ascii=False, sort_keys=True,
