@@ -614,7 +614,6 @@ static void build_node(build *B, const json_t *node, const char *loc, use u)
         json_t *br = json_object_get(node, bkw);
         json_t *opts = json_array(), *descs = json_array();
         bool nul = false;
-        const char *tname = NULL;
         for (size_t i = 0; i < json_array_size(br); i++) {
             json_t *b = json_array_get(br, i);
             json_t *d = json_object_get(b, "description");
@@ -635,7 +634,11 @@ static void build_node(build *B, const json_t *node, const char *loc, use u)
                 }
             }
         }
-        build_choice_leaf(B, node, loc, &u, opts, descs, nul || u.nullable, tname);
+        if (u.nullable && !nul) { /* [choice, {type: null}] behind a nullable anyOf */
+            json_array_append_new(opts, json_null());
+            json_array_append_new(descs, json_null());
+        }
+        build_choice_leaf(B, node, loc, &u, opts, descs, nul || u.nullable, NULL);
         json_decref(descs);
         goto out;
     }

@@ -274,17 +274,15 @@ dg_branch_form dg_branch_form_of(const json_t *node, const char **kw, size_t *x_
         return DG_FORM_NONE;
     }
     if (!json_is_array(br) || json_array_size(br) == 0) return DG_FORM_INVALID;
-    size_t n = json_array_size(br), n_null = 0, n_value = 0, x = 0;
+    size_t n = json_array_size(br), n_null = 0, n_value = 0;
     for (size_t i = 0; i < n; i++) {
         json_t *b = json_array_get(br, i);
         if (dg_branch_is_null(b)) n_null++;
         else if (dg_branch_is_value(b)) n_value++;
-        else x = i;
     }
     if (n_value >= 1 && n_value + n_null == n && n_null <= 1) return DG_FORM_CHOICE;
     if (n == 2 && n_null == 1) {
         *x_index = dg_branch_is_null(json_array_get(br, 0)) ? 1 : 0;
-        (void)x;
         return DG_FORM_NULLABLE;
     }
     return DG_FORM_INVALID;
@@ -926,16 +924,6 @@ static void lint_semantics(lint *L, const json_t *node, const char *loc)
         if (!t.base) {
             kl = dg_loc_key(loc, "type");
             dg_err_add(E, kl, "type \"null\" alone has nothing to fill; use [X, \"null\"]");
-            free(kl);
-            return;
-        }
-        json_t *ty = json_object_get(node, "type");
-        if (json_is_array(ty) && json_array_size(ty) == 2 && !t.nullable) {
-            /* unreachable: dg_type_info only accepts one non-null type */
-        }
-        if (json_is_array(ty) && json_array_size(ty) > 1 && !t.nullable) {
-            kl = dg_loc_key(loc, "type");
-            dg_err_add(E, kl, "union types are allowed only as [X, \"null\"]");
             free(kl);
             return;
         }

@@ -92,6 +92,12 @@ one("oneOf_const_plus_null_branch",
 one("oneOf_title_kept_as_instructions",
     {"title": "Pick", "description": "Pick one", "oneOf": [{"const": 1}, {"const": 2}]},
     {"title": "Pick", "description": "Pick one"})
+one("nullable_anyOf_around_choice",
+    {"anyOf": [{"oneOf": [{"const": "a", "description": "A"}, {"const": "b"}]}, {"type": "null"}]},
+    {"mode": "decide.choice", "options": ["a", "b", None], "option_descriptions": ["A", None, None],
+     "nullable": True})
+one("nullable_anyOf_around_enum", {"anyOf": [{"enum": [1, 2]}, {"type": "null"}]},
+    {"mode": "decide.choice", "options": [1, 2, None], "nullable": True})
 one("boolean_noul", {"type": "boolean"}, {"mode": "decide.noul", "type": "boolean", "options": None})
 one("boolean_nullable_choice", {"type": ["boolean", "null"]},
     {"mode": "decide.choice", "options": [True, False, None], "nullable": True, "type": "boolean"})
