@@ -501,6 +501,76 @@ DEG_API int deg_acceptor_prefix_ok(deg_acceptor *acc, const char *text, size_t l
  * somewhere. */
 DEG_API int deg_acceptor_eos_ok(deg_acceptor *acc, const char *text, size_t len);
 
+
+/* ------------------------------------------------------------------------ */
+/* Fill runtime (deg.fill, issue 4): checkpoint, forks, heads, arrays,      */
+/* generate phase (deg contract §7, §8, §10, §12.1-§12.3, §12.6).           */
+/* ------------------------------------------------------------------------ */
+
+/* @@DEG_FILL_API@@ */
+
+/* A deg checkpoint: a directory holding
+ *  - deg.json: {"format": "deg-ckpt-v1", "backbone": {"file", "sha256", "arch",
+ *    "path"}, "head_dim": 256, "heads": {name: shape}, "calibration": {"choice",
+ *    "score", "noul", "extract", "count": temperature}, "array_mode": "index" |
+ *    "anchor", "anchor_min_tokens", "chat_layout": "chatml" | "qwen3" | "none"};
+ *  - heads.safetensors: the fp32 heads of §12.3 (names and shapes in
+ *    lib/deg/fill.h).
+ * The backbone is referenced by file name + SHA-256 (of the GGUF file, or of
+ * config.json and the *.safetensors files of an HF directory). A loaded
+ * checkpoint owns its model. Not thread-safe: one fill at a time per handle. */
+typedef struct deg_ckpt deg_ckpt;
+
+/* Write a fresh checkpoint to dir (created if missing; files replaced) for the
+ * backbone at model_path, heads initialised uniformly in +-1/sqrt(n_embd) from
+ * xoshiro256** streams seeded by (seed, tensor), biases 0, anchor.b = -6,
+ * calibration temperatures 1, array_mode "index". What training starts from.
+ * Errors: as deg_model_load, DEG_ERR_IO (dir), DEG_ERR_NOMEM. */
+DEG_API deg_status deg_ckpt_create_random(const char *model_path, uint64_t seed, const char *dir);
+
+/* Load a checkpoint. model_path NULL = resolve the backbone: the path
+ * recorded in deg.json, else deg.json's file name next to the checkpoint,
+ * else in ${DEG_CACHE:-~/.cache/deg}/models. Errors: DEG_ERR_IO (missing
+ * files, backbone not found), DEG_ERR_FORMAT (bad deg.json / tensors),
+ * DEG_ERR_MISMATCH (the backbone's SHA-256 differs from deg.json's, or a head
+ * tensor's shape does not fit the backbone), DEG_ERR_NUMERIC (NaN/Inf heads),
+ * DEG_ERR_NOMEM. *out owned by the caller (deg_ckpt_free). */
+DEG_API deg_status deg_ckpt_load(const char *dir, const char *model_path, deg_ckpt **out);
+DEG_API void deg_ckpt_free(deg_ckpt *ckpt);
+/* The checkpoint's backbone (borrowed, valid until deg_ckpt_free). */
+DEG_API const deg_model *deg_ckpt_model(const deg_ckpt *ckpt);
+/* Memory budget of one fork batch in bytes (default 256 MiB; >= 1 MiB): fork
+ * rows are grouped into deg_forks_feed batches of at most this many bytes of
+ * K/V + hidden states (a single larger fork still runs alone). */
+DEG_API deg_status deg_ckpt_set_fork_budget(deg_ckpt *ckpt, size_t bytes);
+/* Debug/test switch: with on != 0 every field's meta gets "raw" (SHA-256 hex
+ * of the field's raw fp32 head outputs) and the response gets "timing"
+ * {prefill_s, forks_s, generate_s, fork_rows, fork_tokens}. */
+DEG_API deg_status deg_ckpt_set_debug(deg_ckpt *ckpt, int on);
+
+/* Fill one request (§9 JSON: {"context", "schema", "model", "options"}) and
+ * return the §8 response JSON ({"model", "value", "meta", "usage", "plan"})
+ * in *response_json (owned by the caller, deg_free). On failure
+ * *errors_json (may be NULL; owned by the caller) is a JSON array of
+ * {"loc", "msg"} (request/schema problems: the 422 list; fill problems:
+ * FillError reasons or validator violations). Errors: DEG_ERR_REQUEST
+ * (malformed request, unknown fields/options, empty context, temperature > 0
+ * without seed), DEG_ERR_SCHEMA (invalid schema), DEG_ERR_FILL (FillError: a
+ * required non-nullable value not in the context, minItems not met, a
+ * generate constraint that cannot be met within the budget), DEG_ERR_UTF8,
+ * DEG_ERR_NOMEM. */
+DEG_API deg_status deg_fill(deg_ckpt *ckpt, const char *request_json, size_t len,
+                            char **response_json, char **errors_json);
+
+/* Fill n requests with their fork rows in the same batches; each request's
+ * result equals deg_fill's (bitwise, §10). responses[i] / errors[i] (errors
+ * may be NULL) / statuses[i] per request. Returns DEG_OK if every request
+ * succeeded, else the first failing request's status (a runtime failure such
+ * as DEG_ERR_NOMEM fails all). */
+DEG_API deg_status deg_fill_many(deg_ckpt *ckpt, size_t n, const char *const *requests,
+                                 const size_t *lens, char **responses, char **errors,
+                                 deg_status *statuses);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,505 @@
+/* Checkpoint directory (fill.h): deg.json + heads.safetensors, the backbone
+ * reference and random head initialisation. */
+#include <dirent.h>
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <nettle/sha2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/status.h"
+#include "deg/fill.h"
+#include "format/safetensors.h"
+#include "model/model.h"
+#include "model/sample.h"
+
+/* ---- backbone hash ------------------------------------------------------ */
+
+static deg_status sha_file(const char *path, struct sha256_ctx *ctx)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return dg_fail(DEG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    enum { CH = 1 << 20 };
+    uint8_t *buf = malloc(CH);
+    if (!buf) {
+        fclose(f);
+        return dg_fail(DEG_ERR_NOMEM, "backbone hash: out of memory");
+    }
+    size_t n;
+    while ((n = fread(buf, 1, CH, f)) > 0) sha256_update(ctx, n, buf);
+    int err = ferror(f);
+    free(buf);
+    fclose(f);
+    if (err) return dg_fail(DEG_ERR_IO, "%s: read error", path);
+    return DEG_OK;
+}
+
+static void hex(const uint8_t *d, size_t n, char *out)
+{
+    for (size_t i = 0; i < n; i++) sprintf(out + 2 * i, "%02x", d[i]);
+    out[2 * n] = 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+deg_status dg_backbone_sha256(const char *path, char out[65])
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0) return dg_fail(DEG_ERR_IO, "%s: %s", path, strerror(errno));
+    uint8_t d[SHA256_DIGEST_SIZE];
+    struct sha256_ctx ctx;
+    sha256_init(&ctx);
+    if (!S_ISDIR(sb.st_mode)) {
+        DG_TRY(sha_file(path, &ctx));
+        sha256_digest(&ctx, sizeof d, d);
+        hex(d, sizeof d, out);
+        return DEG_OK;
+    }
+    DIR *dir = opendir(path);
+    if (!dir) return dg_fail(DEG_ERR_IO, "%s: cannot list: %s", path, strerror(errno));
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *e;
+    deg_status st = DEG_OK;
+    while ((e = readdir(dir))) {
+        size_t l = strlen(e->d_name);
+        if (l < 12 || strcmp(e->d_name + l - 12, ".safetensors") != 0) continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 8;
+            char **p = realloc(names, cap * sizeof *p);
+            if (!p) { st = dg_fail(DEG_ERR_NOMEM, "backbone hash: out of memory"); break; }
+            names = p;
+        }
+        names[n] = strdup(e->d_name);
+        if (!names[n]) { st = dg_fail(DEG_ERR_NOMEM, "backbone hash: out of memory"); break; }
+        n++;
+    }
+    closedir(dir);
+    if (st == DEG_OK) qsort(names, n, sizeof *names, cmp_str);
+    for (size_t i = 0; st == DEG_OK && i <= n; i++) {
+        const char *name = i == 0 ? "config.json" : names[i - 1];
+        char *p = malloc(strlen(path) + strlen(name) + 2);
+        if (!p) { st = dg_fail(DEG_ERR_NOMEM, "backbone hash: out of memory"); break; }
+        sprintf(p, "%s/%s", path, name);
+        struct sha256_ctx fc;
+        sha256_init(&fc);
+        st = sha_file(p, &fc);
+        free(p);
+        if (st != DEG_OK) break;
+        uint8_t fd[SHA256_DIGEST_SIZE];
+        char fh[65];
+        sha256_digest(&fc, sizeof fd, fd);
+        hex(fd, sizeof fd, fh);
+        sha256_update(&ctx, strlen(name) + 1, (const uint8_t *)name);
+        sha256_update(&ctx, 64, (const uint8_t *)fh);
+        sha256_update(&ctx, 1, (const uint8_t *)"\n");
+    }
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+    if (st != DEG_OK) return st;
+    sha256_digest(&ctx, sizeof d, d);
+    hex(d, sizeof d, out);
+    return DEG_OK;
+}
+
+/* ---- head tensor table -------------------------------------------------- */
+
+enum { INIT_UNIFORM, INIT_ZERO, INIT_ANCHOR_B };
+
+typedef struct tdesc {
+    const char *name;
+    int rows, cols;          /* rows 0 = 1-D [cols]; symbolic sizes resolved below */
+    int init;
+    size_t off;              /* filled at layout */
+} tdesc;
+
+#define R_D (-1)
+#define R_COUNT (-2)
+#define C_E (-1)
+#define C_BUCKET (-3)
+
+static const tdesc TABLE[] = {
+    {"choice.q", R_D, C_E, INIT_UNIFORM, 0},     {"choice.k", R_D, C_E, INIT_UNIFORM, 0},
+    {"choice.u", 0, C_E, INIT_UNIFORM, 0},       {"score.q", R_D, C_E, INIT_UNIFORM, 0},
+    {"score.k", R_D, C_E, INIT_UNIFORM, 0},      {"score.u", 0, C_E, INIT_UNIFORM, 0},
+    {"noul.w", 0, C_E, INIT_UNIFORM, 0},         {"noul.b", 0, 1, INIT_ZERO, 0},
+    {"extract.qs", R_D, C_E, INIT_UNIFORM, 0},   {"extract.ks", R_D, C_E, INIT_UNIFORM, 0},
+    {"extract.qe", R_D, C_E, INIT_UNIFORM, 0},   {"extract.ke", R_D, C_E, INIT_UNIFORM, 0},
+    {"extract.null_w", 0, C_E, INIT_UNIFORM, 0}, {"extract.null_b", 0, 1, INIT_ZERO, 0},
+    {"count.w", R_COUNT, C_E, INIT_UNIFORM, 0},  {"count.b", 0, DG_COUNT_MAX + 1, INIT_ZERO, 0},
+    {"anchor.q", R_D, C_E, INIT_UNIFORM, 0},     {"anchor.k", R_D, C_E, INIT_UNIFORM, 0},
+    {"anchor.u", 0, C_E, INIT_UNIFORM, 0},       {"anchor.b", 0, 1, INIT_ANCHOR_B, 0},
+    {"anchor.bias", 4, C_BUCKET, INIT_ZERO, 0},
+};
+#define N_TABLE (sizeof TABLE / sizeof TABLE[0])
+
+static void dims(const tdesc *t, int E, int64_t *r, int64_t *c)
+{
+    *r = t->rows == R_D ? DG_HEAD_DIM : t->rows == R_COUNT ? DG_COUNT_MAX + 1 : t->rows;
+    *c = t->cols == C_E ? E : t->cols == C_BUCKET ? DG_ANCHOR_BUCKETS : t->cols;
+}
+
+static size_t numel(const tdesc *t, int E)
+{
+    int64_t r, c;
+    dims(t, E, &r, &c);
+    return (size_t)(r ? r : 1) * (size_t)c;
+}
+
+static void bind_heads(dg_ckpt *k, const size_t *off)
+{
+    const float *p[N_TABLE];
+    for (size_t i = 0; i < N_TABLE; i++) p[i] = k->store + off[i];
+    dg_heads *h = &k->h;
+    h->choice_q = p[0]; h->choice_k = p[1]; h->choice_u = p[2];
+    h->score_q = p[3]; h->score_k = p[4]; h->score_u = p[5];
+    h->noul_w = p[6]; h->noul_b = p[7];
+    h->ext_qs = p[8]; h->ext_ks = p[9]; h->ext_qe = p[10]; h->ext_ke = p[11];
+    h->ext_null_w = p[12]; h->ext_null_b = p[13];
+    h->count_w = p[14]; h->count_b = p[15];
+    h->anchor_q = p[16]; h->anchor_k = p[17]; h->anchor_u = p[18]; h->anchor_b = p[19];
+    h->anchor_bias = p[20];
+}
+
+static deg_status alloc_store(dg_ckpt *k, int E, size_t *off)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < N_TABLE; i++) {
+        off[i] = total;
+        total += numel(&TABLE[i], E);
+    }
+    k->store = calloc(total, sizeof(float));
+    if (!k->store) return dg_fail(DEG_ERR_NOMEM, "checkpoint: out of memory for heads");
+    k->n_store = total;
+    k->h.E = E;
+    bind_heads(k, off);
+    return DEG_OK;
+}
+
+/* Uniform(-1/sqrt(E), 1/sqrt(E)) from xoshiro256** streams seeded by
+ * (seed, tensor index): a tensor's values do not depend on the others. */
+static void init_random(dg_ckpt *k, const size_t *off, uint64_t seed)
+{
+    int E = k->h.E;
+    float a = 1.0f / sqrtf((float)E);
+    for (size_t i = 0; i < N_TABLE; i++) {
+        float *p = k->store + off[i];
+        size_t n = numel(&TABLE[i], E);
+        dg_rng rng;
+        dg_rng_seed(&rng, seed * 0x9E3779B97F4A7C15ull + i + 1);
+        for (size_t j = 0; j < n; j++) {
+            switch (TABLE[i].init) {
+            case INIT_UNIFORM: p[j] = (float)((2.0 * dg_rng_uniform(&rng) - 1.0) * a); break;
+            case INIT_ANCHOR_B: p[j] = -6.0f; break;
+            default: p[j] = 0.0f;
+            }
+        }
+    }
+}
+
+static const char *TEMP_NAMES[DG_T_N] = {"choice", "score", "noul", "extract", "count"};
+
+static char *path_join(const char *dir, const char *name)
+{
+    char *p = malloc(strlen(dir) + strlen(name) + 2);
+    if (p) sprintf(p, "%s/%s", dir, name);
+    return p;
+}
+
+static const char *base_name(const char *path)
+{
+    size_t l = strlen(path);
+    while (l > 1 && path[l - 1] == '/') l--;
+    const char *s = path + l;
+    while (s > path && s[-1] != '/') s--;
+    return s;
+}
+
+void deg_ckpt_free(deg_ckpt *k)
+{
+    if (!k) return;
+    if (k->own_model) deg_model_free(k->model);
+    free(k->store);
+    free(k->array_mode);
+    free(k->chat_layout);
+    free(k->backbone_file);
+    free(k->backbone_sha256);
+    free(k);
+}
+
+static const char *model_chat_layout(const deg_model *m)
+{
+    deg_chat_message msg = {"user", "x"};
+    char *out = NULL;
+    deg_model_info info;
+    if (deg_model_get_info(m, &info) != DEG_OK) return "none";
+    if (deg_chat_format(m, &msg, 1, 1, &out) != DEG_OK) {
+        dg_clear_error();
+        return "none";
+    }
+    free(out);
+    return strcmp(info.chat_layout, "qwen3") == 0 ? "qwen3" : "chatml";
+}
+
+static char *trimmed_dir_name(const char *path)
+{
+    const char *b = base_name(path);
+    size_t l = strlen(b);
+    while (l > 0 && b[l - 1] == '/') l--;
+    char *s = malloc(l + 1);
+    if (s) {
+        memcpy(s, b, l);
+        s[l] = 0;
+    }
+    return s;
+}
+
+deg_status deg_ckpt_create_random(const char *model_path, uint64_t seed, const char *dir)
+{
+    if (!model_path || !dir) return dg_fail(DEG_ERR_ARG, "deg_ckpt_create_random: NULL argument");
+    deg_model *m = NULL;
+    DG_TRY(deg_model_load(model_path, &m));
+    deg_status st = DEG_OK;
+    dg_ckpt k;
+    memset(&k, 0, sizeof k);
+    size_t off[N_TABLE];
+    char sha[65];
+    json_t *meta = NULL;
+    char *jpath = NULL, *spath = NULL, *fname = NULL, *text = NULL;
+    dg_st_writer *w = NULL;
+    deg_model_info info;
+    deg_model_get_info(m, &info);
+    if ((st = alloc_store(&k, info.n_embd, off)) != DEG_OK) goto done;
+    init_random(&k, off, seed);
+    if ((st = dg_backbone_sha256(model_path, sha)) != DEG_OK) goto done;
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        st = dg_fail(DEG_ERR_IO, "%s: cannot create checkpoint directory: %s", dir,
+                     strerror(errno));
+        goto done;
+    }
+    fname = trimmed_dir_name(model_path);
+    char abs[4096];
+    const char *absp = realpath(model_path, abs) ? abs : model_path;
+    json_t *temps = json_object();
+    for (int i = 0; i < DG_T_N; i++) json_object_set_new(temps, TEMP_NAMES[i], json_real(1.0));
+    json_t *heads = json_object();
+    for (size_t i = 0; i < N_TABLE; i++) {
+        int64_t r, c;
+        dims(&TABLE[i], info.n_embd, &r, &c);
+        json_object_set_new(heads, TABLE[i].name,
+                            r ? json_pack("[I,I]", (json_int_t)r, (json_int_t)c)
+                              : json_pack("[I]", (json_int_t)c));
+    }
+    meta = json_pack("{s:s, s:{s:s, s:s, s:s, s:s}, s:i, s:o, s:o, s:s, s:i, s:s, s:I}",
+                     "format", DG_CKPT_FORMAT, "backbone", "file", fname ? fname : "",
+                     "sha256", sha, "arch", info.arch, "path", absp, "head_dim", DG_HEAD_DIM,
+                     "heads", heads, "calibration", temps, "array_mode", "index",
+                     "anchor_min_tokens", 0, "chat_layout", model_chat_layout(m), "init_seed",
+                     (json_int_t)seed);
+    if (!meta || !fname) {
+        st = dg_fail(DEG_ERR_NOMEM, "deg_ckpt_create_random: out of memory");
+        goto done;
+    }
+    jpath = path_join(dir, "deg.json");
+    spath = path_join(dir, "heads.safetensors");
+    text = json_dumps(meta, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    if (!jpath || !spath || !text) {
+        st = dg_fail(DEG_ERR_NOMEM, "deg_ckpt_create_random: out of memory");
+        goto done;
+    }
+    if ((st = dg_st_writer_new(&w)) != DEG_OK) goto done;
+    for (size_t i = 0; i < N_TABLE && st == DEG_OK; i++) {
+        int64_t shape[2];
+        dims(&TABLE[i], info.n_embd, &shape[0], &shape[1]);
+        if (shape[0]) st = dg_st_writer_add(w, TABLE[i].name, DG_F32, 2, shape, k.store + off[i]);
+        else st = dg_st_writer_add(w, TABLE[i].name, DG_F32, 1, &shape[1], k.store + off[i]);
+    }
+    if (st == DEG_OK) st = dg_st_writer_meta(w, "format", DG_CKPT_FORMAT);
+    if (st == DEG_OK) st = dg_st_writer_commit(w, spath);
+    if (st == DEG_OK) {
+        FILE *f = fopen(jpath, "wb");
+        if (!f) st = dg_fail(DEG_ERR_IO, "%s: cannot write: %s", jpath, strerror(errno));
+        else {
+            size_t l = strlen(text);
+            if (fwrite(text, 1, l, f) != l || fputc('\n', f) == EOF) st = dg_fail(DEG_ERR_IO, "%s: write failed", jpath);
+            if (fclose(f) != 0 && st == DEG_OK) st = dg_fail(DEG_ERR_IO, "%s: write failed", jpath);
+        }
+    }
+done:
+    dg_st_writer_free(w);
+    json_decref(meta);
+    free(text);
+    free(jpath);
+    free(spath);
+    free(fname);
+    free(k.store);
+    deg_model_free(m);
+    return st;
+}
+
+static char *dup_str(const char *s) { return s ? strdup(s) : NULL; }
+
+deg_status deg_ckpt_load(const char *dir, const char *model_path, deg_ckpt **out)
+{
+    if (!dir || !out) return dg_fail(DEG_ERR_ARG, "deg_ckpt_load: NULL argument");
+    *out = NULL;
+    char *jpath = path_join(dir, "deg.json"), *spath = path_join(dir, "heads.safetensors");
+    json_t *meta = NULL;
+    dg_safetensors *sf = NULL;
+    deg_status st = DEG_OK;
+    dg_ckpt *k = calloc(1, sizeof *k);
+    char *resolved = NULL;
+    if (!jpath || !spath || !k) {
+        st = dg_fail(DEG_ERR_NOMEM, "deg_ckpt_load: out of memory");
+        goto fail;
+    }
+    json_error_t err;
+    meta = json_load_file(jpath, 0, &err);
+    if (!meta) {
+        st = dg_fail(errno == ENOENT && err.line <= 0 ? DEG_ERR_IO : DEG_ERR_FORMAT,
+                     "%s: %s (line %d)", jpath, err.text, err.line);
+        goto fail;
+    }
+    const char *fmt = json_string_value(json_object_get(meta, "format"));
+    if (!fmt || strcmp(fmt, DG_CKPT_FORMAT) != 0) {
+        st = dg_fail(DEG_ERR_FORMAT, "%s: \"format\" is %s, expected \"%s\"", jpath,
+                     fmt ? fmt : "missing", DG_CKPT_FORMAT);
+        goto fail;
+    }
+    json_t *bb = json_object_get(meta, "backbone");
+    const char *bfile = json_string_value(json_object_get(bb, "file"));
+    const char *bsha = json_string_value(json_object_get(bb, "sha256"));
+    const char *bpath = json_string_value(json_object_get(bb, "path"));
+    if (!bfile || !bsha || strlen(bsha) != 64) {
+        st = dg_fail(DEG_ERR_FORMAT, "%s: \"backbone\" needs \"file\" and \"sha256\"", jpath);
+        goto fail;
+    }
+    /* Resolve the backbone: the given path, else the recorded path, else the
+     * file name next to the checkpoint, else ${DEG_CACHE:-~/.cache/deg}/models. */
+    if (model_path) resolved = strdup(model_path);
+    else {
+        const char *cands[4] = {bpath, NULL, NULL, NULL};
+        char *c1 = path_join(dir, bfile), *c2 = NULL;
+        const char *cache = getenv("DEG_CACHE");
+        const char *home = getenv("HOME");
+        if (cache) {
+            char *m = path_join(cache, "models");
+            c2 = m ? path_join(m, bfile) : NULL;
+            free(m);
+        } else if (home) {
+            char *m = path_join(home, ".cache/deg/models");
+            c2 = m ? path_join(m, bfile) : NULL;
+            free(m);
+        }
+        cands[1] = c1;
+        cands[2] = c2;
+        struct stat sb;
+        for (int i = 0; i < 3 && !resolved; i++)
+            if (cands[i] && stat(cands[i], &sb) == 0) resolved = strdup(cands[i]);
+        free(c1);
+        free(c2);
+        if (!resolved) {
+            st = dg_fail(DEG_ERR_IO, "%s: backbone '%s' not found (recorded path, next to "
+                         "the checkpoint, or the deg model cache); pass the model path", jpath,
+                         bfile);
+            goto fail;
+        }
+    }
+    char sha[65];
+    if ((st = dg_backbone_sha256(resolved, sha)) != DEG_OK) goto fail;
+    if (strcmp(sha, bsha) != 0) {
+        st = dg_fail(DEG_ERR_MISMATCH, "%s: backbone %s has SHA-256 %s, the checkpoint was made "
+                     "for '%s' with %s", dir, resolved, sha, bfile, bsha);
+        goto fail;
+    }
+    if ((st = deg_model_load(resolved, &k->model)) != DEG_OK) goto fail;
+    k->own_model = 1;
+    deg_model_info info;
+    deg_model_get_info(k->model, &info);
+    size_t off[N_TABLE];
+    if ((st = alloc_store(k, info.n_embd, off)) != DEG_OK) goto fail;
+    if ((st = dg_safetensors_open(spath, &sf)) != DEG_OK) goto fail;
+    for (size_t i = 0; i < N_TABLE; i++) {
+        const dg_tensor_view *t = dg_safetensors_find(sf, TABLE[i].name);
+        int64_t r, c;
+        dims(&TABLE[i], info.n_embd, &r, &c);
+        int nd = r ? 2 : 1;
+        if (!t || t->dtype != DG_F32 || t->n_dims != nd ||
+            (nd == 2 ? (t->shape[0] != r || t->shape[1] != c) : t->shape[0] != c)) {
+            st = dg_fail(t ? DEG_ERR_MISMATCH : DEG_ERR_FORMAT,
+                         "%s: head tensor '%s' %s (expected F32 [%lld%s%lld])", spath,
+                         TABLE[i].name, t ? "has the wrong dtype or shape" : "is missing",
+                         (long long)(r ? r : c), r ? ", " : "", (long long)(r ? c : 0));
+            goto fail;
+        }
+        memcpy(k->store + off[i], t->data, numel(&TABLE[i], info.n_embd) * sizeof(float));
+        for (size_t j = 0; j < numel(&TABLE[i], info.n_embd); j++)
+            if (!isfinite(k->store[off[i] + j])) {
+                st = dg_fail(DEG_ERR_NUMERIC, "%s: head tensor '%s' holds NaN/Inf", spath,
+                             TABLE[i].name);
+                goto fail;
+            }
+    }
+    json_t *cal = json_object_get(meta, "calibration");
+    for (int i = 0; i < DG_T_N; i++) {
+        json_t *v = json_object_get(cal, TEMP_NAMES[i]);
+        double T = v ? json_number_value(v) : 1.0;
+        if (v && (!json_is_number(v) || !(T > 0) || !isfinite(T))) {
+            st = dg_fail(DEG_ERR_FORMAT, "%s: calibration.%s must be a number > 0", jpath,
+                         TEMP_NAMES[i]);
+            goto fail;
+        }
+        k->temp[i] = (float)T;
+    }
+    const char *am = json_string_value(json_object_get(meta, "array_mode"));
+    if (am && strcmp(am, "index") != 0 && strcmp(am, "anchor") != 0) {
+        st = dg_fail(DEG_ERR_FORMAT, "%s: array_mode must be \"index\" or \"anchor\"", jpath);
+        goto fail;
+    }
+    k->array_mode = strdup(am ? am : "index");
+    k->anchor_min_tokens = json_integer_value(json_object_get(meta, "anchor_min_tokens"));
+    const char *cl = json_string_value(json_object_get(meta, "chat_layout"));
+    k->chat_layout = strdup(cl ? cl : model_chat_layout(k->model));
+    k->backbone_file = dup_str(bfile);
+    k->backbone_sha256 = dup_str(bsha);
+    k->fork_budget_bytes = (size_t)256 << 20;
+    k->eos_id = info.eos_id;
+    k->stop_id = -1;
+    if (strcmp(k->chat_layout ? k->chat_layout : "none", "none") != 0)
+        k->stop_id = dg_tokenizer_find(dg_model_tokenizer(k->model), "<|im_end|>", 10);
+    if (!k->array_mode || !k->chat_layout || !k->backbone_file || !k->backbone_sha256) {
+        st = dg_fail(DEG_ERR_NOMEM, "deg_ckpt_load: out of memory");
+        goto fail;
+    }
+    dg_safetensors_close(sf);
+    json_decref(meta);
+    free(jpath);
+    free(spath);
+    free(resolved);
+    *out = k;
+    return DEG_OK;
+fail:
+    dg_safetensors_close(sf);
+    json_decref(meta);
+    free(jpath);
+    free(spath);
+    free(resolved);
+    deg_ckpt_free(k);
+    return st;
+}
+
+const deg_model *deg_ckpt_model(const deg_ckpt *ckpt) { return ckpt ? ckpt->model : NULL; }
+
+deg_status deg_ckpt_set_fork_budget(deg_ckpt *ckpt, size_t bytes)
+{
+    if (!ckpt || bytes < ((size_t)1 << 20))
+        return dg_fail(DEG_ERR_ARG, "deg_ckpt_set_fork_budget: need a checkpoint and >= 1 MiB");
+    ckpt->fork_budget_bytes = bytes;
+    return DEG_OK;
+}

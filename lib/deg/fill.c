@@ -1,0 +1,1765 @@
+/* The deg.fill runtime (fill.h; deg contract §7, §8, §12.1-§12.3, §12.6).
+ *
+ * One request:
+ *  1. Trunk = fixed prefix + rendered context + "\n" (never the schema),
+ *     prefilled once (chunked by dg_forward); the final-norm hidden states of
+ *     the context tokens are kept for the extract pointers (c_t).
+ *  2. Parallel phase in rounds: round 0 = every top-level decide/extract leaf
+ *     and every top-level array's count fork; each later round = the leaves
+ *     and nested count forks of the items the previous round counted
+ *     (index-addressed arrays, level by level, §12.3 count). All forks of a
+ *     round (of every request of a deg_fill_many call) are rows of one
+ *     deg_forks_feed batch over their trunks by reference, split only by the
+ *     memory budget; after the pass only the rows the heads read (option line
+ *     ends and ANSWER:) are kept, and the forks are freed.
+ *  3. Items whose required non-nullable values are missing are dropped
+ *     (§12.6), innermost first; survivors are renumbered.
+ *  4. Generate phase: KNOWN VALUES extends the trunk once; every x-generate
+ *     leaf is a fork of it; all decode together, constrained by the acceptor.
+ *  5. Response assembly (deg/response.h) validates the value.
+ *
+ * Fork text (§12.1), lines joined by "\n":
+ *   FIELD <concrete pointer> | ITEM i of <array pointer> (one per enclosing
+ *   array, outermost first) | TITLE: t | DESCRIPTION: d | KIND: <mode> |
+ *   CONSTRAINTS: <json> (extract, when any) | OPTIONS: + "- <option>" lines
+ *   (choice: the value as JSON [+ ": " description]; score: the level or
+ *   "<level>: <label>", "null" last for a nullable scale) | ANSWER:
+ * Each line is tokenized on its own, so an option line's last token is the
+ * end of that line whatever the neighbouring text is.
+ */
+#include <jansson.h>
+#include <math.h>
+#include <nettle/sha2.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/status.h"
+#include "deg/acceptor.h"
+#include "deg/fill.h"
+#include "deg/parse.h"
+#include "deg/plan.h"
+#include "deg/render.h"
+#include "deg/response.h"
+#include "deg/validate.h"
+#include "model/arch.h"
+#include "model/model.h"
+#include "model/sample.h"
+#include "model/state.h"
+#include "tokenizer/tokenizer.h"
+
+/* ---- small helpers -------------------------------------------------------- */
+
+typedef struct sbuf {
+    char *p;
+    size_t len, cap;
+    int oom;
+} sbuf;
+
+static void sb_put(sbuf *b, const char *s, size_t n)
+{
+    if (b->oom) return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n + 1) cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) {
+            b->oom = 1;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = 0;
+}
+static void sb_puts(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
+static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(sbuf *b, const char *fmt, ...)
+{
+    char tmp[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    if ((size_t)n < sizeof tmp) {
+        sb_put(b, tmp, (size_t)n);
+        return;
+    }
+    char *big = malloc((size_t)n + 1);
+    if (!big) {
+        b->oom = 1;
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    sb_put(b, big, (size_t)n);
+    free(big);
+}
+
+/* Growable int32 token list. */
+typedef struct ivec {
+    int32_t *p;
+    size_t n, cap;
+} ivec;
+
+static deg_status iv_tok(ivec *v, const deg_model *m, const char *text, size_t len, int special)
+{
+    size_t n = 0;
+    deg_status st = dg_tokenizer_encode(dg_model_tokenizer(m), text, len, special, NULL, 0, &n);
+    if (st != DEG_OK && st != DEG_ERR_RANGE) return st;
+    dg_clear_error();
+    if (v->n + n > v->cap) {
+        size_t cap = v->cap ? v->cap : 64;
+        while (cap < v->n + n) cap *= 2;
+        int32_t *p = realloc(v->p, cap * sizeof *p);
+        if (!p) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (tokens)");
+        v->p = p;
+        v->cap = cap;
+    }
+    size_t got = 0;
+    DG_TRY(dg_tokenizer_encode(dg_model_tokenizer(m), text, len, special, v->p + v->n, n, &got));
+    v->n += got;
+    return DEG_OK;
+}
+
+static deg_status iv_push(ivec *v, int32_t id)
+{
+    if (v->n + 1 > v->cap) {
+        size_t cap = v->cap ? 2 * v->cap : 64;
+        int32_t *p = realloc(v->p, cap * sizeof *p);
+        if (!p) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (tokens)");
+        v->p = p;
+        v->cap = cap;
+    }
+    v->p[v->n++] = id;
+    return DEG_OK;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- per-request state ---------------------------------------------------- */
+
+typedef struct inst {       /* one array instance */
+    int array;              /* plan->arrays index */
+    int parent;             /* enclosing instance, -1 = top level */
+    size_t parent_item;
+    size_t *idx;            /* original item indices of the enclosing items, outermost first */
+    size_t n_idx;
+    int64_t n_items;        /* decided count */
+    char *alive;            /* [n_items] */
+    size_t *newidx;         /* [n_items] index after dropping */
+    int64_t n_alive;
+} inst;
+
+typedef struct leaf {
+    size_t field;
+    int inst;               /* innermost enclosing instance, -1 */
+    size_t item;
+    size_t *idx;            /* original indices, outermost first */
+    size_t n_idx;
+    json_t *value;          /* NULL = key omitted */
+    json_t *meta;
+    int failed;             /* forbid leaf without a valid value */
+    char *fail_msg;
+} leaf;
+
+enum { JOB_LEAF = 0, JOB_COUNT = 1, JOB_GEN = 2 };
+
+typedef struct job {
+    int kind;
+    size_t req;
+    size_t target;          /* leaf index (LEAF/GEN) or instance index (COUNT) */
+    ivec ids;
+    size_t *mark;           /* own-token positions whose hidden states are kept */
+    size_t n_mark, cap_mark;
+    float *h;               /* [n_mark, E] */
+} job;
+
+typedef struct jobs {
+    job *p;
+    size_t n, cap;
+} jobs;
+
+typedef struct freq {
+    deg_status st;
+    json_t *errors;         /* problems list for the caller (request/schema/fill) */
+    deg_request *rq;
+    const dg_plan *plan;
+    const char *ctx;
+    size_t ctx_len;
+    deg_fill_options opt;
+    deg_trunk *trunk;
+    size_t c0, c1;          /* context tokens are trunk rows [c0, c1) */
+    float *ctx_hidden;      /* [c1 - c0, E] */
+    size_t *tok_cp0, *tok_cp1; /* per context token: code point range it covers */
+    size_t *cp_tok;         /* per code point: the context token holding its first byte */
+    size_t *cp_byte;        /* per code point: byte offset (n_cp + 1 entries) */
+    size_t n_cp;
+    inst *insts;
+    size_t n_insts, cap_insts;
+    leaf *leaves;
+    size_t n_leaves, cap_leaves;
+    size_t generated_tokens;
+    double t_prefill, t_forks, t_generate;
+    size_t fork_rows, fork_tokens;
+} freq;
+
+static void set_fail(freq *r, deg_status st, const char *loc)
+{
+    if (r->st != DEG_OK) return;
+    r->st = st;
+    if (!r->errors) r->errors = json_array();
+    json_array_append_new(r->errors, json_pack("{s:s, s:s}", "loc", loc ? loc : "",
+                                               "msg", deg_errmsg()));
+}
+
+static int add_inst(freq *r, int array, int parent, size_t parent_item)
+{
+    if (r->n_insts == r->cap_insts) {
+        size_t cap = r->cap_insts ? 2 * r->cap_insts : 16;
+        inst *p = realloc(r->insts, cap * sizeof *p);
+        if (!p) return -1;
+        r->insts = p;
+        r->cap_insts = cap;
+    }
+    inst *I = &r->insts[r->n_insts];
+    memset(I, 0, sizeof *I);
+    I->array = array;
+    I->parent = parent;
+    I->parent_item = parent_item;
+    size_t n = 0;
+    if (parent >= 0) n = r->insts[parent].n_idx + 1;
+    I->idx = calloc(n ? n : 1, sizeof(size_t));
+    if (!I->idx) return -1;
+    if (parent >= 0) {
+        memcpy(I->idx, r->insts[parent].idx, r->insts[parent].n_idx * sizeof(size_t));
+        I->idx[n - 1] = parent_item;
+    }
+    I->n_idx = n;
+    return (int)r->n_insts++;
+}
+
+static long add_leaf(freq *r, size_t field, int in, size_t item)
+{
+    if (r->n_leaves == r->cap_leaves) {
+        size_t cap = r->cap_leaves ? 2 * r->cap_leaves : 32;
+        leaf *p = realloc(r->leaves, cap * sizeof *p);
+        if (!p) return -1;
+        r->leaves = p;
+        r->cap_leaves = cap;
+    }
+    leaf *L = &r->leaves[r->n_leaves];
+    memset(L, 0, sizeof *L);
+    L->field = field;
+    L->inst = in;
+    L->item = item;
+    size_t n = in >= 0 ? r->insts[in].n_idx + 1 : 0;
+    L->idx = calloc(n ? n : 1, sizeof(size_t));
+    if (!L->idx) return -1;
+    if (in >= 0) {
+        memcpy(L->idx, r->insts[in].idx, r->insts[in].n_idx * sizeof(size_t));
+        L->idx[n - 1] = item;
+    }
+    L->n_idx = n;
+    return (long)r->n_leaves++;
+}
+
+static void freq_clear(freq *r)
+{
+    for (size_t i = 0; i < r->n_insts; i++) {
+        free(r->insts[i].idx);
+        free(r->insts[i].alive);
+        free(r->insts[i].newidx);
+    }
+    free(r->insts);
+    for (size_t i = 0; i < r->n_leaves; i++) {
+        free(r->leaves[i].idx);
+        json_decref(r->leaves[i].value);
+        json_decref(r->leaves[i].meta);
+        free(r->leaves[i].fail_msg);
+    }
+    free(r->leaves);
+    deg_trunk_free(r->trunk);
+    free(r->ctx_hidden);
+    free(r->tok_cp0);
+    free(r->tok_cp1);
+    free(r->cp_tok);
+    free(r->cp_byte);
+    deg_request_free(r->rq);
+    json_decref(r->errors);
+}
+
+/* ---- jobs ----------------------------------------------------------------- */
+
+static job *jobs_add(jobs *J, int kind, size_t req, size_t target)
+{
+    if (J->n == J->cap) {
+        size_t cap = J->cap ? 2 * J->cap : 32;
+        job *p = realloc(J->p, cap * sizeof *p);
+        if (!p) return NULL;
+        J->p = p;
+        J->cap = cap;
+    }
+    job *j = &J->p[J->n++];
+    memset(j, 0, sizeof *j);
+    j->kind = kind;
+    j->req = req;
+    j->target = target;
+    return j;
+}
+
+static deg_status job_mark(job *j)
+{
+    if (j->n_mark == j->cap_mark) {
+        size_t cap = j->cap_mark ? 2 * j->cap_mark : 8;
+        size_t *p = realloc(j->mark, cap * sizeof *p);
+        if (!p) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+        j->mark = p;
+        j->cap_mark = cap;
+    }
+    if (j->ids.n == 0) return dg_fail(DEG_ERR_INTERNAL, "fill: mark on an empty fork");
+    j->mark[j->n_mark++] = j->ids.n - 1;
+    return DEG_OK;
+}
+
+static void jobs_free(jobs *J)
+{
+    for (size_t i = 0; i < J->n; i++) {
+        free(J->p[i].ids.p);
+        free(J->p[i].mark);
+        free(J->p[i].h);
+    }
+    free(J->p);
+    memset(J, 0, sizeof *J);
+}
+
+/* Append "text\n" to the fork as its own tokenization. */
+static deg_status put_line(job *j, const deg_model *m, const char *text)
+{
+    DG_TRY(iv_tok(&j->ids, m, text, strlen(text), 0));
+    return iv_tok(&j->ids, m, "\n", 1, 0);
+}
+
+static deg_status put_linef(job *j, const deg_model *m, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static deg_status put_linef(job *j, const deg_model *m, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    int n = vasprintf(&s, fmt, ap);
+    va_end(ap);
+    if (n < 0) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+    deg_status st = put_line(j, m, s);
+    free(s);
+    return st;
+}
+
+/* "ITEM i of <array pointer>" lines of the enclosing items of instance in
+ * (and of item `item` of `in` itself when with_self). */
+static deg_status put_items(job *j, const deg_model *m, const freq *r, int in, int with_self,
+                            size_t item)
+{
+    if (in < 0) return DEG_OK;
+    /* collect the chain outermost first */
+    int chain[64];
+    size_t items[64];
+    int n = 0;
+    int c = in;
+    size_t it = item;
+    int self = with_self;
+    while (c >= 0 && n < 64) {
+        if (self) {
+            chain[n] = c;
+            items[n] = it;
+            n++;
+        }
+        self = 1;
+        it = r->insts[c].parent_item;
+        c = r->insts[c].parent;
+    }
+    for (int k = n - 1; k >= 0; k--) {
+        const inst *I = &r->insts[chain[k]];
+        char *p = dg_path_pointer(&r->plan->arrays[I->array].path, I->idx, I->n_idx);
+        if (!p) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+        deg_status st = put_linef(j, m, "ITEM %zu of %s", items[k], p);
+        free(p);
+        DG_TRY(st);
+    }
+    return DEG_OK;
+}
+
+static deg_status put_annotations(job *j, const deg_model *m, const char *title,
+                                  const char *desc)
+{
+    if (title) DG_TRY(put_linef(j, m, "TITLE: %s", title));
+    if (desc) DG_TRY(put_linef(j, m, "DESCRIPTION: %s", desc));
+    return DEG_OK;
+}
+
+static char *json_text(const json_t *v)
+{
+    return dg_json_render(v, 0);
+}
+
+static deg_status build_leaf_job(job *j, const deg_model *m, const freq *r, const leaf *L)
+{
+    const dg_field_plan *f = &r->plan->fields[L->field];
+    char *ptr = dg_path_pointer(&f->path, L->idx, L->n_idx);
+    if (!ptr) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+    deg_status st = put_linef(j, m, "FIELD %s", ptr);
+    free(ptr);
+    DG_TRY(st);
+    DG_TRY(put_items(j, m, r, L->inst, 1, L->item));
+    DG_TRY(put_annotations(j, m, f->title, f->description));
+    DG_TRY(put_linef(j, m, "KIND: %s", dg_mode_name(f->mode)));
+    if (dg_mode_is_extract(f->mode)) {
+        json_t *c = json_deep_copy(f->constraints.json);
+        if (f->format != DG_FORMAT_NONE)
+            json_object_set_new(c, "format", json_string(dg_format_name(f->format)));
+        if (json_object_size(c)) {
+            char *t = dg_json_render(c, DG_RENDER_SORT_KEYS);
+            st = t ? put_linef(j, m, "CONSTRAINTS: %s", t) : dg_fail(DEG_ERR_NOMEM, "oom");
+            free(t);
+        }
+        json_decref(c);
+        DG_TRY(st);
+    }
+    if (f->mode == DG_MODE_CHOICE || f->mode == DG_MODE_SCORE) {
+        DG_TRY(put_line(j, m, "OPTIONS:"));
+        size_t n = f->mode == DG_MODE_CHOICE ? f->n_options : f->n_levels + (f->null_outcome ? 1 : 0);
+        for (size_t i = 0; i < n; i++) {
+            sbuf b = {0};
+            sb_puts(&b, "- ");
+            if (f->mode == DG_MODE_CHOICE) {
+                char *t = json_text(json_array_get(f->options, i));
+                if (t) sb_puts(&b, t);
+                else b.oom = 1;
+                free(t);
+                if (f->option_descriptions && f->option_descriptions[i]) {
+                    sb_puts(&b, ": ");
+                    sb_puts(&b, f->option_descriptions[i]);
+                }
+            } else if (i < f->n_levels) {
+                sb_printf(&b, "%lld", (long long)f->levels[i]);
+                if (f->level_labels && f->level_labels[i]) sb_printf(&b, ": %s", f->level_labels[i]);
+            } else {
+                sb_puts(&b, "null");
+            }
+            if (b.oom) {
+                free(b.p);
+                return dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+            }
+            st = iv_tok(&j->ids, m, b.p, b.len, 0);
+            free(b.p);
+            DG_TRY(st);
+            DG_TRY(job_mark(j));
+            DG_TRY(iv_tok(&j->ids, m, "\n", 1, 0));
+        }
+    }
+    DG_TRY(iv_tok(&j->ids, m, "ANSWER:", 7, 0));
+    return job_mark(j);
+}
+
+static deg_status build_count_job(job *j, const deg_model *m, const freq *r, int in)
+{
+    const inst *I = &r->insts[in];
+    const dg_array_plan *a = &r->plan->arrays[I->array];
+    char *ptr = dg_path_pointer(&a->path, I->idx, I->n_idx);
+    if (!ptr) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+    deg_status st = put_linef(j, m, "ARRAY %s", ptr);
+    free(ptr);
+    DG_TRY(st);
+    DG_TRY(put_items(j, m, r, in, 0, 0));
+    DG_TRY(put_annotations(j, m, a->title, a->description));
+    sbuf b = {0};
+    sb_puts(&b, "ITEM FIELDS:");
+    for (size_t i = 0; i < a->n_fields; i++) {
+        sb_puts(&b, i ? ", " : " ");
+        sb_puts(&b, r->plan->fields[a->first_field + i].pointer);
+    }
+    st = b.oom ? dg_fail(DEG_ERR_NOMEM, "fill: out of memory") : put_line(j, m, b.p);
+    free(b.p);
+    DG_TRY(st);
+    DG_TRY(iv_tok(&j->ids, m, "ANSWER:", 7, 0));
+    return job_mark(j);
+}
+
+/* Create the round's jobs for the items of instance `in` (its leaves and
+ * nested count forks), or for the top level when in < 0. */
+static deg_status expand(freq *r, size_t ri, jobs *J, const deg_model *m, int in)
+{
+    const dg_plan *P = r->plan;
+    int64_t n_items = in >= 0 ? r->insts[in].n_items : 1;
+    int array = in >= 0 ? r->insts[in].array : -1;
+    for (int64_t it = 0; it < n_items; it++) {
+        for (size_t fi = 0; fi < P->n_fields; fi++) {
+            const dg_field_plan *f = &P->fields[fi];
+            if (f->array != array || f->mode == DG_MODE_GENERATE) continue;
+            long li = add_leaf(r, fi, in, (size_t)it);
+            if (li < 0) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+            job *j = jobs_add(J, JOB_LEAF, ri, (size_t)li);
+            if (!j) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+            DG_TRY(build_leaf_job(j, m, r, &r->leaves[li]));
+        }
+        for (size_t ai = 0; ai < P->n_arrays; ai++) {
+            if (P->arrays[ai].parent_array != array) continue;
+            int c = add_inst(r, (int)ai, in, (size_t)it);
+            if (c < 0) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+            job *j = jobs_add(J, JOB_COUNT, ri, (size_t)c);
+            if (!j) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+            DG_TRY(build_count_job(j, m, r, c));
+        }
+    }
+    return DEG_OK;
+}
+
+/* ---- trunk ---------------------------------------------------------------- */
+
+static const char *prefix_text(const dg_ckpt *k)
+{
+    if (strcmp(k->chat_layout, "none") == 0) return "CONTEXT:\n";
+    return "<|im_start|>user\nCONTEXT:\n";
+}
+
+static deg_status build_trunk(const dg_ckpt *k, freq *r)
+{
+    const deg_model *m = k->model;
+    const dg_tokenizer *tk = dg_model_tokenizer(m);
+    ivec ids = {0};
+    deg_status st = DEG_OK;
+    int32_t bos = dg_tokenizer_bos(tk);
+    if (bos >= 0 && dg_tokenizer_add_bos(tk)) st = iv_push(&ids, bos);
+    const char *pre = prefix_text(k);
+    if (st == DEG_OK) st = iv_tok(&ids, m, pre, strlen(pre), 1);
+    r->c0 = ids.n;
+    if (st == DEG_OK) st = iv_tok(&ids, m, r->ctx, r->ctx_len, 0);
+    r->c1 = ids.n;
+    if (st == DEG_OK) st = iv_tok(&ids, m, "\n", 1, 0);
+    if (st != DEG_OK) goto done;
+    size_t nc = r->c1 - r->c0;
+    /* code point tables */
+    size_t ncp = 0;
+    if ((st = dg_parse_utf8_check(r->ctx, r->ctx_len, "context", &ncp)) != DEG_OK) goto done;
+    r->n_cp = ncp;
+    r->cp_byte = malloc((ncp + 1) * sizeof(size_t));
+    r->cp_tok = malloc((ncp + 1) * sizeof(size_t));
+    r->tok_cp0 = malloc((nc + 1) * sizeof(size_t));
+    r->tok_cp1 = malloc((nc + 1) * sizeof(size_t));
+    if (!r->cp_byte || !r->cp_tok || !r->tok_cp0 || !r->tok_cp1) {
+        st = dg_fail(DEG_ERR_NOMEM, "fill: out of memory (context tables)");
+        goto done;
+    }
+    {
+        size_t c = 0;
+        for (size_t b = 0; b < r->ctx_len; b++)
+            if (((unsigned char)r->ctx[b] & 0xC0) != 0x80) r->cp_byte[c++] = b;
+        r->cp_byte[ncp] = r->ctx_len;
+        /* token byte ranges -> code point ranges */
+        size_t byte = 0, cp = 0;
+        for (size_t t = 0; t < nc; t++) {
+            size_t len = 0;
+            (void)dg_tokenizer_token_bytes(tk, ids.p[r->c0 + t], &len);
+            size_t b0 = byte, b1 = byte + len;
+            /* cp0: first code point starting at or after b0, or containing b0 */
+            while (cp < ncp && r->cp_byte[cp + 1] <= b0) cp++;
+            r->tok_cp0[t] = cp;
+            size_t e = cp;
+            while (e < ncp && r->cp_byte[e] < b1) {
+                if (r->cp_byte[e] >= b0) r->cp_tok[e] = t;
+                e++;
+            }
+            r->tok_cp1[t] = e;
+            byte = b1;
+        }
+        if (byte != r->ctx_len) {
+            st = dg_fail(DEG_ERR_INTERNAL, "fill: context tokens cover %zu bytes, the context "
+                         "has %zu", byte, r->ctx_len);
+            goto done;
+        }
+        r->cp_tok[ncp] = nc;
+    }
+    if ((st = deg_trunk_new(m, &r->trunk)) != DEG_OK) goto done;
+    {
+        size_t E = (size_t)m->hp.n_embd;
+        float *hidden = malloc((ids.n ? ids.n : 1) * E * sizeof(float));
+        if (!hidden) {
+            st = dg_fail(DEG_ERR_NOMEM, "fill: out of memory (context hidden states, %zu tokens)",
+                         ids.n);
+            goto done;
+        }
+        dg_row row = {.prefix = NULL, .own = &r->trunk->kv, .ids = ids.p, .n = ids.n,
+                      .hidden = hidden, .last_hidden = r->trunk->last_hidden};
+        double t0 = now_s();
+        st = dg_forward(m, &row, 1);
+        r->t_prefill += now_s() - t0;
+        if (st == DEG_OK) {
+            /* keep only the context rows */
+            memmove(hidden, hidden + r->c0 * E, nc * E * sizeof(float));
+            float *h = realloc(hidden, (nc ? nc : 1) * E * sizeof(float));
+            r->ctx_hidden = h ? h : hidden;
+        } else {
+            free(hidden);
+        }
+    }
+done:
+    free(ids.p);
+    return st;
+}
+
+/* ---- fork passes ---------------------------------------------------------- */
+
+static size_t fork_token_bytes(const deg_model *m)
+{
+    return (size_t)m->hp.n_layer * 2 * (size_t)m->hp.n_head_kv * (size_t)m->hp.head_dim *
+               sizeof(float) +
+           2 * (size_t)m->hp.n_embd * sizeof(float) + 1024;
+}
+
+/* Run jobs [0, n) as rows of batches sized from the memory budget; keep the
+ * marked hidden rows. */
+static deg_status run_jobs(const dg_ckpt *k, freq *reqs, job *J, size_t n)
+{
+    const deg_model *m = k->model;
+    size_t E = (size_t)m->hp.n_embd;
+    size_t per_tok = fork_token_bytes(m);
+    size_t i = 0;
+    deg_status st = DEG_OK;
+    while (i < n && st == DEG_OK) {
+        size_t b = i, bytes = 0;
+        while (b < n && (b == i || bytes + J[b].ids.n * per_tok <= k->fork_budget_bytes)) {
+            bytes += J[b].ids.n * per_tok;
+            b++;
+        }
+        size_t nb = b - i;
+        deg_fork **forks = calloc(nb, sizeof *forks);
+        const int32_t **ids = calloc(nb, sizeof *ids);
+        size_t *ns = calloc(nb, sizeof *ns);
+        if (!forks || !ids || !ns) st = dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+        for (size_t q = 0; q < nb && st == DEG_OK; q++) {
+            job *j = &J[i + q];
+            st = deg_fork_new(reqs[j->req].trunk, &forks[q]);
+            ids[q] = j->ids.p;
+            ns[q] = j->ids.n;
+        }
+        double t0 = now_s();
+        if (st == DEG_OK) st = deg_forks_feed(forks, nb, ids, ns, NULL);
+        double dt = now_s() - t0;
+        for (size_t q = 0; q < nb && st == DEG_OK; q++) {
+            job *j = &J[i + q];
+            reqs[j->req].t_forks += dt * (double)ns[q] / (double)(bytes / per_tok);
+            reqs[j->req].fork_rows++;
+            reqs[j->req].fork_tokens += ns[q];
+            j->h = malloc(j->n_mark * E * sizeof(float));
+            if (!j->h) st = dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+            for (size_t t = 0; t < j->n_mark && st == DEG_OK; t++)
+                st = deg_fork_hidden(forks[q], j->mark[t], 1, j->h + t * E);
+        }
+        for (size_t q = 0; forks && q < nb; q++) deg_fork_free(forks[q]);
+        free(forks);
+        free(ids);
+        free(ns);
+        i = b;
+    }
+    return st;
+}
+
+/* ---- decoding ------------------------------------------------------------- */
+
+static void raw_digest(const dg_ckpt *k, json_t *meta, const float *a, size_t n, const float *b,
+                       size_t nb)
+{
+    if (!k->debug_raw) return;
+    struct sha256_ctx c;
+    sha256_init(&c);
+    sha256_update(&c, n * sizeof(float), (const uint8_t *)a);
+    if (b) sha256_update(&c, nb * sizeof(float), (const uint8_t *)b);
+    uint8_t d[32];
+    sha256_digest(&c, 32, d);
+    char h[65];
+    for (int i = 0; i < 32; i++) sprintf(h + 2 * i, "%02x", d[i]);
+    json_object_set_new(meta, "raw", json_string(h));
+}
+
+static json_t *probs_json(const double *p, size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < n; i++) json_array_append_new(a, json_real(p[i]));
+    return a;
+}
+
+static deg_status decode_decide(const dg_ckpt *k, freq *r, job *j)
+{
+    leaf *L = &r->leaves[j->target];
+    const dg_field_plan *f = &r->plan->fields[L->field];
+    const float *a = j->h + (j->n_mark - 1) * (size_t)k->h.E;
+    if (f->mode == DG_MODE_NOUL) {
+        float l = dg_head_dot(k->h.noul_w, a, k->h.E) + k->h.noul_b[0];
+        float lg[2] = {l, 0.0f};
+        double p[2];
+        dg_softmax(lg, 2, k->temp[DG_T_NOUL], p, NULL);
+        L->value = json_boolean(p[0] >= 0.5);
+        L->meta = json_pack("{s:s, s:f}", "mode", "decide.noul", "probability", p[0]);
+        raw_digest(k, L->meta, lg, 1, NULL, 0);
+        return DEG_OK;
+    }
+    int score = f->mode == DG_MODE_SCORE;
+    size_t n = score ? f->n_levels + (f->null_outcome ? 1 : 0) : f->n_options;
+    float *lg = malloc(n * sizeof(float));
+    double *p = malloc(n * sizeof(double));
+    if (!lg || !p) {
+        free(lg);
+        free(p);
+        return dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+    }
+    dg_head_pointer(&k->h, score, a, j->h, n, lg);
+    dg_softmax(lg, n, k->temp[score ? DG_T_SCORE : DG_T_CHOICE], p, NULL);
+    size_t b = dg_argmax_d(p, n);
+    L->meta = json_pack("{s:s, s:f, s:f, s:o}", "mode", dg_mode_name(f->mode), "probability",
+                        p[b], "confidence", dg_confidence(p[b], n), "probabilities",
+                        probs_json(p, n));
+    if (score) {
+        double z = 0, e = 0;
+        for (size_t i = 0; i < f->n_levels; i++) {
+            z += p[i];
+            e += p[i] * (double)f->levels[i];
+        }
+        json_object_set_new(L->meta, "expected", z > 0 ? json_real(e / z) : json_null());
+        L->value = b < f->n_levels ? json_integer((json_int_t)f->levels[b]) : json_null();
+    } else {
+        L->value = json_deep_copy(json_array_get(f->options, b));
+    }
+    raw_digest(k, L->meta, lg, n, NULL, 0);
+    free(lg);
+    free(p);
+    return DEG_OK;
+}
+
+/* Schema of a leaf's own constraints (+ format) for the candidate filter. */
+static json_t *leaf_schema(const dg_field_plan *f)
+{
+    json_t *s = json_deep_copy(f->constraints.json);
+    if (f->format != DG_FORMAT_NONE)
+        json_object_set_new(s, "format", json_string(dg_format_name(f->format)));
+    return s;
+}
+
+typedef struct cand {
+    size_t s, e;   /* code points */
+    double lp;
+    size_t ord;
+} cand;
+
+static int cmp_cand(const void *x, const void *y)
+{
+    const cand *a = x, *b = y;
+    if (a->lp > b->lp) return -1;
+    if (a->lp < b->lp) return 1;
+    return a->ord < b->ord ? -1 : a->ord > b->ord;
+}
+
+/* Value of the span [s, e) for leaf f, or NULL with *reason set. */
+static json_t *span_value(const freq *r, const dg_field_plan *f, const json_t *schema, size_t s,
+                          size_t e, const char **reason, int *assumed)
+{
+    const char *txt = r->ctx + r->cp_byte[s];
+    size_t len = r->cp_byte[e] - r->cp_byte[s];
+    json_t *v = NULL;
+    *assumed = 0;
+    if (f->mode == DG_MODE_NUMBER) {
+        char buf[128];
+        if (len + 8 > sizeof buf) {
+            *reason = "unparsable";
+            return NULL;
+        }
+        if (dg_parse_number(txt, len, f->type == DG_TYPE_INTEGER, buf, sizeof buf) != DEG_OK) {
+            dg_clear_error();
+            *reason = "unparsable";
+            return NULL;
+        }
+        v = json_loads(buf, JSON_DECODE_ANY, NULL);
+    } else if (f->mode == DG_MODE_DATE) {
+        if (f->format == DG_FORMAT_DATE_TIME) {
+            size_t cap = len + 64;
+            char *buf = malloc(cap);
+            char off[32];
+            const char *o = "Z";
+            if (!r->opt.default_offset_is_z) {
+                int mnt = r->opt.default_offset_minutes;
+                snprintf(off, sizeof off, "%c%02d:%02d", mnt < 0 ? '-' : '+', abs(mnt) / 60,
+                         abs(mnt) % 60);
+                o = off;
+            }
+            if (buf && dg_parse_datetime(txt, len, (deg_date_order)r->opt.date_order, o, buf, cap,
+                                         assumed) == DEG_OK)
+                v = json_string(buf);
+            else
+                dg_clear_error();
+            free(buf);
+        } else {
+            char buf[11];
+            if (dg_parse_date(txt, len, (deg_date_order)r->opt.date_order, buf) == DEG_OK)
+                v = json_string(buf);
+            else
+                dg_clear_error();
+        }
+        if (!v) {
+            *reason = "unparsable";
+            return NULL;
+        }
+    } else {
+        v = json_stringn(txt, len);
+    }
+    if (!v) {
+        *reason = "unparsable";
+        return NULL;
+    }
+    json_t *errs = json_array();
+    size_t ne = 0;
+    if (dg_validate(schema, v, errs, &ne) != DEG_OK) {
+        dg_clear_error();
+        ne = 1;
+    }
+    if (ne) {
+        const char *kw = json_string_value(json_object_get(json_array_get(errs, 0), "keyword"));
+        static const char *const KW[] = {"minLength", "maxLength", "pattern", "format",
+                                         "minimum", "maximum", "exclusiveMinimum",
+                                         "exclusiveMaximum", "multipleOf"};
+        *reason = "unparsable";
+        for (size_t i = 0; kw && i < sizeof KW / sizeof KW[0]; i++)
+            if (strcmp(kw, KW[i]) == 0) *reason = KW[i];
+        json_decref(v);
+        v = NULL;
+    }
+    json_decref(errs);
+    return v;
+}
+
+static const char *cand_kind(const dg_field_plan *f)
+{
+    if (f->mode == DG_MODE_NUMBER) return f->type == DG_TYPE_INTEGER ? "integer" : "number";
+    if (f->mode == DG_MODE_DATE) return f->format == DG_FORMAT_DATE_TIME ? "date-time" : "date";
+    if (f->format == DG_FORMAT_EMAIL) return "email";
+    if (f->format == DG_FORMAT_URI) return "uri";
+    if (f->format == DG_FORMAT_UUID) return "uuid";
+    return NULL;
+}
+
+/* Log-softmax over the context tokens + null of logits t[0..nc) and null. */
+static void log_softmax_ctx(float *lg, size_t n, double T, double *lp)
+{
+    double mx = -INFINITY;
+    for (size_t i = 0; i < n; i++)
+        if ((double)lg[i] / T > mx) mx = (double)lg[i] / T;
+    double z = 0;
+    for (size_t i = 0; i < n; i++) z += exp((double)lg[i] / T - mx);
+    double lz = log(z) + mx;
+    for (size_t i = 0; i < n; i++) lp[i] = (double)lg[i] / T - lz;
+}
+
+static deg_status decode_extract(const dg_ckpt *k, freq *r, job *j)
+{
+    leaf *L = &r->leaves[j->target];
+    const dg_field_plan *f = &r->plan->fields[L->field];
+    const int E = k->h.E, D = DG_HEAD_DIM;
+    const float *a = j->h + (j->n_mark - 1) * (size_t)E;
+    size_t nc = r->c1 - r->c0;
+    deg_status st = DEG_OK;
+    float q[DG_HEAD_DIM];
+    float *rs = malloc(2 * (size_t)E * sizeof(float));
+    float *lg = malloc(2 * (nc + 1) * sizeof(float));
+    double *lp = malloc(2 * (nc + 1) * sizeof(double));
+    cand *cs = NULL;
+    size_t *spans = NULL;
+    json_t *schema = leaf_schema(f);
+    if (!rs || !lg || !lp || !schema) {
+        st = dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+        goto done;
+    }
+    /* r = K^T (Q a): the key projection moved to the query side, so the cost
+     * is O(context x E) per field and nothing of size [context, D] exists. */
+    for (int w = 0; w < 2; w++) {
+        const float *Q = w ? k->h.ext_qe : k->h.ext_qs, *K = w ? k->h.ext_ke : k->h.ext_ks;
+        dg_head_proj(Q, D, E, a, q);
+        float *rv = rs + (size_t)w * E;
+        for (int e = 0; e < E; e++) {
+            float s = 0;
+            for (int d = 0; d < D; d++) s += K[(size_t)d * E + e] * q[d];
+            rv[e] = s;
+        }
+        float *l = lg + (size_t)w * (nc + 1);
+        for (size_t t = 0; t < nc; t++) l[t] = dg_head_dot(rv, r->ctx_hidden + t * E, E);
+        l[nc] = dg_head_dot(k->h.ext_null_w, a, E) + k->h.ext_null_b[0];
+        log_softmax_ctx(l, nc + 1, k->temp[DG_T_EXTRACT], lp + (size_t)w * (nc + 1));
+    }
+    const double *lps = lp, *lpe = lp + nc + 1;
+    double null_lp = lps[nc] + lpe[nc];
+    size_t n_c = 0;
+    const char *kind = cand_kind(f);
+    if (kind) {
+        size_t ns = 0;
+        if ((st = dg_candidates(kind, r->ctx, r->ctx_len, &spans, &ns)) != DEG_OK) goto done;
+        cs = malloc((ns ? ns : 1) * sizeof *cs);
+        if (!cs) {
+            st = dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+            goto done;
+        }
+        for (size_t i = 0; i < ns; i++) {
+            size_t s = spans[2 * i], e = spans[2 * i + 1];
+            if (e <= s || e > r->n_cp) continue;
+            size_t ti = r->cp_tok[s], tj = r->cp_tok[e - 1];
+            cs[n_c++] = (cand){s, e, lps[ti] + lpe[tj], i};
+        }
+    } else {
+        /* top DG_SPAN_TOP token spans i <= j < i + 128 (min-heap by score) */
+        cs = malloc(DG_SPAN_TOP * sizeof *cs);
+        if (!cs) {
+            st = dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+            goto done;
+        }
+        for (size_t ti = 0; ti < nc; ti++) {
+            size_t lim = ti + DG_SPAN_MAX_TOKENS < nc ? ti + DG_SPAN_MAX_TOKENS : nc;
+            for (size_t tj = ti; tj < lim; tj++) {
+                double s = lps[ti] + lpe[tj];
+                cand c = {ti, tj, s, ti * DG_SPAN_MAX_TOKENS + (tj - ti)};
+                if (n_c < DG_SPAN_TOP) {
+                    size_t x = n_c++;
+                    cs[x] = c;
+                    while (x > 0 && cmp_cand(&cs[(x - 1) / 2], &cs[x]) < 0) {
+                        cand t = cs[x];
+                        cs[x] = cs[(x - 1) / 2];
+                        cs[(x - 1) / 2] = t;
+                        x = (x - 1) / 2;
+                    }
+                } else if (cmp_cand(&c, &cs[0]) < 0) {
+                    /* cs[0] is the worst kept (heap ordered by cmp: worst at root) */
+                    cs[0] = c;
+                    size_t x = 0;
+                    for (;;) {
+                        size_t l = 2 * x + 1, rr = l + 1, w = x;
+                        if (l < n_c && cmp_cand(&cs[l], &cs[w]) > 0) w = l;
+                        if (rr < n_c && cmp_cand(&cs[rr], &cs[w]) > 0) w = rr;
+                        if (w == x) break;
+                        cand t = cs[x];
+                        cs[x] = cs[w];
+                        cs[w] = t;
+                        x = w;
+                    }
+                }
+            }
+        }
+    }
+    qsort(cs, n_c, sizeof *cs, cmp_cand);
+    json_t *best = NULL;
+    size_t bs = 0, be = 0;
+    double blp = -INFINITY;
+    int assumed = 0;
+    const char *first_reason = NULL;
+    for (size_t i = 0; i < n_c && !best; i++) {
+        size_t s = cs[i].s, e = cs[i].e;
+        if (!kind) {
+            /* token span -> code points, trimmed */
+            size_t s0 = r->tok_cp0[s], e0 = r->tok_cp1[e];
+            if (e0 <= s0) continue;
+            if (dg_span_trim(r->ctx, r->ctx_len, s0, e0, &s, &e) != DEG_OK) {
+                dg_clear_error();
+                continue;
+            }
+            if (e <= s) continue;
+        }
+        const char *reason = NULL;
+        int as = 0;
+        json_t *v = span_value(r, f, schema, s, e, &reason, &as);
+        if (v) {
+            best = v;
+            bs = s;
+            be = e;
+            blp = cs[i].lp;
+            assumed = as;
+        } else if (!first_reason) {
+            first_reason = reason;
+        }
+    }
+    double margin = r->opt.has_null_margin ? r->opt.null_margin : 0.0;
+    int take_null = 0;
+    const char *reason = NULL;
+    if (f->on_null == DG_ON_NULL_FORBID) {
+        if (!best) {
+            L->failed = 1;
+            char *ptr = dg_path_pointer(&f->path, L->idx, L->n_idx);
+            if (asprintf(&L->fail_msg, "%s is required and not nullable, but no valid value "
+                         "was found in the context (%zu candidate spans, %s)", ptr ? ptr : "?",
+                         n_c, first_reason ? first_reason : "not_found") < 0)
+                L->fail_msg = NULL;
+            free(ptr);
+        }
+    } else if (!best) {
+        take_null = 1;
+        reason = first_reason ? first_reason : "not_found";
+    } else if (blp < null_lp + margin) {
+        take_null = 1;
+        reason = "not_found";
+    }
+    L->meta = json_pack("{s:s}", "mode", dg_mode_name(f->mode));
+    if (best && !take_null) {
+        L->value = best;
+        best = NULL;
+        json_object_set_new(L->meta, "confidence", json_real(exp(blp)));
+        json_object_set_new(L->meta, "span", json_pack("[I,I]", (json_int_t)bs, (json_int_t)be));
+        if (assumed) json_object_set_new(L->meta, "assumed_offset", json_true());
+    } else {
+        json_object_set_new(L->meta, "confidence", json_real(exp(null_lp)));
+        json_object_set_new(L->meta, "span", json_null());
+        if (reason) json_object_set_new(L->meta, "null_reason", json_string(reason));
+        if (take_null && f->on_null == DG_ON_NULL_NULL) L->value = json_null();
+    }
+    raw_digest(k, L->meta, lg, 2 * (nc + 1), NULL, 0);
+    json_decref(best);
+done:
+    json_decref(schema);
+    free(spans);
+    free(cs);
+    free(rs);
+    free(lg);
+    free(lp);
+    return st;
+}
+
+static deg_status decode_count(const dg_ckpt *k, freq *r, job *j)
+{
+    inst *I = &r->insts[j->target];
+    const dg_array_plan *a = &r->plan->arrays[I->array];
+    const float *h = j->h + (j->n_mark - 1) * (size_t)k->h.E;
+    int64_t cap = a->max_items >= 0 ? a->max_items
+                  : r->opt.max_items >= 0 ? r->opt.max_items : DG_COUNT_DEFAULT_CAP;
+    if (cap > DG_COUNT_MAX) cap = DG_COUNT_MAX;
+    int64_t lo = a->min_items;
+    if (lo > DG_COUNT_MAX) {
+        char *p = dg_path_pointer(&a->path, I->idx, I->n_idx);
+        deg_status st = dg_fail(DEG_ERR_FILL, "%s: minItems %lld is beyond the count head's "
+                                "range 0..%d", p ? p : "?", (long long)lo, DG_COUNT_MAX);
+        free(p);
+        return st;
+    }
+    if (cap < lo) cap = lo;
+    float lg[DG_COUNT_MAX + 1];
+    double p[DG_COUNT_MAX + 1];
+    for (int c = 0; c <= DG_COUNT_MAX; c++)
+        lg[c] = dg_head_dot(k->h.count_w + (size_t)c * k->h.E, h, k->h.E) + k->h.count_b[c];
+    size_t n = (size_t)(cap - lo + 1);
+    dg_softmax(lg + lo, n, k->temp[DG_T_COUNT], p, NULL);
+    size_t b = dg_argmax_d(p, n);
+    I->n_items = lo + (int64_t)b;
+    I->alive = malloc((size_t)(I->n_items ? I->n_items : 1));
+    I->newidx = calloc((size_t)(I->n_items ? I->n_items : 1), sizeof(size_t));
+    if (!I->alive || !I->newidx) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+    memset(I->alive, 1, (size_t)I->n_items);
+    return DEG_OK;
+}
+
+/* ---- drops (§12.6) -------------------------------------------------------- */
+
+static void apply_drops(freq *r)
+{
+    /* children were created after their parents: reverse order decides the
+     * children's fate before the parents'. */
+    for (size_t ii = r->n_insts; ii-- > 0;) {
+        inst *I = &r->insts[ii];
+        for (size_t li = 0; li < r->n_leaves; li++) {
+            const leaf *L = &r->leaves[li];
+            if (L->inst == (int)ii && L->failed) I->alive[L->item] = 0;
+        }
+        for (size_t ci = ii + 1; ci < r->n_insts; ci++) {
+            const inst *C = &r->insts[ci];
+            if (C->parent == (int)ii && C->n_alive < r->plan->arrays[C->array].min_items)
+                I->alive[C->parent_item] = 0;
+        }
+        I->n_alive = 0;
+        for (int64_t t = 0; t < I->n_items; t++)
+            if (I->alive[t]) I->newidx[t] = (size_t)I->n_alive++;
+    }
+}
+
+/* 1 if every enclosing item of instance `in` (and item `item` of it) survived. */
+static int reachable(const freq *r, int in, size_t item)
+{
+    while (in >= 0) {
+        if (!r->insts[in].alive[item]) return 0;
+        item = r->insts[in].parent_item;
+        in = r->insts[in].parent;
+    }
+    return 1;
+}
+
+/* New (renumbered) indices of the chain ending at item `item` of `in`. */
+static size_t new_chain(const freq *r, int in, size_t item, size_t *out)
+{
+    size_t n = 0;
+    size_t tmp[64];
+    while (in >= 0 && n < 64) {
+        tmp[n++] = r->insts[in].newidx[item];
+        item = r->insts[in].parent_item;
+        in = r->insts[in].parent;
+    }
+    for (size_t i = 0; i < n; i++) out[i] = tmp[n - 1 - i];
+    return n;
+}
+
+/* ---- known values and generate -------------------------------------------- */
+
+typedef struct kv_key {
+    size_t leaf;
+    size_t n;
+    size_t k[130];
+} kv_key;
+
+static int cmp_key(const void *x, const void *y)
+{
+    const kv_key *a = x, *b = y;
+    size_t n = a->n < b->n ? a->n : b->n;
+    for (size_t i = 0; i < n; i++)
+        if (a->k[i] != b->k[i]) return a->k[i] < b->k[i] ? -1 : 1;
+    return a->n < b->n ? -1 : a->n > b->n;
+}
+
+/* Document-order key of a leaf: (first field of the outermost array, new item
+ * index, ..., own field index). */
+static void leaf_key(const freq *r, size_t li, kv_key *key)
+{
+    const leaf *L = &r->leaves[li];
+    int chain[64];
+    size_t items[64];
+    int n = 0;
+    int c = L->inst;
+    size_t it = L->item;
+    while (c >= 0 && n < 64) {
+        chain[n] = c;
+        items[n] = it;
+        n++;
+        it = r->insts[c].parent_item;
+        c = r->insts[c].parent;
+    }
+    key->leaf = li;
+    key->n = 0;
+    for (int q = n - 1; q >= 0; q--) {
+        key->k[key->n++] = r->plan->arrays[r->insts[chain[q]].array].first_field;
+        key->k[key->n++] = r->insts[chain[q]].newidx[items[q]];
+    }
+    key->k[key->n++] = L->field;
+}
+
+static char *leaf_pointer(const freq *r, const leaf *L)
+{
+    size_t idx[64];
+    size_t n = new_chain(r, L->inst, L->item, idx);
+    return dg_path_pointer(&r->plan->fields[L->field].path, idx, n);
+}
+
+static deg_status known_values(const dg_ckpt *k, freq *r)
+{
+    kv_key *keys = malloc((r->n_leaves ? r->n_leaves : 1) * sizeof *keys);
+    if (!keys) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+    size_t n = 0;
+    for (size_t li = 0; li < r->n_leaves; li++) {
+        const leaf *L = &r->leaves[li];
+        if (!L->value || L->failed) continue;
+        if (r->plan->fields[L->field].mode == DG_MODE_GENERATE) continue;
+        if (L->inst >= 0 && !reachable(r, L->inst, L->item)) continue;
+        leaf_key(r, li, &keys[n++]);
+    }
+    qsort(keys, n, sizeof *keys, cmp_key);
+    sbuf b = {0};
+    sb_puts(&b, "KNOWN VALUES:\n");
+    for (size_t i = 0; i < n; i++) {
+        const leaf *L = &r->leaves[keys[i].leaf];
+        char *p = leaf_pointer(r, L);
+        char *v = dg_json_render(L->value, 0);
+        if (p && v) sb_printf(&b, "%s = %s\n", p, v);
+        else b.oom = 1;
+        free(p);
+        free(v);
+    }
+    free(keys);
+    if (b.oom) {
+        free(b.p);
+        return dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+    }
+    ivec ids = {0};
+    deg_status st = iv_tok(&ids, k->model, b.p, b.len, 0);
+    free(b.p);
+    double t0 = now_s();
+    if (st == DEG_OK) st = deg_trunk_prefill(r->trunk, ids.p, ids.n, NULL, NULL);
+    r->t_generate += now_s() - t0;
+    free(ids.p);
+    return st;
+}
+
+typedef struct gen_row {
+    size_t req, leaf;
+    deg_fork *fork;
+    dg_acceptor *acc;
+    int32_t budget;
+    int32_t n_tok;
+    sbuf text;
+    dg_rng rng;
+    double temp;
+    int done;
+    int32_t next;
+} gen_row;
+
+static deg_status build_gen_job(job *j, const dg_ckpt *k, const freq *r, const leaf *L)
+{
+    const deg_model *m = k->model;
+    const dg_field_plan *f = &r->plan->fields[L->field];
+    char *ptr = leaf_pointer(r, L);
+    if (!ptr) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+    deg_status st = put_linef(j, m, "WRITE %s", ptr);
+    free(ptr);
+    DG_TRY(st);
+    const char *title = f->title, *desc = f->description;
+    if (f->array >= 0 && r->plan->arrays[f->array].generate) {
+        const dg_array_plan *a = &r->plan->arrays[f->array];
+        if (!title) title = a->title;
+        if (!desc) desc = a->description;
+    }
+    DG_TRY(put_annotations(j, m, title, desc));
+    sbuf b = {0};
+    sb_puts(&b, "LIMITS:");
+    if (f->constraints.min_length >= 0)
+        sb_printf(&b, " minLength %lld;", (long long)f->constraints.min_length);
+    if (f->constraints.max_length >= 0)
+        sb_printf(&b, " maxLength %lld;", (long long)f->constraints.max_length);
+    if (f->constraints.pattern) sb_printf(&b, " pattern %s;", f->constraints.pattern);
+    st = b.oom ? dg_fail(DEG_ERR_NOMEM, "fill: out of memory") : put_line(j, m, b.p);
+    free(b.p);
+    DG_TRY(st);
+    DG_TRY(iv_tok(&j->ids, m, "VALUE:", 6, 0));
+    if (strcmp(k->chat_layout, "none") != 0) {
+        const char *turn = strcmp(k->chat_layout, "qwen3") == 0
+                               ? "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
+                               : "<|im_end|>\n<|im_start|>assistant\n";
+        DG_TRY(iv_tok(&j->ids, m, turn, strlen(turn), 1));
+    } else {
+        DG_TRY(iv_tok(&j->ids, m, " ", 1, 0));
+    }
+    return DEG_OK;
+}
+
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+typedef struct tc {
+    float key;
+    int32_t id;
+} tc;
+
+static int cmp_tc(const void *x, const void *y)
+{
+    const tc *a = x, *b = y;
+    if (a->key > b->key) return -1;
+    if (a->key < b->key) return 1;
+    return a->id < b->id ? -1 : a->id > b->id;
+}
+
+/* Top DG_GEN_TOP candidates of a logits row in (key desc, id asc) order,
+ * key = logit (greedy) or logit / T + Gumbel noise from the row's stream
+ * (sampling without replacement, so "tried in sampled order"). */
+static size_t top_candidates(const float *logits, int32_t V, double T, dg_rng *rng, tc *out)
+{
+    size_t n = 0;
+    for (int32_t id = 0; id < V; id++) {
+        tc c = {logits[id], id};
+        if (n < DG_GEN_TOP) {
+            out[n++] = c;
+            if (n == DG_GEN_TOP) qsort(out, n, sizeof *out, cmp_tc);
+        } else if (cmp_tc(&c, &out[n - 1]) < 0) {
+            size_t x = n - 1;
+            while (x > 0 && cmp_tc(&c, &out[x - 1]) < 0) {
+                out[x] = out[x - 1];
+                x--;
+            }
+            out[x] = c;
+        }
+    }
+    if (n < DG_GEN_TOP) qsort(out, n, sizeof *out, cmp_tc);
+    if (T > 0) {
+        for (size_t i = 0; i < n; i++) {
+            double u = dg_rng_uniform(rng);
+            if (u <= 0) u = 1e-300;
+            out[i].key = (float)((double)out[i].key / T - log(-log(u)));
+        }
+        qsort(out, n, sizeof *out, cmp_tc);
+    }
+    return n;
+}
+
+static int is_stop(const dg_ckpt *k, int32_t id)
+{
+    return id == k->stop_id || id == k->eos_id;
+}
+
+/* Pick the next token of a generate row: candidates in order, the first
+ * admissible one; -2 = nothing admissible. */
+static int32_t pick(const dg_ckpt *k, gen_row *g, const float *logits, tc *buf)
+{
+    const dg_tokenizer *tk = dg_model_tokenizer(k->model);
+    int32_t V = k->model->hp.n_vocab;
+    size_t n = top_candidates(logits, V, g->temp, &g->rng, buf);
+    for (size_t i = 0; i < n; i++) {
+        int32_t id = buf[i].id;
+        if (is_stop(k, id)) {
+            if (deg_acceptor_eos_ok(g->acc, g->text.p ? g->text.p : "", g->text.len)) return id;
+            continue;
+        }
+        if (dg_tokenizer_is_special(tk, id)) continue;
+        size_t len = 0;
+        const char *bytes = dg_tokenizer_token_bytes(tk, id, &len);
+        if (!bytes || len == 0) continue;
+        size_t old = g->text.len;
+        sb_put(&g->text, bytes, len);
+        if (g->text.oom) return -3;
+        int ok = deg_acceptor_prefix_ok(g->acc, g->text.p, g->text.len);
+        g->text.len = old;
+        g->text.p[old] = 0;
+        if (ok) return id;
+    }
+    /* Nothing in the top DG_GEN_TOP is admissible, but the text is complete:
+     * end it (the stop token may rank below the top candidates, e.g. at
+     * maxLength). Counted as the stop token. */
+    if (deg_acceptor_eos_ok(g->acc, g->text.p ? g->text.p : "", g->text.len))
+        return k->stop_id >= 0 ? k->stop_id : k->eos_id >= 0 ? k->eos_id : -4;
+    return -2;
+}
+
+/* Generate phase for every request (§7.3): KNOWN VALUES on each trunk, then
+ * all x-generate leaves of all requests decode together. */
+static deg_status generate_phase(const dg_ckpt *k, freq *reqs, size_t n_req)
+{
+    const deg_model *m = k->model;
+    jobs J = {0};
+    gen_row *rows = NULL;
+    size_t n_rows = 0;
+    deg_status st = DEG_OK;
+    /* 1. leaves */
+    for (size_t ri = 0; ri < n_req; ri++) {
+        freq *r = &reqs[ri];
+        if (r->st != DEG_OK) continue;
+        int any = 0;
+        const dg_plan *P = r->plan;
+        for (size_t fi = 0; fi < P->n_fields && r->st == DEG_OK; fi++) {
+            const dg_field_plan *f = &P->fields[fi];
+            if (f->mode != DG_MODE_GENERATE) continue;
+            for (size_t ii = 0; f->array >= 0 && ii < r->n_insts; ii++) {
+                inst *I = &r->insts[ii];
+                if (I->array != f->array) continue;
+                for (int64_t t = 0; t < I->n_items; t++) {
+                    if (!reachable(r, (int)ii, (size_t)t)) continue;
+                    if (add_leaf(r, fi, (int)ii, (size_t)t) < 0)
+                        return dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+                    any = 1;
+                }
+            }
+            if (f->array < 0) {
+                if (add_leaf(r, fi, -1, 0) < 0) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+                any = 1;
+            }
+        }
+        if (!any) continue;
+        st = known_values(k, r);
+        if (st != DEG_OK) {
+            set_fail(r, st, "");
+            st = DEG_OK;
+            continue;
+        }
+        for (size_t li = 0; li < r->n_leaves; li++) {
+            if (P->fields[r->leaves[li].field].mode != DG_MODE_GENERATE) continue;
+            job *j = jobs_add(&J, JOB_GEN, ri, li);
+            if (!j) {
+                st = dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+                goto done;
+            }
+            if ((st = build_gen_job(j, k, r, &r->leaves[li])) != DEG_OK) goto done;
+        }
+    }
+    if (J.n == 0) goto done;
+    rows = calloc(J.n, sizeof *rows);
+    if (!rows) {
+        st = dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+        goto done;
+    }
+    for (size_t q = 0; q < J.n; q++) {
+        job *j = &J.p[q];
+        freq *r = &reqs[j->req];
+        leaf *L = &r->leaves[j->target];
+        const dg_field_plan *f = &r->plan->fields[L->field];
+        gen_row *g = &rows[n_rows++];
+        g->req = j->req;
+        g->leaf = j->target;
+        g->budget = f->max_tokens > 0 ? f->max_tokens : r->opt.max_new_tokens;
+        g->temp = r->opt.temperature;
+        char *ptr = leaf_pointer(r, L);
+        uint64_t sm = r->opt.seed ^ fnv1a(ptr ? ptr : "");
+        free(ptr);
+        dg_rng_seed(&g->rng, dg_splitmix64(&sm));
+        size_t maxlen = f->constraints.max_length >= 0 ? (size_t)f->constraints.max_length : SIZE_MAX;
+        size_t minlen = f->constraints.min_length >= 0 ? (size_t)f->constraints.min_length : 0;
+        if ((st = deg_acceptor_new(f->constraints.pattern, minlen, maxlen, &g->acc)) != DEG_OK)
+            goto done;
+        if ((st = deg_fork_new(r->trunk, &g->fork)) != DEG_OK) goto done;
+    }
+    {
+        double t0 = now_s();
+        deg_fork **forks = calloc(n_rows, sizeof *forks);
+        const int32_t **ids = calloc(n_rows, sizeof *ids);
+        size_t *ns = calloc(n_rows, sizeof *ns);
+        float *logits = malloc((size_t)m->hp.n_vocab * sizeof(float));
+        tc *buf = malloc(DG_GEN_TOP * sizeof *buf);
+        int32_t *next = calloc(n_rows, sizeof *next);
+        if (!forks || !ids || !ns || !logits || !buf || !next)
+            st = dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+        for (size_t q = 0; q < n_rows && st == DEG_OK; q++) {
+            forks[q] = rows[q].fork;
+            ids[q] = J.p[q].ids.p;
+            ns[q] = J.p[q].ids.n;
+        }
+        if (st == DEG_OK) st = deg_forks_feed(forks, n_rows, ids, ns, NULL);
+        for (;;) {
+            if (st != DEG_OK) break;
+            size_t n_active = 0;
+            for (size_t q = 0; q < n_rows; q++) {
+                gen_row *g = &rows[q];
+                freq *r = &reqs[g->req];
+                ns[q] = 0;
+                if (g->done || r->st != DEG_OK) continue;
+                leaf *L = &r->leaves[g->leaf];
+                if (g->n_tok >= g->budget) {
+                    /* budget spent without a stop token: valid only if complete */
+                    g->done = 1;
+                    if (!deg_acceptor_eos_ok(g->acc, g->text.p ? g->text.p : "", g->text.len)) {
+                        char *ptr = leaf_pointer(r, L);
+                        dg_fail(DEG_ERR_FILL, "x-generate %s: the budget of %d tokens ended "
+                                "before minLength/maxLength/pattern were met (text so far: "
+                                "\"%.80s\")", ptr ? ptr : "?", (int)g->budget,
+                                g->text.p ? g->text.p : "");
+                        free(ptr);
+                        set_fail(r, DEG_ERR_FILL, "");
+                    }
+                    continue;
+                }
+                if ((st = deg_fork_logits(g->fork, logits)) != DEG_OK) break;
+                int32_t id = pick(k, g, logits, buf);
+                if (id == -3) {
+                    st = dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+                    break;
+                }
+                if (id == -2) {
+                    g->done = 1;
+                    char *ptr = leaf_pointer(r, L);
+                    dg_fail(DEG_ERR_FILL, "x-generate %s: no admissible token among the top %d "
+                            "after \"%.80s\" (minLength/maxLength/pattern cannot be met)",
+                            ptr ? ptr : "?", DG_GEN_TOP, g->text.p ? g->text.p : "");
+                    free(ptr);
+                    set_fail(r, DEG_ERR_FILL, "");
+                    continue;
+                }
+                g->n_tok++;
+                if (id == -4 || is_stop(k, id)) {
+                    g->done = 1;
+                    continue;
+                }
+                size_t len = 0;
+                const char *bytes = dg_tokenizer_token_bytes(dg_model_tokenizer(m), id, &len);
+                sb_put(&g->text, bytes, len);
+                if (g->text.oom) {
+                    st = dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+                    break;
+                }
+                next[q] = id;
+                ids[q] = &next[q];
+                ns[q] = 1;
+                n_active++;
+            }
+            if (st != DEG_OK || n_active == 0) break;
+            st = deg_forks_feed(forks, n_rows, ids, ns, NULL);
+        }
+        double dt = now_s() - t0;
+        for (size_t q = 0; q < n_rows; q++) {
+            gen_row *g = &rows[q];
+            freq *r = &reqs[g->req];
+            r->t_generate += dt / (double)n_rows;
+            if (st != DEG_OK || r->st != DEG_OK) continue;
+            leaf *L = &r->leaves[g->leaf];
+            L->value = json_stringn(g->text.p ? g->text.p : "", g->text.len);
+            if (!L->value) {
+                /* not valid UTF-8 (a token ended mid-character at the budget) */
+                char *ptr = leaf_pointer(r, L);
+                dg_fail(DEG_ERR_FILL, "x-generate %s: generated text is not valid UTF-8",
+                        ptr ? ptr : "?");
+                free(ptr);
+                set_fail(r, DEG_ERR_FILL, "");
+                continue;
+            }
+            L->meta = json_pack("{s:s, s:i}", "mode", "generate", "generated_tokens",
+                                (int)g->n_tok);
+            r->generated_tokens += (size_t)g->n_tok;
+        }
+        free(forks);
+        free(ids);
+        free(ns);
+        free(logits);
+        free(buf);
+        free(next);
+    }
+done:
+    for (size_t q = 0; q < n_rows; q++) {
+        deg_fork_free(rows[q].fork);
+        deg_acceptor_free(rows[q].acc);
+        free(rows[q].text.p);
+    }
+    free(rows);
+    jobs_free(&J);
+    return st;
+}
+
+/* ---- assembly ------------------------------------------------------------- */
+
+static deg_status assemble(const dg_ckpt *k, freq *r, json_t **response)
+{
+    json_t *fields = json_object(), *arrays = json_object();
+    for (size_t li = 0; li < r->n_leaves; li++) {
+        const leaf *L = &r->leaves[li];
+        if (L->inst >= 0 && !reachable(r, L->inst, L->item)) continue;
+        if (!L->meta) continue;
+        char *p = leaf_pointer(r, L);
+        json_t *e = json_object();
+        if (L->value) json_object_set(e, "value", L->value);
+        json_object_set(e, "meta", L->meta);
+        json_object_set_new(fields, p, e);
+        free(p);
+    }
+    for (size_t ii = 0; ii < r->n_insts; ii++) {
+        const inst *I = &r->insts[ii];
+        if (I->parent >= 0 && !reachable(r, I->parent, I->parent_item)) continue;
+        size_t idx[64];
+        size_t n = new_chain(r, I->parent, I->parent_item, idx);
+        char *p = dg_path_pointer(&r->plan->arrays[I->array].path, idx, n);
+        json_t *e = json_pack("{s:I}", "items", (json_int_t)I->n_alive);
+        if (I->n_items > I->n_alive)
+            json_object_set_new(e, "dropped", json_integer((json_int_t)(I->n_items - I->n_alive)));
+        json_object_set_new(arrays, p, e);
+        free(p);
+    }
+    json_t *outcomes = json_pack("{s:o, s:o, s:{s:I}}", "fields", fields, "arrays", arrays,
+                                 "usage", "prompt_tokens", (json_int_t)deg_trunk_len(r->trunk));
+    json_t *errors = NULL;
+    json_t *resp = NULL;
+    deg_status st = dg_response_assemble(r->plan, outcomes, &resp, &errors);
+    json_decref(outcomes);
+    if (st == DEG_ERR_FILL && errors) {
+        if (!r->errors) r->errors = json_array();
+        json_array_extend(r->errors, errors);
+    }
+    json_decref(errors);
+    if (st != DEG_OK) return st;
+    json_t *out = json_pack("{s:s}", "model", deg_request_model(r->rq));
+    json_object_update(out, resp);
+    json_decref(resp);
+    if (k->debug_raw) {
+        json_object_set_new(out, "timing",
+                            json_pack("{s:f, s:f, s:f, s:I, s:I}", "prefill_s", r->t_prefill,
+                                      "forks_s", r->t_forks, "generate_s", r->t_generate,
+                                      "fork_rows", (json_int_t)r->fork_rows, "fork_tokens",
+                                      (json_int_t)r->fork_tokens));
+    }
+    *response = out;
+    return DEG_OK;
+}
+
+/* ---- public entry points -------------------------------------------------- */
+
+static void prepare(const dg_ckpt *k, freq *r, const char *text, size_t len)
+{
+    char *errs = NULL;
+    deg_status st = deg_request_parse(text, len, &r->rq, &errs);
+    if (st != DEG_OK) {
+        r->st = st;
+        r->errors = errs ? json_loads(errs, 0, NULL) : NULL;
+        if (!r->errors) {
+            r->errors = json_array();
+            json_array_append_new(r->errors, json_pack("{s:s, s:s}", "loc", "", "msg", deg_errmsg()));
+        }
+        free(errs);
+        return;
+    }
+    free(errs);
+    r->plan = deg_request_plan(r->rq);
+    r->ctx = deg_request_context(r->rq, &r->ctx_len);
+    r->opt = deg_request_options(r->rq);
+    if (r->ctx_len == 0) {
+        dg_fail(DEG_ERR_REQUEST, "context: empty (there is nothing to read)");
+        set_fail(r, DEG_ERR_REQUEST, "/context");
+        return;
+    }
+    if (r->opt.temperature > 0 && !r->opt.has_seed) {
+        dg_fail(DEG_ERR_REQUEST, "options.temperature > 0 requires options.seed (§7.3)");
+        set_fail(r, DEG_ERR_REQUEST, "/options/seed");
+        return;
+    }
+    st = build_trunk(k, r);
+    if (st != DEG_OK) set_fail(r, st, "/context");
+}
+
+static deg_status fill_run(deg_ckpt *k, freq *reqs, size_t n)
+{
+    deg_status st = DEG_OK;
+    jobs J = {0};
+    /* round 0 */
+    for (size_t ri = 0; ri < n && st == DEG_OK; ri++)
+        if (reqs[ri].st == DEG_OK) st = expand(&reqs[ri], ri, &J, k->model, -1);
+    while (st == DEG_OK && J.n) {
+        st = run_jobs(k, reqs, J.p, J.n);
+        jobs next = {0};
+        for (size_t q = 0; q < J.n && st == DEG_OK; q++) {
+            job *j = &J.p[q];
+            freq *r = &reqs[j->req];
+            if (r->st != DEG_OK) continue;
+            deg_status s2 = DEG_OK;
+            if (j->kind == JOB_COUNT) {
+                s2 = decode_count(k, r, j);
+                if (s2 == DEG_OK) s2 = expand(r, j->req, &next, k->model, (int)j->target);
+            } else {
+                const dg_field_plan *f = &r->plan->fields[r->leaves[j->target].field];
+                s2 = dg_mode_is_decide(f->mode) ? decode_decide(k, r, j) : decode_extract(k, r, j);
+            }
+            if (s2 == DEG_ERR_NOMEM || s2 == DEG_ERR_INTERNAL) st = s2;
+            else if (s2 != DEG_OK) set_fail(r, s2, "");
+        }
+        jobs_free(&J);
+        J = next;
+    }
+    jobs_free(&J);
+    if (st != DEG_OK) return st;
+    for (size_t ri = 0; ri < n; ri++) {
+        freq *r = &reqs[ri];
+        if (r->st != DEG_OK) continue;
+        apply_drops(r);
+        for (size_t li = 0; li < r->n_leaves && r->st == DEG_OK; li++) {
+            const leaf *L = &r->leaves[li];
+            if (L->failed && L->inst < 0) {
+                dg_fail(DEG_ERR_FILL, "%s", L->fail_msg ? L->fail_msg : "required value missing");
+                set_fail(r, DEG_ERR_FILL, r->plan->fields[L->field].schema_loc);
+            }
+        }
+        for (size_t ii = 0; ii < r->n_insts && r->st == DEG_OK; ii++) {
+            const inst *I = &r->insts[ii];
+            const dg_array_plan *a = &r->plan->arrays[I->array];
+            if (I->parent < 0 && I->n_alive < a->min_items) {
+                dg_fail(DEG_ERR_FILL, "%s: minItems %lld: only %lld items have their required "
+                        "values", a->pointer, (long long)a->min_items, (long long)I->n_alive);
+                set_fail(r, DEG_ERR_FILL, a->schema_loc);
+            }
+        }
+    }
+    return generate_phase(k, reqs, n);
+}
+
+static char *dump(json_t *v)
+{
+    return v ? json_dumps(v, JSON_PRESERVE_ORDER | JSON_COMPACT | JSON_ENSURE_ASCII * 0 |
+                                 JSON_REAL_PRECISION(17))
+             : NULL;
+}
+
+deg_status deg_fill_many(deg_ckpt *ckpt, size_t n, const char *const *requests,
+                         const size_t *lens, char **responses, char **errors,
+                         deg_status *statuses)
+{
+    if (!ckpt || (n && (!requests || !lens || !responses || !statuses)))
+        return dg_fail(DEG_ERR_ARG, "deg_fill_many: NULL argument");
+    for (size_t i = 0; i < n; i++) {
+        responses[i] = NULL;
+        if (errors) errors[i] = NULL;
+        statuses[i] = DEG_OK;
+    }
+    if (n == 0) return DEG_OK;
+    freq *reqs = calloc(n, sizeof *reqs);
+    if (!reqs) return dg_fail(DEG_ERR_NOMEM, "deg_fill_many: out of memory");
+    for (size_t i = 0; i < n; i++) {
+        if (!requests[i]) {
+            dg_fail(DEG_ERR_ARG, "request %zu is NULL", i);
+            set_fail(&reqs[i], DEG_ERR_ARG, "");
+            continue;
+        }
+        prepare(ckpt, &reqs[i], requests[i], lens[i]);
+    }
+    deg_status st = fill_run(ckpt, reqs, n);
+    char first_msg[1024] = "";
+    deg_status first = DEG_OK;
+    for (size_t i = 0; i < n; i++) {
+        freq *r = &reqs[i];
+        if (st == DEG_OK && r->st == DEG_OK) {
+            json_t *resp = NULL;
+            deg_status s2 = assemble(ckpt, r, &resp);
+            if (s2 == DEG_OK) {
+                responses[i] = dump(resp);
+                json_decref(resp);
+                if (!responses[i]) s2 = dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+            }
+            if (s2 != DEG_OK) set_fail(r, s2, "");
+        }
+        statuses[i] = st != DEG_OK ? st : r->st;
+        if (statuses[i] != DEG_OK && first == DEG_OK) {
+            first = statuses[i];
+            const char *msg = r->errors && json_array_size(r->errors)
+                                  ? json_string_value(json_object_get(json_array_get(r->errors, 0), "msg"))
+                                  : NULL;
+            snprintf(first_msg, sizeof first_msg, "%s", msg ? msg : deg_errmsg());
+        }
+        if (errors && r->errors) errors[i] = dump(r->errors);
+        freq_clear(r);
+    }
+    free(reqs);
+    if (st != DEG_OK) return st;
+    if (first != DEG_OK) return dg_fail(first, "%s", first_msg);
+    return DEG_OK;
+}
+
+deg_status deg_fill(deg_ckpt *ckpt, const char *request_json, size_t len, char **response_json,
+                    char **errors_json)
+{
+    if (response_json) *response_json = NULL;
+    if (errors_json) *errors_json = NULL;
+    if (!ckpt || !request_json || !response_json)
+        return dg_fail(DEG_ERR_ARG, "deg_fill: NULL argument");
+    deg_status s1 = DEG_OK;
+    char *err = NULL;
+    deg_status st = deg_fill_many(ckpt, 1, &request_json, &len, response_json, &err, &s1);
+    if (errors_json) *errors_json = err;
+    else free(err);
+    return st;
+}
+
+deg_status deg_ckpt_set_debug(deg_ckpt *ckpt, int on)
+{
+    if (!ckpt) return dg_fail(DEG_ERR_ARG, "deg_ckpt_set_debug: NULL checkpoint");
+    ckpt->debug_raw = on != 0;
+    return DEG_OK;
+}

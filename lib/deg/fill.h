@@ -1,0 +1,95 @@
+/* fill.h - the deg.fill runtime (deg contract §7, §8, §10, §12.1-§12.3, §12.6),
+ * internal side. Public API: the "Fill runtime" section of include/deg.h.
+ *
+ * Pieces:
+ *  - ckpt.c: the checkpoint (a directory: deg.json + heads.safetensors), the
+ *    backbone reference (file name + SHA-256), random head initialisation.
+ *  - heads.c: the fp32 heads of §12.3 and their decoding rules.
+ *  - fill.c: trunk + forks (§12.1), rounds of fork batches, arrays (§12.6,
+ *    index mode), the generate phase (§7.3), response assembly.
+ *
+ * Head shapes (E = the backbone's n_embd, D = DG_HEAD_DIM), all fp32,
+ * Linear layout [out, in]:
+ *   choice.q, choice.k [D, E]; choice.u [E]          (pointer over option lines)
+ *   score.q,  score.k  [D, E]; score.u  [E]          (pointer over level lines)
+ *   noul.w [E]; noul.b [1]                           (logits [w.a + b, 0])
+ *   extract.qs, .ks, .qe, .ke [D, E]; extract.null_w [E]; extract.null_b [1]
+ *   count.w [DG_COUNT_MAX + 1, E]; count.b [DG_COUNT_MAX + 1]
+ *   anchor.q, anchor.k [D, E]; anchor.u [E]; anchor.b [1] (starts at -6)
+ *   anchor.bias [2 (start|end), 2 (inside), DG_ANCHOR_BUCKETS] (zero at start)
+ */
+#ifndef DG_DEG_FILL_H
+#define DG_DEG_FILL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "deg.h"
+
+#define DG_HEAD_DIM 256
+#define DG_COUNT_MAX 64
+/* Trained range of the count head when neither maxItems nor options.max_items
+ * caps an index-addressed array (§4). */
+#define DG_COUNT_DEFAULT_CAP 32
+/* Buckets of the anchored-extract bias (§12.3): edges -256 -64 -16 -4 0 1 2 4 ... 256. */
+#define DG_ANCHOR_BUCKETS 20
+/* Plain-string spans: at most this many tokens long, this many candidates (§12.3). */
+#define DG_SPAN_MAX_TOKENS 128
+#define DG_SPAN_TOP 32
+/* Generate: candidates tried per step (§12.3). */
+#define DG_GEN_TOP 256
+/* Checkpoint format version written to deg.json "format". */
+#define DG_CKPT_FORMAT "deg-ckpt-v1"
+
+/* Calibration temperature slots (§12.3). */
+enum { DG_T_CHOICE = 0, DG_T_SCORE, DG_T_NOUL, DG_T_EXTRACT, DG_T_COUNT, DG_T_N };
+
+typedef struct dg_heads {
+    int E;
+    const float *choice_q, *choice_k, *choice_u;
+    const float *score_q, *score_k, *score_u;
+    const float *noul_w, *noul_b;
+    const float *ext_qs, *ext_ks, *ext_qe, *ext_ke, *ext_null_w, *ext_null_b;
+    const float *count_w, *count_b;
+    const float *anchor_q, *anchor_k, *anchor_u, *anchor_b, *anchor_bias;
+} dg_heads;
+
+struct deg_ckpt {
+    deg_model *model;
+    int own_model;
+    dg_heads h;
+    float *store;             /* every head tensor, one buffer */
+    size_t n_store;
+    float temp[DG_T_N];
+    char *array_mode;         /* "index" or "anchor" */
+    int64_t anchor_min_tokens;
+    char *chat_layout;        /* "chatml", "qwen3", "none" */
+    char *backbone_file, *backbone_sha256;
+    size_t fork_budget_bytes; /* fork batch memory budget */
+    int debug_raw;            /* meta gets "raw": sha256 of the field's raw head outputs */
+    int32_t stop_id, eos_id;  /* generate stops: <|im_end|> (chat layouts) and EOS; -1 = none */
+};
+typedef struct deg_ckpt dg_ckpt;
+
+/* SHA-256 hex of a backbone: the file for GGUF; for an HF directory, the
+ * hash of "name\0sha256(file)\n" over config.json then the *.safetensors
+ * files in name order. Errors: DEG_ERR_IO. */
+deg_status dg_backbone_sha256(const char *path, char out[65]);
+
+/* ---- heads (heads.c) ---------------------------------------------------- */
+
+/* y[D] = W[D,E] x[E] (fixed-order fp32 dot; batch-invariant). */
+void dg_head_proj(const float *W, int D, int E, const float *x, float *y);
+float dg_head_dot(const float *a, const float *b, int n);
+
+/* Pointer head (choice/score): logits[n] over option hiddens opts[n, E]. */
+void dg_head_pointer(const dg_heads *h, int score, const float *a, const float *opts, size_t n,
+                     float *logits);
+/* Softmax of logits[n] / T into p[n] (double), also log-probs lp (may be NULL). */
+void dg_softmax(const float *logits, size_t n, double T, double *p, double *lp);
+/* Index of the first maximum. */
+size_t dg_argmax_d(const double *p, size_t n);
+/* jev v1 confidence (count * peak - 1) / (count - 1); 1 for count <= 1. */
+double dg_confidence(double peak, size_t count);
+
+#endif
