@@ -2,7 +2,7 @@
  * p = 256 corpus-init rows (doc/ARCHITECTURE.md as corpus), a 513-token
  * sequence with 512 supervised positions (20 sparse targets each), Adam.
  *
- *   ./build/bench/bench_train [model.gguf [threads]]
+ *   ./build/bench/bench_train [model.gguf [threads]]   ("" = default model)
  *   (model default: $DEG_MODEL, else ${DEG_CACHE:-~/.cache/deg}/models/...)
  *
  * Each measurement runs in its own child process so that its peak RSS
@@ -85,7 +85,7 @@ int main(int argc, char **argv)
 {
     char path[1024];
     const char *env = getenv("DEG_MODEL"), *cache = getenv("DEG_CACHE"), *home = getenv("HOME");
-    if (argc > 1) snprintf(path, sizeof path, "%s", argv[1]);
+    if (argc > 1 && argv[1][0]) snprintf(path, sizeof path, "%s", argv[1]);
     else if (env && *env) snprintf(path, sizeof path, "%s", env);
     else if (cache && *cache)
         snprintf(path, sizeof path, "%s/models/SmolLM2-135M-Instruct.Q4_1.gguf", cache);
