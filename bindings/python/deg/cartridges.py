@@ -1,0 +1,562 @@
+"""Self-study: turn a corpus into a trained cartridge, serve it, compare it.
+
+Spec: cartridges.md ("Self-study", "Serving", "Batched self-study",
+"Learning rate vs batch size"); the method is Cartridges (arXiv 2506.06266,
+Algorithm 1 with k = 1).
+
+One conversation of self-study:
+  1. a uniform random token span of the corpus (the chunk; length uniform in
+     [chunk_min, chunk_max]) and one of seven seed-prompt types (the seeds
+     carry only the FORM of the question, never content: the chunk is the
+     sole content selector, so every question is answerable from what the
+     teacher sees);
+  2. bot A (the same model, temperature 0.6) writes a message about the
+     chunk, which it sees in its system message;
+  3. bot B (greedy) answers A's message with the chunk in context; marked
+     think spans are stripped;
+  4. B's tokens are teacher-forced through the frozen model with the chunk
+     in context; each answer position keeps its top-20 tokens up to 0.99
+     probability mass (deg_distill_targets_from_logits). Only the answer's
+     rows of logits are ever produced ([len(answer), n_vocab], never the
+     whole sequence);
+  5. the student sequence is A's message + B's answer in the chat layout,
+     with no chunk: behind the cartridge it must predict what the teacher
+     predicted with the chunk in context.
+
+Batching (spec "Batched self-study"): gen_batch conversations are
+synthesised together: all bot-A decodes run as rows of one lockstep
+deg_forks_generate call, then all bot-B decodes, then one batched teacher
+pass (deg_forks_feed over every conversation's fork). They are consumed
+`accum` at a time: one optimizer step per group of accum conversations.
+The group's gradient is that of the packed loss (the mean over all the
+group's supervised positions): each conversation's backward is weighted by
+its share of the group's positions, so the sum of the per-conversation
+gradients equals the packed gradient (tests/python/test_selfstudy.py checks
+this against one concatenated-targets reference).
+"""
+import math
+import os
+import random
+import re
+import time
+from collections import namedtuple
+from os import fspath
+from pathlib import Path
+
+from ._native import ffi, lib, check
+from .cartridge import Cartridge, DistillTarget, targets_from_logits
+from .errors import ArgumentError, DegIOError, FormatError, RangeError
+from .model import Model, _sample_params, _ids_buffer, feed_forks
+
+__all__ = ["Corpus", "load_corpus", "SEED_PROMPTS", "Conversation", "SelfStudy", "train",
+           "ask", "evaluate", "Evaluation", "TrainReport"]
+
+# --------------------------------------------------------------------------
+# Corpus
+# --------------------------------------------------------------------------
+
+Document = namedtuple("Document", "name first end")  # token span [first, end) in the stream
+
+
+class Corpus:
+    """A provenance-tagged token stream of one or more documents.
+
+    Every document starts with a header line naming it ("Document: NAME"),
+    so chunks and the corpus-in-context arm say where the text comes from."""
+
+    def __init__(self, model, docs):
+        """docs: list of (name, text)."""
+        if not docs:
+            raise ArgumentError("corpus: no documents")
+        self.model = model
+        self.ids, self.documents, parts = [], [], []
+        multi = len(docs) > 1
+        for name, text in docs:
+            block = (f"Document: {name}\n\n{text.strip()}\n\n" if multi else text.strip() + "\n")
+            ids = model.tokenize(block)
+            self.documents.append(Document(name, len(self.ids), len(self.ids) + len(ids)))
+            self.ids += ids
+            parts.append(block)
+        self.text = "".join(parts)
+
+    def __len__(self):
+        return len(self.ids)
+
+    def sources(self, first, end):
+        """Names of the documents overlapping token span [first, end)."""
+        return [d.name for d in self.documents if d.first < end and first < d.end]
+
+
+def _read_document(path):
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise DegIOError(f"corpus: cannot read {fspath(path)!r}: {e.strerror or e}") from None
+    if b"\0" in data:
+        raise FormatError(f"corpus: {fspath(path)!r} is a binary file (NUL bytes); "
+                          "give UTF-8 text")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise FormatError(f"corpus: {fspath(path)!r} is not UTF-8 text (byte {e.start})") \
+            from None
+    return text
+
+
+def load_corpus(model, paths):
+    """Read text files and directories (recursively, sorted; hidden files
+    skipped) into one Corpus. Errors: DegIOError (unreadable or missing
+    path), FormatError (binary or non-UTF-8 file), ArgumentError (no text)."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    files = []
+    for p in paths:
+        p = Path(p)
+        if p.is_dir():
+            found = sorted(f for f in p.rglob("*")
+                           if f.is_file() and not any(s.startswith(".") for s in
+                                                      f.relative_to(p).parts))
+            if not found:
+                raise ArgumentError(f"corpus: directory {fspath(p)!r} holds no files")
+            files += found
+        elif p.exists():
+            files.append(p)
+        else:
+            raise DegIOError(f"corpus: {fspath(p)!r} does not exist")
+    docs = []
+    for f in files:
+        text = _read_document(f)
+        if text.strip():
+            docs.append((fspath(f), text))
+    if not docs:
+        raise ArgumentError("corpus: empty (no text in " +
+                            ", ".join(repr(fspath(f)) for f in files) + ")")
+    return Corpus(model, docs)
+
+
+# --------------------------------------------------------------------------
+# Chat ids: layout parts tokenized with special tokens, contents without, so
+# a corpus that contains "<|im_start|>" cannot forge a turn.
+# --------------------------------------------------------------------------
+
+def chat_ids(model, messages, add_generation_prompt=True):
+    marks = [f"\x01{i}\x02" for i in range(len(messages))]
+    layout = model.chat_format([{"role": m["role"], "content": mk}
+                                for m, mk in zip(messages, marks)], add_generation_prompt)
+    ids, rest = [], layout
+    for m, mk in zip(messages, marks):
+        head, sep, rest = rest.partition(mk)
+        if not sep:
+            raise FormatError("chat layout dropped a message")
+        ids += model.tokenize(head, special=True) if head else []
+        ids += model.tokenize(m["content"]) if m["content"] else []
+    if rest:
+        ids += model.tokenize(rest, special=True)
+    return ids
+
+
+# --------------------------------------------------------------------------
+# Seed prompts (form only, never content)
+# --------------------------------------------------------------------------
+
+#: The seven seed-prompt types: the reference five (structuring,
+#: summarization, question, use-case, creative) plus mechanism (why/how) and
+#: verbatim precision (exact wording, numbers, names). Each asks bot A for a
+#: message about the excerpt it sees; none names a topic.
+SEED_PROMPTS = {
+    "structuring": [
+        "Write a request asking for a part of the excerpt above to be reorganised into a "
+        "clear structure, such as a list, a table or an outline. Name the part precisely. "
+        "Output only the request.",
+    ],
+    "summarization": [
+        "Write a request asking for a short summary of a specific section of the excerpt "
+        "above. Say which section. Output only the request.",
+        "Write a request for a one-paragraph summary of the excerpt above. Output only the "
+        "request.",
+    ],
+    "question": [
+        "Write one question that can be answered from the excerpt above. Be specific and "
+        "include enough context that the question makes sense on its own. Output only the "
+        "question.",
+        "Write one factual question about a detail of the excerpt above. Output only the "
+        "question.",
+    ],
+    "use_case": [
+        "Think of a practical situation in which someone would need the information in the "
+        "excerpt above, and write the message that person would send to ask for help. "
+        "Output only the message.",
+    ],
+    "creative": [
+        "Write an unusual but answerable request about the excerpt above, for example asking "
+        "for an analogy, a short example or an explanation for a beginner. Output only the "
+        "request.",
+    ],
+    "mechanism": [
+        "Write a question asking why or how something described in the excerpt above works "
+        "the way it does. Output only the question.",
+    ],
+    "verbatim": [
+        "Write a question whose answer is an exact detail of the excerpt above: a name, a "
+        "number, a command, a value or a precise wording. Output only the question.",
+    ],
+}
+SEED_TYPES = list(SEED_PROMPTS)
+
+_THINK = re.compile(r"<think>.*?(</think>|$)", re.S)
+
+
+def _chunk_system(corpus, first, end, text):
+    src = corpus.sources(first, end)
+    where = (f" from {', '.join(src)}" if len(corpus.documents) > 1 else "")
+    return (f"The following is an excerpt{where} of a larger text. "
+            f"Use it to answer.\n\n<excerpt>\n{text}\n</excerpt>")
+
+
+Conversation = namedtuple(
+    "Conversation", "seed_type chunk_span message answer_ids student_ids targets n_supervised")
+
+
+def _stop_ids(model):
+    ids = set()
+    if model.info.eos_id >= 0:
+        ids.add(model.info.eos_id)
+    for s in ("<|im_end|>", "<|endoftext|>"):
+        t = model.tokenize(s, special=True)
+        if len(t) == 1:
+            ids.add(t[0])
+    return sorted(ids)
+
+
+def _generate_rows(model, forks, max_tokens, temperatures, seeds, stop_ids):
+    """One lockstep deg_forks_generate over forks; returns per-row id lists."""
+    n = len(forks)
+    params = ffi.new("deg_sample_params[]", n)
+    keep = []
+    stop_buf, n_stop = _ids_buffer(stop_ids)
+    for i in range(n):
+        p = lib.deg_sample_params_default()
+        p.temperature = float(temperatures[i])
+        p.seed = int(seeds[i])
+        p.max_tokens = int(max_tokens)
+        p.stop_ids, p.n_stop_ids = stop_buf, n_stop
+        params[i] = p
+    cforks = ffi.new("deg_fork *[]", [f._live() for f in forks])
+    bufs = [ffi.new("int32_t[]", int(max_tokens)) for _ in range(n)]
+    outs = ffi.new("int32_t *[]", bufs)
+    n_out = ffi.new("size_t[]", n)
+    check(lib.deg_forks_generate(cforks, n, params, outs, n_out, ffi.NULL))
+    return [list(ffi.unpack(bufs[i], n_out[i])) for i in range(n)]
+
+
+class SelfStudy:
+    """Synthesises self-study conversations for a corpus (deterministic for a
+    seed: the chunk, the seed type and bot A's sampling stream all derive
+    from it; bot B is greedy)."""
+
+    def __init__(self, model, corpus, seed=0, chunk_min=256, chunk_max=512, max_q=64,
+                 max_a=160, top_k=20, min_mass=0.99, temperature_a=0.6):
+        if chunk_min < 1 or chunk_max < chunk_min:
+            raise ArgumentError(f"chunk sizes need 1 <= chunk_min <= chunk_max, got "
+                                f"{chunk_min}, {chunk_max}")
+        self.model, self.corpus = model, corpus
+        self.rng = random.Random(seed)
+        self.chunk_min, self.chunk_max = chunk_min, chunk_max
+        self.max_q, self.max_a = max_q, max_a
+        self.top_k, self.min_mass, self.temperature_a = top_k, min_mass, temperature_a
+        self.stop_ids = _stop_ids(model)
+        self.timing = {"generate": 0.0, "teacher": 0.0}
+
+    def _plan(self):
+        n = len(self.corpus)
+        size = min(self.rng.randint(self.chunk_min, self.chunk_max), n)
+        first = self.rng.randint(0, n - size)
+        kind = self.rng.choice(SEED_TYPES)
+        prompt = self.rng.choice(SEED_PROMPTS[kind])
+        return first, first + size, kind, prompt, self.rng.getrandbits(63)
+
+    def generate(self, n):
+        """n conversations, synthesised as one lockstep batch."""
+        model = self.model
+        plans = [self._plan() for _ in range(n)]
+        t0 = time.perf_counter()
+        systems = []
+        for first, end, _, _, _ in plans:
+            text = model.detokenize(self.corpus.ids[first:end], errors="replace")
+            systems.append(_chunk_system(self.corpus, first, end, text))
+        # bot A: writes a message about the chunk (temperature 0.6)
+        trunks_a = [model.trunk(chat_ids(model, [{"role": "system", "content": s},
+                                                 {"role": "user", "content": pl[3]}]))
+                    for s, pl in zip(systems, plans)]
+        forks = [t.fork() for t in trunks_a]
+        a_ids = _generate_rows(model, forks, self.max_q, [self.temperature_a] * n,
+                               [pl[4] for pl in plans], self.stop_ids)
+        for f in forks:
+            f.close()
+        for t in trunks_a:
+            t.close()
+        messages = []
+        for ids in a_ids:
+            ids = [i for i in ids if i not in self.stop_ids]
+            msg = _THINK.sub("", model.detokenize(ids, errors="replace")).strip()
+            messages.append(msg or "Explain the excerpt.")
+        # bot B: answers with the chunk in context (greedy)
+        prompts_b = [chat_ids(model, [{"role": "system", "content": s},
+                                      {"role": "user", "content": m}])
+                     for s, m in zip(systems, messages)]
+        trunks_b = [model.trunk() for _ in range(n)]
+        last = [t.prefill(p, logits="last") for t, p in zip(trunks_b, prompts_b)]
+        forks = [t.fork() for t in trunks_b]
+        b_ids = _generate_rows(model, forks, self.max_a, [0.0] * n, [0] * n, self.stop_ids)
+        for f in forks:
+            f.close()
+        answers = []
+        for ids in b_ids:
+            text = model.detokenize([i for i in ids if i not in self.stop_ids], errors="replace")
+            if "<think>" in text:  # strip marked think spans, re-tokenize the rest
+                stop = [i for i in ids if i in self.stop_ids]
+                ids = model.tokenize(_THINK.sub("", text).lstrip()) + stop
+            answers.append(ids)
+        t1 = time.perf_counter()
+        # teacher pass: B's tokens teacher-forced behind the chunk, all rows in one batch
+        forks = [t.fork() for t in trunks_b]
+        rows = feed_forks(forks, [a[:-1] for a in answers], logits="all")
+        for f in forks:
+            f.close()
+        for t in trunks_b:
+            t.close()
+        nv = model.info.n_vocab
+        convs = []
+        for i in range(n):
+            student_prompt = chat_ids(model, [{"role": "user", "content": messages[i]}])
+            ans = answers[i]
+            targets = []
+            for j in range(len(ans)):
+                row = last[i] if j == 0 else rows[i][(j - 1) * nv: j * nv]
+                targets += targets_from_logits(model, row, len(student_prompt) + j,
+                                               self.top_k, self.min_mass)
+            first, end, kind = plans[i][:3]
+            convs.append(Conversation(kind, (first, end), messages[i], ans,
+                                      student_prompt + ans, targets, len(ans)))
+        self.timing["generate"] += t1 - t0
+        self.timing["teacher"] += time.perf_counter() - t1
+        return convs
+
+
+def _weighted(targets, w):
+    lw = math.log(w)
+    return [DistillTarget(t.position, t.token, t.logprob + lw) for t in targets]
+
+
+def group_backward(cartridge, convs, checkpoint=False):
+    """Gradient of the group's packed loss (mean over all its supervised
+    positions) accumulated into the cartridge; returns that loss. Each
+    conversation's targets are weighted by its share of the positions
+    (logprob + log w scales the teacher probability by w)."""
+    total = sum(c.n_supervised for c in convs)
+    loss = 0.0
+    for c in convs:
+        if not c.targets:
+            continue
+        loss += cartridge.backward(c.student_ids, _weighted(c.targets, c.n_supervised / total),
+                                   checkpoint=checkpoint)
+    return loss
+
+
+# --------------------------------------------------------------------------
+# Held-out evaluation
+# --------------------------------------------------------------------------
+
+def _logprob_rows(rows, nv, tokens):
+    """Sum of log softmax(row_j)[tokens[j]] over rows j (f64)."""
+    try:
+        import numpy as np
+        a = np.frombuffer(rows, dtype=np.float32).reshape(-1, nv).astype(np.float64)
+        m = a.max(axis=1)
+        lse = m + np.log(np.exp(a - m[:, None]).sum(axis=1))
+        return float((a[np.arange(len(tokens)), tokens] - lse).sum())
+    except ImportError:
+        s = 0.0
+        for j, t in enumerate(tokens):
+            r = rows[j * nv:(j + 1) * nv]
+            m = max(r)
+            s += r[t] - m - math.log(math.fsum(math.exp(x - m) for x in r))
+        return s
+
+
+Evaluation = namedtuple("Evaluation", "nll_bare nll_cartridge nll_icl gap_closure "
+                                      "rows_bare rows_cartridge rows_icl n_tokens distill_loss")
+
+
+def heldout_set(model, corpus, seed, n, **kw):
+    """n fixed conversations synthesised with a held-out seed."""
+    return SelfStudy(model, corpus, seed=seed, **kw).generate(n)
+
+
+def distill_loss(cartridge, convs):
+    """Mean held-out distillation loss (per supervised position)."""
+    total = sum(c.n_supervised for c in convs)
+    return sum(cartridge.eval(c.student_ids, _weighted(c.targets, c.n_supervised / total))
+               for c in convs if c.targets)
+
+
+def evaluate(cartridge, corpus, convs, icl=True):
+    """Score the teacher's answers of convs by NLL per token under (a) the
+    bare model, (b) the cartridge, (c) the whole corpus in context (as a
+    system message). Returns an Evaluation (gap closure = (bare - cartridge)
+    / (bare - ICL)); the KV rows are means over the questions."""
+    model = cartridge.model
+    nv = model.info.n_vocab
+    n_tok = sum(len(c.answer_ids) for c in convs)
+    lp_bare = lp_cart = lp_icl = 0.0
+    rows_bare = rows_icl = 0
+    sys_ids = chat_ids(model, [{"role": "system", "content": corpus.text}],
+                       add_generation_prompt=False)
+    icl_trunk = model.trunk(sys_ids) if icl else None
+    for c in convs:
+        prompt = c.student_ids[:len(c.student_ids) - len(c.answer_ids)]
+        ans = c.answer_ids
+        one_hot = [DistillTarget(len(prompt) + j, t, 0.0) for j, t in enumerate(ans)]
+        lp_cart -= cartridge.eval(c.student_ids, one_hot) * len(ans)
+        t = model.trunk()
+        rows = t.prefill(c.student_ids[:-1], logits="all")
+        lp_bare += _logprob_rows(rows[(len(prompt) - 1) * nv:], nv, ans)
+        t.close()
+        rows_bare += len(c.student_ids)
+        if icl:
+            full = chat_ids(model, [{"role": "system", "content": corpus.text},
+                                    {"role": "user", "content": c.message}])
+            if full[:len(sys_ids)] != sys_ids:
+                raise FormatError("corpus system message is not a prefix of the chat layout")
+            tail = full[len(sys_ids):] + ans
+            f = icl_trunk.fork()
+            rows = f.feed(tail[:-1], logits="all")
+            f.close()
+            lp_icl += _logprob_rows(rows[(len(tail) - len(ans) - 1) * nv:], nv, ans)
+            rows_icl += len(sys_ids) + len(tail)
+    if icl_trunk is not None:
+        icl_trunk.close()
+    nb, nc = -lp_bare / n_tok, -lp_cart / n_tok
+    ni = -lp_icl / n_tok if icl else float("nan")
+    gap = (nb - nc) / (nb - ni) if icl and nb != ni else float("nan")
+    n = len(convs)
+    return Evaluation(nb, nc, ni, gap, rows_bare / n, len(cartridge) + rows_bare / n,
+                      rows_icl / n if icl else float("nan"), n_tok,
+                      distill_loss(cartridge, convs))
+
+
+# --------------------------------------------------------------------------
+# Training
+# --------------------------------------------------------------------------
+
+TrainReport = namedtuple("TrainReport", "cartridge conversations steps seconds "
+                                        "seconds_per_conversation losses heldout timing")
+
+
+def train(model, corpus, p=256, steps=8, accum=4, gen_batch=None, lr=2e-3, seed=0,
+          save=None, chunk_min=256, chunk_max=512, max_q=64, max_a=160, eval_every=0,
+          n_eval=4, pack=True, checkpoint=False, init="corpus", progress=None,
+          save_every=1, log=None):
+    """Self-study training of a p-row cartridge for corpus (a Corpus, or
+    paths). Returns a TrainReport. One optimizer step per `accum`
+    conversations; conversations are synthesised `gen_batch` at a time (one
+    lockstep decode batch and one teacher pass; default = accum). pack=False
+    runs each conversation's backward unweighted-then-averaged identically
+    (the same gradient; kept as the flat-memory arm). With save, the
+    artifact is written atomically after every save_every steps and at the
+    end, so an interruption leaves the last saved cartridge loadable.
+    progress(step, info_dict) is called after every step; log(str) for text.
+    """
+    if not isinstance(model, Model):
+        model = Model(model)
+    if not isinstance(corpus, Corpus):
+        corpus = load_corpus(model, corpus)
+    if steps < 0 or accum < 1:
+        raise ArgumentError(f"steps must be >= 0 and accum >= 1, got {steps}, {accum}")
+    gen_batch = gen_batch or accum
+    if p < 2:
+        raise ArgumentError(f"p must be >= 2 (row 0 is frozen), got {p}")
+    if init == "corpus":
+        wrapped = chat_ids(model, [{"role": "system", "content": corpus.text}],
+                           add_generation_prompt=False)
+        if len(wrapped) < p:
+            raise RangeError(f"corpus has {len(corpus)} tokens ({len(wrapped)} wrapped as a "
+                             f"system message), fewer than p = {p}: use a smaller --p or a "
+                             "longer corpus")
+        cart = Cartridge.from_corpus(model, corpus.text, p)
+    elif init == "random-text":
+        cart = Cartridge.random_text(model, p, seed)
+    else:
+        raise ArgumentError(f"init must be 'corpus' or 'random-text', got {init!r}")
+    kw = dict(chunk_min=chunk_min, chunk_max=chunk_max, max_q=max_q, max_a=max_a)
+    study = SelfStudy(model, corpus, seed=seed, **kw)
+    heldout = heldout_set(model, corpus, seed + 0x5EED0000, n_eval, **kw) if eval_every else []
+    history = []
+    if heldout:
+        history.append((0, distill_loss(cart, heldout)))
+    queue, done, losses = [], 0, []
+    t_train = 0.0
+    t0 = time.perf_counter()
+    if save:
+        cart.save(save)
+    for step in range(1, steps + 1):
+        while len(queue) < accum:
+            queue += study.generate(gen_batch)
+        group, queue = queue[:accum], queue[accum:]
+        t1 = time.perf_counter()
+        cart.zero_grads()
+        if pack:
+            loss = group_backward(cart, group, checkpoint)
+        else:  # flat arm: every conversation weighs 1/accum whatever its length
+            loss = sum(cart.backward(c.student_ids, _weighted(c.targets, 1 / len(group)),
+                                     checkpoint=checkpoint) for c in group if c.targets)
+        cart.adam_step(lr=lr)
+        t_train += time.perf_counter() - t1
+        done += len(group)
+        losses.append(loss)
+        info = {"loss": loss, "conversations": done,
+                "seconds": time.perf_counter() - t0}
+        if heldout and (step % eval_every == 0 or step == steps):
+            info["heldout"] = distill_loss(cart, heldout)
+            history.append((step, info["heldout"]))
+        if save and (step % save_every == 0 or step == steps):
+            cart.save(save)
+        if progress:
+            progress(step, info)
+    secs = time.perf_counter() - t0
+    timing = dict(study.timing, train=t_train)
+    return TrainReport(cart, done, steps, secs, secs / done if done else float("nan"),
+                       losses, history, timing)
+
+
+# --------------------------------------------------------------------------
+# Serving
+# --------------------------------------------------------------------------
+
+def ask(model, question, cartridge=None, corpus=None, max_tokens=200):
+    """Greedy answer to question (a user message) behind the cartridge, on
+    the bare model (cartridge None), or with corpus in context as a system
+    message (corpus given, cartridge None). Returns the answer text."""
+    msgs = [{"role": "user", "content": question}]
+    if corpus is not None:
+        text = corpus.text if isinstance(corpus, Corpus) else str(corpus)
+        msgs.insert(0, {"role": "system", "content": text})
+    ids = chat_ids(model, msgs)
+    trunk = cartridge.trunk() if cartridge is not None else model.trunk()
+    try:
+        f = trunk.fork()
+        f.feed(ids)
+        out = _generate_rows(model, [f], max_tokens, [0.0], [0], _stop_ids(model))[0]
+        f.close()
+    finally:
+        trunk.close()
+    stops = _stop_ids(model)
+    return model.detokenize([i for i in out if i not in stops], errors="replace").strip()
+
+
+def _cartridge_ask(self, question, max_tokens=200):
+    """Greedy answer behind this cartridge (deg.cartridges.ask)."""
+    return ask(self.model, question, cartridge=self, max_tokens=max_tokens)
+
+
+Cartridge.ask = _cartridge_ask

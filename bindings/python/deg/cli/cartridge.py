@@ -1,0 +1,221 @@
+"""`deg cartridge train|ask|eval|equiv`: self-study cartridges from the command line.
+
+  deg cartridge train --model M --corpus PATH... --p 256 --steps N --accum 4 \\
+      --lr 2e-3 --seed S --save OUT
+  deg cartridge ask --load OUT --ask "..." [--corpus PATH...]
+  deg cartridge eval --load OUT --corpus PATH... [--n-eval 8]
+  deg cartridge equiv --corpus PATH... [--p 256 --suffix-max 128]
+
+Spec: cartridges.md (demo run-book). The model defaults to $DEG_MODEL or the
+fetched default (deg.default_model_path()).
+"""
+import os
+import sys
+import time
+
+from ..errors import ArgumentError
+
+
+def _model(args):
+    from ..fetch import default_model_path
+    from ..model import Model
+    from ..runtime import set_num_threads
+    if args.threads:
+        set_num_threads(args.threads)
+    path = args.model or os.environ.get("DEG_MODEL") or default_model_path()
+    return Model(path)
+
+
+def _common(p, model=True):
+    if model:
+        p.add_argument("--model", help="GGUF file or HF directory (default: $DEG_MODEL or "
+                                       "the fetched default model)")
+    p.add_argument("--threads", type=int, default=0, help="compute threads (default: all)")
+
+
+def _study_opts(p):
+    p.add_argument("--chunk-min", type=int, default=256, help="chunk tokens, min (256)")
+    p.add_argument("--chunk-max", type=int, default=512, help="chunk tokens, max (512)")
+    p.add_argument("--max-q", type=int, default=64, help="bot A message tokens (64)")
+    p.add_argument("--max-a", type=int, default=160, help="bot B answer tokens (160)")
+
+
+def cmd_train(args):
+    from .. import cartridges as cs
+    model = _model(args)
+    corpus = cs.load_corpus(model, args.corpus)
+    bar = None
+    try:
+        from tqdm import tqdm
+        bar = tqdm(total=args.steps, unit="step", file=sys.stderr, dynamic_ncols=True,
+                   disable=args.quiet)
+    except ImportError:
+        pass
+    last = {}
+
+    def progress(step, info):
+        last.update(info)
+        post = {"loss": f"{info['loss']:.4f}",
+                "conv/s": f"{info['conversations'] / max(info['seconds'], 1e-9):.3f}"}
+        if "heldout" in info:
+            post["heldout"] = f"{info['heldout']:.4f}"
+        if bar is not None:
+            bar.set_postfix(post, refresh=False)
+            bar.update(1)
+        elif not args.quiet:
+            print(f"step {step}/{args.steps} " + " ".join(f"{k} {v}" for k, v in post.items()),
+                  file=sys.stderr, flush=True)
+
+    print(f"corpus: {len(corpus.documents)} document(s), {len(corpus)} tokens; p = {args.p} "
+          f"({len(corpus) / args.p:.1f}x fewer KV rows than the corpus)", file=sys.stderr)
+    try:
+        rep = cs.train(model, corpus, p=args.p, steps=args.steps, accum=args.accum,
+                       gen_batch=args.gen_batch, lr=args.lr, seed=args.seed, save=args.save,
+                       chunk_min=args.chunk_min, chunk_max=args.chunk_max, max_q=args.max_q,
+                       max_a=args.max_a, eval_every=args.eval_every, n_eval=args.n_eval,
+                       pack=not args.no_pack, checkpoint=args.checkpoint, init=args.init,
+                       progress=progress)
+    except KeyboardInterrupt:
+        if bar is not None:
+            bar.close()
+        msg = f"; the last saved cartridge is {args.save}" if args.save else ""
+        print(f"interrupted after {last.get('conversations', 0)} conversations{msg}",
+              file=sys.stderr)
+        return 130
+    if bar is not None:
+        bar.close()
+    t = rep.timing
+    print(f"trained: {rep.conversations} conversations, {rep.steps} steps, "
+          f"{rep.seconds:.1f} s ({rep.seconds_per_conversation:.2f} s/conversation: "
+          f"generation {t['generate']:.1f} s, teacher {t['teacher']:.1f} s, "
+          f"training {t['train']:.1f} s)")
+    if rep.heldout:
+        print("held-out distill loss: " +
+              ", ".join(f"step {s}: {v:.4f}" for s, v in rep.heldout))
+    if args.save:
+        print(f"saved {args.save}")
+    return 0
+
+
+def cmd_ask(args):
+    from .. import cartridges as cs
+    from ..cartridge import Cartridge
+    model = _model(args)
+    cart = Cartridge.load(model, args.load)
+    t0 = time.perf_counter()
+    print(f"[cartridge, {len(cart)} rows]\n{cart.ask(args.ask, max_tokens=args.max_tokens)}")
+    t1 = time.perf_counter()
+    print(f"\n[bare model]\n{cs.ask(model, args.ask, max_tokens=args.max_tokens)}")
+    if args.corpus:
+        corpus = cs.load_corpus(model, args.corpus)
+        print(f"\n[corpus in context, {len(corpus)} tokens]\n"
+              f"{cs.ask(model, args.ask, corpus=corpus, max_tokens=args.max_tokens)}")
+    print(f"\n(cartridge answer in {t1 - t0:.2f} s)", file=sys.stderr)
+    return 0
+
+
+def cmd_eval(args):
+    from .. import cartridges as cs
+    from ..cartridge import Cartridge
+    model = _model(args)
+    cart = Cartridge.load(model, args.load)
+    corpus = cs.load_corpus(model, args.corpus)
+    convs = cs.heldout_set(model, corpus, args.seed, args.n_eval, chunk_min=args.chunk_min,
+                           chunk_max=args.chunk_max, max_q=args.max_q, max_a=args.max_a)
+    ev = cs.evaluate(cart, corpus, convs)
+    print(f"held-out: {len(convs)} questions, {ev.n_tokens} answer tokens (NLL per token)")
+    print(f"  bare model        NLL {ev.nll_bare:.4f}   KV rows {ev.rows_bare:.0f}")
+    print(f"  cartridge         NLL {ev.nll_cartridge:.4f}   KV rows {ev.rows_cartridge:.0f}")
+    print(f"  corpus in context NLL {ev.nll_icl:.4f}   KV rows {ev.rows_icl:.0f}")
+    print(f"  gap closure {ev.gap_closure:.3f}; cartridge/ICL KV rows "
+          f"{ev.rows_cartridge / ev.rows_icl:.3f}; held-out distill loss {ev.distill_loss:.4f}")
+    return 0
+
+
+def cmd_equiv(args):
+    """Zero-training gate: a corpus-init cartridge vs the real prefill of the
+    same tokens, on a suffix of the corpus."""
+    from .. import cartridges as cs
+    from ..cartridge import Cartridge
+    model = _model(args)
+    corpus = cs.load_corpus(model, args.corpus)
+    wrapped = cs.chat_ids(model, [{"role": "system", "content": corpus.text}],
+                          add_generation_prompt=False)
+    n_suf = min(args.suffix_max, len(wrapped) - args.p)
+    if n_suf < 1:
+        raise ArgumentError(f"corpus has {len(wrapped)} tokens wrapped; the gate needs more "
+                            f"than p = {args.p}")
+    cart = Cartridge.from_corpus(model, corpus.text, args.p)
+    suffix = wrapped[args.p:args.p + n_suf]
+    nv = model.info.n_vocab
+    # cartridge serving path vs a real prefill of the same prefix
+    t = cart.trunk()
+    f = t.fork()
+    got = f.feed(suffix, logits="all")
+    f.close()
+    t.close()
+    ref_t = model.trunk(wrapped[:args.p])
+    f = ref_t.fork()
+    ref = f.feed(suffix, logits="all")
+    f.close()
+    ref_t.close()
+    dmax = max(abs(a - b) for a, b in zip(got, ref))
+    agree = sum(max(range(nv), key=lambda j: got[i * nv + j]) ==
+                max(range(nv), key=lambda j: ref[i * nv + j]) for i in range(n_suf))
+    print(f"equiv: p = {args.p}, suffix {n_suf}: max |delta logit| = {dmax:g}, "
+          f"greedy {agree}/{n_suf}")
+    return 0 if dmax <= args.tolerance and agree == n_suf else 1
+
+
+def register(sub):
+    p = sub.add_parser("cartridge", help="train, evaluate and serve cartridges (self-study)")
+    s = p.add_subparsers(dest="cartridge_command", metavar="SUBCOMMAND")
+    s.required = True
+
+    t = s.add_parser("train", help="self-study training of a cartridge")
+    _common(t)
+    t.add_argument("--corpus", nargs="+", required=True, help="text files or directories")
+    t.add_argument("--p", type=int, default=256, help="cartridge rows (256)")
+    t.add_argument("--steps", type=int, default=8, help="optimizer steps (8)")
+    t.add_argument("--accum", type=int, default=4, help="conversations per step (4)")
+    t.add_argument("--gen-batch", type=int, default=0,
+                   help="conversations synthesised per lockstep batch (default: --accum)")
+    t.add_argument("--lr", type=float, default=2e-3, help="Adam learning rate (2e-3)")
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--save", help="output .safetensors (written atomically after each step)")
+    t.add_argument("--eval-every", type=int, default=0,
+                   help="held-out distill loss every K steps (0 = off)")
+    t.add_argument("--n-eval", type=int, default=4, help="held-out conversations (4)")
+    t.add_argument("--no-pack", action="store_true",
+                   help="weigh conversations equally (per-conversation mean) instead of the "
+                        "packed mean over all supervised tokens")
+    t.add_argument("--checkpoint", action="store_true", help="recompute layers in backward")
+    t.add_argument("--init", default="corpus", choices=["corpus", "random-text"])
+    t.add_argument("--quiet", action="store_true")
+    _study_opts(t)
+    t.set_defaults(func=cmd_train)
+
+    a = s.add_parser("ask", help="answer behind a cartridge, bare, and with the corpus")
+    _common(a)
+    a.add_argument("--load", required=True)
+    a.add_argument("--ask", required=True)
+    a.add_argument("--corpus", nargs="+")
+    a.add_argument("--max-tokens", type=int, default=200)
+    a.set_defaults(func=cmd_ask)
+
+    e = s.add_parser("eval", help="held-out NLL: bare vs cartridge vs corpus in context")
+    _common(e)
+    e.add_argument("--load", required=True)
+    e.add_argument("--corpus", nargs="+", required=True)
+    e.add_argument("--n-eval", type=int, default=8)
+    e.add_argument("--seed", type=int, default=0x5EED0000)
+    _study_opts(e)
+    e.set_defaults(func=cmd_eval)
+
+    q = s.add_parser("equiv", help="zero-training gate (untrained cartridge == prefill)")
+    _common(q)
+    q.add_argument("--corpus", nargs="+", required=True)
+    q.add_argument("--p", type=int, default=256)
+    q.add_argument("--suffix-max", type=int, default=128)
+    q.add_argument("--tolerance", type=float, default=0.0)
+    q.set_defaults(func=cmd_equiv)

@@ -1,0 +1,198 @@
+"""Self-study (deg.cartridges) and `deg cartridge` on the tiny random models of
+tests/goldens (always run), plus one real-model smoke test (skipped without
+the model)."""
+import math
+import os
+from pathlib import Path
+
+import pytest
+
+import deg
+from deg import cartridges as cs
+
+from conftest import ROOT, run_cli
+
+TINY = ROOT / "tests" / "goldens" / "tiny-qwen3"
+TEXT = ("The quick brown fox jumps over the lazy dog. Pack my box with five dozen liquor "
+        "jugs. How vexingly quick daft zebras jump! Sphinx of black quartz, judge my vow. "
+        "The five boxing wizards jump quickly. ") * 4
+SMALL = dict(chunk_min=24, chunk_max=48, max_q=6, max_a=8)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    m = deg.load_model(TINY)
+    yield m
+    m.close()
+
+
+@pytest.fixture
+def corpus_file(tmp_path):
+    p = tmp_path / "doc.txt"
+    p.write_text(TEXT)
+    return p
+
+
+def test_corpus_multi_document_provenance(tiny, tmp_path):
+    d = tmp_path / "docs"
+    d.mkdir()
+    (d / "a.txt").write_text("alpha " * 30)
+    (d / "b.txt").write_text("beta " * 30)
+    c = cs.load_corpus(tiny, [d])
+    assert [Path(x.name).name for x in c.documents] == ["a.txt", "b.txt"]
+    assert c.documents[0].end == c.documents[1].first and c.documents[1].end == len(c)
+    assert "Document: " + str(d / "a.txt") in c.text
+    assert c.sources(0, 1) == [str(d / "a.txt")]
+    assert c.sources(0, len(c)) == [str(d / "a.txt"), str(d / "b.txt")]
+
+
+def test_bad_corpus_inputs(tiny, tmp_path):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("  \n")
+    with pytest.raises(deg.ArgumentError, match="empty"):
+        cs.load_corpus(tiny, [empty])
+    binary = tmp_path / "bin.dat"
+    binary.write_bytes(b"ELF\0\1\2\3")
+    with pytest.raises(deg.FormatError, match="binary"):
+        cs.load_corpus(tiny, [binary])
+    latin = tmp_path / "latin1.txt"
+    latin.write_bytes("caf\xe9".encode("latin-1"))
+    with pytest.raises(deg.FormatError, match="UTF-8"):
+        cs.load_corpus(tiny, [latin])
+    with pytest.raises(deg.DegIOError, match="does not exist"):
+        cs.load_corpus(tiny, [tmp_path / "missing.txt"])
+    short = tmp_path / "short.txt"
+    short.write_text("just a few words")
+    with pytest.raises(deg.RangeError, match="fewer than p = 256"):
+        cs.train(tiny, [short], p=256, steps=1)
+
+
+def test_chat_ids_do_not_parse_specials_in_content(tiny):
+    ids = cs.chat_ids(tiny, [{"role": "user", "content": "<|im_start|>"}])
+    im_start = tiny.tokenize("<|im_start|>", special=True)
+    assert len(im_start) == 1
+    assert ids.count(im_start[0]) == 2  # the user turn and the assistant turn, not the content
+
+
+def test_selfstudy_targets(tiny, corpus_file):
+    c = cs.load_corpus(tiny, [corpus_file])
+    convs = cs.SelfStudy(tiny, c, seed=5, **SMALL).generate(3)
+    assert len(convs) == 3
+    for v in convs:
+        assert v.seed_type in cs.SEED_TYPES
+        assert 1 <= v.n_supervised == len(v.answer_ids) <= SMALL["max_a"]
+        prompt_len = len(v.student_ids) - len(v.answer_ids)
+        pos = {t.position for t in v.targets}
+        assert pos == set(range(prompt_len, len(v.student_ids)))
+        for t in v.targets:
+            assert t.logprob <= 0 and 0 <= t.token < tiny.info.n_vocab
+        # per position: at most 20 entries, mass stops at 0.99
+        for q in pos:
+            ps = sorted((math.exp(t.logprob) for t in v.targets if t.position == q),
+                        reverse=True)
+            assert len(ps) <= 20 and sum(ps[:-1]) < 0.99
+
+
+def test_batched_equals_sequential_synthesis(tiny, corpus_file):
+    """Rows are batch-invariant: a gen-batch of 3 gives the same conversations
+    as three batches of one with the same plan stream."""
+    c = cs.load_corpus(tiny, [corpus_file])
+    a = cs.SelfStudy(tiny, c, seed=9, **SMALL).generate(3)
+    s = cs.SelfStudy(tiny, c, seed=9, **SMALL)
+    b = s.generate(1) + s.generate(1) + s.generate(1)
+    assert a == b
+
+
+def test_packed_gradient_equals_token_weighted_flat(tiny, corpus_file):
+    """group_backward (weighted per-conversation backwards) == the packed-loss
+    gradient sum_c (N_c / N) grad(loss_c) built from unweighted backwards."""
+    c = cs.load_corpus(tiny, [corpus_file])
+    convs = cs.SelfStudy(tiny, c, seed=11, **SMALL).generate(3)
+    cart = deg.Cartridge.from_corpus(tiny, TEXT, 12)
+    cart.zero_grads()
+    loss = cs.group_backward(cart, convs)
+    packed = [cart.grads(layer) for layer in range(tiny.info.n_layer)]
+    total = sum(v.n_supervised for v in convs)
+    ref = [[[0.0] * len(g) for g in pair] for pair in packed]
+    ref_loss = 0.0
+    for v in convs:
+        cart.zero_grads()
+        ref_loss += v.n_supervised / total * cart.backward(v.student_ids, v.targets)
+        for layer in range(tiny.info.n_layer):
+            for k, g in enumerate(cart.grads(layer)):
+                for i, x in enumerate(g):
+                    ref[layer][k][i] += v.n_supervised / total * x
+    assert loss == pytest.approx(ref_loss, rel=1e-5)
+    for pair, rpair in zip(packed, ref):
+        for g, r in zip(pair, rpair):
+            scale = max(abs(x) for x in r)
+            assert scale > 0
+            assert max(abs(x - y) for x, y in zip(g, r)) <= 1e-5 * scale
+
+
+def test_train_reproducible_and_reloads(tiny, corpus_file, tmp_path):
+    kw = dict(p=12, steps=2, accum=2, gen_batch=3, seed=4, **SMALL)
+    a, b = tmp_path / "a.safetensors", tmp_path / "b.safetensors"
+    ra = cs.train(tiny, [corpus_file], save=a, **kw)
+    rb = cs.train(tiny, [corpus_file], save=b, **kw)
+    assert ra.conversations == 4 and ra.steps == 2
+    assert a.read_bytes() == b.read_bytes()
+    loaded = deg.Cartridge.load(tiny, a)
+    assert loaded.steps == 2
+    assert loaded.ask("fox?", max_tokens=6) == ra.cartridge.ask("fox?", max_tokens=6)
+
+
+def test_interrupted_training_keeps_last_artifact(tiny, corpus_file, tmp_path):
+    out = tmp_path / "c.safetensors"
+
+    def stop(step, info):
+        if step == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        cs.train(tiny, [corpus_file], p=12, steps=5, accum=1, save=out, progress=stop,
+                 seed=1, **SMALL)
+    c = deg.Cartridge.load(tiny, out)
+    assert c.steps == 2  # saved after step 2, before the interrupt reached the caller
+    assert not [p for p in tmp_path.iterdir() if p.name not in ("c.safetensors", "doc.txt")]
+
+
+def test_cli_train_ask_eval_equiv(corpus_file, tmp_path):
+    out = tmp_path / "cli.safetensors"
+    args = ["--model", TINY, "--corpus", corpus_file, "--p", 12, "--steps", 2, "--accum", 2,
+            "--seed", 3, "--chunk-min", 24, "--chunk-max", 48, "--max-q", 6,
+            "--max-a", 8, "--eval-every", 1, "--n-eval", 2]
+    r = run_cli("cartridge", "train", *args, "--save", out)
+    assert "trained: 4 conversations, 2 steps" in r.stdout
+    assert "held-out distill loss: step 0:" in r.stdout
+    again = tmp_path / "again.safetensors"
+    run_cli("cartridge", "train", *args, "--save", again)
+    assert out.read_bytes() == again.read_bytes()
+    a1 = run_cli("cartridge", "ask", "--model", TINY, "--load", out, "--ask", "fox?",
+                 "--corpus", corpus_file, "--max-tokens", 6).stdout
+    a2 = run_cli("cartridge", "ask", "--model", TINY, "--load", out, "--ask", "fox?",
+                 "--max-tokens", 6).stdout
+    assert "[cartridge, 12 rows]" in a1 and "[bare model]" in a1 and "[corpus in context" in a1
+    assert a1.split("[bare model]")[0] == a2.split("[bare model]")[0]
+    e = run_cli("cartridge", "eval", "--model", TINY, "--load", out, "--corpus", corpus_file,
+                "--n-eval", 2, "--chunk-min", 24, "--chunk-max", 48, "--max-q", 6,
+                "--max-a", 8).stdout
+    assert "gap closure" in e
+    q = run_cli("cartridge", "equiv", "--model", TINY, "--corpus", corpus_file, "--p", 12,
+                "--suffix-max", 8).stdout
+    assert "max |delta logit| = 0, greedy 8/8" in q
+    bad = run_cli("cartridge", "train", "--model", TINY, "--corpus", tmp_path / "nope.txt",
+                  check=False)
+    assert bad.returncode == 1 and "does not exist" in bad.stderr
+
+
+def test_real_model_one_conversation(model, tmp_path):
+    doc = tmp_path / "doc.txt"
+    doc.write_text(TEXT * 2)
+    c = cs.load_corpus(model, [doc])
+    (v,) = cs.SelfStudy(model, c, seed=1, chunk_min=32, chunk_max=48, max_q=12,
+                        max_a=12).generate(1)
+    assert v.targets and v.n_supervised >= 1
+    cart = deg.Cartridge.from_corpus(model, c.text, 16)
+    loss = cs.group_backward(cart, [v])
+    assert math.isfinite(loss) and loss > 0
