@@ -10,7 +10,10 @@ import pytest
 import deg
 from deg import cartridges as cs
 
-from conftest import ROOT, run_cli
+from conftest import ROOT, needs, run_cli
+
+pytestmark = needs("deg_tokenize", "deg_detokenize", "deg_chat_format", "deg_forks_generate",
+                   "deg_cartridge_init_corpus")
 
 TINY = ROOT / "tests" / "goldens" / "tiny-qwen3"
 TEXT = ("The quick brown fox jumps over the lazy dog. Pack my box with five dozen liquor "
