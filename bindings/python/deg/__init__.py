@@ -25,3 +25,4 @@ from .schema import (  # noqa: F401
 from .cartridge import Cartridge, DistillTarget, targets_from_logits  # noqa: F401
 
 __version__ = version()
+from . import cartridges  # noqa: F401,E402  (self-study: deg.cartridges.train, Cartridge.ask)

@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""Self-study speed: s/conversation sequential (gen-batch 1) vs batched
+(gen-batch 4, 8), split into generation (bot A + bot B lockstep decodes),
+teacher pass and training step (one Adam step per --accum conversations).
+
+  PYTHONPATH=bindings/python python bench/bench_selfstudy.py \\
+      [--model M] [--corpus FILE] [--conversations 8] [--batches 1,4,8]
+
+Not a test; run on an otherwise idle machine. Prints one line per batch size
+and a JSON line at the end.
+"""
+import argparse
+import json
+import os
+import subprocess
+import time
+
+import deg
+from deg import cartridges as cs
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default=os.environ.get("DEG_MODEL") or None)
+    ap.add_argument("--corpus", default=None, help="default: the zlib FAQ from /usr/share/doc")
+    ap.add_argument("--conversations", type=int, default=8)
+    ap.add_argument("--batches", default="1,4,8")
+    ap.add_argument("--accum", type=int, default=4)
+    ap.add_argument("--p", type=int, default=256)
+    ap.add_argument("--chunk-min", type=int, default=192)
+    ap.add_argument("--chunk-max", type=int, default=384)
+    ap.add_argument("--max-q", type=int, default=40)
+    ap.add_argument("--max-a", type=int, default=96)
+    ap.add_argument("--threads", type=int, default=0)
+    a = ap.parse_args()
+    if a.threads:
+        deg.set_num_threads(a.threads)
+    model = deg.load_model(a.model or deg.default_model_path())
+    if a.corpus is None:
+        a.corpus = "/tmp/deg-bench-zlib-faq.txt"
+        with open(a.corpus, "w") as f:
+            f.write(subprocess.run(["zcat", "/usr/share/doc/zlib1g-dev/FAQ.gz"],
+                                   capture_output=True, text=True, check=True).stdout)
+    corpus = cs.load_corpus(model, [a.corpus])
+    rows = []
+    for gb in [int(x) for x in a.batches.split(",")]:
+        study = cs.SelfStudy(model, corpus, seed=1, chunk_min=a.chunk_min,
+                             chunk_max=a.chunk_max, max_q=a.max_q, max_a=a.max_a)
+        convs = []
+        while len(convs) < a.conversations:
+            convs += study.generate(min(gb, a.conversations - len(convs)))
+        cart = deg.Cartridge.from_corpus(model, corpus.text, a.p)
+        t0 = time.perf_counter()
+        for i in range(0, len(convs), a.accum):
+            cart.zero_grads()
+            cs.group_backward(cart, convs[i:i + a.accum])
+            cart.adam_step()
+        train = time.perf_counter() - t0
+        n = len(convs)
+        r = {"gen_batch": gb, "conversations": n,
+             "generate_s_per_conv": study.timing["generate"] / n,
+             "teacher_s_per_conv": study.timing["teacher"] / n,
+             "train_s_per_conv": train / n,
+             "answer_tokens": sum(c.n_supervised for c in convs)}
+        r["s_per_conv"] = (r["generate_s_per_conv"] + r["teacher_s_per_conv"] +
+                           r["train_s_per_conv"])
+        rows.append(r)
+        print(f"gen-batch {gb}: {r['s_per_conv']:.2f} s/conversation (generation "
+              f"{r['generate_s_per_conv']:.2f}, teacher {r['teacher_s_per_conv']:.2f}, "
+              f"training {r['train_s_per_conv']:.2f}; {r['answer_tokens']} answer tokens)",
+              flush=True)
+    print(json.dumps({"bench": "selfstudy", "model": model.path, "rows": rows}))
+
+
+if __name__ == "__main__":
+    main()
