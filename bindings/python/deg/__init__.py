@@ -24,5 +24,9 @@ from .schema import (  # noqa: F401
 )
 from .cartridge import Cartridge, DistillTarget, targets_from_logits  # noqa: F401
 
+from .fill import (  # noqa: F401,E402
+    fill, fill_many, load, create_random_checkpoint, Checkpoint,
+)
+
 __version__ = version()
 from . import cartridges  # noqa: F401,E402  (self-study: deg.cartridges.train, Cartridge.ask)

@@ -1,0 +1,62 @@
+"""deg fill: fill a JSON Schema from a context with a deg checkpoint (§8 response)."""
+import json
+import sys
+from pathlib import Path
+
+from ..errors import FillError, RequestError, SchemaError
+
+
+def register(sub):
+    p = sub.add_parser("fill", help="fill a JSON Schema from a context (deg checkpoint)",
+                       description="Print the §8 response JSON {model, value, meta, usage, "
+                       "plan}. Problems with the request or schema are listed as "
+                       "{loc, msg} on stderr (exit 2); a FillError exits 3.")
+    p.add_argument("--ckpt", required=True, help="checkpoint directory (deg.json + "
+                   "heads.safetensors)")
+    p.add_argument("--context", required=True, help="context file ('-' = stdin); "
+                   "with --json-context it holds a JSON value")
+    p.add_argument("--schema", required=True, help="JSON Schema file")
+    p.add_argument("--json-context", action="store_true",
+                   help="the context file is JSON (object/array/string), rendered as §7.1")
+    p.add_argument("--options", help="options as JSON text or @file (e.g. "
+                   "'{\"max_new_tokens\": 64}')")
+    p.add_argument("--model-path", help="backbone file/directory (default: as recorded "
+                   "in the checkpoint)")
+    p.add_argument("--create-random", metavar="MODEL",
+                   help="first write a fresh random-head checkpoint for MODEL to --ckpt")
+    p.add_argument("--seed", type=int, default=0, help="head seed for --create-random")
+    p.add_argument("--indent", type=int, default=None)
+    p.set_defaults(func=run)
+
+
+def _read(path):
+    if path == "-":
+        return sys.stdin.read()
+    return Path(path).read_text(encoding="utf-8")
+
+
+def run(args):
+    from ..fill import create_random_checkpoint, fill, load
+    if args.create_random:
+        create_random_checkpoint(args.create_random, args.ckpt, seed=args.seed)
+    context = _read(args.context)
+    if args.json_context:
+        context = json.loads(context)
+    schema = json.loads(_read(args.schema))
+    options = None
+    if args.options:
+        options = json.loads(_read(args.options[1:]) if args.options.startswith("@")
+                             else args.options)
+    with load(args.ckpt, model_path=args.model_path) as ck:
+        try:
+            resp = fill(context, schema, model=ck, options=options)
+        except (SchemaError, RequestError) as e:
+            print(f"deg fill: {type(e).__name__}: {e}", file=sys.stderr)
+            for err in getattr(e, "errors", None) or []:
+                print(json.dumps(err, ensure_ascii=False), file=sys.stderr)
+            return 2
+        except FillError as e:
+            print(f"deg fill: FillError: {e}", file=sys.stderr)
+            return 3
+    print(json.dumps(resp, ensure_ascii=False, indent=args.indent))
+    return 0

@@ -1,0 +1,182 @@
+"""deg.fill: schema fill with a deg checkpoint (deg contract §7-§10, §12).
+
+    ckpt = deg.load("path/to/checkpoint")          # deg.json + heads.safetensors
+    resp = deg.fill("Order 4711 ...", {"type": "object", ...}, model=ckpt)
+    resp["value"], resp["meta"], resp["usage"], resp["plan"]
+
+The work is done by libdeg (deg_fill / deg_fill_many); this module converts
+types and raises typed errors: RequestError / SchemaError (with .errors, the
+422-style list of {"loc", "msg"}), FillError (with .errors: the reasons or
+validator violations), MismatchError (checkpoint made for another backbone).
+"""
+import json
+from os import fspath
+
+from ._native import check, ffi, lib
+from .errors import ArgumentError, FillError, RequestError, SchemaError, StateError
+
+__all__ = ["Checkpoint", "load", "create_random_checkpoint", "fill", "fill_many"]
+
+_OK = 0
+
+
+def _take(ptr):
+    if ptr[0] == ffi.NULL:
+        return None
+    try:
+        return ffi.string(ptr[0]).decode("utf-8")
+    finally:
+        lib.deg_free(ptr[0])
+
+
+def _raise(status, errors, message):
+    for cls in (SchemaError, RequestError, FillError):
+        if status == cls.status:
+            if cls is SchemaError:
+                raise SchemaError(message, status, errors=errors)
+            e = cls(message, status)
+            e.errors = errors
+            raise e
+    from .errors import raise_for_status
+    raise_for_status(status, message)
+
+
+class Checkpoint:
+    """A loaded deg checkpoint (owns its backbone). close() or `with` frees it."""
+
+    def __init__(self, path, model_path=None, debug=False):
+        out = ffi.new("deg_ckpt **")
+        mp = fspath(model_path).encode() if model_path is not None else ffi.NULL
+        check(lib.deg_ckpt_load(fspath(path).encode(), mp, out))
+        self._ptr = out[0]
+        self.path = fspath(path)
+        if debug:
+            check(lib.deg_ckpt_set_debug(self._ptr, 1))
+
+    @property
+    def closed(self):
+        return self._ptr is None
+
+    def _handle(self):
+        if self._ptr is None:
+            raise StateError("the checkpoint is closed")
+        return self._ptr
+
+    def set_fork_budget(self, nbytes):
+        """Memory budget of one fork batch (bytes, >= 1 MiB)."""
+        check(lib.deg_ckpt_set_fork_budget(self._handle(), int(nbytes)))
+
+    def fill(self, context, schema, model="deg-latest", options=None):
+        return fill(context, schema, model=self, options=options, model_name=model)
+
+    def close(self):
+        if self._ptr is not None:
+            lib.deg_ckpt_free(self._ptr)
+            self._ptr = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def load(checkpoint, model_path=None, debug=False):
+    """Load a checkpoint directory. model_path: the backbone file/directory
+    (default: the path recorded in deg.json, next to the checkpoint, or the
+    deg model cache). A backbone whose SHA-256 differs raises MismatchError."""
+    return Checkpoint(checkpoint, model_path=model_path, debug=debug)
+
+
+def create_random_checkpoint(model_path, directory, seed=0):
+    """Write a fresh checkpoint (random heads) for the backbone at model_path."""
+    check(lib.deg_ckpt_create_random(fspath(model_path).encode(), int(seed),
+                                     fspath(directory).encode()))
+    return fspath(directory)
+
+
+def _request(context, schema, options, model_name):
+    req = {"context": context, "schema": schema}
+    if model_name is not None:
+        req["model"] = model_name
+    if options is not None:
+        req["options"] = options
+    try:
+        return json.dumps(req, ensure_ascii=False, allow_nan=False).encode("utf-8",
+                                                                           "surrogatepass")
+    except (TypeError, ValueError) as e:
+        raise RequestError(f"request is not JSON: {e}") from None
+
+
+def _ckpt(model):
+    if isinstance(model, Checkpoint):
+        return model, False
+    if model is None:
+        raise ArgumentError("deg.fill needs model=<deg.load(...) checkpoint or its path>")
+    return load(model), True
+
+
+def fill(context, schema, model=None, options=None, model_name="deg-latest"):
+    """Fill `schema` from `context` (str, or a JSON object/array rendered as
+    json.dumps does). model: a Checkpoint (deg.load) or a checkpoint path.
+    Returns the §8 response dict {"model", "value", "meta", "usage", "plan"}."""
+    ck, owned = _ckpt(model)
+    try:
+        text = _request(context, schema, options, model_name)
+        resp = ffi.new("char **")
+        errs = ffi.new("char **")
+        status = lib.deg_fill(ck._handle(), text, len(text), resp, errs)
+        r, e = _take(resp), _take(errs)
+        if status != _OK:
+            _raise(status, json.loads(e) if e else [],
+                   ffi.string(lib.deg_errmsg()).decode("utf-8", "replace"))
+        return json.loads(r)
+    finally:
+        if owned:
+            ck.close()
+
+
+def fill_many(jobs, model=None):
+    """Fill several requests with their fork rows in the same batches. jobs:
+    dicts {"context", "schema"[, "options", "model"]}. Returns a list with, per
+    job, the response dict or the exception it raised (not raised)."""
+    ck, owned = _ckpt(model)
+    try:
+        texts = [_request(j["context"], j["schema"], j.get("options"), j.get("model", "deg-latest"))
+                 for j in jobs]
+        n = len(texts)
+        if n == 0:
+            return []
+        bufs = [ffi.new("char[]", t) for t in texts]
+        reqs = ffi.new("const char *[]", bufs)
+        lens = ffi.new("size_t[]", [len(t) for t in texts])
+        resps = ffi.new("char *[]", n)
+        errs = ffi.new("char *[]", n)
+        sts = ffi.new("deg_status[]", n)
+        status = lib.deg_fill_many(ck._handle(), n, reqs, lens, resps, errs, sts)
+        msg = ffi.string(lib.deg_errmsg()).decode("utf-8", "replace")
+        out = []
+        for i in range(n):
+            r = _take(ffi.addressof(resps, i))
+            e = _take(ffi.addressof(errs, i))
+            if sts[i] == _OK:
+                out.append(json.loads(r))
+            else:
+                errors = json.loads(e) if e else []
+                m = errors[0]["msg"] if errors and "msg" in errors[0] else msg
+                try:
+                    _raise(sts[i], errors, m)
+                except Exception as exc:  # noqa: BLE001 - returned per job
+                    out.append(exc)
+        if status != _OK and all(not isinstance(o, Exception) for o in out):
+            check(status)
+        return out
+    finally:
+        if owned:
+            ck.close()
