@@ -120,6 +120,21 @@ DEG_API deg_status deg_cartridge_eval(const deg_cartridge *cartridge, const int3
 DEG_API deg_status deg_cartridge_backward(deg_cartridge *cartridge, const int32_t *ids,
                                           size_t n_ids, const deg_distill_target *targets,
                                           size_t n_targets, int checkpoint, float *loss);
+/* Packed form of deg_cartridge_backward (spec "Batched self-study"): ids
+ * holds n_segs conversations back to back, segment s of seg_lens[s] > 0
+ * tokens (sum = n_ids). Every segment sits at RoPE positions p... and
+ * attends to the cartridge and causally to itself only, so each segment's
+ * activations are those of its own unpacked run. Target positions index the
+ * packed ids; a target may not sit at a segment's first token. The loss is
+ * the mean over ALL segments' distinct supervised positions (one packed
+ * batch), its gradient is accumulated. Errors: as deg_cartridge_backward;
+ * DEG_ERR_ARG for bad segment lengths, DEG_ERR_RANGE for a target at a
+ * segment start. */
+DEG_API deg_status deg_cartridge_backward_packed(deg_cartridge *cartridge, const int32_t *ids,
+                                                 size_t n_ids, const size_t *seg_lens,
+                                                 size_t n_segs,
+                                                 const deg_distill_target *targets,
+                                                 size_t n_targets, int checkpoint, float *loss);
 /* Copy the accumulated gradients of layer il (as deg_cartridge_get_rows). */
 DEG_API deg_status deg_cartridge_get_grads(const deg_cartridge *cartridge, int32_t layer,
                                            float *dkeys, float *dvalues);

@@ -32,7 +32,9 @@ typedef struct ctx {
     const dg_hparams *hp;
     size_t T, P, E, D, QD, KD, F;
     int nt, qk_norm;
-    float *cos_t, *sin_t;     /* [T, D/2] at positions P.. */
+    float *cos_t, *sin_t;     /* [T, D/2] at positions P.. (per segment) */
+    const size_t *seg;        /* packed segment lengths, or NULL (one segment of T) */
+    size_t n_seg;
     /* forward scratch */
     float *xn, *att, *tmp, *hbuf, *ascr;
     /* backward scratch */
@@ -63,6 +65,41 @@ static void mm_nt(size_t M, size_t N, size_t K, const float *A, const float *B, 
                 (int64_t)N, 0.0f);
 }
 
+/* Attention over packed segments: segment [s0, s0 + n) attends to the
+ * prefix and causally to its own rows only (one kernel call per segment on
+ * row slices, so a segment's numbers are those of an unpacked run). */
+static void attn_fwd_segs(const ctx *c, const lact *a, const float *pk, const float *pv)
+{
+    const dg_hparams *hp = c->hp;
+    size_t n_seg = c->seg ? c->n_seg : 1, s0 = 0;
+    for (size_t s = 0; s < n_seg; s++) {
+        size_t n = c->seg ? c->seg[s] : c->T;
+        dg_attention_forward(c->att + s0 * c->QD, a->stats + s0 * (size_t)hp->n_head * 2,
+                             a->q + s0 * c->QD, pk, pv, c->P, a->k + s0 * c->KD,
+                             a->v + s0 * c->KD, n, hp->n_head, hp->n_head_kv, (int)c->D,
+                             c->ascr, c->nt);
+        s0 += n;
+    }
+}
+
+static deg_status attn_bwd_segs(const ctx *c, const lact *a, const float *pk, const float *pv,
+                                float *dpk, float *dpv)
+{
+    const dg_hparams *hp = c->hp;
+    size_t n_seg = c->seg ? c->n_seg : 1, s0 = 0;
+    for (size_t s = 0; s < n_seg; s++) {
+        size_t n = c->seg ? c->seg[s] : c->T;
+        DG_TRY(dg_attention_backward(c->dq + s0 * c->QD, dpk, dpv, c->dk + s0 * c->KD,
+                                     c->dv + s0 * c->KD, c->datt + s0 * c->QD,
+                                     a->q + s0 * c->QD, pk, pv, c->P, a->k + s0 * c->KD,
+                                     a->v + s0 * c->KD, n, hp->n_head, hp->n_head_kv,
+                                     (int)c->D, a->stats + s0 * (size_t)hp->n_head * 2,
+                                     c->nt));
+        s0 += n;
+    }
+    return DEG_OK;
+}
+
 /* One decoder layer forward, x: [T, E] in place; fills a (a->x_in must
  * already hold x). The kernel sequence is dg_forward_std_layer's. */
 static void layer_fwd(const ctx *c, int il, const lact *a, float *x, const float *pk,
@@ -80,8 +117,7 @@ static void layer_fwd(const ctx *c, int il, const lact *a, float *x, const float
     if (L->k_norm) rmsnorm_rows(a->k, a->k_pre, L->k_norm, T * hp->n_head_kv, D, hp->rms_eps);
     dg_rope_apply(a->q, c->cos_t, c->sin_t, T, hp->n_head, (int)D);
     dg_rope_apply(a->k, c->cos_t, c->sin_t, T, hp->n_head_kv, (int)D);
-    dg_attention_forward(c->att, a->stats, a->q, pk, pv, c->P, a->k, a->v, T, hp->n_head,
-                         hp->n_head_kv, (int)D, c->ascr, c->nt);
+    attn_fwd_segs(c, a, pk, pv);
     mm_nt(T, E, QD, c->att, L->wo, c->tmp);
     for (size_t i = 0; i < T * E; i++) x[i] += c->tmp[i];
     memcpy(a->x_mid, x, sizeof(float) * T * E);
@@ -117,9 +153,7 @@ static deg_status layer_bwd(const ctx *c, int il, const lact *a, float *dx, cons
 
     /* Attention: x_mid = x_in + W_o . attn(q, [prefix; k], [prefix; v]) */
     dg_linear_backward_x(c->datt, dx, L->wo, T, E, QD, 0);
-    DG_TRY(dg_attention_backward(c->dq, dpk, dpv, c->dk, c->dv, c->datt, a->q, pk, pv, c->P,
-                                 a->k, a->v, T, hp->n_head, hp->n_head_kv, (int)D, a->stats,
-                                 c->nt));
+    DG_TRY(attn_bwd_segs(c, a, pk, pv, dpk, dpv));
     dg_rope_backward(c->dq, c->cos_t, c->sin_t, T, hp->n_head, (int)D);
     dg_rope_backward(c->dk, c->cos_t, c->sin_t, T, hp->n_head_kv, (int)D);
     /* Per-head norms, in place (the kernel reads a row's dy before writing). */
@@ -329,8 +363,13 @@ deg_status dg_train_run(const deg_model *m, const dg_train_args *a)
         return dg_fail(DEG_ERR_NOMEM, "training forward: cannot allocate activations for %zu "
                        "tokens", T);
     }
-    for (size_t i = 0; i < T; i++) {
-        pos[i] = (int64_t)(c.P + i);
+    if (a->n_segs > 0) {
+        c.seg = a->seg_lens;
+        c.n_seg = a->n_segs;
+    }
+    for (size_t i = 0, s = 0, s0 = 0; i < T; i++) {
+        while (c.seg && s < c.n_seg && i >= s0 + c.seg[s]) s0 += c.seg[s++];
+        pos[i] = (int64_t)(c.P + i - s0);
         memcpy(x + i * E, m->tok_embd + (size_t)a->ids[i] * E, sizeof(float) * E);
     }
     dg_rope_table(c.cos_t, c.sin_t, pos, T, hp->head_dim, hp->rope_theta);

@@ -51,6 +51,13 @@ typedef struct dg_train_args {
     /* Gradients of the loss, accumulated (+=) into [n_layer] arrays of
      * [P, n_head_kv*head_dim]; NULL = forward only. */
     float *const *dpk, *const *dpv;
+    /* Packing (spec "Batched self-study"): n_segs > 0 splits ids into
+     * segments of seg_lens[s] tokens (sum = T). Each segment sits at RoPE
+     * positions P.. and attends to the prefix and causally to itself only;
+     * the loss is the mean over all segments' supervised positions. 0 = one
+     * segment. Validated by the caller. */
+    const size_t *seg_lens;
+    size_t n_segs;
 } dg_train_args;
 
 /* Errors: DEG_ERR_UNSUPPORTED (architecture without the standard layer),

@@ -107,8 +107,9 @@ def test_batched_equals_sequential_synthesis(tiny, corpus_file):
 
 
 def test_packed_gradient_equals_token_weighted_flat(tiny, corpus_file):
-    """group_backward (weighted per-conversation backwards) == the packed-loss
-    gradient sum_c (N_c / N) grad(loss_c) built from unweighted backwards."""
+    """packed_backward (one packed pass) and group_backward (weighted
+    per-conversation backwards) both == the packed-loss gradient
+    sum_c (N_c / N) grad(loss_c) built from unweighted backwards."""
     c = cs.load_corpus(tiny, [corpus_file])
     convs = cs.SelfStudy(tiny, c, seed=11, **SMALL).generate(3)
     cart = deg.Cartridge.from_corpus(tiny, TEXT, 12)
@@ -126,7 +127,11 @@ def test_packed_gradient_equals_token_weighted_flat(tiny, corpus_file):
                 for i, x in enumerate(g):
                     ref[layer][k][i] += v.n_supervised / total * x
     assert loss == pytest.approx(ref_loss, rel=1e-5)
-    for pair, rpair in zip(packed, ref):
+    cart.zero_grads()
+    ploss = cs.packed_backward(cart, convs)
+    assert ploss == pytest.approx(ref_loss, rel=1e-5)
+    one_pass = [cart.grads(layer) for layer in range(tiny.info.n_layer)]
+    for pair, rpair in zip(packed + one_pass, ref + ref):
         for g, r in zip(pair, rpair):
             scale = max(abs(x) for x in r)
             assert scale > 0

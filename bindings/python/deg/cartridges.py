@@ -29,10 +29,12 @@ deg_forks_generate call, then all bot-B decodes, then one batched teacher
 pass (deg_forks_feed over every conversation's fork). They are consumed
 `accum` at a time: one optimizer step per group of accum conversations.
 The group's gradient is that of the packed loss (the mean over all the
-group's supervised positions): each conversation's backward is weighted by
-its share of the group's positions, so the sum of the per-conversation
-gradients equals the packed gradient (tests/python/test_selfstudy.py checks
-this against one concatenated-targets reference).
+group's supervised positions): by default one packed forward/backward
+(deg_cartridge_backward_packed, segments attend to the cartridge and to
+themselves only); with pack=False (--no-pack) one backward per
+conversation, each weighted by its share of the group's positions, so the
+sum equals the packed gradient (tests/c/test_cartridge_packed.c,
+tests/python/test_selfstudy.py).
 """
 import math
 import os
@@ -363,6 +365,29 @@ def group_backward(cartridge, convs, checkpoint=False):
     return loss
 
 
+def packed_backward(cartridge, convs, checkpoint=False):
+    """One forward/backward over the group's conversations packed back to
+    back (deg_cartridge_backward_packed: each segment attends to the
+    cartridge and itself only); the loss is the mean over all supervised
+    positions. Same gradient as group_backward up to f32 roundoff."""
+    convs = [c for c in convs if c.targets]
+    ids, segs, tgts = [], [], []
+    for c in convs:
+        off = len(ids)
+        ids += c.student_ids
+        segs.append(len(c.student_ids))
+        tgts += [DistillTarget(t.position + off, t.token, t.logprob) for t in c.targets]
+    buf, n = _ids_buffer(ids)
+    seg = ffi.new("size_t[]", segs)
+    tb = ffi.new("deg_distill_target[]", len(tgts))
+    for i, t in enumerate(tgts):
+        tb[i].position, tb[i].token, tb[i].logprob = t
+    loss = ffi.new("float *")
+    check(lib.deg_cartridge_backward_packed(cartridge._live(), buf, n, seg, len(segs), tb,
+                                            len(tgts), 1 if checkpoint else 0, loss))
+    return loss[0]
+
+
 # --------------------------------------------------------------------------
 # Held-out evaluation
 # --------------------------------------------------------------------------
@@ -460,9 +485,9 @@ def train(model, corpus, p=256, steps=8, accum=4, gen_batch=None, lr=2e-3, seed=
     """Self-study training of a p-row cartridge for corpus (a Corpus, or
     paths). Returns a TrainReport. One optimizer step per `accum`
     conversations; conversations are synthesised `gen_batch` at a time (one
-    lockstep decode batch and one teacher pass; default = accum). pack=False
-    runs each conversation's backward unweighted-then-averaged identically
-    (the same gradient; kept as the flat-memory arm). With save, the
+    lockstep decode batch and one teacher pass; default = accum). pack=True
+    runs one packed forward/backward per group; pack=False one backward per
+    conversation, weighted to the same gradient (flat memory). With save, the
     artifact is written atomically after every save_every steps and at the
     end, so an interruption leaves the last saved cartridge loadable.
     progress(step, info_dict) is called after every step; log(str) for text.
@@ -505,11 +530,10 @@ def train(model, corpus, p=256, steps=8, accum=4, gen_batch=None, lr=2e-3, seed=
         group, queue = queue[:accum], queue[accum:]
         t1 = time.perf_counter()
         cart.zero_grads()
-        if pack:
+        if pack:  # one packed forward/backward for the group
+            loss = packed_backward(cart, group, checkpoint)
+        else:  # flat memory: per-conversation backwards, same gradient
             loss = group_backward(cart, group, checkpoint)
-        else:  # flat arm: every conversation weighs 1/accum whatever its length
-            loss = sum(cart.backward(c.student_ids, _weighted(c.targets, 1 / len(group)),
-                                     checkpoint=checkpoint) for c in group if c.targets)
         cart.adam_step(lr=lr)
         t_train += time.perf_counter() - t1
         done += len(group)

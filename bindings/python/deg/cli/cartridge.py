@@ -187,8 +187,8 @@ def register(sub):
                    help="held-out distill loss every K steps (0 = off)")
     t.add_argument("--n-eval", type=int, default=4, help="held-out conversations (4)")
     t.add_argument("--no-pack", action="store_true",
-                   help="weigh conversations equally (per-conversation mean) instead of the "
-                        "packed mean over all supervised tokens")
+                   help="one backward per conversation (flat memory, same gradient) "
+                        "instead of one packed backward per group")
     t.add_argument("--checkpoint", action="store_true", help="recompute layers in backward")
     t.add_argument("--init", default="corpus", choices=["corpus", "random-text"])
     t.add_argument("--quiet", action="store_true")
