@@ -122,7 +122,7 @@ def cmd_eval(args):
     corpus = cs.load_corpus(model, args.corpus)
     convs = cs.heldout_set(model, corpus, args.seed, args.n_eval, chunk_min=args.chunk_min,
                            chunk_max=args.chunk_max, max_q=args.max_q, max_a=args.max_a)
-    ev = cs.evaluate(cart, corpus, convs)
+    ev = cs.evaluate(cart, corpus, convs, icl=not args.no_icl)
     print(f"held-out: {len(convs)} questions, {ev.n_tokens} answer tokens (NLL per token)")
     print(f"  bare model        NLL {ev.nll_bare:.4f}   KV rows {ev.rows_bare:.0f}")
     print(f"  cartridge         NLL {ev.nll_cartridge:.4f}   KV rows {ev.rows_cartridge:.0f}")
@@ -209,6 +209,8 @@ def register(sub):
     e.add_argument("--corpus", nargs="+", required=True)
     e.add_argument("--n-eval", type=int, default=8)
     e.add_argument("--seed", type=int, default=0x5EED0000)
+    e.add_argument("--no-icl", action="store_true",
+                   help="skip the corpus-in-context arm (its prefill is the costly one)")
     _study_opts(e)
     e.set_defaults(func=cmd_eval)
 
