@@ -147,7 +147,12 @@ def test_train_reproducible_and_reloads(tiny, corpus_file, tmp_path):
     assert a.read_bytes() == b.read_bytes()
     loaded = deg.Cartridge.load(tiny, a)
     assert loaded.steps == 2
-    assert loaded.ask("fox?", max_tokens=6) == ra.cartridge.ask("fox?", max_tokens=6)
+    answer = ra.cartridge.ask("fox?", max_tokens=6)
+    assert loaded.ask("fox?", max_tokens=6) == answer
+    # a new process loads the artifact and answers identically
+    out = run_cli("cartridge", "ask", "--model", TINY, "--load", a, "--ask", "fox?",
+                  "--max-tokens", 6).stdout
+    assert out.startswith(f"[cartridge, 12 rows]\n{answer}\n\n[bare model]")
 
 
 def test_interrupted_training_keeps_last_artifact(tiny, corpus_file, tmp_path):
