@@ -324,8 +324,16 @@ deg_status dg_tokb_add_added(dg_tokenizer *t, int32_t id, const char *content, s
         t->added_cap = cap;
     }
     dg_tok_added *a = &t->added[t->n_added];
-    DG_TRY(push_bytes(&t->added_bytes, &t->added_bytes_len, &t->added_bytes_cap, content, len,
-                      &a->off));
+    /* tokenizers matches a normalized token by its normalized content. */
+    char *norm = NULL;
+    size_t norm_cap = 0;
+    if (normalized && t->normalizer == DG_NORM_NFC && dg_tok_nfc_needed(content, len)) {
+        DG_TRY(dg_tok_nfc(content, len, &norm, &norm_cap, &len));
+        content = norm;
+    }
+    deg_status ps = push_bytes(&t->added_bytes, &t->added_bytes_len, &t->added_bytes_cap, content,
+                               len, &a->off);
+    if (ps != DEG_OK) { free(norm); return ps; }
     a->len = (uint32_t)len;
     a->id = id;
     a->special = special != 0;
@@ -338,11 +346,12 @@ deg_status dg_tokb_add_added(dg_tokenizer *t, int32_t id, const char *content, s
     /* Decode form: what tokenizers' ByteLevel decoder makes of the content. */
     char stackbuf[256];
     char *buf = len <= sizeof stackbuf ? stackbuf : malloc(len);
-    if (!buf) return dg_fail(DEG_ERR_NOMEM, "tokenizer: out of memory");
+    if (!buf) { free(norm); return dg_fail(DEG_ERR_NOMEM, "tokenizer: out of memory"); }
     size_t n = dg_tok_unspell(content, len, buf, NULL);
     uint32_t off = 0;
     deg_status s = push_bytes(&t->bytes, &t->bytes_len, &t->bytes_cap, buf, n, &off);
     if (buf != stackbuf) free(buf);
+    free(norm);
     if (s != DEG_OK) return s;
     t->tok[id].off = off;
     t->tok[id].len = (uint32_t)n;

@@ -37,6 +37,9 @@ typedef struct enc_ctx {
     size_t sp_n, sp_cap;
     seg *s1, *s2;
     size_t s1_n, s1_cap, s2_n, s2_cap;
+    char *nb;             /* NFC of the current segment */
+    size_t nb_cap;
+    size_t report_base;   /* offset of the current segment in the input */
     pcre2_match_data *md;
     pcre2_match_context *mctx;
     pcre2_jit_stack *jit;
@@ -61,7 +64,7 @@ static deg_status grow(void **p, size_t *cap, size_t need, size_t elem)
 
 static void ctx_free(enc_ctx *c)
 {
-    free(c->wb); free(c->pa); free(c->pb); free(c->sp); free(c->s1); free(c->s2);
+    free(c->wb); free(c->pa); free(c->pb); free(c->sp); free(c->s1); free(c->s2); free(c->nb);
     if (c->md) pcre2_match_data_free(c->md);
     if (c->mctx) pcre2_match_context_free(c->mctx);
     if (c->jit) pcre2_jit_stack_free(c->jit);
@@ -216,7 +219,7 @@ static deg_status encode_text(enc_ctx *c, const char *all, size_t base, size_t l
                 return dg_fail(DEG_ERR_UNSUPPORTED,
                                "tokenize: byte 0x%02x at byte offset %zu has no token in this "
                                "vocabulary (HF tokenizers would drop it silently)",
-                               (unsigned)(unsigned char)text[i], base + i);
+                               (unsigned)(unsigned char)text[i], c->report_base + base + i);
     }
     if (len > UINT32_MAX / 2) return dg_fail(DEG_ERR_RANGE, "tokenize: text longer than 2 GiB");
     c->wb_len = 0;
@@ -333,30 +336,49 @@ static deg_status split_added(enc_ctx *c, const char *text, size_t off, size_t l
     return DEG_OK;
 }
 
+static deg_status push_id(enc_ctx *c, int32_t id)
+{
+    DG_TRY(GROW(c->out, c->cap_out, c->n_out + 1));
+    c->out[c->n_out++] = id;
+    return DEG_OK;
+}
+
+/* One segment left by the non-normalized added tokens: normalize it, split
+ * it on the normalized added tokens, encode the pieces. */
+static deg_status encode_segment(enc_ctx *c, const char *text, size_t len, int parse_special)
+{
+    const dg_tokenizer *t = c->t;
+    if (t->normalizer == DG_NORM_NFC && dg_tok_nfc_needed(text, len)) {
+        size_t n;
+        DG_TRY(dg_tok_nfc(text, len, &c->nb, &c->nb_cap, &n));
+        text = c->nb;
+        len = n;
+    }
+    if (t->n_added == 0) return encode_text(c, text, 0, len);
+    c->s2_n = 0;
+    DG_TRY(split_added(c, text, 0, len, 1, parse_special, &c->s2, &c->s2_n, &c->s2_cap));
+    for (size_t i = 0; i < c->s2_n; i++) {
+        seg g = c->s2[i];
+        if (g.id >= 0) DG_TRY(push_id(c, g.id));
+        else DG_TRY(encode_text(c, text, g.off, g.len));
+    }
+    return DEG_OK;
+}
+
 static deg_status encode_all(enc_ctx *c, const char *text, size_t len, int parse_special)
 {
     const dg_tokenizer *t = c->t;
     c->md = pcre2_match_data_create(4, NULL);
     if (!c->md) return dg_fail(DEG_ERR_NOMEM, "tokenize: out of memory");
-    if (t->n_added == 0) return encode_text(c, text, 0, len);
+    if (t->n_added == 0) return encode_segment(c, text, len, parse_special);
     DG_TRY(split_added(c, text, 0, len, 0, parse_special, &c->s1, &c->s1_n, &c->s1_cap));
     for (size_t i = 0; i < c->s1_n; i++) {
         seg g = c->s1[i];
         if (g.id >= 0) {
-            DG_TRY(GROW(c->s2, c->s2_cap, c->s2_n + 1));
-            c->s2[c->s2_n++] = g;
+            DG_TRY(push_id(c, g.id));
         } else {
-            DG_TRY(split_added(c, text, g.off, g.len, 1, parse_special, &c->s2, &c->s2_n,
-                               &c->s2_cap));
-        }
-    }
-    for (size_t i = 0; i < c->s2_n; i++) {
-        seg g = c->s2[i];
-        if (g.id >= 0) {
-            DG_TRY(GROW(c->out, c->cap_out, c->n_out + 1));
-            c->out[c->n_out++] = g.id;
-        } else {
-            DG_TRY(encode_text(c, text, g.off, g.len));
+            c->report_base = g.off;
+            DG_TRY(encode_segment(c, text + g.off, g.len, parse_special));
         }
     }
     return DEG_OK;
@@ -373,8 +395,6 @@ deg_status dg_tokenizer_encode(const dg_tokenizer *t, const char *text, size_t l
     if (!dg_utf8_validate(text, len, &bad))
         return dg_fail(DEG_ERR_UTF8, "tokenize: invalid UTF-8 at byte offset %zu (byte 0x%02x)",
                        bad, (unsigned)(unsigned char)text[bad]);
-    if (t->normalizer != DG_NORM_NONE)
-        return dg_fail(DEG_ERR_UNSUPPORTED, "tokenize: normalizer not supported");
     enc_ctx c = {.t = t};
     deg_status s = len ? encode_all(&c, text, len, parse_special) : DEG_OK;
     if (s == DEG_OK) {

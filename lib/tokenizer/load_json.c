@@ -99,11 +99,23 @@ static deg_status parse_normalizer(dg_tokenizer *t, const json_t *n)
     if (!n || json_is_null(n)) return DEG_OK;
     const char *type = json_string_value(json_object_get(n, "type"));
     if (!type) return dg_fail(DEG_ERR_FORMAT, "normalizer: expected an object with a \"type\"");
+    if (strcmp(type, "NFC") == 0) {
+        t->normalizer = DG_NORM_NFC;
+        return DEG_OK;
+    }
     if (strcmp(type, "Sequence") == 0) {
         const json_t *arr = json_object_get(n, "normalizers");
-        if (json_is_array(arr) && json_array_size(arr) == 0) return DEG_OK;
+        if (!json_is_array(arr)) return dg_fail(DEG_ERR_FORMAT, "normalizer Sequence: no array");
+        size_t i;
+        const json_t *it;
+        json_array_foreach(arr, i, it) {
+            if (t->normalizer != DG_NORM_NONE)
+                return dg_fail(DEG_ERR_UNSUPPORTED, "normalizer Sequence with more than NFC");
+            DG_TRY(parse_normalizer(t, it));
+        }
+        return DEG_OK;
     }
-    return dg_fail(DEG_ERR_UNSUPPORTED, "normalizer \"%s\" is not supported", type);
+    return dg_fail(DEG_ERR_UNSUPPORTED, "normalizer \"%s\" is not supported (only NFC)", type);
 }
 
 static deg_status parse_decoder(const json_t *d)

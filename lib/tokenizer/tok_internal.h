@@ -165,6 +165,14 @@ void dg_bpe_scratch_free(dg_bpe_scratch *s);
 deg_status dg_bpe_word(const dg_tokenizer *t, dg_bpe_scratch **scratch, const char *w,
                        size_t len, int32_t **out, size_t *n, size_t *cap);
 
+/* ---- NFC (nfc.c) ------------------------------------------------------------ */
+
+/* 1 if NFC could change valid UTF-8 s[0..len) (it has a code point that
+ * decomposes, has a non-zero combining class or composes with a neighbour). */
+int dg_tok_nfc_needed(const char *s, size_t len);
+/* NFC of valid UTF-8 s[0..len) into *buf (growable, *cap bytes). */
+deg_status dg_tok_nfc(const char *s, size_t len, char **buf, size_t *cap, size_t *out_len);
+
 /* GPT-2 pre-tokenizer regex (tokenizers' ByteLevel use_regex = true). */
 extern const char dg_tok_gpt2_regex[];
 /* Llama-3 and Qwen2 split regexes (transformers' GGUF converter and the

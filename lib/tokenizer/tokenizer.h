@@ -8,7 +8,7 @@
  * add_special_tokens = false, decode with skip_special_tokens = false),
  * pinned by tests/c/test_tokenizer.c on >= 20k lines. Supported pipeline:
  * model BPE (ignore_merges honoured; no byte_fallback/dropout/suffixes),
- * normalizer none, pre-tokenizers ByteLevel (last) / Split (Regex or String,
+ * normalizer none or NFC (Qwen2/3; Unicode 14 tables), pre-tokenizers ByteLevel (last) / Split (Regex or String,
  * all five behaviours, invert) / Digits / Sequence, decoder ByteLevel;
  * added tokens with special/lstrip/rstrip/single_word/normalized. Anything
  * else is refused at load with DEG_ERR_UNSUPPORTED.

@@ -301,6 +301,20 @@ SPECIALS = [
 ]
 
 
+NFD_EXTRA = [
+    "cafe\u0301 re\u0301sume\u0301", "\u1100\u1161\u11a8\u1100\u1161", "a\u0323\u0302 a\u0302\u0323",
+    "\u0958\u0959 \u0915\u093c", "\u212b \u2126 \u1e9b\u0323", "Vie\u0323\u0302t Nam",
+    "\u0301leading mark", "o\u0308\u0301\u0323x", "\uac00\u11a8 \u1112\u1161\u11ab",
+    "\u0f73 \u0f75 \u0f81", "\u30ab\u3099 \u30cf\u309a", "\U0001d15e \U0001d160",
+]
+
+
+def nfd_texts(corpus):
+    out = [unicodedata.normalize("NFD", x) for x in corpus if not x.isascii()]
+    out = [x for x in out if unicodedata.normalize("NFC", x) != x][:600]
+    return out + NFD_EXTRA
+
+
 # ---------------------------------------------------------------- variants
 
 def tiny_tokenizer(corpus):
@@ -322,6 +336,8 @@ def apply_patch(base, patch):
     j = json.loads(json.dumps(base))
     if "pre_tokenizer" in patch:
         j["pre_tokenizer"] = patch["pre_tokenizer"]
+    if "normalizer" in patch:
+        j["normalizer"] = patch["normalizer"]
     for k, v in patch.get("model_set", {}).items():
         j["model"][k] = v
     j["added_tokens"] = j["added_tokens"] + patch.get("added_tokens_extra", [])
@@ -352,6 +368,10 @@ def main():
     with open(os.path.join(OUT, "specials.jsonl"), "w", encoding="utf-8") as f:
         for x in SPECIALS:
             f.write(json.dumps(x, ensure_ascii=False) + "\n")
+    nfd = nfd_texts(corpus)
+    with gzip.GzipFile(os.path.join(OUT, "nfd.jsonl.gz"), "wb", mtime=0) as f:
+        for x in nfd:
+            f.write((json.dumps(x, ensure_ascii=False) + "\n").encode("utf-8"))
 
     smol, smol_cfg = smollm2_tokenizer_json()
     with gzip.GzipFile(os.path.join(OUT, "smollm2.tokenizer.json.gz"), "wb", mtime=0) as f:
@@ -397,6 +417,14 @@ def main():
                       {"pre_tokenizer": {"type": "Sequence", "pretokenizers": [
                           {"type": "Split", "pattern": {"Regex": r"\s+|[.,;:!?]"}, "behavior": beh, "invert": inv},
                           BL_NOREGEX]}}, (40, 2 * i + int(inv)), 1))
+    nfc_qwen = {"normalizer": {"type": "NFC"}, "pre_tokenizer": split_then_bl(QWEN2_RE)}
+    V.append(("qwen2_nfc_nfd", "smollm2", nfc_qwen, "nfd", 1))
+    V.append(("qwen2_nfc_corpus", "smollm2", nfc_qwen, (16, 5), 1))
+    V.append(("tiny_nfc_added", "tiny", {"normalizer": {"type": "Sequence", "normalizers": [{"type": "NFC"}]},
+                                          "added_tokens_extra": [added("caf\u00e9", 512, normalized=True),
+                                                                 added("Vie\u0323\u0302t", 513, normalized=True),
+                                                                 added("o\u0308", 514, normalized=False)]},
+              "nfd", 1))
     V.append(("split_string", "tiny", {"pre_tokenizer": {"type": "Sequence", "pretokenizers": [
         {"type": "Split", "pattern": {"String": ". "}, "behavior": "MergedWithPrevious", "invert": False},
         GPT2_BL]}}, (40, 11), 1))
@@ -405,6 +433,8 @@ def main():
     for name, base, patch, sel, ps in V:
         if sel == "specials":
             texts, first, stride, src = SPECIALS, 0, 1, "specials"
+        elif sel == "nfd":
+            texts, first, stride, src = nfd, 0, 1, "nfd"
         else:
             stride, first = sel
             texts, src = corpus[first::stride], "corpus"
