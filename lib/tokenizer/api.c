@@ -1,5 +1,9 @@
 /* Public tokenizer entry points (include/deg.h): thin wrappers over the
- * model's dg_tokenizer. */
+ * model's dg_tokenizer. The model's vocabulary (embedding rows) may be
+ * larger than the tokenizer's: ids in between have no text and decode to
+ * nothing, as in tokenizers' decode. */
+#include <stdlib.h>
+
 #include "base/status.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
@@ -8,7 +12,7 @@ DEG_API deg_status deg_tokenize(const deg_model *model, const char *text, size_t
                                 int parse_special, int32_t *ids, size_t cap, size_t *n_ids)
 {
     if (n_ids) *n_ids = 0;
-    if (!model) return dg_fail(DEG_ERR_ARG, "deg_tokenize: model is NULL");
+    if (!model || !n_ids) return dg_fail(DEG_ERR_ARG, "deg_tokenize: model or n_ids is NULL");
     const dg_tokenizer *t = dg_model_tokenizer(model);
     if (!t) return dg_fail(DEG_ERR_STATE, "deg_tokenize: the model has no tokenizer");
     return dg_tokenizer_encode(t, text, len, parse_special, ids, cap, n_ids);
@@ -18,8 +22,27 @@ DEG_API deg_status deg_detokenize(const deg_model *model, const int32_t *ids, si
                                   char *buf, size_t cap, size_t *len)
 {
     if (len) *len = 0;
-    if (!model) return dg_fail(DEG_ERR_ARG, "deg_detokenize: model is NULL");
+    if (!model || !len) return dg_fail(DEG_ERR_ARG, "deg_detokenize: model or len is NULL");
+    if (!ids && n_ids) return dg_fail(DEG_ERR_ARG, "deg_detokenize: ids is NULL but n_ids is %zu", n_ids);
     const dg_tokenizer *t = dg_model_tokenizer(model);
     if (!t) return dg_fail(DEG_ERR_STATE, "deg_detokenize: the model has no tokenizer");
-    return dg_tokenizer_decode(t, ids, n_ids, buf, cap, len);
+    deg_model_info info;
+    DG_TRY(deg_model_get_info(model, &info));
+    int32_t n_tok = dg_tokenizer_n_vocab(t);
+    size_t beyond = 0;
+    for (size_t i = 0; i < n_ids; i++) {
+        if (ids[i] < 0 || ids[i] >= info.n_vocab)
+            return dg_fail(DEG_ERR_RANGE, "deg_detokenize: id %d at index %zu outside [0, %d)",
+                           ids[i], i, info.n_vocab);
+        if (ids[i] >= n_tok) beyond++;
+    }
+    if (!beyond) return dg_tokenizer_decode(t, ids, n_ids, buf, cap, len);
+    int32_t *kept = malloc((n_ids - beyond + 1) * sizeof *kept);
+    if (!kept) return dg_fail(DEG_ERR_NOMEM, "deg_detokenize: out of memory");
+    size_t k = 0;
+    for (size_t i = 0; i < n_ids; i++)
+        if (ids[i] < n_tok) kept[k++] = ids[i];
+    deg_status s = dg_tokenizer_decode(t, kept, k, buf, cap, len);
+    free(kept);
+    return s;
 }

@@ -18,6 +18,7 @@
 #include "deg.h"
 #include "core_testutil.h"
 #include "format/gguf.h"
+#include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
 #define GOLD DEG_SOURCE_ROOT "/tests/goldens/tokenizer/"
@@ -698,4 +699,50 @@ Test(tokenizer_gguf, bad_metadata)
     dg_tokenizer_free(t);
     cr_assert_eq(load_mini((mini_opts){.pre = "llama-bpe"}, &t), DEG_OK, "%s", deg_errmsg());
     dg_tokenizer_free(t);
+}
+
+/* ---- public API (deg_tokenize / deg_detokenize) ------------------------------- */
+
+Test(tokenizer_api, tiny_model_round_trip)
+{
+    deg_model *m = NULL;
+    deg_status st = deg_model_load(DEG_SOURCE_ROOT "/tests/goldens/tiny-llama", &m);
+    cr_assert_eq(st, DEG_OK, "%s", deg_errmsg());
+    const dg_tokenizer *t = dg_model_tokenizer(m);
+    cr_assert_not_null(t);
+    const char *text = "<|im_start|>user\nHello, tokens 12345 \xE2\x9C\x93<|im_end|>\n";
+    size_t len = strlen(text), n = 0, n2 = 0;
+    int32_t ids[256], ids2[256];
+    cr_assert_eq(deg_tokenize(m, text, len, 1, ids, 256, &n), DEG_OK, "%s", deg_errmsg());
+    cr_assert_eq(dg_tokenizer_encode(t, text, len, 1, ids2, 256, &n2), DEG_OK);
+    cr_assert(n == n2 && memcmp(ids, ids2, n * sizeof *ids) == 0);
+    cr_assert_eq(ids[0], dg_tokenizer_find(t, "<|im_start|>", 12));
+    size_t n_plain = 0;
+    cr_assert_eq(deg_tokenize(m, text, len, 0, ids2, 256, &n_plain), DEG_OK);
+    cr_assert_gt(n_plain, n);
+    char buf[512];
+    size_t blen = 0;
+    cr_assert_eq(deg_detokenize(m, ids, n, buf, sizeof buf, &blen), DEG_OK, "%s", deg_errmsg());
+    cr_assert(blen == len && memcmp(buf, text, len) == 0);
+    /* rows of the embedding beyond the tokenizer decode to nothing */
+    deg_model_info info;
+    cr_assert_eq(deg_model_get_info(m, &info), DEG_OK);
+    int32_t n_tok = dg_tokenizer_n_vocab(t);
+    if (info.n_vocab > n_tok) {
+        int32_t pad[] = {ids[0], n_tok, ids[1]};
+        cr_assert_eq(deg_detokenize(m, pad, 3, buf, sizeof buf, &blen), DEG_OK, "%s", deg_errmsg());
+        int32_t two[] = {ids[0], ids[1]};
+        size_t blen2 = 0;
+        char buf2[512];
+        cr_assert_eq(deg_detokenize(m, two, 2, buf2, sizeof buf2, &blen2), DEG_OK);
+        cr_assert(blen == blen2 && memcmp(buf, buf2, blen) == 0);
+    }
+    int32_t bad[] = {ids[0], info.n_vocab};
+    cr_assert_eq(deg_detokenize(m, bad, 2, buf, sizeof buf, &blen), DEG_ERR_RANGE);
+    cr_assert(strstr(deg_errmsg(), "index 1"), "%s", deg_errmsg());
+    cr_assert_eq(deg_tokenize(m, "a\xC0\xAF", 3, 1, ids, 256, &n), DEG_ERR_UTF8);
+    cr_assert(strstr(deg_errmsg(), "byte offset 1"), "%s", deg_errmsg());
+    cr_assert_eq(deg_tokenize(NULL, "a", 1, 1, ids, 256, &n), DEG_ERR_ARG);
+    cr_assert_eq(deg_detokenize(NULL, ids, 1, buf, sizeof buf, &blen), DEG_ERR_ARG);
+    deg_model_free(m);
 }
