@@ -139,13 +139,18 @@ DEG_API deg_status deg_model_get_info(const deg_model *model, deg_model_info *in
 /* Tokenizer                                                                */
 /* ------------------------------------------------------------------------ */
 
-/* Encode UTF-8 text [text, text+len) to token ids. With parse_special != 0,
+/* Encode UTF-8 text [text, text+len) to token ids (the ids of Hugging Face
+ * `tokenizers` for the model's tokenizer). With parse_special != 0,
  * special/added tokens written in the text (e.g. "<|im_start|>") become their
- * ids; otherwise they are encoded as plain text. No BOS is added.
+ * ids; otherwise special tokens are encoded as plain text (non-special added
+ * tokens such as Qwen3's "<think>" still match, as in HF tokenizers and
+ * llama.cpp). No BOS is added. With an NFC normalizer (Qwen2/3
+ * tokenizer.json) the text is NFC-normalized first.
  * Writes at most cap ids to ids (may be NULL when cap == 0) and the full
  * count to *n_ids; if the count exceeds cap, returns DEG_ERR_RANGE and the
  * caller retries with a larger buffer. Errors: DEG_ERR_UTF8 (with the byte
- * offset in the message). */
+ * offset in the message), DEG_ERR_UNSUPPORTED for a byte the vocabulary has
+ * no token for (SmolLM2: e.g. 0x04; HF tokenizers would drop it silently). */
 DEG_API deg_status deg_tokenize(const deg_model *model, const char *text, size_t len,
                                 int parse_special, int32_t *ids, size_t cap,
                                 size_t *n_ids);
@@ -154,6 +159,8 @@ DEG_API deg_status deg_tokenize(const deg_model *model, const char *text, size_t
  * without special tokens). Writes at most cap bytes (no NUL terminator) and
  * the full length to *len; DEG_ERR_RANGE if it did not fit. A partial UTF-8
  * sequence at the end is returned as is (a token may end mid-character).
+ * Special tokens decode to their text ("<|im_end|>"); ids inside the
+ * model's n_vocab that have no token (padding rows) decode to nothing.
  * Errors: DEG_ERR_RANGE for an id outside [0, n_vocab). */
 DEG_API deg_status deg_detokenize(const deg_model *model, const int32_t *ids, size_t n_ids,
                                   char *buf, size_t cap, size_t *len);
