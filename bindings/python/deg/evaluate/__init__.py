@@ -1,0 +1,213 @@
+"""deg evaluation (deg contract §11): any system mapping (context, schema)
+to a §8-style response is scored on datagen records.
+
+    from deg.evaluate import evaluate, oracle_system
+    res = evaluate(records, oracle_system(records), name="oracle")
+
+A system is a callable system(context, schema) -> {"value": ..., "meta":
+{pointer: {...}} (may be empty), "usage": {"prompt_tokens", "generated_tokens"}}.
+An exception or a schema-invalid value counts as an invalid response (its
+leaves score as misses). Leaf metrics are positional (pointer by pointer);
+arrays also get count accuracy and order-insensitive aligned item EM.
+"""
+import random
+import time
+
+from ..parsers import validate
+from ..schema import compile_schema
+from ..datagen.record import concrete
+from .metrics import (align_items, canonical, confidence_of, ece, mae, null_pr, reliability,
+                      same_value, token_f1)
+
+__all__ = ["evaluate", "score_record", "summarize", "determinism", "oracle_system"]
+
+_MISSING = object()
+
+
+def _mode_key(f):
+    if f.mode == "extract.span" and f.format in ("email", "uri", "uuid"):
+        return "extract.span"  # verbatim spans; format only filters
+    return f.mode
+
+
+def score_record(rec, value, meta, valid):
+    """Per-leaf rows and per-array rows for one record's predicted value."""
+    plan = compile_schema(rec["schema"])
+    gold = rec["value"]
+    rows, arrays = [], []
+    for f in plan.fields:
+        gl = dict(concrete(f.path, gold))
+        pl = dict(concrete(f.path, value)) if valid else {}
+        for ptr in list(gl) + [p for p in pl if p not in gl]:
+            g = gl.get(ptr, _MISSING)
+            p = pl.get(ptr, _MISSING)
+            g_null = g is _MISSING or g is None
+            p_null = p is _MISSING or p is None
+            row = {"pointer": ptr, "mode": _mode_key(f), "gold": None if g is _MISSING else g,
+                   "pred": None if p is _MISSING else p, "gold_null": g_null, "pred_null": p_null,
+                   "nullable": f.nullable or not f.required, "in_array": f.array is not None,
+                   "correct": (g_null and p_null) or (not g_null and not p_null and same_value(g, p)),
+                   "conf": confidence_of(meta.get(ptr)) if valid and meta else None}
+            if f.mode == "extract.span" and not g_null:
+                row["f1"] = token_f1(None if p_null else p, g)
+            rows.append(row)
+    for a in plan.arrays:
+        gl = dict(concrete(a.path, gold))
+        pl = dict(concrete(a.path, value)) if valid else {}
+        for ptr, g in gl.items():
+            p = pl.get(ptr) or []
+            g = g or []
+            pairs = align_items(g, p)
+            em = sum(1 for i, j in pairs if same_value(g[i], p[j]))
+            arrays.append({"pointer": ptr, "gold_n": len(g), "pred_n": len(p),
+                           "count_ok": len(g) == len(p), "aligned_em": em,
+                           "nested": a.parent_array is not None})
+    return rows, arrays
+
+
+def evaluate(records, system, name="system", n_bins=10, progress=None):
+    """Run `system` on each record; {"name", "per_record": [...], "summary"}."""
+    per = []
+    for k, rec in enumerate(records):
+        t0 = time.perf_counter()
+        err = None
+        try:
+            resp = system(rec["context"], rec["schema"])
+        except Exception as e:  # a failing system is measured, not fatal
+            resp, err = None, f"{type(e).__name__}: {e}"
+        dt = time.perf_counter() - t0
+        value = resp.get("value") if isinstance(resp, dict) else None
+        valid = resp is not None and isinstance(value, dict) and validate(rec["schema"], value) == []
+        meta = (resp or {}).get("meta") or {}
+        usage = (resp or {}).get("usage") or {}
+        rows, arrays = score_record(rec, value if valid else {}, meta, valid)
+        per.append({"id": rec["id"], "valid": valid, "error": err, "latency_s": dt,
+                    "prompt_tokens": usage.get("prompt_tokens"),
+                    "generated_tokens": usage.get("generated_tokens"),
+                    "rows": rows, "arrays": arrays})
+        if progress:
+            progress(k + 1)
+    return {"name": name, "n_bins": n_bins, "per_record": per, "summary": summarize(per, n_bins)}
+
+
+def _mean(xs):
+    xs = [x for x in xs if x is not None]
+    return sum(xs) / len(xs) if xs else None
+
+
+def summarize(per, n_bins=10):
+    rows = [r for p in per for r in p["rows"]]
+    arrs = [a for p in per for a in p["arrays"]]
+    s = {"records": len(per), "validity": _mean([1.0 if p["valid"] else 0.0 for p in per]),
+         "errors": sum(1 for p in per if p["error"]),
+         "latency_s_mean": _mean([p["latency_s"] for p in per]),
+         "latency_s_p50": sorted(p["latency_s"] for p in per)[len(per) // 2] if per else None,
+         "prompt_tokens_mean": _mean([p["prompt_tokens"] for p in per]),
+         "generated_tokens_mean": _mean([p["generated_tokens"] for p in per])}
+    by = lambda m: [r for r in rows if r["mode"] == m and not r["gold_null"]]  # noqa: E731
+    ch = by("decide.choice")
+    s["choice_em"] = _mean([1.0 if r["correct"] else 0.0 for r in ch])
+    s["choice_n"] = len(ch)
+    sc = [r for r in by("decide.score") if isinstance(r["pred"], (int, float))
+          and not isinstance(r["pred"], bool)]
+    s["score_mae"] = mae((r["pred"], r["gold"]) for r in sc)
+    s["score_em"] = _mean([1.0 if r["correct"] else 0.0 for r in by("decide.score")])
+    s["score_n"] = len(by("decide.score"))
+    nl = by("decide.noul")
+    s["noul_acc"] = _mean([1.0 if r["correct"] else 0.0 for r in nl])
+    s["noul_n"] = len(nl)
+    sp = by("extract.span")
+    s["span_em"] = _mean([1.0 if r["correct"] else 0.0 for r in sp])
+    s["span_f1"] = _mean([r.get("f1") for r in sp])
+    s["span_n"] = len(sp)
+    for m, key in (("extract.number", "number"), ("extract.date", "date")):
+        xs = by(m)
+        s[f"{key}_em"] = _mean([1.0 if r["correct"] else 0.0 for r in xs])
+        s[f"{key}_n"] = len(xs)
+    ex = [r for r in rows if r["mode"].startswith("extract.") and r["nullable"]]
+    prec, rec, npn, ngn = null_pr((r["pred_null"], r["gold_null"]) for r in ex)
+    s.update(null_precision=prec, null_recall=rec, null_pred_n=npn, null_gold_n=ngn)
+    s["array_count_acc"] = _mean([1.0 if a["count_ok"] else 0.0 for a in arrs])
+    s["array_n"] = len(arrs)
+    gold_items = sum(a["gold_n"] for a in arrs)
+    s["array_item_em_aligned"] = sum(a["aligned_em"] for a in arrs) / gold_items if gold_items else None
+    s["ece_bins"] = n_bins
+    s["reliability"] = {}
+    for kind, pred in (("decide", lambda r: r["mode"].startswith("decide.")),
+                       ("extract", lambda r: r["mode"].startswith("extract."))):
+        xs = [r for r in rows if pred(r) and r["conf"] is not None]
+        s[f"ece_{kind}"] = ece([r["conf"] for r in xs], [r["correct"] for r in xs], n_bins)
+        s[f"ece_{kind}_n"] = len(xs)
+        s["reliability"][kind] = reliability([r["conf"] for r in xs], [r["correct"] for r in xs], n_bins)
+    return s
+
+
+def _parallel_outcomes(resp, plan):
+    """{pointer: canonical(value, meta)} of decide/extract leaves only."""
+    out = {}
+    meta = resp.get("meta") or {}
+    for f in plan.fields:
+        if f.mode == "generate":
+            continue
+        for ptr, v in concrete(f.path, resp["value"]):
+            out[ptr] = canonical([v, meta.get(ptr)])
+    return out
+
+
+def determinism(records, system, repeats=10, permutations=5, seed=0):
+    """Bitwise checks of §10/§11 on `records`: repeated calls give the same
+    response; permuting top-level properties and splitting the schema into
+    one-property schemas keep every decide/extract outcome. Returns counts."""
+    out = {"records": 0, "repeat_equal": 0, "permutation_equal": 0, "split_equal": 0,
+           "repeats": repeats, "permutations": permutations}
+    rng = random.Random(seed)
+    for rec in records:
+        schema, ctx = rec["schema"], rec["context"]
+        plan = compile_schema(schema)
+        first = system(ctx, schema)
+        base = canonical([first.get("value"), first.get("meta")])
+        out["records"] += 1
+        out["repeat_equal"] += all(canonical([r.get("value"), r.get("meta")]) == base
+                                   for r in (system(ctx, schema) for _ in range(repeats - 1)))
+        ref = _parallel_outcomes(first, plan)
+        keys = list(schema["properties"])
+        ok = True
+        for _ in range(permutations):
+            perm = keys[:]
+            rng.shuffle(perm)
+            s2 = dict(schema, properties={k: schema["properties"][k] for k in perm})
+            r2 = system(ctx, s2)
+            ok &= _parallel_outcomes(r2, compile_schema(s2)) == ref
+        out["permutation_equal"] += ok
+        ok = True
+        for k in keys:
+            s3 = {"type": "object", "properties": {k: schema["properties"][k]}}
+            if k in schema.get("required", []):
+                s3["required"] = [k]
+            r3 = system(ctx, s3)
+            got = _parallel_outcomes(r3, compile_schema(s3))
+            ok &= all(ref.get(p) == v for p, v in got.items())
+        out["split_equal"] += ok
+    return out
+
+
+def oracle_system(records):
+    """A system answering each record's gold value (meta: probability 1) —
+    the harness's own check; not a baseline."""
+    gold = {r["context"]: r for r in records}
+
+    def run(context, schema):
+        rec = gold[context]
+        plan = compile_schema(schema)
+        value = {k: v for k, v in rec["value"].items() if k in schema["properties"]}
+        meta = {}
+        for f in plan.fields:
+            for ptr, _ in concrete(f.path, value):
+                if f.mode.startswith("decide."):
+                    meta[ptr] = {"mode": f.mode, "probability": 1.0}
+                elif f.mode.startswith("extract."):
+                    meta[ptr] = {"mode": f.mode, "confidence": 1.0}
+        return {"value": value, "meta": meta, "usage": {"prompt_tokens": len(context.split()),
+                                                        "generated_tokens": 0}}
+    return run
+

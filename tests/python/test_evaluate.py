@@ -1,0 +1,99 @@
+"""deg.evaluate: metric functions on hand-computed examples, and the harness
+on datagen-style records with an oracle, a wrong and a failing system."""
+import pytest
+
+from deg._native import has
+from deg.evaluate import determinism, evaluate, oracle_system, score_record
+from deg.evaluate.metrics import align_items, ece, mae, null_pr, reliability, same_value, token_f1
+from deg.evaluate.report import markdown
+
+
+def test_ece_hand_computed():
+    confs, ok = [0.95, 0.85, 0.3, 0.25], [True, False, True, False]
+    # 10 bins: each in its own bin: (.05 + .85 + .7 + .25) / 4
+    assert ece(confs, ok, 10) == pytest.approx(0.4625)
+    # 2 bins: [.95,.85] conf .9 acc .5; [.3,.25] conf .275 acc .5 -> (.4*2 + .225*2) / 4
+    assert ece(confs, ok, 2) == pytest.approx(0.3125)
+    assert ece([1.0], [True], 10) == 0.0  # confidence 1 lands in the last bin
+    assert ece([], [], 10) is None
+    assert reliability([0.05, 0.07, 1.0], [True, False, True], 10) == [
+        (0.0, 0.1, 2, pytest.approx(0.06), 0.5), (0.9, 1.0, 1, 1.0, 1.0)]
+    with pytest.raises(ValueError):
+        ece([1.5], [True])
+
+
+def test_token_f1_and_others():
+    assert token_f1("the cat sat", "the cat") == pytest.approx(0.8)
+    assert token_f1("The Cat", "the cat") == 1.0
+    assert token_f1(None, "x") == 0.0 and token_f1("", "") == 1.0
+    assert token_f1("a a b", "a b b") == pytest.approx(2 / 3)
+    assert mae([(1, 3), (4, 4)]) == 1.0 and mae([]) is None
+    assert null_pr([(True, True), (True, False), (False, True), (False, False), (True, True)]) == (
+        pytest.approx(2 / 3), pytest.approx(2 / 3), 3, 3)
+    assert same_value(1, 1.0) and not same_value(True, 1) and not same_value([1], [1, 2])
+    assert align_items([{"a": 1, "b": 2}, {"a": 3, "b": 4}], [{"a": 3, "b": 4}, {"a": 1, "b": 9}]) == [
+        (0, 1), (1, 0)]
+
+
+REC = {
+    "id": "r1", "split": "test",
+    "context": "Order A-1 on 2024-03-05: 2 x lamp, 1 x mug. Priority high. Contact bo@example.com",
+    "schema": {"type": "object", "properties": {
+        "id": {"type": "string"}, "date": {"type": "string", "format": "date"},
+        "priority": {"enum": ["low", "high"]}, "gift": {"type": "boolean"},
+        "stars": {"type": "integer", "minimum": 1, "maximum": 5},
+        "coupon": {"type": ["string", "null"]},
+        "items": {"type": "array", "items": {"type": "object", "properties": {
+            "n": {"type": "integer"}, "what": {"type": "string"}}}}}},
+    "value": {"id": "A-1", "date": "2024-03-05", "priority": "high", "gift": False, "stars": 4,
+              "coupon": None, "items": [{"n": 2, "what": "lamp"}, {"n": 1, "what": "mug"}]},
+}
+
+
+@pytest.mark.skipif(not has("deg_plan_compile"), reason="libdeg has no schema compiler")
+def test_score_record_and_summary():
+    pred = {"id": "A-1 on", "date": "2024-03-05", "priority": "low", "gift": False, "stars": 2,
+            "coupon": "X", "items": [{"n": 1, "what": "mug"}]}
+    rows, arrays = score_record(REC, pred, {}, True)
+    got = {r["pointer"]: r["correct"] for r in rows}
+    assert got["/id"] is False and got["/date"] is True and got["/priority"] is False
+    assert got["/gift"] is True and got["/coupon"] is False
+    # positional: gold item 0 (2, lamp) vs predicted item 0 (1, mug)
+    assert got["/items/0/n"] is False and got["/items/1/n"] is False
+    assert arrays == [{"pointer": "/items", "gold_n": 2, "pred_n": 1, "count_ok": False,
+                       "aligned_em": 1, "nested": False}]
+    res = evaluate([REC], lambda c, s: {"value": pred, "usage": {"generated_tokens": 7}}, name="x")
+    s = res["summary"]
+    assert s["validity"] == 1.0 and s["choice_em"] == 0.0 and s["noul_acc"] == 1.0
+    assert s["score_mae"] == 2.0
+    # span leaves with a gold value: /id ("A-1 on" vs "A-1": P 1/2, R 1), /items/0/what
+    # (mug vs lamp: 0), /items/1/what (missing: 0); /coupon's gold is null
+    assert s["span_f1"] == pytest.approx((2 / 3 + 0 + 0) / 3) and s["span_em"] == 0.0
+    # predicted null: /items/1/n and /items/1/what (both have gold values); gold null: /coupon
+    assert (s["null_precision"], s["null_recall"], s["null_pred_n"], s["null_gold_n"]) == (0.0, 0.0, 2, 1)
+    assert s["array_item_em_aligned"] == 0.5 and s["generated_tokens_mean"] == 7
+    assert "| choice exact match | 0.000 |" in markdown([res])
+
+
+@pytest.mark.skipif(not has("deg_plan_compile"), reason="libdeg has no schema compiler")
+def test_invalid_and_failing_systems():
+    def boom(c, s):
+        raise RuntimeError("no")
+    res = evaluate([REC], boom, name="boom")
+    assert res["summary"]["validity"] == 0.0 and res["summary"]["errors"] == 1
+    bad = evaluate([REC], lambda c, s: {"value": {"priority": "medium"}}, name="bad")
+    assert bad["summary"]["validity"] == 0.0 and bad["summary"]["choice_em"] == 0.0
+    ok = evaluate([REC], oracle_system([REC]), name="oracle")["summary"]
+    assert ok["validity"] == 1.0 and ok["choice_em"] == 1.0 and ok["ece_decide"] == 0.0
+    det = determinism([REC], oracle_system([REC]))
+    assert det == {"records": 1, "repeat_equal": 1, "permutation_equal": 1, "split_equal": 1,
+                   "repeats": 10, "permutations": 5}
+    calls = []
+
+    def flaky(c, s):  # differs on every call: no determinism
+        calls.append(1)
+        r = oracle_system([REC])(c, s)
+        r["meta"]["/priority"] = {"mode": "decide.choice", "probability": 1 / len(calls)}
+        return r
+    det = determinism([REC], flaky)
+    assert det["repeat_equal"] == 0 and det["permutation_equal"] == 0
