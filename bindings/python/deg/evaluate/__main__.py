@@ -22,14 +22,20 @@ def make_system(name, args, records):
         from ..baseline import BaselineSystem
         return BaselineSystem(args.model, n_threads=args.threads, n_ctx=args.n_ctx)
     if name == "deg":
+        import tempfile
         import deg
-        fill = getattr(deg, "fill", None)
-        if fill is None:
+        if not hasattr(deg, "fill"):
             raise SystemExit("deg.fill is not available in this build (fill runtime, issue 4)")
-        model = deg.load_model(args.model) if args.model else None
+        ckpt_dir = args.ckpt
+        if ckpt_dir is None:  # untrained heads: tokens, latency, validity only
+            ckpt_dir = deg.create_random_checkpoint(args.model or deg.default_model_path(),
+                                                    tempfile.mkdtemp(prefix="deg-random-ckpt-"))
+            args.notes.append("deg ran a RANDOM-heads checkpoint (no --ckpt): its accuracy "
+                              "and ECE mean nothing; validity, tokens and latency do")
+        ckpt = deg.load(ckpt_dir, model_path=args.model)
 
         def run(context, schema):
-            return fill(context, schema, model=model, ckpt=args.ckpt)
+            return deg.fill(context, schema, model=ckpt)
         return run
     raise SystemExit(f"unknown system {name!r} (deg, baseline, oracle)")
 
@@ -54,6 +60,7 @@ def main(argv=None):
     if not recs:
         raise SystemExit(f"no {a.split!r} records in {a.records}")
     os.makedirs(a.out, exist_ok=True)
+    a.notes = []
     results = []
     for name in a.system or ["oracle"]:
         system = make_system(name, a, recs)
@@ -70,7 +77,7 @@ def main(argv=None):
             res["determinism"] = determinism(recs[:a.determinism], system)
         results.append(res)
     plots, why = plot_reliability(results, a.out)
-    notes = [f"records: {a.records} split {a.split}"] + ([why] if why else [])
+    notes = [f"records: {a.records} split {a.split}"] + a.notes + ([why] if why else [])
     with open(os.path.join(a.out, "report.md"), "w") as f:
         f.write(markdown(results, notes=notes))
     with open(os.path.join(a.out, "results.json"), "w") as f:
