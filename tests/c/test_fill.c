@@ -520,7 +520,7 @@ Test(fill, long_context, .timeout = 900)
 {
     deg_ckpt *k = make_ckpt("tiny-llama", 13);
     deg_ckpt_set_fork_budget(k, (size_t)4 << 20);
-    size_t n = 40000; /* ~10k tokens: attention is O(n^2) on 2 shared cores */
+    size_t n = 16000; /* ~4k tokens (16 prefill passes): attention is O(n^2), and CI runs this under ASan */
     char *ctx = malloc(n + 64);
     size_t len = 0;
     const char *words[] = {"alpha ", "beta ", "42 ", "gamma, ", "on 5 March 2026 ", "x@y.org "};
@@ -535,7 +535,7 @@ Test(fill, long_context, .timeout = 900)
     char *req = request_of(ctx, schema, NULL);
     json_t *resp = fill_ok(k, req);
     json_int_t pt = json_integer_value(json_object_get(json_object_get(resp, "usage"), "prompt_tokens"));
-    cr_assert(pt > 5000, "prompt tokens %lld", (long long)pt);
+    cr_assert(pt > 2000, "prompt tokens %lld", (long long)pt);
     json_decref(resp);
     free(req);
     free(ctx);
