@@ -1,0 +1,165 @@
+/* Losses of §12.4 and their head gradients (heads_grad.h). For a softmax
+ * over logits l with probabilities p, dKL(t||p)/dl = p - t, and for the
+ * marginal -log sum_{pos} p the gradient is p - r, r = p restricted to the
+ * positives and renormalised. Every reduction runs in a fixed order, so the
+ * same inputs give the same bits (same command + seed -> same checkpoint). */
+#include <math.h>
+#include <stdlib.h>
+
+#include "deg/heads_grad.h"
+
+/* log-softmax of l[n] (float) in double */
+static void log_softmax(const float *l, size_t n, double *lp)
+{
+    double mx = -INFINITY, z = 0;
+    for (size_t i = 0; i < n; i++)
+        if (l[i] > mx) mx = l[i];
+    for (size_t i = 0; i < n; i++) z += exp((double)l[i] - mx);
+    double lz = mx + log(z);
+    for (size_t i = 0; i < n; i++) lp[i] = (double)l[i] - lz;
+}
+
+/* G[D, E] += x[D] (outer) y[E] */
+static void outer_add(float *G, int D, int E, const float *x, const float *y)
+{
+    for (int d = 0; d < D; d++) {
+        float *row = G + (size_t)d * E;
+        for (int e = 0; e < E; e++) row[e] += x[d] * y[e];
+    }
+}
+
+double dg_grad_pointer(const dg_heads *h, dg_heads_grad *g, int score, const float *a,
+                       const float *opts, size_t n, const double *t)
+{
+    const int E = h->E, D = DG_HEAD_DIM;
+    const float *Wq = score ? h->score_q : h->choice_q, *Wk = score ? h->score_k : h->choice_k;
+    float *gq = score ? g->score_q : g->choice_q, *gk = score ? g->score_k : g->choice_k;
+    float *gu = score ? g->score_u : g->choice_u;
+    float q[DG_HEAD_DIM], k[DG_HEAD_DIM], dq[DG_HEAD_DIM] = {0};
+    float *l = malloc(n * sizeof *l);
+    double *lp = malloc(n * sizeof *lp);
+    float *v = calloc((size_t)E, sizeof *v);
+    double loss = NAN;
+    if (!l || !lp || !v) goto done;
+    dg_head_pointer(h, score, a, opts, n, l);
+    log_softmax(l, n, lp);
+    dg_head_proj(Wq, D, E, a, q);
+    loss = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (t[i] > 0) loss += t[i] * (log(t[i]) - lp[i]);
+        float gi = (float)(exp(lp[i]) - t[i]);
+        const float *o = opts + i * (size_t)E;
+        dg_head_proj(Wk, D, E, o, k);
+        for (int d = 0; d < D; d++) dq[d] += gi * k[d] / 16.0f;
+        for (int e = 0; e < E; e++) v[e] += gi * o[e];
+    }
+    /* l_i = q.(Wk o_i)/16 + u.o_i: dWk = (q/16) (x) sum g_i o_i, du = sum g_i o_i */
+    for (int d = 0; d < D; d++) q[d] /= 16.0f;
+    outer_add(gk, D, E, q, v);
+    for (int e = 0; e < E; e++) gu[e] += v[e];
+    outer_add(gq, D, E, dq, a);
+done:
+    free(l);
+    free(lp);
+    free(v);
+    return loss;
+}
+
+double dg_grad_noul(const dg_heads *h, dg_heads_grad *g, const float *a, double t_true)
+{
+    const int E = h->E;
+    float l[2] = {dg_head_dot(h->noul_w, a, E) + h->noul_b[0], 0.0f};
+    double lp[2];
+    log_softmax(l, 2, lp);
+    double loss = 0;
+    if (t_true > 0) loss += t_true * (log(t_true) - lp[0]);
+    if (t_true < 1) loss += (1 - t_true) * (log(1 - t_true) - lp[1]);
+    float gl = (float)(exp(lp[0]) - t_true);
+    for (int e = 0; e < E; e++) g->noul_w[e] += gl * a[e];
+    g->noul_b[0] += gl;
+    return loss;
+}
+
+double dg_grad_extract(const dg_heads *h, dg_heads_grad *g, const float *a, const float *ctx,
+                       size_t nc, const size_t *pos_start, size_t n_ps, const size_t *pos_end,
+                       size_t n_pe)
+{
+    const int E = h->E, D = DG_HEAD_DIM;
+    float q[DG_HEAD_DIM], dq[DG_HEAD_DIM];
+    float *r = malloc((size_t)E * sizeof *r), *v = malloc((size_t)E * sizeof *v);
+    float *l = malloc((nc + 1) * sizeof *l);
+    double *lp = malloc((nc + 1) * sizeof *lp), *gr = malloc((nc + 1) * sizeof *gr);
+    double loss = NAN;
+    if (!r || !v || !l || !lp || !gr) goto done;
+    loss = 0;
+    const float null_l = dg_head_dot(h->ext_null_w, a, E) + h->ext_null_b[0];
+    for (int w = 0; w < 2; w++) {
+        const float *Q = w ? h->ext_qe : h->ext_qs, *K = w ? h->ext_ke : h->ext_ks;
+        float *gQ = w ? g->ext_qe : g->ext_qs, *gK = w ? g->ext_ke : g->ext_ks;
+        const size_t *pos = w ? pos_end : pos_start;
+        size_t npos = w ? n_pe : n_ps;
+        /* forward exactly as fill.c: r = K^T (Q a), l_t = r . c_t */
+        dg_head_proj(Q, D, E, a, q);
+        for (int e = 0; e < E; e++) {
+            float s = 0;
+            for (int d = 0; d < D; d++) s += K[(size_t)d * E + e] * q[d];
+            r[e] = s;
+        }
+        for (size_t t = 0; t < nc; t++) l[t] = dg_head_dot(r, ctx + t * (size_t)E, E);
+        l[nc] = null_l;
+        log_softmax(l, nc + 1, lp);
+        /* marginal over the positives (duplicates count once) */
+        double mx = -INFINITY;
+        for (size_t i = 0; i < nc + 1; i++) gr[i] = 0;
+        for (size_t k = 0; k < npos; k++) gr[pos[k]] = 1;
+        for (size_t i = 0; i < nc + 1; i++)
+            if (gr[i] > 0 && lp[i] > mx) mx = lp[i];
+        double z = 0;
+        for (size_t i = 0; i < nc + 1; i++)
+            if (gr[i] > 0) z += exp(lp[i] - mx);
+        double lm = mx + log(z);
+        loss -= lm;
+        /* dL/dl_i = p_i - (pos_i ? exp(lp_i - lm) : 0) */
+        for (size_t i = 0; i < nc + 1; i++)
+            gr[i] = exp(lp[i]) - (gr[i] > 0 ? exp(lp[i] - lm) : 0.0);
+        for (int e = 0; e < E; e++) v[e] = 0;
+        for (size_t t = 0; t < nc; t++) {
+            float gt = (float)gr[t];
+            const float *c = ctx + t * (size_t)E;
+            for (int e = 0; e < E; e++) v[e] += gt * c[e];
+        }
+        /* l_t = (Q a)^T K c_t: dK = q (x) v, d(Qa) = K v, dQ = (K v) (x) a */
+        outer_add(gK, D, E, q, v);
+        dg_head_proj(K, D, E, v, dq);
+        outer_add(gQ, D, E, dq, a);
+        float gn = (float)gr[nc];
+        for (int e = 0; e < E; e++) g->ext_null_w[e] += gn * a[e];
+        g->ext_null_b[0] += gn;
+    }
+done:
+    free(r);
+    free(v);
+    free(l);
+    free(lp);
+    free(gr);
+    return loss;
+}
+
+double dg_grad_count(const dg_heads *h, dg_heads_grad *g, const float *x, int lo, int hi,
+                     int target)
+{
+    const int E = h->E;
+    float l[DG_COUNT_MAX + 1];
+    double lp[DG_COUNT_MAX + 1];
+    int n = hi - lo + 1;
+    for (int c = lo; c <= hi; c++)
+        l[c - lo] = dg_head_dot(h->count_w + (size_t)c * E, x, E) + h->count_b[c];
+    log_softmax(l, (size_t)n, lp);
+    for (int c = lo; c <= hi; c++) {
+        float gc = (float)(exp(lp[c - lo]) - (c == target ? 1.0 : 0.0));
+        float *row = g->count_w + (size_t)c * E;
+        for (int e = 0; e < E; e++) row[e] += gc * x[e];
+        g->count_b[c] += gc;
+    }
+    return -lp[target - lo];
+}
