@@ -32,6 +32,39 @@ static void sb_put(sbuf *b, const char *s, size_t n)
 
 static void sb_str(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
 
+/* Try the decimal strings one unit above and below tmp's last mantissa
+ * digit (tmp as printed by %.*e); on round trip copy it into tmp. */
+static int adjust_last_digit(char *tmp, double x)
+{
+    for (int dir = 1; dir >= -1; dir -= 2) {
+        char c[40];
+        snprintf(c, sizeof c, "%s", tmp);
+        char *e = strchr(c, 'e');
+        if (!e) return 0;
+        char *d = e - 1;
+        int carry = dir;
+        while (carry && d >= c) {
+            if (*d == '.' ) { d--; continue; }
+            if (*d < '0' || *d > '9') break;
+            int v = *d - '0' + carry;
+            carry = 0;
+            if (v > 9) { v = 0; carry = 1; }
+            else if (v < 0) { v = 9; carry = -1; }
+            *d = (char)('0' + v);
+            d--;
+        }
+        /* A carry out of the leading digit (9.99e5 -> 10.0e5) or a leading
+         * zero is not a prec-digit string: skip it. */
+        const char *m = c[0] == '-' ? c + 1 : c;
+        if (carry || *m == '0') continue;
+        if (strtod(c, NULL) == x) {
+            memcpy(tmp, c, strlen(c) + 1);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int dg_float_repr(double x, char *buf, size_t cap)
 {
     /* Shortest digit string that reads back as x (repr's round-trip rule). */
@@ -40,6 +73,11 @@ int dg_float_repr(double x, char *buf, size_t cap)
     for (prec = 1; prec <= 17; prec++) {
         snprintf(tmp, sizeof tmp, "%.*e", prec - 1, x);
         if (strtod(tmp, NULL) == x) break;
+        /* Just below a power of two the round-trip interval is lopsided:
+         * the correctly rounded prec-digit string may fall outside it while
+         * its neighbour one unit up or down is inside (2^-24 reads back
+         * from 5.960464477539063e-08, not ...062e-08). repr takes that one. */
+        if (prec < 17 && adjust_last_digit(tmp, x)) break;
     }
     /* tmp = [-]d[.ddd]e[+-]XX */
     const char *s = tmp;

@@ -623,3 +623,27 @@ Test(schema, options_parse)
     cr_expect(errs && strstr(errs, "\"/default_offset\""), "%s", errs);
     deg_free(errs);
 }
+
+/* Below a power of two the round-trip interval is lopsided; CPython's repr
+ * (expected strings below, from Python 3.11) picks the neighbour digit string
+ * that printf's correctly rounded output misses. Found by hypothesis. */
+Test(render, float_repr_at_power_of_two_boundaries)
+{
+    static const struct { double x; const char *repr; } cases[] = {
+        {0x1p-24, "5.960464477539063e-08"},
+        {0x1p-1074, "5e-324"},
+        {0x1p-1022, "2.2250738585072014e-308"},
+        {0x1p1023, "8.98846567431158e+307"},
+        {0x1p-30, "9.313225746154785e-10"},
+        {1e23, "1e+23"},
+        {0.1, "0.1"},
+        {1e16, "1e+16"},
+        {1e-05, "1e-05"},
+        {-0x1p-24, "-5.960464477539063e-08"},
+    };
+    char buf[64];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        dg_float_repr(cases[i].x, buf, sizeof buf);
+        cr_expect_str_eq(buf, cases[i].repr, "case %zu", i);
+    }
+}
