@@ -9,11 +9,19 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 import deg
 from deg._native import has
 
 ROOT = Path(__file__).resolve().parents[2]
+
+# Property tests draw the same examples on every run (CI must not pass or
+# fail by luck); set HYPOTHESIS_PROFILE=explore to search new examples.
+settings.register_profile("repeatable", derandomize=True, deadline=None,
+                          database=None)
+settings.register_profile("explore", deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 
 def needs(*names):
