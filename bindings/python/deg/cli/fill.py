@@ -23,7 +23,8 @@ def register(sub):
     p.add_argument("--model-path", help="backbone file/directory (default: as recorded "
                    "in the checkpoint)")
     p.add_argument("--create-random", metavar="MODEL",
-                   help="first write a fresh random-head checkpoint for MODEL to --ckpt")
+                   help="first write a fresh random-head checkpoint for MODEL (a path, or "
+                   "'default' = the default model) to --ckpt")
     p.add_argument("--seed", type=int, default=0, help="head seed for --create-random")
     p.add_argument("--indent", type=int, default=None)
     p.set_defaults(func=run)
@@ -38,7 +39,11 @@ def _read(path):
 def run(args):
     from ..fill import create_random_checkpoint, fill, load
     if args.create_random:
-        create_random_checkpoint(args.create_random, args.ckpt, seed=args.seed)
+        backbone = args.create_random
+        if backbone == "default":
+            from ..fetch import default_model_path
+            backbone = default_model_path()
+        create_random_checkpoint(backbone, args.ckpt, seed=args.seed)
     context = _read(args.context)
     if args.json_context:
         context = json.loads(context)
