@@ -37,6 +37,7 @@
 #include <time.h>
 
 #include "base/status.h"
+#include "base/strbuf.h"
 #include "deg/acceptor.h"
 #include "deg/fill.h"
 #include "deg/parse.h"
@@ -52,55 +53,6 @@
 
 /* ---- small helpers -------------------------------------------------------- */
 
-typedef struct sbuf {
-    char *p;
-    size_t len, cap;
-    int oom;
-} sbuf;
-
-static void sb_put(sbuf *b, const char *s, size_t n)
-{
-    if (b->oom) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1) cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = 1;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = 0;
-}
-static void sb_puts(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
-static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sbuf *b, const char *fmt, ...)
-{
-    char tmp[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (n < 0) return;
-    if ((size_t)n < sizeof tmp) {
-        sb_put(b, tmp, (size_t)n);
-        return;
-    }
-    char *big = malloc((size_t)n + 1);
-    if (!big) {
-        b->oom = 1;
-        return;
-    }
-    va_start(ap, fmt);
-    vsnprintf(big, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    sb_put(b, big, (size_t)n);
-    free(big);
-}
 
 /* Growable int32 token list. */
 typedef struct ivec {
@@ -440,22 +392,22 @@ static deg_status build_leaf_job(job *j, const deg_model *m, const freq *r, cons
         DG_TRY(put_line(j, m, "OPTIONS:"));
         size_t n = f->mode == DG_MODE_CHOICE ? f->n_options : f->n_levels + (f->null_outcome ? 1 : 0);
         for (size_t i = 0; i < n; i++) {
-            sbuf b = {0};
-            sb_puts(&b, "- ");
+            dg_strbuf b = {0};
+            dg_sb_puts(&b, "- ");
             if (f->mode == DG_MODE_CHOICE) {
                 char *t = json_text(json_array_get(f->options, i));
-                if (t) sb_puts(&b, t);
+                if (t) dg_sb_puts(&b, t);
                 else b.oom = 1;
                 free(t);
                 if (f->option_descriptions && f->option_descriptions[i]) {
-                    sb_puts(&b, ": ");
-                    sb_puts(&b, f->option_descriptions[i]);
+                    dg_sb_puts(&b, ": ");
+                    dg_sb_puts(&b, f->option_descriptions[i]);
                 }
             } else if (i < f->n_levels) {
-                sb_printf(&b, "%lld", (long long)f->levels[i]);
-                if (f->level_labels && f->level_labels[i]) sb_printf(&b, ": %s", f->level_labels[i]);
+                dg_sb_printf(&b, "%lld", (long long)f->levels[i]);
+                if (f->level_labels && f->level_labels[i]) dg_sb_printf(&b, ": %s", f->level_labels[i]);
             } else {
-                sb_puts(&b, "null");
+                dg_sb_puts(&b, "null");
             }
             if (b.oom) {
                 free(b.p);
@@ -483,11 +435,11 @@ static deg_status build_count_job(job *j, const deg_model *m, const freq *r, int
     DG_TRY(st);
     DG_TRY(put_items(j, m, r, in, 0, 0));
     DG_TRY(put_annotations(j, m, a->title, a->description));
-    sbuf b = {0};
-    sb_puts(&b, "ITEM FIELDS:");
+    dg_strbuf b = {0};
+    dg_sb_puts(&b, "ITEM FIELDS:");
     for (size_t i = 0; i < a->n_fields; i++) {
-        sb_puts(&b, i ? ", " : " ");
-        sb_puts(&b, r->plan->fields[a->first_field + i].pointer);
+        dg_sb_puts(&b, i ? ", " : " ");
+        dg_sb_puts(&b, r->plan->fields[a->first_field + i].pointer);
     }
     st = b.oom ? dg_fail(DEG_ERR_NOMEM, "fill: out of memory") : put_line(j, m, b.p);
     free(b.p);
@@ -1179,13 +1131,13 @@ static deg_status known_values(const dg_ckpt *k, freq *r)
         leaf_key(r, li, &keys[n++]);
     }
     qsort(keys, n, sizeof *keys, cmp_key);
-    sbuf b = {0};
-    sb_puts(&b, "KNOWN VALUES:\n");
+    dg_strbuf b = {0};
+    dg_sb_puts(&b, "KNOWN VALUES:\n");
     for (size_t i = 0; i < n; i++) {
         const leaf *L = &r->leaves[keys[i].leaf];
         char *p = leaf_pointer(r, L);
         char *v = dg_json_render(L->value, 0);
-        if (p && v) sb_printf(&b, "%s = %s\n", p, v);
+        if (p && v) dg_sb_printf(&b, "%s = %s\n", p, v);
         else b.oom = 1;
         free(p);
         free(v);
@@ -1211,7 +1163,7 @@ typedef struct gen_row {
     dg_acceptor *acc;
     int32_t budget;
     int32_t n_tok;
-    sbuf text;
+    dg_strbuf text;
     dg_rng rng;
     double temp;
     int done;
@@ -1234,13 +1186,13 @@ static deg_status build_gen_job(job *j, const dg_ckpt *k, const freq *r, const l
         if (!desc) desc = a->description;
     }
     DG_TRY(put_annotations(j, m, title, desc));
-    sbuf b = {0};
-    sb_puts(&b, "LIMITS:");
+    dg_strbuf b = {0};
+    dg_sb_puts(&b, "LIMITS:");
     if (f->constraints.min_length >= 0)
-        sb_printf(&b, " minLength %lld;", (long long)f->constraints.min_length);
+        dg_sb_printf(&b, " minLength %lld;", (long long)f->constraints.min_length);
     if (f->constraints.max_length >= 0)
-        sb_printf(&b, " maxLength %lld;", (long long)f->constraints.max_length);
-    if (f->constraints.pattern) sb_printf(&b, " pattern %s;", f->constraints.pattern);
+        dg_sb_printf(&b, " maxLength %lld;", (long long)f->constraints.max_length);
+    if (f->constraints.pattern) dg_sb_printf(&b, " pattern %s;", f->constraints.pattern);
     st = b.oom ? dg_fail(DEG_ERR_NOMEM, "fill: out of memory") : put_line(j, m, b.p);
     free(b.p);
     DG_TRY(st);
@@ -1334,7 +1286,7 @@ static int32_t pick(const dg_ckpt *k, gen_row *g, const float *logits, tc *buf)
         const char *bytes = dg_tokenizer_token_bytes(tk, id, &len);
         if (!bytes || len == 0) continue;
         size_t old = g->text.len;
-        sb_put(&g->text, bytes, len);
+        dg_sb_put(&g->text, bytes, len);
         if (g->text.oom) return -3;
         int ok = deg_acceptor_prefix_ok(g->acc, g->text.p, g->text.len);
         g->text.len = old;
@@ -1487,7 +1439,7 @@ static deg_status generate_phase(const dg_ckpt *k, freq *reqs, size_t n_req)
                 }
                 size_t len = 0;
                 const char *bytes = dg_tokenizer_token_bytes(dg_model_tokenizer(m), id, &len);
-                sb_put(&g->text, bytes, len);
+                dg_sb_put(&g->text, bytes, len);
                 if (g->text.oom) {
                     st = dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
                     break;

@@ -153,43 +153,13 @@ json_t *dg_plan_to_json(const dg_plan *p)
     json_t *fields = json_array(), *arrays = json_array(), *objects = json_array();
     for (size_t i = 0; i < p->n_fields; i++) {
         const dg_field_plan *f = &p->fields[i];
-        json_t *j = json_object();
+        /* The leaf's canonical spec (what its fingerprint hashes) plus where
+         * it sits in this plan. */
+        json_t *j = dg_field_canonical(f);
+        json_object_del(j, "spec");
         json_object_set_new(j, "path", dg_path_json(&f->path));
         json_object_set_new(j, "pointer", json_string(f->pointer));
         json_object_set_new(j, "schema_loc", json_string(f->schema_loc));
-        json_object_set_new(j, "mode", json_string(dg_mode_name(f->mode)));
-        json_object_set_new(j, "type", json_string(dg_type_name(f->type)));
-        if (f->mode == DG_MODE_CHOICE) {
-            json_object_set(j, "options", f->options);
-            json_t *d = json_array();
-            for (size_t k = 0; k < f->n_options; k++)
-                json_array_append_new(d, jstr(f->option_descriptions[k]));
-            json_object_set_new(j, "option_descriptions", d);
-        } else {
-            json_object_set_new(j, "options", json_null());
-            json_object_set_new(j, "option_descriptions", json_null());
-        }
-        if (f->mode == DG_MODE_SCORE) {
-            json_t *l = json_array(), *lab = json_array();
-            for (size_t k = 0; k < f->n_levels; k++) {
-                json_array_append_new(l, json_integer(f->levels[k]));
-                json_array_append_new(lab, jstr(f->level_labels[k]));
-            }
-            json_object_set_new(j, "levels", l);
-            json_object_set_new(j, "level_labels", lab);
-        } else {
-            json_object_set_new(j, "levels", json_null());
-            json_object_set_new(j, "level_labels", json_null());
-        }
-        json_object_set_new(j, "null_outcome", json_boolean(f->null_outcome));
-        json_object_set_new(j, "format", jstr(dg_format_name(f->format)));
-        json_object_set(j, "constraints", f->constraints.json);
-        json_object_set_new(j, "required", json_boolean(f->required));
-        json_object_set_new(j, "nullable", json_boolean(f->nullable));
-        json_object_set_new(j, "on_null", json_string(dg_on_null_name(f->on_null)));
-        json_object_set_new(j, "title", jstr(f->title));
-        json_object_set_new(j, "description", jstr(f->description));
-        json_object_set_new(j, "max_tokens", f->max_tokens ? json_integer(f->max_tokens) : json_null());
         json_object_set_new(j, "array", f->array >= 0 ? json_integer(f->array) : json_null());
         json_object_set_new(j, "fingerprint", json_string(f->fingerprint));
         json_array_append_new(fields, j);

@@ -7,30 +7,8 @@
 #include <string.h>
 
 #include "base/status.h"
+#include "base/strbuf.h"
 
-typedef struct sbuf {
-    char *p;
-    size_t n, cap;
-    int oom;
-} sbuf;
-
-static void sb_put(sbuf *b, const char *s, size_t n)
-{
-    if (b->oom) return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 64;
-        while (cap < b->n + n + 1) cap *= 2;
-        char *q = realloc(b->p, cap);
-        if (!q) { b->oom = 1; return; }
-        b->p = q;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = '\0';
-}
-
-static void sb_str(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
 
 /* Try the decimal strings one unit above and below tmp's last mantissa
  * digit (tmp as printed by %.*e); on round trip copy it into tmp. */
@@ -120,10 +98,10 @@ int dg_float_repr(double x, char *buf, size_t cap)
     return o;
 }
 
-static void put_string(sbuf *b, const char *s, size_t n)
+static void put_string(dg_strbuf *b, const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
-    sb_put(b, "\"", 1);
+    dg_sb_put(b, "\"", 1);
     size_t run = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
@@ -145,15 +123,15 @@ static void put_string(sbuf *b, const char *s, size_t n)
             }
         }
         if (esc) {
-            sb_put(b, s + i - run, run);
+            dg_sb_put(b, s + i - run, run);
             run = 0;
-            sb_str(b, esc);
+            dg_sb_puts(b, esc);
         } else {
             run++;
         }
     }
-    sb_put(b, s + n - run, run);
-    sb_put(b, "\"", 1);
+    dg_sb_put(b, s + n - run, run);
+    dg_sb_put(b, "\"", 1);
 }
 
 typedef struct kv {
@@ -171,7 +149,7 @@ static int kv_cmp(const void *a, const void *b)
     return x->klen < y->klen ? -1 : x->klen > y->klen;
 }
 
-static deg_status render(sbuf *b, const json_t *v, int flags, int depth, const json_t *raw)
+static deg_status render(dg_strbuf *b, const json_t *v, int flags, int depth, const json_t *raw)
 {
     if (depth > DG_RENDER_MAX_DEPTH)
         return dg_fail(DEG_ERR_RANGE, "render JSON: nested deeper than %d levels",
@@ -180,19 +158,19 @@ static deg_status render(sbuf *b, const json_t *v, int flags, int depth, const j
     const char *ksep = (flags & DG_RENDER_COMPACT) ? ":" : ": ";
     char num[64];
     switch (json_typeof(v)) {
-    case JSON_NULL: sb_str(b, "null"); break;
-    case JSON_TRUE: sb_str(b, "true"); break;
-    case JSON_FALSE: sb_str(b, "false"); break;
+    case JSON_NULL: dg_sb_puts(b, "null"); break;
+    case JSON_TRUE: dg_sb_puts(b, "true"); break;
+    case JSON_FALSE: dg_sb_puts(b, "false"); break;
     case JSON_INTEGER:
         snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-        sb_str(b, num);
+        dg_sb_puts(b, num);
         break;
     case JSON_REAL: {
         double x = json_real_value(v);
         if (!isfinite(x))
             return dg_fail(DEG_ERR_NUMERIC, "render JSON: non-finite number");
         dg_float_repr(x, num, sizeof num);
-        sb_str(b, num);
+        dg_sb_puts(b, num);
         break;
     }
     case JSON_STRING: {
@@ -201,7 +179,7 @@ static deg_status render(sbuf *b, const json_t *v, int flags, int depth, const j
         if (raw && sn > DG_BIGINT_MARK_LEN && !memcmp(sv, DG_BIGINT_MARK, DG_BIGINT_MARK_LEN)) {
             json_t *r = json_array_get(raw, strtoul(sv + DG_BIGINT_MARK_LEN, NULL, 10));
             if (json_is_string(r)) {
-                sb_str(b, json_string_value(r));
+                dg_sb_puts(b, json_string_value(r));
                 break;
             }
         }
@@ -209,12 +187,12 @@ static deg_status render(sbuf *b, const json_t *v, int flags, int depth, const j
         break;
     }
     case JSON_ARRAY: {
-        sb_put(b, "[", 1);
+        dg_sb_put(b, "[", 1);
         for (size_t i = 0; i < json_array_size(v); i++) {
-            if (i) sb_str(b, isep);
+            if (i) dg_sb_puts(b, isep);
             DG_TRY(render(b, json_array_get(v, i), flags, depth + 1, raw));
         }
-        sb_put(b, "]", 1);
+        dg_sb_put(b, "]", 1);
         break;
     }
     case JSON_OBJECT: {
@@ -233,17 +211,17 @@ static deg_status render(sbuf *b, const json_t *v, int flags, int depth, const j
             i++;
         }
         if ((flags & DG_RENDER_SORT_KEYS) && n > 1) qsort(items, n, sizeof *items, kv_cmp);
-        sb_put(b, "{", 1);
+        dg_sb_put(b, "{", 1);
         deg_status s = DEG_OK;
         for (i = 0; i < n && s == DEG_OK; i++) {
-            if (i) sb_str(b, isep);
+            if (i) dg_sb_puts(b, isep);
             put_string(b, items[i].key, items[i].klen);
-            sb_str(b, ksep);
+            dg_sb_puts(b, ksep);
             s = render(b, items[i].value, flags, depth + 1, raw);
         }
         free(items);
         DG_TRY(s);
-        sb_put(b, "}", 1);
+        dg_sb_put(b, "}", 1);
         break;
     }
     }
@@ -257,7 +235,7 @@ char *dg_json_render(const json_t *value, int flags)
 
 char *dg_json_render_raw(const json_t *value, int flags, const json_t *raw)
 {
-    sbuf b = {0};
+    dg_strbuf b = {0};
     deg_status s = render(&b, value, flags, 0, raw);
     if (s == DEG_OK && b.oom) s = dg_fail(DEG_ERR_NOMEM, "render JSON: out of memory");
     if (s != DEG_OK) {

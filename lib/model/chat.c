@@ -5,36 +5,8 @@
 #include <string.h>
 
 #include "base/status.h"
+#include "base/strbuf.h"
 #include "model/model.h"
-
-/* ---- growable string ---------------------------------------------------- */
-
-typedef struct sbuf {
-    char *p;
-    size_t len, cap;
-    int oom;
-} sbuf;
-
-static void sb_put(sbuf *b, const char *s, size_t n)
-{
-    if (b->oom) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1) cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = 1;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-static void sb_str(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
 
 /* ---- Python str helpers, on [s, s+n) ------------------------------------- */
 
@@ -130,7 +102,7 @@ deg_status dg_chat_default_system(const char *t, char **out)
     else return DEG_OK;
     const char *e = strstr(p, "<|im_end|>");
     if (!e || e > endif) return DEG_OK;
-    sbuf b = {0};
+    dg_strbuf b = {0};
     for (const char *q = p; q < e; q++) {
         if (*q == '\'' || *q == '"' || *q == '{' || *q == '}') {
             free(b.p);
@@ -141,17 +113,17 @@ deg_status dg_chat_default_system(const char *t, char **out)
                 free(b.p);
                 return DEG_OK;
             }
-            sb_put(&b, "\n", 1);
+            dg_sb_put(&b, "\n", 1);
             q++;
             continue;
         }
-        sb_put(&b, q, 1);
+        dg_sb_put(&b, q, 1);
     }
     if (b.oom) {
         free(b.p);
         return dg_fail(DEG_ERR_NOMEM, "chat template: out of memory");
     }
-    if (!b.p) sb_put(&b, "", 0);
+    if (!b.p) dg_sb_put(&b, "", 0);
     if (b.oom) return dg_fail(DEG_ERR_NOMEM, "chat template: out of memory");
     *out = b.p;
     return DEG_OK;
@@ -159,17 +131,17 @@ deg_status dg_chat_default_system(const char *t, char **out)
 
 /* ---- rendering -------------------------------------------------------- */
 
-static void turn(sbuf *b, const char *role, span content)
+static void turn(dg_strbuf *b, const char *role, span content)
 {
-    sb_str(b, "<|im_start|>");
-    sb_str(b, role);
-    sb_str(b, "\n");
-    sb_put(b, content.p, content.n);
-    sb_str(b, "<|im_end|>\n");
+    dg_sb_puts(b, "<|im_start|>");
+    dg_sb_puts(b, role);
+    dg_sb_puts(b, "\n");
+    dg_sb_put(b, content.p, content.n);
+    dg_sb_puts(b, "<|im_end|>\n");
 }
 
 /* Qwen3 assistant message i (template logic described in chat.h). */
-static void qwen3_assistant(sbuf *b, span content, int after_last_query, int is_last)
+static void qwen3_assistant(dg_strbuf *b, span content, int after_last_query, int is_last)
 {
     span reasoning = {"", 0};
     if (sp_find(content, "</think>")) {
@@ -187,16 +159,16 @@ static void qwen3_assistant(sbuf *b, span content, int after_last_query, int is_
         size_t skip = (size_t)(last_close - content.p) + strlen("</think>");
         content = lstrip_nl((span){content.p + skip, content.n - skip});
     }
-    sb_str(b, "<|im_start|>assistant\n");
+    dg_sb_puts(b, "<|im_start|>assistant\n");
     if (after_last_query && (is_last || reasoning.n > 0)) {
         span r = rstrip_nl(lstrip_nl(reasoning));
-        sb_str(b, "<think>\n");
-        sb_put(b, r.p, r.n);
-        sb_str(b, "\n</think>\n\n");
+        dg_sb_puts(b, "<think>\n");
+        dg_sb_put(b, r.p, r.n);
+        dg_sb_puts(b, "\n</think>\n\n");
         content = lstrip_nl(content);
     }
-    sb_put(b, content.p, content.n);
-    sb_str(b, "<|im_end|>\n");
+    dg_sb_put(b, content.p, content.n);
+    dg_sb_puts(b, "<|im_end|>\n");
 }
 
 deg_status dg_chat_render(dg_chat_layout layout, const char *default_system,
@@ -219,12 +191,12 @@ deg_status dg_chat_render(dg_chat_layout layout, const char *default_system,
                            i, m[i].role);
     }
 
-    sbuf b = {0};
+    dg_strbuf b = {0};
     if (layout == DG_CHAT_CHATML) {
         if (strcmp(m[0].role, "system") != 0 && default_system)
             turn(&b, "system", sp_of(default_system));
         for (size_t i = 0; i < n; i++) turn(&b, m[i].role, sp_of(m[i].content));
-        if (add_generation_prompt) sb_str(&b, "<|im_start|>assistant\n");
+        if (add_generation_prompt) dg_sb_puts(&b, "<|im_start|>assistant\n");
     } else {
         /* last_query_index: the last user message that is not a tool
          * response; the last message when there is none. */
@@ -243,7 +215,7 @@ deg_status dg_chat_render(dg_chat_layout layout, const char *default_system,
             else
                 turn(&b, m[i].role, sp_of(m[i].content));
         }
-        if (add_generation_prompt) sb_str(&b, "<|im_start|>assistant\n<think>\n\n</think>\n\n");
+        if (add_generation_prompt) dg_sb_puts(&b, "<|im_start|>assistant\n<think>\n\n</think>\n\n");
     }
     if (b.oom) {
         free(b.p);
