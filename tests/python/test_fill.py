@@ -204,6 +204,30 @@ def test_cli(tmp_path):
     assert res.returncode == 2 and "allOf" in res.stderr
 
 
+def test_cli_bad_input_files(tmp_path):
+    """Unreadable or malformed input files: one clear line, exit 2, no traceback."""
+    ctx, schema = tmp_path / "ctx.txt", tmp_path / "schema.json"
+    ctx.write_text("Invoice 17.")
+    schema.write_text('{"type": "object", "properties": {}}')
+    (tmp_path / "latin1.txt").write_bytes(b"caf\xe9")
+    (tmp_path / "notjson.json").write_text("{oops")
+    cases = [
+        (["--context", tmp_path / "missing.txt", "--schema", schema], "missing.txt"),
+        (["--context", ctx, "--schema", tmp_path / "missing.json"], "missing.json"),
+        (["--context", ctx, "--schema", tmp_path / "notjson.json"],
+         "--schema is not valid JSON"),
+        (["--context", tmp_path / "latin1.txt", "--schema", schema], "not UTF-8 text (byte 3)"),
+        (["--context", ctx, "--schema", schema, "--options", "{oops"],
+         "--options is not valid JSON"),
+        (["--context", ctx, "--json-context", "--schema", schema],
+         "--context is not valid JSON"),
+    ]
+    for extra, expect in cases:
+        res = run_cli("fill", "--ckpt", tmp_path / "no-ckpt", *extra, check=False)
+        assert res.returncode == 2, (extra, res.stderr)
+        assert expect in res.stderr and "Traceback" not in res.stderr, (extra, res.stderr)
+
+
 def test_real_model_generate_constraints(model_path, tmp_path):
     """SmolLM2 with random heads: patterns, lengths and x-max-tokens respected."""
     deg.create_random_checkpoint(model_path, tmp_path, seed=5)

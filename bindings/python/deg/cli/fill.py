@@ -33,7 +33,18 @@ def register(sub):
 def _read(path):
     if path == "-":
         return sys.stdin.read()
-    return Path(path).read_text(encoding="utf-8")
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not UTF-8 text (byte {e.start})") from None
+
+
+def _json(text, what):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{what} is not valid JSON: {e.msg} at line {e.lineno} "
+                         f"column {e.colno}") from None
 
 
 def run(args):
@@ -44,14 +55,18 @@ def run(args):
             from ..fetch import default_model_path
             backbone = default_model_path()
         create_random_checkpoint(backbone, args.ckpt, seed=args.seed)
-    context = _read(args.context)
-    if args.json_context:
-        context = json.loads(context)
-    schema = json.loads(_read(args.schema))
-    options = None
-    if args.options:
-        options = json.loads(_read(args.options[1:]) if args.options.startswith("@")
-                             else args.options)
+    try:
+        context = _read(args.context)
+        if args.json_context:
+            context = _json(context, "--context")
+        schema = _json(_read(args.schema), "--schema")
+        options = None
+        if args.options:
+            options = _json(_read(args.options[1:]) if args.options.startswith("@")
+                            else args.options, "--options")
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        print(f"deg fill: {e}", file=sys.stderr)
+        return 2
     with load(args.ckpt, model_path=args.model_path) as ck:
         try:
             resp = fill(context, schema, model=ck, options=options)
