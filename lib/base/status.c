@@ -31,7 +31,16 @@ deg_status dg_fail_context(deg_status status, const char *fmt, ...)
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
     memcpy(old, dg_errmsg_buf, sizeof old);
-    snprintf(dg_errmsg_buf, sizeof dg_errmsg_buf, "%s: %s", prefix, old);
+    /* "prefix: old", cut at the buffer's end with a visible "..." so a cut
+     * message never passes for a whole one. */
+    size_t lp = strlen(prefix), lo = strnlen(old, sizeof old - 1), room = DG_ERRMSG_CAP - 1 - lp - 2;
+    int cut = lo > room;
+    if (cut) lo = room;
+    memcpy(dg_errmsg_buf, prefix, lp);
+    memcpy(dg_errmsg_buf + lp, ": ", 2);
+    memcpy(dg_errmsg_buf + lp + 2, old, lo);
+    dg_errmsg_buf[lp + 2 + lo] = '\0';
+    if (cut) memcpy(dg_errmsg_buf + lp + 2 + lo - 3, "...", 3);
     return status;
 }
 

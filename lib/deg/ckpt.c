@@ -362,8 +362,12 @@ deg_status deg_ckpt_load(const char *dir, const char *model_path, deg_ckpt **out
     json_error_t err;
     meta = json_load_file(jpath, 0, &err);
     if (!meta) {
-        st = dg_fail(errno == ENOENT && err.line <= 0 ? DEG_ERR_IO : DEG_ERR_FORMAT,
-                     "%s: %s (line %d)", jpath, err.text, err.line);
+        /* jansson reports line -1 when the file could not be opened at all */
+        if (err.line <= 0)
+            st = dg_fail(DEG_ERR_IO, "%s: %s", jpath, err.text);
+        else
+            st = dg_fail(DEG_ERR_FORMAT, "%s: %s (line %d, column %d)", jpath, err.text, err.line,
+                         err.column);
         goto fail;
     }
     const char *fmt = json_string_value(json_object_get(meta, "format"));

@@ -21,3 +21,22 @@ Test(base, status_names_and_version)
     cr_assert_str_eq(deg_status_name((deg_status)-999), "DEG_ERR_UNKNOWN");
     cr_assert_str_eq(deg_version(), DEG_VERSION_STRING);
 }
+
+/* A context prefix on a message already near the cap: the result is cut at
+ * the cap and marked with "...", the prefix and the message start intact. */
+Test(base, fail_context_cuts_long_messages_visibly)
+{
+    char big[3000];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    dg_fail(DEG_ERR_IO, "%s", big);
+    cr_assert_eq(strlen(deg_errmsg()), 2047);
+    dg_fail_context(DEG_ERR_IO, "reading %s", "a.gguf");
+    const char *m = deg_errmsg();
+    cr_assert_eq(strlen(m), 2047);
+    cr_assert_eq(strncmp(m, "reading a.gguf: xxx", 19), 0, "%.40s", m);
+    cr_assert_str_eq(m + 2044, "...");
+    dg_fail(DEG_ERR_IO, "short");
+    dg_fail_context(DEG_ERR_IO, "ctx");
+    cr_assert_str_eq(deg_errmsg(), "ctx: short");
+}

@@ -15,6 +15,7 @@
 
 #include "cartridge.h"
 #include "deg.h"
+#include "model_path.h"
 #include "model/arch.h"
 #include "tokenizer/tokenizer.h"
 
@@ -25,21 +26,7 @@ static char model_path[1024];
 
 static int find_model(void)
 {
-    const char *env = getenv("DEG_MODEL");
-    if (env && *env) {
-        snprintf(model_path, sizeof model_path, "%s", env);
-    } else {
-        const char *cache = getenv("DEG_CACHE");
-        const char *home = getenv("HOME");
-        if (cache && *cache)
-            snprintf(model_path, sizeof model_path, "%s/models/SmolLM2-135M-Instruct.Q4_1.gguf",
-                     cache);
-        else
-            snprintf(model_path, sizeof model_path,
-                     "%s/.cache/deg/models/SmolLM2-135M-Instruct.Q4_1.gguf", home ? home : "");
-    }
-    struct stat sb;
-    return stat(model_path, &sb) == 0;
+    return tu_default_model(model_path, sizeof model_path) != NULL;
 }
 
 static char *read_text(const char *path, size_t *len)

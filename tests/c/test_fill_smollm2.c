@@ -12,22 +12,13 @@
 #include <unistd.h>
 
 #include "deg.h"
+#include "model_path.h"
 
 static char model_path[1024];
 
 static int find_model(void)
 {
-    const char *env = getenv("DEG_MODEL");
-    if (env) snprintf(model_path, sizeof model_path, "%s", env);
-    else {
-        const char *cache = getenv("DEG_CACHE");
-        if (cache) snprintf(model_path, sizeof model_path,
-                            "%s/models/SmolLM2-135M-Instruct.Q4_1.gguf", cache);
-        else snprintf(model_path, sizeof model_path,
-                      "%s/.cache/deg/models/SmolLM2-135M-Instruct.Q4_1.gguf",
-                      getenv("HOME") ? getenv("HOME") : ".");
-    }
-    return access(model_path, R_OK) == 0;
+    return tu_default_model(model_path, sizeof model_path) != NULL;
 }
 
 static const char *CTX = "Order 4711 from ACME, placed on 5 March 2026 by jane@example.com. "

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "deg.h"
+#include "model_path.h"
 #include "model/model.h"
 #include "gen_checks.h"
 
@@ -20,18 +21,7 @@ static char g_path[4096];
 
 static const char *model_path(void)
 {
-    const char *env = getenv("DEG_MODEL");
-    if (env && *env) {
-        snprintf(g_path, sizeof g_path, "%s", env);
-    } else {
-        const char *cache = getenv("DEG_CACHE");
-        if (cache && *cache)
-            snprintf(g_path, sizeof g_path, "%s/models/SmolLM2-135M-Instruct.Q4_1.gguf", cache);
-        else
-            snprintf(g_path, sizeof g_path,
-                     "%s/.cache/deg/models/SmolLM2-135M-Instruct.Q4_1.gguf",
-                     getenv("HOME") ? getenv("HOME") : "");
-    }
+    tu_default_model(g_path, sizeof g_path);
     return g_path;
 }
 

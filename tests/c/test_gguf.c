@@ -2,6 +2,7 @@
  * checked value by value, hand-made bad files (each a clear error), and the
  * real SmolLM2 model when it is available. */
 #include <criterion/criterion.h>
+#include "model_path.h"
 #include <math.h>
 #include <string.h>
 
@@ -481,16 +482,7 @@ Test(gguf_bad, missing_file)
 
 static const char *model_path(char *buf, size_t cap)
 {
-    const char *env = getenv("DEG_MODEL");
-    if (env && *env && access(env, R_OK) == 0) return env;
-    const char *cache = getenv("DEG_CACHE");
-    const char *home = getenv("HOME");
-    if (cache && *cache)
-        snprintf(buf, cap, "%s/models/SmolLM2-135M-Instruct.Q4_1.gguf", cache);
-    else
-        snprintf(buf, cap, "%s/.cache/deg/models/SmolLM2-135M-Instruct.Q4_1.gguf", home ? home : "");
-    if (access(buf, R_OK) == 0) return buf;
-    return NULL;
+    return tu_default_model(buf, cap);
 }
 
 Test(gguf, real_smollm2_model)

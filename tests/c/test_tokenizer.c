@@ -6,6 +6,7 @@
  * loads it with dg_tokenizer_from_json, and asserts identical ids on every
  * text, plus decode(encode(x)) == x byte-exact where that is an identity. */
 #include <criterion/criterion.h>
+#include "model_path.h"
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -538,15 +539,7 @@ Test(tokenizer, token_accessors)
 
 static const char *model_path(char *buf, size_t cap)
 {
-    const char *env = getenv("DEG_MODEL");
-    if (env && *env && access(env, R_OK) == 0) return env;
-    const char *cache = getenv("DEG_CACHE");
-    const char *home = getenv("HOME");
-    if (cache && *cache)
-        snprintf(buf, cap, "%s/models/SmolLM2-135M-Instruct.Q4_1.gguf", cache);
-    else
-        snprintf(buf, cap, "%s/.cache/deg/models/SmolLM2-135M-Instruct.Q4_1.gguf", home ? home : "");
-    return access(buf, R_OK) == 0 ? buf : NULL;
+    return tu_default_model(buf, cap);
 }
 
 /* The real SmolLM2 GGUF vocabulary gives the same ids as HF tokenizers on
