@@ -209,3 +209,95 @@ def test_real_model_one_conversation(model, tmp_path):
     cart = deg.Cartridge.from_corpus(model, c.text, 16)
     loss = cs.group_backward(cart, [v])
     assert math.isfinite(loss) and loss > 0
+
+
+def test_special_and_unreadable_paths(tiny, tmp_path, monkeypatch):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)  # reading it would block forever
+    with pytest.raises(deg.DegIOError, match="not a regular file"):
+        cs.load_corpus(tiny, [fifo])
+    doc = tmp_path / "doc.txt"
+    doc.write_text(TEXT)
+
+    def denied(self):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(Path, "read_bytes", denied)  # tests run as root: chmod 000 is no test
+    with pytest.raises(deg.DegIOError, match="cannot read .*Permission denied"):
+        cs.load_corpus(tiny, [doc])
+
+
+def test_heldout_set_cached(tiny, corpus_file, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    a = cs.heldout_set(tiny, cs.load_corpus(tiny, [corpus_file]), 5, 2, cache=cache, **SMALL)
+    assert a == cs.SelfStudy(tiny, cs.load_corpus(tiny, [corpus_file]), seed=5,
+                             **SMALL).generate(2)
+    (f,) = cache.iterdir()
+    key = cs.heldout_key(tiny, cs.load_corpus(tiny, [corpus_file]), 5, 2, **SMALL)
+    assert f.name == key + ".json"
+    # the key follows the corpus, the seed, n and every synthesis setting
+    other = tmp_path / "other.txt"
+    other.write_text(TEXT + " Extra words.")
+    c = cs.load_corpus(tiny, [corpus_file])
+    assert key != cs.heldout_key(tiny, cs.load_corpus(tiny, [other]), 5, 2, **SMALL)
+    assert key != cs.heldout_key(tiny, c, 6, 2, **SMALL)
+    assert key != cs.heldout_key(tiny, c, 5, 3, **SMALL)
+    assert key != cs.heldout_key(tiny, c, 5, 2, **dict(SMALL, max_a=9))
+
+    def no_synthesis(self, n):
+        raise AssertionError("held-out set synthesised again")
+
+    monkeypatch.setattr(cs.SelfStudy, "generate", no_synthesis)
+    assert cs.heldout_set(tiny, c, 5, 2, cache=cache, **SMALL) == a
+    f.write_text("{ torn")  # a damaged file is synthesised again, not trusted
+    monkeypatch.undo()
+    assert cs.heldout_set(tiny, c, 5, 2, cache=cache, **SMALL) == a
+
+
+def test_cli_eval_no_icl_and_cache(corpus_file, tmp_path):
+    art = tmp_path / "c.safetensors"
+    with deg.load_model(TINY) as m:
+        deg.Cartridge.from_corpus(m, TEXT, 12).save(art)
+    env = {"DEG_CACHE": str(tmp_path / "cache")}
+    args = ["cartridge", "eval", "--model", TINY, "--load", art, "--corpus", corpus_file,
+            "--n-eval", 2, "--chunk-min", 24, "--chunk-max", 48, "--max-q", 6, "--max-a", 8]
+    full = run_cli(*args, env=env).stdout
+    assert len(list((tmp_path / "cache" / "heldout").iterdir())) == 1
+    r = run_cli(*args, "--no-icl", env=env).stdout
+    assert "nan" not in r
+    assert "corpus in context skipped (--no-icl)" in r and "gap closure skipped" in r
+    # same cached questions: identical bare and cartridge lines
+    assert full.splitlines()[:3] == r.splitlines()[:3]
+
+
+def test_cli_sigint_keeps_last_artifact(corpus_file, tmp_path):
+    """A real Ctrl-C (SIGINT) mid-training: exit 130, a clear message, and
+    the last atomically saved artifact loads."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    out = tmp_path / "c.safetensors"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "deg.cli", "cartridge", "train", "--model", str(TINY),
+         "--corpus", str(corpus_file), "--p", "12", "--steps", "100000", "--accum", "1",
+         "--seed", "2", "--chunk-min", "24", "--chunk-max", "48", "--max-q", "6",
+         "--max-a", "8", "--quiet", "--save", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        with deg.load_model(TINY) as m:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                if out.exists() and deg.Cartridge.load(m, out).steps >= 2:
+                    break
+                time.sleep(0.2)
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=120)
+            assert proc.returncode == 130, err
+            assert "interrupted after" in err and str(out) in err
+            assert deg.Cartridge.load(m, out).steps >= 2
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.safetensors", "doc.txt"]

@@ -36,11 +36,14 @@ conversation, each weighted by its share of the group's positions, so the
 sum equals the packed gradient (tests/c/test_cartridge_packed.c,
 tests/python/test_selfstudy.py).
 """
+import hashlib
+import json
 import math
 import os
 import random
 import re
 import time
+from array import array
 from collections import namedtuple
 from os import fspath
 from pathlib import Path
@@ -51,6 +54,7 @@ from .errors import ArgumentError, DegIOError, FormatError, RangeError
 from .model import Model, _sample_params, _ids_buffer, feed_forks
 
 __all__ = ["Corpus", "load_corpus", "SEED_PROMPTS", "Conversation", "SelfStudy", "train",
+           "heldout_set", "heldout_key",
            "ask", "evaluate", "Evaluation", "TrainReport"]
 
 # --------------------------------------------------------------------------
@@ -121,8 +125,10 @@ def load_corpus(model, paths):
             if not found:
                 raise ArgumentError(f"corpus: directory {fspath(p)!r} holds no files")
             files += found
-        elif p.exists():
+        elif p.is_file():
             files.append(p)
+        elif p.exists():  # a FIFO or device would block or never end
+            raise DegIOError(f"corpus: {fspath(p)!r} is not a regular file or directory")
         else:
             raise DegIOError(f"corpus: {fspath(p)!r} does not exist")
     docs = []
@@ -269,6 +275,12 @@ class SelfStudy:
         self.stop_ids = _stop_ids(model)
         self.timing = {"generate": 0.0, "teacher": 0.0}
 
+    def settings(self):
+        """The synthesis settings (what a seed's conversations depend on)."""
+        return {"chunk_min": self.chunk_min, "chunk_max": self.chunk_max, "max_q": self.max_q,
+                "max_a": self.max_a, "top_k": self.top_k, "min_mass": self.min_mass,
+                "temperature_a": self.temperature_a}
+
     def _plan(self):
         n = len(self.corpus)
         size = min(self.rng.randint(self.chunk_min, self.chunk_max), n)
@@ -413,9 +425,74 @@ Evaluation = namedtuple("Evaluation", "nll_bare nll_cartridge nll_icl gap_closur
                                       "rows_bare rows_cartridge rows_icl n_tokens distill_loss")
 
 
-def heldout_set(model, corpus, seed, n, **kw):
-    """n fixed conversations synthesised with a held-out seed."""
-    return SelfStudy(model, corpus, seed=seed, **kw).generate(n)
+_HELDOUT_VERSION = 1  # bump when synthesis changes what a seed produces
+
+
+def _model_fingerprint(model):
+    """What the teacher's answers depend on: the model's geometry and its
+    file(s) (resolved path, size, mtime), without hashing the weights."""
+    i = model.info
+    parts = [i.arch, i.name, i.n_vocab, i.n_embd, i.n_layer, i.weight_bytes]
+    path = Path(model.path).resolve()
+    files = sorted(f for f in path.rglob("*") if f.is_file()) if path.is_dir() else [path]
+    for f in files:
+        st = f.stat()
+        parts += [str(f), st.st_size, st.st_mtime_ns]
+    return parts
+
+
+def heldout_key(model, corpus, seed, n, **kw):
+    """Cache key of a held-out set: sha256 over the corpus token ids, the
+    model fingerprint, the seed, n and the synthesis settings."""
+    study = SelfStudy(model, corpus, seed=seed, **kw)  # validates and fills defaults
+    ids = hashlib.sha256(array("i", corpus.ids).tobytes()).hexdigest()
+    blob = json.dumps({"v": _HELDOUT_VERSION, "corpus": ids, "model": _model_fingerprint(model),
+                       "seed": seed, "n": n, "settings": study.settings()}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _conv_to_json(c):
+    d = c._asdict()
+    d["targets"] = [list(t) for t in c.targets]
+    return d
+
+
+def _conv_from_json(d):
+    d = dict(d)
+    d["chunk_span"] = tuple(d["chunk_span"])
+    d["targets"] = [DistillTarget(*t) for t in d["targets"]]
+    return Conversation(**d)
+
+
+def heldout_set(model, corpus, seed, n, cache=None, **kw):
+    """n fixed conversations synthesised with a held-out seed.
+
+    cache: a directory for the set (default: <deg cache>/heldout, see
+    deg.cache_dir()), or False to always synthesise. A cached set is keyed by
+    heldout_key (corpus, model, seed, n, settings), so repeated evaluations
+    score the same questions without re-synthesis; files are written
+    atomically and an unreadable one is synthesised again."""
+    if cache is False:
+        return SelfStudy(model, corpus, seed=seed, **kw).generate(n)
+    from .fetch import cache_dir
+    d = Path(cache) if cache else cache_dir() / "heldout"
+    f = d / (heldout_key(model, corpus, seed, n, **kw) + ".json")
+    try:
+        convs = [_conv_from_json(c) for c in json.loads(f.read_text())["conversations"]]
+        if len(convs) == n:
+            return convs
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    convs = SelfStudy(model, corpus, seed=seed, **kw).generate(n)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        tmp = f.with_name(f"{f.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"seed": seed, "n": n,
+                                   "conversations": [_conv_to_json(c) for c in convs]}))
+        os.replace(tmp, f)
+    except OSError:
+        pass  # a read-only cache costs re-synthesis next time, nothing else
+    return convs
 
 
 def distill_loss(cartridge, convs):
@@ -481,7 +558,7 @@ TrainReport = namedtuple("TrainReport", "cartridge conversations steps seconds "
 def train(model, corpus, p=256, steps=8, accum=4, gen_batch=None, lr=2e-3, seed=0,
           save=None, chunk_min=256, chunk_max=512, max_q=64, max_a=160, eval_every=0,
           n_eval=4, pack=True, checkpoint=False, init="corpus", progress=None,
-          save_every=1, log=None):
+          save_every=1, log=None, heldout_cache=None):
     """Self-study training of a p-row cartridge for corpus (a Corpus, or
     paths). Returns a TrainReport. One optimizer step per `accum`
     conversations; conversations are synthesised `gen_batch` at a time (one
@@ -491,6 +568,7 @@ def train(model, corpus, p=256, steps=8, accum=4, gen_batch=None, lr=2e-3, seed=
     artifact is written atomically after every save_every steps and at the
     end, so an interruption leaves the last saved cartridge loadable.
     progress(step, info_dict) is called after every step; log(str) for text.
+    heldout_cache: where the eval_every held-out set is cached (heldout_set).
     """
     if not isinstance(model, Model):
         model = Model(model)
@@ -515,7 +593,8 @@ def train(model, corpus, p=256, steps=8, accum=4, gen_batch=None, lr=2e-3, seed=
         raise ArgumentError(f"init must be 'corpus' or 'random-text', got {init!r}")
     kw = dict(chunk_min=chunk_min, chunk_max=chunk_max, max_q=max_q, max_a=max_a)
     study = SelfStudy(model, corpus, seed=seed, **kw)
-    heldout = heldout_set(model, corpus, seed + 0x5EED0000, n_eval, **kw) if eval_every else []
+    heldout = (heldout_set(model, corpus, seed + 0x5EED0000, n_eval, cache=heldout_cache, **kw)
+               if eval_every else [])
     history = []
     if heldout:
         history.append((0, distill_loss(cart, heldout)))
