@@ -466,11 +466,9 @@ deg_status deg_ckpt_load(const char *dir, const char *model_path, deg_ckpt **out
         st = dg_fail(DEG_ERR_FORMAT, "%s: array_mode must be \"index\" or \"anchor\"", jpath);
         goto fail;
     }
-    if (am && strcmp(am, "anchor") == 0) {
-        /* §12.6 anchor mode (anchor forks, regions, locators) is not in this
-         * runtime yet: refuse rather than fill anchored arrays by index. */
-        st = dg_fail(DEG_ERR_UNSUPPORTED, "%s: array_mode \"anchor\" is not supported by this "
-                     "runtime yet (index mode only)", jpath);
+    json_t *amt = json_object_get(meta, "anchor_min_tokens");
+    if (amt && !json_is_null(amt) && (!json_is_integer(amt) || json_integer_value(amt) < 0)) {
+        st = dg_fail(DEG_ERR_FORMAT, "%s: anchor_min_tokens must be an integer >= 0", jpath);
         goto fail;
     }
     k->array_mode = strdup(am ? am : "index");

@@ -39,6 +39,7 @@
 #include "base/status.h"
 #include "base/strbuf.h"
 #include "deg/acceptor.h"
+#include "deg/anchor.h"
 #include "deg/fill.h"
 #include "deg/parse.h"
 #include "deg/plan.h"
@@ -112,6 +113,14 @@ typedef struct inst {       /* one array instance */
     char *alive;            /* [n_items] */
     size_t *newidx;         /* [n_items] index after dropping */
     int64_t n_alive;
+    /* §12.6 anchor mode: the items are the anchors found in the region */
+    int anchored;
+    size_t r0, r1;          /* region: context tokens [r0, r1) (every instance has one) */
+    size_t *anchor;         /* [n_items] anchor tokens, ascending */
+    float *alog;            /* [r1 - r0] anchor logits, until resolved */
+    float clog[DG_COUNT_MAX + 1]; /* count fork logits (count_peaks / hybrid) */
+    int has_clog;
+    json_t *raw;            /* debug: digest of the anchor (+ count) logits */
 } inst;
 
 typedef struct leaf {
@@ -126,7 +135,7 @@ typedef struct leaf {
     char *fail_msg;
 } leaf;
 
-enum { JOB_LEAF = 0, JOB_COUNT = 1, JOB_GEN = 2 };
+enum { JOB_LEAF = 0, JOB_COUNT = 1, JOB_GEN = 2, JOB_ANCHOR = 3 };
 
 typedef struct job {
     int kind;
@@ -153,6 +162,7 @@ typedef struct freq {
     deg_fill_options opt;
     deg_trunk *trunk;
     size_t c0, c1;          /* context tokens are trunk rows [c0, c1) */
+    int anchor_on;          /* anchor-mode checkpoint and >= anchor_min_tokens (§12.6) */
     float *ctx_hidden;      /* [c1 - c0, E] */
     size_t *tok_cp0, *tok_cp1; /* per context token: code point range it covers */
     size_t *cp_tok;         /* per code point: the context token holding its first byte */
@@ -233,6 +243,9 @@ static void freq_clear(freq *r)
         free(r->insts[i].idx);
         free(r->insts[i].alive);
         free(r->insts[i].newidx);
+        free(r->insts[i].anchor);
+        free(r->insts[i].alog);
+        json_decref(r->insts[i].raw);
     }
     free(r->insts);
     for (size_t i = 0; i < r->n_leaves; i++) {
@@ -318,8 +331,48 @@ static deg_status put_linef(job *j, const deg_model *m, const char *fmt, ...)
     return st;
 }
 
-/* "ITEM i of <array pointer>" lines of the enclosing items of instance in
- * (and of item `item` of `in` itself when with_self). */
+/* Fork-side indices of the item chain ending at item `item` of instance
+ * `in` (outermost first): an anchored item renders as "*" (DG_IDX_STAR, no
+ * ordinal in an anchored item's forks, §12.6), an index-addressed one as its
+ * original index. Returns the chain length. */
+static size_t fork_chain(const freq *r, int in, size_t item, size_t *out)
+{
+    size_t tmp[64], n = 0;
+    while (in >= 0 && n < 64) {
+        tmp[n++] = r->insts[in].anchored ? DG_IDX_STAR : item;
+        item = r->insts[in].parent_item;
+        in = r->insts[in].parent;
+    }
+    for (size_t i = 0; i < n; i++) out[i] = tmp[n - 1 - i];
+    return n;
+}
+
+/* End (exclusive) of anchored item `item`'s region: the next sibling's
+ * anchor, the last item's its instance's region end (§12.6). */
+static size_t item_end(const inst *I, size_t item)
+{
+    return item + 1 < (size_t)I->n_items ? I->anchor[item + 1] : I->r1;
+}
+
+/* Locator of anchored item `item` of I: the context text from its anchor,
+ * at most DG_LOCATOR_TOKENS tokens, cut at the region end, as a JSON string. */
+static char *locator_json(const freq *r, const inst *I, size_t item)
+{
+    size_t t0 = I->anchor[item], t1 = item_end(I, item);
+    if (t1 > t0 + DG_LOCATOR_TOKENS) t1 = t0 + DG_LOCATOR_TOKENS;
+    size_t b0 = r->cp_byte[r->tok_cp0[t0]];
+    size_t b1 = t1 > t0 ? r->cp_byte[r->tok_cp1[t1 - 1]] : b0;
+    if (b1 < b0) b1 = b0;
+    json_t *js = json_stringn(r->ctx + b0, b1 - b0);
+    char *out = js ? dg_json_render(js, 0) : NULL;
+    json_decref(js);
+    return out;
+}
+
+/* One line per enclosing item of instance in (and of item `item` of `in`
+ * itself when with_self), outermost first: "ITEM i of <array pointer>"
+ * (index-addressed) or "ITEM <array pointer> AT: \"<locator>\"" (anchored,
+ * §12.6). */
 static deg_status put_items(job *j, const deg_model *m, const freq *r, int in, int with_self,
                             size_t item)
 {
@@ -343,9 +396,19 @@ static deg_status put_items(job *j, const deg_model *m, const freq *r, int in, i
     }
     for (int k = n - 1; k >= 0; k--) {
         const inst *I = &r->insts[chain[k]];
-        char *p = dg_path_pointer(&r->plan->arrays[I->array].path, I->idx, I->n_idx);
+        size_t idx[64];
+        size_t ni = fork_chain(r, I->parent, I->parent_item, idx);
+        char *p = dg_path_pointer(&r->plan->arrays[I->array].path, idx, ni);
         if (!p) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
-        deg_status st = put_linef(j, m, "ITEM %zu of %s", items[k], p);
+        deg_status st;
+        if (I->anchored) {
+            char *loc = locator_json(r, I, items[k]);
+            st = loc ? put_linef(j, m, "ITEM %s AT: %s", p, loc)
+                     : dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+            free(loc);
+        } else {
+            st = put_linef(j, m, "ITEM %zu of %s", items[k], p);
+        }
         free(p);
         DG_TRY(st);
     }
@@ -368,7 +431,9 @@ static char *json_text(const json_t *v)
 static deg_status build_leaf_job(job *j, const deg_model *m, const freq *r, const leaf *L)
 {
     const dg_field_plan *f = &r->plan->fields[L->field];
-    char *ptr = dg_path_pointer(&f->path, L->idx, L->n_idx);
+    size_t idx[64];
+    size_t ni = fork_chain(r, L->inst, L->item, idx);
+    char *ptr = dg_path_pointer(&f->path, idx, ni);
     if (!ptr) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
     deg_status st = put_linef(j, m, "FIELD %s", ptr);
     free(ptr);
@@ -424,11 +489,14 @@ static deg_status build_leaf_job(job *j, const deg_model *m, const freq *r, cons
     return job_mark(j);
 }
 
-static deg_status build_count_job(job *j, const deg_model *m, const freq *r, int in)
+/* Count fork (§12.1) or, with anchor != 0, anchor fork (§12.6) of instance in. */
+static deg_status build_array_job(job *j, const deg_model *m, const freq *r, int in, int anchor)
 {
     const inst *I = &r->insts[in];
     const dg_array_plan *a = &r->plan->arrays[I->array];
-    char *ptr = dg_path_pointer(&a->path, I->idx, I->n_idx);
+    size_t idx[64];
+    size_t ni = fork_chain(r, I->parent, I->parent_item, idx);
+    char *ptr = dg_path_pointer(&a->path, idx, ni);
     if (!ptr) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
     deg_status st = put_linef(j, m, "ARRAY %s", ptr);
     free(ptr);
@@ -444,8 +512,51 @@ static deg_status build_count_job(job *j, const deg_model *m, const freq *r, int
     st = b.oom ? dg_fail(DEG_ERR_NOMEM, "fill: out of memory") : put_line(j, m, b.p);
     free(b.p);
     DG_TRY(st);
+    if (anchor) DG_TRY(put_line(j, m, "KIND: mark where each item starts in the context"));
     DG_TRY(iv_tok(&j->ids, m, "ANSWER:", 7, 0));
     return job_mark(j);
+}
+
+static deg_status build_count_job(job *j, const deg_model *m, const freq *r, int in)
+{
+    return build_array_job(j, m, r, in, 0);
+}
+
+/* 1 if array ai's item subtree has an extract leaf: it can be anchored (§12.6). */
+static int array_has_extract(const dg_plan *P, size_t ai)
+{
+    const dg_array_plan *a = &P->arrays[ai];
+    for (size_t i = 0; i < a->n_fields; i++)
+        if (dg_mode_is_extract(P->fields[a->first_field + i].mode)) return 1;
+    return 0;
+}
+
+/* Jobs of a new array instance c: anchored -> anchor fork (+ count fork for
+ * count_peaks / hybrid); index -> count fork. */
+static deg_status array_jobs(freq *r, size_t ri, jobs *J, const deg_model *m, int c)
+{
+    inst *C = &r->insts[c];
+    int in = C->parent;
+    if (in < 0) {
+        C->r0 = 0;
+        C->r1 = r->c1 - r->c0;
+    } else if (r->insts[in].anchored) {
+        C->r0 = r->insts[in].anchor[C->parent_item];
+        C->r1 = item_end(&r->insts[in], C->parent_item);
+    } else {
+        C->r0 = r->insts[in].r0;
+        C->r1 = r->insts[in].r1;
+    }
+    C->anchored = r->anchor_on && array_has_extract(r->plan, (size_t)C->array);
+    if (C->anchored) {
+        job *j = jobs_add(J, JOB_ANCHOR, ri, (size_t)c);
+        if (!j) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+        DG_TRY(build_array_job(j, m, r, c, 1));
+        if (r->opt.array_decode == DEG_ARRAY_DECODE_THRESHOLD) return DEG_OK;
+    }
+    job *j = jobs_add(J, JOB_COUNT, ri, (size_t)c);
+    if (!j) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+    return build_count_job(j, m, r, c);
 }
 
 /* Create the round's jobs for the items of instance `in` (its leaves and
@@ -469,9 +580,7 @@ static deg_status expand(freq *r, size_t ri, jobs *J, const deg_model *m, int in
             if (P->arrays[ai].parent_array != array) continue;
             int c = add_inst(r, (int)ai, in, (size_t)it);
             if (c < 0) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
-            job *j = jobs_add(J, JOB_COUNT, ri, (size_t)c);
-            if (!j) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
-            DG_TRY(build_count_job(j, m, r, c));
+            DG_TRY(array_jobs(r, ri, J, m, c));
         }
     }
     return DEG_OK;
@@ -698,6 +807,85 @@ static deg_status decode_decide(const dg_ckpt *k, freq *r, job *j)
     return DEG_OK;
 }
 
+/* Anchor token and region end of the innermost anchored item enclosing item
+ * `item` of instance `in` (the anchored-extract bias, §12.3); 0 if none. */
+static int innermost_anchor(const freq *r, int in, size_t item, size_t *anchor, size_t *rend)
+{
+    while (in >= 0) {
+        const inst *I = &r->insts[in];
+        if (I->anchored) {
+            *anchor = I->anchor[item];
+            *rend = item_end(I, item);
+            return 1;
+        }
+        item = I->parent_item;
+        in = I->parent;
+    }
+    return 0;
+}
+
+/* Anchor fork: the anchor head's logits over the instance's region. */
+static deg_status decode_anchor(const dg_ckpt *k, freq *r, job *j)
+{
+    inst *I = &r->insts[j->target];
+    const float *a = j->h + (j->n_mark - 1) * (size_t)k->h.E;
+    size_t n = I->r1 - I->r0;
+    I->alog = malloc((n ? n : 1) * sizeof(float));
+    if (!I->alog) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (anchor logits)");
+    return dg_anchor_logits(&k->h, a, r->ctx_hidden, I->r0, I->r1, I->alog);
+}
+
+/* Count fork of an anchored array (count_peaks / hybrid): logits kept. */
+static void decode_anchor_count(const dg_ckpt *k, freq *r, job *j)
+{
+    inst *I = &r->insts[j->target];
+    const float *h = j->h + (j->n_mark - 1) * (size_t)k->h.E;
+    for (int c = 0; c <= DG_COUNT_MAX; c++)
+        I->clog[c] = dg_head_dot(k->h.count_w + (size_t)c * k->h.E, h, k->h.E) + k->h.count_b[c];
+    I->has_clog = 1;
+}
+
+/* Items of an anchored instance from its anchor (and count) logits (§12.6). */
+static deg_status resolve_anchors(const dg_ckpt *k, freq *r, int in)
+{
+    inst *I = &r->insts[in];
+    const dg_array_plan *a = &r->plan->arrays[I->array];
+    size_t n = I->r1 - I->r0;
+    int64_t cap = a->max_items >= 0 ? a->max_items : r->opt.max_items >= 0 ? r->opt.max_items : -1;
+    int mode = r->opt.array_decode;
+    int64_t count = -1;
+    if (mode != DEG_ARRAY_DECODE_THRESHOLD) {
+        if (!I->has_clog) return dg_fail(DEG_ERR_INTERNAL, "fill: anchored array without count");
+        count = dg_anchor_count_n(I->clog, k->temp[DG_T_COUNT], a->min_items, cap,
+                                  dg_anchor_runs(I->alog, n));
+    }
+    I->anchor = malloc((n ? n : 1) * sizeof(size_t));
+    if (!I->anchor) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (anchors)");
+    size_t got = 0;
+    DG_TRY(dg_anchor_pick(I->alog, n, mode, a->min_items, cap, count, I->anchor, &got));
+    for (size_t i = 0; i < got; i++) I->anchor[i] += I->r0;
+    if (k->debug_raw) {
+        I->raw = json_object();
+        raw_digest(k, I->raw, I->alog, n, I->has_clog ? I->clog : NULL,
+                   I->has_clog ? DG_COUNT_MAX + 1 : 0);
+    }
+    I->n_items = (int64_t)got;
+    I->alive = malloc(got ? got : 1);
+    I->newidx = calloc(got ? got : 1, sizeof(size_t));
+    if (!I->alive || !I->newidx) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+    memset(I->alive, 1, got);
+    free(I->alog);
+    I->alog = NULL;
+    if ((int64_t)got < a->min_items && I->parent < 0) {
+        /* A nested array short of positions leaves n_alive < minItems, and
+         * the drop rule removes its enclosing item (apply_drops). */
+        return dg_fail(DEG_ERR_FILL, "%s: minItems %lld: the anchor head finds only %zu item "
+                       "positions in the context (%zu tokens)", a->pointer,
+                       (long long)a->min_items, got, n);
+    }
+    return DEG_OK;
+}
+
 /* Schema of a leaf's own constraints (+ format) for the candidate filter. */
 static json_t *leaf_schema(const dg_field_plan *f)
 {
@@ -835,6 +1023,8 @@ static deg_status decode_extract(const dg_ckpt *k, freq *r, job *j)
     cand *cs = NULL;
     size_t *spans = NULL;
     json_t *schema = leaf_schema(f);
+    size_t anc = 0, rend = 0;
+    int anchored = innermost_anchor(r, L->inst, L->item, &anc, &rend);
     if (!rs || !lg || !lp || !schema) {
         st = dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
         goto done;
@@ -852,6 +1042,7 @@ static deg_status decode_extract(const dg_ckpt *k, freq *r, job *j)
         }
         float *l = lg + (size_t)w * (nc + 1);
         for (size_t t = 0; t < nc; t++) l[t] = dg_head_dot(rv, r->ctx_hidden + t * E, E);
+        if (anchored) dg_anchor_bias_add(&k->h, w, anc, rend, l, nc);
         l[nc] = dg_head_dot(k->h.ext_null_w, a, E) + k->h.ext_null_b[0];
         log_softmax_ctx(l, nc + 1, k->temp[DG_T_EXTRACT], lp + (size_t)w * (nc + 1));
     }
@@ -1516,6 +1707,16 @@ static deg_status assemble(const dg_ckpt *k, freq *r, json_t **response)
         json_t *e = json_pack("{s:I}", "items", (json_int_t)I->n_alive);
         if (I->n_items > I->n_alive)
             json_object_set_new(e, "dropped", json_integer((json_int_t)(I->n_items - I->n_alive)));
+        if (I->anchored) {
+            /* where each surviving item starts: code point offset of its anchor token */
+            json_t *an = json_array();
+            for (int64_t t = 0; t < I->n_items; t++)
+                if (I->alive[t])
+                    json_array_append_new(an, json_integer((json_int_t)r->tok_cp0[I->anchor[t]]));
+            json_t *em = json_pack("{s:s, s:o}", "array_mode", "anchor", "anchors", an);
+            if (I->raw) json_object_update(em, I->raw);
+            json_object_set_new(e, "meta", em);
+        }
         json_object_set_new(arrays, p, e);
         free(p);
     }
@@ -1584,8 +1785,13 @@ static deg_status fill_run(deg_ckpt *k, freq *reqs, size_t n)
     deg_status st = DEG_OK;
     jobs J = {0};
     /* round 0 */
-    for (size_t ri = 0; ri < n && st == DEG_OK; ri++)
-        if (reqs[ri].st == DEG_OK) st = expand(&reqs[ri], ri, &J, k->model, -1);
+    for (size_t ri = 0; ri < n && st == DEG_OK; ri++) {
+        freq *r = &reqs[ri];
+        if (r->st != DEG_OK) continue;
+        r->anchor_on = strcmp(k->array_mode, "anchor") == 0 &&
+                       (int64_t)(r->c1 - r->c0) >= k->anchor_min_tokens;
+        st = expand(r, ri, &J, k->model, -1);
+    }
     while (st == DEG_OK && J.n) {
         st = run_jobs(k, reqs, J.p, J.n);
         jobs next = {0};
@@ -1594,7 +1800,11 @@ static deg_status fill_run(deg_ckpt *k, freq *reqs, size_t n)
             freq *r = &reqs[j->req];
             if (r->st != DEG_OK) continue;
             deg_status s2 = DEG_OK;
-            if (j->kind == JOB_COUNT) {
+            if (j->kind == JOB_ANCHOR) {
+                s2 = decode_anchor(k, r, j);
+            } else if (j->kind == JOB_COUNT && r->insts[j->target].anchored) {
+                decode_anchor_count(k, r, j);
+            } else if (j->kind == JOB_COUNT) {
                 s2 = decode_count(k, r, j);
                 if (s2 == DEG_OK) s2 = expand(r, j->req, &next, k->model, (int)j->target);
             } else {
@@ -1603,6 +1813,17 @@ static deg_status fill_run(deg_ckpt *k, freq *reqs, size_t n)
             }
             if (s2 == DEG_ERR_NOMEM || s2 == DEG_ERR_INTERNAL) st = s2;
             else if (s2 != DEG_OK) set_fail(r, s2, "");
+        }
+        /* anchored arrays: anchors once the anchor and count forks are both
+         * decoded, then the items' forks and nested arrays (next round) */
+        for (size_t q = 0; q < J.n && st == DEG_OK; q++) {
+            job *j = &J.p[q];
+            freq *r = &reqs[j->req];
+            if (j->kind != JOB_ANCHOR || r->st != DEG_OK) continue;
+            deg_status s2 = resolve_anchors(k, r, (int)j->target);
+            if (s2 == DEG_OK) s2 = expand(r, j->req, &next, k->model, (int)j->target);
+            if (s2 == DEG_ERR_NOMEM || s2 == DEG_ERR_INTERNAL) st = s2;
+            else if (s2 != DEG_OK) set_fail(r, s2, r->plan->arrays[r->insts[j->target].array].schema_loc);
         }
         jobs_free(&J);
         J = next;

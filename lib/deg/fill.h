@@ -31,8 +31,9 @@
 /* Trained range of the count head when neither maxItems nor options.max_items
  * caps an index-addressed array (§4). */
 #define DG_COUNT_DEFAULT_CAP 32
-/* Buckets of the anchored-extract bias (§12.3): edges -256 -64 -16 -4 0 1 2 4 ... 256. */
-#define DG_ANCHOR_BUCKETS 20
+/* Buckets of the anchored-extract bias (§12.3): 14 edges -256 -64 -16 -4 0 1 2 4 ... 256
+ * make 15 buckets (dg_anchor_bucket in anchor.h). */
+#define DG_ANCHOR_BUCKETS 15
 /* Plain-string spans: at most this many tokens long, this many candidates (§12.3). */
 #define DG_SPAN_MAX_TOKENS 128
 #define DG_SPAN_TOP 32

@@ -68,6 +68,7 @@ static char *pointer_of(const dg_path *path, const size_t *idx, size_t n_idx, bo
         const char *g = path->seg[i];
         if (!g) {
             if (display) *p++ = '*';
+            else if (used < n_idx && idx[used] == DG_IDX_STAR) { *p++ = '*'; used++; }
             else if (used < n_idx) p += sprintf(p, "%zu", idx[used++]);
             else { free(s); return NULL; }
             continue;

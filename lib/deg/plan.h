@@ -194,7 +194,9 @@ void dg_plan_free(dg_plan *plan);
 json_t *dg_plan_to_json(const dg_plan *plan);
 
 /* Concrete RFC 6901 pointer of a path with the item steps filled by idx[0..n_idx)
- * (outermost first; n_idx must equal the number of NULL segments). malloc'd. */
+ * (outermost first; n_idx must equal the number of NULL segments); an index equal to
+ * DG_IDX_STAR renders as "*" (anchored items in fork text, §12.6). malloc'd. */
+#define DG_IDX_STAR SIZE_MAX
 char *dg_path_pointer(const dg_path *path, const size_t *idx, size_t n_idx);
 
 const char *dg_mode_name(dg_mode mode);       /* "decide.choice", ... */
