@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "deg/anchor.h"
 #include "deg/heads_grad.h"
 
 /* log-softmax of l[n] (float) in double */
@@ -80,9 +81,11 @@ double dg_grad_noul(const dg_heads *h, dg_heads_grad *g, const float *a, double 
     return loss;
 }
 
-double dg_grad_extract(const dg_heads *h, dg_heads_grad *g, const float *a, const float *ctx,
-                       size_t nc, const size_t *pos_start, size_t n_ps, const size_t *pos_end,
-                       size_t n_pe)
+/* anchored != 0: the anchored-extract bias of (anchor, rend) is on the logits */
+static double grad_extract(const dg_heads *h, dg_heads_grad *g, const float *a, const float *ctx,
+                           size_t nc, int anchored, size_t anchor, size_t rend,
+                           const size_t *pos_start, size_t n_ps, const size_t *pos_end,
+                           size_t n_pe)
 {
     const int E = h->E, D = DG_HEAD_DIM;
     float q[DG_HEAD_DIM], dq[DG_HEAD_DIM];
@@ -106,6 +109,7 @@ double dg_grad_extract(const dg_heads *h, dg_heads_grad *g, const float *a, cons
             r[e] = s;
         }
         for (size_t t = 0; t < nc; t++) l[t] = dg_head_dot(r, ctx + t * (size_t)E, E);
+        if (anchored) dg_anchor_bias_add(h, w, anchor, rend, l, nc);
         l[nc] = null_l;
         log_softmax(l, nc + 1, lp);
         /* marginal over the positives (duplicates count once) */
@@ -135,6 +139,13 @@ double dg_grad_extract(const dg_heads *h, dg_heads_grad *g, const float *a, cons
         float gn = (float)gr[nc];
         for (int e = 0; e < E; e++) g->ext_null_w[e] += gn * a[e];
         g->ext_null_b[0] += gn;
+        if (anchored)
+            for (size_t t = 0; t < nc; t++) {
+                int inside = t >= anchor && t < rend;
+                int b = dg_anchor_bucket((int64_t)t - (int64_t)anchor);
+                g->anchor_bias[((size_t)w * 2 + (size_t)inside) * DG_ANCHOR_BUCKETS + (size_t)b] +=
+                    (float)gr[t];
+            }
     }
 done:
     free(r);
@@ -142,6 +153,67 @@ done:
     free(l);
     free(lp);
     free(gr);
+    return loss;
+}
+
+double dg_grad_extract(const dg_heads *h, dg_heads_grad *g, const float *a, const float *ctx,
+                       size_t nc, const size_t *pos_start, size_t n_ps, const size_t *pos_end,
+                       size_t n_pe)
+{
+    return grad_extract(h, g, a, ctx, nc, 0, 0, 0, pos_start, n_ps, pos_end, n_pe);
+}
+
+double dg_grad_extract_anchored(const dg_heads *h, dg_heads_grad *g, const float *a,
+                                const float *ctx, size_t nc, size_t anchor, size_t rend,
+                                const size_t *pos_start, size_t n_ps, const size_t *pos_end,
+                                size_t n_pe)
+{
+    return grad_extract(h, g, a, ctx, nc, 1, anchor, rend, pos_start, n_ps, pos_end, n_pe);
+}
+
+/* BCE with logits: softplus(l) - y l, and d/dl = sigmoid(l) - y. */
+double dg_grad_anchor(const dg_heads *h, dg_heads_grad *g, const float *a, const float *ctx,
+                      size_t r0, size_t r1, const size_t *starts, size_t n_starts)
+{
+    const int E = h->E, D = DG_HEAD_DIM;
+    size_t n = r1 - r0;
+    float *v = calloc((size_t)E, sizeof *v);
+    float *l = malloc((n ? n : 1) * sizeof *l);
+    char *y = calloc(n ? n : 1, 1);
+    float q[DG_HEAD_DIM], dq[DG_HEAD_DIM];
+    double loss = NAN;
+    if (!v || !l || !y || dg_anchor_logits(h, a, ctx, r0, r1, l) != DEG_OK) goto done;
+    size_t n_pos = 0;
+    for (size_t i = 0; i < n_starts; i++)
+        if (starts[i] >= r0 && starts[i] < r1 && !y[starts[i] - r0]) {
+            y[starts[i] - r0] = 1;
+            n_pos++;
+        }
+    double scale = 1.0 / (1.0 + (double)n_pos), gb = 0;
+    loss = 0;
+    for (size_t t = 0; t < n; t++) {
+        double x = l[t];
+        loss += (x > 0 ? x : 0) + log1p(exp(-fabs(x))) - (y[t] ? x : 0);
+        float gt = (float)((1.0 / (1.0 + exp(-x)) - y[t]) * scale);
+        gb += gt;
+        const float *c = ctx + (r0 + t) * (size_t)E;
+        for (int e = 0; e < E; e++) v[e] += gt * c[e];
+    }
+    loss *= scale;
+    /* l_t = (K^T Q a / 16 + u) . c_t + b: du = v, dK = (q/16) (x) v,
+     * dQ = (K v / 16) (x) a */
+    dg_head_proj(h->anchor_q, D, E, a, q);
+    for (int d = 0; d < D; d++) q[d] /= 16.0f;
+    outer_add(g->anchor_k, D, E, q, v);
+    dg_head_proj(h->anchor_k, D, E, v, dq);
+    for (int d = 0; d < D; d++) dq[d] /= 16.0f;
+    outer_add(g->anchor_q, D, E, dq, a);
+    for (int e = 0; e < E; e++) g->anchor_u[e] += v[e];
+    g->anchor_b[0] += (float)gb;
+done:
+    free(v);
+    free(l);
+    free(y);
     return loss;
 }
 

@@ -27,6 +27,7 @@ typedef struct dg_heads_grad {
     float *noul_w, *noul_b;
     float *ext_qs, *ext_ks, *ext_qe, *ext_ke, *ext_null_w, *ext_null_b;
     float *count_w, *count_b;
+    float *anchor_q, *anchor_k, *anchor_u, *anchor_b, *anchor_bias;
 } dg_heads_grad;
 
 /* decide (choice / score pointer head): KL(t || softmax(l)) with
@@ -44,6 +45,26 @@ double dg_grad_noul(const dg_heads *h, dg_heads_grad *g, const float *a, double 
 double dg_grad_extract(const dg_heads *h, dg_heads_grad *g, const float *a, const float *ctx,
                        size_t nc, const size_t *pos_start, size_t n_ps, const size_t *pos_end,
                        size_t n_pe);
+
+/* extract inside an anchored item (§12.3, §12.6): as dg_grad_extract with
+ * the anchored-extract bias B[start|end, inside, bucket(t - anchor)] on the
+ * context logits (inside = anchor <= t < rend); also adds into
+ * g->anchor_bias. */
+double dg_grad_extract_anchored(const dg_heads *h, dg_heads_grad *g, const float *a,
+                                const float *ctx, size_t nc, size_t anchor, size_t rend,
+                                const size_t *pos_start, size_t n_ps, const size_t *pos_end,
+                                size_t n_pe);
+
+/* anchor (§12.4): one anchored array instance. l_t = qa(a).ka(c_t)/sqrt(D) +
+ * ua.c_t + b over the region's tokens t in [r0, r1) (as dg_anchor_logits);
+ * loss = sum_t BCE(sigmoid(l_t), [t is a gold item start]) / (1 + number of
+ * distinct gold starts). starts[n_starts] are token indices in [r0, r1);
+ * none = the hard negative (an empty gold array). The optional anchor_count
+ * loss is dg_grad_count on the array's count fork with lo = minItems,
+ * hi = min(maxItems or DG_COUNT_MAX, DG_COUNT_MAX) and target = min(gold
+ * count, hi) (the top class then means "at least that many"). */
+double dg_grad_anchor(const dg_heads *h, dg_heads_grad *g, const float *a, const float *ctx,
+                      size_t r0, size_t r1, const size_t *starts, size_t n_starts);
 
 /* count: CE of `target` over the classes [lo, hi] of l_c = w_c.x + b_c
  * (0 <= lo <= target <= hi <= DG_COUNT_MAX). */

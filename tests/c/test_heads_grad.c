@@ -15,10 +15,11 @@
 #define NO 4
 
 /* one buffer per tensor, same layout in weights and gradients */
-enum { CQ, CK, CU, SQ, SK, SU, NW, NB, XQS, XKS, XQE, XKE, XNW, XNB, KW, KB, NT };
+enum { CQ, CK, CU, SQ, SK, SU, NW, NB, XQS, XKS, XQE, XKE, XNW, XNB, KW, KB,
+       AQ, AK, AU, AB, ABIAS, NT };
 static const size_t SZ[NT] = {D * NE, D * NE, NE, D * NE, D * NE, NE, NE, 1,
                               D * NE, D * NE, D * NE, D * NE, NE, 1, (DG_COUNT_MAX + 1) * NE,
-                              DG_COUNT_MAX + 1};
+                              DG_COUNT_MAX + 1, D * NE, D * NE, NE, 1, 4 * DG_ANCHOR_BUCKETS};
 static float *W[NT], *G[NT];
 static dg_heads H;
 static dg_heads_grad GR;
@@ -44,12 +45,15 @@ static void setup(void)
                    .score_q = W[SQ], .score_k = W[SK], .score_u = W[SU], .noul_w = W[NW],
                    .noul_b = W[NB], .ext_qs = W[XQS], .ext_ks = W[XKS], .ext_qe = W[XQE],
                    .ext_ke = W[XKE], .ext_null_w = W[XNW], .ext_null_b = W[XNB],
-                   .count_w = W[KW], .count_b = W[KB]};
+                   .count_w = W[KW], .count_b = W[KB], .anchor_q = W[AQ], .anchor_k = W[AK],
+                   .anchor_u = W[AU], .anchor_b = W[AB], .anchor_bias = W[ABIAS]};
     GR = (dg_heads_grad){.choice_q = G[CQ], .choice_k = G[CK], .choice_u = G[CU],
                          .score_q = G[SQ], .score_k = G[SK], .score_u = G[SU], .noul_w = G[NW],
                          .noul_b = G[NB], .ext_qs = G[XQS], .ext_ks = G[XKS], .ext_qe = G[XQE],
                          .ext_ke = G[XKE], .ext_null_w = G[XNW], .ext_null_b = G[XNB],
-                         .count_w = G[KW], .count_b = G[KB]};
+                         .count_w = G[KW], .count_b = G[KB], .anchor_q = G[AQ],
+                         .anchor_k = G[AK], .anchor_u = G[AU], .anchor_b = G[AB],
+                         .anchor_bias = G[ABIAS]};
     for (int i = 0; i < NE; i++) A[i] = frand();
     for (int i = 0; i < NO * NE; i++) OPTS[i] = frand();
     for (int i = 0; i < NC * NE; i++) CTX[i] = frand();
@@ -65,6 +69,22 @@ static void teardown(void)
 
 static const double T_OPT[NO] = {0.1, 0.6, 0.0, 0.3};
 static const size_t PS[] = {1, 3}, PE[] = {3};
+static const size_t STARTS[] = {2, 4, 2};  /* a duplicate counts once */
+
+static double run_loss(int which, dg_heads_grad *g)
+{
+    switch (which) {
+    case 0: return dg_grad_pointer(&H, g, 0, A, OPTS, NO, T_OPT);
+    case 1: return dg_grad_pointer(&H, g, 1, A, OPTS, NO, T_OPT);
+    case 2: return dg_grad_noul(&H, g, A, 0.8);
+    case 3: return dg_grad_extract(&H, g, A, CTX, NC, PS, 2, PE, 1);
+    case 4: { const size_t nul = NC; return dg_grad_extract(&H, g, A, CTX, NC, &nul, 1, &nul, 1); }
+    case 5: return dg_grad_count(&H, g, A, 1, 7, 3);
+    case 6: return dg_grad_anchor(&H, g, A, CTX, 1, NC, STARTS, 3);
+    case 7: return dg_grad_anchor(&H, g, A, CTX, 0, NC, NULL, 0);
+    default: return dg_grad_extract_anchored(&H, g, A, CTX, NC, 2, 4, PS, 2, PE, 1);
+    }
+}
 
 static double loss_of(int which)
 {
@@ -73,16 +93,8 @@ static double loss_of(int which)
     for (int t = 0; t < NT; t++) buf[t] = calloc(SZ[t], sizeof(float));
     tmp = (dg_heads_grad){buf[CQ], buf[CK], buf[CU], buf[SQ], buf[SK], buf[SU], buf[NW], buf[NB],
                           buf[XQS], buf[XKS], buf[XQE], buf[XKE], buf[XNW], buf[XNB], buf[KW],
-                          buf[KB]};
-    double l = 0;
-    switch (which) {
-    case 0: l = dg_grad_pointer(&H, &tmp, 0, A, OPTS, NO, T_OPT); break;
-    case 1: l = dg_grad_pointer(&H, &tmp, 1, A, OPTS, NO, T_OPT); break;
-    case 2: l = dg_grad_noul(&H, &tmp, A, 0.8); break;
-    case 3: l = dg_grad_extract(&H, &tmp, A, CTX, NC, PS, 2, PE, 1); break;
-    case 4: { const size_t nul = NC; l = dg_grad_extract(&H, &tmp, A, CTX, NC, &nul, 1, &nul, 1); } break;
-    case 5: l = dg_grad_count(&H, &tmp, A, 1, 7, 3); break;
-    }
+                          buf[KB], buf[AQ], buf[AK], buf[AU], buf[AB], buf[ABIAS]};
+    double l = run_loss(which, &tmp);
     for (int t = 0; t < NT; t++) free(buf[t]);
     return l;
 }
@@ -91,15 +103,7 @@ static double loss_of(int which)
 static void gradcheck(int which, const int *tensors, int nt)
 {
     for (int t = 0; t < NT; t++) memset(G[t], 0, SZ[t] * sizeof(float));
-    double l0;
-    switch (which) {
-    case 0: l0 = dg_grad_pointer(&H, &GR, 0, A, OPTS, NO, T_OPT); break;
-    case 1: l0 = dg_grad_pointer(&H, &GR, 1, A, OPTS, NO, T_OPT); break;
-    case 2: l0 = dg_grad_noul(&H, &GR, A, 0.8); break;
-    case 3: l0 = dg_grad_extract(&H, &GR, A, CTX, NC, PS, 2, PE, 1); break;
-    case 4: { const size_t nul = NC; l0 = dg_grad_extract(&H, &GR, A, CTX, NC, &nul, 1, &nul, 1); } break;
-    default: l0 = dg_grad_count(&H, &GR, A, 1, 7, 3); break;
-    }
+    double l0 = run_loss(which, &GR);
     cr_assert(isfinite(l0) && l0 >= 0, "loss %g", l0);
     int checked = 0;
     for (int k = 0; k < nt; k++) {
@@ -137,6 +141,27 @@ Test(heads_grad, noul_kl) { int t[] = {NW, NB}; gradcheck(2, t, 2); }
 Test(heads_grad, extract_marginal) { int t[] = {XQS, XKS, XQE, XKE, XNW, XNB}; gradcheck(3, t, 6); }
 Test(heads_grad, extract_null) { int t[] = {XQS, XKS, XQE, XKE, XNW, XNB}; gradcheck(4, t, 6); }
 Test(heads_grad, count_ce) { int t[] = {KW, KB}; gradcheck(5, t, 2); }
+Test(heads_grad, anchor_bce) { int t[] = {AQ, AK, AU, AB}; gradcheck(6, t, 4); }
+Test(heads_grad, anchor_bce_negative) { int t[] = {AQ, AK, AU, AB}; gradcheck(7, t, 4); }
+Test(heads_grad, extract_anchored_bias)
+{
+    int t[] = {XQS, XKS, XQE, XKE, XNW, XNB, ABIAS};
+    gradcheck(8, t, 7);
+}
+
+/* zero anchor head but b: every logit = b; BCE per token ln(1 + e^b) for
+ * negatives, ln(1 + e^-b) for the positives, over 1 + 2 distinct starts */
+Test(heads_grad, anchor_hand_value)
+{
+    memset(W[AQ], 0, SZ[AQ] * sizeof(float));
+    memset(W[AU], 0, SZ[AU] * sizeof(float));
+    W[AB][0] = -1.0f;
+    double l = dg_grad_anchor(&H, &GR, A, CTX, 1, NC, STARTS, 3);
+    double want = (2 * log1p(exp(-1.0)) + 2 * log1p(exp(1.0))) / 3.0;
+    cr_assert_float_eq(l, want, 1e-9, "got %.12g want %.12g", l, want);
+    double s = 1.0 / (1.0 + exp(1.0));
+    cr_assert_float_eq(G[AB][0], (float)((4 * s - 2) / 3.0), 1e-6);
+}
 
 /* hand values: zero noul head -> logits [0, 0]: KL([.8,.2] || [.5,.5]) =
  * .8 ln 1.6 + .2 ln .4; gradient of the logit p - t = .5 - .8 = -.3 */

@@ -149,6 +149,45 @@ def test_validity_by_construction(ckpt):
     assert n_ok >= 60, (n_ok, n_fill_error)
 
 
+@pytest.fixture(scope="module", params=["tiny-llama", "tiny-qwen3"])
+def anchor_ckpt(request, tmp_path_factory):
+    """An anchor-mode checkpoint (§12.6): random heads, anchor.b at its -6 start
+    (threshold then fills minItems; count_peaks follows the random count head)."""
+    d = tmp_path_factory.mktemp("ck-anchor-" + request.param)
+    deg.create_random_checkpoint(GOLDENS / request.param, d, seed=23)
+    meta = json.loads((d / "deg.json").read_text())
+    meta["array_mode"] = "anchor"
+    (d / "deg.json").write_text(json.dumps(meta))
+    with deg.load(d) as ck:
+        yield ck
+
+
+def test_validity_anchor_mode(anchor_ckpt):
+    """Anchor mode: every response validates, or fails with a specified FillError."""
+    rng = random.Random(4321)
+    n_ok = n_anchored = 0
+    for case in range(60):
+        schema = random_schema(rng)
+        context = random_context(rng)
+        options = {"max_new_tokens": 6,
+                   "array_decode": rng.choice(["threshold", "count_peaks", "hybrid"])}
+        try:
+            resp = deg.fill(context, schema, model=anchor_ckpt, options=options)
+        except deg.FillError as e:
+            assert FILL_ERROR.search(str(e)), f"case {case}: unexpected FillError {e}"
+            continue
+        n_ok += 1
+        jsonschema.Draft202012Validator(schema).validate(resp["value"])
+        assert deg.validate(schema, resp["value"]) == [], case
+        for ptr, m in resp["meta"].items():
+            if m.get("array_mode") == "anchor":
+                n_anchored += 1
+                assert len(m["anchors"]) == m["items"]
+                assert m["anchors"] == sorted(m["anchors"])
+                assert all(0 <= a < len(context) for a in m["anchors"])
+    assert n_ok >= 30 and n_anchored >= 10, (n_ok, n_anchored)
+
+
 def test_fill_many_equals_fill(ckpt):
     rng = random.Random(99)
     jobs = []
