@@ -97,3 +97,94 @@ def test_invalid_and_failing_systems():
         return r
     det = determinism([REC], flaky)
     assert det["repeat_equal"] == 0 and det["permutation_equal"] == 0
+
+
+def test_parsed_equality_and_percentiles():
+    from deg.evaluate.metrics import head_kind, percentile, same_parsed
+    assert same_parsed("extract.date", "date-time", "2024-03-05T10:00:00Z", "2024-03-05T11:00:00+01:00")
+    assert same_parsed("extract.date", "date-time", "2024-03-05T10:00:00Z", "2024-03-05T10:00:00")
+    assert not same_parsed("extract.date", "date-time", "2024-03-05T10:00:00Z", "2024-03-05T10:00:01Z")
+    assert same_parsed("extract.date", "date", "2024-03-05", "2024-03-05")
+    assert not same_parsed("extract.date", "date", "2024-03-05", "2024-03-06")
+    assert not same_parsed("extract.date", "date", "2024-03-05", "5 March 2024")  # unparsed: as strings
+    assert same_parsed("extract.number", None, 2, 2.0) and not same_parsed("extract.number", None, 2, "2")
+    assert percentile([4, 1, 3, 2], 50) == 2 and percentile([4, 1, 3, 2], 90) == 4
+    assert percentile([5], 50) == 5 and percentile([], 50) is None
+    assert percentile(list(range(1, 11)), 90) == 9
+    assert [head_kind(m) for m in ("decide.choice", "decide.noul", "extract.date", "generate")] == [
+        "choice", "noul", "extract", None]
+
+
+def _recs(strata):
+    out = []
+    for (src, tpl), n in strata.items():
+        out += [{"id": f"{src}/{k}/{tpl}", "source": src, "template": tpl} for k in range(n)]
+    return out
+
+
+def test_stratified_subset():
+    from deg.evaluate.subset import strata_counts, stratified_subset
+    recs = _recs({("ev", "a"): 200, ("li", "c"): 200, ("deb", "e"): 22, ("inv", "r"): 23,
+                  ("ord", "e"): 21, ("pkg", "c"): 32})
+    s = stratified_subset(recs, 150, seed=0)
+    assert len(s) == 150
+    # one each, then 144 split proportionally to (199, 199, 21, 22, 20, 31) of 492
+    assert strata_counts(s) == {"deb/e": 7, "ev/a": 59, "inv/r": 8, "li/c": 59, "ord/e": 7,
+                                "pkg/c": 10}
+    assert [r["id"] for r in s] == [r["id"] for r in recs if r in s]  # input order kept
+    assert s == stratified_subset(recs, 150, seed=0) and s != stratified_subset(recs, 150, seed=1)
+    tiny = stratified_subset(recs, 6, seed=3)
+    assert len(tiny) == 6 and len(strata_counts(tiny)) == 6  # every stratum appears
+    assert len(stratified_subset(recs, 3, seed=0)) == 3
+    assert stratified_subset(recs, None) == recs and stratified_subset(recs, 10_000) == recs
+    with pytest.raises(ValueError):
+        stratified_subset(recs, 0)
+
+
+@pytest.mark.skipif(not has("deg_plan_compile"), reason="libdeg has no schema compiler")
+def test_rescore_ratios_and_cli(tmp_path):
+    import json
+    from deg.evaluate import rescore
+    from deg.evaluate.__main__ import main
+    from deg.evaluate.report import markdown
+
+    def fake(gen, lat):
+        def run(c, s):
+            r = oracle_system([REC])(c, s)
+            r["usage"]["generated_tokens"] = gen
+            return r
+        return run
+    res = evaluate([REC], fake(10, 0), name="d")
+    again = rescore(json.loads(json.dumps(res)), [REC])
+    assert again["summary"] == res["summary"]
+    res["system"] = "deg"
+    b = evaluate([REC], fake(40, 0), name="b")
+    b["system"] = "baseline"
+    b["summary"]["choice_em"] = 0.5
+    text = markdown([res, b])
+    assert "| generated tokens / response | 0.250 (met) | <= 0.3 |" in text
+    assert "| validity 100% | met | = 1 |" in text
+    assert "| choice exact match, deg - baseline | +0.500 (ahead) | > 0 |" in text
+    # the CLI: an oracle run, then the same run merged back from its results file
+    rec_file = tmp_path / "r.jsonl"
+    rec_file.write_text(json.dumps(REC) + "\n")
+    out = tmp_path / "out"
+    assert main(["--records", str(rec_file), "--subset", "1", "--system", "oracle:o1",
+                 "--out", str(out)]) == 0
+    first = json.loads((out / "results_o1.json").read_text())
+    assert first["data"]["ids"] == ["r1"] and first["env"]["system"] == "oracle"
+    assert len((out / "responses_o1.jsonl").read_text().splitlines()) == 1
+    assert main(["--records", str(rec_file), "--merge", str(out / "results_o1.json"),
+                 "--out", str(tmp_path / "merged")]) == 0
+    report = (tmp_path / "merged" / "report.md").read_text()
+    assert "| choice exact match | 1.000 |" in report and "- o1: system `oracle`" in report
+    # an unfinished run (responses log only) merges over the records both answered
+    rec2 = dict(REC, id="r2", context=REC["context"] + " Thanks.")
+    rec_file.write_text(json.dumps(REC) + "\n" + json.dumps(rec2) + "\n")
+    assert main(["--records", str(rec_file), "--system", "oracle:o2", "--out", str(out)]) == 0
+    log = out / "responses_o2.jsonl"
+    log.write_text(log.read_text().splitlines()[1] + "\n")  # only r2 finished
+    assert main(["--records", str(rec_file), "--merge", str(out / "results_o1.json"),
+                 "--merge", str(log), "--out", str(tmp_path / "partial")]) == 0
+    report = (tmp_path / "partial" / "report.md").read_text()
+    assert "PARTIAL: 1 of 2 records" in report and "| records | 0 | 0 |" in report

@@ -10,7 +10,9 @@ built from source by pip; not needed by the test suite).
 The grammar comes from llama.cpp's JSON-schema converter
 (`LlamaGrammar.from_json_schema`), given the schema without deg's x-*
 annotations (they mean nothing to it). A completion that is not JSON gives
-value None (an invalid response); the harness counts it.
+value None (an invalid response); the harness counts it. The KV cache is
+reset before every call, so no response reuses an earlier prompt's prefix
+(each latency is a cold, end-to-end one, as deg's).
 """
 import json
 
@@ -53,10 +55,13 @@ class BaselineSystem:
         ok, why = available()
         if not ok:
             raise ImportError(why)
+        import llama_cpp
         from llama_cpp import Llama, LlamaGrammar
         if model_path is None:
             from ..fetch import default_model_path
             model_path = default_model_path()
+        self.model_path = str(model_path)
+        self.llama_cpp_version = getattr(llama_cpp, "__version__", None)
         self._grammar = LlamaGrammar
         self.llm = Llama(model_path=str(model_path), n_ctx=n_ctx, n_threads=n_threads,
                          n_threads_batch=n_threads, seed=0, verbose=False)
@@ -71,6 +76,7 @@ class BaselineSystem:
         return self._cache[key]
 
     def __call__(self, context, schema):
+        self.llm.reset()  # no prefix reuse across calls
         out = self.llm.create_chat_completion(
             messages=prompt_messages(context, schema), grammar=self.grammar(schema),
             temperature=0.0, top_k=1, max_tokens=self.max_tokens, seed=0)

@@ -9,6 +9,10 @@ A system is a callable system(context, schema) -> {"value": ..., "meta":
 An exception or a schema-invalid value counts as an invalid response (its
 leaves score as misses). Leaf metrics are positional (pointer by pointer);
 arrays also get count accuracy and order-insensitive aligned item EM.
+
+Each per-record entry keeps the raw response (value, meta, usage) and its
+latency, so rescore(result, records) recomputes every metric with the current
+metric code without running the system again (python -m deg.evaluate --merge).
 """
 import random
 import time
@@ -16,10 +20,13 @@ import time
 from ..parsers import validate
 from ..schema import compile_schema
 from ..datagen.record import concrete
-from .metrics import (align_items, canonical, confidence_of, ece, mae, null_pr, reliability,
-                      same_value, token_f1)
+from .metrics import (align_items, canonical, confidence_of, ece, head_kind, mae, null_pr,
+                      percentile, reliability, same_parsed, same_value, token_f1)
 
-__all__ = ["evaluate", "score_record", "summarize", "determinism", "oracle_system"]
+__all__ = ["evaluate", "score_record", "score_response", "rescore", "summarize", "determinism",
+           "oracle_system", "HEAD_KINDS"]
+
+HEAD_KINDS = ("choice", "score", "noul", "extract")  # §12.3 kinds with a per-leaf confidence
 
 _MISSING = object()
 
@@ -36,6 +43,7 @@ def score_record(rec, value, meta, valid):
     gold = rec["value"]
     rows, arrays = [], []
     for f in plan.fields:
+        fmt = getattr(f, "format", None)
         gl = dict(concrete(f.path, gold))
         pl = dict(concrete(f.path, value)) if valid else {}
         for ptr in list(gl) + [p for p in pl if p not in gl]:
@@ -46,7 +54,8 @@ def score_record(rec, value, meta, valid):
             row = {"pointer": ptr, "mode": _mode_key(f), "gold": None if g is _MISSING else g,
                    "pred": None if p is _MISSING else p, "gold_null": g_null, "pred_null": p_null,
                    "nullable": f.nullable or not f.required, "in_array": f.array is not None,
-                   "correct": (g_null and p_null) or (not g_null and not p_null and same_value(g, p)),
+                   "correct": (g_null and p_null)
+                   or (not g_null and not p_null and same_parsed(f.mode, fmt, g, p)),
                    "conf": confidence_of(meta.get(ptr)) if valid and meta else None}
             if f.mode == "extract.span" and not g_null:
                 row["f1"] = token_f1(None if p_null else p, g)
@@ -65,8 +74,25 @@ def score_record(rec, value, meta, valid):
     return rows, arrays
 
 
-def evaluate(records, system, name="system", n_bins=10, progress=None):
-    """Run `system` on each record; {"name", "per_record": [...], "summary"}."""
+def score_response(rec, resp, latency_s, error=None):
+    """One per-record entry: validity, usage, latency, scored rows, and the
+    raw response (value, meta, usage; None when the system raised)."""
+    value = resp.get("value") if isinstance(resp, dict) else None
+    valid = isinstance(value, dict) and validate(rec["schema"], value) == []
+    meta = (resp or {}).get("meta") or {}
+    usage = (resp or {}).get("usage") or {}
+    rows, arrays = score_record(rec, value if valid else {}, meta, valid)
+    pt, gt = usage.get("prompt_tokens"), usage.get("generated_tokens")
+    return {"id": rec["id"], "valid": valid, "error": error, "latency_s": latency_s,
+            "prompt_tokens": pt, "generated_tokens": gt,
+            "total_tokens": pt + gt if pt is not None and gt is not None else None,
+            "response": None if resp is None else {"value": value, "meta": meta, "usage": usage},
+            "rows": rows, "arrays": arrays}
+
+
+def evaluate(records, system, name="system", n_bins=10, progress=None, on_record=None):
+    """Run `system` on each record; {"name", "n_bins", "per_record": [...], "summary"}.
+    on_record(entry) is called after each record (e.g. to append it to a log)."""
     per = []
     for k, rec in enumerate(records):
         t0 = time.perf_counter()
@@ -76,18 +102,29 @@ def evaluate(records, system, name="system", n_bins=10, progress=None):
         except Exception as e:  # a failing system is measured, not fatal
             resp, err = None, f"{type(e).__name__}: {e}"
         dt = time.perf_counter() - t0
-        value = resp.get("value") if isinstance(resp, dict) else None
-        valid = resp is not None and isinstance(value, dict) and validate(rec["schema"], value) == []
-        meta = (resp or {}).get("meta") or {}
-        usage = (resp or {}).get("usage") or {}
-        rows, arrays = score_record(rec, value if valid else {}, meta, valid)
-        per.append({"id": rec["id"], "valid": valid, "error": err, "latency_s": dt,
-                    "prompt_tokens": usage.get("prompt_tokens"),
-                    "generated_tokens": usage.get("generated_tokens"),
-                    "rows": rows, "arrays": arrays})
+        if isinstance(resp, dict):
+            resp = {k2: resp.get(k2) for k2 in ("value", "meta", "usage")}
+        per.append(score_response(rec, resp, dt, err))
+        if on_record:
+            on_record(per[-1])
         if progress:
             progress(k + 1)
     return {"name": name, "n_bins": n_bins, "per_record": per, "summary": summarize(per, n_bins)}
+
+
+def rescore(result, records, n_bins=None):
+    """`result` (an evaluate() dict, e.g. read back from results JSON) scored
+    again from its stored responses; records: the datagen records (any
+    superset; matched by id)."""
+    by_id = {r["id"]: r for r in records}
+    missing = [p["id"] for p in result["per_record"] if p["id"] not in by_id]
+    if missing:
+        raise ValueError(f"{len(missing)} result ids are not in the records (first: {missing[0]})")
+    n_bins = n_bins or result.get("n_bins", 10)
+    per = [score_response(by_id[p["id"]], p.get("response"), p["latency_s"], p.get("error"))
+           for p in result["per_record"]]
+    out = dict(result, n_bins=n_bins, per_record=per, summary=summarize(per, n_bins))
+    return out
 
 
 def _mean(xs):
@@ -98,12 +135,15 @@ def _mean(xs):
 def summarize(per, n_bins=10):
     rows = [r for p in per for r in p["rows"]]
     arrs = [a for p in per for a in p["arrays"]]
+    lat = [p["latency_s"] for p in per]
     s = {"records": len(per), "validity": _mean([1.0 if p["valid"] else 0.0 for p in per]),
+         "valid_n": sum(1 for p in per if p["valid"]),
          "errors": sum(1 for p in per if p["error"]),
-         "latency_s_mean": _mean([p["latency_s"] for p in per]),
-         "latency_s_p50": sorted(p["latency_s"] for p in per)[len(per) // 2] if per else None,
+         "latency_s_mean": _mean(lat), "latency_s_p50": percentile(lat, 50),
+         "latency_s_p90": percentile(lat, 90), "latency_s_total": sum(lat),
          "prompt_tokens_mean": _mean([p["prompt_tokens"] for p in per]),
-         "generated_tokens_mean": _mean([p["generated_tokens"] for p in per])}
+         "generated_tokens_mean": _mean([p["generated_tokens"] for p in per]),
+         "total_tokens_mean": _mean([p.get("total_tokens") for p in per])}
     by = lambda m: [r for r in rows if r["mode"] == m and not r["gold_null"]]  # noqa: E731
     ch = by("decide.choice")
     s["choice_em"] = _mean([1.0 if r["correct"] else 0.0 for r in ch])
@@ -131,14 +171,21 @@ def summarize(per, n_bins=10):
     s["array_n"] = len(arrs)
     gold_items = sum(a["gold_n"] for a in arrs)
     s["array_item_em_aligned"] = sum(a["aligned_em"] for a in arrs) / gold_items if gold_items else None
+    # Calibration: every leaf with a confidence (gold null included: "null" is
+    # an outcome the extract head scores too), pooled per decide / extract and
+    # per §12.3 head kind.
     s["ece_bins"] = n_bins
     s["reliability"] = {}
-    for kind, pred in (("decide", lambda r: r["mode"].startswith("decide.")),
-                       ("extract", lambda r: r["mode"].startswith("extract."))):
+    groups = [("decide", lambda r: r["mode"].startswith("decide.")),
+              ("extract", lambda r: r["mode"].startswith("extract."))]
+    groups += [(k, lambda r, k=k: head_kind(r["mode"]) == k) for k in HEAD_KINDS if k != "extract"]
+    for kind, pred in groups:
         xs = [r for r in rows if pred(r) and r["conf"] is not None]
         s[f"ece_{kind}"] = ece([r["conf"] for r in xs], [r["correct"] for r in xs], n_bins)
         s[f"ece_{kind}_n"] = len(xs)
-        s["reliability"][kind] = reliability([r["conf"] for r in xs], [r["correct"] for r in xs], n_bins)
+        if kind != "decide":  # one diagram per head kind
+            s["reliability"][kind] = reliability([r["conf"] for r in xs],
+                                                 [r["correct"] for r in xs], n_bins)
     return s
 
 

@@ -1,37 +1,95 @@
-"""python -m deg.evaluate --records R.jsonl --split test --system deg --system baseline --out DIR
+"""python -m deg.evaluate --records R.jsonl [--split test] [--subset N --subset-seed S]
+                          --system deg|baseline|oracle[:LABEL] ... [--merge RESULTS.json ...]
+                          --out DIR
 
-Systems: `deg` (deg.fill with --ckpt/--model), `baseline` (deg.baseline:
-llama.cpp grammar-constrained JSON, --model GGUF), `oracle` (echoes the gold,
-checks the harness). Writes DIR/report.md, DIR/results.json and, with
-matplotlib installed, DIR/reliability_<system>_<kind>.png.
+Runs each --system on the same records and writes, in DIR:
+  results_<label>.json   per-record responses (value, meta, usage), latency,
+                         scored rows, summary, and the run's environment
+                         (command, threads, load average, checkpoint, model)
+  responses_<label>.jsonl  the same per-record entries, appended as they finish
+  report.md              all systems side by side (+ deg/baseline ratios)
+  reliability_<label>_<kind>.png  one reliability diagram per head kind
+                         (choice, score, noul, extract; needs matplotlib)
+
+Systems: `deg` (deg.fill; --ckpt DIR, or a RANDOM-heads checkpoint when absent),
+`baseline` (deg.baseline: llama.cpp grammar-constrained greedy JSON of the same
+GGUF), `oracle` (echoes the gold: checks the harness). A LABEL names the
+column (default: the system name), e.g. --system deg:deg-v1.
+
+--merge adds results of earlier runs (results_<label>.json, or the
+responses_<label>.jsonl of an unfinished run: its records so far) to the report:
+they are rescored from their stored responses with the current metric code,
+so deg and the baseline can run at different times on the same subset.
+
+--subset N picks a fixed stratified subset of the split: strata are
+(source, template), each gets a share proportional to its size (at least 1),
+records drawn with --subset-seed (deg.evaluate.subset). Same file, split, N
+and seed -> same subset; its ids are stored in the results.
 """
 import argparse
+import hashlib
 import json
 import os
+import platform
+import shlex
+import subprocess
 import sys
+import time
 
 from ..datagen import read_jsonl
-from . import determinism, evaluate, oracle_system
+from . import determinism, evaluate, oracle_system, rescore
 from .report import markdown, plot_reliability
+from .subset import strata_counts, stratified_subset
 
 
-def make_system(name, args, records):
+def _sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _git_commit():
+    try:
+        here = os.path.dirname(os.path.abspath(__file__))
+        return subprocess.run(["git", "-C", here, "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, timeout=10).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def make_system(name, args, records, env):
+    """(callable system, env additions) for system `name`."""
     if name == "oracle":
         return oracle_system(records)
     if name == "baseline":
         from ..baseline import BaselineSystem
-        return BaselineSystem(args.model, n_threads=args.threads, n_ctx=args.n_ctx)
+        sys_ = BaselineSystem(args.model, n_threads=args.threads, n_ctx=args.n_ctx,
+                              max_tokens=args.max_tokens)
+        env["model"] = sys_.model_path
+        env["llama_cpp_python"] = sys_.llama_cpp_version
+        env["max_tokens"] = args.max_tokens
+        return sys_
     if name == "deg":
         import tempfile
         import deg
         if not hasattr(deg, "fill"):
             raise SystemExit("deg.fill is not available in this build (fill runtime, issue 4)")
+        deg.set_num_threads(args.threads)
+        model = args.model or deg.default_model_path()
         ckpt_dir = args.ckpt
         if ckpt_dir is None:  # untrained heads: tokens, latency, validity only
-            ckpt_dir = deg.create_random_checkpoint(args.model or deg.default_model_path(),
-                                                    tempfile.mkdtemp(prefix="deg-random-ckpt-"))
+            ckpt_dir = deg.create_random_checkpoint(model, tempfile.mkdtemp(prefix="deg-random-ckpt-"))
+            env["random_heads"] = True
             args.notes.append("deg ran a RANDOM-heads checkpoint (no --ckpt): its accuracy "
                               "and ECE mean nothing; validity, tokens and latency do")
+        env["ckpt"] = os.path.abspath(ckpt_dir)
+        heads = os.path.join(ckpt_dir, "heads.safetensors")
+        if os.path.exists(heads):
+            env["heads_sha256"] = _sha256(heads)
+        env["model"] = os.path.abspath(str(model))
+        env["deg_version"] = deg.version() if callable(getattr(deg, "version", None)) else None
         ckpt = deg.load(ckpt_dir, model_path=args.model)
 
         def run(context, schema):
@@ -40,49 +98,135 @@ def make_system(name, args, records):
     raise SystemExit(f"unknown system {name!r} (deg, baseline, oracle)")
 
 
+def run_one(spec, a, recs):
+    name, _, label = spec.partition(":")
+    label = label or name
+    env = {"system": name, "label": label, "threads": a.threads, "host": platform.node(),
+           "nproc": os.cpu_count(), "command": "python -m deg.evaluate " + " ".join(shlex.quote(x) for x in a.argv),
+           "git_commit": _git_commit(), "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+           "loadavg_start": os.getloadavg(),
+           "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY")}
+    system = make_system(name, a, recs, env)
+    with open(os.path.join(a.out, f"run_{label}.json"), "w") as f:  # for partial merges
+        json.dump({"name": label, "system": name, "n_bins": a.bins, "env": env, "data": a.data},
+                  f, indent=1, ensure_ascii=False)
+    log_path = os.path.join(a.out, f"responses_{label}.jsonl")
+    log = open(log_path, "w", encoding="utf-8")
+
+    def on_record(entry):
+        log.write(json.dumps(entry, ensure_ascii=False) + "\n")
+        log.flush()
+    try:
+        from tqdm import tqdm
+        bar = tqdm(total=len(recs), desc=label, file=sys.stderr)
+        prog = lambda k: bar.update(1)  # noqa: E731
+    except ImportError:
+        bar, prog = None, None
+    t0 = time.time()
+    res = evaluate(recs, system, name=label, n_bins=a.bins, progress=prog, on_record=on_record)
+    log.close()
+    if bar:
+        bar.close()
+    env["wall_s"] = time.time() - t0
+    env["loadavg_end"] = os.getloadavg()
+    if a.determinism:
+        # the shortest records: the checks call the system 15 + fields times each
+        det = sorted(recs, key=lambda r: (len(r["context"]), r["id"]))[:a.determinism]
+        t1 = time.time()
+        res["determinism"] = determinism(det, system)
+        res["determinism"]["ids"] = [r["id"] for r in det]
+        env["determinism_wall_s"] = time.time() - t1
+    res["system"] = name
+    res["env"] = env
+    res["data"] = a.data
+    with open(os.path.join(a.out, f"results_{label}.json"), "w") as f:
+        json.dump(res, f, indent=1, ensure_ascii=False)
+    return res
+
+
+def _load_results(path):
+    """A results_<label>.json, or the responses_<label>.jsonl of a run that has
+    not finished (with its run_<label>.json): the records answered so far."""
+    if not path.endswith(".jsonl"):
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    head = os.path.join(os.path.dirname(path),
+                        "run_" + os.path.basename(path)[len("responses_"):-len(".jsonl")] + ".json")
+    with open(head, encoding="utf-8") as f:
+        res = json.load(f)
+    with open(path, encoding="utf-8") as f:
+        res["per_record"] = [json.loads(line) for line in f if line.strip()]
+    res["partial"] = True
+    res["env"]["partial"] = f"{len(res['per_record'])} of {res['data']['n']} records (run not finished)"
+    res["data"] = dict(res["data"], ids=[p["id"] for p in res["per_record"]])
+    return res
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m deg.evaluate", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--records", required=True)
+    ap.add_argument("--records", required=True, help="datagen records JSONL")
     ap.add_argument("--split", default="test")
-    ap.add_argument("--system", action="append", default=None)
+    ap.add_argument("--subset", type=int, default=None,
+                    help="stratified subset size (default: the whole split)")
+    ap.add_argument("--subset-seed", type=int, default=0)
+    ap.add_argument("--limit", type=int, default=None, help="first N records (after --subset)")
+    ap.add_argument("--system", action="append", default=None, metavar="NAME[:LABEL]")
+    ap.add_argument("--merge", action="append", default=[], metavar="RESULTS.json",
+                    help="earlier results to rescore and add to the report (repeatable)")
     ap.add_argument("--model", default=None, help="GGUF model (deg and baseline)")
     ap.add_argument("--ckpt", default=None, help="deg checkpoint directory")
-    ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--bins", type=int, default=10, help="ECE bins (equal width)")
     ap.add_argument("--determinism", type=int, default=0,
-                    help="records for the determinism checks (10 repeats, 5 permutations, split)")
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--n-ctx", type=int, default=4096)
+                    help="shortest N records get the determinism checks "
+                         "(10 repeats, 5 field permutations, split vs merged)")
+    ap.add_argument("--threads", type=int, default=1, help="CPU threads per system")
+    ap.add_argument("--n-ctx", type=int, default=4096, help="baseline context size")
+    ap.add_argument("--max-tokens", type=int, default=1024, help="baseline generation cap")
+    ap.add_argument("--title", default="deg evaluation")
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
-    recs = read_jsonl(a.records, a.split)[:a.limit]
-    if not recs:
+    a.argv = list(sys.argv[1:] if argv is None else argv)
+    if not a.system and not a.merge:
+        a.system = ["oracle"]
+    split = read_jsonl(a.records, a.split)
+    if not split:
         raise SystemExit(f"no {a.split!r} records in {a.records}")
+    recs = stratified_subset(split, a.subset, a.subset_seed)[:a.limit]
     os.makedirs(a.out, exist_ok=True)
     a.notes = []
+    a.data = {"records": os.path.abspath(a.records), "records_sha256": _sha256(a.records),
+              "split": a.split, "split_n": len(split), "subset": a.subset,
+              "subset_seed": a.subset_seed, "limit": a.limit, "n": len(recs),
+              "strata": strata_counts(recs), "ids": [r["id"] for r in recs]}
     results = []
-    for name in a.system or ["oracle"]:
-        system = make_system(name, a, recs)
-        try:
-            from tqdm import tqdm
-            bar = tqdm(total=len(recs), desc=name, file=sys.stderr)
-            prog = lambda k: bar.update(1)  # noqa: E731
-        except ImportError:
-            bar, prog = None, None
-        res = evaluate(recs, system, name=name, n_bins=a.bins, progress=prog)
-        if bar:
-            bar.close()
-        if a.determinism:
-            res["determinism"] = determinism(recs[:a.determinism], system)
-        results.append(res)
+    for path in a.merge:
+        old = _load_results(path)
+        results.append(rescore(old, split, a.bins))
+    for spec in a.system or []:
+        results.append(run_one(spec, a, recs))
+    # Columns compare on the same records: those every system answered.
+    common = set.intersection(*(set(p["id"] for p in r["per_record"]) for r in results))
+    if any(len(r["per_record"]) != len(common) for r in results):
+        a.notes.append(f"the columns ran on different records: every metric is over the "
+                       f"{len(common)} records all of them answered ("
+                       + ", ".join(f"{r['name']} {len(r['per_record'])}" for r in results) + ")")
+        results = [rescore(dict(r, per_record=[p for p in r["per_record"] if p["id"] in common]),
+                           split, a.bins) for r in results]
+        a.data = dict(a.data, n=len(common), strata=strata_counts(
+            [r for r in split if r["id"] in common]))
     plots, why = plot_reliability(results, a.out)
-    notes = [f"records: {a.records} split {a.split}"] + a.notes + ([why] if why else [])
+    d = a.data
+    notes = [f"records: {d['records']} (sha256 {d['records_sha256'][:16]}), split {d['split']} "
+             f"({d['split_n']} records); subset {d['n']} records"
+             + (f" (stratified, --subset {d['subset']} --subset-seed {d['subset_seed']})"
+                if d["subset"] else "")
+             + "; strata " + ", ".join(f"{k} {v}" for k, v in d["strata"].items())] + a.notes
+    notes += [why] if why else []
+    text = markdown(results, title=a.title, notes=notes)
     with open(os.path.join(a.out, "report.md"), "w") as f:
-        f.write(markdown(results, notes=notes))
-    with open(os.path.join(a.out, "results.json"), "w") as f:
-        json.dump(results, f, indent=1)
-    print(markdown(results, notes=notes))
+        f.write(text)
+    print(text)
     return 0
 
 

@@ -10,12 +10,18 @@ Conventions (stated in the report too):
   * array aligned item EM: gold and predicted items matched one-to-one,
     greedily by the number of equal leaves (ties: lower gold index, then lower
     predicted index); an item counts if it equals its match exactly.
+  * number / date exact match "after parsing": numbers compare as numbers
+    (2 == 2.0); dates and date-times are parsed (datetime.fromisoformat, "Z"
+    = UTC) and compared as dates / instants, so 10:00:00Z equals 11:00:00+01:00;
+    a date-time without an offset is read as UTC (deg's assumed_offset rule).
+  * latency percentiles: nearest rank (p50 of 4 values = the 2nd smallest).
 """
+import datetime
 import json
 import math
 
 __all__ = ["ece", "reliability", "token_f1", "mae", "null_pr", "align_items", "same_value",
-           "confidence_of"]
+           "same_parsed", "confidence_of", "percentile", "head_kind"]
 
 
 def reliability(confs, correct, n_bins=10):
@@ -95,6 +101,45 @@ def same_value(a, b):
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
     return a == b
+
+
+def _parse_when(v, fmt):
+    if not isinstance(v, str):
+        return None
+    try:
+        if fmt == "date":
+            return datetime.date.fromisoformat(v)
+        t = datetime.datetime.fromisoformat(v.replace("z", "Z"))
+    except ValueError:
+        return None
+    return t if t.tzinfo else t.replace(tzinfo=datetime.timezone.utc)
+
+
+def same_parsed(mode, fmt, gold, pred):
+    """Leaf equality for scoring: dates / date-times after parsing (see module
+    doc), numbers numerically, everything else by same_value."""
+    if mode == "extract.date" and fmt in ("date", "date-time"):
+        g, p = _parse_when(gold, fmt), _parse_when(pred, fmt)
+        if g is not None and p is not None:
+            return g == p
+    return same_value(gold, pred)
+
+
+def percentile(xs, q):
+    """Nearest-rank q-th percentile (0 < q <= 100) of xs; None if empty."""
+    xs = sorted(x for x in xs if x is not None)
+    if not xs:
+        return None
+    return xs[max(0, math.ceil(q / 100 * len(xs)) - 1)]
+
+
+def head_kind(mode):
+    """The calibrated head kind (contract §12.3) scoring a leaf of `mode`."""
+    if mode.startswith("decide."):
+        return mode.split(".", 1)[1]  # choice, score, noul
+    if mode.startswith("extract."):
+        return "extract"
+    return None
 
 
 def _leaves(v, prefix=""):

@@ -20,25 +20,102 @@ ROWS = [
     ("null_recall", "null recall", "{:.3f}"),
     ("array_count_acc", "array count accuracy", "{:.3f}"),
     ("array_item_em_aligned", "array item EM (aligned)", "{:.3f}"),
-    ("ece_decide", "ECE decide", "{:.3f}"),
+    ("ece_decide", "ECE decide (choice+score+noul)", "{:.3f}"),
+    ("ece_choice", "ECE choice", "{:.3f}"),
+    ("ece_score", "ECE score", "{:.3f}"),
+    ("ece_noul", "ECE noul", "{:.3f}"),
     ("ece_extract", "ECE extract confidence", "{:.3f}"),
     ("prompt_tokens_mean", "prompt tokens / response", "{:.1f}"),
     ("generated_tokens_mean", "generated tokens / response", "{:.1f}"),
+    ("total_tokens_mean", "total tokens / response", "{:.1f}"),
     ("latency_s_mean", "latency mean (s)", "{:.3f}"),
     ("latency_s_p50", "latency p50 (s)", "{:.3f}"),
+    ("latency_s_p90", "latency p90 (s)", "{:.3f}"),
 ]
+
+# (summary key, label, target ratio deg / baseline or None, lower is better)
+RATIOS = [
+    ("generated_tokens_mean", "generated tokens / response", 0.3),
+    ("prompt_tokens_mean", "prompt tokens / response", None),
+    ("total_tokens_mean", "total tokens / response", None),
+    ("latency_s_mean", "latency mean", 0.33),
+    ("latency_s_p50", "latency p50", None),
+    ("latency_s_p90", "latency p90", None),
+]
+# accuracy rows where deg must be ahead of the baseline (issue 6)
+AHEAD = [("choice_em", "choice exact match"), ("noul_acc", "noul accuracy"),
+         ("span_em", "span exact match")]
 
 
 def _fmt(v, f):
     return "n/a" if v is None else f.format(v)
 
 
+def _env_line(r):
+    e = r.get("env") or {}
+    if not e:
+        return None
+    la0, la1 = e.get("loadavg_start"), e.get("loadavg_end")
+    load = (f"load average {la0[0]:.2f} at start, {la1[0]:.2f} at end"
+            if la0 and la1 else "load average n/a")
+    bits = [f"system `{e.get('system')}`", f"{e.get('threads')} threads",
+            f"started {e.get('started_utc')}", f"wall {e.get('wall_s', 0):.0f} s", load,
+            f"{e.get('nproc')} CPUs", f"git {e.get('git_commit')}"]
+    if e.get("ckpt"):
+        bits.append(f"ckpt {e['ckpt']}" + (" (RANDOM heads)" if e.get("random_heads") else ""))
+    if e.get("llama_cpp_python"):
+        bits.append(f"llama-cpp-python {e['llama_cpp_python']}, max_tokens {e.get('max_tokens')}")
+    if e.get("partial"):
+        bits.append(f"PARTIAL: {e['partial']}")
+    if e.get("omp_wait_policy"):
+        bits.append(f"OMP_WAIT_POLICY={e['omp_wait_policy']}")
+    return f"- {r['name']}: " + ", ".join(bits) + f"; command: `{e.get('command')}`"
+
+
+def ratio_table(results):
+    """deg / baseline ratios for every (deg-like, baseline) pair; [] without a baseline."""
+    base = [r for r in results if r.get("system") == "baseline"]
+    degs = [r for r in results if r.get("system") == "deg"]
+    if not base or not degs:
+        return []
+    out = []
+    for b in base:
+        out += ["", f"Ratios against `{b['name']}` (deg / baseline; lower is better):", "",
+                "| quantity | " + " | ".join(f"{d['name']}" for d in degs) + " | target |",
+                "|---|" + "---|" * (len(degs) + 1)]
+        for key, label, target in RATIOS:
+            cells = []
+            for d in degs:
+                x, y = d["summary"].get(key), b["summary"].get(key)
+                if x is None or not y:
+                    cells.append("n/a")
+                    continue
+                q = x / y
+                mark = "" if target is None else (" (met)" if q <= target else " (missed)")
+                cells.append(f"{q:.3f}{mark}")
+            out.append(f"| {label} | " + " | ".join(cells) + f" | {'<= ' + str(target) if target else ''} |")
+        v = ["met" if d["summary"].get("validity") == 1.0 else "missed" for d in degs]
+        out.append("| validity 100% | " + " | ".join(v) + " | = 1 |")
+        for key, label in AHEAD:
+            cells = []
+            for d in degs:
+                x, y = d["summary"].get(key), b["summary"].get(key)
+                cells.append("n/a" if x is None or y is None else
+                             f"{x - y:+.3f} ({'ahead' if x > y else 'not ahead'})")
+            out.append(f"| {label}, deg - baseline | " + " | ".join(cells) + " | > 0 |")
+    return out
+
+
 def markdown(results, title="deg evaluation", notes=()):
     """One table with a column per system (results: list of evaluate() dicts)."""
     n_bins = results[0]["summary"]["ece_bins"] if results else 10
     out = [f"# {title}", "",
-           f"ECE: {n_bins} equal-width confidence bins. Leaf metrics are positional; "
-           "array item EM aligns items order-insensitively. Counts per mode: "
+           f"ECE: {n_bins} equal-width confidence bins over every leaf with a confidence "
+           "(decide: the chosen outcome's probability, noul max(p, 1-p); extract: the "
+           "span or null confidence). Leaf metrics are positional; array item EM aligns "
+           "items order-insensitively; number/date EM compares parsed values; null = the "
+           "leaf is null or absent. Latency: end-to-end wall time of one response. A "
+           "system without probabilities (the baseline) has no ECE. Gold leaves per mode: "
            + ", ".join(f"{k.split('_')[0]} {results[0]['summary'].get(k)}" for k in
                        ("choice_n", "score_n", "noul_n", "span_n", "number_n", "date_n", "array_n")
                        if results) + ".", ""]
@@ -46,6 +123,7 @@ def markdown(results, title="deg evaluation", notes=()):
     out.append("|---|" + "---|" * len(results))
     for key, label, f in ROWS:
         out.append(f"| {label} | " + " | ".join(_fmt(r["summary"].get(key), f) for r in results) + " |")
+    out += ratio_table(results)
     for r in results:
         for kind, bins in r["summary"]["reliability"].items():
             if not bins:
@@ -57,16 +135,22 @@ def markdown(results, title="deg evaluation", notes=()):
     for r in results:
         det = r.get("determinism")
         if det:
-            out += ["", f"Determinism ({r['name']}, {det['records']} records): "
-                    f"{det['repeat_equal']} equal over {det['repeats']} repeats, "
-                    f"{det['permutation_equal']} over {det['permutations']} field permutations, "
-                    f"{det['split_equal']} split vs merged."]
+            out += ["", f"Determinism ({r['name']}, {det['records']} shortest records; bitwise "
+                    f"equal value + meta): {det['repeat_equal']}/{det['records']} equal over "
+                    f"{det['repeats']} repeats, {det['permutation_equal']}/{det['records']} keep every "
+                    f"decide/extract outcome over {det['permutations']} field permutations, "
+                    f"{det['split_equal']}/{det['records']} split (one schema per property) vs merged."]
+    envs = [x for x in (_env_line(r) for r in results) if x]
+    if envs:
+        out += ["", "Runs:", ""] + envs
     out += [""] + [f"- {n}" for n in notes]
     return "\n".join(out) + "\n"
 
 
 def plot_reliability(results, out_dir):
-    """One PNG per (system, head kind); [] and a reason when matplotlib is missing."""
+    """One PNG per (system, head kind) with confidences; [] and a reason when
+    matplotlib is missing. Bars: accuracy per bin; the bin's sample count is
+    written above it; the dashed diagonal is perfect calibration."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -80,12 +164,19 @@ def plot_reliability(results, out_dir):
                 continue
             fig, ax = plt.subplots(figsize=(4, 4))
             ax.plot([0, 1], [0, 1], "k--", lw=1)
-            ax.bar([(lo + hi) / 2 for lo, hi, *_ in bins], [a for *_, a in bins],
-                   width=1.0 / r["summary"]["ece_bins"], edgecolor="k", alpha=0.7)
+            xs = [(lo + hi) / 2 for lo, hi, *_ in bins]
+            ax.bar(xs, [a for *_, a in bins], width=1.0 / r["summary"]["ece_bins"],
+                   edgecolor="k", alpha=0.7, label="accuracy")
+            ax.plot(xs, [c for *_, c, _ in bins], "r.", label="mean confidence")
+            for x, (_, _, n, _, a) in zip(xs, bins):
+                ax.text(x, min(a + 0.02, 0.95), str(n), ha="center", fontsize=6)
             ax.set(xlabel="confidence", ylabel="accuracy", xlim=(0, 1), ylim=(0, 1),
-                   title=f"{r['name']} {kind} (ECE {r['summary'].get('ece_' + kind) or 0:.3f})")
+                   title=f"{r['name']} {kind}: ECE {r['summary'].get('ece_' + kind) or 0:.3f}, "
+                   f"{r['summary'].get('ece_bins')} bins, n {r['summary'].get('ece_' + kind + '_n')}")
+            ax.title.set_fontsize(8)
+            ax.legend(fontsize=6, loc="upper left")
             p = os.path.join(out_dir, f"reliability_{r['name']}_{kind}.png")
-            fig.savefig(p, dpi=80, bbox_inches="tight")
+            fig.savefig(p, dpi=72, bbox_inches="tight")
             plt.close(fig)
             paths.append(p)
     return paths, None
