@@ -525,7 +525,18 @@ DEG_API int deg_acceptor_eos_ok(deg_acceptor *acc, const char *text, size_t len)
  *    lib/deg/fill.h).
  * The backbone is referenced by file name + SHA-256 (of the GGUF file, or of
  * config.json and the *.safetensors files of an HF directory). A loaded
- * checkpoint owns its model. Not thread-safe: one fill at a time per handle. */
+ * checkpoint owns its model. Not thread-safe: one fill at a time per handle.
+ *
+ * Arrays (§12.6): "index" mode sizes every array with the count head and
+ * addresses items as "ITEM i of"; "anchor" mode (for contexts of at least
+ * anchor_min_tokens tokens; 0 = always) anchors every array whose items hold
+ * an extract leaf: the anchor head marks where items start in the array's
+ * region, options.array_decode picks the rule (threshold / count_peaks
+ * (default) / hybrid), item forks carry locators instead of ordinals, and
+ * the array's meta gets "array_mode": "anchor" and "anchors" (code-point
+ * offsets where the surviving items start). A top-level region with fewer
+ * usable positions than minItems is a FillError; a nested one drops its
+ * enclosing item (reported as "dropped" like any drop). */
 typedef struct deg_ckpt deg_ckpt;
 
 /* Write a fresh checkpoint to dir (created if missing; files replaced) for the
