@@ -179,3 +179,45 @@ def test_item_alternatives_stay_in_item():
     r = build(rid="x", split="train", source="s", template="t", doc="d", context=ctx, schema=schema,
               value={"items": [{"q": 2}, {"q": 2}]}, marks=marks, regions=regions)
     assert r["span_alternatives"] == {"/items/0/q": [[6, 7]], "/items/1/q": [[14, 15]]}
+
+
+def test_anchor_gold():
+    """§12.6 training gold: earliest unshared span per item, regions nest,
+    shared spans do not locate an item, skipped instances are None."""
+    from deg.datagen.record import anchor_gold
+    ctx = "Name Qty | apple 3 | pear 5 | plum 5"
+    schema = {"type": "object", "properties": {
+        "rows": {"type": "array", "items": {"type": "object", "properties": {
+            "head": {"type": "string"}, "name": {"type": "string"},
+            "qty": {"type": "integer"}}}},
+        "tags": {"type": "array", "items": {"enum": ["a", "b"]}}}}
+    a, p, pl = ctx.index("apple"), ctx.index("pear"), ctx.index("plum")
+    rec = {"context": ctx, "schema": schema, "value": {
+               "rows": [{"head": "Name", "name": "apple", "qty": 3},
+                        {"head": "Name", "name": "pear", "qty": 5},
+                        {"head": "Name", "name": "plum", "qty": 5}], "tags": ["a"]},
+           "spans": {"/rows/0/head": [0, 4], "/rows/1/head": [0, 4], "/rows/2/head": [0, 4],
+                     "/rows/0/name": [a, a + 5], "/rows/1/name": [p, p + 4],
+                     "/rows/2/name": [pl, pl + 4], "/rows/0/qty": [a + 6, a + 7],
+                     "/rows/1/qty": [p + 5, p + 6], "/rows/2/qty": [pl + 5, pl + 6]}}
+    g = anchor_gold(rec)
+    assert set(g) == {"/rows"}  # tags has no extract leaf: index mode
+    assert g["/rows"] == {"starts": [a, p, pl], "region": [0, len(ctx)]}
+    # an item whose only span is shared still anchors at it, but then two items
+    # share an anchor: the instance is left out
+    rec2 = dict(rec, value={"rows": [{"head": "Name"}, {"head": "Name"}]},
+                spans={"/rows/0/head": [0, 4], "/rows/1/head": [0, 4]})
+    assert anchor_gold(rec2) == {"/rows": None}
+    # nested: regions run from each parent anchor to the next
+    schema3 = {"type": "object", "properties": {"rows": {"type": "array", "items": {
+        "type": "object", "properties": {"name": {"type": "string"}, "sub": {
+            "type": "array", "items": {"type": "object", "properties": {
+                "q": {"type": "integer"}}}}}}}}}
+    rec3 = {"context": ctx, "schema": schema3, "value": {"rows": [
+                {"name": "apple", "sub": [{"q": 3}]}, {"name": "pear", "sub": []}]},
+            "spans": {"/rows/0/name": [a, a + 5], "/rows/1/name": [p, p + 4],
+                      "/rows/0/sub/0/q": [a + 6, a + 7]}}
+    g3 = anchor_gold(rec3)
+    assert g3["/rows"]["starts"] == [a, p]
+    assert g3["/rows/0/sub"] == {"starts": [a + 6], "region": [a, p]}
+    assert g3["/rows/1/sub"] == {"starts": [], "region": [p, len(ctx)]}

@@ -178,3 +178,73 @@ def modes_of(rec):
         if n:
             add("array.nested" if a.parent_array is not None else "array")
     return out
+
+
+def anchor_gold(rec):
+    """Anchor-mode training gold of a record (deg contract §12.6 "Training gold").
+
+    Returns {array instance pointer: {"starts": [code point, ...], "region": [s, e]}
+    or None} for every present instance of an array whose item subtree has an
+    extract leaf. An item's anchor is the start of its earliest span (a leaf's
+    `spans` entry, else its first `span_alternatives` entry) that no sibling item
+    shares, else of its earliest span. None = left out of training (counted as
+    `anchor_skipped_arrays`): an item without any span, anchors that are not
+    distinct, an anchor outside the region, or an enclosing instance that is
+    itself left out. An empty array trains with no positives (the hard negative).
+    Regions: a top-level array's is the whole context; an item's runs from its
+    anchor to the next sibling anchor (the last one's to its parent's region end),
+    and a nested array's region is its parent item's. Anchors are code points: the
+    trainer maps each to the context token holding it and must also skip an
+    instance whose anchors share a token."""
+    plan = compile_schema(rec["schema"])
+    value, n = rec["value"], len(rec["context"])
+    spans, alts = rec.get("spans", {}), rec.get("span_alternatives", {})
+    fields = list(plan.fields)
+
+    def leaf_span(ptr):
+        s = spans.get(ptr) or (alts.get(ptr) or [None])[0]
+        return tuple(s) if s else None
+
+    out, item_region = {}, {}
+    for a in plan.arrays:  # parents come before their nested arrays
+        sub = fields[a.first_field:a.first_field + a.n_fields]
+        if not any(f.mode.startswith("extract.") for f in sub):
+            continue
+        leaf_spans = [(ptr, leaf_span(ptr)) for f in sub if f.mode.startswith("extract.")
+                      for ptr, v in concrete(f.path, value) if v is not None]
+        for ptr, items in concrete(a.path, value):
+            if not isinstance(items, list):
+                continue
+            parent = ptr.rsplit("/", 1)[0]
+            if a.parent_array is None:
+                region = (0, n)
+            elif parent in item_region and item_region[parent] is not None:
+                region = item_region[parent]
+            else:
+                out[ptr] = None
+                continue
+            per_item = []
+            for i in range(len(items)):
+                pre = f"{ptr}/{i}"
+                per_item.append(sorted({sp for p, sp in leaf_spans if sp is not None and
+                                        (p == pre or p.startswith(pre + "/"))}))
+            seen = {}
+            for ss in per_item:
+                for sp in ss:
+                    seen[sp] = seen.get(sp, 0) + 1
+            starts = []
+            for ss in per_item:
+                own = [sp for sp in ss if seen[sp] == 1]
+                pick = (own or ss or [None])[0]
+                starts.append(None if pick is None else pick[0])
+            ok = (all(s is not None for s in starts) and len(set(starts)) == len(starts)
+                  and all(region[0] <= s < region[1] for s in starts))
+            out[ptr] = {"starts": starts, "region": list(region)} if ok else None
+            order = sorted(range(len(items)), key=lambda i: starts[i]) if ok else []
+            for k, i in enumerate(order):
+                end = starts[order[k + 1]] if k + 1 < len(order) else region[1]
+                item_region[f"{ptr}/{i}"] = (starts[i], end)
+            if not ok:
+                for i in range(len(items)):
+                    item_region[f"{ptr}/{i}"] = None
+    return out
