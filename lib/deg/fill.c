@@ -1684,6 +1684,26 @@ done:
 
 /* ---- assembly ------------------------------------------------------------- */
 
+/* §12.1: there is no context cap, so a trunk longer than the backbone's
+ * trained positions (n_ctx_train) is read whole, with RoPE positions beyond
+ * the trained range (no truncation; the spec is silent on a warning). The
+ * response says so under the root pointer "" of meta:
+ * {"mode": "document", "warnings": ["..."]}. */
+static void context_warning(const dg_ckpt *k, const freq *r, json_t *out)
+{
+    int32_t nt = k->model->hp.n_ctx_train;
+    size_t n = deg_trunk_len(r->trunk);
+    if (nt <= 0 || n <= (size_t)nt) return;
+    char msg[256];
+    snprintf(msg, sizeof msg, "context: %zu prompt tokens exceed the backbone's %d trained "
+             "positions; read whole (no truncation), positions beyond %d are untrained", n,
+             (int)nt, (int)nt);
+    json_t *meta = json_object_get(out, "meta");
+    if (meta)
+        json_object_set_new(meta, "", json_pack("{s:s, s:[s]}", "mode", "document", "warnings",
+                                                msg));
+}
+
 static deg_status assemble(const dg_ckpt *k, freq *r, json_t **response)
 {
     json_t *fields = json_object(), *arrays = json_object();
@@ -1735,6 +1755,7 @@ static deg_status assemble(const dg_ckpt *k, freq *r, json_t **response)
     json_t *out = json_pack("{s:s}", "model", deg_request_model(r->rq));
     json_object_update(out, resp);
     json_decref(resp);
+    context_warning(k, r, out);
     if (k->debug_raw) {
         json_object_set_new(out, "timing",
                             json_pack("{s:f, s:f, s:f, s:I, s:I}", "prefill_s", r->t_prefill,
