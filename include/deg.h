@@ -589,6 +589,142 @@ DEG_API deg_status deg_fill_many(deg_ckpt *ckpt, size_t n, const char *const *re
                                  const size_t *lens, char **responses, char **errors,
                                  deg_status *statuses);
 
+/* ------------------------------------------------------------------------ */
+/* Training (deg.train, issue 6): features of the frozen backbone, head     */
+/* parameters, losses and gradients, calibration, saving (deg contract      */
+/* §12.3, §12.4). The Python driver is bindings/python/deg/train/.          */
+/* ------------------------------------------------------------------------ */
+
+/* Head kinds: the calibration slots of deg.json "calibration" and the loss
+ * kinds of deg_train_example. */
+#define DEG_HEAD_CHOICE 0  /* pointer over option lines */
+#define DEG_HEAD_SCORE 1   /* pointer over level lines */
+#define DEG_HEAD_NOUL 2    /* boolean: logits [w.a + b, 0] */
+#define DEG_HEAD_EXTRACT 3 /* start/end pointers over the context + null */
+#define DEG_HEAD_COUNT 4   /* array length classes */
+#define DEG_HEAD_KINDS 5
+
+/* One fork of a traced request: what the heads read (fp32, row-major). */
+typedef struct deg_feature_fork {
+    const char *pointer;   /* concrete JSON pointer of the leaf, or of the array
+                            * instance for a count fork (the gold's item indices) */
+    const char *mode;      /* "decide.choice" | "decide.score" | "decide.noul" |
+                            * "extract.number" | "extract.date" | "extract.span" | "count" */
+    int32_t index;         /* plan field index (leaf) or plan array index (count) */
+    int32_t n_rows;        /* rows of hidden */
+    const float *hidden;   /* [n_rows, n_embd]: choice/score: the option/level line
+                            * ends in line order, then the ANSWER: row (last);
+                            * other kinds: the ANSWER: row only */
+    const int32_t *order;  /* choice/score: [n_rows - 1], plan outcome index of each
+                            * line (plan order unless shuffled); else NULL */
+    int32_t count_lo, count_hi; /* count: the head's class range [lo, hi] (minItems,
+                                 * maxItems | options.max_items | 32, capped at 64) */
+    int32_t count_gold;    /* count: the gold item count (not clamped); else -1 */
+    int32_t n_tokens;      /* fork length in tokens */
+} deg_feature_fork;
+
+/* A traced request (deg_features_extract). Owned by the caller
+ * (deg_features_free); every pointer inside lives as long as the struct. */
+typedef struct deg_features {
+    int32_t n_embd;
+    size_t n_trunk_tokens;    /* trunk length (prefix + context + "\n") */
+    size_t n_ctx;             /* addressable context tokens (extract pointers) */
+    const float *ctx_hidden;  /* [n_ctx, n_embd] trunk hidden states c_t */
+    const size_t *tok_cp;     /* [n_ctx, 2]: code point range [start, end) of the
+                               * context each token covers (a token inside a
+                               * multi-byte character covers what it completes) */
+    size_t n_forks;
+    const deg_feature_fork *forks; /* in run order (round by round) */
+} deg_features;
+
+/* Flags of deg_features_extract. */
+#define DEG_FEATURES_CHOICE_ONLY 1u /* run only the choice leaves' forks */
+
+/* Trace one request as deg_fill would run it (same trunk, same fork texts
+ * §12.1, same rounds and batches), with teacher forcing: each index-addressed
+ * array has the gold value's item count (clamped to the count head's range;
+ * the count forks still run and report count_gold), and nothing is decoded
+ * (no generate phase). gold_json: the gold value (the request schema's
+ * instance; a missing or non-array value at an array pointer counts 0 items).
+ * shuffle_seed != 0 puts every choice leaf's option lines in a random order
+ * (xoshiro256** seeded by (shuffle_seed, FNV-1a of the leaf pointer); §12.4
+ * option-order shuffling), reported in .order; 0 = plan order. flags:
+ * DEG_FEATURES_*. Needs a checkpoint whose array_mode is "index".
+ * Errors: as deg_fill (with *errors_json, may be NULL, owned by the caller),
+ * DEG_ERR_ARG (gold not JSON, unknown flags), DEG_ERR_NOMEM. */
+DEG_API deg_status deg_features_extract(deg_ckpt *ckpt, const char *request_json, size_t len,
+                                        const char *gold_json, size_t gold_len,
+                                        uint64_t shuffle_seed, unsigned flags,
+                                        deg_features **out, char **errors_json);
+DEG_API void deg_features_free(deg_features *features);
+
+/* The head parameters as one flat fp32 vector: every head tensor of
+ * heads.safetensors in the order of lib/deg/fill.h, row-major. Getting copies
+ * out, setting copies in (n must equal deg_ckpt_n_params; NaN/Inf refused
+ * with DEG_ERR_NUMERIC, leaving the checkpoint unchanged). */
+DEG_API size_t deg_ckpt_n_params(const deg_ckpt *ckpt);
+DEG_API deg_status deg_ckpt_get_params(const deg_ckpt *ckpt, float *out, size_t n);
+DEG_API deg_status deg_ckpt_set_params(deg_ckpt *ckpt, const float *in, size_t n);
+
+/* Calibration temperatures temps[DEG_HEAD_KINDS] (finite, > 0), applied by
+ * deg_fill to every softmax of that head kind (§12.3). */
+DEG_API deg_status deg_ckpt_get_calibration(const deg_ckpt *ckpt, double *temps);
+DEG_API deg_status deg_ckpt_set_calibration(deg_ckpt *ckpt, const double *temps);
+
+/* Write the checkpoint (current parameters and temperatures) to dir (created
+ * if missing): heads.safetensors, then deg.json, each atomically (temporary
+ * file + fsync + rename; a reader never sees a partial file). extra_json (may
+ * be NULL): a JSON object whose keys are added to deg.json (e.g. "training");
+ * the keys deg writes itself are refused (DEG_ERR_ARG).
+ * DEG_SAVE_NO_BACKBONE_PATH leaves backbone.path out of deg.json (a shipped
+ * checkpoint resolves its backbone by file name). Errors: DEG_ERR_ARG,
+ * DEG_ERR_IO, DEG_ERR_NOMEM. */
+#define DEG_SAVE_NO_BACKBONE_PATH 1u
+DEG_API deg_status deg_ckpt_save(const deg_ckpt *ckpt, const char *dir, const char *extra_json,
+                                 unsigned flags);
+
+/* One training example for one head (§12.4), over features (borrowed):
+ *  CHOICE/SCORE: rows = the option/level line hiddens [n_rows, E] in line
+ *    order, target [n_rows] a distribution over the lines; loss KL(t || p).
+ *  NOUL: target [1] = p(true); loss KL([t, 1 - t] || softmax([w.a + b, 0])).
+ *  EXTRACT: rows = the context hiddens [n_rows, E]; pos_start [n_start] /
+ *    pos_end [n_end] the positive token indices in [0, n_rows] (n_rows = the
+ *    null outcome); loss -log sum_pos p_start - log sum_pos p_end.
+ *  COUNT: CE of `count` over the classes [lo, hi] (0 <= lo <= count <= hi
+ *    <= 64); rows unused.
+ * answer = the hidden state at ANSWER: [E]. */
+typedef struct deg_train_example {
+    int32_t kind;            /* DEG_HEAD_* */
+    const float *answer;     /* [E] */
+    const float *rows;       /* [n_rows, E] (CHOICE, SCORE, EXTRACT) */
+    size_t n_rows;
+    const double *target;    /* CHOICE/SCORE: [n_rows]; NOUL: [1] */
+    const int32_t *pos_start, *pos_end; /* EXTRACT */
+    size_t n_start, n_end;
+    int32_t lo, hi, count;   /* COUNT */
+} deg_train_example;
+
+/* Loss and gradient of a batch at the checkpoint's current parameters, at
+ * temperature 1: total = sum_i weights[kind_i] * loss_i (e.g. weights = 1 /
+ * the number of decide, extract items, 0.5 / the number of count items for
+ * the §12.4 sum of means). grad [n_grad = deg_ckpt_n_params] is overwritten
+ * with d total / d params in the flat layout. losses [n] (may be NULL) gets
+ * each example's unweighted loss (nats). Deterministic: the same inputs give
+ * the same bits whatever the thread count (each head kind accumulates its
+ * examples in order). Errors: DEG_ERR_ARG (a malformed example: "example i:
+ * why"), DEG_ERR_NOMEM. */
+DEG_API deg_status deg_train_loss_grad(const deg_ckpt *ckpt, const deg_train_example *ex,
+                                       size_t n, const double *weights, float *grad,
+                                       size_t n_grad, double *losses, double *total);
+
+/* Raw logits (temperature 1) of one example's head: CHOICE/SCORE [n_rows];
+ * NOUL [2] = {w.a + b, 0}; EXTRACT [2, n_rows + 1] (start then end, the null
+ * logit last in each); COUNT [hi - lo + 1]. *n_out = that size; cap = room in
+ * logits (DEG_ERR_RANGE if too small, *n_out still set). Errors: DEG_ERR_ARG,
+ * DEG_ERR_RANGE, DEG_ERR_NOMEM. */
+DEG_API deg_status deg_train_logits(const deg_ckpt *ckpt, const deg_train_example *ex,
+                                    float *logits, size_t cap, size_t *n_out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/fileio.h"
 #include "base/status.h"
 #include "deg/fill.h"
 #include "format/safetensors.h"
@@ -230,6 +231,7 @@ void deg_ckpt_free(deg_ckpt *k)
     free(k->chat_layout);
     free(k->backbone_file);
     free(k->backbone_sha256);
+    free(k->backbone_path);
     free(k);
 }
 
@@ -245,6 +247,46 @@ static const char *model_chat_layout(const deg_model *m)
     }
     free(out);
     return strcmp(info.chat_layout, "qwen3") == 0 ? "qwen3" : "chatml";
+}
+
+/* Write heads.safetensors (the store, tensors in TABLE layout) then deg.json
+ * (meta) into dir, each atomically (temporary file + rename: a reader sees the
+ * old or the new file, never a partial one). */
+static deg_status write_files(const float *store, const size_t *off, int E, json_t *meta,
+                              const char *dir)
+{
+    char *jpath = path_join(dir, "deg.json"), *spath = path_join(dir, "heads.safetensors");
+    char *text = json_dumps(meta, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    dg_st_writer *w = NULL;
+    deg_status st = DEG_OK;
+    if (!jpath || !spath || !text) {
+        st = dg_fail(DEG_ERR_NOMEM, "checkpoint write: out of memory");
+        goto done;
+    }
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        st = dg_fail(DEG_ERR_IO, "%s: cannot create checkpoint directory: %s", dir,
+                     strerror(errno));
+        goto done;
+    }
+    if ((st = dg_st_writer_new(&w)) != DEG_OK) goto done;
+    for (size_t i = 0; i < N_TABLE && st == DEG_OK; i++) {
+        int64_t shape[2];
+        dims(&TABLE[i], E, &shape[0], &shape[1]);
+        if (shape[0]) st = dg_st_writer_add(w, TABLE[i].name, DG_F32, 2, shape, store + off[i]);
+        else st = dg_st_writer_add(w, TABLE[i].name, DG_F32, 1, &shape[1], store + off[i]);
+    }
+    if (st == DEG_OK) st = dg_st_writer_meta(w, "format", DG_CKPT_FORMAT);
+    if (st == DEG_OK) st = dg_st_writer_commit(w, spath);
+    if (st == DEG_OK) {
+        dg_chunk c[2] = {{text, strlen(text)}, {"\n", 1}};
+        st = dg_write_atomic(jpath, c, 2);
+    }
+done:
+    dg_st_writer_free(w);
+    free(text);
+    free(jpath);
+    free(spath);
+    return st;
 }
 
 static char *trimmed_dir_name(const char *path)
@@ -271,18 +313,12 @@ deg_status deg_ckpt_create_random(const char *model_path, uint64_t seed, const c
     size_t off[N_TABLE];
     char sha[65];
     json_t *meta = NULL;
-    char *jpath = NULL, *spath = NULL, *fname = NULL, *text = NULL;
-    dg_st_writer *w = NULL;
+    char *fname = NULL;
     deg_model_info info;
     deg_model_get_info(m, &info);
     if ((st = alloc_store(&k, info.n_embd, off)) != DEG_OK) goto done;
     init_random(&k, off, seed);
     if ((st = dg_backbone_sha256(model_path, sha)) != DEG_OK) goto done;
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-        st = dg_fail(DEG_ERR_IO, "%s: cannot create checkpoint directory: %s", dir,
-                     strerror(errno));
-        goto done;
-    }
     fname = trimmed_dir_name(model_path);
     char abs[4096];
     const char *absp = realpath(model_path, abs) ? abs : model_path;
@@ -306,37 +342,9 @@ deg_status deg_ckpt_create_random(const char *model_path, uint64_t seed, const c
         st = dg_fail(DEG_ERR_NOMEM, "deg_ckpt_create_random: out of memory");
         goto done;
     }
-    jpath = path_join(dir, "deg.json");
-    spath = path_join(dir, "heads.safetensors");
-    text = json_dumps(meta, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    if (!jpath || !spath || !text) {
-        st = dg_fail(DEG_ERR_NOMEM, "deg_ckpt_create_random: out of memory");
-        goto done;
-    }
-    if ((st = dg_st_writer_new(&w)) != DEG_OK) goto done;
-    for (size_t i = 0; i < N_TABLE && st == DEG_OK; i++) {
-        int64_t shape[2];
-        dims(&TABLE[i], info.n_embd, &shape[0], &shape[1]);
-        if (shape[0]) st = dg_st_writer_add(w, TABLE[i].name, DG_F32, 2, shape, k.store + off[i]);
-        else st = dg_st_writer_add(w, TABLE[i].name, DG_F32, 1, &shape[1], k.store + off[i]);
-    }
-    if (st == DEG_OK) st = dg_st_writer_meta(w, "format", DG_CKPT_FORMAT);
-    if (st == DEG_OK) st = dg_st_writer_commit(w, spath);
-    if (st == DEG_OK) {
-        FILE *f = fopen(jpath, "wb");
-        if (!f) st = dg_fail(DEG_ERR_IO, "%s: cannot write: %s", jpath, strerror(errno));
-        else {
-            size_t l = strlen(text);
-            if (fwrite(text, 1, l, f) != l || fputc('\n', f) == EOF) st = dg_fail(DEG_ERR_IO, "%s: write failed", jpath);
-            if (fclose(f) != 0 && st == DEG_OK) st = dg_fail(DEG_ERR_IO, "%s: write failed", jpath);
-        }
-    }
+    st = write_files(k.store, off, info.n_embd, meta, dir);
 done:
-    dg_st_writer_free(w);
     json_decref(meta);
-    free(text);
-    free(jpath);
-    free(spath);
     free(fname);
     free(k.store);
     deg_model_free(m);
@@ -477,12 +485,17 @@ deg_status deg_ckpt_load(const char *dir, const char *model_path, deg_ckpt **out
     k->chat_layout = strdup(cl ? cl : model_chat_layout(k->model));
     k->backbone_file = dup_str(bfile);
     k->backbone_sha256 = dup_str(bsha);
+    {
+        char abs[4096];
+        k->backbone_path = dup_str(realpath(resolved, abs) ? abs : resolved);
+    }
     k->fork_budget_bytes = (size_t)256 << 20;
     k->eos_id = info.eos_id;
     k->stop_id = -1;
     if (strcmp(k->chat_layout ? k->chat_layout : "none", "none") != 0)
         k->stop_id = dg_tokenizer_find(dg_model_tokenizer(k->model), "<|im_end|>", 10);
-    if (!k->array_mode || !k->chat_layout || !k->backbone_file || !k->backbone_sha256) {
+    if (!k->array_mode || !k->chat_layout || !k->backbone_file || !k->backbone_sha256 ||
+        !k->backbone_path) {
         st = dg_fail(DEG_ERR_NOMEM, "deg_ckpt_load: out of memory");
         goto fail;
     }
@@ -511,4 +524,117 @@ deg_status deg_ckpt_set_fork_budget(deg_ckpt *ckpt, size_t bytes)
         return dg_fail(DEG_ERR_ARG, "deg_ckpt_set_fork_budget: need a checkpoint and >= 1 MiB");
     ckpt->fork_budget_bytes = bytes;
     return DEG_OK;
+}
+
+/* ---- training side: parameters, calibration, save (deg.h "Training") ---- */
+
+size_t deg_ckpt_n_params(const deg_ckpt *ckpt) { return ckpt ? ckpt->n_store : 0; }
+
+deg_status deg_ckpt_get_params(const deg_ckpt *ckpt, float *out, size_t n)
+{
+    if (!ckpt || !out) return dg_fail(DEG_ERR_ARG, "deg_ckpt_get_params: NULL argument");
+    if (n != ckpt->n_store)
+        return dg_fail(DEG_ERR_ARG, "deg_ckpt_get_params: n is %zu, the checkpoint has %zu "
+                       "parameters", n, ckpt->n_store);
+    memcpy(out, ckpt->store, n * sizeof(float));
+    return DEG_OK;
+}
+
+deg_status deg_ckpt_set_params(deg_ckpt *ckpt, const float *in, size_t n)
+{
+    if (!ckpt || !in) return dg_fail(DEG_ERR_ARG, "deg_ckpt_set_params: NULL argument");
+    if (n != ckpt->n_store)
+        return dg_fail(DEG_ERR_ARG, "deg_ckpt_set_params: n is %zu, the checkpoint has %zu "
+                       "parameters", n, ckpt->n_store);
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(in[i]))
+            return dg_fail(DEG_ERR_NUMERIC, "deg_ckpt_set_params: parameter %zu is NaN/Inf "
+                           "(the checkpoint is unchanged)", i);
+    memcpy(ckpt->store, in, n * sizeof(float));
+    return DEG_OK;
+}
+
+deg_status deg_ckpt_get_calibration(const deg_ckpt *ckpt, double *temps)
+{
+    if (!ckpt || !temps) return dg_fail(DEG_ERR_ARG, "deg_ckpt_get_calibration: NULL argument");
+    for (int i = 0; i < DG_T_N; i++) temps[i] = ckpt->temp[i];
+    return DEG_OK;
+}
+
+deg_status deg_ckpt_set_calibration(deg_ckpt *ckpt, const double *temps)
+{
+    if (!ckpt || !temps) return dg_fail(DEG_ERR_ARG, "deg_ckpt_set_calibration: NULL argument");
+    for (int i = 0; i < DG_T_N; i++)
+        if (!(temps[i] > 0) || !isfinite(temps[i]) || !isfinite((float)temps[i]))
+            return dg_fail(DEG_ERR_ARG, "deg_ckpt_set_calibration: temperature %s must be a "
+                           "finite number > 0", TEMP_NAMES[i]);
+    for (int i = 0; i < DG_T_N; i++) ckpt->temp[i] = (float)temps[i];
+    return DEG_OK;
+}
+
+static const char *const RESERVED[] = {"format", "backbone", "head_dim", "heads", "calibration",
+                                       "array_mode", "anchor_min_tokens", "chat_layout"};
+
+deg_status deg_ckpt_save(const deg_ckpt *ckpt, const char *dir, const char *extra_json,
+                         unsigned flags)
+{
+    if (!ckpt || !dir) return dg_fail(DEG_ERR_ARG, "deg_ckpt_save: NULL argument");
+    if (flags & ~(unsigned)DEG_SAVE_NO_BACKBONE_PATH)
+        return dg_fail(DEG_ERR_ARG, "deg_ckpt_save: unknown flags 0x%x", flags);
+    json_t *extra = NULL;
+    if (extra_json) {
+        json_error_t e;
+        extra = json_loads(extra_json, 0, &e);
+        if (!json_is_object(extra)) {
+            json_decref(extra);
+            return dg_fail(DEG_ERR_ARG, "deg_ckpt_save: extra_json is not a JSON object (%s)",
+                           e.text);
+        }
+        for (size_t i = 0; i < sizeof RESERVED / sizeof RESERVED[0]; i++)
+            if (json_object_get(extra, RESERVED[i])) {
+                json_decref(extra);
+                return dg_fail(DEG_ERR_ARG, "deg_ckpt_save: extra_json may not set \"%s\" "
+                               "(written from the checkpoint itself)", RESERVED[i]);
+            }
+    }
+    deg_model_info info;
+    deg_model_get_info(ckpt->model, &info);
+    size_t off[N_TABLE], total = 0;
+    for (size_t i = 0; i < N_TABLE; i++) {
+        off[i] = total;
+        total += numel(&TABLE[i], ckpt->h.E);
+    }
+    if (total != ckpt->n_store) {
+        json_decref(extra);
+        return dg_fail(DEG_ERR_INTERNAL, "deg_ckpt_save: head layout mismatch");
+    }
+    json_t *temps = json_object();
+    for (int i = 0; i < DG_T_N; i++)
+        json_object_set_new(temps, TEMP_NAMES[i], json_real((double)ckpt->temp[i]));
+    json_t *heads = json_object();
+    for (size_t i = 0; i < N_TABLE; i++) {
+        int64_t r, c;
+        dims(&TABLE[i], ckpt->h.E, &r, &c);
+        json_object_set_new(heads, TABLE[i].name,
+                            r ? json_pack("[I,I]", (json_int_t)r, (json_int_t)c)
+                              : json_pack("[I]", (json_int_t)c));
+    }
+    json_t *bb = json_pack("{s:s, s:s, s:s}", "file", ckpt->backbone_file, "sha256",
+                           ckpt->backbone_sha256, "arch", info.arch);
+    if (bb && !(flags & DEG_SAVE_NO_BACKBONE_PATH) && ckpt->backbone_path)
+        json_object_set_new(bb, "path", json_string(ckpt->backbone_path));
+    json_t *meta = json_pack("{s:s, s:o, s:i, s:o, s:o, s:s, s:I, s:s}", "format",
+                             DG_CKPT_FORMAT, "backbone", bb, "head_dim", DG_HEAD_DIM, "heads",
+                             heads, "calibration", temps, "array_mode", ckpt->array_mode,
+                             "anchor_min_tokens", (json_int_t)ckpt->anchor_min_tokens,
+                             "chat_layout", ckpt->chat_layout);
+    deg_status st;
+    if (!meta) st = dg_fail(DEG_ERR_NOMEM, "deg_ckpt_save: out of memory");
+    else {
+        if (extra) json_object_update(meta, extra);
+        st = write_files(ckpt->store, off, ckpt->h.E, meta, dir);
+    }
+    json_decref(meta);
+    json_decref(extra);
+    return st;
 }

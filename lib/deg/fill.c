@@ -145,6 +145,7 @@ typedef struct job {
     size_t *mark;           /* own-token positions whose hidden states are kept */
     size_t n_mark, cap_mark;
     float *h;               /* [n_mark, E] */
+    size_t *order;          /* choice leaf under a trace: plan outcome of each option line */
 } job;
 
 typedef struct jobs {
@@ -175,6 +176,7 @@ typedef struct freq {
     size_t generated_tokens;
     double t_prefill, t_forks, t_generate;
     size_t fork_rows, fork_tokens;
+    const dg_trace_hooks *trace; /* training trace (dg_fill_trace), else NULL */
 } freq;
 
 static void set_fail(freq *r, deg_status st, const char *loc)
@@ -304,6 +306,7 @@ static void jobs_free(jobs *J)
         free(J->p[i].ids.p);
         free(J->p[i].mark);
         free(J->p[i].h);
+        free(J->p[i].order);
     }
     free(J->p);
     memset(J, 0, sizeof *J);
@@ -428,6 +431,8 @@ static char *json_text(const json_t *v)
     return dg_json_render(v, 0);
 }
 
+static deg_status trace_order(job *j, const freq *r, const leaf *L, size_t n);
+
 static deg_status build_leaf_job(job *j, const deg_model *m, const freq *r, const leaf *L)
 {
     const dg_field_plan *f = &r->plan->fields[L->field];
@@ -456,7 +461,9 @@ static deg_status build_leaf_job(job *j, const deg_model *m, const freq *r, cons
     if (f->mode == DG_MODE_CHOICE || f->mode == DG_MODE_SCORE) {
         DG_TRY(put_line(j, m, "OPTIONS:"));
         size_t n = f->mode == DG_MODE_CHOICE ? f->n_options : f->n_levels + (f->null_outcome ? 1 : 0);
-        for (size_t i = 0; i < n; i++) {
+        DG_TRY(trace_order(j, r, L, n));
+        for (size_t line = 0; line < n; line++) {
+            size_t i = j->order ? j->order[line] : line;
             dg_strbuf b = {0};
             dg_sb_puts(&b, "- ");
             if (f->mode == DG_MODE_CHOICE) {
@@ -1179,23 +1186,41 @@ done:
     return st;
 }
 
-static deg_status decode_count(const dg_ckpt *k, freq *r, job *j)
+/* Classes [*lo, *hi] of the count head for instance I (§12.3 count). */
+static deg_status count_range(const freq *r, const inst *I, int64_t *lo, int64_t *hi)
 {
-    inst *I = &r->insts[j->target];
     const dg_array_plan *a = &r->plan->arrays[I->array];
-    const float *h = j->h + (j->n_mark - 1) * (size_t)k->h.E;
     int64_t cap = a->max_items >= 0 ? a->max_items
                   : r->opt.max_items >= 0 ? r->opt.max_items : DG_COUNT_DEFAULT_CAP;
     if (cap > DG_COUNT_MAX) cap = DG_COUNT_MAX;
-    int64_t lo = a->min_items;
-    if (lo > DG_COUNT_MAX) {
+    *lo = a->min_items;
+    if (*lo > DG_COUNT_MAX) {
         char *p = dg_path_pointer(&a->path, I->idx, I->n_idx);
         deg_status st = dg_fail(DEG_ERR_FILL, "%s: minItems %lld is beyond the count head's "
-                                "range 0..%d", p ? p : "?", (long long)lo, DG_COUNT_MAX);
+                                "range 0..%d", p ? p : "?", (long long)*lo, DG_COUNT_MAX);
         free(p);
         return st;
     }
-    if (cap < lo) cap = lo;
+    *hi = cap < *lo ? *lo : cap;
+    return DEG_OK;
+}
+
+static deg_status set_count(inst *I, int64_t n)
+{
+    I->n_items = n;
+    I->alive = malloc((size_t)(I->n_items ? I->n_items : 1));
+    I->newidx = calloc((size_t)(I->n_items ? I->n_items : 1), sizeof(size_t));
+    if (!I->alive || !I->newidx) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+    memset(I->alive, 1, (size_t)I->n_items);
+    return DEG_OK;
+}
+
+static deg_status decode_count(const dg_ckpt *k, freq *r, job *j)
+{
+    inst *I = &r->insts[j->target];
+    const float *h = j->h + (j->n_mark - 1) * (size_t)k->h.E;
+    int64_t lo = 0, cap = 0;
+    DG_TRY(count_range(r, I, &lo, &cap));
     float lg[DG_COUNT_MAX + 1];
     double p[DG_COUNT_MAX + 1];
     for (int c = 0; c <= DG_COUNT_MAX; c++)
@@ -1203,12 +1228,7 @@ static deg_status decode_count(const dg_ckpt *k, freq *r, job *j)
     size_t n = (size_t)(cap - lo + 1);
     dg_softmax(lg + lo, n, k->temp[DG_T_COUNT], p, NULL);
     size_t b = dg_argmax_d(p, n);
-    I->n_items = lo + (int64_t)b;
-    I->alive = malloc((size_t)(I->n_items ? I->n_items : 1));
-    I->newidx = calloc((size_t)(I->n_items ? I->n_items : 1), sizeof(size_t));
-    if (!I->alive || !I->newidx) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
-    memset(I->alive, 1, (size_t)I->n_items);
-    return DEG_OK;
+    return set_count(I, lo + (int64_t)b);
 }
 
 /* ---- drops (§12.6) -------------------------------------------------------- */
@@ -1956,4 +1976,134 @@ deg_status deg_ckpt_set_debug(deg_ckpt *ckpt, int on)
     if (!ckpt) return dg_fail(DEG_ERR_ARG, "deg_ckpt_set_debug: NULL checkpoint");
     ckpt->debug_raw = on != 0;
     return DEG_OK;
+}
+
+/* ---- training trace (fill.h dg_fill_trace; deg/features.c) ----------------- */
+
+static deg_status trace_order(job *j, const freq *r, const leaf *L, size_t n)
+{
+    const dg_field_plan *f = &r->plan->fields[L->field];
+    if (!r->trace || !r->trace->shuffle || f->mode != DG_MODE_CHOICE || n < 2) return DEG_OK;
+    char *ptr = dg_path_pointer(&f->path, L->idx, L->n_idx);
+    j->order = malloc(n * sizeof *j->order);
+    if (!ptr || !j->order) {
+        free(ptr);
+        return dg_fail(DEG_ERR_NOMEM, "fill trace: out of memory");
+    }
+    int shuffled = r->trace->shuffle(r->trace->ud, ptr, n, j->order);
+    free(ptr);
+    if (!shuffled) {
+        free(j->order);
+        j->order = NULL;
+    }
+    return DEG_OK;
+}
+
+static int trace_wants(const freq *r, const job *j)
+{
+    const dg_trace_hooks *h = r->trace;
+    if (!h->want) return 1;
+    if (j->kind == JOB_COUNT)
+        return h->want(h->ud, DG_TRACE_COUNT, (size_t)r->insts[j->target].array, -1);
+    size_t fi = r->leaves[j->target].field;
+    return h->want(h->ud, DG_TRACE_LEAF, fi, (int)r->plan->fields[fi].mode);
+}
+
+/* Report job j (run) to the hooks. */
+static deg_status trace_report(const dg_ckpt *k, freq *r, const job *j)
+{
+    dg_trace_fork tf = {0};
+    tf.hidden = j->h;
+    tf.n_rows = j->n_mark;
+    tf.order = j->order;
+    tf.n_tokens = j->ids.n;
+    char *ptr;
+    if (j->kind == JOB_COUNT) {
+        const inst *I = &r->insts[j->target];
+        tf.kind = DG_TRACE_COUNT;
+        tf.index = (size_t)I->array;
+        tf.mode = -1;
+        DG_TRY(count_range(r, I, &tf.lo, &tf.hi));
+        ptr = dg_path_pointer(&r->plan->arrays[I->array].path, I->idx, I->n_idx);
+    } else {
+        const leaf *L = &r->leaves[j->target];
+        tf.kind = DG_TRACE_LEAF;
+        tf.index = L->field;
+        tf.mode = (int)r->plan->fields[L->field].mode;
+        ptr = dg_path_pointer(&r->plan->fields[L->field].path, L->idx, L->n_idx);
+    }
+    if (!ptr) return dg_fail(DEG_ERR_NOMEM, "fill trace: out of memory");
+    tf.pointer = ptr;
+    (void)k;
+    deg_status st = r->trace->fork(r->trace->ud, &tf);
+    free(ptr);
+    return st;
+}
+
+/* Teacher count of a count job: the hook's gold count, clamped to the head's
+ * range as decoding would be; then the next round's jobs. */
+static deg_status trace_count(const dg_ckpt *k, freq *r, const job *j, jobs *next)
+{
+    inst *I = &r->insts[j->target];
+    int64_t lo = 0, hi = 0;
+    DG_TRY(count_range(r, I, &lo, &hi));
+    char *ptr = dg_path_pointer(&r->plan->arrays[I->array].path, I->idx, I->n_idx);
+    if (!ptr) return dg_fail(DEG_ERR_NOMEM, "fill trace: out of memory");
+    int64_t n = 0;
+    deg_status st = r->trace->count(r->trace->ud, (size_t)I->array, ptr, &n);
+    free(ptr);
+    DG_TRY(st);
+    if (n < lo) n = lo;
+    if (n > hi) n = hi;
+    DG_TRY(set_count(I, n));
+    return expand(r, j->req, next, k->model, (int)j->target);
+}
+
+deg_status dg_fill_trace(dg_ckpt *k, const char *request, size_t len, const dg_trace_hooks *h,
+                         char **errors_json)
+{
+    if (errors_json) *errors_json = NULL;
+    if (!k || !request || !h || !h->count || !h->trunk || !h->fork)
+        return dg_fail(DEG_ERR_ARG, "dg_fill_trace: NULL argument");
+    freq r;
+    memset(&r, 0, sizeof r);
+    r.trace = h;
+    prepare(k, &r, request, len);
+    deg_status st = DEG_OK;
+    jobs J = {0};
+    if (r.st == DEG_OK)
+        st = h->trunk(h->ud, r.ctx_hidden, r.c1 - r.c0, r.tok_cp0, r.tok_cp1,
+                      deg_trunk_len(r.trunk));
+    if (r.st == DEG_OK && st == DEG_OK) st = expand(&r, 0, &J, k->model, -1);
+    while (r.st == DEG_OK && st == DEG_OK && J.n) {
+        /* the wanted forks first (stable), run as deg_fill runs its round */
+        size_t nw = 0;
+        for (size_t q = 0; q < J.n; q++) {
+            if (!trace_wants(&r, &J.p[q])) continue;
+            job t = J.p[q];
+            memmove(&J.p[nw + 1], &J.p[nw], (q - nw) * sizeof t);
+            J.p[nw++] = t;
+        }
+        st = run_jobs(k, &r, J.p, nw);
+        jobs next = {0};
+        for (size_t q = 0; q < J.n && st == DEG_OK; q++) {
+            if (q < nw) st = trace_report(k, &r, &J.p[q]);
+            if (st == DEG_OK && J.p[q].kind == JOB_COUNT) st = trace_count(k, &r, &J.p[q], &next);
+        }
+        jobs_free(&J);
+        J = next;
+    }
+    jobs_free(&J);
+    if (st == DEG_OK && r.st != DEG_OK) {
+        st = r.st;
+        const char *msg = r.errors && json_array_size(r.errors)
+                              ? json_string_value(json_object_get(json_array_get(r.errors, 0), "msg"))
+                              : NULL;
+        char buf[1024];
+        snprintf(buf, sizeof buf, "%s", msg ? msg : deg_errmsg());
+        dg_fail(st, "%s", buf);
+        if (errors_json) *errors_json = dump(r.errors);
+    }
+    freq_clear(&r);
+    return st;
 }

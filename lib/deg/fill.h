@@ -66,6 +66,7 @@ struct deg_ckpt {
     int64_t anchor_min_tokens;
     char *chat_layout;        /* "chatml", "qwen3", "none" */
     char *backbone_file, *backbone_sha256;
+    char *backbone_path;      /* the resolved backbone (absolute when resolvable) */
     size_t fork_budget_bytes; /* fork batch memory budget */
     int debug_raw;            /* meta gets "raw": sha256 of the field's raw head outputs */
     int32_t stop_id, eos_id;  /* generate stops: <|im_end|> (chat layouts) and EOS; -1 = none */
@@ -86,11 +87,62 @@ float dg_head_dot(const float *a, const float *b, int n);
 /* Pointer head (choice/score): logits[n] over option hiddens opts[n, E]. */
 void dg_head_pointer(const dg_heads *h, int score, const float *a, const float *opts, size_t n,
                      float *logits);
+/* Extract pointer logits [nc + 1] (start w = 0 / end w = 1; null last) of
+ * answer a [E] over ctx [nc, E], in fill.c's order; r [E] scratch, q [D]
+ * receives Q a (may be NULL). */
+void dg_head_extract_logits(const dg_heads *h, int w, const float *a, const float *ctx,
+                            size_t nc, float *r, float *q, float *logits);
 /* Softmax of logits[n] / T into p[n] (double), also log-probs lp (may be NULL). */
 void dg_softmax(const float *logits, size_t n, double T, double *p, double *lp);
 /* Index of the first maximum. */
 size_t dg_argmax_d(const double *p, size_t n);
 /* jev v1 confidence (count * peak - 1) / (count - 1); 1 for count <= 1. */
 double dg_confidence(double peak, size_t count);
+
+/* ---- training trace (fill.c; used by deg/features.c) -------------------- */
+
+/* dg_fill_trace runs one request's trunk and fork rounds exactly as deg_fill
+ * does (same fork texts, same round batching), except that
+ *  - array counts come from the hooks (teacher forcing: the gold item count,
+ *    clamped to the count head's range [lo, hi]); the count forks still run;
+ *  - a choice leaf's option lines may be put in another order (shuffle hook;
+ *    §12.4 option-order shuffling);
+ *  - forks the want hook declines are not run (their rounds still expand);
+ *  - no decoding, no drops, no generate phase: every fork that ran is
+ *    reported with the hidden rows the heads read. */
+enum { DG_TRACE_LEAF = 0, DG_TRACE_COUNT = 1 };
+
+typedef struct dg_trace_fork {
+    int kind;                 /* DG_TRACE_LEAF | DG_TRACE_COUNT */
+    size_t index;             /* plan field (leaf) or plan array (count) */
+    int mode;                 /* leaf: its dg_mode (plan.h); count: -1 */
+    const char *pointer;      /* concrete pointer (the gold's item indices) */
+    const float *hidden;      /* [n_rows, E]: option/level line ends, then ANSWER: last */
+    size_t n_rows;
+    const size_t *order;      /* choice leaf: plan outcome of each option line; NULL = plan order */
+    int64_t lo, hi;           /* count: the head's class range */
+    size_t n_tokens;          /* fork length in tokens */
+} dg_trace_fork;
+
+typedef struct dg_trace_hooks {
+    void *ud;
+    /* gold item count of the array instance at `pointer` (plan array `array`) */
+    deg_status (*count)(void *ud, size_t array, const char *pointer, int64_t *n);
+    /* run this fork? mode: the leaf's dg_mode, -1 for a count (NULL = all) */
+    int (*want)(void *ud, int kind, size_t index, int mode);
+    /* a choice leaf with n >= 2 options: return 1 and fill order[n] with a
+     * permutation (line -> plan outcome), or 0 for plan order (NULL = never) */
+    int (*shuffle)(void *ud, const char *pointer, size_t n, size_t *order);
+    /* the trunk: context token hidden states [nc, E] and their code point
+     * ranges [tok_cp0[t], tok_cp1[t]); n_trunk = trunk length in tokens */
+    deg_status (*trunk)(void *ud, const float *ctx_hidden, size_t nc, const size_t *tok_cp0,
+                        const size_t *tok_cp1, size_t n_trunk);
+    deg_status (*fork)(void *ud, const dg_trace_fork *f);
+} dg_trace_hooks;
+
+/* Errors: as deg_fill for the request (with *errors_json the {loc, msg}
+ * list, may be NULL, owned by the caller), the hooks' statuses, DEG_ERR_NOMEM. */
+deg_status dg_fill_trace(dg_ckpt *k, const char *request, size_t len, const dg_trace_hooks *h,
+                         char **errors_json);
 
 #endif

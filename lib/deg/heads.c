@@ -70,3 +70,26 @@ double dg_confidence(double peak, size_t count)
     if (count <= 1) return 1.0;
     return ((double)count * peak - 1.0) / ((double)count - 1.0);
 }
+
+/* Extract pointer logits over the context (start w = 0, end w = 1):
+ * r = K^T (Q a), l_t = r . c_t, and the null logit null_w . a + null_b as
+ * outcome nc. The key projection is moved to the query side, so the cost is
+ * O(context x E) per field and nothing of size [context, D] exists.
+ * a [E], ctx [nc, E] -> logits [nc + 1]; r [E] scratch (also the q of the
+ * caller's gradient: q [D] is written when not NULL). */
+void dg_head_extract_logits(const dg_heads *h, int w, const float *a, const float *ctx,
+                            size_t nc, float *r, float *q, float *logits)
+{
+    const int E = h->E, D = DG_HEAD_DIM;
+    const float *Q = w ? h->ext_qe : h->ext_qs, *K = w ? h->ext_ke : h->ext_ks;
+    float qb[DG_HEAD_DIM];
+    if (!q) q = qb;
+    dg_head_proj(Q, D, E, a, q);
+    for (int e = 0; e < E; e++) {
+        float s = 0;
+        for (int d = 0; d < D; d++) s += K[(size_t)d * E + e] * q[d];
+        r[e] = s;
+    }
+    for (size_t t = 0; t < nc; t++) logits[t] = dg_head_dot(r, ctx + t * (size_t)E, E);
+    logits[nc] = dg_head_dot(h->ext_null_w, a, E) + h->ext_null_b[0];
+}

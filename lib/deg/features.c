@@ -1,0 +1,217 @@
+/* deg_features_extract (deg.h "Training"): what the heads read for one
+ * (request, gold value), through the runtime's own trunk and forks
+ * (dg_fill_trace, fill.c) with teacher-forced array counts. The backbone is
+ * frozen during head training, so the trainer computes these once per
+ * record and reuses them every epoch (§12.4). */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/status.h"
+#include "deg/fill.h"
+#include "deg/plan.h"
+#include "model/sample.h"
+
+typedef struct feat_impl {
+    deg_features pub;          /* first: deg_features * <-> feat_impl * */
+    deg_feature_fork *forks;
+    size_t cap_forks;
+    float *ctx_hidden;
+    size_t *tok_cp;
+} feat_impl;
+
+typedef struct tracer {
+    feat_impl *f;
+    json_t *gold;
+    uint64_t seed;
+    unsigned flags;
+    int E;
+} tracer;
+
+static uint64_t fnv1a64(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+/* The value at RFC 6901 pointer p in v (borrowed), NULL if absent. */
+static json_t *resolve(json_t *v, const char *p)
+{
+    if (!*p) return v;
+    if (*p != '/') return NULL;
+    char tok[512];
+    while (v && *p == '/') {
+        p++;
+        size_t n = 0;
+        while (*p && *p != '/' && n + 1 < sizeof tok) {
+            if (p[0] == '~' && p[1] == '0') { tok[n++] = '~'; p += 2; }
+            else if (p[0] == '~' && p[1] == '1') { tok[n++] = '/'; p += 2; }
+            else tok[n++] = *p++;
+        }
+        tok[n] = 0;
+        if (*p && *p != '/') return NULL; /* segment too long */
+        if (json_is_object(v)) v = json_object_get(v, tok);
+        else if (json_is_array(v)) {
+            char *end;
+            unsigned long i = strtoul(tok, &end, 10);
+            v = (*tok && !*end) ? json_array_get(v, i) : NULL;
+        } else v = NULL;
+    }
+    return v;
+}
+
+static int64_t gold_items(const tracer *t, const char *pointer)
+{
+    json_t *a = resolve(t->gold, pointer);
+    return json_is_array(a) ? (int64_t)json_array_size(a) : 0;
+}
+
+static deg_status hook_count(void *ud, size_t array, const char *pointer, int64_t *n)
+{
+    (void)array;
+    *n = gold_items(ud, pointer);
+    return DEG_OK;
+}
+
+static int hook_want(void *ud, int kind, size_t index, int mode)
+{
+    const tracer *t = ud;
+    (void)index;
+    if (t->flags & DEG_FEATURES_CHOICE_ONLY)
+        return kind == DG_TRACE_LEAF && mode == DG_MODE_CHOICE;
+    return 1;
+}
+
+static int hook_shuffle(void *ud, const char *pointer, size_t n, size_t *order)
+{
+    const tracer *t = ud;
+    if (!t->seed) return 0;
+    dg_rng rng;
+    dg_rng_seed(&rng, t->seed * 0x9E3779B97F4A7C15ull ^ fnv1a64(pointer));
+    for (size_t i = 0; i < n; i++) order[i] = i;
+    for (size_t i = n - 1; i > 0; i--) {
+        size_t j = (size_t)(dg_rng_next(&rng) % (uint64_t)(i + 1));
+        size_t x = order[i];
+        order[i] = order[j];
+        order[j] = x;
+    }
+    return 1;
+}
+
+static deg_status hook_trunk(void *ud, const float *ctx_hidden, size_t nc, const size_t *cp0,
+                             const size_t *cp1, size_t n_trunk)
+{
+    tracer *t = ud;
+    feat_impl *f = t->f;
+    f->ctx_hidden = malloc((nc ? nc : 1) * (size_t)t->E * sizeof(float));
+    f->tok_cp = malloc((nc ? nc : 1) * 2 * sizeof(size_t));
+    if (!f->ctx_hidden || !f->tok_cp) return dg_fail(DEG_ERR_NOMEM, "features: out of memory");
+    memcpy(f->ctx_hidden, ctx_hidden, nc * (size_t)t->E * sizeof(float));
+    for (size_t i = 0; i < nc; i++) {
+        f->tok_cp[2 * i] = cp0[i];
+        f->tok_cp[2 * i + 1] = cp1[i];
+    }
+    f->pub.n_ctx = nc;
+    f->pub.ctx_hidden = f->ctx_hidden;
+    f->pub.tok_cp = f->tok_cp;
+    f->pub.n_trunk_tokens = n_trunk;
+    return DEG_OK;
+}
+
+static deg_status hook_fork(void *ud, const dg_trace_fork *tf)
+{
+    tracer *t = ud;
+    feat_impl *f = t->f;
+    if (f->pub.n_forks == f->cap_forks) {
+        size_t cap = f->cap_forks ? 2 * f->cap_forks : 32;
+        deg_feature_fork *p = realloc(f->forks, cap * sizeof *p);
+        if (!p) return dg_fail(DEG_ERR_NOMEM, "features: out of memory");
+        f->forks = p;
+        f->cap_forks = cap;
+        f->pub.forks = p;
+    }
+    deg_feature_fork *o = &f->forks[f->pub.n_forks];
+    memset(o, 0, sizeof *o);
+    o->count_gold = -1;
+    f->pub.n_forks++; /* counted now so deg_features_free releases a partial entry */
+    char *ptr = strdup(tf->pointer);
+    float *h = malloc((tf->n_rows ? tf->n_rows : 1) * (size_t)t->E * sizeof(float));
+    o->pointer = ptr;
+    o->hidden = h;
+    if (!ptr || !h) return dg_fail(DEG_ERR_NOMEM, "features: out of memory");
+    memcpy(h, tf->hidden, tf->n_rows * (size_t)t->E * sizeof(float));
+    o->n_rows = (int32_t)tf->n_rows;
+    o->index = (int32_t)tf->index;
+    o->n_tokens = (int32_t)tf->n_tokens;
+    if (tf->kind == DG_TRACE_COUNT) {
+        o->mode = "count";
+        o->count_lo = (int32_t)tf->lo;
+        o->count_hi = (int32_t)tf->hi;
+        o->count_gold = (int32_t)gold_items(t, tf->pointer);
+        return DEG_OK;
+    }
+    o->mode = dg_mode_name((dg_mode)tf->mode);
+    if (tf->mode == DG_MODE_CHOICE || tf->mode == DG_MODE_SCORE) {
+        size_t n = tf->n_rows - 1;
+        int32_t *ord = malloc((n ? n : 1) * sizeof *ord);
+        if (!ord) return dg_fail(DEG_ERR_NOMEM, "features: out of memory");
+        for (size_t i = 0; i < n; i++) ord[i] = (int32_t)(tf->order ? tf->order[i] : i);
+        o->order = ord;
+    }
+    return DEG_OK;
+}
+
+void deg_features_free(deg_features *features)
+{
+    if (!features) return;
+    feat_impl *f = (feat_impl *)features;
+    for (size_t i = 0; i < f->pub.n_forks; i++) {
+        free((char *)f->forks[i].pointer);
+        free((float *)f->forks[i].hidden);
+        free((int32_t *)f->forks[i].order);
+    }
+    free(f->forks);
+    free(f->ctx_hidden);
+    free(f->tok_cp);
+    free(f);
+}
+
+deg_status deg_features_extract(deg_ckpt *ckpt, const char *request_json, size_t len,
+                                const char *gold_json, size_t gold_len, uint64_t shuffle_seed,
+                                unsigned flags, deg_features **out, char **errors_json)
+{
+    if (errors_json) *errors_json = NULL;
+    if (out) *out = NULL;
+    if (!ckpt || !request_json || !gold_json || !out)
+        return dg_fail(DEG_ERR_ARG, "deg_features_extract: NULL argument");
+    if (flags & ~(unsigned)DEG_FEATURES_CHOICE_ONLY)
+        return dg_fail(DEG_ERR_ARG, "deg_features_extract: unknown flags 0x%x", flags);
+    if (strcmp(ckpt->array_mode, "index") != 0)
+        return dg_fail(DEG_ERR_UNSUPPORTED, "deg_features_extract: array_mode \"%s\" (index "
+                       "mode only)", ckpt->array_mode);
+    json_error_t e;
+    json_t *gold = json_loadb(gold_json, gold_len, JSON_DECODE_ANY, &e);
+    if (!gold)
+        return dg_fail(DEG_ERR_ARG, "deg_features_extract: gold value is not JSON: %s (line "
+                       "%d)", e.text, e.line);
+    feat_impl *f = calloc(1, sizeof *f);
+    if (!f) {
+        json_decref(gold);
+        return dg_fail(DEG_ERR_NOMEM, "deg_features_extract: out of memory");
+    }
+    f->pub.n_embd = ckpt->h.E;
+    tracer t = {f, gold, shuffle_seed, flags, ckpt->h.E};
+    dg_trace_hooks h = {&t, hook_count, hook_want, hook_shuffle, hook_trunk, hook_fork};
+    deg_status st = dg_fill_trace(ckpt, request_json, len, &h, errors_json);
+    json_decref(gold);
+    if (st != DEG_OK) {
+        deg_features_free(&f->pub);
+        return st;
+    }
+    *out = &f->pub;
+    return DEG_OK;
+}
