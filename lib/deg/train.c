@@ -73,6 +73,9 @@ static void bind_grad(const dg_ckpt *k, float *g, dg_heads_grad *o, size_t range
     o->ext_qe = g + OFF(h->ext_qe); o->ext_ke = g + OFF(h->ext_ke);
     o->ext_null_w = g + OFF(h->ext_null_w); o->ext_null_b = g + OFF(h->ext_null_b);
     o->count_w = g + OFF(h->count_w); o->count_b = g + OFF(h->count_b);
+    o->anchor_q = g + OFF(h->anchor_q); o->anchor_k = g + OFF(h->anchor_k);
+    o->anchor_u = g + OFF(h->anchor_u); o->anchor_b = g + OFF(h->anchor_b);
+    o->anchor_bias = g + OFF(h->anchor_bias);
     const size_t b[DEG_HEAD_KINDS + 1] = {OFF(h->choice_q), OFF(h->score_q), OFF(h->noul_w),
                                           OFF(h->ext_qs), OFF(h->count_w), OFF(h->anchor_q)};
 #undef OFF
