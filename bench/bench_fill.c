@@ -8,7 +8,9 @@
  * Usage: bench_fill [MODEL] [--sizes 500,4000,...] [--budget-mb N]
  * MODEL: a GGUF file or HF directory (default $DEG_MODEL, else
  * ${DEG_CACHE:-~/.cache/deg}/models/SmolLM2-135M-Instruct.Q4_1.gguf).
- * Prints one JSON line per context size. Peak RSS per fill: the kernel's
+ * Prints one JSON line per context size; cpu_s = user + system CPU time of
+ * the fill (all threads), a figure less sensitive to a busy machine than
+ * the wall-clock split. Peak RSS per fill: the kernel's
  * high-water mark is reset before each fill (/proc/self/clear_refs "5") and
  * read after it (VmHWM); "rss_before_mb" is the resident set before the
  * fill (weights, tokenizer, the request text), "peak_over_base_mb" the
@@ -19,7 +21,10 @@
  *            n_head_kv x head_dim + 2 x n_embd) x 4 B) (deg_ckpt_set_fork_budget)
  *   scratch  one 256-token pass (activations, FFN, per-thread score rows of
  *            the context length), 32 LM-head rows, the code-point tables
- *            (24 B per context byte) and 4 copies of the request text. */
+ *            (24 B per context byte) and 4 copies of the request text;
+ *   slack    8 MiB for the allocator's free lists and thread buffers (the
+ *            base is read after a warm-up fill, but heap trimming between
+ *            fills moves it by a few MiB). */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -190,9 +195,16 @@ int main(int argc, char **argv)
         char *resp = NULL, *errs = NULL;
         double base = status_mb("VmRSS");
         reset_peak();
+        struct rusage ru0, ru1;
+        getrusage(RUSAGE_SELF, &ru0);
         double t0 = now_s();
         deg_status st = deg_fill(k, rt, strlen(rt), &resp, &errs);
         double dt = now_s() - t0;
+        getrusage(RUSAGE_SELF, &ru1);
+        double cpu = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) +
+                     1e-6 * (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec) +
+                     (double)(ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
+                     1e-6 * (double)(ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec);
         double peak = status_mb("VmHWM");
         if (st != DEG_OK) {
             fprintf(stderr, "bench_fill: %s (%s)\n", deg_errmsg(), errs ? errs : "");
@@ -213,17 +225,17 @@ int main(int argc, char **argv)
         double ftok = (double)json_integer_value(json_object_get(tm, "fork_tokens"));
         double fork_mb = ftok * ((double)hp->n_layer * 2 * KD + 2.0 * hp->n_embd) * 4 / MB;
         if (fork_mb > (double)budget_mb) fork_mb = (double)budget_mb;
-        double bound = kv + hid + fork_mb + scratch;
+        double bound = kv + hid + fork_mb + scratch + 8.0;
         json_t *warn = json_object_get(json_object_get(json_object_get(r, "meta"), ""), "warnings");
         printf("{\"bench\": \"fill\", \"model\": \"%s\", \"fields\": 20, \"context_tokens\": %zu, "
-               "\"prompt_tokens\": %lld, \"latency_s\": %.3f, \"prefill_s\": %.3f, "
+               "\"prompt_tokens\": %lld, \"latency_s\": %.3f, \"cpu_s\": %.3f, \"prefill_s\": %.3f, "
                "\"fork_pass_s\": %.3f, \"fork_rows\": %lld, \"fork_tokens\": %lld, "
                "\"fork_pass_per_field_ms\": %.2f, \"generate_s\": %.3f, \"generated_tokens\": %lld, "
                "\"heads_and_decode_s\": %.3f, \"rss_before_mb\": %.1f, \"peak_rss_mb\": %.1f, "
                "\"peak_over_base_mb\": %.1f, \"bound_mb\": %.1f, \"kv_mb\": %.1f, "
                "\"hidden_mb\": %.1f, \"fork_batch_mb\": %.1f, \"scratch_mb\": %.1f, "
                "\"within_bound\": %s, \"beyond_trained_positions\": %s}\n",
-               path, nt, (long long)pt, dt, json_real_value(json_object_get(tm, "prefill_s")),
+               path, nt, (long long)pt, dt, cpu, json_real_value(json_object_get(tm, "prefill_s")),
                forks, (long long)rows, (long long)json_integer_value(json_object_get(tm, "fork_tokens")),
                rows ? 1000.0 * forks / (double)rows : 0.0,
                json_real_value(json_object_get(tm, "generate_s")),

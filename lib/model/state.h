@@ -16,6 +16,8 @@ typedef struct dg_kv {
     size_t len, cap;
     int n_layer;
     size_t row;         /* floats per row = n_head_kv * head_dim */
+    size_t *mapped;     /* [2 * n_layer] (k, v per layer): mapping length of a
+                           large array (mmap'd, trunk.c), 0 for a heap block */
 } dg_kv;
 
 deg_status dg_kv_init(dg_kv *kv, const deg_model *m);

@@ -3,6 +3,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
 
 #include "base/status.h"
 #include "model/arch.h"
@@ -15,11 +18,62 @@ deg_status dg_kv_init(dg_kv *kv, const deg_model *m)
     kv->row = (size_t)m->hp.n_head_kv * (size_t)m->hp.head_dim;
     kv->k = calloc((size_t)kv->n_layer, sizeof(float *));
     kv->v = calloc((size_t)kv->n_layer, sizeof(float *));
-    if (!kv->k || !kv->v) {
+    kv->mapped = calloc(2 * (size_t)kv->n_layer, sizeof(size_t));
+    if (!kv->k || !kv->v || !kv->mapped) {
         dg_kv_free(kv);
         return dg_fail(DEG_ERR_NOMEM, "KV cache: out of memory");
     }
     return DEG_OK;
+}
+
+/* Layer arrays of at least DG_KV_MAP_BYTES are anonymous mappings grown with
+ * mremap (Linux): growing never copies, the capacity beyond the rows written
+ * is never resident, and freeing returns the pages at once. With the heap, a
+ * doubled long-context cache left its old blocks behind as resident holes
+ * (malloc's mmap threshold rises to 32 MiB as buffers are freed), so the
+ * peak held up to twice the context K/V (§12.1 bound: weights + context K/V +
+ * one fork batch). */
+#define DG_KV_MAP_BYTES ((size_t)1 << 20)
+
+/* Grow one layer array *slot to new_bytes; *mapped_bytes = its mapping's
+ * length, 0 for a heap block. On failure the array is unchanged. */
+static int kv_grow(float **slot, size_t *mapped_bytes, size_t old_bytes, size_t new_bytes)
+{
+#ifdef __linux__
+    if (new_bytes >= DG_KV_MAP_BYTES) {
+        void *q;
+        if (*mapped_bytes) {
+            q = mremap(*slot, *mapped_bytes, new_bytes, MREMAP_MAYMOVE);
+        } else {
+            q = mmap(NULL, new_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (q != MAP_FAILED && *slot) {
+                memcpy(q, *slot, old_bytes);
+                free(*slot);
+            }
+        }
+        if (q == MAP_FAILED) return -1;
+        *slot = q;
+        *mapped_bytes = new_bytes;
+        return 0;
+    }
+#endif
+    (void)old_bytes;
+    if (*mapped_bytes) return 0; /* a mapping never shrinks back to the heap */
+    float *p = realloc(*slot, new_bytes);
+    if (!p) return -1;
+    *slot = p;
+    return 0;
+}
+
+static void kv_release(float *p, size_t mapped_bytes)
+{
+#ifdef __linux__
+    if (mapped_bytes) {
+        munmap(p, mapped_bytes);
+        return;
+    }
+#endif
+    free(p);
 }
 
 deg_status dg_kv_reserve(dg_kv *kv, size_t n)
@@ -27,13 +81,11 @@ deg_status dg_kv_reserve(dg_kv *kv, size_t n)
     if (n <= kv->cap) return DEG_OK;
     size_t cap = kv->cap ? kv->cap : 16;
     while (cap < n) cap *= 2;
+    size_t old_bytes = kv->cap * kv->row * sizeof(float), bytes = cap * kv->row * sizeof(float);
     for (int il = 0; il < kv->n_layer; il++) {
-        float *k = realloc(kv->k[il], cap * kv->row * sizeof(float));
-        if (!k) return dg_fail(DEG_ERR_NOMEM, "KV cache: cannot grow to %zu rows", cap);
-        kv->k[il] = k;
-        float *v = realloc(kv->v[il], cap * kv->row * sizeof(float));
-        if (!v) return dg_fail(DEG_ERR_NOMEM, "KV cache: cannot grow to %zu rows", cap);
-        kv->v[il] = v;
+        if (kv_grow(&kv->k[il], &kv->mapped[2 * il], old_bytes, bytes) ||
+            kv_grow(&kv->v[il], &kv->mapped[2 * il + 1], old_bytes, bytes))
+            return dg_fail(DEG_ERR_NOMEM, "KV cache: cannot grow to %zu rows", cap);
     }
     kv->cap = cap;
     return DEG_OK;
@@ -41,10 +93,13 @@ deg_status dg_kv_reserve(dg_kv *kv, size_t n)
 
 void dg_kv_free(dg_kv *kv)
 {
-    for (int il = 0; kv->k && il < kv->n_layer; il++) free(kv->k[il]);
-    for (int il = 0; kv->v && il < kv->n_layer; il++) free(kv->v[il]);
+    for (int il = 0; kv->k && il < kv->n_layer; il++)
+        kv_release(kv->k[il], kv->mapped ? kv->mapped[2 * il] : 0);
+    for (int il = 0; kv->v && il < kv->n_layer; il++)
+        kv_release(kv->v[il], kv->mapped ? kv->mapped[2 * il + 1] : 0);
     free(kv->k);
     free(kv->v);
+    free(kv->mapped);
     memset(kv, 0, sizeof *kv);
 }
 
