@@ -576,7 +576,15 @@ DEG_API deg_status deg_ckpt_set_debug(deg_ckpt *ckpt, int on);
  * without seed), DEG_ERR_SCHEMA (invalid schema), DEG_ERR_FILL (FillError: a
  * required non-nullable value not in the context, minItems not met, a
  * generate constraint that cannot be met within the budget), DEG_ERR_UTF8,
- * DEG_ERR_NOMEM. */
+ * DEG_ERR_NOMEM.
+ * Long contexts (§12.1): no cap; the trunk is prefilled in 256-token passes
+ * (scratch bounded by the pass, plus one score row of the context length per
+ * thread), so peak memory = weights + context K/V + context hidden states +
+ * one fork batch (bench/bench_fill measures it). A trunk longer than the
+ * backbone's trained positions (n_ctx_train) is read whole, never truncated,
+ * and the response says so: meta[""] = {"mode": "document", "warnings":
+ * ["context: N prompt tokens exceed the backbone's T trained positions; ..."]}
+ * (the spec is silent; "" is the document's own pointer). */
 DEG_API deg_status deg_fill(deg_ckpt *ckpt, const char *request_json, size_t len,
                             char **response_json, char **errors_json);
 
