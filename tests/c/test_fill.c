@@ -541,3 +541,34 @@ Test(fill, long_context, .timeout = 900)
     free(ctx);
     deg_ckpt_free(k);
 }
+
+/* §12.1 no context cap: tiny-llama is trained on 256 positions; a longer
+ * trunk is read whole and meta[""] warns; a short one has no warning. */
+Test(fill, beyond_trained_positions_warns)
+{
+    deg_ckpt *k = make_ckpt("tiny-llama", 21);
+    size_t idx[] = {0, 4};
+    char *schema = schema_of(idx, 2);
+    char *shortq = request_of("Order 4711 from ACME.", schema, NULL);
+    json_t *r = fill_ok(k, shortq);
+    cr_assert_null(json_object_get(json_object_get(r, "meta"), ""));
+    json_decref(r);
+    char longc[4096] = "";
+    for (int i = 0; i < 4; i++) strcat(longc, CONTEXT);
+    char *longq = request_of(longc, schema, NULL);
+    r = fill_ok(k, longq);
+    json_int_t pt = json_integer_value(json_object_get(json_object_get(r, "usage"), "prompt_tokens"));
+    cr_assert_gt(pt, 256);
+    json_t *m = json_object_get(json_object_get(r, "meta"), "");
+    cr_assert(m, "meta[\"\"] warns");
+    cr_assert_str_eq(json_string_value(json_object_get(m, "mode")), "document");
+    const char *w = json_string_value(json_array_get(json_object_get(m, "warnings"), 0));
+    cr_assert(w && strstr(w, "256 trained positions"), "%s", w ? w : "-");
+    /* the value is filled from the whole context */
+    cr_assert(json_object_get(json_object_get(r, "value"), "department"));
+    json_decref(r);
+    free(shortq);
+    free(longq);
+    free(schema);
+    deg_ckpt_free(k);
+}
