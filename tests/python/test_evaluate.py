@@ -98,6 +98,13 @@ def test_invalid_and_failing_systems():
     det = determinism([REC], flaky)
     assert det["repeat_equal"] == 0 and det["permutation_equal"] == 0
 
+    def split_fails(c, s):  # raises on one-property schemas only: split != merged
+        if len(s["properties"]) == 1:
+            raise RuntimeError("no")
+        return oracle_system([REC])(c, s)
+    det = determinism([REC], split_fails, repeats=2, permutations=1)
+    assert (det["repeat_equal"], det["permutation_equal"], det["split_equal"]) == (1, 1, 0)
+
 
 def test_parsed_equality_and_percentiles():
     from deg.evaluate.metrics import head_kind, percentile, same_parsed

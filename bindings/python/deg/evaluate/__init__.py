@@ -193,12 +193,25 @@ def _parallel_outcomes(resp, plan):
     """{pointer: canonical(value, meta)} of decide/extract leaves only."""
     out = {}
     meta = resp.get("meta") or {}
+    if not isinstance(resp.get("value"), dict):  # failed or not an object: never equal
+        return {"#invalid": canonical([resp.get("value"), meta])}
     for f in plan.fields:
         if f.mode == "generate":
             continue
         for ptr, v in concrete(f.path, resp["value"]):
             out[ptr] = canonical([v, meta.get(ptr)])
     return out
+
+
+def _no_raise(system):
+    """system whose exceptions become a response {"value": None, "meta": {"error": ...}}
+    (so a failure compares like any other outcome)."""
+    def run(context, schema):
+        try:
+            return system(context, schema)
+        except Exception as e:
+            return {"value": None, "meta": {"error": f"{type(e).__name__}: {e}"}}
+    return run
 
 
 def determinism(records, system, repeats=10, permutations=5, seed=0):
@@ -208,6 +221,7 @@ def determinism(records, system, repeats=10, permutations=5, seed=0):
     out = {"records": 0, "repeat_equal": 0, "permutation_equal": 0, "split_equal": 0,
            "repeats": repeats, "permutations": permutations}
     rng = random.Random(seed)
+    system = _no_raise(system)
     for rec in records:
         schema, ctx = rec["schema"], rec["context"]
         plan = compile_schema(schema)

@@ -129,6 +129,10 @@ def run_one(spec, a, recs):
         bar.close()
     env["wall_s"] = time.time() - t0
     env["loadavg_end"] = os.getloadavg()
+    res["system"], res["env"], res["data"] = name, env, a.data
+    path = os.path.join(a.out, f"results_{label}.json")
+    with open(path, "w") as f:  # again below, with the determinism counts
+        json.dump(res, f, indent=1, ensure_ascii=False)
     if a.determinism:
         # the shortest records: the checks call the system 15 + fields times each
         det = sorted(recs, key=lambda r: (len(r["context"]), r["id"]))[:a.determinism]
@@ -136,10 +140,7 @@ def run_one(spec, a, recs):
         res["determinism"] = determinism(det, system)
         res["determinism"]["ids"] = [r["id"] for r in det]
         env["determinism_wall_s"] = time.time() - t1
-    res["system"] = name
-    res["env"] = env
-    res["data"] = a.data
-    with open(os.path.join(a.out, f"results_{label}.json"), "w") as f:
+    with open(path, "w") as f:
         json.dump(res, f, indent=1, ensure_ascii=False)
     return res
 
