@@ -146,6 +146,9 @@ def test_stratified_subset():
     assert stratified_subset(recs, None) == recs and stratified_subset(recs, 10_000) == recs
     with pytest.raises(ValueError):
         stratified_subset(recs, 0)
+    from deg.evaluate.subset import run_order
+    assert run_order(s, 0) == run_order(s, 0) and sorted(map(str, run_order(s, 0))) == sorted(
+        map(str, s)) and run_order(s, 0) != s
 
 
 @pytest.mark.skipif(not has("deg_plan_compile"), reason="libdeg has no schema compiler")
@@ -190,8 +193,16 @@ def test_rescore_ratios_and_cli(tmp_path):
     rec_file.write_text(json.dumps(REC) + "\n" + json.dumps(rec2) + "\n")
     assert main(["--records", str(rec_file), "--system", "oracle:o2", "--out", str(out)]) == 0
     log = out / "responses_o2.jsonl"
-    log.write_text(log.read_text().splitlines()[1] + "\n")  # only r2 finished
+    log.write_text("".join(x + "\n" for x in log.read_text().splitlines()
+                           if json.loads(x)["id"] == "r2"))  # only r2 finished
     assert main(["--records", str(rec_file), "--merge", str(out / "results_o1.json"),
                  "--merge", str(log), "--out", str(tmp_path / "partial")]) == 0
     report = (tmp_path / "partial" / "report.md").read_text()
     assert "PARTIAL: 1 of 2 records" in report and "| records | 0 | 0 |" in report
+    # --resume runs only what the log lacks
+    assert main(["--records", str(rec_file), "--system", "oracle:o2", "--resume",
+                 "--out", str(out)]) == 0
+    res = json.loads((out / "results_o2.json").read_text())
+    assert [p["id"] for p in res["per_record"]] == ["r1", "r2"]
+    assert res["env"]["resumed_records"] == 1 and res["summary"]["validity"] == 1.0
+    assert len(log.read_text().splitlines()) == 2

@@ -24,7 +24,9 @@ so deg and the baseline can run at different times on the same subset.
 --subset N picks a fixed stratified subset of the split: strata are
 (source, template), each gets a share proportional to its size (at least 1),
 records drawn with --subset-seed (deg.evaluate.subset). Same file, split, N
-and seed -> same subset; its ids are stored in the results.
+and seed -> same subset; its ids are stored in the results. Records run in a
+seeded random order, so a run cut short is still a random sample of the
+subset; --resume continues it (the responses log keeps what was answered).
 """
 import argparse
 import hashlib
@@ -39,7 +41,7 @@ import time
 from ..datagen import read_jsonl
 from . import determinism, evaluate, oracle_system, rescore
 from .report import markdown, plot_reliability
-from .subset import strata_counts, stratified_subset
+from .subset import run_order, strata_counts, stratified_subset
 
 
 def _sha256(path):
@@ -111,20 +113,35 @@ def run_one(spec, a, recs):
         json.dump({"name": label, "system": name, "n_bins": a.bins, "env": env, "data": a.data},
                   f, indent=1, ensure_ascii=False)
     log_path = os.path.join(a.out, f"responses_{label}.jsonl")
-    log = open(log_path, "w", encoding="utf-8")
+    done = {}
+    if a.resume and os.path.exists(log_path):  # keep the records an earlier run answered
+        wanted = {r["id"] for r in recs}
+        with open(log_path, encoding="utf-8") as f:
+            for line in f:
+                if line.strip():
+                    e = json.loads(line)
+                    if e["id"] in wanted:
+                        done[e["id"]] = e
+        env["resumed_records"] = len(done)
+    todo = [r for r in run_order(recs, a.subset_seed) if r["id"] not in done]
+    log = open(log_path, "a" if a.resume else "w", encoding="utf-8")
 
     def on_record(entry):
         log.write(json.dumps(entry, ensure_ascii=False) + "\n")
         log.flush()
     try:
         from tqdm import tqdm
-        bar = tqdm(total=len(recs), desc=label, file=sys.stderr)
+        bar = tqdm(total=len(todo), desc=label, file=sys.stderr)
         prog = lambda k: bar.update(1)  # noqa: E731
     except ImportError:
         bar, prog = None, None
     t0 = time.time()
-    res = evaluate(recs, system, name=label, n_bins=a.bins, progress=prog, on_record=on_record)
+    res = evaluate(todo, system, name=label, n_bins=a.bins, progress=prog, on_record=on_record)
     log.close()
+    if done:
+        new = {p["id"]: p for p in res["per_record"]}
+        res["per_record"] = [done.get(r["id"]) or new[r["id"]] for r in recs]
+        res = rescore(res, recs, a.bins)
     if bar:
         bar.close()
     env["wall_s"] = time.time() - t0
@@ -177,6 +194,8 @@ def main(argv=None):
                     help="earlier results to rescore and add to the report (repeatable)")
     ap.add_argument("--model", default=None, help="GGUF model (deg and baseline)")
     ap.add_argument("--ckpt", default=None, help="deg checkpoint directory")
+    ap.add_argument("--resume", action="store_true",
+                    help="keep the records already in OUT/responses_<label>.jsonl, run the rest")
     ap.add_argument("--bins", type=int, default=10, help="ECE bins (equal width)")
     ap.add_argument("--determinism", type=int, default=0,
                     help="shortest N records get the determinism checks "

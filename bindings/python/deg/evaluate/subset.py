@@ -12,7 +12,7 @@ split, n and seed always give the same subset.
 """
 import random
 
-__all__ = ["stratified_subset", "stratum_of", "strata_counts"]
+__all__ = ["stratified_subset", "stratum_of", "strata_counts", "run_order"]
 
 
 def stratum_of(rec):
@@ -68,3 +68,12 @@ def stratified_subset(records, n, seed=0):
     for k, idx in groups.items():
         keep.update(random.Random(f"{seed}:{k}").sample(idx, alloc[k]))
     return [r for i, r in enumerate(records) if i in keep]
+
+
+def run_order(records, seed=0):
+    """The order to run `records` in: a permutation seeded by `seed`, so any
+    prefix of a run (one cut short by a deadline) is a uniform random sample
+    of the subset, not its first strata."""
+    out = list(records)
+    random.Random(f"{seed}:order").shuffle(out)
+    return out
