@@ -206,3 +206,8 @@ def test_rescore_ratios_and_cli(tmp_path):
     assert [p["id"] for p in res["per_record"]] == ["r1", "r2"]
     assert res["env"]["resumed_records"] == 1 and res["summary"]["validity"] == 1.0
     assert len(log.read_text().splitlines()) == 2
+    # --max-minutes 0: no record starts; the results say so and --resume goes on
+    assert main(["--records", str(rec_file), "--system", "oracle:o4", "--max-minutes", "0",
+                 "--out", str(out)]) == 0
+    res = json.loads((out / "results_o4.json").read_text())
+    assert res["per_record"] == [] and res["env"]["partial"].startswith("0 of 2 records")

@@ -90,11 +90,16 @@ def score_response(rec, resp, latency_s, error=None):
             "rows": rows, "arrays": arrays}
 
 
-def evaluate(records, system, name="system", n_bins=10, progress=None, on_record=None):
+def evaluate(records, system, name="system", n_bins=10, progress=None, on_record=None,
+             deadline=None):
     """Run `system` on each record; {"name", "n_bins", "per_record": [...], "summary"}.
-    on_record(entry) is called after each record (e.g. to append it to a log)."""
+    on_record(entry) is called after each record (e.g. to append it to a log). With
+    `deadline` (a time.time() value) no record starts after it: per_record is then
+    a prefix of `records`."""
     per = []
     for k, rec in enumerate(records):
+        if deadline is not None and time.time() >= deadline:
+            break
         t0 = time.perf_counter()
         err = None
         try:

@@ -101,6 +101,7 @@ def make_system(name, args, records, env):
 
 
 def run_one(spec, a, recs):
+    subset = recs
     name, _, label = spec.partition(":")
     label = label or name
     env = {"system": name, "label": label, "threads": a.threads, "host": platform.node(),
@@ -136,8 +137,15 @@ def run_one(spec, a, recs):
     except ImportError:
         bar, prog = None, None
     t0 = time.time()
-    res = evaluate(todo, system, name=label, n_bins=a.bins, progress=prog, on_record=on_record)
+    deadline = time.time() + 60 * a.max_minutes if a.max_minutes is not None else None
+    res = evaluate(todo, system, name=label, n_bins=a.bins, progress=prog, on_record=on_record,
+                   deadline=deadline)
     log.close()
+    if len(res["per_record"]) < len(todo):
+        env["partial"] = (f"{len(done) + len(res['per_record'])} of {len(recs)} records "
+                          f"(--max-minutes {a.max_minutes}; --resume continues)")
+        recs = [r for r in recs if r["id"] in done or r["id"] in
+                {p["id"] for p in res["per_record"]}]
     if done:
         new = {p["id"]: p for p in res["per_record"]}
         res["per_record"] = [done.get(r["id"]) or new[r["id"]] for r in recs]
@@ -152,7 +160,7 @@ def run_one(spec, a, recs):
         json.dump(res, f, indent=1, ensure_ascii=False)
     if a.determinism:
         # the shortest records: the checks call the system 15 + fields times each
-        det = sorted(recs, key=lambda r: (len(r["context"]), r["id"]))[:a.determinism]
+        det = sorted(subset, key=lambda r: (len(r["context"]), r["id"]))[:a.determinism]
         t1 = time.time()
         res["determinism"] = determinism(det, system)
         res["determinism"]["ids"] = [r["id"] for r in det]
@@ -196,6 +204,8 @@ def main(argv=None):
     ap.add_argument("--ckpt", default=None, help="deg checkpoint directory")
     ap.add_argument("--resume", action="store_true",
                     help="keep the records already in OUT/responses_<label>.jsonl, run the rest")
+    ap.add_argument("--max-minutes", type=float, default=None,
+                    help="start no record after this many minutes (then --resume continues)")
     ap.add_argument("--bins", type=int, default=10, help="ECE bins (equal width)")
     ap.add_argument("--determinism", type=int, default=0,
                     help="shortest N records get the determinism checks "
