@@ -148,7 +148,10 @@ def summarize(per, n_bins=10):
          "latency_s_p90": percentile(lat, 90), "latency_s_total": sum(lat),
          "prompt_tokens_mean": _mean([p["prompt_tokens"] for p in per]),
          "generated_tokens_mean": _mean([p["generated_tokens"] for p in per]),
-         "total_tokens_mean": _mean([p.get("total_tokens") for p in per])}
+         "total_tokens_mean": _mean([p.get("total_tokens") for p in per]),
+         # over schema-valid responses only (a runaway, truncated answer is long and slow)
+         "generated_tokens_mean_valid": _mean([p["generated_tokens"] for p in per if p["valid"]]),
+         "latency_s_mean_valid": _mean([p["latency_s"] for p in per if p["valid"]])}
     by = lambda m: [r for r in rows if r["mode"] == m and not r["gold_null"]]  # noqa: E731
     ch = by("decide.choice")
     s["choice_em"] = _mean([1.0 if r["correct"] else 0.0 for r in ch])

@@ -31,6 +31,8 @@ ROWS = [
     ("latency_s_mean", "latency mean (s)", "{:.3f}"),
     ("latency_s_p50", "latency p50 (s)", "{:.3f}"),
     ("latency_s_p90", "latency p90 (s)", "{:.3f}"),
+    ("generated_tokens_mean_valid", "generated tokens / valid response", "{:.1f}"),
+    ("latency_s_mean_valid", "latency mean, valid responses (s)", "{:.3f}"),
 ]
 
 # (summary key, label, target ratio deg / baseline or None, lower is better)
@@ -41,6 +43,8 @@ RATIOS = [
     ("latency_s_mean", "latency mean", 0.33),
     ("latency_s_p50", "latency p50", None),
     ("latency_s_p90", "latency p90", None),
+    ("generated_tokens_mean_valid", "generated tokens / valid response", None),
+    ("latency_s_mean_valid", "latency mean, valid responses", None),
 ]
 # accuracy rows where deg must be ahead of the baseline (issue 6)
 AHEAD = [("choice_em", "choice exact match"), ("noul_acc", "noul accuracy"),
