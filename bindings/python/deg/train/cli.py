@@ -1,0 +1,383 @@
+"""deg.train command line (python -m deg.train): train the deg heads on datagen records (deg contract §12.3, §12.4).
+
+    python -m deg.train --data records.jsonl --model SmolLM2.gguf --out runs/v1 \\
+        --epochs 8 --lr 1e-3 --batch 8 --seed 0
+
+The backbone is frozen: every selected record is traced once through the runtime's
+trunk and forks (deg_features_extract, teacher-forced array counts) and its
+features are cached under --cache (default OUT/cache). The heads then train over
+the cached features with the §12.4 losses (libdeg deg_train_loss_grad), AdamW with
+warmup + cosine, option-order shuffling through `--variants` fixed shuffled copies
+of each record's choice forks (each epoch a record uses one with p = 0.5).
+
+Every epoch writes OUT/epochs/epoch-NNN/ (deg.json, heads.safetensors, optim.npz,
+state.json); --resume continues from the newest one and gives bitwise the
+uninterrupted run (the epoch's shuffling comes from a generator seeded by (seed,
+epoch)). At the end one temperature per head kind is fit on val (§12.3) and the
+checkpoint is written to OUT (deg.json with "calibration" and "training",
+heads.safetensors) with OUT/train-report.json.
+"""
+import argparse
+import glob
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from ..errors import DegError
+from ..fill import create_random_checkpoint, load
+from . import calibrate, data, features
+from .engine import KINDS, Heads
+from .optim import AdamW, lr_at
+
+# Arguments that must match for --resume.
+_RESUME_KEYS = ("data", "epochs", "lr", "batch", "warmup", "seed", "max_records",
+                "max_val_records", "variants", "weight_decay", "clip")
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="python -m deg.train", description=__doc__.split("\n")[0])
+    p.add_argument("--data", required=True, help="datagen records (JSONL)")
+    p.add_argument("--model", help="backbone (GGUF file or HF directory); the random start "
+                   "checkpoint is made for it (required without --init)")
+    p.add_argument("--init", help="start from this checkpoint directory instead of random heads")
+    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--epochs", type=int, default=8)
+    p.add_argument("--lr", type=float, default=1e-3, help="peak learning rate")
+    p.add_argument("--batch", type=int, default=8, help="records per optimizer step")
+    p.add_argument("--warmup", type=int, default=20, help="warmup steps")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--weight-decay", type=float, default=0.01)
+    p.add_argument("--clip", type=float, default=1.0, help="global gradient norm clip (0 = off)")
+    p.add_argument("--variants", type=int, default=2,
+                   help="shuffled choice-fork variants per record (option-order shuffling)")
+    p.add_argument("--max-records", type=int, help="train on a stratified subsample of this "
+                   "many train records")
+    p.add_argument("--max-val-records", type=int, help="calibrate/validate on this many val records")
+    p.add_argument("--cache", help="feature cache directory (default OUT/cache)")
+    p.add_argument("--resume", action="store_true", help="continue from OUT's newest epoch")
+    p.add_argument("--threads", type=int, default=0, help="libdeg threads (0 = default)")
+    p.add_argument("--no-backbone-path", action="store_true",
+                   help="leave backbone.path out of the final deg.json (shipped checkpoints)")
+    p.add_argument("--features-only", action="store_true",
+                   help="trace and cache the selected records' features, then stop")
+    p.add_argument("--stop-after-epoch", type=int, help=argparse.SUPPRESS)  # tests: interruption
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    a = p.parse_args(argv)
+    if not a.model and not a.init:
+        p.error("--model or --init is required")
+    for k in ("epochs", "batch"):
+        if getattr(a, k) < 1:
+            p.error(f"--{k} must be >= 1")
+    if a.variants < 0 or a.warmup < 0:
+        p.error("--variants and --warmup must be >= 0")
+    return a
+
+
+def _bar(it, args, **kw):
+    if args.no_progress:
+        return it
+    from tqdm import tqdm
+    return tqdm(it, file=sys.stderr, dynamic_ncols=True, **kw)
+
+
+def _atomic_write(path, write):
+    d = os.path.dirname(path) or "."
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=d)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+class Item:
+    """A usable record: the record, its plan, base features, shuffled variants."""
+    __slots__ = ("rec", "plan", "base", "variants")
+
+    def __init__(self, rec, plan, base, variants):
+        self.rec, self.plan, self.base, self.variants = rec, plan, base, variants
+
+
+def prepare(records, ckpt, sha, cache, n_variants, bad, bad_ex, args, what):
+    """Items of the records whose features and targets are usable; the others
+    are counted in bad by reason."""
+    items = []
+    t0 = time.time()
+    traced = 0
+    for rec in _bar(records, args, desc=f"features {what}", unit="rec"):
+        try:
+            plan = data.check_record(rec)
+            base, hit = features.get(ckpt, sha, cache, rec, 0)
+            traced += not hit
+            variants = []
+            if any(f.mode == "decide.choice" for f in plan.fields):
+                for v in range(1, n_variants + 1):
+                    fv, hit = features.get(ckpt, sha, cache, rec, v)
+                    traced += not hit
+                    variants.append(fv)
+            data.examples_of(rec, plan, base)  # targets are checkable now
+        except data.BadRecord as e:
+            bad[e.reason] += 1
+            bad_ex.append({"id": rec.get("id"), "why": str(e)})
+            continue
+        except DegError as e:
+            bad["features_error"] += 1
+            bad_ex.append({"id": rec.get("id"), "why": f"features_error: {e}"})
+            continue
+        items.append(Item(rec, plan, base, variants))
+    return items, time.time() - t0, traced
+
+
+def weights_of(examples):
+    n = [0] * 5
+    for x in examples:
+        n[x.kind] += 1
+    nd = n[0] + n[1] + n[2]
+    return [1.0 / nd if nd else 0.0] * 3 + [1.0 / n[3] if n[3] else 0.0,
+                                            0.5 / n[4] if n[4] else 0.0]
+
+
+def kind_means(examples, losses):
+    s, c = [0.0] * 5, [0] * 5
+    for x, l in zip(examples, losses):
+        s[x.kind] += float(l)
+        c[x.kind] += 1
+    return {KINDS[k]: s[k] / c[k] for k in range(5) if c[k]}
+
+
+def evaluate(heads, items, chunk=64):
+    """Mean §12.4 loss over val (decide + extract + 0.5 count, each a mean) and per kind."""
+    exs = [x for it in items for x in data.examples_of(it.rec, it.plan, it.base)]
+    if not exs:
+        return None, {}
+    w = weights_of(exs)
+    tot, losses = 0.0, []
+    for i in range(0, len(exs), chunk * 25):
+        part = exs[i:i + chunk * 25]
+        t, _, ls = heads.loss_grad(part, w)
+        tot += t
+        losses.extend(ls)
+    return tot, kind_means(exs, losses)
+
+
+def accuracy(heads, items):
+    """Val accuracies from raw logits: decide argmax, extract start+end argmax among
+    the positives, count argmax; and the calibration items per kind."""
+    cal = {0: [], 1: [], 2: [], 3: []}
+    hit, n = [0] * 5, [0] * 5
+    for it in items:
+        for x in data.examples_of(it.rec, it.plan, it.base):
+            lg = heads.logits(x)
+            n[x.kind] += 1
+            if x.kind in (0, 1, 2):
+                hit[x.kind] += int(np.argmax(lg)) == x.gold_line
+                cal[x.kind].append((lg, x.gold_line))
+            elif x.kind == 3:
+                m = lg.shape[0] // 2
+                ok = int(np.argmax(lg[:m])) in set(x.pos_start.tolist()) and \
+                    int(np.argmax(lg[m:])) in set(x.pos_end.tolist())
+                hit[3] += ok
+                cal[3].append((lg, x.pos_start, x.pos_end))
+            else:
+                hit[4] += int(np.argmax(lg)) + x.lo == x.count
+    acc = {KINDS[k]: {"accuracy": hit[k] / n[k], "n": n[k]} for k in range(5) if n[k]}
+    return acc, cal
+
+
+def _epoch_dirs(out):
+    return sorted(glob.glob(os.path.join(out, "epochs", "epoch-*", "state.json")))
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    from .._native import lib
+    if args.threads:
+        lib.deg_set_num_threads(args.threads)
+    os.makedirs(args.out, exist_ok=True)
+    cache = args.cache or os.path.join(args.out, "cache")
+    os.makedirs(cache, exist_ok=True)
+    t_start = time.time()
+
+    # --- data
+    by_split, bad, bad_ex = data.read_records(args.data)
+    train_recs = data.subsample(by_split["train"], args.max_records, args.seed)
+    val_recs = data.subsample(by_split["val"], args.max_val_records, args.seed + 1)
+
+    # --- start checkpoint (random heads, --init, or the newest epoch on --resume)
+    resume_state = None
+    if args.resume:
+        found = _epoch_dirs(args.out)
+        if not found:
+            _log(f"deg.train: --resume: no epoch checkpoint under {args.out}/epochs; starting fresh")
+        else:
+            with open(found[-1]) as fh:
+                resume_state = json.load(fh)
+            diff = [k for k in _RESUME_KEYS if resume_state["args"].get(k) != getattr(args, k)]
+            if diff:
+                _log(f"deg.train: --resume: arguments differ from the interrupted run: {diff}")
+                return 2
+    if resume_state:
+        start_dir = os.path.dirname(found[-1])
+        model_path = args.model
+    elif args.init:
+        start_dir, model_path = args.init, args.model
+    else:
+        start_dir = os.path.join(args.out, "init")
+        create_random_checkpoint(args.model, start_dir, seed=args.seed)
+        model_path = args.model
+    try:
+        ckpt = load(start_dir, model_path=model_path)
+    except DegError as e:
+        _log(f"deg.train: cannot load {start_dir}: {e}")
+        return 2
+    with open(os.path.join(start_dir, "deg.json")) as fh:
+        meta = json.load(fh)
+    sha = meta["backbone"]["sha256"]
+    heads = Heads(ckpt)
+
+    # --- features
+    train, t_tr, n_tr = prepare(train_recs, ckpt, sha, cache, args.variants, bad, bad_ex, args,
+                                "train")
+    val_bad, val_bad_ex = type(bad)(), []
+    val, t_va, n_va = prepare(val_recs, ckpt, sha, cache, 0, val_bad, val_bad_ex, args, "val")
+    traced = n_tr + n_va
+    _log(f"deg.train: {len(train)} train / {len(val)} val records usable; bad (file + train) "
+         f"{dict(bad)}, bad val {dict(val_bad)}; traced {traced} feature sets in "
+         f"{t_tr + t_va:.0f}s")
+    report = {"records": {"train_selected": len(train_recs), "train_used": len(train),
+                          "val_selected": len(val_recs), "val_used": len(val),
+                          "bad": dict(bad), "bad_val": dict(val_bad),
+                          "bad_examples": (bad_ex + val_bad_ex)[:50]},
+              "features": {"seconds": round(t_tr + t_va, 1), "traced": traced}}
+    if args.features_only:
+        _write_report(args.out, report)
+        return 0
+    if not train:
+        _log("deg.train: no usable train records")
+        return 2
+
+    # --- optimization
+    steps_per_epoch = math.ceil(len(train) / args.batch)
+    total = steps_per_epoch * args.epochs
+    opt = AdamW(heads.n, weight_decay=args.weight_decay)
+    params = heads.get()
+    history = []
+    first_epoch = 0
+    if resume_state:
+        with np.load(os.path.join(start_dir, "optim.npz")) as z:
+            opt.load(z)
+        first_epoch = resume_state["epoch"] + 1
+        history = resume_state["history"]
+        _log(f"deg.train: resumed after epoch {resume_state['epoch'] + 1} (step {opt.t})")
+    t_train = time.time()
+    for epoch in range(first_epoch, args.epochs):
+        rng = np.random.default_rng([args.seed, epoch])
+        perm = rng.permutation(len(train))
+        shuffles = rng.random(len(train)) < 0.5
+        picks = rng.integers(0, max(args.variants, 1), size=len(train))
+        ep_loss, ep_steps, ep_kind = 0.0, 0, {}
+        bar = _bar(range(steps_per_epoch), args, desc=f"epoch {epoch + 1}/{args.epochs}",
+                   unit="step")
+        for s in bar:
+            idx = perm[s * args.batch:(s + 1) * args.batch]
+            exs = []
+            for i in idx:
+                it = train[i]
+                var = it.variants[picks[i]] if shuffles[i] and it.variants else None
+                exs.extend(data.examples_of(it.rec, it.plan, it.base, var))
+            w = weights_of(exs)
+            loss, grad, losses = heads.loss_grad(exs, w)
+            if args.clip > 0:
+                norm = float(np.sqrt(np.dot(grad.astype(np.float64), grad.astype(np.float64))))
+                if norm > args.clip:
+                    grad *= np.float32(args.clip / norm)
+            opt.step(params, grad, lr_at(opt.t, total, args.lr, args.warmup))
+            heads.set(params)
+            ep_loss += loss
+            ep_steps += 1
+            for k, v in kind_means(exs, losses).items():
+                ep_kind.setdefault(k, []).append(v)
+            if hasattr(bar, "set_postfix"):
+                bar.set_postfix(loss=f"{loss:.3f}")
+        val_loss, val_kind = evaluate(heads, val)
+        rec = {"epoch": epoch + 1, "step": opt.t, "train_loss": ep_loss / max(ep_steps, 1),
+               "train_kind": {k: float(np.mean(v)) for k, v in ep_kind.items()},
+               "val_loss": val_loss, "val_kind": val_kind}
+        history.append(rec)
+        _log(f"deg.train: epoch {epoch + 1}: train loss {rec['train_loss']:.4f}, val loss "
+             f"{val_loss if val_loss is None else round(val_loss, 4)}")
+        _save_epoch(args, heads, opt, epoch, history)
+        if args.stop_after_epoch is not None and epoch + 1 >= args.stop_after_epoch:
+            _log(f"deg.train: stopping after epoch {epoch + 1} (--stop-after-epoch)")
+            return 0
+    train_seconds = time.time() - t_train
+
+    # --- calibration on val (§12.3) and the final checkpoint
+    acc_raw, cal = accuracy(heads, val)
+    temps = {"choice": 1.0, "score": 1.0, "noul": 1.0, "extract": 1.0, "count": 1.0}
+    nll_before, nll_after = {}, {}
+    for k in (0, 1, 2, 3):
+        if cal[k]:
+            nll_before[KINDS[k]] = calibrate.nll(k, cal[k], 1.0)
+            temps[KINDS[k]] = calibrate.fit(k, cal[k])
+            nll_after[KINDS[k]] = calibrate.nll(k, cal[k], temps[KINDS[k]])
+    heads.set_temperatures(temps)
+    temps = heads.get_temperatures()  # as stored (fp32)
+    last = history[-1] if history else {}
+    training = {"command": "python -m deg.train " + " ".join(_argv_for_report(argv)),
+                "seed": args.seed, "epochs": args.epochs, "lr": args.lr, "batch": args.batch,
+                "warmup": args.warmup, "variants": args.variants,
+                "weight_decay": args.weight_decay, "clip": args.clip,
+                "train_records": len(train), "val_records": len(val),
+                "final_train_loss": last.get("train_loss"), "final_val_loss": last.get("val_loss")}
+    heads.save(args.out, extra={"training": training}, backbone_path=not args.no_backbone_path)
+    report.update({"history": history, "val_accuracy_raw": acc_raw, "temperatures": temps,
+                   "val_nll_T1": nll_before, "val_nll_calibrated": nll_after,
+                   "train_seconds": round(train_seconds, 1),
+                   "total_seconds": round(time.time() - t_start, 1), "training": training})
+    _write_report(args.out, report)
+    _log(f"deg.train: wrote {args.out} (temperatures {temps}); val accuracy {acc_raw}")
+    ckpt.close()
+    return 0
+
+
+def _argv_for_report(argv):
+    return list(sys.argv[1:] if argv is None else argv)
+
+
+def _write_report(out, report):
+    _atomic_write(os.path.join(out, "train-report.json"),
+                  lambda fh: fh.write((json.dumps(report, indent=1, sort_keys=True) + "\n").encode()))
+
+
+def _save_epoch(args, heads, opt, epoch, history):
+    d = os.path.join(args.out, "epochs", f"epoch-{epoch + 1:03d}")
+    os.makedirs(d, exist_ok=True)
+    heads.save(d, extra={"epoch": epoch + 1})
+    st = opt.state()
+    _atomic_write(os.path.join(d, "optim.npz"), lambda fh: np.savez(fh, **st))
+    state = {"epoch": epoch, "step": opt.t, "history": history,
+             "args": {k: getattr(args, k) for k in _RESUME_KEYS},
+             "rng": {"kind": "numpy default_rng([seed, epoch]) per epoch", "seed": args.seed,
+                     "next_epoch": epoch + 1}}
+    # state.json last: an epoch directory without it is incomplete and ignored
+    _atomic_write(os.path.join(d, "state.json"),
+                  lambda fh: fh.write(json.dumps(state, indent=1).encode()))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

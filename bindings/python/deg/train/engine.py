@@ -1,0 +1,103 @@
+"""The heads of a loaded checkpoint as a flat fp32 vector, and the libdeg calls
+that train them (deg.h "Training"): batch loss + gradient, raw logits,
+calibration temperatures, atomic save."""
+import json
+from os import fspath
+
+import numpy as np
+
+from .._native import check, ffi, lib
+
+KINDS = ("choice", "score", "noul", "extract", "count")
+
+
+class Heads:
+    """Training view of a deg.Checkpoint (borrowed; the checkpoint owns the heads)."""
+
+    def __init__(self, ckpt):
+        self.ckpt = ckpt
+        self.n = int(lib.deg_ckpt_n_params(ckpt._handle()))
+
+    def get(self):
+        out = np.empty(self.n, dtype=np.float32)
+        check(lib.deg_ckpt_get_params(self.ckpt._handle(), ffi.from_buffer("float[]", out), self.n))
+        return out
+
+    def set(self, params):
+        p = np.ascontiguousarray(params, dtype=np.float32)
+        if p.shape != (self.n,):
+            raise ValueError(f"params: shape {p.shape}, expected ({self.n},)")
+        check(lib.deg_ckpt_set_params(self.ckpt._handle(), ffi.from_buffer("float[]", p), self.n))
+
+    def get_temperatures(self):
+        t = ffi.new("double[]", len(KINDS))
+        check(lib.deg_ckpt_get_calibration(self.ckpt._handle(), t))
+        return {k: float(t[i]) for i, k in enumerate(KINDS)}
+
+    def set_temperatures(self, temps):
+        t = ffi.new("double[]", [float(temps.get(k, 1.0)) for k in KINDS])
+        check(lib.deg_ckpt_set_calibration(self.ckpt._handle(), t))
+
+    def save(self, directory, extra=None, backbone_path=True):
+        ex = json.dumps(extra).encode() if extra is not None else ffi.NULL
+        flags = 0 if backbone_path else lib.DEG_SAVE_NO_BACKBONE_PATH
+        check(lib.deg_ckpt_save(self.ckpt._handle(), fspath(directory).encode(), ex, flags))
+
+    @staticmethod
+    def _c_examples(examples):
+        arr = ffi.new("deg_train_example[]", len(examples))
+        keep = [arr]
+        for i, x in enumerate(examples):
+            e = arr[i]
+            e.kind = x.kind
+            a = ffi.from_buffer("float[]", x.answer)
+            keep.append(a)
+            e.answer = a
+            if x.rows is not None:
+                r = ffi.from_buffer("float[]", x.rows)
+                keep.append(r)
+                e.rows = r
+                e.n_rows = x.rows.shape[0]
+            if x.target is not None:
+                t = ffi.from_buffer("double[]", x.target)
+                keep.append(t)
+                e.target = t
+            if x.pos_start is not None:
+                s = ffi.from_buffer("int32_t[]", x.pos_start)
+                en = ffi.from_buffer("int32_t[]", x.pos_end)
+                keep += [s, en]
+                e.pos_start, e.pos_end = s, en
+                e.n_start, e.n_end = len(x.pos_start), len(x.pos_end)
+            e.lo, e.hi, e.count = x.lo, x.hi, x.count
+        return arr, keep
+
+    def loss_grad(self, examples, weights):
+        """(weighted total loss, flat gradient f32, per-example losses f64)."""
+        arr, keep = self._c_examples(examples)
+        grad = np.empty(self.n, dtype=np.float32)
+        losses = np.empty(max(len(examples), 1), dtype=np.float64)
+        w = ffi.new("double[]", [float(x) for x in weights])
+        tot = ffi.new("double *")
+        check(lib.deg_train_loss_grad(self.ckpt._handle(), arr, len(examples), w,
+                                      ffi.from_buffer("float[]", grad), self.n,
+                                      ffi.from_buffer("double[]", losses), tot))
+        del keep
+        return float(tot[0]), grad, losses[:len(examples)]
+
+    def logits(self, x):
+        """Raw logits of one example (deg_train_logits layout)."""
+        arr, keep = self._c_examples([x])
+        n = ffi.new("size_t *")
+        if x.kind == 3:
+            cap = 2 * (x.rows.shape[0] + 1)
+        elif x.kind in (0, 1):
+            cap = x.rows.shape[0]
+        elif x.kind == 2:
+            cap = 2
+        else:
+            cap = x.hi - x.lo + 1
+        out = np.empty(cap, dtype=np.float32)
+        check(lib.deg_train_logits(self.ckpt._handle(), arr, ffi.from_buffer("float[]", out),
+                                   cap, n))
+        del keep
+        return out[:n[0]]

@@ -1,0 +1,146 @@
+"""Frozen-backbone features of a datagen record (deg contract §12.4), cached on disk.
+
+libdeg's deg_features_extract runs the record's request through the runtime's own
+trunk and forks (same fork texts and batching as deg.fill) with the gold item
+counts, and returns what the heads read. The backbone does not change while the
+heads train, so each record is traced once and its features are reused every
+epoch. Option-order shuffling changes the choice forks' text, so a record also
+gets `variants` fixed shuffled copies of its choice forks (seeded), picked at
+random during training instead of re-running the backbone every epoch.
+
+Cache layout: one file per (record, variant) named by the SHA-256 of
+(format, backbone SHA-256, request, gold, variant seed), an uncompressed .npz
+written atomically, so an interrupted extraction resumes where it stopped.
+"""
+import hashlib
+import json
+import os
+import tempfile
+
+import numpy as np
+
+from .._native import check, ffi, lib
+
+CACHE_FORMAT = "deg-features-v1"
+CHOICE_ONLY = lib.DEG_FEATURES_CHOICE_ONLY
+
+
+class Features:
+    """One traced (record, variant): ctx [n_ctx, E] f32, tok_cp [n_ctx, 2] i64,
+    forks: list of dicts {pointer, mode, index, hidden [n_rows, E] f32, order
+    (int32 array or None), count_lo, count_hi, count_gold, n_tokens}."""
+
+    __slots__ = ("ctx", "tok_cp", "forks", "n_trunk_tokens")
+
+    def __init__(self, ctx, tok_cp, forks, n_trunk_tokens):
+        self.ctx, self.tok_cp, self.forks, self.n_trunk_tokens = ctx, tok_cp, forks, n_trunk_tokens
+
+    def save(self, path):
+        hid = [f["hidden"] for f in self.forks]
+        rows = np.array([h.shape[0] for h in hid], dtype=np.int64)
+        meta = [{k: (v.tolist() if isinstance(v, np.ndarray) else v)
+                 for k, v in f.items() if k != "hidden"} for f in self.forks]
+        E = self.ctx.shape[1]
+        d = os.path.dirname(path) or "."
+        fd, tmp = tempfile.mkstemp(prefix=".feat-", suffix=".npz", dir=d)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                np.savez(fh, ctx=self.ctx, tok_cp=self.tok_cp, rows=rows,
+                         hidden=np.concatenate(hid) if hid else np.zeros((0, E), np.float32),
+                         meta=np.frombuffer(json.dumps(
+                             {"forks": meta, "n_trunk_tokens": self.n_trunk_tokens}).encode(),
+                             dtype=np.uint8))
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+
+    @classmethod
+    def load(cls, path):
+        with np.load(path) as z:
+            meta = json.loads(bytes(z["meta"]).decode())
+            hidden, rows = z["hidden"], z["rows"]
+            forks, off = [], 0
+            for m, n in zip(meta["forks"], rows):
+                f = dict(m)
+                f["hidden"] = hidden[off:off + n]
+                if f.get("order") is not None:
+                    f["order"] = np.asarray(f["order"], dtype=np.int32)
+                forks.append(f)
+                off += int(n)
+            return cls(z["ctx"], z["tok_cp"], forks, meta["n_trunk_tokens"])
+
+
+def request_of(rec):
+    return json.dumps({"context": rec["context"], "schema": rec["schema"]},
+                      ensure_ascii=False).encode("utf-8")
+
+
+def gold_of(rec):
+    return json.dumps(rec["value"], ensure_ascii=False).encode("utf-8")
+
+
+def extract(ckpt, rec, shuffle_seed=0, choice_only=False):
+    """Trace one record (deg_features_extract) and copy the result into numpy."""
+    req, gold = request_of(rec), gold_of(rec)
+    out = ffi.new("deg_features **")
+    errs = ffi.new("char **")
+    st = lib.deg_features_extract(ckpt._handle(), req, len(req), gold, len(gold),
+                                  int(shuffle_seed), CHOICE_ONLY if choice_only else 0, out, errs)
+    if errs[0] != ffi.NULL:
+        lib.deg_free(errs[0])
+    check(st)
+    f = out[0]
+    try:
+        E = f.n_embd
+        nc = f.n_ctx
+        if choice_only:  # a shuffled variant: only its choice forks are used
+            nc = 0
+        ctx = np.frombuffer(ffi.buffer(f.ctx_hidden, nc * E * 4), dtype=np.float32).reshape(nc, E).copy()
+        tok_cp = np.frombuffer(ffi.buffer(f.tok_cp, nc * 2 * ffi.sizeof("size_t")),
+                               dtype=np.uintp).reshape(nc, 2).astype(np.int64)
+        forks = []
+        for i in range(f.n_forks):
+            k = f.forks[i]
+            n = k.n_rows
+            h = np.frombuffer(ffi.buffer(k.hidden, n * E * 4), dtype=np.float32).reshape(n, E).copy()
+            order = None
+            if k.order != ffi.NULL:
+                order = np.frombuffer(ffi.buffer(k.order, (n - 1) * 4), dtype=np.int32).copy()
+            forks.append({"pointer": ffi.string(k.pointer).decode("utf-8"),
+                          "mode": ffi.string(k.mode).decode(), "index": int(k.index),
+                          "hidden": h, "order": order, "count_lo": int(k.count_lo),
+                          "count_hi": int(k.count_hi), "count_gold": int(k.count_gold),
+                          "n_tokens": int(k.n_tokens)})
+        return Features(ctx, tok_cp, forks, int(f.n_trunk_tokens))
+    finally:
+        lib.deg_features_free(f)
+
+
+def variant_seed(rec, v):
+    """Shuffle seed of variant v >= 1 of a record (0 = plan order)."""
+    if v == 0:
+        return 0
+    h = hashlib.sha256(f"{rec['id']}\0{v}".encode()).digest()
+    return int.from_bytes(h[:8], "little") or 1
+
+
+def cache_path(cache_dir, backbone_sha, rec, v):
+    h = hashlib.sha256()
+    for part in (CACHE_FORMAT.encode(), backbone_sha.encode(), request_of(rec), gold_of(rec),
+                 str(variant_seed(rec, v)).encode()):
+        h.update(part)
+        h.update(b"\0")
+    return os.path.join(cache_dir, h.hexdigest()[:32] + ".npz")
+
+
+def get(ckpt, backbone_sha, cache_dir, rec, v):
+    """Features of (record, variant v) from the cache, traced and stored if missing."""
+    path = cache_path(cache_dir, backbone_sha, rec, v) if cache_dir else None
+    if path and os.path.exists(path):
+        return Features.load(path), True
+    f = extract(ckpt, rec, variant_seed(rec, v), choice_only=v > 0)
+    if path:
+        f.save(path)
+    return f, False

@@ -1,0 +1,205 @@
+"""deg.train smoke runs on the tiny random llama (tests/goldens/tiny-llama): the loss
+goes down, the same command and seed give bitwise the same heads, a resumed run
+equals the uninterrupted one, bad records are counted and skipped, the result is
+a loadable checkpoint with calibration temperatures; plus the Python pieces
+(targets, token mapping, schedule, calibration fit) on hand values."""
+import json
+import math
+import os
+import random
+
+import numpy as np
+import pytest
+
+import deg
+from deg.datagen.record import build
+from deg.train import calibrate, data, features
+from deg.train.cli import main
+from deg.train.optim import AdamW, lr_at
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TINY = os.path.join(ROOT, "tests", "goldens", "tiny-llama")
+
+SCHEMA = {"type": "object", "properties": {
+    "dept": {"enum": ["billing", "shipping", "other"]},
+    "urgent": {"type": "boolean"},
+    "number": {"type": "integer"},
+    "email": {"type": "string", "format": "email"},
+    "name": {"type": ["string", "null"]},
+    "parts": {"type": "array", "items": {"type": "object", "properties": {
+        "code": {"type": "string"}}, "required": ["code"]}}}}
+
+
+def _records(n_train=8, n_val=3):
+    rng = random.Random(0)
+    out = []
+    for i in range(n_train + n_val):
+        who = rng.choice(["ana", "bruno", "carla", "dmitri", "eva"])
+        dep = rng.choice(["billing", "shipping", "other"])
+        urgent = rng.random() < 0.5
+        num = rng.randint(100, 999)
+        ctx = f"Ticket {num} from {who}@example.com about {dep}." + (" URGENT!" if urgent else "")
+        value = {"dept": dep, "urgent": urgent, "number": num, "email": f"{who}@example.com",
+                 "name": None, "parts": []}
+        marks = {"/number": [ctx.index(str(num)), ctx.index(str(num)) + 3]}
+        e0 = ctx.index(f"{who}@")
+        marks["/email"] = [e0, e0 + len(who) + 12]
+        for k in range(rng.randint(0, 2)):
+            code = f"p{k}x{num}"
+            ctx += f" Part {k}: {code}."
+            s = ctx.rindex(code)
+            marks[f"/parts/{k}/code"] = [s, s + len(code)]
+            value["parts"].append({"code": code})
+        out.append(build(rid=f"t{i}", split="train" if i < n_train else "val", source="tiny",
+                         template="a", doc=str(i), context=ctx, schema=SCHEMA, value=value,
+                         marks=marks, regions={}))
+    return out
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    d = tmp_path_factory.mktemp("train-data")
+    recs = _records()
+    bad_span = json.loads(json.dumps(recs[0]))
+    bad_span["id"] = "bad-span"
+    bad_span["span_alternatives"]["/number"] = [[0, 999]]
+    bad_gold = json.loads(json.dumps(recs[1]))
+    bad_gold["id"] = "bad-gold"
+    bad_gold["value"]["dept"] = "nope"
+    lines = [json.dumps(r) for r in recs + [bad_span, bad_gold]] + ["{not json"]
+    path = d / "records.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return d, str(path)
+
+
+def _run(dataset, out, *extra, cache=None):
+    d, path = dataset
+    argv = ["--data", path, "--model", TINY, "--out", str(d / out), "--epochs", "3",
+            "--batch", "3", "--variants", "1", "--seed", "3", "--warmup", "2", "--lr", "3e-3",
+            "--no-progress", "--cache", str(d / (cache or out + "-cache"))] + list(extra)
+    assert main(argv) == 0
+    return d / out
+
+
+@pytest.fixture(scope="module")
+def run_a(dataset):
+    return _run(dataset, "a")
+
+
+def _bytes(p):
+    with open(p, "rb") as fh:
+        return fh.read()
+
+
+def test_smoke_loss_decreases_and_bad_records_counted(run_a):
+    rep = json.loads((run_a / "train-report.json").read_text())
+    hist = rep["history"]
+    assert len(hist) == 3
+    assert hist[-1]["train_loss"] < 0.9 * hist[0]["train_loss"]
+    assert rep["records"]["bad"] == {"malformed": 1, "gold_not_in_context": 1, "invalid_gold": 1}
+    assert rep["records"]["train_used"] == 8 and rep["records"]["val_used"] == 3
+    meta = json.loads((run_a / "deg.json").read_text())
+    assert meta["training"]["seed"] == 3 and meta["training"]["train_records"] == 8
+    temps = meta["calibration"]
+    assert set(temps) == {"choice", "score", "noul", "extract", "count"}
+    assert temps["count"] == 1.0 and temps["score"] == 1.0  # count not fit; no score field
+    assert all(0.05 <= t <= 20 for t in temps.values())
+    assert temps == rep["temperatures"]
+    # the result is a checkpoint the runtime loads and fills with
+    ck = deg.load(str(run_a), model_path=TINY)
+    try:
+        r = deg.fill("Ticket 555 from eva@example.com about billing.", SCHEMA, model=ck)
+        assert r["value"]["dept"] in ("billing", "shipping", "other")
+    finally:
+        ck.close()
+    # epoch checkpoints hold the optimizer state
+    for e in (1, 2, 3):
+        ed = run_a / "epochs" / f"epoch-{e:03d}"
+        assert (ed / "heads.safetensors").exists() and (ed / "optim.npz").exists()
+        assert json.loads((ed / "state.json").read_text())["epoch"] == e - 1
+
+
+def test_same_command_same_bits(dataset, run_a):
+    b = _run(dataset, "b")  # its own feature cache: features are traced again
+    assert _bytes(b / "heads.safetensors") == _bytes(run_a / "heads.safetensors")
+    ma, mb = (json.loads((x / "deg.json").read_text()) for x in (run_a, b))
+    assert ma["calibration"] == mb["calibration"]
+    ra, rb = (json.loads((x / "train-report.json").read_text()) for x in (run_a, b))
+    assert ra["history"] == rb["history"]
+
+
+def test_resume_equals_uninterrupted(dataset, run_a):
+    _run(dataset, "c", "--stop-after-epoch", "1", cache="a-cache")
+    c = dataset[0] / "c"
+    assert not (c / "heads.safetensors").exists()
+    _run(dataset, "c", "--resume", cache="a-cache")
+    assert _bytes(c / "heads.safetensors") == _bytes(run_a / "heads.safetensors")
+    for e in (2, 3):
+        name = f"epochs/epoch-{e:03d}/optim.npz"
+        with np.load(c / name) as zc, np.load(run_a / name) as za:
+            assert np.array_equal(zc["m"], za["m"]) and np.array_equal(zc["v"], za["v"])
+    # resuming with other hyperparameters is refused
+    d, path = dataset
+    assert main(["--data", path, "--model", TINY, "--out", str(c), "--epochs", "3", "--batch",
+                 "3", "--variants", "1", "--seed", "4", "--warmup", "2", "--lr", "3e-3",
+                 "--no-progress", "--cache", str(d / "a-cache"), "--resume"]) == 2
+
+
+def test_features_cache_and_targets(dataset, tmp_path):
+    from deg.fill import create_random_checkpoint
+    ck_dir = create_random_checkpoint(TINY, str(tmp_path / "ck"), seed=1)
+    ck = deg.load(ck_dir)
+    try:
+        rec = _records(3, 0)[2]
+        plan = data.check_record(rec)
+        f, hit = features.get(ck, "x", str(tmp_path), rec, 0)
+        assert not hit
+        g, hit = features.get(ck, "x", str(tmp_path), rec, 0)
+        assert hit and np.array_equal(f.ctx, g.ctx)
+        assert [x["pointer"] for x in f.forks] == [x["pointer"] for x in g.forks]
+        exs = data.examples_of(rec, plan, f)
+        by = {x.pointer: x for x in exs}
+        assert by["/dept"].target.tolist() == [float(o == rec["value"]["dept"])
+                                               for o in ("billing", "shipping", "other")]
+        assert by["/urgent"].target.tolist() == [float(rec["value"]["urgent"])]
+        nc = f.ctx.shape[0]
+        assert by["/name"].pos_start.tolist() == [nc] == by["/name"].pos_end.tolist()
+        # the number's start and end tokens cover its code points
+        s, e = rec["spans"]["/number"]
+        ts, te = by["/number"].pos_start[0], by["/number"].pos_end[0]
+        assert f.tok_cp[ts, 0] <= s < f.tok_cp[ts, 1] and f.tok_cp[te, 0] <= e - 1 < f.tok_cp[te, 1]
+        assert by["/parts"].count == len(rec["value"]["parts"])
+        # a shuffled variant: the target follows the lines
+        v, _ = features.get(ck, "x", str(tmp_path), rec, 1)
+        assert [x["mode"] for x in v.forks] == ["decide.choice"]
+        order = v.forks[0]["order"]
+        ex = data.examples_of(rec, plan, f, v)
+        t = {x.pointer: x for x in ex}["/dept"].target
+        gold = ("billing", "shipping", "other").index(rec["value"]["dept"])
+        assert t[list(order).index(gold)] == 1.0
+    finally:
+        ck.close()
+
+
+def test_schedule_adamw_and_calibration_fit():
+    assert lr_at(0, 100, 1.0, 10) == pytest.approx(0.1)
+    assert lr_at(9, 100, 1.0, 10) == pytest.approx(1.0)
+    assert lr_at(10, 100, 1.0, 10) == pytest.approx(1.0)
+    assert lr_at(99, 100, 1.0, 10) == pytest.approx(0.1, abs=1e-3)
+    p = np.array([1.0, -2.0], dtype=np.float32)
+    opt = AdamW(2, weight_decay=0.0)
+    opt.step(p, np.array([0.5, -0.5], dtype=np.float32), 0.1)
+    assert p.tolist() == pytest.approx([0.9, -1.9], abs=1e-6)  # first step moves by lr * sign
+    # logits that are 3x too sharp: the fitted temperature is ~3
+    rng = np.random.default_rng(0)
+    items = []
+    for _ in range(400):
+        z = rng.normal(size=4)
+        p = np.exp(z) / np.exp(z).sum()
+        g = int(rng.choice(4, p=p))
+        items.append((3.0 * z.astype(np.float32), g))
+    T = calibrate.fit(0, items)
+    assert 2.4 < T < 3.7
+    assert calibrate.nll(0, items, T) <= calibrate.nll(0, items, 1.0)
+    assert calibrate.fit(0, []) == 1.0
+    assert math.isfinite(calibrate.nll(3, [(np.zeros(6, np.float32), [0], [1, 2])], 1.0))
