@@ -550,6 +550,21 @@ deg_status dg_candidates(const char *kind, const char *s, size_t n, size_t **spa
                     ts += cs;
                     te += cs;
                     if (dg_format_check(kind, s + tb, teb - tb) == 1 && push(&l, ts, te) < 0) goto nomem;
+                    /* "key=user@host" (logs, query strings): '=' is an RFC 5322
+                     * atext character, so the whole match is an address, but
+                     * the address written is usually the part after the last
+                     * '=' of the local part: offer it too. The local part is
+                     * ASCII, so byte and code point offsets agree there. */
+                    if (k == K_EMAIL) {
+                        const char *at = memchr(s + tb, '@', teb - tb);
+                        const char *eq = NULL;
+                        for (const char *c = s + tb; at && c < at; c++)
+                            if (*c == '=') eq = c;
+                        if (eq && eq + 1 < at &&
+                            dg_format_check(kind, eq + 1, (size_t)(s + teb - (eq + 1))) == 1 &&
+                            push(&l, ts + (size_t)(eq + 1 - (s + tb)), te) < 0)
+                            goto nomem;
+                    }
                 }
             } else if (push(&l, cs, ce) < 0) goto nomem;
             /* advance one code point past the match start so overlapping

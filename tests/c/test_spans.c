@@ -80,6 +80,9 @@ static const cand_case CANDS[] = {
     {"date-time", "14:30, 5 March 2026", {"14:30, 5 March 2026"}},
     {"email", "Mail joe.bloggs@example.com, or <a+b@x.co.uk>. Not @foo or a@.",
      {"joe.bloggs@example.com", "a+b@x.co.uk"}},
+    /* key=value logs: the whole atext run and the address after the last '=' */
+    {"email", "[10:00] reporter=ana.b@mail.example.org x=y",
+     {"reporter=ana.b@mail.example.org", "ana.b@mail.example.org"}},
     {"uri", "See https://example.com/a_(b). Or (http://x.org/path?q=1), mailto:joe@x.com; note: this",
      {"https://example.com/a_(b)", "http://x.org/path?q=1", "mailto:joe@x.com"}},
     {"uuid", "id=123e4567-e89b-12d3-a456-426614174000; 123e4567-e89b-12d3-a456-4266141740001",
