@@ -2,6 +2,7 @@
 
     ckpt = deg.load("path/to/checkpoint")          # deg.json + heads.safetensors
     resp = deg.fill("Order 4711 ...", {"type": "object", ...}, model=ckpt)
+    resp = deg.fill("Order 4711 ...", schema)      # the shipped checkpoint (SmolLM2-135M)
     resp["value"], resp["meta"], resp["usage"], resp["plan"]
 
 The work is done by libdeg (deg_fill / deg_fill_many); this module converts
@@ -10,14 +11,50 @@ types and raises typed errors: RequestError / SchemaError (with .errors, the
 validator violations), MismatchError (checkpoint made for another backbone).
 """
 import json
+import os
+import threading
 from os import fspath
 
 from ._native import check, ffi, lib
 from .errors import ArgumentError, FillError, RequestError, SchemaError, StateError
 
-__all__ = ["Checkpoint", "load", "create_random_checkpoint", "fill", "fill_many"]
+__all__ = ["Checkpoint", "load", "create_random_checkpoint", "fill", "fill_many",
+           "default_checkpoint_path", "DEFAULT_CHECKPOINT"]
 
 _OK = 0
+
+# The shipped checkpoint (trained heads for SmolLM2-135M-Instruct Q4_1, issue 6):
+# checkpoints/<name>/ in the source tree, deg/checkpoints/<name>/ in the wheel.
+DEFAULT_CHECKPOINT = "smollm2-135m-v1"
+
+
+def default_checkpoint_path():
+    """The checkpoint used when none is given: $DEG_CHECKPOINT, else the shipped one
+    inside the installed package, else the source tree's checkpoints/ directory.
+    Its backbone resolves by file name from ${DEG_CACHE:-~/.cache/deg}/models
+    (`deg fetch-model` puts it there)."""
+    env = os.environ.get("DEG_CHECKPOINT")
+    if env:
+        return env
+    here = os.path.dirname(os.path.abspath(__file__))
+    for c in (os.path.join(here, "checkpoints", DEFAULT_CHECKPOINT),
+              os.path.join(here, "..", "..", "..", "checkpoints", DEFAULT_CHECKPOINT)):
+        if os.path.isfile(os.path.join(c, "deg.json")):
+            return os.path.normpath(c)
+    raise ArgumentError(f"no checkpoint given and the shipped checkpoint "
+                        f"'{DEFAULT_CHECKPOINT}' is not installed; pass model=<checkpoint "
+                        "directory> or set DEG_CHECKPOINT")
+
+
+_default = None
+_default_lock = threading.Lock()
+
+
+def _default_checkpoint():
+    global _default
+    if _default is None or _default.closed:
+        _default = load(default_checkpoint_path())
+    return _default
 
 
 def _take(ptr):
@@ -87,10 +124,13 @@ class Checkpoint:
             pass
 
 
-def load(checkpoint, model_path=None, debug=False):
-    """Load a checkpoint directory. model_path: the backbone file/directory
-    (default: the path recorded in deg.json, next to the checkpoint, or the
-    deg model cache). A backbone whose SHA-256 differs raises MismatchError."""
+def load(checkpoint=None, model_path=None, debug=False):
+    """Load a checkpoint directory (None = the shipped one, default_checkpoint_path()).
+    model_path: the backbone file/directory (default: the path recorded in
+    deg.json, next to the checkpoint, or the deg model cache). A backbone whose
+    SHA-256 differs raises MismatchError."""
+    if checkpoint is None:
+        checkpoint = default_checkpoint_path()
     return Checkpoint(checkpoint, model_path=model_path, debug=debug)
 
 
@@ -117,15 +157,19 @@ def _request(context, schema, options, model_name):
 def _ckpt(model):
     if isinstance(model, Checkpoint):
         return model, False
-    if model is None:
-        raise ArgumentError("deg.fill needs model=<deg.load(...) checkpoint or its path>")
     return load(model), True
 
 
 def fill(context, schema, model=None, options=None, model_name="deg-latest"):
     """Fill `schema` from `context` (str, or a JSON object/array rendered as
     json.dumps does). model: a Checkpoint (deg.load) or a checkpoint path.
-    Returns the §8 response dict {"model", "value", "meta", "usage", "plan"}."""
+    Returns the §8 response dict {"model", "value", "meta", "usage", "plan"}.
+    model None = the shipped checkpoint (default_checkpoint_path()), loaded once
+    per process."""
+    if model is None:
+        with _default_lock:
+            return fill(context, schema, model=_default_checkpoint(), options=options,
+                        model_name=model_name)
     ck, owned = _ckpt(model)
     try:
         text = _request(context, schema, options, model_name)
@@ -146,6 +190,9 @@ def fill_many(jobs, model=None):
     """Fill several requests with their fork rows in the same batches. jobs:
     dicts {"context", "schema"[, "options", "model"]}. Returns a list with, per
     job, the response dict or the exception it raised (not raised)."""
+    if model is None:
+        with _default_lock:
+            return fill_many(jobs, model=_default_checkpoint())
     ck, owned = _ckpt(model)
     try:
         texts = [_request(j["context"], j["schema"], j.get("options"), j.get("model", "deg-latest"))

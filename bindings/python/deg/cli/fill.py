@@ -11,7 +11,8 @@ def register(sub):
                        description="Print the §8 response JSON {model, value, meta, usage, "
                        "plan}. Problems with the request or schema are listed as "
                        "{loc, msg} on stderr (exit 2); a FillError exits 3.")
-    p.add_argument("--ckpt", required=True, help="checkpoint directory (deg.json + "
+    p.add_argument("--ckpt", help="checkpoint directory (default: the shipped checkpoint, "
+                   "DEG_CHECKPOINT or deg.fill.default_checkpoint_path()) (deg.json + "
                    "heads.safetensors)")
     p.add_argument("--context", required=True, help="context file ('-' = stdin); "
                    "with --json-context it holds a JSON value")
@@ -49,6 +50,9 @@ def _json(text, what):
 
 def run(args):
     from ..fill import create_random_checkpoint, fill, load
+    if args.create_random and not args.ckpt:
+        print("deg fill: --create-random needs --ckpt (where to write it)", file=sys.stderr)
+        return 2
     if args.create_random:
         backbone = args.create_random
         if backbone == "default":
