@@ -36,7 +36,7 @@ from .optim import AdamW, lr_at
 
 # Arguments that must match for --resume.
 _RESUME_KEYS = ("data", "epochs", "lr", "batch", "warmup", "seed", "max_records",
-                "max_val_records", "variants", "weight_decay", "clip")
+                "max_val_records", "variants", "weight_decay", "clip", "extract_init_scale")
 
 
 def parse_args(argv):
@@ -53,6 +53,9 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--weight-decay", type=float, default=0.01)
     p.add_argument("--clip", type=float, default=1.0, help="global gradient norm clip (0 = off)")
+    p.add_argument("--extract-init-scale", type=float, default=0.25,
+                   help="scale of the random extract.q*/k* at the start (their logits have no "
+                   "1/sqrt(D), so unscaled they start ~16x sharper than the pointer heads)")
     p.add_argument("--variants", type=int, default=2,
                    help="shuffled choice-fork variants per record (option-order shuffling)")
     p.add_argument("--max-records", type=int, help="train on a stratified subsample of this "
@@ -140,6 +143,17 @@ def prepare(records, ckpt, sha, cache, n_variants, bad, bad_ex, args, what):
             continue
         items.append(Item(rec, plan, base, variants))
     return items, time.time() - t0, traced
+
+
+def tensor_slices(meta):
+    """name -> (offset, size) in the flat parameter vector (deg.json "heads" is in
+    the table order of lib/deg/fill.h)."""
+    out, off = {}, 0
+    for name, shape in meta["heads"].items():
+        n = int(np.prod(shape))
+        out[name] = (off, n)
+        off += n
+    return out
 
 
 def weights_of(examples):
@@ -275,6 +289,11 @@ def main(argv=None):
     total = steps_per_epoch * args.epochs
     opt = AdamW(heads.n, weight_decay=args.weight_decay)
     params = heads.get()
+    if not resume_state and not args.init and args.extract_init_scale != 1.0:
+        for name, (o, n) in tensor_slices(meta).items():
+            if name in ("extract.qs", "extract.ks", "extract.qe", "extract.ke"):
+                params[o:o + n] *= np.float32(args.extract_init_scale)
+        heads.set(params)
     history = []
     first_epoch = 0
     if resume_state:
@@ -341,6 +360,7 @@ def main(argv=None):
     training = {"command": "python -m deg.train " + " ".join(_argv_for_report(argv)),
                 "seed": args.seed, "epochs": args.epochs, "lr": args.lr, "batch": args.batch,
                 "warmup": args.warmup, "variants": args.variants,
+                "extract_init_scale": args.extract_init_scale,
                 "weight_decay": args.weight_decay, "clip": args.clip,
                 "train_records": len(train), "val_records": len(val),
                 "final_train_loss": last.get("train_loss"), "final_val_loss": last.get("val_loss")}
