@@ -301,3 +301,24 @@ def test_cli_sigint_keeps_last_artifact(corpus_file, tmp_path):
             proc.kill()
             proc.wait()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.safetensors", "doc.txt"]
+
+
+def test_epochs_replay_without_synthesis(tiny, corpus_file, tmp_path, monkeypatch):
+    calls = []
+    generate = cs.SelfStudy.generate
+
+    def counting(self, n):
+        calls.append(n)
+        return generate(self, n)
+
+    monkeypatch.setattr(cs.SelfStudy, "generate", counting)
+    kw = dict(p=12, steps=2, accum=2, seed=4, epochs=3, **SMALL)
+    seen = []
+    r = cs.train(tiny, [corpus_file], save=tmp_path / "a.safetensors",
+                 progress=lambda s, i: seen.append((s, i["epoch"], i["synthesised"])), **kw)
+    assert calls == [2, 2]  # only the first pass synthesises
+    assert r.conversations == 4 and r.steps == 6 and len(r.losses) == 6
+    assert seen == [(1, 1, 2), (2, 1, 4), (3, 2, 4), (4, 2, 4), (5, 3, 4), (6, 3, 4)]
+    assert deg.Cartridge.load(tiny, tmp_path / "a.safetensors").steps == 6
+    cs.train(tiny, [corpus_file], save=tmp_path / "b.safetensors", **kw)
+    assert (tmp_path / "a.safetensors").read_bytes() == (tmp_path / "b.safetensors").read_bytes()

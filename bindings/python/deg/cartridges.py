@@ -551,6 +551,8 @@ def evaluate(cartridge, corpus, convs, icl=True):
 # Training
 # --------------------------------------------------------------------------
 
+#: conversations: synthesised (unique); steps: optimizer steps (all epochs);
+#: seconds_per_conversation: wall time / conversations (replays included).
 TrainReport = namedtuple("TrainReport", "cartridge conversations steps seconds "
                                         "seconds_per_conversation losses heldout timing")
 
@@ -558,7 +560,7 @@ TrainReport = namedtuple("TrainReport", "cartridge conversations steps seconds "
 def train(model, corpus, p=256, steps=8, accum=4, gen_batch=None, lr=2e-3, seed=0,
           save=None, chunk_min=256, chunk_max=512, max_q=64, max_a=160, eval_every=0,
           n_eval=4, pack=True, checkpoint=False, init="corpus", progress=None,
-          save_every=1, log=None, heldout_cache=None):
+          save_every=1, log=None, heldout_cache=None, epochs=1):
     """Self-study training of a p-row cartridge for corpus (a Corpus, or
     paths). Returns a TrainReport. One optimizer step per `accum`
     conversations; conversations are synthesised `gen_batch` at a time (one
@@ -569,13 +571,19 @@ def train(model, corpus, p=256, steps=8, accum=4, gen_batch=None, lr=2e-3, seed=
     end, so an interruption leaves the last saved cartridge loadable.
     progress(step, info_dict) is called after every step; log(str) for text.
     heldout_cache: where the eval_every held-out set is cached (heldout_set).
+    epochs: passes over the synthesised conversations. The first pass
+    synthesises steps * accum conversations; every further pass replays them
+    in a new seeded order (the reference trains on a fixed synthetic set for
+    a number of epochs; a replay costs only the training step, generation is
+    ~4x dearer), so steps * epochs optimizer steps in all.
     """
     if not isinstance(model, Model):
         model = Model(model)
     if not isinstance(corpus, Corpus):
         corpus = load_corpus(model, corpus)
-    if steps < 0 or accum < 1:
-        raise ArgumentError(f"steps must be >= 0 and accum >= 1, got {steps}, {accum}")
+    if steps < 0 or accum < 1 or epochs < 1:
+        raise ArgumentError(f"steps must be >= 0, accum >= 1 and epochs >= 1, got {steps}, "
+                            f"{accum}, {epochs}")
     gen_batch = gen_batch or accum
     if p < 2:
         raise ArgumentError(f"p must be >= 2 (row 0 is frozen), got {p}")
@@ -598,15 +606,25 @@ def train(model, corpus, p=256, steps=8, accum=4, gen_batch=None, lr=2e-3, seed=
     history = []
     if heldout:
         history.append((0, distill_loss(cart, heldout)))
-    queue, done, losses = [], 0, []
+    queue, done, losses, seen, order = [], 0, [], [], []
+    replay = random.Random(seed ^ 0x2E91A7)
+    total = steps * epochs
     t_train = 0.0
     t0 = time.perf_counter()
     if save:
         cart.save(save)
-    for step in range(1, steps + 1):
-        while len(queue) < accum:
-            queue += study.generate(gen_batch)
-        group, queue = queue[:accum], queue[accum:]
+    for step in range(1, total + 1):
+        if step <= steps:  # first pass: synthesise
+            while len(queue) < accum:
+                queue += study.generate(gen_batch)
+            group, queue = queue[:accum], queue[accum:]
+            seen += group
+        else:  # replay the synthesised set in a new order each pass
+            if (step - 1) % steps == 0:
+                order = seen[:]
+                replay.shuffle(order)
+            i = (step - 1) % steps * accum
+            group = order[i:i + accum]
         t1 = time.perf_counter()
         cart.zero_grads()
         if pack:  # one packed forward/backward for the group
@@ -617,18 +635,20 @@ def train(model, corpus, p=256, steps=8, accum=4, gen_batch=None, lr=2e-3, seed=
         t_train += time.perf_counter() - t1
         done += len(group)
         losses.append(loss)
-        info = {"loss": loss, "conversations": done,
+        info = {"loss": loss, "conversations": done, "synthesised": len(seen),
+                "epoch": (step - 1) // steps + 1 if steps else 1,
                 "seconds": time.perf_counter() - t0}
-        if heldout and (step % eval_every == 0 or step == steps):
+        if heldout and (step % eval_every == 0 or step == total):
             info["heldout"] = distill_loss(cart, heldout)
             history.append((step, info["heldout"]))
-        if save and (step % save_every == 0 or step == steps):
+        if save and (step % save_every == 0 or step == total):
             cart.save(save)
         if progress:
             progress(step, info)
     secs = time.perf_counter() - t0
     timing = dict(study.timing, train=t_train)
-    return TrainReport(cart, done, steps, secs, secs / done if done else float("nan"),
+    n = len(seen)
+    return TrainReport(cart, n, total, secs, secs / n if n else float("nan"),
                        losses, history, timing)
 
 

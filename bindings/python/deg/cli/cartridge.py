@@ -47,7 +47,7 @@ def cmd_train(args):
     bar = None
     try:
         from tqdm import tqdm
-        bar = tqdm(total=args.steps, unit="step", file=sys.stderr, dynamic_ncols=True,
+        bar = tqdm(total=args.steps * args.epochs, unit="step", file=sys.stderr, dynamic_ncols=True,
                    disable=args.quiet)
     except ImportError:
         pass
@@ -57,13 +57,15 @@ def cmd_train(args):
         last.update(info)
         post = {"loss": f"{info['loss']:.4f}",
                 "conv/s": f"{info['conversations'] / max(info['seconds'], 1e-9):.3f}"}
+        if args.epochs > 1:
+            post["epoch"] = info["epoch"]
         if "heldout" in info:
             post["heldout"] = f"{info['heldout']:.4f}"
         if bar is not None:
             bar.set_postfix(post, refresh=False)
             bar.update(1)
         elif not args.quiet:
-            print(f"step {step}/{args.steps} " + " ".join(f"{k} {v}" for k, v in post.items()),
+            print(f"step {step}/{args.steps * args.epochs} " + " ".join(f"{k} {v}" for k, v in post.items()),
                   file=sys.stderr, flush=True)
 
     print(f"corpus: {len(corpus.documents)} document(s), {len(corpus)} tokens; p = {args.p} "
@@ -74,18 +76,20 @@ def cmd_train(args):
                        chunk_min=args.chunk_min, chunk_max=args.chunk_max, max_q=args.max_q,
                        max_a=args.max_a, eval_every=args.eval_every, n_eval=args.n_eval,
                        pack=not args.no_pack, checkpoint=args.checkpoint, init=args.init,
-                       progress=progress)
+                       progress=progress, epochs=args.epochs)
     except KeyboardInterrupt:
         if bar is not None:
             bar.close()
         msg = f"; the last saved cartridge is {args.save}" if args.save else ""
-        print(f"interrupted after {last.get('conversations', 0)} conversations{msg}",
+        print(f"interrupted after {last.get('conversations', 0)} conversations "
+              f"({last.get('synthesised', 0)} synthesised){msg}",
               file=sys.stderr)
         return 130
     if bar is not None:
         bar.close()
     t = rep.timing
-    print(f"trained: {rep.conversations} conversations, {rep.steps} steps, "
+    ep = f" ({args.epochs} passes)" if args.epochs > 1 else ""
+    print(f"trained: {rep.conversations} conversations{ep}, {rep.steps} steps, "
           f"{rep.seconds:.1f} s ({rep.seconds_per_conversation:.2f} s/conversation: "
           f"generation {t['generate']:.1f} s, teacher {t['teacher']:.1f} s, "
           f"training {t['train']:.1f} s)")
@@ -182,7 +186,11 @@ def register(sub):
     _common(t)
     t.add_argument("--corpus", nargs="+", required=True, help="text files or directories")
     t.add_argument("--p", type=int, default=256, help="cartridge rows (256)")
-    t.add_argument("--steps", type=int, default=8, help="optimizer steps (8)")
+    t.add_argument("--steps", type=int, default=8,
+                   help="optimizer steps per pass; steps x accum conversations are "
+                        "synthesised (8)")
+    t.add_argument("--epochs", type=int, default=1,
+                   help="passes over the synthesised conversations (1)")
     t.add_argument("--accum", type=int, default=4, help="conversations per step (4)")
     t.add_argument("--gen-batch", type=int, default=0,
                    help="conversations synthesised per lockstep batch (default: --accum)")
