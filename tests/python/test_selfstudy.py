@@ -263,11 +263,18 @@ def test_cli_eval_no_icl_and_cache(corpus_file, tmp_path):
             "--n-eval", 2, "--chunk-min", 24, "--chunk-max", 48, "--max-q", 6, "--max-a", 8]
     full = run_cli(*args, env=env).stdout
     assert len(list((tmp_path / "cache" / "heldout").iterdir())) == 1
-    r = run_cli(*args, "--no-icl", env=env).stdout
+    r = run_cli(*args, "--no-icl", "--untrained", env=env).stdout
     assert "nan" not in r
+    # the saved cartridge IS the untrained corpus init: the control arm equals it
+    cart_line = r.splitlines()[2].split()
+    init_line = r.splitlines()[3].split()
+    assert cart_line[:1] == ["cartridge"] and init_line[:2] == ["untrained", "init"]
+    assert cart_line[2] == init_line[3]
     assert "corpus in context skipped (--no-icl)" in r and "gap closure skipped" in r
     # same cached questions: identical bare and cartridge lines
     assert full.splitlines()[:3] == r.splitlines()[:3]
+    full = run_cli(*args, "--untrained", env=env).stdout
+    assert "gap closure" in full.splitlines()[3]
 
 
 def test_cli_sigint_keeps_last_artifact(corpus_file, tmp_path):

@@ -54,7 +54,7 @@ from .errors import ArgumentError, DegIOError, FormatError, RangeError
 from .model import Model, _sample_params, _ids_buffer, feed_forks
 
 __all__ = ["Corpus", "load_corpus", "SEED_PROMPTS", "Conversation", "SelfStudy", "train",
-           "heldout_set", "heldout_key",
+           "heldout_set", "heldout_key", "nll_cartridge",
            "ask", "evaluate", "Evaluation", "TrainReport"]
 
 # --------------------------------------------------------------------------
@@ -502,6 +502,17 @@ def distill_loss(cartridge, convs):
                for c in convs if c.targets)
 
 
+def nll_cartridge(cartridge, convs):
+    """NLL per token of the convs' teacher answers behind the cartridge."""
+    lp, n_tok = 0.0, 0
+    for c in convs:
+        prompt = len(c.student_ids) - len(c.answer_ids)
+        one_hot = [DistillTarget(prompt + j, t, 0.0) for j, t in enumerate(c.answer_ids)]
+        lp -= cartridge.eval(c.student_ids, one_hot) * len(c.answer_ids)
+        n_tok += len(c.answer_ids)
+    return -lp / n_tok
+
+
 def evaluate(cartridge, corpus, convs, icl=True):
     """Score the teacher's answers of convs by NLL per token under (a) the
     bare model, (b) the cartridge, (c) the whole corpus in context (as a
@@ -510,7 +521,7 @@ def evaluate(cartridge, corpus, convs, icl=True):
     model = cartridge.model
     nv = model.info.n_vocab
     n_tok = sum(len(c.answer_ids) for c in convs)
-    lp_bare = lp_cart = lp_icl = 0.0
+    lp_bare = lp_icl = 0.0
     rows_bare = rows_icl = 0
     sys_ids = chat_ids(model, [{"role": "system", "content": corpus.text}],
                        add_generation_prompt=False)
@@ -518,8 +529,6 @@ def evaluate(cartridge, corpus, convs, icl=True):
     for c in convs:
         prompt = c.student_ids[:len(c.student_ids) - len(c.answer_ids)]
         ans = c.answer_ids
-        one_hot = [DistillTarget(len(prompt) + j, t, 0.0) for j, t in enumerate(ans)]
-        lp_cart -= cartridge.eval(c.student_ids, one_hot) * len(ans)
         t = model.trunk()
         rows = t.prefill(c.student_ids[:-1], logits="all")
         lp_bare += _logprob_rows(rows[(len(prompt) - 1) * nv:], nv, ans)
@@ -538,7 +547,7 @@ def evaluate(cartridge, corpus, convs, icl=True):
             rows_icl += len(sys_ids) + len(tail)
     if icl_trunk is not None:
         icl_trunk.close()
-    nb, nc = -lp_bare / n_tok, -lp_cart / n_tok
+    nb, nc = -lp_bare / n_tok, nll_cartridge(cartridge, convs)
     ni = -lp_icl / n_tok if icl else float("nan")
     gap = (nb - nc) / (nb - ni) if icl and nb != ni else float("nan")
     n = len(convs)

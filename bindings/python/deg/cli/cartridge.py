@@ -131,6 +131,12 @@ def cmd_eval(args):
     print(f"held-out: {len(convs)} questions, {ev.n_tokens} answer tokens (NLL per token)")
     print(f"  bare model        NLL {ev.nll_bare:.4f}   KV rows {ev.rows_bare:.0f}")
     print(f"  cartridge         NLL {ev.nll_cartridge:.4f}   KV rows {ev.rows_cartridge:.0f}")
+    if args.untrained:  # the control: what training added to the corpus-init rows
+        init = Cartridge.from_corpus(model, corpus.text, len(cart))
+        nu = cs.nll_cartridge(init, convs)
+        gap = ("" if args.no_icl else
+               f"   gap closure {(ev.nll_bare - nu) / (ev.nll_bare - ev.nll_icl):.3f}")
+        print(f"  untrained init    NLL {nu:.4f}   KV rows {ev.rows_cartridge:.0f}{gap}")
     if args.no_icl:
         print("  corpus in context skipped (--no-icl)")
         print(f"  gap closure skipped (needs the corpus-in-context arm); "
@@ -225,6 +231,9 @@ def register(sub):
     e.add_argument("--seed", type=int, default=0x5EED0000)
     e.add_argument("--no-icl", action="store_true",
                    help="skip the corpus-in-context arm (its prefill is the costly one)")
+    e.add_argument("--untrained", action="store_true",
+                   help="also score the untrained corpus-init cartridge of the same p "
+                        "(the control: what training added)")
     e.add_argument("--no-cache", action="store_true",
                    help="synthesise the held-out set again instead of reusing the cached one "
                         "(<deg cache>/heldout, keyed by corpus, model, seed and settings)")
