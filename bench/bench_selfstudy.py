@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Self-study speed: s/conversation sequential (gen-batch 1) vs batched
 (gen-batch 4, 8), split into generation (bot A + bot B lockstep decodes),
-teacher pass and training step (one Adam step per --accum conversations).
+teacher pass and training step (one packed forward/backward and Adam step
+per --accum conversations, as `deg cartridge train`; --no-pack: one backward
+per conversation).
 
   PYTHONPATH=bindings/python python bench/bench_selfstudy.py \\
       [--model M] [--corpus FILE] [--conversations 8] [--batches 1,4,8]
@@ -32,6 +34,8 @@ def main():
     ap.add_argument("--max-q", type=int, default=40)
     ap.add_argument("--max-a", type=int, default=96)
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--no-pack", action="store_true",
+                    help="per-conversation backwards instead of one packed backward")
     a = ap.parse_args()
     if a.threads:
         deg.set_num_threads(a.threads)
@@ -53,7 +57,10 @@ def main():
         t0 = time.perf_counter()
         for i in range(0, len(convs), a.accum):
             cart.zero_grads()
-            cs.group_backward(cart, convs[i:i + a.accum])
+            if a.no_pack:
+                cs.group_backward(cart, convs[i:i + a.accum])
+            else:
+                cs.packed_backward(cart, convs[i:i + a.accum])
             cart.adam_step()
         train = time.perf_counter() - t0
         n = len(convs)
@@ -69,7 +76,11 @@ def main():
               f"{r['generate_s_per_conv']:.2f}, teacher {r['teacher_s_per_conv']:.2f}, "
               f"training {r['train_s_per_conv']:.2f}; {r['answer_tokens']} answer tokens)",
               flush=True)
-    print(json.dumps({"bench": "selfstudy", "model": model.path, "rows": rows}))
+    load = os.getloadavg()[0]
+    wait = os.environ.get("OMP_WAIT_POLICY", "(unset)")
+    print(f"load average {load:.2f} (1 min), OMP_WAIT_POLICY {wait}")
+    print(json.dumps({"bench": "selfstudy", "model": model.path, "loadavg_1min": load,
+                      "omp_wait_policy": wait, "pack": not a.no_pack, "rows": rows}))
 
 
 if __name__ == "__main__":

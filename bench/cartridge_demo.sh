@@ -5,7 +5,8 @@
 # held-out questions under the bare model, the cartridge and the corpus in
 # context, and asks a few questions three ways.
 # Usage: bench/cartridge_demo.sh [OUTDIR]   (env: DEG_MODEL, STEPS, ACCUM,
-#        GEN_BATCH, LR, SEED, N_EVAL; PYTHON = python with the deg package)
+#        EPOCHS, GEN_BATCH, LR, SEED, N_EVAL, CHUNK_MIN, CHUNK_MAX, MAX_Q, MAX_A;
+#        PYTHON = python with the deg package). Result and timings: bench/README.md.
 set -euo pipefail
 out="${1:-/tmp/deg-cartridge-demo}"
 mkdir -p "$out"
@@ -21,11 +22,14 @@ deg() { nice -n 10 "$py" -m deg.cli "$@"; }
 deg cartridge equiv "${model[@]}" --corpus "$corpus" --p 256 --suffix-max 64
 /usr/bin/time -v -o "$out/train.time" \
   nice -n 10 "$py" -m deg.cli cartridge train "${model[@]}" --corpus "$corpus" --p 256 \
-  --steps "${STEPS:-16}" --accum "${ACCUM:-4}" --gen-batch "${GEN_BATCH:-8}" \
+  --steps "${STEPS:-16}" --epochs "${EPOCHS:-1}" --accum "${ACCUM:-4}" \
+  --gen-batch "${GEN_BATCH:-8}" \
   --lr "${LR:-5e-3}" --seed "${SEED:-7}" --save "$out/cartridge.safetensors" "${study[@]}" \
   | tee "$out/train.log"
+# held-out questions (cached per corpus/model/seed/settings, so a rerun scores
+# the same ones); --untrained adds the corpus-init control arm
 deg cartridge eval "${model[@]}" --load "$out/cartridge.safetensors" --corpus "$corpus" \
-  --n-eval "${N_EVAL:-6}" "${study[@]}" | tee "$out/eval.log"
+  --n-eval "${N_EVAL:-16}" --untrained "${study[@]}" | tee "$out/eval.log"
 for q in "Is zlib Y2K-compliant?" "Can zlib handle .zip archives?" \
          "Where can I get a Windows DLL version of zlib?"; do
   deg cartridge ask "${model[@]}" --load "$out/cartridge.safetensors" --corpus "$corpus" \
