@@ -8,8 +8,9 @@ per conversation).
   PYTHONPATH=bindings/python python bench/bench_selfstudy.py \\
       [--model M] [--corpus FILE] [--conversations 8] [--batches 1,4,8]
 
-Not a test; run on an otherwise idle machine. Prints one line per batch size
-and a JSON line at the end.
+Not a test; run on an otherwise idle machine. Prints wall seconds and CPU
+seconds (the process, all threads: the stable figure on a shared machine) per
+conversation for each batch size, and a JSON line at the end.
 """
 import argparse
 import json
@@ -54,7 +55,7 @@ def main():
         while len(convs) < a.conversations:
             convs += study.generate(min(gb, a.conversations - len(convs)))
         cart = deg.Cartridge.from_corpus(model, corpus.text, a.p)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for i in range(0, len(convs), a.accum):
             cart.zero_grads()
             if a.no_pack:
@@ -62,20 +63,25 @@ def main():
             else:
                 cs.packed_backward(cart, convs[i:i + a.accum])
             cart.adam_step()
-        train = time.perf_counter() - t0
+        train, train_cpu = time.perf_counter() - t0, time.process_time() - c0
         n = len(convs)
+        tm = study.timing
         r = {"gen_batch": gb, "conversations": n,
-             "generate_s_per_conv": study.timing["generate"] / n,
-             "teacher_s_per_conv": study.timing["teacher"] / n,
-             "train_s_per_conv": train / n,
-             "answer_tokens": sum(c.n_supervised for c in convs)}
-        r["s_per_conv"] = (r["generate_s_per_conv"] + r["teacher_s_per_conv"] +
-                           r["train_s_per_conv"])
+             "answer_tokens": sum(c.n_supervised for c in convs),
+             "loadavg_1min": os.getloadavg()[0]}
+        for unit, g, t, tr in (("s", tm["generate"], tm["teacher"], train),
+                               ("cpu_s", tm["generate_cpu"], tm["teacher_cpu"], train_cpu)):
+            r[f"generate_{unit}_per_conv"] = g / n
+            r[f"teacher_{unit}_per_conv"] = t / n
+            r[f"train_{unit}_per_conv"] = tr / n
+            r[f"{unit}_per_conv"] = (g + t + tr) / n
         rows.append(r)
-        print(f"gen-batch {gb}: {r['s_per_conv']:.2f} s/conversation (generation "
-              f"{r['generate_s_per_conv']:.2f}, teacher {r['teacher_s_per_conv']:.2f}, "
-              f"training {r['train_s_per_conv']:.2f}; {r['answer_tokens']} answer tokens)",
-              flush=True)
+        for unit, name in (("s", "s"), ("cpu_s", "CPU-s")):
+            print(f"gen-batch {gb}: {r[f'{unit}_per_conv']:.2f} {name}/conversation "
+                  f"(generation {r[f'generate_{unit}_per_conv']:.2f}, teacher "
+                  f"{r[f'teacher_{unit}_per_conv']:.2f}, training "
+                  f"{r[f'train_{unit}_per_conv']:.2f}; {r['answer_tokens']} answer tokens; "
+                  f"load {r['loadavg_1min']:.1f})", flush=True)
     load = os.getloadavg()[0]
     wait = os.environ.get("OMP_WAIT_POLICY", "(unset)")
     print(f"load average {load:.2f} (1 min), OMP_WAIT_POLICY {wait}")

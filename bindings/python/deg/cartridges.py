@@ -273,7 +273,9 @@ class SelfStudy:
         self.max_q, self.max_a = max_q, max_a
         self.top_k, self.min_mass, self.temperature_a = top_k, min_mass, temperature_a
         self.stop_ids = _stop_ids(model)
-        self.timing = {"generate": 0.0, "teacher": 0.0}
+        # wall seconds, and CPU seconds of the process (all threads): on a
+        # shared machine the CPU figures are the stable ones
+        self.timing = {"generate": 0.0, "teacher": 0.0, "generate_cpu": 0.0, "teacher_cpu": 0.0}
 
     def settings(self):
         """The synthesis settings (what a seed's conversations depend on)."""
@@ -293,7 +295,7 @@ class SelfStudy:
         """n conversations, synthesised as one lockstep batch."""
         model = self.model
         plans = [self._plan() for _ in range(n)]
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         systems = []
         for first, end, _, _, _ in plans:
             text = model.detokenize(self.corpus.ids[first:end], errors="replace")
@@ -331,7 +333,7 @@ class SelfStudy:
                 stop = [i for i in ids if i in self.stop_ids]
                 ids = model.tokenize(_THINK.sub("", text).lstrip()) + stop
             answers.append(ids)
-        t1 = time.perf_counter()
+        t1, c1 = time.perf_counter(), time.process_time()
         # teacher pass: B's tokens teacher-forced behind the chunk, all rows in one batch
         forks = [t.fork() for t in trunks_b]
         rows = feed_forks(forks, [a[:-1] for a in answers], logits="all")
@@ -354,6 +356,8 @@ class SelfStudy:
                                       student_prompt + ans, targets, len(ans)))
         self.timing["generate"] += t1 - t0
         self.timing["teacher"] += time.perf_counter() - t1
+        self.timing["generate_cpu"] += c1 - c0
+        self.timing["teacher_cpu"] += time.process_time() - c1
         return convs
 
 
@@ -618,7 +622,7 @@ def train(model, corpus, p=256, steps=8, accum=4, gen_batch=None, lr=2e-3, seed=
     queue, done, losses, seen, order = [], 0, [], [], []
     replay = random.Random(seed ^ 0x2E91A7)
     total = steps * epochs
-    t_train = 0.0
+    t_train = c_train = 0.0
     t0 = time.perf_counter()
     if save:
         cart.save(save)
@@ -634,7 +638,7 @@ def train(model, corpus, p=256, steps=8, accum=4, gen_batch=None, lr=2e-3, seed=
                 replay.shuffle(order)
             i = (step - 1) % steps * accum
             group = order[i:i + accum]
-        t1 = time.perf_counter()
+        t1, c1 = time.perf_counter(), time.process_time()
         cart.zero_grads()
         if pack:  # one packed forward/backward for the group
             loss = packed_backward(cart, group, checkpoint)
@@ -642,6 +646,7 @@ def train(model, corpus, p=256, steps=8, accum=4, gen_batch=None, lr=2e-3, seed=
             loss = group_backward(cart, group, checkpoint)
         cart.adam_step(lr=lr)
         t_train += time.perf_counter() - t1
+        c_train += time.process_time() - c1
         done += len(group)
         losses.append(loss)
         info = {"loss": loss, "conversations": done, "synthesised": len(seen),
@@ -655,7 +660,7 @@ def train(model, corpus, p=256, steps=8, accum=4, gen_batch=None, lr=2e-3, seed=
         if progress:
             progress(step, info)
     secs = time.perf_counter() - t0
-    timing = dict(study.timing, train=t_train)
+    timing = dict(study.timing, train=t_train, train_cpu=c_train)
     n = len(seen)
     return TrainReport(cart, n, total, secs, secs / n if n else float("nan"),
                        losses, history, timing)
