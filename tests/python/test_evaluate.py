@@ -165,6 +165,7 @@ def test_rescore_ratios_and_cli(tmp_path):
             return r
         return run
     res = evaluate([REC], fake(10, 0), name="d")
+    assert res["per_record"][0]["cpu_s"] >= 0
     again = rescore(json.loads(json.dumps(res)), [REC])
     assert again["summary"] == res["summary"]
     res["system"] = "deg"

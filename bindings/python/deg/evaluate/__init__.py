@@ -74,7 +74,7 @@ def score_record(rec, value, meta, valid):
     return rows, arrays
 
 
-def score_response(rec, resp, latency_s, error=None):
+def score_response(rec, resp, latency_s, error=None, cpu_s=None):
     """One per-record entry: validity, usage, latency, scored rows, and the
     raw response (value, meta, usage; None when the system raised)."""
     value = resp.get("value") if isinstance(resp, dict) else None
@@ -83,7 +83,7 @@ def score_response(rec, resp, latency_s, error=None):
     usage = (resp or {}).get("usage") or {}
     rows, arrays = score_record(rec, value if valid else {}, meta, valid)
     pt, gt = usage.get("prompt_tokens"), usage.get("generated_tokens")
-    return {"id": rec["id"], "valid": valid, "error": error, "latency_s": latency_s,
+    return {"id": rec["id"], "valid": valid, "error": error, "latency_s": latency_s, "cpu_s": cpu_s,
             "prompt_tokens": pt, "generated_tokens": gt,
             "total_tokens": pt + gt if pt is not None and gt is not None else None,
             "response": None if resp is None else {"value": value, "meta": meta, "usage": usage},
@@ -100,16 +100,16 @@ def evaluate(records, system, name="system", n_bins=10, progress=None, on_record
     for k, rec in enumerate(records):
         if deadline is not None and time.time() >= deadline:
             break
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         err = None
         try:
             resp = system(rec["context"], rec["schema"])
         except Exception as e:  # a failing system is measured, not fatal
             resp, err = None, f"{type(e).__name__}: {e}"
-        dt = time.perf_counter() - t0
+        dt, dc = time.perf_counter() - t0, time.process_time() - c0
         if isinstance(resp, dict):
             resp = {k2: resp.get(k2) for k2 in ("value", "meta", "usage")}
-        per.append(score_response(rec, resp, dt, err))
+        per.append(score_response(rec, resp, dt, err, dc))
         if on_record:
             on_record(per[-1])
         if progress:
@@ -126,7 +126,8 @@ def rescore(result, records, n_bins=None):
     if missing:
         raise ValueError(f"{len(missing)} result ids are not in the records (first: {missing[0]})")
     n_bins = n_bins or result.get("n_bins", 10)
-    per = [score_response(by_id[p["id"]], p.get("response"), p["latency_s"], p.get("error"))
+    per = [score_response(by_id[p["id"]], p.get("response"), p["latency_s"], p.get("error"),
+                          p.get("cpu_s"))
            for p in result["per_record"]]
     out = dict(result, n_bins=n_bins, per_record=per, summary=summarize(per, n_bins))
     return out
@@ -146,6 +147,10 @@ def summarize(per, n_bins=10):
          "errors": sum(1 for p in per if p["error"]),
          "latency_s_mean": _mean(lat), "latency_s_p50": percentile(lat, 50),
          "latency_s_p90": percentile(lat, 90), "latency_s_total": sum(lat),
+         # CPU seconds of the process (all its threads) per response: the work,
+         # less sensitive than wall time to other jobs on a shared machine
+         "cpu_s_mean": _mean([p.get("cpu_s") for p in per]),
+         "cpu_s_n": sum(1 for p in per if p.get("cpu_s") is not None),
          "prompt_tokens_mean": _mean([p["prompt_tokens"] for p in per]),
          "generated_tokens_mean": _mean([p["generated_tokens"] for p in per]),
          "total_tokens_mean": _mean([p.get("total_tokens") for p in per]),

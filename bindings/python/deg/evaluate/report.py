@@ -33,6 +33,8 @@ ROWS = [
     ("latency_s_p90", "latency p90 (s)", "{:.3f}"),
     ("generated_tokens_mean_valid", "generated tokens / valid response", "{:.1f}"),
     ("latency_s_mean_valid", "latency mean, valid responses (s)", "{:.3f}"),
+    ("cpu_s_mean", "CPU time mean (s, all threads)", "{:.3f}"),
+    ("cpu_s_n", "responses with CPU time", "{:.0f}"),
 ]
 
 # (summary key, label, target ratio deg / baseline or None, lower is better)
@@ -45,6 +47,7 @@ RATIOS = [
     ("latency_s_p90", "latency p90", None),
     ("generated_tokens_mean_valid", "generated tokens / valid response", None),
     ("latency_s_mean_valid", "latency mean, valid responses", None),
+    ("cpu_s_mean", "CPU time mean", None),
 ]
 # accuracy rows where deg must be ahead of the baseline (issue 6)
 AHEAD = [("choice_em", "choice exact match"), ("noul_acc", "noul accuracy"),
@@ -118,7 +121,8 @@ def markdown(results, title="deg evaluation", notes=()):
            "(decide: the chosen outcome's probability, noul max(p, 1-p); extract: the "
            "span or null confidence). Leaf metrics are positional; array item EM aligns "
            "items order-insensitively; number/date EM compares parsed values; null = the "
-           "leaf is null or absent. Latency: end-to-end wall time of one response. A "
+           "leaf is null or absent. Latency: end-to-end wall time of one response; CPU time: "
+           "the process's CPU seconds (all threads) for it. A "
            "system without probabilities (the baseline) has no ECE. Gold leaves per mode: "
            + ", ".join(f"{k.split('_')[0]} {results[0]['summary'].get(k)}" for k in
                        ("choice_n", "score_n", "noul_n", "span_n", "number_n", "date_n", "array_n")
