@@ -154,10 +154,8 @@ def anchor_ckpt(request, tmp_path_factory):
     """An anchor-mode checkpoint (§12.6): random heads, anchor.b at its -6 start
     (threshold then fills minItems; count_peaks follows the random count head)."""
     d = tmp_path_factory.mktemp("ck-anchor-" + request.param)
-    deg.create_random_checkpoint(GOLDENS / request.param, d, seed=23)
-    meta = json.loads((d / "deg.json").read_text())
-    meta["array_mode"] = "anchor"
-    (d / "deg.json").write_text(json.dumps(meta))
+    deg.create_random_checkpoint(GOLDENS / request.param, d, seed=23, array_mode="anchor")
+    assert json.loads((d / "deg.json").read_text())["array_mode"] == "anchor"
     with deg.load(d) as ck:
         yield ck
 

@@ -134,10 +134,23 @@ def load(checkpoint=None, model_path=None, debug=False):
     return Checkpoint(checkpoint, model_path=model_path, debug=debug)
 
 
-def create_random_checkpoint(model_path, directory, seed=0):
-    """Write a fresh checkpoint (random heads) for the backbone at model_path."""
+def create_random_checkpoint(model_path, directory, seed=0, array_mode="index",
+                             anchor_min_tokens=0):
+    """Write a fresh checkpoint (random heads) for the backbone at model_path.
+    array_mode "index" or "anchor" (§12.6) and anchor_min_tokens go to deg.json."""
+    if array_mode not in ("index", "anchor"):
+        raise ArgumentError('array_mode must be "index" or "anchor"')
+    if not isinstance(anchor_min_tokens, int) or anchor_min_tokens < 0:
+        raise ArgumentError("anchor_min_tokens must be an integer >= 0")
     check(lib.deg_ckpt_create_random(fspath(model_path).encode(), int(seed),
                                      fspath(directory).encode()))
+    if array_mode != "index" or anchor_min_tokens:
+        path = os.path.join(fspath(directory), "deg.json")
+        with open(path, encoding="utf-8") as f:
+            meta = json.load(f)
+        meta["array_mode"], meta["anchor_min_tokens"] = array_mode, anchor_min_tokens
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(meta, f, indent=1)
     return fspath(directory)
 
 
