@@ -203,3 +203,27 @@ def test_schedule_adamw_and_calibration_fit():
     assert calibrate.nll(0, items, T) <= calibrate.nll(0, items, 1.0)
     assert calibrate.fit(0, []) == 1.0
     assert math.isfinite(calibrate.nll(3, [(np.zeros(6, np.float32), [0], [1, 2])], 1.0))
+
+
+def test_shipped_checkpoint_is_the_default(model_path):
+    import importlib
+    fillmod = importlib.import_module("deg.fill")
+    p = fillmod.default_checkpoint_path()
+    assert p.rstrip("/").endswith("smollm2-135m-v1")
+    meta = json.loads(open(os.path.join(p, "deg.json")).read())
+    assert "path" not in meta["backbone"] and meta["backbone"]["file"].endswith(".gguf")
+    assert meta["training"]["train_records"] > 100
+    assert meta["calibration"]["count"] == 1.0
+    assert any(abs(t - 1.0) > 1e-3 for t in meta["calibration"].values())
+    ctx = ("Order B-4711 was placed by ana.lopez@example.com on 2024-03-05. "
+           "Total: 42.50 EUR. Priority: high.")
+    schema = {"type": "object", "properties": {
+        "email": {"type": "string", "format": "email"},
+        "date": {"type": "string", "format": "date"},
+        "priority": {"enum": ["low", "normal", "high", "urgent"]}}}
+    with deg.load(None, model_path=model_path) as ck:
+        r = deg.fill(ctx, schema, model=ck)
+    assert r["value"]["email"] == "ana.lopez@example.com"
+    assert r["value"]["date"] == "2024-03-05"
+    if deg.default_model_path(check=False).is_file():  # backbone found by name: no model given
+        assert deg.fill(ctx, schema)["value"] == r["value"]
