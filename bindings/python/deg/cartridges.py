@@ -587,8 +587,8 @@ def train(model, corpus, p=256, steps=8, accum=4, gen_batch=None, lr=2e-3, seed=
     epochs: passes over the synthesised conversations. The first pass
     synthesises steps * accum conversations; every further pass replays them
     in a new seeded order (the reference trains on a fixed synthetic set for
-    a number of epochs; a replay costs only the training step, generation is
-    ~4x dearer), so steps * epochs optimizer steps in all.
+    a number of epochs; a replay costs only the training step, synthesis
+    ~3x more, bench/README.md), so steps * epochs optimizer steps in all.
     """
     if not isinstance(model, Model):
         model = Model(model)
