@@ -81,8 +81,12 @@ def test_invalid_and_failing_systems():
         raise RuntimeError("no")
     res = evaluate([REC], boom, name="boom")
     assert res["summary"]["validity"] == 0.0 and res["summary"]["errors"] == 1
+    assert res["summary"]["invalid_no_object_n"] == 0 and res["summary"]["invalid_schema_n"] == 0
     bad = evaluate([REC], lambda c, s: {"value": {"priority": "medium"}}, name="bad")
     assert bad["summary"]["validity"] == 0.0 and bad["summary"]["choice_em"] == 0.0
+    assert bad["summary"]["invalid_schema_n"] == 1
+    cut = evaluate([REC], lambda c, s: {"value": None, "usage": {"generated_tokens": 9}}, name="cut")
+    assert cut["summary"]["invalid_no_object_n"] == 1 and cut["summary"]["invalid_schema_n"] == 0
     ok = evaluate([REC], oracle_system([REC]), name="oracle")["summary"]
     assert ok["validity"] == 1.0 and ok["choice_em"] == 1.0 and ok["ece_decide"] == 0.0
     det = determinism([REC], oracle_system([REC]))

@@ -145,6 +145,12 @@ def summarize(per, n_bins=10):
     s = {"records": len(per), "validity": _mean([1.0 if p["valid"] else 0.0 for p in per]),
          "valid_n": sum(1 for p in per if p["valid"]),
          "errors": sum(1 for p in per if p["error"]),
+         # invalid responses: no JSON object at all (e.g. cut at the token cap) vs
+         # an object the schema rejects
+         "invalid_no_object_n": sum(1 for p in per if not p["valid"] and not p["error"] and not
+                                    isinstance((p.get("response") or {}).get("value"), dict)),
+         "invalid_schema_n": sum(1 for p in per if not p["valid"] and
+                                 isinstance((p.get("response") or {}).get("value"), dict)),
          "latency_s_mean": _mean(lat), "latency_s_p50": percentile(lat, 50),
          "latency_s_p90": percentile(lat, 90), "latency_s_total": sum(lat),
          # CPU seconds of the process (all its threads) per response: the work,

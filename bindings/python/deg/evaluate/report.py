@@ -8,6 +8,9 @@ import os
 ROWS = [
     ("records", "records", "{:.0f}"),
     ("validity", "validity rate", "{:.3f}"),
+    ("invalid_no_object_n", "invalid: no JSON object (e.g. cut at the token cap)", "{:.0f}"),
+    ("invalid_schema_n", "invalid: object fails the schema", "{:.0f}"),
+    ("errors", "errors raised", "{:.0f}"),
     ("choice_em", "choice exact match", "{:.3f}"),
     ("score_mae", "score MAE", "{:.3f}"),
     ("score_em", "score exact match", "{:.3f}"),
