@@ -4,10 +4,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-static size_t hash(const char *s)
+uint64_t dg_fnv1a64(const char *s)
 {
     uint64_t h = 1469598103934665603ull;
     for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static size_t hash(const char *s)
+{
+    uint64_t h = dg_fnv1a64(s);
     return (size_t)(h ^ (h >> 29));
 }
 

@@ -4,6 +4,7 @@
 #define DG_BASE_STRMAP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct dg_strmap {
     const char **keys;
@@ -13,6 +14,11 @@ typedef struct dg_strmap {
 } dg_strmap;
 
 /* Room for n keys; 0 on success, -1 out of memory. */
+/* 64-bit FNV-1a of a NUL-terminated string (Fowler-Noll-Vo, offset basis
+ * 14695981039346656037, prime 1099511628211): stable across runs and
+ * machines, so it also seeds per-field RNG streams (fill, features). */
+uint64_t dg_fnv1a64(const char *s);
+
 int dg_strmap_init(dg_strmap *m, size_t n);
 void dg_strmap_free(dg_strmap *m);
 /* Insert key -> val. Returns 1 if inserted, 0 if the key was already there

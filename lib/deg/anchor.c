@@ -23,11 +23,8 @@ void dg_anchor_query(const dg_heads *h, const float *a, float *w)
     const int E = h->E, D = DG_HEAD_DIM;
     float q[DG_HEAD_DIM];
     dg_head_proj(h->anchor_q, D, E, a, q);
-    for (int e = 0; e < E; e++) {
-        float s = 0;
-        for (int d = 0; d < D; d++) s += h->anchor_k[(size_t)d * E + e] * q[d];
-        w[e] = s / 16.0f + h->anchor_u[e];
-    }
+    dg_head_proj_t(h->anchor_k, D, E, q, w);
+    for (int e = 0; e < E; e++) w[e] = w[e] / 16.0f + h->anchor_u[e];
 }
 
 /* a [E], ctx [nc, E] -> out [r1 - r0] */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/status.h"
+#include "base/strmap.h"
 #include "deg/fill.h"
 #include "deg/plan.h"
 #include "model/sample.h"
@@ -27,16 +28,6 @@ typedef struct tracer {
     unsigned flags;
     int E;
 } tracer;
-
-static uint64_t fnv1a64(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ull;
-    }
-    return h;
-}
 
 /* The value at RFC 6901 pointer p in v (borrowed), NULL if absent. */
 static json_t *resolve(json_t *v, const char *p)
@@ -91,7 +82,7 @@ static int hook_shuffle(void *ud, const char *pointer, size_t n, size_t *order)
     const tracer *t = ud;
     if (!t->seed) return 0;
     dg_rng rng;
-    dg_rng_seed(&rng, t->seed * 0x9E3779B97F4A7C15ull ^ fnv1a64(pointer));
+    dg_rng_seed(&rng, t->seed * 0x9E3779B97F4A7C15ull ^ dg_fnv1a64(pointer));
     for (size_t i = 0; i < n; i++) order[i] = i;
     for (size_t i = n - 1; i > 0; i--) {
         size_t j = (size_t)(dg_rng_next(&rng) % (uint64_t)(i + 1));

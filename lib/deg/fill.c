@@ -38,6 +38,7 @@
 
 #include "base/status.h"
 #include "base/strbuf.h"
+#include "base/strmap.h"
 #include "deg/acceptor.h"
 #include "deg/anchor.h"
 #include "deg/fill.h"
@@ -1042,11 +1043,7 @@ static deg_status decode_extract(const dg_ckpt *k, freq *r, job *j)
         const float *Q = w ? k->h.ext_qe : k->h.ext_qs, *K = w ? k->h.ext_ke : k->h.ext_ks;
         dg_head_proj(Q, D, E, a, q);
         float *rv = rs + (size_t)w * E;
-        for (int e = 0; e < E; e++) {
-            float s = 0;
-            for (int d = 0; d < D; d++) s += K[(size_t)d * E + e] * q[d];
-            rv[e] = s;
-        }
+        dg_head_proj_t(K, D, E, q, rv);
         float *l = lg + (size_t)w * (nc + 1);
         for (size_t t = 0; t < nc; t++) l[t] = dg_head_dot(rv, r->ctx_hidden + t * E, E);
         if (anchored) dg_anchor_bias_add(&k->h, w, anc, rend, l, nc);
@@ -1419,16 +1416,6 @@ static deg_status build_gen_job(job *j, const dg_ckpt *k, const freq *r, const l
     return DEG_OK;
 }
 
-static uint64_t fnv1a(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
 typedef struct tc {
     float key;
     int32_t id;
@@ -1579,7 +1566,7 @@ static deg_status generate_phase(const dg_ckpt *k, freq *reqs, size_t n_req)
         g->budget = f->max_tokens > 0 ? f->max_tokens : r->opt.max_new_tokens;
         g->temp = r->opt.temperature;
         char *ptr = leaf_pointer(r, L);
-        uint64_t sm = r->opt.seed ^ fnv1a(ptr ? ptr : "");
+        uint64_t sm = r->opt.seed ^ dg_fnv1a64(ptr ? ptr : "");
         free(ptr);
         dg_rng_seed(&g->rng, dg_splitmix64(&sm));
         size_t maxlen = f->constraints.max_length >= 0 ? (size_t)f->constraints.max_length : SIZE_MAX;

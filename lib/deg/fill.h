@@ -82,6 +82,9 @@ deg_status dg_backbone_sha256(const char *path, char out[65]);
 
 /* y[D] = W[D,E] x[E] (fixed-order fp32 dot; batch-invariant). */
 void dg_head_proj(const float *W, int D, int E, const float *x, float *y);
+/* r[E] = W[D,E]^T q[D] (fixed order: for each e, d ascending): the key
+ * projection moved to the query side (extract and anchor heads). */
+void dg_head_proj_t(const float *W, int D, int E, const float *q, float *r);
 float dg_head_dot(const float *a, const float *b, int n);
 
 /* Pointer head (choice/score): logits[n] over option hiddens opts[n, E]. */

@@ -23,6 +23,15 @@ void dg_head_proj(const float *W, int D, int E, const float *x, float *y)
     for (int d = 0; d < D; d++) y[d] = dg_head_dot(W + (size_t)d * E, x, E);
 }
 
+void dg_head_proj_t(const float *W, int D, int E, const float *q, float *r)
+{
+    for (int e = 0; e < E; e++) {
+        float s = 0;
+        for (int d = 0; d < D; d++) s += W[(size_t)d * E + e] * q[d];
+        r[e] = s;
+    }
+}
+
 /* logits[i] = q(a) . k(o_i) / sqrt(D) + u . o_i   (jev v1 pointer head)
  * a [E], opts [n, E] -> logits [n] */
 void dg_head_pointer(const dg_heads *h, int score, const float *a, const float *opts, size_t n,
@@ -85,11 +94,7 @@ void dg_head_extract_logits(const dg_heads *h, int w, const float *a, const floa
     float qb[DG_HEAD_DIM];
     if (!q) q = qb;
     dg_head_proj(Q, D, E, a, q);
-    for (int e = 0; e < E; e++) {
-        float s = 0;
-        for (int d = 0; d < D; d++) s += K[(size_t)d * E + e] * q[d];
-        r[e] = s;
-    }
+    dg_head_proj_t(K, D, E, q, r);
     for (size_t t = 0; t < nc; t++) logits[t] = dg_head_dot(r, ctx + t * (size_t)E, E);
     logits[nc] = dg_head_dot(h->ext_null_w, a, E) + h->ext_null_b[0];
 }

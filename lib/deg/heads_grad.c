@@ -103,11 +103,7 @@ static double grad_extract(const dg_heads *h, dg_heads_grad *g, const float *a, 
         size_t npos = w ? n_pe : n_ps;
         /* forward exactly as fill.c: r = K^T (Q a), l_t = r . c_t */
         dg_head_proj(Q, D, E, a, q);
-        for (int e = 0; e < E; e++) {
-            float s = 0;
-            for (int d = 0; d < D; d++) s += K[(size_t)d * E + e] * q[d];
-            r[e] = s;
-        }
+        dg_head_proj_t(K, D, E, q, r);
         for (size_t t = 0; t < nc; t++) l[t] = dg_head_dot(r, ctx + t * (size_t)E, E);
         if (anchored) dg_anchor_bias_add(h, w, anchor, rend, l, nc);
         l[nc] = null_l;
