@@ -221,3 +221,16 @@ def test_anchor_gold():
     assert g3["/rows"]["starts"] == [a, p]
     assert g3["/rows/0/sub"] == {"starts": [a + 6], "region": [a, p]}
     assert g3["/rows/1/sub"] == {"starts": [], "region": [p, len(ctx)]}
+
+
+def test_cli_creates_out_dir_and_reports_uncreatable(tmp_path, capsys):
+    """`python -m deg.datagen --out DIR/records.jsonl` makes DIR; an --out
+    under a regular file fails at once with exit 2 and a one-line reason."""
+    from deg.datagen.__main__ import main
+    out = tmp_path / "new" / "sub" / "records.jsonl"
+    assert main(["--out", str(out), "--packages", "0", "--changelogs", "0",
+                 "--synthetic", "1"]) == 0
+    assert out.exists() and (tmp_path / "new" / "sub" / "records.jsonl.stats.json").exists()
+    (tmp_path / "file").write_text("x")
+    assert main(["--out", str(tmp_path / "file" / "r.jsonl")]) == 2
+    assert "cannot create" in capsys.readouterr().err

@@ -329,3 +329,16 @@ def test_epochs_replay_without_synthesis(tiny, corpus_file, tmp_path, monkeypatc
     assert deg.Cartridge.load(tiny, tmp_path / "a.safetensors").steps == 6
     cs.train(tiny, [corpus_file], save=tmp_path / "b.safetensors", **kw)
     assert (tmp_path / "a.safetensors").read_bytes() == (tmp_path / "b.safetensors").read_bytes()
+
+
+def test_cli_train_p_zero_is_a_clear_error(corpus_file, tmp_path):
+    """--p 0 is refused with the p rule, not a ZeroDivisionError traceback."""
+    import subprocess
+    import sys
+    r = subprocess.run(
+        [sys.executable, "-m", "deg.cli", "cartridge", "train", "--model", str(TINY),
+         "--corpus", str(corpus_file), "--p", "0", "--steps", "1", "--quiet",
+         "--save", str(tmp_path / "c.safetensors")], capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0
+    assert "p must be >= 2" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert not (tmp_path / "c.safetensors").exists()

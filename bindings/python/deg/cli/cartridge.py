@@ -68,8 +68,9 @@ def cmd_train(args):
             print(f"step {step}/{args.steps * args.epochs} " + " ".join(f"{k} {v}" for k, v in post.items()),
                   file=sys.stderr, flush=True)
 
-    print(f"corpus: {len(corpus.documents)} document(s), {len(corpus)} tokens; p = {args.p} "
-          f"({len(corpus) / args.p:.1f}x fewer KV rows than the corpus)", file=sys.stderr)
+    ratio = f" ({len(corpus) / args.p:.1f}x fewer KV rows than the corpus)" if args.p > 0 else ""
+    print(f"corpus: {len(corpus.documents)} document(s), {len(corpus)} tokens; p = {args.p}{ratio}",
+          file=sys.stderr)
     try:
         rep = cs.train(model, corpus, p=args.p, steps=args.steps, accum=args.accum,
                        gen_batch=args.gen_batch, lr=args.lr, seed=args.seed, save=args.save,

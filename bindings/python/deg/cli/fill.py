@@ -12,7 +12,7 @@ def register(sub):
                        "plan}. Problems with the request or schema are listed as "
                        "{loc, msg} on stderr (exit 2); a FillError exits 3.")
     p.add_argument("--ckpt", help="checkpoint directory (default: the shipped checkpoint, "
-                   "DEG_CHECKPOINT or deg.fill.default_checkpoint_path()) (deg.json + "
+                   "DEG_CHECKPOINT or deg.fill module's default_checkpoint_path()) (deg.json + "
                    "heads.safetensors)")
     p.add_argument("--context", required=True, help="context file ('-' = stdin); "
                    "with --json-context it holds a JSON value")

@@ -1,6 +1,7 @@
 """python -m deg.datagen --out records.jsonl [--seed N] [--packages N] ..."""
 import argparse
 import json
+import os
 import sys
 
 from . import debian, generate, write_jsonl
@@ -17,6 +18,12 @@ def main(argv=None):
                     help="apt Packages list (repeatable; default /var/lib/apt/lists/*_Packages*)")
     ap.add_argument("--changelog-glob", default=debian.CHANGELOG_GLOB)
     a = ap.parse_args(argv)
+    out_dir = os.path.dirname(os.path.abspath(a.out))
+    try:  # before the (slow) generation, so a bad --out fails at once
+        os.makedirs(out_dir, exist_ok=True)
+    except OSError as e:
+        print(f"python -m deg.datagen: cannot create {out_dir}: {e.strerror}", file=sys.stderr)
+        return 2
     records, stats = generate(a.seed, a.packages, a.changelogs, a.synthetic,
                               a.packages_list, a.changelog_glob)
     write_jsonl(records, a.out)
