@@ -16,7 +16,8 @@ import threading
 from os import fspath
 
 from ._native import check, ffi, lib
-from .errors import ArgumentError, FillError, RequestError, SchemaError, StateError
+from .errors import ArgumentError, FillError, RequestError, SchemaError
+from .model import _Handle
 
 __all__ = ["Checkpoint", "load", "create_random_checkpoint", "fill", "fill_many",
            "default_checkpoint_path", "DEFAULT_CHECKPOINT"]
@@ -78,50 +79,26 @@ def _raise(status, errors, message):
     raise_for_status(status, message)
 
 
-class Checkpoint:
+class Checkpoint(_Handle):
     """A loaded deg checkpoint (owns its backbone). close() or `with` frees it."""
+
+    _free = "deg_ckpt_free"
 
     def __init__(self, path, model_path=None, debug=False):
         out = ffi.new("deg_ckpt **")
         mp = fspath(model_path).encode() if model_path is not None else ffi.NULL
         check(lib.deg_ckpt_load(fspath(path).encode(), mp, out))
-        self._ptr = out[0]
+        _Handle.__init__(self, out[0])
         self.path = fspath(path)
         if debug:
             check(lib.deg_ckpt_set_debug(self._ptr, 1))
 
-    @property
-    def closed(self):
-        return self._ptr is None
-
-    def _handle(self):
-        if self._ptr is None:
-            raise StateError("the checkpoint is closed")
-        return self._ptr
-
     def set_fork_budget(self, nbytes):
         """Memory budget of one fork batch (bytes, >= 1 MiB)."""
-        check(lib.deg_ckpt_set_fork_budget(self._handle(), int(nbytes)))
+        check(lib.deg_ckpt_set_fork_budget(self._live(), int(nbytes)))
 
     def fill(self, context, schema, model="deg-latest", options=None):
         return fill(context, schema, model=self, options=options, model_name=model)
-
-    def close(self):
-        if self._ptr is not None:
-            lib.deg_ckpt_free(self._ptr)
-            self._ptr = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 def load(checkpoint=None, model_path=None, debug=False):
@@ -188,7 +165,7 @@ def fill(context, schema, model=None, options=None, model_name="deg-latest"):
         text = _request(context, schema, options, model_name)
         resp = ffi.new("char **")
         errs = ffi.new("char **")
-        status = lib.deg_fill(ck._handle(), text, len(text), resp, errs)
+        status = lib.deg_fill(ck._live(), text, len(text), resp, errs)
         r, e = _take(resp), _take(errs)
         if status != _OK:
             _raise(status, json.loads(e) if e else [],
@@ -219,7 +196,7 @@ def fill_many(jobs, model=None):
         resps = ffi.new("char *[]", n)
         errs = ffi.new("char *[]", n)
         sts = ffi.new("deg_status[]", n)
-        status = lib.deg_fill_many(ck._handle(), n, reqs, lens, resps, errs, sts)
+        status = lib.deg_fill_many(ck._live(), n, reqs, lens, resps, errs, sts)
         msg = ffi.string(lib.deg_errmsg()).decode("utf-8", "replace")
         out = []
         for i in range(n):

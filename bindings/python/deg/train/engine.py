@@ -16,32 +16,32 @@ class Heads:
 
     def __init__(self, ckpt):
         self.ckpt = ckpt
-        self.n = int(lib.deg_ckpt_n_params(ckpt._handle()))
+        self.n = int(lib.deg_ckpt_n_params(ckpt._live()))
 
     def get(self):
         out = np.empty(self.n, dtype=np.float32)
-        check(lib.deg_ckpt_get_params(self.ckpt._handle(), ffi.from_buffer("float[]", out), self.n))
+        check(lib.deg_ckpt_get_params(self.ckpt._live(), ffi.from_buffer("float[]", out), self.n))
         return out
 
     def set(self, params):
         p = np.ascontiguousarray(params, dtype=np.float32)
         if p.shape != (self.n,):
             raise ValueError(f"params: shape {p.shape}, expected ({self.n},)")
-        check(lib.deg_ckpt_set_params(self.ckpt._handle(), ffi.from_buffer("float[]", p), self.n))
+        check(lib.deg_ckpt_set_params(self.ckpt._live(), ffi.from_buffer("float[]", p), self.n))
 
     def get_temperatures(self):
         t = ffi.new("double[]", len(KINDS))
-        check(lib.deg_ckpt_get_calibration(self.ckpt._handle(), t))
+        check(lib.deg_ckpt_get_calibration(self.ckpt._live(), t))
         return {k: float(t[i]) for i, k in enumerate(KINDS)}
 
     def set_temperatures(self, temps):
         t = ffi.new("double[]", [float(temps.get(k, 1.0)) for k in KINDS])
-        check(lib.deg_ckpt_set_calibration(self.ckpt._handle(), t))
+        check(lib.deg_ckpt_set_calibration(self.ckpt._live(), t))
 
     def save(self, directory, extra=None, backbone_path=True):
         ex = json.dumps(extra).encode() if extra is not None else ffi.NULL
         flags = 0 if backbone_path else lib.DEG_SAVE_NO_BACKBONE_PATH
-        check(lib.deg_ckpt_save(self.ckpt._handle(), fspath(directory).encode(), ex, flags))
+        check(lib.deg_ckpt_save(self.ckpt._live(), fspath(directory).encode(), ex, flags))
 
     @staticmethod
     def _c_examples(examples):
@@ -78,7 +78,7 @@ class Heads:
         losses = np.empty(max(len(examples), 1), dtype=np.float64)
         w = ffi.new("double[]", [float(x) for x in weights])
         tot = ffi.new("double *")
-        check(lib.deg_train_loss_grad(self.ckpt._handle(), arr, len(examples), w,
+        check(lib.deg_train_loss_grad(self.ckpt._live(), arr, len(examples), w,
                                       ffi.from_buffer("float[]", grad), self.n,
                                       ffi.from_buffer("double[]", losses), tot))
         del keep
@@ -97,7 +97,7 @@ class Heads:
         else:
             cap = x.hi - x.lo + 1
         out = np.empty(cap, dtype=np.float32)
-        check(lib.deg_train_logits(self.ckpt._handle(), arr, ffi.from_buffer("float[]", out),
+        check(lib.deg_train_logits(self.ckpt._live(), arr, ffi.from_buffer("float[]", out),
                                    cap, n))
         del keep
         return out[:n[0]]

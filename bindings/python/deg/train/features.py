@@ -86,7 +86,7 @@ def extract(ckpt, rec, shuffle_seed=0, choice_only=False):
     req, gold = request_of(rec), gold_of(rec)
     out = ffi.new("deg_features **")
     errs = ffi.new("char **")
-    st = lib.deg_features_extract(ckpt._handle(), req, len(req), gold, len(gold),
+    st = lib.deg_features_extract(ckpt._live(), req, len(req), gold, len(gold),
                                   int(shuffle_seed), CHOICE_ONLY if choice_only else 0, out, errs)
     if errs[0] != ffi.NULL:
         lib.deg_free(errs[0])
