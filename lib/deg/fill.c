@@ -1020,7 +1020,7 @@ static deg_status decode_extract(const dg_ckpt *k, freq *r, job *j)
 {
     leaf *L = &r->leaves[j->target];
     const dg_field_plan *f = &r->plan->fields[L->field];
-    const int E = k->h.E, D = DG_HEAD_DIM;
+    const int E = k->h.E;
     const float *a = j->h + (j->n_mark - 1) * (size_t)E;
     size_t nc = r->c1 - r->c0;
     deg_status st = DEG_OK;
@@ -1037,17 +1037,10 @@ static deg_status decode_extract(const dg_ckpt *k, freq *r, job *j)
         st = dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
         goto done;
     }
-    /* r = K^T (Q a): the key projection moved to the query side, so the cost
-     * is O(context x E) per field and nothing of size [context, D] exists. */
     for (int w = 0; w < 2; w++) {
-        const float *Q = w ? k->h.ext_qe : k->h.ext_qs, *K = w ? k->h.ext_ke : k->h.ext_ks;
-        dg_head_proj(Q, D, E, a, q);
-        float *rv = rs + (size_t)w * E;
-        dg_head_proj_t(K, D, E, q, rv);
         float *l = lg + (size_t)w * (nc + 1);
-        for (size_t t = 0; t < nc; t++) l[t] = dg_head_dot(rv, r->ctx_hidden + t * E, E);
+        dg_head_extract_logits(&k->h, w, a, r->ctx_hidden, nc, rs + (size_t)w * E, q, l);
         if (anchored) dg_anchor_bias_add(&k->h, w, anc, rend, l, nc);
-        l[nc] = dg_head_dot(k->h.ext_null_w, a, E) + k->h.ext_null_b[0];
         log_softmax_ctx(l, nc + 1, k->temp[DG_T_EXTRACT], lp + (size_t)w * (nc + 1));
     }
     const double *lps = lp, *lpe = lp + nc + 1;

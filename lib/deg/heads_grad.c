@@ -95,18 +95,13 @@ static double grad_extract(const dg_heads *h, dg_heads_grad *g, const float *a, 
     double loss = NAN;
     if (!r || !v || !l || !lp || !gr) goto done;
     loss = 0;
-    const float null_l = dg_head_dot(h->ext_null_w, a, E) + h->ext_null_b[0];
     for (int w = 0; w < 2; w++) {
-        const float *Q = w ? h->ext_qe : h->ext_qs, *K = w ? h->ext_ke : h->ext_ks;
+        const float *K = w ? h->ext_ke : h->ext_ks;
         float *gQ = w ? g->ext_qe : g->ext_qs, *gK = w ? g->ext_ke : g->ext_ks;
         const size_t *pos = w ? pos_end : pos_start;
         size_t npos = w ? n_pe : n_ps;
-        /* forward exactly as fill.c: r = K^T (Q a), l_t = r . c_t */
-        dg_head_proj(Q, D, E, a, q);
-        dg_head_proj_t(K, D, E, q, r);
-        for (size_t t = 0; t < nc; t++) l[t] = dg_head_dot(r, ctx + t * (size_t)E, E);
+        dg_head_extract_logits(h, w, a, ctx, nc, r, q, l); /* the runtime's forward */
         if (anchored) dg_anchor_bias_add(h, w, anchor, rend, l, nc);
-        l[nc] = null_l;
         log_softmax(l, nc + 1, lp);
         /* marginal over the positives (duplicates count once) */
         double mx = -INFINITY;
