@@ -38,6 +38,12 @@ def test_info_json():
     assert out["runtime"]["blas_arch"] == deg.blas_arch()
 
 
+def test_unknown_option_before_command_is_named():
+    res = run_cli("--bogus", check=False)
+    assert res.returncode == 2
+    assert "'--bogus'" in res.stderr and "before the COMMAND" in res.stderr
+
+
 def test_generate_requires_prompt_or_chat():
     res = run_cli("generate", check=False)
     assert res.returncode == 2 and "--prompt" in res.stderr

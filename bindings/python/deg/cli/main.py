@@ -27,6 +27,11 @@ def build_parser():
 
 def main(argv=None):
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # argparse would only say "COMMAND is required" here, hiding the real mistake.
+    if argv and argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version"):
+        parser.error(f"unknown option {argv[0]!r} before the COMMAND; command options go "
+                     "after it (deg COMMAND --help lists them)")
     args = parser.parse_args(argv)
     try:
         return args.func(args) or 0
