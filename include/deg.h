@@ -611,6 +611,13 @@ DEG_API deg_status deg_fill_many(deg_ckpt *ckpt, size_t n, const char *const *re
 #define DEG_HEAD_EXTRACT 3 /* start/end pointers over the context + null */
 #define DEG_HEAD_COUNT 4   /* array length classes */
 #define DEG_HEAD_KINDS 5
+/* Loss kinds of deg_train_example beyond the calibration slots (§12.4, §12.6;
+ * anchor-mode traces, deg_features_extract_anchored). */
+#define DEG_HEAD_ANCHOR 5            /* anchor BCE over an anchored instance's region */
+#define DEG_HEAD_ANCHOR_COUNT 6      /* anchor_count: count CE on an anchored array */
+#define DEG_HEAD_EXTRACT_ANCHORED 7  /* extract with the anchored-extract bias */
+#define DEG_TRAIN_WEIGHTS 7          /* weight slots: DEG_HEAD_* 0..6 (EXTRACT_ANCHORED
+                                      * uses the EXTRACT weight) */
 
 /* One fork of a traced request: what the heads read (fp32, row-major). */
 typedef struct deg_feature_fork {
@@ -631,6 +638,20 @@ typedef struct deg_feature_fork {
     int32_t n_tokens;      /* fork length in tokens */
 } deg_feature_fork;
 
+/* Anchor-mode facts of one traced fork (deg_features_extract_anchored). */
+typedef struct deg_feature_anchor {
+    int64_t anchor, rend;   /* a leaf inside an anchored item: the anchor token and
+                             * region end (exclusive; context tokens) of the
+                             * innermost anchored item, for the anchored-extract
+                             * bias (§12.3); else -1 */
+    int64_t r0, r1;         /* "anchor" fork: the instance's region [r0, r1) in
+                             * context tokens (§12.6 regions); else -1 */
+    size_t n_starts;        /* "anchor" fork: gold items (0 = an empty gold array,
+                             * the hard negative) */
+    const int32_t *starts;  /* "anchor" fork: [n_starts] the gold items' anchor
+                             * tokens, ascending, in [r0, r1); else NULL */
+} deg_feature_anchor;
+
 /* A traced request (deg_features_extract). Owned by the caller
  * (deg_features_free); every pointer inside lives as long as the struct. */
 typedef struct deg_features {
@@ -643,6 +664,13 @@ typedef struct deg_features {
                                * multi-byte character covers what it completes) */
     size_t n_forks;
     const deg_feature_fork *forks; /* in run order (round by round) */
+    /* anchor traces (deg_features_extract_anchored) only; index traces: NULL, 0 */
+    const deg_feature_anchor *anchor; /* [n_forks], parallel to forks */
+    size_t n_anchor_arrays;   /* anchored instances traced under their gold anchors */
+    size_t n_anchor_skipped;  /* left out: gold anchors null, missing, not one per gold
+                               * item, or beyond the context */
+    size_t n_anchor_shared;   /* left out: two items' anchors in one token, or an
+                               * anchor outside the instance's token region */
 } deg_features;
 
 /* Flags of deg_features_extract. */
@@ -665,6 +693,37 @@ DEG_API deg_status deg_features_extract(deg_ckpt *ckpt, const char *request_json
                                         uint64_t shuffle_seed, unsigned flags,
                                         deg_features **out, char **errors_json);
 DEG_API void deg_features_free(deg_features *features);
+
+/* As deg_features_extract, but traced in anchor mode (§12.6) whatever the
+ * checkpoint's array_mode and anchor_min_tokens: every array whose item
+ * subtree has an extract leaf is anchored, teacher-forced with the gold
+ * anchors; other arrays keep the gold counts. anchors_json (anchors_len
+ * bytes): a JSON object, concrete array-instance pointer (the gold's item
+ * indices) -> null | {"starts": [code point, ...]} with one start per gold
+ * item in gold item order (other keys, e.g. "region", are ignored): what
+ * deg.datagen.record.anchor_gold returns. Each start maps to the context
+ * token holding its first byte. An anchored instance whose entry is null,
+ * missing, not one start per gold item, or past the context is left out
+ * (n_anchor_skipped); one whose anchors share a token or leave its token
+ * region (the enclosing item's [anchor, next anchor)) is left out
+ * (n_anchor_shared); a left-out instance reports no forks and has no items.
+ * Forks (mode): "anchor" (one per traced anchored instance: hidden = the
+ * ANSWER: row [1, E]; anchor[i] gives its region and gold start tokens;
+ * count_gold = the gold item count), "anchor_count" (its count fork, unless
+ * options.array_decode is "threshold" or minItems > 64: count_lo, count_hi =
+ * [minItems, min(maxItems | options.max_items | 64, 64)], count_gold the gold
+ * count, not clamped), and every leaf and index count as in
+ * deg_features_extract; a leaf inside an anchored item has anchor[i].anchor,
+ * .rend >= 0 and its pointer names its gold item. Items run in anchor
+ * (document) order, as deg_fill runs them, so each fork's hidden rows are
+ * bitwise what deg_fill reads when its anchors are these. Errors: as
+ * deg_features_extract, DEG_ERR_ARG (anchors not such an object). */
+DEG_API deg_status deg_features_extract_anchored(deg_ckpt *ckpt, const char *request_json,
+                                                 size_t len, const char *gold_json,
+                                                 size_t gold_len, const char *anchors_json,
+                                                 size_t anchors_len, uint64_t shuffle_seed,
+                                                 unsigned flags, deg_features **out,
+                                                 char **errors_json);
 
 /* The head parameters as one flat fp32 vector: every head tensor of
  * heads.safetensors in the order of lib/deg/fill.h, row-major. Getting copies
@@ -700,6 +759,17 @@ DEG_API deg_status deg_ckpt_save(const deg_ckpt *ckpt, const char *dir, const ch
  *    null outcome); loss -log sum_pos p_start - log sum_pos p_end.
  *  COUNT: CE of `count` over the classes [lo, hi] (0 <= lo <= count <= hi
  *    <= 64); rows unused.
+ *  ANCHOR (§12.4 anchor, §12.6): rows = the region's context hiddens
+ *    [n_rows = r1 - r0, E] (ctx_hidden + r0 * E); pos_start [n_start] the gold
+ *    item starts as row indices in [0, n_rows) (n_start = 0: an empty gold
+ *    array, every token negative); loss sum_t BCE(sigmoid(l_t), [t is a
+ *    start]) / (1 + distinct starts), l_t the anchor head's logit of row t.
+ *  ANCHOR_COUNT: as COUNT on an anchored array's count fork, with its own
+ *    weight (§12.4 anchor_count; count = min(gold count, hi)).
+ *  EXTRACT_ANCHORED: as EXTRACT, with the anchored-extract bias
+ *    B[start|end, inside, bucket(t - lo)] on the context logits, lo = the
+ *    innermost anchored item's anchor token and hi = its region end
+ *    (0 <= lo < hi <= n_rows); weighted by weights[DEG_HEAD_EXTRACT].
  * answer = the hidden state at ANSWER: [E]. */
 typedef struct deg_train_example {
     int32_t kind;            /* DEG_HEAD_* */
@@ -715,7 +785,9 @@ typedef struct deg_train_example {
 /* Loss and gradient of a batch at the checkpoint's current parameters, at
  * temperature 1: total = sum_i weights[kind_i] * loss_i (e.g. weights = 1 /
  * the number of decide, extract items, 0.5 / the number of count items for
- * the §12.4 sum of means). grad [n_grad = deg_ckpt_n_params] is overwritten
+ * the §12.4 sum of means). weights has DEG_HEAD_KINDS entries, or
+ * DEG_TRAIN_WEIGHTS when an example has an anchor kind (ANCHOR, ANCHOR_COUNT,
+ * EXTRACT_ANCHORED); the extra slots are read only then. grad [n_grad = deg_ckpt_n_params] is overwritten
  * with d total / d params in the flat layout. losses [n] (may be NULL) gets
  * each example's unweighted loss (nats). Deterministic: the same inputs give
  * the same bits whatever the thread count (each head kind accumulates its
@@ -726,8 +798,9 @@ DEG_API deg_status deg_train_loss_grad(const deg_ckpt *ckpt, const deg_train_exa
                                        size_t n_grad, double *losses, double *total);
 
 /* Raw logits (temperature 1) of one example's head: CHOICE/SCORE [n_rows];
- * NOUL [2] = {w.a + b, 0}; EXTRACT [2, n_rows + 1] (start then end, the null
- * logit last in each); COUNT [hi - lo + 1]. *n_out = that size; cap = room in
+ * NOUL [2] = {w.a + b, 0}; EXTRACT, EXTRACT_ANCHORED (bias included) [2,
+ * n_rows + 1] (start then end, the null logit last in each); COUNT,
+ * ANCHOR_COUNT [hi - lo + 1]; ANCHOR [n_rows]. *n_out = that size; cap = room in
  * logits (DEG_ERR_RANGE if too small, *n_out still set). Errors: DEG_ERR_ARG,
  * DEG_ERR_RANGE, DEG_ERR_NOMEM. */
 DEG_API deg_status deg_train_logits(const deg_ckpt *ckpt, const deg_train_example *ex,

@@ -122,6 +122,8 @@ typedef struct inst {       /* one array instance */
     float clog[DG_COUNT_MAX + 1]; /* count fork logits (count_peaks / hybrid) */
     int has_clog;
     json_t *raw;            /* debug: digest of the anchor (+ count) logits */
+    size_t *gold_idx;       /* trace, anchored: gold item index of each anchor (anchor order) */
+    int trace_out;          /* trace: left out (the anchors hook said so) */
 } inst;
 
 typedef struct leaf {
@@ -248,6 +250,7 @@ static void freq_clear(freq *r)
         free(r->insts[i].newidx);
         free(r->insts[i].anchor);
         free(r->insts[i].alog);
+        free(r->insts[i].gold_idx);
         json_decref(r->insts[i].raw);
     }
     free(r->insts);
@@ -1983,10 +1986,40 @@ static int trace_wants(const freq *r, const job *j)
 {
     const dg_trace_hooks *h = r->trace;
     if (!h->want) return 1;
-    if (j->kind == JOB_COUNT)
-        return h->want(h->ud, DG_TRACE_COUNT, (size_t)r->insts[j->target].array, -1);
+    if (j->kind == JOB_COUNT || j->kind == JOB_ANCHOR)
+        return h->want(h->ud, j->kind == JOB_COUNT ? DG_TRACE_COUNT : DG_TRACE_ANCHOR,
+                       (size_t)r->insts[j->target].array, -1);
     size_t fi = r->leaves[j->target].field;
     return h->want(h->ud, DG_TRACE_LEAF, fi, (int)r->plan->fields[fi].mode);
+}
+
+/* Concrete pointer of `path` inside item `item` of instance `in` (none when
+ * in < 0) in the gold's item indices: an anchored level maps its anchor order
+ * back to the gold item (gold_idx); an index-addressed level is the index. */
+static char *trace_pointer(const freq *r, const dg_path *path, int in, size_t item)
+{
+    size_t tmp[64], idx[64], n = 0;
+    while (in >= 0 && n < 64) {
+        const inst *I = &r->insts[in];
+        tmp[n++] = I->gold_idx ? I->gold_idx[item] : item;
+        item = I->parent_item;
+        in = I->parent;
+    }
+    for (size_t i = 0; i < n; i++) idx[i] = tmp[n - 1 - i];
+    return dg_path_pointer(path, idx, n);
+}
+
+/* The count classes of an anchored array's count fork (§12.6 count_peaks):
+ * [minItems, min(maxItems | options.max_items | DG_COUNT_MAX, DG_COUNT_MAX)]
+ * (as dg_anchor_count_n); 0 when minItems is beyond the head's range. */
+static int anchor_count_range(const freq *r, const inst *I, int64_t *lo, int64_t *hi)
+{
+    const dg_array_plan *a = &r->plan->arrays[I->array];
+    int64_t cap = a->max_items >= 0 ? a->max_items : r->opt.max_items >= 0 ? r->opt.max_items : -1;
+    *lo = a->min_items;
+    *hi = cap >= 0 && cap < DG_COUNT_MAX ? cap : DG_COUNT_MAX;
+    if (*hi < *lo) *hi = *lo;
+    return *lo <= DG_COUNT_MAX;
 }
 
 /* Report job j (run) to the hooks. */
@@ -1997,20 +2030,36 @@ static deg_status trace_report(const dg_ckpt *k, freq *r, const job *j)
     tf.n_rows = j->n_mark;
     tf.order = j->order;
     tf.n_tokens = j->ids.n;
+    tf.anchor = tf.rend = -1;
     char *ptr;
-    if (j->kind == JOB_COUNT) {
+    if (j->kind == JOB_COUNT || j->kind == JOB_ANCHOR) {
         const inst *I = &r->insts[j->target];
-        tf.kind = DG_TRACE_COUNT;
+        tf.kind = j->kind == JOB_COUNT ? DG_TRACE_COUNT : DG_TRACE_ANCHOR;
         tf.index = (size_t)I->array;
         tf.mode = -1;
-        DG_TRY(count_range(r, I, &tf.lo, &tf.hi));
-        ptr = dg_path_pointer(&r->plan->arrays[I->array].path, I->idx, I->n_idx);
+        if (j->kind == JOB_ANCHOR) {
+            tf.r0 = I->r0;
+            tf.r1 = I->r1;
+            tf.starts = I->anchor;
+            tf.n_starts = (size_t)I->n_items;
+        } else if (I->anchored) {
+            tf.anchored = 1;
+            if (!anchor_count_range(r, I, &tf.lo, &tf.hi)) return DEG_OK; /* untrainable */
+        } else {
+            DG_TRY(count_range(r, I, &tf.lo, &tf.hi));
+        }
+        ptr = trace_pointer(r, &r->plan->arrays[I->array].path, I->parent, I->parent_item);
     } else {
         const leaf *L = &r->leaves[j->target];
         tf.kind = DG_TRACE_LEAF;
         tf.index = L->field;
         tf.mode = (int)r->plan->fields[L->field].mode;
-        ptr = dg_path_pointer(&r->plan->fields[L->field].path, L->idx, L->n_idx);
+        size_t anc = 0, rend = 0;
+        if (innermost_anchor(r, L->inst, L->item, &anc, &rend)) {
+            tf.anchor = (int64_t)anc;
+            tf.rend = (int64_t)rend;
+        }
+        ptr = trace_pointer(r, &r->plan->fields[L->field].path, L->inst, L->item);
     }
     if (!ptr) return dg_fail(DEG_ERR_NOMEM, "fill trace: out of memory");
     tf.pointer = ptr;
@@ -2027,7 +2076,7 @@ static deg_status trace_count(const dg_ckpt *k, freq *r, const job *j, jobs *nex
     inst *I = &r->insts[j->target];
     int64_t lo = 0, hi = 0;
     DG_TRY(count_range(r, I, &lo, &hi));
-    char *ptr = dg_path_pointer(&r->plan->arrays[I->array].path, I->idx, I->n_idx);
+    char *ptr = trace_pointer(r, &r->plan->arrays[I->array].path, I->parent, I->parent_item);
     if (!ptr) return dg_fail(DEG_ERR_NOMEM, "fill trace: out of memory");
     int64_t n = 0;
     deg_status st = r->trace->count(r->trace->ud, (size_t)I->array, ptr, &n);
@@ -2035,6 +2084,59 @@ static deg_status trace_count(const dg_ckpt *k, freq *r, const job *j, jobs *nex
     DG_TRY(st);
     if (n < lo) n = lo;
     if (n > hi) n = hi;
+    DG_TRY(set_count(I, n));
+    return expand(r, j->req, next, k->model, (int)j->target);
+}
+
+typedef struct gold_anchor {
+    size_t tok, item;
+} gold_anchor;
+
+static int cmp_gold_anchor(const void *x, const void *y)
+{
+    const gold_anchor *a = x, *b = y;
+    return a->tok < b->tok ? -1 : a->tok > b->tok;
+}
+
+/* Teacher anchors of an anchored instance (the hook's gold, in anchor order,
+ * each remembering its gold item), then the next round's jobs (§12.6: the
+ * items' forks and nested arrays), as resolve_anchors + expand do in deg_fill. */
+static deg_status trace_anchors(const dg_ckpt *k, freq *r, const job *j, jobs *next)
+{
+    inst *I = &r->insts[j->target];
+    char *ptr = trace_pointer(r, &r->plan->arrays[I->array].path, I->parent, I->parent_item);
+    if (!ptr) return dg_fail(DEG_ERR_NOMEM, "fill trace: out of memory");
+    int64_t n = -1;
+    size_t *starts = NULL;
+    deg_status st = r->trace->anchors(r->trace->ud, (size_t)I->array, ptr, I->r0, I->r1,
+                                      r->cp_tok, r->n_cp, &n, &starts);
+    free(ptr);
+    if (st != DEG_OK || n < 0) {
+        free(starts);
+        I->trace_out = 1;
+        return st == DEG_OK ? set_count(I, 0) : st;
+    }
+    gold_anchor *ga = malloc((n ? (size_t)n : 1) * sizeof *ga);
+    I->anchor = malloc((n ? (size_t)n : 1) * sizeof(size_t));
+    I->gold_idx = malloc((n ? (size_t)n : 1) * sizeof(size_t));
+    if (!ga || !I->anchor || !I->gold_idx || (n && !starts)) {
+        free(ga);
+        free(starts);
+        return dg_fail(DEG_ERR_NOMEM, "fill trace: out of memory (anchors)");
+    }
+    for (int64_t i = 0; i < n; i++) ga[i] = (gold_anchor){starts[i], (size_t)i};
+    free(starts);
+    qsort(ga, (size_t)n, sizeof *ga, cmp_gold_anchor);
+    for (int64_t i = 0; i < n; i++) {
+        if (ga[i].tok < I->r0 || ga[i].tok >= I->r1 || (i && ga[i].tok == ga[i - 1].tok)) {
+            free(ga);
+            return dg_fail(DEG_ERR_INTERNAL, "fill trace: gold anchor token %zu repeated or "
+                           "outside the region [%zu, %zu)", ga[i].tok, I->r0, I->r1);
+        }
+        I->anchor[i] = ga[i].tok;
+        I->gold_idx[i] = ga[i].item;
+    }
+    free(ga);
     DG_TRY(set_count(I, n));
     return expand(r, j->req, next, k->model, (int)j->target);
 }
@@ -2054,6 +2156,7 @@ deg_status dg_fill_trace(dg_ckpt *k, const char *request, size_t len, const dg_t
     if (r.st == DEG_OK)
         st = h->trunk(h->ud, r.ctx_hidden, r.c1 - r.c0, r.tok_cp0, r.tok_cp1,
                       deg_trunk_len(r.trunk));
+    r.anchor_on = h->anchors != NULL;
     if (r.st == DEG_OK && st == DEG_OK) st = expand(&r, 0, &J, k->model, -1);
     while (r.st == DEG_OK && st == DEG_OK && J.n) {
         /* the wanted forks first (stable), run as deg_fill runs its round */
@@ -2066,9 +2169,23 @@ deg_status dg_fill_trace(dg_ckpt *k, const char *request, size_t len, const dg_t
         }
         st = run_jobs(k, &r, J.p, nw);
         jobs next = {0};
+        /* in deg_fill's order: leaves and index counts (whose items expand
+         * now), then the anchored instances' teacher anchors and their
+         * items, then the anchored arrays' forks (reported with the anchors) */
         for (size_t q = 0; q < J.n && st == DEG_OK; q++) {
-            if (q < nw) st = trace_report(k, &r, &J.p[q]);
-            if (st == DEG_OK && J.p[q].kind == JOB_COUNT) st = trace_count(k, &r, &J.p[q], &next);
+            const job *j = &J.p[q];
+            if (j->kind == JOB_ANCHOR || (j->kind == JOB_COUNT && r.insts[j->target].anchored))
+                continue;
+            if (q < nw) st = trace_report(k, &r, j);
+            if (st == DEG_OK && j->kind == JOB_COUNT) st = trace_count(k, &r, j, &next);
+        }
+        for (size_t q = 0; q < J.n && st == DEG_OK; q++)
+            if (J.p[q].kind == JOB_ANCHOR) st = trace_anchors(k, &r, &J.p[q], &next);
+        for (size_t q = 0; q < nw && st == DEG_OK; q++) {
+            const job *j = &J.p[q];
+            if ((j->kind == JOB_ANCHOR || (j->kind == JOB_COUNT && r.insts[j->target].anchored)) &&
+                !r.insts[j->target].trace_out)
+                st = trace_report(k, &r, j);
         }
         jobs_free(&J);
         J = next;

@@ -108,18 +108,30 @@ double dg_confidence(double peak, size_t count);
  * does (same fork texts, same round batching), except that
  *  - array counts come from the hooks (teacher forcing: the gold item count,
  *    clamped to the count head's range [lo, hi]); the count forks still run;
+ *  - with an anchors hook the trace runs in anchor mode (§12.6) whatever the
+ *    checkpoint's array_mode and anchor_min_tokens: every array whose item
+ *    subtree has an extract leaf is anchored, its anchor fork (and, unless
+ *    options.array_decode is threshold, its count fork) runs, and its items
+ *    are the hook's gold anchors (teacher forcing) instead of decoded ones;
  *  - a choice leaf's option lines may be put in another order (shuffle hook;
  *    §12.4 option-order shuffling);
  *  - forks the want hook declines are not run (their rounds still expand);
  *  - no decoding, no drops, no generate phase: every fork that ran is
  *    reported with the hidden rows the heads read. */
-enum { DG_TRACE_LEAF = 0, DG_TRACE_COUNT = 1 };
+enum { DG_TRACE_LEAF = 0, DG_TRACE_COUNT = 1, DG_TRACE_ANCHOR = 2 };
 
 typedef struct dg_trace_fork {
-    int kind;                 /* DG_TRACE_LEAF | DG_TRACE_COUNT */
-    size_t index;             /* plan field (leaf) or plan array (count) */
-    int mode;                 /* leaf: its dg_mode (plan.h); count: -1 */
+    int kind;                 /* DG_TRACE_LEAF | DG_TRACE_COUNT | DG_TRACE_ANCHOR */
+    size_t index;             /* plan field (leaf) or plan array (count, anchor) */
+    int mode;                 /* leaf: its dg_mode (plan.h); count, anchor: -1 */
     const char *pointer;      /* concrete pointer (the gold's item indices) */
+    int anchored;             /* count: the count fork of an anchored array (lo, hi
+                               * are then §12.6's count_peaks range) */
+    int64_t anchor, rend;     /* leaf inside an anchored item: the innermost anchored
+                               * item's anchor token and region end; else -1 */
+    size_t r0, r1;            /* anchor: the instance's region [r0, r1) (context tokens) */
+    const size_t *starts;     /* anchor: gold item anchor tokens, ascending [n_starts] */
+    size_t n_starts;
     const float *hidden;      /* [n_rows, E]: option/level line ends, then ANSWER: last */
     size_t n_rows;
     const size_t *order;      /* choice leaf: plan outcome of each option line; NULL = plan order */
@@ -141,6 +153,15 @@ typedef struct dg_trace_hooks {
     deg_status (*trunk)(void *ud, const float *ctx_hidden, size_t nc, const size_t *tok_cp0,
                         const size_t *tok_cp1, size_t n_trunk);
     deg_status (*fork)(void *ud, const dg_trace_fork *f);
+    /* anchor mode (NULL = index trace): the gold item anchors of the anchored
+     * instance at `pointer` (plan array `array`) with region [r0, r1) (context
+     * tokens); cp_tok[n_cp + 1] maps a code point to the context token holding
+     * its first byte. Set *n = the gold item count and *starts (malloc'd, the
+     * trace frees it) to their anchor tokens in gold item order: distinct, in
+     * [r0, r1). *n = -1 leaves the instance out of the trace (no item forks;
+     * its anchor and count forks are not reported). */
+    deg_status (*anchors)(void *ud, size_t array, const char *pointer, size_t r0, size_t r1,
+                          const size_t *cp_tok, size_t n_cp, int64_t *n, size_t **starts);
 } dg_trace_hooks;
 
 /* Errors: as deg_fill for the request (with *errors_json the {loc, msg}

@@ -227,3 +227,110 @@ def test_shipped_checkpoint_is_the_default(model_path):
     assert r["value"]["date"] == "2024-03-05"
     if deg.default_model_path(check=False).is_file():  # backbone found by name: no model given
         assert deg.fill(ctx, schema)["value"] == r["value"]
+
+
+# ---- anchor mode (--anchor; §12.4 anchor / anchor_count, §12.6 training gold) ----
+
+@pytest.fixture(scope="module")
+def anchor_dataset(tmp_path_factory):
+    """The smoke records (their parts arrays are anchored) plus one whose two parts
+    share their only span: its anchor gold is None (counted, never trained)."""
+    d = tmp_path_factory.mktemp("train-anchor-data")
+    recs = _records()
+    one = next(r for r in recs if r["split"] == "train" and len(r["value"]["parts"]) == 1)
+    dup = json.loads(json.dumps(one))
+    dup["id"] = "shared-anchor"
+    dup["value"]["parts"].append(dict(dup["value"]["parts"][0]))
+    for k in ("spans", "span_alternatives"):
+        dup[k]["/parts/1/code"] = dup[k]["/parts/0/code"]
+    path = d / "records.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in recs + [dup]) + "\n")
+    return d, str(path)
+
+
+def _anchor_run(anchor_dataset, out, *extra):
+    return _run(anchor_dataset, out, "--anchor", "--anchor-count-weight", "0.5", *extra,
+                cache="anchor-cache")
+
+
+@pytest.fixture(scope="module")
+def run_anchor(anchor_dataset):
+    d = anchor_dataset[0]
+    # index-mode features first: the anchor run adds its entries beside them
+    _run(anchor_dataset, "plain", cache="anchor-cache")
+    plain = {p.name: _bytes(p) for p in (d / "anchor-cache").iterdir()}
+    out = _anchor_run(anchor_dataset, "anc")
+    return out, plain
+
+
+def test_anchor_smoke_loss_decreases_and_counts(run_anchor):
+    out, plain = run_anchor
+    rep = json.loads((out / "train-report.json").read_text())
+    hist = rep["history"]
+    first, last = hist[0]["train_kind"], hist[-1]["train_kind"]
+    for k in ("anchor", "anchor_count", "extract_anchored"):
+        assert k in first and k in last, k
+    assert last["anchor"] < 0.8 * first["anchor"]
+    assert hist[-1]["val_kind"]["anchor"] < hist[0]["val_kind"]["anchor"]
+    assert hist[-1]["train_loss"] < hist[0]["train_loss"]
+    st = rep["anchor"]["train"]
+    # every train record has a parts array (some empty: the hard negative); the
+    # shared-span record's anchors are not distinct: left out, still trained by index
+    assert st["gold_none"] == 1 and st["skipped_arrays"] == 1 and st["shared_token"] == 0
+    assert st["arrays"] == 8 and st["records"] == 8 and st["bad_records"] == 0
+    assert rep["records"]["train_used"] == 9
+    assert rep["anchor"]["val"]["arrays"] == 3
+    meta = json.loads((out / "deg.json").read_text())
+    assert meta["training"]["anchor"] is True
+    assert set(meta["calibration"]) == {"choice", "score", "noul", "extract", "count"}
+    # the index-mode cache entries are untouched; anchor entries are added beside them
+    cache = out.parent / "anchor-cache"
+    now = {p.name: _bytes(p) for p in cache.iterdir()}
+    assert all(now[n] == b for n, b in plain.items())
+    added = set(now) - set(plain)
+    assert added and all(n.startswith("a-") for n in added)
+
+
+def test_anchor_resume_equals_uninterrupted(anchor_dataset, run_anchor):
+    out, _ = run_anchor
+    c = _anchor_run(anchor_dataset, "anc-c", "--stop-after-epoch", "1")
+    assert not (c / "heads.safetensors").exists()
+    _anchor_run(anchor_dataset, "anc-c", "--resume")
+    assert _bytes(c / "heads.safetensors") == _bytes(out / "heads.safetensors")
+    # an anchor run does not resume as an index run
+    d, path = anchor_dataset
+    assert main(["--data", path, "--model", TINY, "--out", str(c), "--epochs", "3", "--batch",
+                 "3", "--variants", "1", "--seed", "3", "--warmup", "2", "--lr", "3e-3",
+                 "--no-progress", "--cache", str(d / "anchor-cache"), "--resume"]) == 2
+
+
+def test_anchor_features_and_examples(tmp_path):
+    from deg.datagen.record import anchor_gold
+    from deg.fill import create_random_checkpoint
+    ck = deg.load(create_random_checkpoint(TINY, str(tmp_path / "ck"), seed=1))
+    try:
+        rec = next(r for r in _records(8, 0) if len(r["value"]["parts"]) == 2)
+        plan = data.check_record(rec)
+        gold = anchor_gold(rec)
+        f, hit = features.get_anchored(ck, "x", str(tmp_path), rec, gold)
+        g, hit2 = features.get_anchored(ck, "x", str(tmp_path), rec, gold)
+        assert not hit and hit2 and f.anchor_counts == g.anchor_counts == \
+            {"arrays": 1, "skipped": 0, "shared": 0}
+        exs = data.anchor_examples_of(rec, plan, f, anchor_count=True)
+        by = {(x.kind, x.pointer): x for x in exs}
+        a = by[(data.ANCHOR, "/parts")]
+        nc = f.ctx.shape[0]
+        assert a.rows.shape[0] == nc  # a top-level array's region: the whole context
+        starts = [data.token_of(f.tok_cp, s) for s in gold["/parts"]["starts"]]
+        assert a.pos_start.tolist() == sorted(starts)
+        assert by[(data.ANCHOR_COUNT, "/parts")].count == 2
+        for i in range(2):
+            x = by[(data.EXTRACT_ANCHORED, f"/parts/{i}/code")]
+            assert x.lo == starts[i] and x.hi > x.lo  # its own anchor, gold item order
+            s = rec["spans"][f"/parts/{i}/code"][0]
+            assert x.pos_start.tolist() == [data.token_of(f.tok_cp, s)]
+        # top-level forks are the index trace's: not repeated here
+        assert all(x.pointer.startswith("/parts") for x in exs)
+        assert not any(x.kind == data.ANCHOR_COUNT for x in data.anchor_examples_of(rec, plan, f))
+    finally:
+        ck.close()

@@ -10,6 +10,15 @@ the cached features with the §12.4 losses (libdeg deg_train_loss_grad), AdamW w
 warmup + cosine, option-order shuffling through `--variants` fixed shuffled copies
 of each record's choice forks (each epoch a record uses one with p = 0.5).
 
+With --anchor (§12.4 anchor / anchor_count, §12.6 "Training gold"), every
+record with anchored arrays (deg.datagen.record.anchor_gold) is also traced in
+anchor mode under its gold anchors (deg_features_extract_anchored; cached in
+the same directory under distinct keys), and the loss adds --anchor-weight x
+the mean anchor BCE, --anchor-count-weight x the mean anchor_count CE, and the
+forks inside anchored items (extracts with the anchored-extract bias) to the
+decide / extract / count means. Left-out anchored arrays are counted in
+train-report.json ("anchor").
+
 Every epoch writes OUT/epochs/epoch-NNN/ (deg.json, heads.safetensors, optim.npz,
 state.json); --resume continues from the newest one and gives bitwise the
 uninterrupted run (the epoch's shuffling comes from a generator seeded by (seed,
@@ -28,15 +37,19 @@ import time
 
 import numpy as np
 
+from ..datagen.record import anchor_gold
 from ..errors import DegError
 from ..fill import create_random_checkpoint, load
 from . import calibrate, data, features
-from .engine import KINDS, Heads
+from .engine import KINDS, LOSS_KINDS, Heads
 from .optim import AdamW, lr_at
 
 # Arguments that must match for --resume.
 _RESUME_KEYS = ("data", "epochs", "lr", "batch", "warmup", "seed", "max_records",
-                "max_val_records", "variants", "weight_decay", "clip", "extract_init_scale")
+                "max_val_records", "variants", "weight_decay", "clip", "extract_init_scale",
+                "anchor", "anchor_weight", "anchor_count_weight")
+# Their values in runs saved before the key existed.
+_RESUME_DEFAULTS = {"anchor": False, "anchor_weight": 1.0, "anchor_count_weight": 0.0}
 
 
 def parse_args(argv):
@@ -58,6 +71,14 @@ def parse_args(argv):
                    "1/sqrt(D), so unscaled they start ~16x sharper than the pointer heads)")
     p.add_argument("--variants", type=int, default=2,
                    help="shuffled choice-fork variants per record (option-order shuffling)")
+    p.add_argument("--anchor", action="store_true",
+                   help="also train the anchor heads (§12.6): anchor-mode features of every "
+                   "record with anchored arrays, under its gold anchors")
+    p.add_argument("--anchor-weight", type=float, default=1.0,
+                   help="weight of the mean anchor BCE in the loss (with --anchor)")
+    p.add_argument("--anchor-count-weight", type=float, default=0.0,
+                   help="weight W of the mean anchor_count CE (count fork of anchored arrays; "
+                   "0 = off, §12.4)")
     p.add_argument("--max-records", type=int, help="train on a stratified subsample of this "
                    "many train records")
     p.add_argument("--max-val-records", type=int, help="calibrate/validate on this many val records")
@@ -78,6 +99,8 @@ def parse_args(argv):
             p.error(f"--{k} must be >= 1")
     if a.variants < 0 or a.warmup < 0:
         p.error("--variants and --warmup must be >= 0")
+    if a.anchor_weight < 0 or a.anchor_count_weight < 0:
+        p.error("--anchor-weight and --anchor-count-weight must be >= 0")
     return a
 
 
@@ -108,16 +131,59 @@ def _log(msg):
 
 
 class Item:
-    """A usable record: the record, its plan, base features, shuffled variants."""
-    __slots__ = ("rec", "plan", "base", "variants")
+    """A usable record: the record, its plan, base features, shuffled variants, and
+    (--anchor) its anchor-mode features or None."""
+    __slots__ = ("rec", "plan", "base", "variants", "anchor")
 
-    def __init__(self, rec, plan, base, variants):
+    def __init__(self, rec, plan, base, variants, anchor=None):
         self.rec, self.plan, self.base, self.variants = rec, plan, base, variants
+        self.anchor = anchor
 
 
-def prepare(records, ckpt, sha, cache, n_variants, bad, bad_ex, args, what):
+def new_anchor_stats():
+    return {"records": 0, "arrays": 0, "skipped_arrays": 0, "shared_token": 0, "gold_none": 0,
+            "bad_records": 0, "seconds": 0.0, "traced": 0}
+
+
+def prepare_anchor(rec, plan, ckpt, sha, cache, stats, bad_ex):
+    """Anchor-mode features of a good record (None when it has no anchored array
+    with gold anchors, or its anchor gold or trace is unusable: counted in stats,
+    the record still trains in index mode)."""
+    try:
+        gold = anchor_gold(rec)
+    except (DegError, KeyError, TypeError, ValueError) as e:
+        stats["bad_records"] += 1
+        bad_ex.append({"id": rec.get("id"), "why": f"anchor_gold_error: {e}"})
+        return None
+    nones = sum(v is None for v in gold.values())
+    stats["gold_none"] += nones
+    if len(gold) == nones:
+        stats["skipped_arrays"] += nones
+        return None
+    t0 = time.time()
+    try:
+        feats, hit = features.get_anchored(ckpt, sha, cache, rec, gold)
+        data.anchor_examples_of(rec, plan, feats)  # targets are checkable now
+    except (data.BadRecord, DegError) as e:
+        stats["bad_records"] += 1
+        bad_ex.append({"id": rec.get("id"), "why": f"anchor_features_error: {e}"})
+        return None
+    stats["seconds"] += time.time() - t0
+    stats["traced"] += not hit
+    c = feats.anchor_counts
+    stats["arrays"] += c["arrays"]
+    stats["skipped_arrays"] += c["skipped"] + c["shared"]
+    stats["shared_token"] += c["shared"]
+    if not c["arrays"]:
+        return None
+    stats["records"] += 1
+    return feats
+
+
+def prepare(records, ckpt, sha, cache, n_variants, bad, bad_ex, args, what, anchor_stats=None):
     """Items of the records whose features and targets are usable; the others
-    are counted in bad by reason."""
+    are counted in bad by reason. anchor_stats (a new_anchor_stats dict): also
+    the anchor-mode features (--anchor)."""
     items = []
     t0 = time.time()
     traced = 0
@@ -141,7 +207,10 @@ def prepare(records, ckpt, sha, cache, n_variants, bad, bad_ex, args, what):
             bad["features_error"] += 1
             bad_ex.append({"id": rec.get("id"), "why": f"features_error: {e}"})
             continue
-        items.append(Item(rec, plan, base, variants))
+        anchor = None
+        if anchor_stats is not None:
+            anchor = prepare_anchor(rec, plan, ckpt, sha, cache, anchor_stats, bad_ex)
+        items.append(Item(rec, plan, base, variants, anchor))
     return items, time.time() - t0, traced
 
 
@@ -156,29 +225,46 @@ def tensor_slices(meta):
     return out
 
 
-def weights_of(examples):
-    n = [0] * 5
+def weights_of(examples, anchor_weight=1.0, anchor_count_weight=0.0):
+    """Weight slots of deg_train_loss_grad: the §12.4 sum of means, decide +
+    extract + 0.5 count (+ anchor_weight anchor + anchor_count_weight
+    anchor_count when anchor examples are present; anchored extracts are extract
+    items)."""
+    n = [0] * 8
     for x in examples:
         n[x.kind] += 1
     nd = n[0] + n[1] + n[2]
-    return [1.0 / nd if nd else 0.0] * 3 + [1.0 / n[3] if n[3] else 0.0,
-                                            0.5 / n[4] if n[4] else 0.0]
+    ne = n[3] + n[7]
+    w = [1.0 / nd if nd else 0.0] * 3 + [1.0 / ne if ne else 0.0, 0.5 / n[4] if n[4] else 0.0]
+    if n[5] or n[6] or n[7]:
+        w += [anchor_weight / n[5] if n[5] else 0.0,
+              anchor_count_weight / n[6] if n[6] else 0.0]
+    return w
 
 
 def kind_means(examples, losses):
-    s, c = [0.0] * 5, [0] * 5
+    s, c = [0.0] * 8, [0] * 8
     for x, l in zip(examples, losses):
         s[x.kind] += float(l)
         c[x.kind] += 1
-    return {KINDS[k]: s[k] / c[k] for k in range(5) if c[k]}
+    return {LOSS_KINDS[k]: s[k] / c[k] for k in range(8) if c[k]}
 
 
-def evaluate(heads, items, chunk=64):
-    """Mean §12.4 loss over val (decide + extract + 0.5 count, each a mean) and per kind."""
-    exs = [x for it in items for x in data.examples_of(it.rec, it.plan, it.base)]
+def item_examples(it, args, variant=None):
+    """A usable record's examples: index mode, then (--anchor) anchor mode."""
+    exs = data.examples_of(it.rec, it.plan, it.base, variant)
+    if it.anchor is not None:
+        exs += data.anchor_examples_of(it.rec, it.plan, it.anchor, args.anchor_count_weight > 0)
+    return exs
+
+
+def evaluate(heads, items, args, chunk=64):
+    """Mean §12.4 loss over val (decide + extract + 0.5 count (+ anchor terms), each a
+    mean) and per kind."""
+    exs = [x for it in items for x in item_examples(it, args)]
     if not exs:
         return None, {}
-    w = weights_of(exs)
+    w = weights_of(exs, args.anchor_weight, args.anchor_count_weight)
     tot, losses = 0.0, []
     for i in range(0, len(exs), chunk * 25):
         part = exs[i:i + chunk * 25]
@@ -240,7 +326,8 @@ def main(argv=None):
         else:
             with open(found[-1]) as fh:
                 resume_state = json.load(fh)
-            diff = [k for k in _RESUME_KEYS if resume_state["args"].get(k) != getattr(args, k)]
+            diff = [k for k in _RESUME_KEYS
+                    if resume_state["args"].get(k, _RESUME_DEFAULTS.get(k)) != getattr(args, k)]
             if diff:
                 _log(f"deg.train: --resume: arguments differ from the interrupted run: {diff}")
                 return 2
@@ -264,10 +351,13 @@ def main(argv=None):
     heads = Heads(ckpt)
 
     # --- features
+    anchor_stats = new_anchor_stats() if args.anchor else None
+    val_anchor_stats = new_anchor_stats() if args.anchor else None
     train, t_tr, n_tr = prepare(train_recs, ckpt, sha, cache, args.variants, bad, bad_ex, args,
-                                "train")
+                                "train", anchor_stats)
     val_bad, val_bad_ex = type(bad)(), []
-    val, t_va, n_va = prepare(val_recs, ckpt, sha, cache, 0, val_bad, val_bad_ex, args, "val")
+    val, t_va, n_va = prepare(val_recs, ckpt, sha, cache, 0, val_bad, val_bad_ex, args, "val",
+                              val_anchor_stats)
     traced = n_tr + n_va
     _log(f"deg.train: {len(train)} train / {len(val)} val records usable; bad (file + train) "
          f"{dict(bad)}, bad val {dict(val_bad)}; traced {traced} feature sets in "
@@ -277,6 +367,11 @@ def main(argv=None):
                           "bad": dict(bad), "bad_val": dict(val_bad),
                           "bad_examples": (bad_ex + val_bad_ex)[:50]},
               "features": {"seconds": round(t_tr + t_va, 1), "traced": traced}}
+    if args.anchor:
+        for st in (anchor_stats, val_anchor_stats):
+            st["seconds"] = round(st["seconds"], 1)
+        report["anchor"] = {"train": anchor_stats, "val": val_anchor_stats}
+        _log(f"deg.train: anchor mode: train {anchor_stats}, val {val_anchor_stats}")
     if args.features_only:
         _write_report(args.out, report)
         return 0
@@ -317,8 +412,8 @@ def main(argv=None):
             for i in idx:
                 it = train[i]
                 var = it.variants[picks[i]] if shuffles[i] and it.variants else None
-                exs.extend(data.examples_of(it.rec, it.plan, it.base, var))
-            w = weights_of(exs)
+                exs.extend(item_examples(it, args, var))
+            w = weights_of(exs, args.anchor_weight, args.anchor_count_weight)
             loss, grad, losses = heads.loss_grad(exs, w)
             if args.clip > 0:
                 norm = float(np.sqrt(np.dot(grad.astype(np.float64), grad.astype(np.float64))))
@@ -332,7 +427,7 @@ def main(argv=None):
                 ep_kind.setdefault(k, []).append(v)
             if hasattr(bar, "set_postfix"):
                 bar.set_postfix(loss=f"{loss:.3f}")
-        val_loss, val_kind = evaluate(heads, val)
+        val_loss, val_kind = evaluate(heads, val, args)
         rec = {"epoch": epoch + 1, "step": opt.t, "train_loss": ep_loss / max(ep_steps, 1),
                "train_kind": {k: float(np.mean(v)) for k, v in ep_kind.items()},
                "val_loss": val_loss, "val_kind": val_kind}
@@ -364,6 +459,9 @@ def main(argv=None):
                 "weight_decay": args.weight_decay, "clip": args.clip,
                 "train_records": len(train), "val_records": len(val),
                 "final_train_loss": last.get("train_loss"), "final_val_loss": last.get("val_loss")}
+    if args.anchor:
+        training.update({"anchor": True, "anchor_weight": args.anchor_weight,
+                         "anchor_count_weight": args.anchor_count_weight})
     heads.save(args.out, extra={"training": training}, backbone_path=not args.no_backbone_path)
     report.update({"history": history, "val_accuracy_raw": acc_raw, "temperatures": temps,
                    "val_nll_T1": nll_before, "val_nll_calibrated": nll_after,

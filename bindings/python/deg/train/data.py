@@ -20,6 +20,8 @@ from ..schema import compile_schema
 
 KIND = {"decide.choice": 0, "decide.score": 1, "decide.noul": 2, "count": 4}
 EXTRACT = 3
+# anchor-mode loss kinds (deg.h DEG_HEAD_ANCHOR, _ANCHOR_COUNT, _EXTRACT_ANCHORED)
+ANCHOR, ANCHOR_COUNT, EXTRACT_ANCHORED = 5, 6, 7
 
 
 class BadRecord(Exception):
@@ -156,14 +158,44 @@ class Example:
 def examples_of(rec, plan, feats, choice_variant=None):
     """Examples of a record from its features (base) and optionally the choice forks
     of a shuffled variant replacing the base's. Raises BadRecord."""
-    fields = plan.fields
-    ctx = feats.ctx
-    nc = ctx.shape[0]
-    out = []
     forks = feats.forks
     if choice_variant is not None:
         alt = {f["pointer"]: f for f in choice_variant.forks if f["mode"] == "decide.choice"}
         forks = [alt.get(f["pointer"], f) if f["mode"] == "decide.choice" else f for f in forks]
+    return _examples(rec, plan, feats, forks)
+
+
+def anchor_examples_of(rec, plan, feats, anchor_count=False):
+    """Anchor-mode examples of a record from its anchor trace (§12.4, §12.6): the
+    anchor BCE of every traced anchored instance (its region's rows, the gold
+    starts), with anchor_count the CE of its count fork (target = the gold count,
+    capped at the top class), and every fork inside an anchored item (extract
+    leaves with the anchored-extract bias; decide leaves and index counts as
+    usual). Forks outside every anchored item are left out: the index trace
+    trains them. Raises BadRecord."""
+    inside = tuple(f["pointer"] + "/" for f in feats.forks if f["mode"] == "anchor")
+    out = []
+    for f in feats.forks:
+        if f["mode"] == "anchor":
+            r0, r1 = f["r0"], f["r1"]
+            out.append(Example(ANCHOR, f["hidden"][-1], f["pointer"], rows=feats.ctx[r0:r1],
+                               pos_start=(np.asarray(f["starts"], dtype=np.int64) - r0).astype(np.int32)))
+        elif f["mode"] == "anchor_count":
+            if anchor_count:
+                lo, hi = f["count_lo"], f["count_hi"]
+                c = min(max(f["count_gold"], lo), hi)
+                out.append(Example(ANCHOR_COUNT, f["hidden"][-1], f["pointer"], lo=lo, hi=hi,
+                                   count=c))
+        elif f["pointer"].startswith(inside):
+            out.extend(_examples(rec, plan, feats, [f]))
+    return out
+
+
+def _examples(rec, plan, feats, forks):
+    fields = plan.fields
+    ctx = feats.ctx
+    nc = ctx.shape[0]
+    out = []
     for f in forks:
         h = f["hidden"]
         answer = h[-1]
@@ -200,8 +232,12 @@ def examples_of(rec, plan, feats, choice_variant=None):
                                     "context tokens")
                 ps = np.asarray(ps, dtype=np.int32)
                 pe = np.asarray(pe, dtype=np.int32)
-            out.append(Example(EXTRACT, answer, f["pointer"], rows=ctx, pos_start=ps,
-                               pos_end=pe))
+            if f.get("anchor", -1) >= 0:  # inside an anchored item: the bias
+                out.append(Example(EXTRACT_ANCHORED, answer, f["pointer"], rows=ctx,
+                                   pos_start=ps, pos_end=pe, lo=f["anchor"], hi=f["rend"]))
+            else:
+                out.append(Example(EXTRACT, answer, f["pointer"], rows=ctx, pos_start=ps,
+                                   pos_end=pe))
     return out
 
 

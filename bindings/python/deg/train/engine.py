@@ -9,6 +9,9 @@ import numpy as np
 from .._native import check, ffi, lib
 
 KINDS = ("choice", "score", "noul", "extract", "count")
+# loss kinds of deg_train_example (deg.h DEG_HEAD_*): the calibration kinds, then
+# the anchor-mode ones
+LOSS_KINDS = KINDS + ("anchor", "anchor_count", "extract_anchored")
 
 
 class Heads:
@@ -62,12 +65,14 @@ class Heads:
                 t = ffi.from_buffer("double[]", x.target)
                 keep.append(t)
                 e.target = t
-            if x.pos_start is not None:
+            if x.pos_start is not None and len(x.pos_start):
                 s = ffi.from_buffer("int32_t[]", x.pos_start)
+                keep.append(s)
+                e.pos_start, e.n_start = s, len(x.pos_start)
+            if x.pos_end is not None and len(x.pos_end):
                 en = ffi.from_buffer("int32_t[]", x.pos_end)
-                keep += [s, en]
-                e.pos_start, e.pos_end = s, en
-                e.n_start, e.n_end = len(x.pos_start), len(x.pos_end)
+                keep.append(en)
+                e.pos_end, e.n_end = en, len(x.pos_end)
             e.lo, e.hi, e.count = x.lo, x.hi, x.count
         return arr, keep
 
@@ -88,9 +93,9 @@ class Heads:
         """Raw logits of one example (deg_train_logits layout)."""
         arr, keep = self._c_examples([x])
         n = ffi.new("size_t *")
-        if x.kind == 3:
+        if x.kind in (3, 7):
             cap = 2 * (x.rows.shape[0] + 1)
-        elif x.kind in (0, 1):
+        elif x.kind in (0, 1, 5):
             cap = x.rows.shape[0]
         elif x.kind == 2:
             cap = 2

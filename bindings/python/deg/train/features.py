@@ -11,6 +11,14 @@ random during training instead of re-running the backbone every epoch.
 Cache layout: one file per (record, variant) named by the SHA-256 of
 (format, backbone SHA-256, request, gold, variant seed), an uncompressed .npz
 written atomically, so an interrupted extraction resumes where it stopped.
+
+Anchor mode (§12.6, `deg.train --anchor`): a record with anchored arrays also
+gets one anchor-mode trace (deg_features_extract_anchored, teacher-forced with
+deg.datagen.record.anchor_gold), cached in the same directory under the
+SHA-256 of (ANCHOR_CACHE_FORMAT, backbone SHA-256, request, gold, anchors JSON
+with sorted keys); its forks carry the anchor facts (`anchor`, `rend`, `r0`,
+`r1`, `starts`) and the file's meta the left-out counts (`anchor_counts`).
+Index-mode entries (CACHE_FORMAT) are unchanged.
 """
 import hashlib
 import json
@@ -22,6 +30,7 @@ import numpy as np
 from .._native import check, ffi, lib
 
 CACHE_FORMAT = "deg-features-v1"
+ANCHOR_CACHE_FORMAT = "deg-features-anchor-v1"
 CHOICE_ONLY = lib.DEG_FEATURES_CHOICE_ONLY
 
 
@@ -30,10 +39,12 @@ class Features:
     forks: list of dicts {pointer, mode, index, hidden [n_rows, E] f32, order
     (int32 array or None), count_lo, count_hi, count_gold, n_tokens}."""
 
-    __slots__ = ("ctx", "tok_cp", "forks", "n_trunk_tokens")
+    __slots__ = ("ctx", "tok_cp", "forks", "n_trunk_tokens", "anchor_counts")
 
-    def __init__(self, ctx, tok_cp, forks, n_trunk_tokens):
+    def __init__(self, ctx, tok_cp, forks, n_trunk_tokens, anchor_counts=None):
         self.ctx, self.tok_cp, self.forks, self.n_trunk_tokens = ctx, tok_cp, forks, n_trunk_tokens
+        # anchor traces: {"arrays", "skipped", "shared"} (deg_features n_anchor_*); else None
+        self.anchor_counts = anchor_counts
 
     def save(self, path):
         hid = [f["hidden"] for f in self.forks]
@@ -41,15 +52,16 @@ class Features:
         meta = [{k: (v.tolist() if isinstance(v, np.ndarray) else v)
                  for k, v in f.items() if k != "hidden"} for f in self.forks]
         E = self.ctx.shape[1]
+        head = {"forks": meta, "n_trunk_tokens": self.n_trunk_tokens}
+        if self.anchor_counts is not None:
+            head["anchor_counts"] = self.anchor_counts
         d = os.path.dirname(path) or "."
         fd, tmp = tempfile.mkstemp(prefix=".feat-", suffix=".npz", dir=d)
         try:
             with os.fdopen(fd, "wb") as fh:
                 np.savez(fh, ctx=self.ctx, tok_cp=self.tok_cp, rows=rows,
                          hidden=np.concatenate(hid) if hid else np.zeros((0, E), np.float32),
-                         meta=np.frombuffer(json.dumps(
-                             {"forks": meta, "n_trunk_tokens": self.n_trunk_tokens}).encode(),
-                             dtype=np.uint8))
+                         meta=np.frombuffer(json.dumps(head).encode(), dtype=np.uint8))
             os.replace(tmp, path)
         except BaseException:
             if os.path.exists(tmp):
@@ -69,7 +81,8 @@ class Features:
                     f["order"] = np.asarray(f["order"], dtype=np.int32)
                 forks.append(f)
                 off += int(n)
-            return cls(z["ctx"], z["tok_cp"], forks, meta["n_trunk_tokens"])
+            return cls(z["ctx"], z["tok_cp"], forks, meta["n_trunk_tokens"],
+                       meta.get("anchor_counts"))
 
 
 def request_of(rec):
@@ -81,13 +94,25 @@ def gold_of(rec):
     return json.dumps(rec["value"], ensure_ascii=False).encode("utf-8")
 
 
-def extract(ckpt, rec, shuffle_seed=0, choice_only=False):
-    """Trace one record (deg_features_extract) and copy the result into numpy."""
+def anchors_of(gold_anchors):
+    """The anchors JSON (bytes, sorted keys) of anchor_gold's result."""
+    return json.dumps(gold_anchors, sort_keys=True).encode("utf-8")
+
+
+def extract(ckpt, rec, shuffle_seed=0, choice_only=False, anchors=None):
+    """Trace one record (deg_features_extract, or deg_features_extract_anchored when
+    anchors, the anchors JSON bytes, is given) and copy the result into numpy."""
     req, gold = request_of(rec), gold_of(rec)
     out = ffi.new("deg_features **")
     errs = ffi.new("char **")
-    st = lib.deg_features_extract(ckpt._live(), req, len(req), gold, len(gold),
-                                  int(shuffle_seed), CHOICE_ONLY if choice_only else 0, out, errs)
+    flags = CHOICE_ONLY if choice_only else 0
+    if anchors is None:
+        st = lib.deg_features_extract(ckpt._live(), req, len(req), gold, len(gold),
+                                      int(shuffle_seed), flags, out, errs)
+    else:
+        st = lib.deg_features_extract_anchored(ckpt._live(), req, len(req), gold, len(gold),
+                                               anchors, len(anchors), int(shuffle_seed), flags,
+                                               out, errs)
     if errs[0] != ffi.NULL:
         lib.deg_free(errs[0])
     check(st)
@@ -108,12 +133,22 @@ def extract(ckpt, rec, shuffle_seed=0, choice_only=False):
             order = None
             if k.order != ffi.NULL:
                 order = np.frombuffer(ffi.buffer(k.order, (n - 1) * 4), dtype=np.int32).copy()
-            forks.append({"pointer": ffi.string(k.pointer).decode("utf-8"),
-                          "mode": ffi.string(k.mode).decode(), "index": int(k.index),
-                          "hidden": h, "order": order, "count_lo": int(k.count_lo),
-                          "count_hi": int(k.count_hi), "count_gold": int(k.count_gold),
-                          "n_tokens": int(k.n_tokens)})
-        return Features(ctx, tok_cp, forks, int(f.n_trunk_tokens))
+            fd = {"pointer": ffi.string(k.pointer).decode("utf-8"),
+                  "mode": ffi.string(k.mode).decode(), "index": int(k.index),
+                  "hidden": h, "order": order, "count_lo": int(k.count_lo),
+                  "count_hi": int(k.count_hi), "count_gold": int(k.count_gold),
+                  "n_tokens": int(k.n_tokens)}
+            if anchors is not None:
+                a = f.anchor[i]
+                fd.update({"anchor": int(a.anchor), "rend": int(a.rend), "r0": int(a.r0),
+                           "r1": int(a.r1),
+                           "starts": [int(a.starts[j]) for j in range(a.n_starts)]})
+            forks.append(fd)
+        counts = None
+        if anchors is not None:
+            counts = {"arrays": int(f.n_anchor_arrays), "skipped": int(f.n_anchor_skipped),
+                      "shared": int(f.n_anchor_shared)}
+        return Features(ctx, tok_cp, forks, int(f.n_trunk_tokens), counts)
     finally:
         lib.deg_features_free(f)
 
@@ -133,6 +168,28 @@ def cache_path(cache_dir, backbone_sha, rec, v):
         h.update(part)
         h.update(b"\0")
     return os.path.join(cache_dir, h.hexdigest()[:32] + ".npz")
+
+
+def anchor_cache_path(cache_dir, backbone_sha, rec, anchors):
+    h = hashlib.sha256()
+    for part in (ANCHOR_CACHE_FORMAT.encode(), backbone_sha.encode(), request_of(rec),
+                 gold_of(rec), anchors):
+        h.update(part)
+        h.update(b"\0")
+    return os.path.join(cache_dir, "a-" + h.hexdigest()[:32] + ".npz")
+
+
+def get_anchored(ckpt, backbone_sha, cache_dir, rec, gold_anchors):
+    """Anchor-mode features of a record under its gold anchors (anchor_gold's
+    result), from the cache, traced and stored if missing."""
+    anchors = anchors_of(gold_anchors)
+    path = anchor_cache_path(cache_dir, backbone_sha, rec, anchors) if cache_dir else None
+    if path and os.path.exists(path):
+        return Features.load(path), True
+    f = extract(ckpt, rec, anchors=anchors)
+    if path:
+        f.save(path)
+    return f, False
 
 
 def get(ckpt, backbone_sha, cache_dir, rec, v):
