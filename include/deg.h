@@ -675,6 +675,10 @@ typedef struct deg_features {
 
 /* Flags of deg_features_extract. */
 #define DEG_FEATURES_CHOICE_ONLY 1u /* run only the choice leaves' forks */
+#define DEG_FEATURES_ANCHORED_ONLY 2u /* deg_features_extract_anchored: run only the
+                                       * "anchor" and "anchor_count" forks and the
+                                       * forks inside anchored items (what an index
+                                       * trace does not have) */
 
 /* Trace one request as deg_fill would run it (same trunk, same fork texts
  * §12.1, same rounds and batches), with teacher forcing: each index-addressed
@@ -716,8 +720,10 @@ DEG_API void deg_features_free(deg_features *features);
  * deg_features_extract; a leaf inside an anchored item has anchor[i].anchor,
  * .rend >= 0 and its pointer names its gold item. Items run in anchor
  * (document) order, as deg_fill runs them, so each fork's hidden rows are
- * bitwise what deg_fill reads when its anchors are these. Errors: as
- * deg_features_extract, DEG_ERR_ARG (anchors not such an object). */
+ * bitwise what deg_fill reads when its anchors are these. flags:
+ * DEG_FEATURES_CHOICE_ONLY, DEG_FEATURES_ANCHORED_ONLY (both: the choice
+ * leaves inside anchored items). Errors: as deg_features_extract,
+ * DEG_ERR_ARG (anchors not such an object). */
 DEG_API deg_status deg_features_extract_anchored(deg_ckpt *ckpt, const char *request_json,
                                                  size_t len, const char *gold_json,
                                                  size_t gold_len, const char *anchors_json,

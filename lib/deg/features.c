@@ -274,7 +274,8 @@ static deg_status extract(const char *fn, deg_ckpt *ckpt, const char *request_js
     if (out) *out = NULL;
     if (!ckpt || !request_json || !gold_json || !out)
         return dg_fail(DEG_ERR_ARG, "%s: NULL argument", fn);
-    if (flags & ~(unsigned)DEG_FEATURES_CHOICE_ONLY)
+    unsigned known = DEG_FEATURES_CHOICE_ONLY | (anchors_json ? DEG_FEATURES_ANCHORED_ONLY : 0u);
+    if (flags & ~known)
         return dg_fail(DEG_ERR_ARG, "%s: unknown flags 0x%x", fn, flags);
     if (!anchors_json && strcmp(ckpt->array_mode, "index") != 0)
         return dg_fail(DEG_ERR_UNSUPPORTED, "%s: array_mode \"%s\" (index mode only; "
@@ -305,7 +306,8 @@ static deg_status extract(const char *fn, deg_ckpt *ckpt, const char *request_js
     f->pub.n_embd = ckpt->h.E;
     tracer t = {f, gold, anchors, shuffle_seed, flags, ckpt->h.E};
     dg_trace_hooks h = {&t, hook_count, hook_want, hook_shuffle, hook_trunk, hook_fork,
-                        anchors ? hook_anchors : NULL};
+                        anchors ? hook_anchors : NULL,
+                        anchors && (flags & DEG_FEATURES_ANCHORED_ONLY)};
     deg_status st = dg_fill_trace(ckpt, request_json, len, &h, errors_json);
     json_decref(gold);
     json_decref(anchors);

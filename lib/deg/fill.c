@@ -1985,6 +1985,15 @@ static deg_status trace_order(job *j, const freq *r, const leaf *L, size_t n)
 static int trace_wants(const freq *r, const job *j)
 {
     const dg_trace_hooks *h = r->trace;
+    if (h->anchored_only && j->kind != JOB_ANCHOR) {
+        size_t anc, rend;
+        int in = j->kind == JOB_COUNT ? r->insts[j->target].parent : r->leaves[j->target].inst;
+        size_t item = j->kind == JOB_COUNT ? r->insts[j->target].parent_item
+                                           : r->leaves[j->target].item;
+        if (!(j->kind == JOB_COUNT && r->insts[j->target].anchored) &&
+            !innermost_anchor(r, in, item, &anc, &rend))
+            return 0;
+    }
     if (!h->want) return 1;
     if (j->kind == JOB_COUNT || j->kind == JOB_ANCHOR)
         return h->want(h->ud, j->kind == JOB_COUNT ? DG_TRACE_COUNT : DG_TRACE_ANCHOR,

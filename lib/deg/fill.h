@@ -162,6 +162,9 @@ typedef struct dg_trace_hooks {
      * its anchor and count forks are not reported). */
     deg_status (*anchors)(void *ud, size_t array, const char *pointer, size_t r0, size_t r1,
                           const size_t *cp_tok, size_t n_cp, int64_t *n, size_t **starts);
+    /* anchor mode: run only the anchor forks, anchored arrays' count forks and
+     * the forks inside anchored items (before the want hook) */
+    int anchored_only;
 } dg_trace_hooks;
 
 /* Errors: as deg_fill for the request (with *errors_json the {loc, msg}

@@ -120,18 +120,24 @@ static void gold_from_fill(json_t *resp, json_t **gold, json_t **anchors, size_t
     *anchors = an;
 }
 
-static deg_features *extract_anchored(deg_ckpt *k, json_t *gold, json_t *anchors, char **errs)
+static deg_features *extract_flags(deg_ckpt *k, json_t *gold, json_t *anchors, unsigned flags,
+                                   char **errs)
 {
     char *req = request();
     char *g = json_dumps(gold, JSON_COMPACT), *a = json_dumps(anchors, JSON_COMPACT);
     deg_features *f = NULL;
     deg_status s = deg_features_extract_anchored(k, req, strlen(req), g, strlen(g), a, strlen(a),
-                                                 0, 0, &f, errs);
+                                                 0, flags, &f, errs);
     cr_assert_eq(s, DEG_OK, "%s", deg_errmsg());
     free(req);
     free(g);
     free(a);
     return f;
+}
+
+static deg_features *extract_anchored(deg_ckpt *k, json_t *gold, json_t *anchors, char **errs)
+{
+    return extract_flags(k, gold, anchors, 0, errs);
 }
 
 /* raw digest of a traced leaf fork (as fill.c's decode_* digest it) */
@@ -277,6 +283,18 @@ Test(train_anchor, features_match_fill_bitwise, .timeout = 300)
     cr_assert(ip >= 0 && f->anchor[ip].anchor == -1 && f->anchor[ip].r0 == -1);
     leaf_raw(k, f, (size_t)ip, hex);
     cr_assert_str_eq(hex, json_string_value(json_object_get(meta_of(r, "/priority"), "raw")));
+    /* DEG_FEATURES_ANCHORED_ONLY: the same forks minus the top-level leaf, bitwise */
+    deg_features *o = extract_flags(k, gold, anchors, DEG_FEATURES_ANCHORED_ONLY, NULL);
+    cr_assert_eq(o->n_forks, f->n_forks - 1, "%zu of %zu", o->n_forks, f->n_forks);
+    cr_assert(find(o, "/priority", NULL) < 0);
+    for (size_t i = 0; i < o->n_forks; i++) {
+        long j = find(f, o->forks[i].pointer, o->forks[i].mode);
+        cr_assert(j >= 0 && f->forks[j].n_rows == o->forks[i].n_rows, "%s", o->forks[i].pointer);
+        cr_assert_eq(memcmp(f->forks[j].hidden, o->forks[i].hidden,
+                            (size_t)o->forks[i].n_rows * E * sizeof(float)), 0);
+        cr_assert_eq(memcmp(&f->anchor[j], &o->anchor[i], 4 * sizeof(int64_t)), 0);
+    }
+    deg_features_free(o);
     deg_features_free(f);
     json_decref(gold);
     json_decref(anchors);

@@ -14,7 +14,9 @@ written atomically, so an interrupted extraction resumes where it stopped.
 
 Anchor mode (§12.6, `deg.train --anchor`): a record with anchored arrays also
 gets one anchor-mode trace (deg_features_extract_anchored, teacher-forced with
-deg.datagen.record.anchor_gold), cached in the same directory under the
+deg.datagen.record.anchor_gold; DEG_FEATURES_ANCHORED_ONLY: only the anchor
+forks, anchored counts and forks inside anchored items, the rest is the index
+trace's), cached in the same directory under the
 SHA-256 of (ANCHOR_CACHE_FORMAT, backbone SHA-256, request, gold, anchors JSON
 with sorted keys); its forks carry the anchor facts (`anchor`, `rend`, `r0`,
 `r1`, `starts`) and the file's meta the left-out counts (`anchor_counts`).
@@ -32,6 +34,7 @@ from .._native import check, ffi, lib
 CACHE_FORMAT = "deg-features-v1"
 ANCHOR_CACHE_FORMAT = "deg-features-anchor-v1"
 CHOICE_ONLY = lib.DEG_FEATURES_CHOICE_ONLY
+ANCHORED_ONLY = lib.DEG_FEATURES_ANCHORED_ONLY
 
 
 class Features:
@@ -111,8 +114,8 @@ def extract(ckpt, rec, shuffle_seed=0, choice_only=False, anchors=None):
                                       int(shuffle_seed), flags, out, errs)
     else:
         st = lib.deg_features_extract_anchored(ckpt._live(), req, len(req), gold, len(gold),
-                                               anchors, len(anchors), int(shuffle_seed), flags,
-                                               out, errs)
+                                               anchors, len(anchors), int(shuffle_seed),
+                                               flags | ANCHORED_ONLY, out, errs)
     if errs[0] != ffi.NULL:
         lib.deg_free(errs[0])
     check(st)
