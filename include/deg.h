@@ -689,7 +689,9 @@ typedef struct deg_features {
  * shuffle_seed != 0 puts every choice leaf's option lines in a random order
  * (xoshiro256** seeded by (shuffle_seed, FNV-1a of the leaf pointer); §12.4
  * option-order shuffling), reported in .order; 0 = plan order. flags:
- * DEG_FEATURES_*. Needs a checkpoint whose array_mode is "index".
+ * DEG_FEATURES_*. Index mode whatever the checkpoint's array_mode (an
+ * anchor-mode checkpoint fills documents shorter than its anchor_min_tokens
+ * this way, §12.6; deg_features_extract_anchored traces anchor mode).
  * Errors: as deg_fill (with *errors_json, may be NULL, owned by the caller),
  * DEG_ERR_ARG (gold not JSON, unknown flags), DEG_ERR_NOMEM. */
 DEG_API deg_status deg_features_extract(deg_ckpt *ckpt, const char *request_json, size_t len,

@@ -277,9 +277,6 @@ static deg_status extract(const char *fn, deg_ckpt *ckpt, const char *request_js
     unsigned known = DEG_FEATURES_CHOICE_ONLY | (anchors_json ? DEG_FEATURES_ANCHORED_ONLY : 0u);
     if (flags & ~known)
         return dg_fail(DEG_ERR_ARG, "%s: unknown flags 0x%x", fn, flags);
-    if (!anchors_json && strcmp(ckpt->array_mode, "index") != 0)
-        return dg_fail(DEG_ERR_UNSUPPORTED, "%s: array_mode \"%s\" (index mode only; "
-                       "deg_features_extract_anchored traces anchor mode)", fn, ckpt->array_mode);
     json_error_t e;
     json_t *gold = json_loadb(gold_json, gold_len, JSON_DECODE_ANY, &e);
     if (!gold)

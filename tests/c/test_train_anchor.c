@@ -295,6 +295,17 @@ Test(train_anchor, features_match_fill_bitwise, .timeout = 300)
         cr_assert_eq(memcmp(&f->anchor[j], &o->anchor[i], 4 * sizeof(int64_t)), 0);
     }
     deg_features_free(o);
+    /* an anchor-mode checkpoint still gives index traces (documents below
+     * anchor_min_tokens): the gold count, ITEM i forks, no anchor facts */
+    deg_features *x = NULL;
+    char *gt = json_dumps(gold, JSON_COMPACT);
+    cr_assert_eq(deg_features_extract(k, req, strlen(req), gt, strlen(gt), 0, 0, &x, NULL), DEG_OK,
+                 "%s", deg_errmsg());
+    long ix = find(x, "/rows", "count");
+    cr_assert(ix >= 0 && x->forks[ix].count_gold == (int32_t)n && !x->anchor);
+    cr_assert(find(x, "/rows", "anchor") < 0 && find(x, "/rows/1/name", NULL) >= 0);
+    free(gt);
+    deg_features_free(x);
     deg_features_free(f);
     json_decref(gold);
     json_decref(anchors);

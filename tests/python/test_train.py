@@ -334,3 +334,18 @@ def test_anchor_features_and_examples(tmp_path):
         assert not any(x.kind == data.ANCHOR_COUNT for x in data.anchor_examples_of(rec, plan, f))
     finally:
         ck.close()
+
+
+def test_anchor_array_mode_and_min_tokens(anchor_dataset):
+    out = _anchor_run(anchor_dataset, "anc-min", "--epochs", "1", "--array-mode", "anchor",
+                      "--anchor-min-tokens", "10000")
+    rep = json.loads((out / "train-report.json").read_text())
+    assert rep["anchor"]["train"]["below_min_tokens"] == 9
+    assert rep["anchor"]["train"]["arrays"] == 0
+    assert "anchor" not in rep["history"][0]["train_kind"]
+    meta = json.loads((out / "deg.json").read_text())
+    assert meta["array_mode"] == "anchor" and meta["anchor_min_tokens"] == 10000
+    # --init with another array mode is refused
+    d, path = anchor_dataset
+    assert main(["--data", path, "--init", str(out), "--model", TINY, "--out", str(d / "x"),
+                 "--array-mode", "index", "--no-progress"]) == 2

@@ -17,7 +17,9 @@ the same directory under distinct keys), and the loss adds --anchor-weight x
 the mean anchor BCE, --anchor-count-weight x the mean anchor_count CE, and the
 forks inside anchored items (extracts with the anchored-extract bias) to the
 decide / extract / count means. Left-out anchored arrays are counted in
-train-report.json ("anchor").
+train-report.json ("anchor"). --array-mode anchor / --anchor-min-tokens N set
+the random start checkpoint's deg.json (so the result fills in anchor mode);
+records under N context tokens then get no anchor trace (index mode, §12.6).
 
 Every epoch writes OUT/epochs/epoch-NNN/ (deg.json, heads.safetensors, optim.npz,
 state.json); --resume continues from the newest one and gives bitwise the
@@ -47,9 +49,11 @@ from .optim import AdamW, lr_at
 # Arguments that must match for --resume.
 _RESUME_KEYS = ("data", "epochs", "lr", "batch", "warmup", "seed", "max_records",
                 "max_val_records", "variants", "weight_decay", "clip", "extract_init_scale",
-                "anchor", "anchor_weight", "anchor_count_weight")
+                "anchor", "anchor_weight", "anchor_count_weight", "array_mode",
+                "anchor_min_tokens")
 # Their values in runs saved before the key existed.
-_RESUME_DEFAULTS = {"anchor": False, "anchor_weight": 1.0, "anchor_count_weight": 0.0}
+_RESUME_DEFAULTS = {"anchor": False, "anchor_weight": 1.0, "anchor_count_weight": 0.0,
+                    "array_mode": None, "anchor_min_tokens": None}
 
 
 def parse_args(argv):
@@ -79,6 +83,13 @@ def parse_args(argv):
     p.add_argument("--anchor-count-weight", type=float, default=0.0,
                    help="weight W of the mean anchor_count CE (count fork of anchored arrays; "
                    "0 = off, §12.4)")
+    p.add_argument("--array-mode", choices=("index", "anchor"),
+                   help="deg.json array_mode of the random start checkpoint (default index); "
+                   "with --init it must be the init's")
+    p.add_argument("--anchor-min-tokens", type=int,
+                   help="deg.json anchor_min_tokens of the random start checkpoint (default 0; "
+                   "with --init it must be the init's); with --anchor, records with fewer "
+                   "context tokens get no anchor trace (they fill in index mode, §12.6)")
     p.add_argument("--max-records", type=int, help="train on a stratified subsample of this "
                    "many train records")
     p.add_argument("--max-val-records", type=int, help="calibrate/validate on this many val records")
@@ -99,6 +110,8 @@ def parse_args(argv):
             p.error(f"--{k} must be >= 1")
     if a.variants < 0 or a.warmup < 0:
         p.error("--variants and --warmup must be >= 0")
+    if a.anchor_min_tokens is not None and a.anchor_min_tokens < 0:
+        p.error("--anchor-min-tokens must be >= 0")
     if a.anchor_weight < 0 or a.anchor_count_weight < 0:
         p.error("--anchor-weight and --anchor-count-weight must be >= 0")
     return a
@@ -142,13 +155,16 @@ class Item:
 
 def new_anchor_stats():
     return {"records": 0, "arrays": 0, "skipped_arrays": 0, "shared_token": 0, "gold_none": 0,
-            "bad_records": 0, "seconds": 0.0, "traced": 0}
+            "bad_records": 0, "below_min_tokens": 0, "seconds": 0.0, "traced": 0}
 
 
-def prepare_anchor(rec, plan, ckpt, sha, cache, stats, bad_ex):
+def prepare_anchor(rec, plan, base, ckpt, sha, cache, stats, bad_ex, min_tokens):
     """Anchor-mode features of a good record (None when it has no anchored array
-    with gold anchors, or its anchor gold or trace is unusable: counted in stats,
-    the record still trains in index mode)."""
+    with gold anchors, is shorter than min_tokens context tokens, or its anchor gold
+    or trace is unusable: counted in stats, the record still trains in index mode)."""
+    if base.ctx.shape[0] < min_tokens:
+        stats["below_min_tokens"] += 1
+        return None
     try:
         gold = anchor_gold(rec)
     except (DegError, KeyError, TypeError, ValueError) as e:
@@ -209,7 +225,8 @@ def prepare(records, ckpt, sha, cache, n_variants, bad, bad_ex, args, what, anch
             continue
         anchor = None
         if anchor_stats is not None:
-            anchor = prepare_anchor(rec, plan, ckpt, sha, cache, anchor_stats, bad_ex)
+            anchor = prepare_anchor(rec, plan, base, ckpt, sha, cache, anchor_stats, bad_ex,
+                                    args.anchor_min_tokens or 0)
         items.append(Item(rec, plan, base, variants, anchor))
     return items, time.time() - t0, traced
 
@@ -338,7 +355,9 @@ def main(argv=None):
         start_dir, model_path = args.init, args.model
     else:
         start_dir = os.path.join(args.out, "init")
-        create_random_checkpoint(args.model, start_dir, seed=args.seed)
+        create_random_checkpoint(args.model, start_dir, seed=args.seed,
+                                 array_mode=args.array_mode or "index",
+                                 anchor_min_tokens=args.anchor_min_tokens or 0)
         model_path = args.model
     try:
         ckpt = load(start_dir, model_path=model_path)
@@ -348,6 +367,11 @@ def main(argv=None):
     with open(os.path.join(start_dir, "deg.json")) as fh:
         meta = json.load(fh)
     sha = meta["backbone"]["sha256"]
+    for k, v in (("array_mode", args.array_mode), ("anchor_min_tokens", args.anchor_min_tokens)):
+        if v is not None and meta.get(k) != v:
+            _log(f"deg.train: --{k.replace('_', '-')} {v}: the start checkpoint {start_dir} "
+                 f"has {k} {meta.get(k)!r}")
+            return 2
     heads = Heads(ckpt)
 
     # --- features
