@@ -316,6 +316,8 @@ def test_anchor_features_and_examples(tmp_path):
         g, hit2 = features.get_anchored(ck, "x", str(tmp_path), rec, gold)
         assert not hit and hit2 and f.anchor_counts == g.anchor_counts == \
             {"arrays": 1, "skipped": 0, "shared": 0}
+        base, _ = features.get(ck, "x", str(tmp_path), rec, 0)
+        assert np.array_equal(base.ctx, f.ctx) and np.array_equal(base.tok_cp, f.tok_cp)
         exs = data.anchor_examples_of(rec, plan, f, anchor_count=True)
         by = {(x.kind, x.pointer): x for x in exs}
         a = by[(data.ANCHOR, "/parts")]

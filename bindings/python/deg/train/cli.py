@@ -186,6 +186,8 @@ def prepare_anchor(rec, plan, base, ckpt, sha, cache, stats, bad_ex, min_tokens)
         return None
     stats["seconds"] += time.time() - t0
     stats["traced"] += not hit
+    if feats.ctx.shape == base.ctx.shape and np.array_equal(feats.ctx, base.ctx):
+        feats.ctx = base.ctx  # the same trunk: keep one copy in memory
     c = feats.anchor_counts
     stats["arrays"] += c["arrays"]
     stats["skipped_arrays"] += c["skipped"] + c["shared"]
