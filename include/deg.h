@@ -624,7 +624,8 @@ typedef struct deg_feature_fork {
     const char *pointer;   /* concrete JSON pointer of the leaf, or of the array
                             * instance for a count fork (the gold's item indices) */
     const char *mode;      /* "decide.choice" | "decide.score" | "decide.noul" |
-                            * "extract.number" | "extract.date" | "extract.span" | "count" */
+                            * "extract.number" | "extract.date" | "extract.span" | "count"
+                            * (anchor traces also "anchor" | "anchor_count") */
     int32_t index;         /* plan field index (leaf) or plan array index (count) */
     int32_t n_rows;        /* rows of hidden */
     const float *hidden;   /* [n_rows, n_embd]: choice/score: the option/level line

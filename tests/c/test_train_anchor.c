@@ -276,6 +276,10 @@ Test(train_anchor, features_match_fill_bitwise, .timeout = 300)
         snprintf(pt, sizeof pt, "/rows/%zu/tags", g);
         long it = find(f, pt, "count");
         cr_assert(it >= 0 && find(f, pt, "anchor") < 0, "%s by index", pt);
+        snprintf(pfs, sizeof pfs, "/rows/%zu/tags", n - 1 - g);
+        cr_assert_eq(f->forks[it].count_gold,
+                     (int32_t)json_integer_value(json_object_get(meta_of(r, pfs), "items")),
+                     "%s: its gold item's count", pt);
     }
     cr_assert(leaves == 3 * n && subs >= n);
     /* top-level leaves are as in an index trace */
