@@ -71,3 +71,14 @@ def test_generate_prompt_seeded(model_path):
             "--max-tokens", "6", "--temperature", "0.8", "--seed", "3", "--top-k", "50",
             "--top-p", "0.9")
     assert run_cli(*args).stdout == run_cli(*args).stdout
+
+
+def test_fill_names_the_missing_file(tmp_path):
+    schema = tmp_path / "s.json"
+    schema.write_text('{"type": "object", "properties": {"a": {"type": "boolean"}}}')
+    res = run_cli("fill", "--context", tmp_path / "nope.txt", "--schema", schema, check=False)
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert "--context" in res.stderr and "nope.txt" in res.stderr
+    assert "No such file" in res.stderr
+    res = run_cli("fill", "--context", schema, "--schema", tmp_path / "gone.json", check=False)
+    assert res.returncode == 2 and "--schema" in res.stderr and "gone.json" in res.stderr

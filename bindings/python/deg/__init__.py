@@ -25,7 +25,7 @@ from .schema import (  # noqa: F401
 from .cartridge import Cartridge, DistillTarget, targets_from_logits  # noqa: F401
 
 from .fill import (  # noqa: F401,E402
-    fill, fill_many, load, create_random_checkpoint, Checkpoint,
+    fill, fill_many, load, create_random_checkpoint, Checkpoint, default_checkpoint_path,
 )
 
 __version__ = version()

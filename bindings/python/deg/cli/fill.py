@@ -31,13 +31,15 @@ def register(sub):
     p.set_defaults(func=run)
 
 
-def _read(path):
+def _read(path, what):
     if path == "-":
         return sys.stdin.read()
     try:
         return Path(path).read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
-        raise ValueError(f"{path}: not UTF-8 text (byte {e.start})") from None
+        raise ValueError(f"{what} {path}: not UTF-8 text (byte {e.start})") from None
+    except OSError as e:
+        raise ValueError(f"{what} {path}: {e.strerror or e}") from None
 
 
 def _json(text, what):
@@ -60,13 +62,13 @@ def run(args):
             backbone = default_model_path()
         create_random_checkpoint(backbone, args.ckpt, seed=args.seed)
     try:
-        context = _read(args.context)
+        context = _read(args.context, "--context")
         if args.json_context:
             context = _json(context, "--context")
-        schema = _json(_read(args.schema), "--schema")
+        schema = _json(_read(args.schema, "--schema"), "--schema")
         options = None
         if args.options:
-            options = _json(_read(args.options[1:]) if args.options.startswith("@")
+            options = _json(_read(args.options[1:], "--options") if args.options.startswith("@")
                             else args.options, "--options")
     except (OSError, UnicodeDecodeError, ValueError) as e:
         print(f"deg fill: {e}", file=sys.stderr)
