@@ -57,7 +57,7 @@ def clean_header(text, defines):
             continue
         if line.lstrip().startswith("#"):
             m = INT_DEFINE.match(line)
-            if m and not m.group(1).startswith("DEG_H"):
+            if m and not m.group(1).endswith("_H"):  # include guards (DEG_H, ...)
                 defines[m.group(1)] = m.group(2)
             continue
         out.append(line)

@@ -59,11 +59,18 @@ size_t dg_anchor_runs(const float *l, size_t n)
     return runs;
 }
 
+int dg_anchor_count_range(int64_t min_items, int64_t cap, int64_t *lo, int64_t *hi)
+{
+    *lo = min_items;
+    *hi = cap >= 0 && cap < DG_COUNT_MAX ? cap : DG_COUNT_MAX;
+    if (*hi < *lo) *hi = *lo;
+    return min_items <= DG_COUNT_MAX;
+}
+
 int64_t dg_anchor_count_n(const float *lg, double T, int64_t min_items, int64_t cap, size_t runs)
 {
-    if (min_items > DG_COUNT_MAX) return min_items;
-    int64_t top = cap >= 0 && cap < DG_COUNT_MAX ? cap : DG_COUNT_MAX;
-    if (top < min_items) top = min_items;
+    int64_t lo, top;
+    if (!dg_anchor_count_range(min_items, cap, &lo, &top)) return min_items;
     size_t n = (size_t)(top - min_items + 1);
     double p[DG_COUNT_MAX + 1];
     dg_softmax(lg + min_items, n, T, p, NULL);

@@ -79,4 +79,10 @@ size_t dg_anchor_runs(const float *logits, size_t n);
  * more; the anchors decide). */
 int64_t dg_anchor_count_n(const float *lg, double T, int64_t min_items, int64_t cap, size_t runs);
 
+/* The count classes dg_anchor_count_n reads (§12.6 count_peaks): [min_items,
+ * top], top = min(cap (or DG_COUNT_MAX when cap < 0), DG_COUNT_MAX), at least
+ * min_items. Returns 0 when min_items is beyond DG_COUNT_MAX (no class to
+ * read: the anchors decide); the trainer uses it for the anchored count fork. */
+int dg_anchor_count_range(int64_t min_items, int64_t cap, int64_t *lo, int64_t *hi);
+
 #endif

@@ -846,6 +846,12 @@ static deg_status decode_anchor(const dg_ckpt *k, freq *r, job *j)
     return dg_anchor_logits(&k->h, a, r->ctx_hidden, I->r0, I->r1, I->alog);
 }
 
+/* An anchored array's item cap: maxItems, else options.max_items, else -1 (none). */
+static int64_t anchor_cap(const freq *r, const dg_array_plan *a)
+{
+    return a->max_items >= 0 ? a->max_items : r->opt.max_items >= 0 ? r->opt.max_items : -1;
+}
+
 /* Count fork of an anchored array (count_peaks / hybrid): logits kept. */
 static void decode_anchor_count(const dg_ckpt *k, freq *r, job *j)
 {
@@ -862,7 +868,7 @@ static deg_status resolve_anchors(const dg_ckpt *k, freq *r, int in)
     inst *I = &r->insts[in];
     const dg_array_plan *a = &r->plan->arrays[I->array];
     size_t n = I->r1 - I->r0;
-    int64_t cap = a->max_items >= 0 ? a->max_items : r->opt.max_items >= 0 ? r->opt.max_items : -1;
+    int64_t cap = anchor_cap(r, a);
     int mode = r->opt.array_decode;
     int64_t count = -1;
     if (mode != DEG_ARRAY_DECODE_THRESHOLD) {
@@ -2018,19 +2024,6 @@ static char *trace_pointer(const freq *r, const dg_path *path, int in, size_t it
     return dg_path_pointer(path, idx, n);
 }
 
-/* The count classes of an anchored array's count fork (§12.6 count_peaks):
- * [minItems, min(maxItems | options.max_items | DG_COUNT_MAX, DG_COUNT_MAX)]
- * (as dg_anchor_count_n); 0 when minItems is beyond the head's range. */
-static int anchor_count_range(const freq *r, const inst *I, int64_t *lo, int64_t *hi)
-{
-    const dg_array_plan *a = &r->plan->arrays[I->array];
-    int64_t cap = a->max_items >= 0 ? a->max_items : r->opt.max_items >= 0 ? r->opt.max_items : -1;
-    *lo = a->min_items;
-    *hi = cap >= 0 && cap < DG_COUNT_MAX ? cap : DG_COUNT_MAX;
-    if (*hi < *lo) *hi = *lo;
-    return *lo <= DG_COUNT_MAX;
-}
-
 /* Report job j (run) to the hooks. */
 static deg_status trace_report(const dg_ckpt *k, freq *r, const job *j)
 {
@@ -2053,7 +2046,9 @@ static deg_status trace_report(const dg_ckpt *k, freq *r, const job *j)
             tf.n_starts = (size_t)I->n_items;
         } else if (I->anchored) {
             tf.anchored = 1;
-            if (!anchor_count_range(r, I, &tf.lo, &tf.hi)) return DEG_OK; /* untrainable */
+            const dg_array_plan *a = &r->plan->arrays[I->array];
+            if (!dg_anchor_count_range(a->min_items, anchor_cap(r, a), &tf.lo, &tf.hi))
+                return DEG_OK; /* minItems beyond the count head: untrainable */
         } else {
             DG_TRY(count_range(r, I, &tf.lo, &tf.hi));
         }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "deg.h"
+#include "ckpt_fixture.h"
 #include "deg/anchor.h"
 #include "deg/fill.h"
 #include "model/model.h"
@@ -129,19 +130,7 @@ static deg_ckpt *make_ckpt(const char *tiny, uint64_t seed, const char *mode, lo
     snprintf(model, sizeof model, "%s/%s", GOLDENS, tiny);
     snprintf(dir_buf, sizeof dir_buf, "%s/anchor-test-%d-%s-%s-%ld", DEG_BUILD_ROOT,
              (int)getpid(), tiny, mode, min_tokens);
-    cr_assert_eq(deg_ckpt_create_random(model, seed, dir_buf), DEG_OK, "%s", deg_errmsg());
-    char js[512];
-    snprintf(js, sizeof js, "%s/deg.json", dir_buf);
-    json_t *meta = json_load_file(js, 0, NULL);
-    cr_assert(meta);
-    json_object_set_new(meta, "array_mode", json_string(mode));
-    json_object_set_new(meta, "anchor_min_tokens", json_integer(min_tokens));
-    cr_assert_eq(json_dump_file(meta, js, JSON_INDENT(1)), 0);
-    json_decref(meta);
-    deg_ckpt *k = NULL;
-    cr_assert_eq(deg_ckpt_load(dir_buf, NULL, &k), DEG_OK, "%s", deg_errmsg());
-    deg_ckpt_set_debug(k, 1);
-    return k;
+    return tu_random_ckpt(model, seed, dir_buf, mode, min_tokens);
 }
 
 /* Anchor head = the constant b (q = k = u = 0): flat logits; the count head

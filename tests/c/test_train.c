@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "deg.h"
+#include "ckpt_fixture.h"
 
 #define GOLDENS DEG_SOURCE_ROOT "/tests/goldens"
 
@@ -27,13 +28,7 @@ static const char *tmp_dir(const char *name)
 
 static deg_ckpt *make_ckpt(uint64_t seed)
 {
-    const char *dir = tmp_dir("init");
-    cr_assert_eq(deg_ckpt_create_random(GOLDENS "/tiny-llama", seed, dir), DEG_OK, "%s",
-                 deg_errmsg());
-    deg_ckpt *k = NULL;
-    cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_OK, "%s", deg_errmsg());
-    deg_ckpt_set_debug(k, 1);
-    return k;
+    return tu_random_ckpt(GOLDENS "/tiny-llama", seed, tmp_dir("init"), NULL, -1);
 }
 
 static const char *CONTEXT =

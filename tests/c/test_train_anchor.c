@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "deg.h"
+#include "ckpt_fixture.h"
 #include "deg/fill.h"
 
 #define GOLDENS DEG_SOURCE_ROOT "/tests/goldens"
@@ -26,19 +27,7 @@ static deg_ckpt *make_ckpt(uint64_t seed, const char *mode)
 {
     snprintf(dir_buf, sizeof dir_buf, "%s/train-anchor-test-%d-%s", DEG_BUILD_ROOT,
              (int)getpid(), mode);
-    cr_assert_eq(deg_ckpt_create_random(GOLDENS "/tiny-llama", seed, dir_buf), DEG_OK, "%s",
-                 deg_errmsg());
-    char js[512];
-    snprintf(js, sizeof js, "%s/deg.json", dir_buf);
-    json_t *meta = json_load_file(js, 0, NULL);
-    cr_assert(meta);
-    json_object_set_new(meta, "array_mode", json_string(mode));
-    cr_assert_eq(json_dump_file(meta, js, JSON_INDENT(1)), 0);
-    json_decref(meta);
-    deg_ckpt *k = NULL;
-    cr_assert_eq(deg_ckpt_load(dir_buf, NULL, &k), DEG_OK, "%s", deg_errmsg());
-    deg_ckpt_set_debug(k, 1);
-    return k;
+    return tu_random_ckpt(GOLDENS "/tiny-llama", seed, dir_buf, mode, -1);
 }
 
 static const char *CTX =

@@ -113,3 +113,16 @@ def test_fetch_model_is_idempotent_when_present(tmp_path, monkeypatch, model_pat
     dest.symlink_to(Path(model_path).resolve())
     assert deg.fetch_model(verbose=False) == dest
     assert dest.is_symlink()
+
+
+def test_every_integer_define_of_the_headers_is_bound():
+    # read independently of gen_cffi: `#define NAME <integer>` with anything after it
+    from deg._native import lib
+    want = {}
+    for h in ("deg.h", "cartridge.h"):
+        for m in re.finditer(r"^#define\s+(\w+)\s+(-?\d+)\b", (ROOT / "include" / h).read_text(),
+                             re.M):
+            want[m.group(1)] = int(m.group(2))
+    assert {"DEG_HEAD_CHOICE", "DEG_HEAD_EXTRACT_ANCHORED", "DEG_TRAIN_WEIGHTS"} <= set(want)
+    missing = {k: v for k, v in want.items() if getattr(lib, k, None) != v}
+    assert not missing

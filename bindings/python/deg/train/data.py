@@ -16,12 +16,15 @@ import numpy as np
 
 from ..errors import DegError
 from ..parsers import validate
+from .._native import lib
 from ..schema import compile_schema
 
-KIND = {"decide.choice": 0, "decide.score": 1, "decide.noul": 2, "count": 4}
-EXTRACT = 3
-# anchor-mode loss kinds (deg.h DEG_HEAD_ANCHOR, _ANCHOR_COUNT, _EXTRACT_ANCHORED)
-ANCHOR, ANCHOR_COUNT, EXTRACT_ANCHORED = 5, 6, 7
+# loss kinds of deg_train_example (deg.h DEG_HEAD_*)
+KIND = {"decide.choice": lib.DEG_HEAD_CHOICE, "decide.score": lib.DEG_HEAD_SCORE,
+        "decide.noul": lib.DEG_HEAD_NOUL, "count": lib.DEG_HEAD_COUNT}
+EXTRACT = lib.DEG_HEAD_EXTRACT
+ANCHOR, ANCHOR_COUNT = lib.DEG_HEAD_ANCHOR, lib.DEG_HEAD_ANCHOR_COUNT
+EXTRACT_ANCHORED = lib.DEG_HEAD_EXTRACT_ANCHORED
 
 
 class BadRecord(Exception):

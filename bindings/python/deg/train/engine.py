@@ -93,11 +93,11 @@ class Heads:
         """Raw logits of one example (deg_train_logits layout)."""
         arr, keep = self._c_examples([x])
         n = ffi.new("size_t *")
-        if x.kind in (3, 7):
+        if x.kind in (lib.DEG_HEAD_EXTRACT, lib.DEG_HEAD_EXTRACT_ANCHORED):
             cap = 2 * (x.rows.shape[0] + 1)
-        elif x.kind in (0, 1, 5):
+        elif x.kind in (lib.DEG_HEAD_CHOICE, lib.DEG_HEAD_SCORE, lib.DEG_HEAD_ANCHOR):
             cap = x.rows.shape[0]
-        elif x.kind == 2:
+        elif x.kind == lib.DEG_HEAD_NOUL:
             cap = 2
         else:
             cap = x.hi - x.lo + 1

@@ -164,22 +164,34 @@ def variant_seed(rec, v):
     return int.from_bytes(h[:8], "little") or 1
 
 
-def cache_path(cache_dir, backbone_sha, rec, v):
+def _cache_file(cache_dir, prefix, parts):
+    """cache_dir/<prefix><first 32 hex of SHA-256 over the \\0-terminated parts>.npz"""
     h = hashlib.sha256()
-    for part in (CACHE_FORMAT.encode(), backbone_sha.encode(), request_of(rec), gold_of(rec),
-                 str(variant_seed(rec, v)).encode()):
+    for part in parts:
         h.update(part)
         h.update(b"\0")
-    return os.path.join(cache_dir, h.hexdigest()[:32] + ".npz")
+    return os.path.join(cache_dir, prefix + h.hexdigest()[:32] + ".npz")
+
+
+def cache_path(cache_dir, backbone_sha, rec, v):
+    return _cache_file(cache_dir, "", (CACHE_FORMAT.encode(), backbone_sha.encode(),
+                                       request_of(rec), gold_of(rec),
+                                       str(variant_seed(rec, v)).encode()))
 
 
 def anchor_cache_path(cache_dir, backbone_sha, rec, anchors):
-    h = hashlib.sha256()
-    for part in (ANCHOR_CACHE_FORMAT.encode(), backbone_sha.encode(), request_of(rec),
-                 gold_of(rec), anchors):
-        h.update(part)
-        h.update(b"\0")
-    return os.path.join(cache_dir, "a-" + h.hexdigest()[:32] + ".npz")
+    return _cache_file(cache_dir, "a-", (ANCHOR_CACHE_FORMAT.encode(), backbone_sha.encode(),
+                                         request_of(rec), gold_of(rec), anchors))
+
+
+def _cached(path, trace):
+    """(Features, hit): loaded from path, else trace() stored there (path None: no cache)."""
+    if path and os.path.exists(path):
+        return Features.load(path), True
+    f = trace()
+    if path:
+        f.save(path)
+    return f, False
 
 
 def get_anchored(ckpt, backbone_sha, cache_dir, rec, gold_anchors):
@@ -187,20 +199,10 @@ def get_anchored(ckpt, backbone_sha, cache_dir, rec, gold_anchors):
     result), from the cache, traced and stored if missing."""
     anchors = anchors_of(gold_anchors)
     path = anchor_cache_path(cache_dir, backbone_sha, rec, anchors) if cache_dir else None
-    if path and os.path.exists(path):
-        return Features.load(path), True
-    f = extract(ckpt, rec, anchors=anchors)
-    if path:
-        f.save(path)
-    return f, False
+    return _cached(path, lambda: extract(ckpt, rec, anchors=anchors))
 
 
 def get(ckpt, backbone_sha, cache_dir, rec, v):
     """Features of (record, variant v) from the cache, traced and stored if missing."""
     path = cache_path(cache_dir, backbone_sha, rec, v) if cache_dir else None
-    if path and os.path.exists(path):
-        return Features.load(path), True
-    f = extract(ckpt, rec, variant_seed(rec, v), choice_only=v > 0)
-    if path:
-        f.save(path)
-    return f, False
+    return _cached(path, lambda: extract(ckpt, rec, variant_seed(rec, v), choice_only=v > 0))

@@ -1,0 +1,36 @@
+/* ckpt_fixture.h - a random-heads checkpoint on one of the tiny goldens for the
+ * C tests: created in a directory, optionally with deg.json's array_mode and
+ * anchor_min_tokens replaced, loaded with debug ("raw" digests) on. */
+#ifndef DEG_TESTS_CKPT_FIXTURE_H
+#define DEG_TESTS_CKPT_FIXTURE_H
+
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "deg.h"
+
+/* array_mode NULL and anchor_min_tokens < 0 keep deg_ckpt_create_random's. */
+static inline deg_ckpt *tu_random_ckpt(const char *model, uint64_t seed, const char *dir,
+                                       const char *array_mode, long anchor_min_tokens)
+{
+    cr_assert_eq(deg_ckpt_create_random(model, seed, dir), DEG_OK, "%s", deg_errmsg());
+    if (array_mode || anchor_min_tokens >= 0) {
+        char js[512];
+        snprintf(js, sizeof js, "%s/deg.json", dir);
+        json_t *meta = json_load_file(js, 0, NULL);
+        cr_assert(meta);
+        if (array_mode) json_object_set_new(meta, "array_mode", json_string(array_mode));
+        if (anchor_min_tokens >= 0)
+            json_object_set_new(meta, "anchor_min_tokens", json_integer(anchor_min_tokens));
+        cr_assert_eq(json_dump_file(meta, js, JSON_INDENT(1)), 0);
+        json_decref(meta);
+    }
+    deg_ckpt *k = NULL;
+    cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_OK, "%s", deg_errmsg());
+    deg_ckpt_set_debug(k, 1);
+    return k;
+}
+
+#endif
