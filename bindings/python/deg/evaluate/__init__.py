@@ -23,7 +23,8 @@ from ..datagen.record import concrete
 from .metrics import (align_items, canonical, confidence_of, ece, head_kind, mae, null_pr,
                       percentile, reliability, same_parsed, same_value, token_f1)
 
-__all__ = ["evaluate", "score_record", "score_response", "rescore", "summarize", "determinism",
+__all__ = ["evaluate", "score_record", "score_response", "field_rows", "field_summary", "rescore",
+           "summarize", "determinism",
            "oracle_system", "HEAD_KINDS"]
 
 HEAD_KINDS = ("choice", "score", "noul", "extract")  # §12.3 kinds with a per-leaf confidence
@@ -74,6 +75,39 @@ def score_record(rec, value, meta, valid):
     return rows, arrays
 
 
+def _same_field(mode, fmt, g, p):
+    """Whole-field equality: null/absent on both sides, arrays as multisets of
+    items (same_value), scalars as the leaf scorer compares them."""
+    g_null, p_null = g is _MISSING or g is None, p is _MISSING or p is None
+    if g_null or p_null:
+        return g_null and p_null
+    if isinstance(g, list) and isinstance(p, list):
+        return len(g) == len(p) and all(same_value(g[i], p[j]) for i, j in align_items(g, p))
+    if isinstance(g, (list, dict)) or isinstance(p, (list, dict)):
+        return same_value(g, p)
+    return same_parsed(mode, fmt, g, p)
+
+
+def field_rows(rec, value, valid):
+    """One row per top-level property of the schema but x-generate ones:
+    {"field": "<source>/<key>", "correct", "gold", "pred"}; the field is right
+    when its whole value is (see _same_field). An invalid response misses every
+    field."""
+    plan = compile_schema(rec["schema"])
+    top = {f.path[0]: f for f in plan.fields if len(f.path) == 1}
+    out = []
+    for key, sub in rec["schema"].get("properties", {}).items():
+        if isinstance(sub, dict) and sub.get("x-generate"):
+            continue
+        f = top.get(key)
+        g = rec["value"].get(key, _MISSING)
+        p = value.get(key, _MISSING) if valid and isinstance(value, dict) else _MISSING
+        ok = valid and _same_field(f.mode if f else None, getattr(f, "format", None), g, p)
+        out.append({"field": f"{rec.get('source', '?')}/{key}", "correct": bool(ok),
+                    "gold": None if g is _MISSING else g, "pred": None if p is _MISSING else p})
+    return out
+
+
 def score_response(rec, resp, latency_s, error=None, cpu_s=None):
     """One per-record entry: validity, usage, latency, scored rows, and the
     raw response (value, meta, usage; None when the system raised)."""
@@ -86,8 +120,24 @@ def score_response(rec, resp, latency_s, error=None, cpu_s=None):
     return {"id": rec["id"], "valid": valid, "error": error, "latency_s": latency_s, "cpu_s": cpu_s,
             "prompt_tokens": pt, "generated_tokens": gt,
             "total_tokens": pt + gt if pt is not None and gt is not None else None,
-            "response": None if resp is None else {"value": value, "meta": meta, "usage": usage},
-            "rows": rows, "arrays": arrays}
+            "response": None if resp is None else dict(
+                {"value": value, "meta": meta, "usage": usage},
+                **({"raw": resp["raw"]} if resp.get("raw") is not None else {})),
+            "rows": rows, "arrays": arrays, "fields": field_rows(rec, value if valid else {}, valid),
+            "valid_jsonschema": _jsonschema_valid(rec["schema"], value)}
+
+
+def _jsonschema_valid(schema, value):
+    """python-jsonschema's verdict (Draft 2020-12, format checks on; x-* keywords
+    are ignored by it), None when jsonschema is not installed."""
+    try:
+        import jsonschema
+    except ImportError:
+        return None
+    if not isinstance(value, dict):
+        return False
+    cls = jsonschema.Draft202012Validator
+    return cls(schema, format_checker=cls.FORMAT_CHECKER).is_valid(value)
 
 
 def evaluate(records, system, name="system", n_bins=10, progress=None, on_record=None,
@@ -108,7 +158,7 @@ def evaluate(records, system, name="system", n_bins=10, progress=None, on_record
             resp, err = None, f"{type(e).__name__}: {e}"
         dt, dc = time.perf_counter() - t0, time.process_time() - c0
         if isinstance(resp, dict):
-            resp = {k2: resp.get(k2) for k2 in ("value", "meta", "usage")}
+            resp = {k2: resp.get(k2) for k2 in ("value", "meta", "usage", "raw")}
         per.append(score_response(rec, resp, dt, err, dc))
         if on_record:
             on_record(per[-1])
@@ -163,6 +213,9 @@ def summarize(per, n_bins=10):
          # over schema-valid responses only (a runaway, truncated answer is long and slow)
          "generated_tokens_mean_valid": _mean([p["generated_tokens"] for p in per if p["valid"]]),
          "latency_s_mean_valid": _mean([p["latency_s"] for p in per if p["valid"]])}
+    js = [p.get("valid_jsonschema") for p in per if p.get("valid_jsonschema") is not None]
+    s["validity_jsonschema"] = _mean([1.0 if v else 0.0 for v in js])
+    s.update(field_summary(per))
     by = lambda m: [r for r in rows if r["mode"] == m and not r["gold_null"]]  # noqa: E731
     ch = by("decide.choice")
     s["choice_em"] = _mean([1.0 if r["correct"] else 0.0 for r in ch])
@@ -206,6 +259,30 @@ def summarize(per, n_bins=10):
             s["reliability"][kind] = reliability([r["conf"] for r in xs],
                                                  [r["correct"] for r in xs], n_bins)
     return s
+
+
+def field_summary(per):
+    """Field accuracy: "field_acc_mean" over every (record, field) pair, its
+    mean over fields ("field_acc_macro"), and per field {"n", "acc",
+    "majority"} (majority: the share of the field's most common gold value,
+    what always answering it would score)."""
+    by = {}
+    for p in per:
+        for f in p.get("fields") or []:
+            by.setdefault(f["field"], []).append(f)
+    table = {}
+    for k in sorted(by):
+        xs = by[k]
+        counts = {}
+        for f in xs:
+            c = canonical(f["gold"])
+            counts[c] = counts.get(c, 0) + 1
+        table[k] = {"n": len(xs), "acc": sum(f["correct"] for f in xs) / len(xs),
+                    "majority": max(counts.values()) / len(xs)}
+    allf = [f for xs in by.values() for f in xs]
+    return {"field_acc_mean": _mean([1.0 if f["correct"] else 0.0 for f in allf]),
+            "field_acc_macro": _mean([t["acc"] for t in table.values()]),
+            "field_n": len(allf), "field_acc": table}
 
 
 def _parallel_outcomes(resp, plan):

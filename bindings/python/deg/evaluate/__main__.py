@@ -1,5 +1,5 @@
 """python -m deg.evaluate --records R.jsonl [--split test] [--subset N --subset-seed S]
-                          --system deg|baseline|oracle[:LABEL] ... [--merge RESULTS.json ...]
+                          --system deg|baseline|chat|oracle[:LABEL] ... [--merge RESULTS.json ...]
                           --out DIR
 
 Runs each --system on the same records and writes, in DIR:
@@ -13,13 +13,17 @@ Runs each --system on the same records and writes, in DIR:
 
 Systems: `deg` (deg.fill; --ckpt DIR, or a RANDOM-heads checkpoint when absent),
 `baseline` (deg.baseline: llama.cpp grammar-constrained greedy JSON of the same
-GGUF), `oracle` (echoes the gold: checks the harness). A LABEL names the
+GGUF), `chat` (deg.baseline.chat: one greedy chat question per leaf field, the
+same model through deg's runtime), `oracle` (echoes the gold: checks the harness). A LABEL names the
 column (default: the system name), e.g. --system deg:deg-v1.
 
 --merge adds results of earlier runs (results_<label>.json, or the
 responses_<label>.jsonl of an unfinished run: its records so far) to the report:
 they are rescored from their stored responses with the current metric code,
 so deg and the baseline can run at different times on the same subset.
+--per-field adds field accuracy per top-level field (+ --examples N failures
+each); the held-out real documents (python -m deg.evaluate.heldout, records
+of split "heldout") are reported that way (scripts/eval-heldout).
 
 --subset N picks a fixed stratified subset of the split: strata are
 (source, template), each gets a share proportional to its size (at least 1),
@@ -73,6 +77,14 @@ def make_system(name, args, records, env):
         env["llama_cpp_python"] = sys_.llama_cpp_version
         env["max_tokens"] = args.max_tokens
         return sys_
+    if name == "chat":
+        from ..baseline.chat import ChatBaselineSystem
+        sys_ = ChatBaselineSystem(args.model, n_threads=args.threads, max_items=args.chat_max_items)
+        env["model"] = sys_.model_path
+        env["max_answer_tokens"] = sys_.max_answer_tokens
+        env["max_list_tokens"] = sys_.max_list_tokens
+        env["max_items"] = sys_.max_items
+        return sys_
     if name == "deg":
         import tempfile
         import deg
@@ -97,7 +109,7 @@ def make_system(name, args, records, env):
         def run(context, schema):
             return deg.fill(context, schema, model=ckpt)
         return run
-    raise SystemExit(f"unknown system {name!r} (deg, baseline, oracle)")
+    raise SystemExit(f"unknown system {name!r} (deg, baseline, chat, oracle)")
 
 
 def run_one(spec, a, recs):
@@ -213,6 +225,12 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=1, help="CPU threads per system")
     ap.add_argument("--n-ctx", type=int, default=4096, help="baseline context size")
     ap.add_argument("--max-tokens", type=int, default=1024, help="baseline generation cap")
+    ap.add_argument("--chat-max-items", type=int, default=8,
+                    help="chat baseline: most items it asks about per array")
+    ap.add_argument("--per-field", action="store_true",
+                    help="add the per-field accuracy table (top-level fields)")
+    ap.add_argument("--examples", type=int, default=0,
+                    help="with --per-field: up to N failures per field and system")
     ap.add_argument("--title", default="deg evaluation")
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
@@ -253,7 +271,7 @@ def main(argv=None):
                 if d["subset"] else "")
              + "; strata " + ", ".join(f"{k} {v}" for k, v in d["strata"].items())] + a.notes
     notes += [why] if why else []
-    text = markdown(results, title=a.title, notes=notes)
+    text = markdown(results, title=a.title, notes=notes, per_field=a.per_field, examples=a.examples)
     with open(os.path.join(a.out, "report.md"), "w") as f:
         f.write(text)
     print(text)

@@ -3,11 +3,15 @@
 Plots need matplotlib (optional: `pip install matplotlib`); without it the
 report says so and keeps the reliability tables.
 """
+import json
 import os
 
 ROWS = [
     ("records", "records", "{:.0f}"),
     ("validity", "validity rate", "{:.3f}"),
+    ("validity_jsonschema", "validity rate (python-jsonschema, formats checked)", "{:.3f}"),
+    ("field_acc_mean", "mean field accuracy (every record x field)", "{:.3f}"),
+    ("field_acc_macro", "field accuracy, mean over fields", "{:.3f}"),
     ("invalid_no_object_n", "invalid: no JSON object (e.g. cut at the token cap)", "{:.0f}"),
     ("invalid_schema_n", "invalid: object fails the schema", "{:.0f}"),
     ("errors", "errors raised", "{:.0f}"),
@@ -54,7 +58,7 @@ RATIOS = [
 ]
 # accuracy rows where deg must be ahead of the baseline (issue 6)
 AHEAD = [("choice_em", "choice exact match"), ("noul_acc", "noul accuracy"),
-         ("span_em", "span exact match")]
+         ("span_em", "span exact match"), ("field_acc_mean", "mean field accuracy")]
 
 
 def _fmt(v, f):
@@ -84,7 +88,7 @@ def _env_line(r):
 
 def ratio_table(results):
     """deg / baseline ratios for every (deg-like, baseline) pair; [] without a baseline."""
-    base = [r for r in results if r.get("system") == "baseline"]
+    base = [r for r in results if r.get("system") in ("baseline", "chat")]
     degs = [r for r in results if r.get("system") == "deg"]
     if not base or not degs:
         return []
@@ -116,8 +120,42 @@ def ratio_table(results):
     return out
 
 
-def markdown(results, title="deg evaluation", notes=()):
-    """One table with a column per system (results: list of evaluate() dicts)."""
+def _short(v, n=70):
+    t = json.dumps(v, ensure_ascii=False)
+    return (t if len(t) <= n else t[:n - 3] + "...").replace("|", "\\|")
+
+
+def field_table(results, examples=0):
+    """Per-field accuracy, one column per system, + the majority-answer rate;
+    then up to `examples` failures per field and system (gold vs prediction)."""
+    keys = sorted({k for r in results for k in r["summary"].get("field_acc", {})})
+    if not keys:
+        return []
+    out = ["", "Field accuracy per field (the whole field's value right; arrays as multisets; "
+           "majority = always answering the field's most common gold value):", "",
+           "| field | n | " + " | ".join(r["name"] for r in results) + " | majority |",
+           "|---|---|" + "---|" * (len(results) + 1)]
+    for k in keys:
+        cells = [r["summary"]["field_acc"].get(k) for r in results]
+        first = next(c for c in cells if c)
+        out.append(f"| {k} | {first['n']} | " + " | ".join(_fmt(c and c["acc"], "{:.3f}") for c in cells)
+                   + f" | {first['majority']:.3f} |")
+    if examples:
+        for r in results:
+            out += ["", f"Failures, {r['name']} (up to {examples} per field; record id: gold -> prediction):", ""]
+            for k in keys:
+                bad = [(p["id"], f) for p in r["per_record"] for f in p.get("fields") or []
+                       if f["field"] == k and not f["correct"]]
+                for rid, f in bad[:examples]:
+                    out.append(f"- {k}, `{rid}`: {_short(f['gold'])} -> {_short(f['pred'])}"
+                               + ("" if next(p for p in r["per_record"] if p["id"] == rid)["valid"]
+                                  else " (invalid response)"))
+    return out
+
+
+def markdown(results, title="deg evaluation", notes=(), per_field=False, examples=0):
+    """One table with a column per system (results: list of evaluate() dicts);
+    per_field adds field_table(results, examples)."""
     n_bins = results[0]["summary"]["ece_bins"] if results else 10
     out = [f"# {title}", "",
            f"ECE: {n_bins} equal-width confidence bins over every leaf with a confidence "
@@ -135,6 +173,8 @@ def markdown(results, title="deg evaluation", notes=()):
     for key, label, f in ROWS:
         out.append(f"| {label} | " + " | ".join(_fmt(r["summary"].get(key), f) for r in results) + " |")
     out += ratio_table(results)
+    if per_field:
+        out += field_table(results, examples)
     for r in results:
         for kind, bins in r["summary"]["reliability"].items():
             if not bins:
