@@ -524,8 +524,10 @@ DEG_API int deg_acceptor_eos_ok(deg_acceptor *acc, const char *text, size_t len)
  *  - heads.safetensors: the fp32 heads of §12.3 (names and shapes in
  *    lib/deg/fill.h).
  * The backbone is referenced by file name + SHA-256 (of the GGUF file, or of
- * config.json and the *.safetensors files of an HF directory). A loaded
- * checkpoint owns its model. Not thread-safe: one fill at a time per handle.
+ * config.json and the *.safetensors files of an HF directory). A checkpoint
+ * loaded by deg_ckpt_load owns its model; deg_ckpt_open can run it over an
+ * already loaded model instead (deg_ckpt_params.model). Not thread-safe: one
+ * fill at a time per handle.
  *
  * Arrays (§12.6): "index" mode sizes every array with the count head and
  * addresses items as "ITEM i of"; "anchor" mode (for contexts of at least
@@ -555,6 +557,56 @@ DEG_API deg_status deg_ckpt_create_random(const char *model_path, uint64_t seed,
  * DEG_ERR_NOMEM. *out owned by the caller (deg_ckpt_free). */
 DEG_API deg_status deg_ckpt_load(const char *dir, const char *model_path, deg_ckpt **out);
 DEG_API void deg_ckpt_free(deg_ckpt *ckpt);
+
+/* Loading options of deg_ckpt_open, in the llama.h style: start from
+ * deg_ckpt_default_params() and set what you need (fields added later get
+ * defaults there, so callers keep working). */
+typedef struct deg_ckpt_params {
+    /* The backbone to run on, already loaded (borrowed). NULL (default): the
+     * checkpoint loads its own backbone (model_path, else resolved as
+     * deg_ckpt_load does) and frees it in deg_ckpt_free. Non-NULL: the
+     * checkpoint runs on this model and never frees it; the caller keeps the
+     * model alive until deg_ckpt_free of every checkpoint opened over it
+     * (the rule of trunks and cartridges), so one process holds one copy of
+     * the weights for any number of checkpoints, cartridges and trunks. The
+     * file or directory the model was loaded from must be the checkpoint's
+     * backbone (its SHA-256 is checked: DEG_ERR_MISMATCH). A model is
+     * immutable, so checkpoints over one model may fill on different threads;
+     * one checkpoint still runs one fill at a time. */
+    const deg_model *model;
+    /* Backbone file/directory when model is NULL (borrowed, read during the
+     * call); NULL = resolve from deg.json (deg_ckpt_backbone_path). */
+    const char *model_path;
+    /* Default of options.null_margin (§9: "null = the server's
+     * --null-margin"): with has_null_margin = 1, requests whose null_margin
+     * is null use this value (finite, nats); 0 (default): they use 0. */
+    int32_t has_null_margin;
+    double null_margin;
+    /* Fork batch memory budget in bytes (deg_ckpt_set_fork_budget);
+     * 0 = the default 256 MiB, else >= 1 MiB. */
+    size_t fork_budget_bytes;
+} deg_ckpt_params;
+
+/* Defaults: model NULL, model_path NULL, no null_margin default (0),
+ * fork_budget_bytes 0 (256 MiB). */
+DEG_API deg_ckpt_params deg_ckpt_default_params(void);
+
+/* Load the checkpoint in dir with params (NULL = deg_ckpt_default_params()).
+ * deg_ckpt_load(dir, path, out) is deg_ckpt_open with model_path = path.
+ * Errors: as deg_ckpt_load; DEG_ERR_ARG (non-finite null_margin,
+ * fork_budget_bytes in (0, 1 MiB)); DEG_ERR_MISMATCH when params->model was
+ * loaded from another backbone. *out owned by the caller (deg_ckpt_free,
+ * which frees the model only if the checkpoint loaded it). */
+DEG_API deg_status deg_ckpt_open(const char *dir, const deg_ckpt_params *params,
+                                 deg_ckpt **out);
+
+/* The backbone path the checkpoint in dir resolves to without a model_path:
+ * the path recorded in deg.json, else deg.json's file name next to the
+ * checkpoint, else in ${DEG_CACHE:-~/.cache/deg}/models (the first that
+ * exists; not hashed here). *out is NUL-terminated, owned by the caller
+ * (deg_free). Errors: DEG_ERR_IO (deg.json unreadable, backbone not found),
+ * DEG_ERR_FORMAT (bad deg.json), DEG_ERR_NOMEM. */
+DEG_API deg_status deg_ckpt_backbone_path(const char *dir, char **out);
 /* The checkpoint's backbone (borrowed, valid until deg_ckpt_free). */
 DEG_API const deg_model *deg_ckpt_model(const deg_ckpt *ckpt);
 /* Memory budget of one fork batch in bytes (default 256 MiB; >= 1 MiB): fork

@@ -353,10 +353,110 @@ done:
 
 static char *dup_str(const char *s) { return s ? strdup(s) : NULL; }
 
+/* Read dir's deg.json: *meta (owned by the caller) and its backbone fields
+ * (borrowed from *meta; *bpath may be NULL). */
+static deg_status read_meta(const char *jpath, json_t **meta, const char **bfile,
+                            const char **bsha, const char **bpath)
+{
+    json_error_t err;
+    *meta = json_load_file(jpath, 0, &err);
+    if (!*meta) {
+        /* jansson reports line -1 when the file could not be opened at all */
+        if (err.line <= 0) return dg_fail(DEG_ERR_IO, "%s: %s", jpath, err.text);
+        return dg_fail(DEG_ERR_FORMAT, "%s: %s (line %d, column %d)", jpath, err.text, err.line,
+                       err.column);
+    }
+    const char *fmt = json_string_value(json_object_get(*meta, "format"));
+    if (!fmt || strcmp(fmt, DG_CKPT_FORMAT) != 0)
+        return dg_fail(DEG_ERR_FORMAT, "%s: \"format\" is %s, expected \"%s\"", jpath,
+                       fmt ? fmt : "missing", DG_CKPT_FORMAT);
+    json_t *bb = json_object_get(*meta, "backbone");
+    *bfile = json_string_value(json_object_get(bb, "file"));
+    *bsha = json_string_value(json_object_get(bb, "sha256"));
+    *bpath = json_string_value(json_object_get(bb, "path"));
+    if (!*bfile || !*bsha || strlen(*bsha) != 64)
+        return dg_fail(DEG_ERR_FORMAT, "%s: \"backbone\" needs \"file\" and \"sha256\"", jpath);
+    return DEG_OK;
+}
+
+/* The backbone of the checkpoint in dir: the path recorded in deg.json, else
+ * the file name next to the checkpoint, else ${DEG_CACHE:-~/.cache/deg}/models
+ * (the first that exists). *out owned by the caller (free). */
+static deg_status resolve_backbone(const char *dir, const char *jpath, const char *bfile,
+                                   const char *bpath, char **out)
+{
+    const char *cands[3] = {bpath, NULL, NULL};
+    char *c1 = path_join(dir, bfile), *c2 = NULL;
+    const char *cache = getenv("DEG_CACHE");
+    const char *home = getenv("HOME");
+    if (cache) {
+        char *m = path_join(cache, "models");
+        c2 = m ? path_join(m, bfile) : NULL;
+        free(m);
+    } else if (home) {
+        char *m = path_join(home, ".cache/deg/models");
+        c2 = m ? path_join(m, bfile) : NULL;
+        free(m);
+    }
+    cands[1] = c1;
+    cands[2] = c2;
+    struct stat sb;
+    *out = NULL;
+    for (int i = 0; i < 3 && !*out; i++)
+        if (cands[i] && stat(cands[i], &sb) == 0) *out = strdup(cands[i]);
+    free(c1);
+    free(c2);
+    if (!*out)
+        return dg_fail(DEG_ERR_IO, "%s: backbone '%s' not found (recorded path, next to "
+                       "the checkpoint, or the deg model cache); pass the model path", jpath,
+                       bfile);
+    return DEG_OK;
+}
+
+deg_status deg_ckpt_backbone_path(const char *dir, char **out)
+{
+    if (!dir || !out) return dg_fail(DEG_ERR_ARG, "deg_ckpt_backbone_path: NULL argument");
+    *out = NULL;
+    char *jpath = path_join(dir, "deg.json");
+    if (!jpath) return dg_fail(DEG_ERR_NOMEM, "deg_ckpt_backbone_path: out of memory");
+    json_t *meta = NULL;
+    const char *bfile, *bsha, *bpath;
+    deg_status st = read_meta(jpath, &meta, &bfile, &bsha, &bpath);
+    if (st == DEG_OK) st = resolve_backbone(dir, jpath, bfile, bpath, out);
+    json_decref(meta);
+    free(jpath);
+    return st;
+}
+
+deg_ckpt_params deg_ckpt_default_params(void)
+{
+    deg_ckpt_params p;
+    memset(&p, 0, sizeof p);
+    p.model = NULL;
+    p.model_path = NULL;
+    p.has_null_margin = 0;
+    p.null_margin = 0.0;
+    p.fork_budget_bytes = 0;
+    return p;
+}
+
 deg_status deg_ckpt_load(const char *dir, const char *model_path, deg_ckpt **out)
 {
-    if (!dir || !out) return dg_fail(DEG_ERR_ARG, "deg_ckpt_load: NULL argument");
+    deg_ckpt_params p = deg_ckpt_default_params();
+    p.model_path = model_path;
+    return deg_ckpt_open(dir, &p, out);
+}
+
+deg_status deg_ckpt_open(const char *dir, const deg_ckpt_params *params, deg_ckpt **out)
+{
+    if (!dir || !out) return dg_fail(DEG_ERR_ARG, "deg_ckpt_open: NULL argument");
     *out = NULL;
+    deg_ckpt_params P = params ? *params : deg_ckpt_default_params();
+    if (P.has_null_margin && !isfinite(P.null_margin))
+        return dg_fail(DEG_ERR_ARG, "deg_ckpt_open: null_margin must be finite");
+    if (P.fork_budget_bytes != 0 && P.fork_budget_bytes < ((size_t)1 << 20))
+        return dg_fail(DEG_ERR_ARG, "deg_ckpt_open: fork_budget_bytes must be 0 (default) or "
+                       ">= 1 MiB");
     char *jpath = path_join(dir, "deg.json"), *spath = path_join(dir, "heads.safetensors");
     json_t *meta = NULL;
     dg_safetensors *sf = NULL;
@@ -364,64 +464,19 @@ deg_status deg_ckpt_load(const char *dir, const char *model_path, deg_ckpt **out
     dg_ckpt *k = calloc(1, sizeof *k);
     char *resolved = NULL;
     if (!jpath || !spath || !k) {
-        st = dg_fail(DEG_ERR_NOMEM, "deg_ckpt_load: out of memory");
+        st = dg_fail(DEG_ERR_NOMEM, "deg_ckpt_open: out of memory");
         goto fail;
     }
-    json_error_t err;
-    meta = json_load_file(jpath, 0, &err);
-    if (!meta) {
-        /* jansson reports line -1 when the file could not be opened at all */
-        if (err.line <= 0)
-            st = dg_fail(DEG_ERR_IO, "%s: %s", jpath, err.text);
-        else
-            st = dg_fail(DEG_ERR_FORMAT, "%s: %s (line %d, column %d)", jpath, err.text, err.line,
-                         err.column);
+    const char *bfile, *bsha, *bpath;
+    if ((st = read_meta(jpath, &meta, &bfile, &bsha, &bpath)) != DEG_OK) goto fail;
+    /* The backbone: the given model (its source is hashed), the given path, or
+     * resolved from deg.json. */
+    if (P.model) resolved = strdup(dg_model_path(P.model));
+    else if (P.model_path) resolved = strdup(P.model_path);
+    else if ((st = resolve_backbone(dir, jpath, bfile, bpath, &resolved)) != DEG_OK) goto fail;
+    if (!resolved) {
+        st = dg_fail(DEG_ERR_NOMEM, "deg_ckpt_open: out of memory");
         goto fail;
-    }
-    const char *fmt = json_string_value(json_object_get(meta, "format"));
-    if (!fmt || strcmp(fmt, DG_CKPT_FORMAT) != 0) {
-        st = dg_fail(DEG_ERR_FORMAT, "%s: \"format\" is %s, expected \"%s\"", jpath,
-                     fmt ? fmt : "missing", DG_CKPT_FORMAT);
-        goto fail;
-    }
-    json_t *bb = json_object_get(meta, "backbone");
-    const char *bfile = json_string_value(json_object_get(bb, "file"));
-    const char *bsha = json_string_value(json_object_get(bb, "sha256"));
-    const char *bpath = json_string_value(json_object_get(bb, "path"));
-    if (!bfile || !bsha || strlen(bsha) != 64) {
-        st = dg_fail(DEG_ERR_FORMAT, "%s: \"backbone\" needs \"file\" and \"sha256\"", jpath);
-        goto fail;
-    }
-    /* Resolve the backbone: the given path, else the recorded path, else the
-     * file name next to the checkpoint, else ${DEG_CACHE:-~/.cache/deg}/models. */
-    if (model_path) resolved = strdup(model_path);
-    else {
-        const char *cands[4] = {bpath, NULL, NULL, NULL};
-        char *c1 = path_join(dir, bfile), *c2 = NULL;
-        const char *cache = getenv("DEG_CACHE");
-        const char *home = getenv("HOME");
-        if (cache) {
-            char *m = path_join(cache, "models");
-            c2 = m ? path_join(m, bfile) : NULL;
-            free(m);
-        } else if (home) {
-            char *m = path_join(home, ".cache/deg/models");
-            c2 = m ? path_join(m, bfile) : NULL;
-            free(m);
-        }
-        cands[1] = c1;
-        cands[2] = c2;
-        struct stat sb;
-        for (int i = 0; i < 3 && !resolved; i++)
-            if (cands[i] && stat(cands[i], &sb) == 0) resolved = strdup(cands[i]);
-        free(c1);
-        free(c2);
-        if (!resolved) {
-            st = dg_fail(DEG_ERR_IO, "%s: backbone '%s' not found (recorded path, next to "
-                         "the checkpoint, or the deg model cache); pass the model path", jpath,
-                         bfile);
-            goto fail;
-        }
     }
     char sha[65];
     if ((st = dg_backbone_sha256(resolved, sha)) != DEG_OK) goto fail;
@@ -430,8 +485,13 @@ deg_status deg_ckpt_load(const char *dir, const char *model_path, deg_ckpt **out
                      "for '%s' with %s", dir, resolved, sha, bfile, bsha);
         goto fail;
     }
-    if ((st = deg_model_load(resolved, &k->model)) != DEG_OK) goto fail;
-    k->own_model = 1;
+    if (P.model) {
+        k->model = (deg_model *)P.model; /* borrowed: never freed by deg_ckpt_free */
+        k->own_model = 0;
+    } else {
+        if ((st = deg_model_load(resolved, &k->model)) != DEG_OK) goto fail;
+        k->own_model = 1;
+    }
     deg_model_info info;
     deg_model_get_info(k->model, &info);
     size_t off[N_TABLE];
@@ -489,7 +549,8 @@ deg_status deg_ckpt_load(const char *dir, const char *model_path, deg_ckpt **out
         char abs[4096];
         k->backbone_path = dup_str(realpath(resolved, abs) ? abs : resolved);
     }
-    k->fork_budget_bytes = (size_t)256 << 20;
+    k->fork_budget_bytes = P.fork_budget_bytes ? P.fork_budget_bytes : (size_t)256 << 20;
+    k->null_margin = P.has_null_margin ? P.null_margin : 0.0;
     k->eos_id = info.eos_id;
     k->stop_id = -1;
     if (strcmp(k->chat_layout ? k->chat_layout : "none", "none") != 0)

@@ -1140,7 +1140,7 @@ static deg_status decode_extract(const dg_ckpt *k, freq *r, job *j)
             first_reason = reason;
         }
     }
-    double margin = r->opt.has_null_margin ? r->opt.null_margin : 0.0;
+    double margin = r->opt.has_null_margin ? r->opt.null_margin : k->null_margin;
     int take_null = 0;
     const char *reason = NULL;
     if (f->on_null == DG_ON_NULL_FORBID) {

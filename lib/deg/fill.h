@@ -68,6 +68,7 @@ struct deg_ckpt {
     char *backbone_file, *backbone_sha256;
     char *backbone_path;      /* the resolved backbone (absolute when resolvable) */
     size_t fork_budget_bytes; /* fork batch memory budget */
+    double null_margin;       /* options.null_margin when a request's is null (§9) */
     int debug_raw;            /* meta gets "raw": sha256 of the field's raw head outputs */
     int32_t stop_id, eos_id;  /* generate stops: <|im_end|> (chat layouts) and EOS; -1 = none */
 };

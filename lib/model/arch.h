@@ -55,6 +55,7 @@ struct deg_model {
     const dg_arch *arch;
     dg_hparams hp;
     char *name;
+    char *path;                /* the path it was loaded from (absolute if resolvable) */
     char *chat_template;       /* NULL if none */
     const char *chat_layout;   /* static */
     dg_tokenizer *tok;

@@ -412,6 +412,14 @@ deg_status deg_model_load(const char *path, deg_model **out)
     m->bos_id = dg_tokenizer_bos(m->tok);
     m->eos_id = dg_tokenizer_eos(m->tok);
     if (!m->name) m->name = strdup("");
+    {
+        char abs[4096];
+        m->path = strdup(realpath(path, abs) ? abs : path);
+    }
+    if (!m->name || !m->path) {
+        deg_model_free(m);
+        return dg_fail(DEG_ERR_NOMEM, "deg_model_load: out of memory");
+    }
     if (!strcmp(m->arch->name, "qwen3"))
         m->chat_layout = "qwen3";
     else if (m->chat_template && strstr(m->chat_template, "<|im_start|>"))
@@ -432,6 +440,7 @@ void deg_model_free(deg_model *m)
     if (m->src.gguf) dg_gguf_close(m->src.gguf);
     if (m->src.st) dg_st_set_close(m->src.st);
     free(m->name);
+    free(m->path);
     free(m->chat_template);
     free(m);
 }
@@ -463,3 +472,4 @@ deg_status deg_model_get_info(const deg_model *m, deg_model_info *info)
 const dg_tokenizer *dg_model_tokenizer(const deg_model *model) { return model->tok; }
 
 const char *dg_model_chat_template(const deg_model *model) { return model->chat_template; }
+const char *dg_model_path(const deg_model *model) { return model->path; }

@@ -26,6 +26,7 @@ from .cartridge import Cartridge, DistillTarget, targets_from_logits  # noqa: F4
 
 from .fill import (  # noqa: F401,E402
     fill, fill_many, load, create_random_checkpoint, Checkpoint, default_checkpoint_path,
+    ckpt_backbone_path,
 )
 
 __version__ = version()

@@ -19,7 +19,8 @@ from ._native import check, ffi, lib
 from .errors import ArgumentError, FillError, RequestError, SchemaError
 from .model import _Handle
 
-__all__ = ["Checkpoint", "load", "create_random_checkpoint", "fill", "fill_many",
+__all__ = ["Checkpoint", "load", "ckpt_backbone_path", "create_random_checkpoint", "fill",
+           "fill_many",
            "default_checkpoint_path", "DEFAULT_CHECKPOINT"]
 
 _OK = 0
@@ -80,16 +81,42 @@ def _raise(status, errors, message):
 
 
 class Checkpoint(_Handle):
-    """A loaded deg checkpoint (owns its backbone). close() or `with` frees it."""
+    """A loaded deg checkpoint. close() or `with` frees it.
+
+    model: a deg.Model already loaded (the checkpoint runs over it and never
+    frees it; closing the model first closes the checkpoint), so one process
+    holds one copy of the weights for any number of checkpoints and
+    cartridges. None: the checkpoint loads and owns its backbone (model_path,
+    else resolved as deg.ckpt_backbone_path). null_margin: the default of a
+    request's options.null_margin when that is null (a server's
+    --null-margin; None = 0). fork_budget: bytes per fork batch (None = 256 MiB).
+    """
 
     _free = "deg_ckpt_free"
 
-    def __init__(self, path, model_path=None, debug=False):
+    def __init__(self, path, model_path=None, debug=False, model=None, null_margin=None,
+                 fork_budget=None):
+        from .model import Model
+        p = ffi.new("deg_ckpt_params *", lib.deg_ckpt_default_params())
+        keep = []
+        if model is not None:
+            if not isinstance(model, Model):
+                raise ArgumentError(f"model must be a deg.Model, got {type(model).__name__}")
+            if model_path is not None:
+                raise ArgumentError("give model or model_path, not both")
+            p.model = model._live()
+        elif model_path is not None:
+            keep.append(ffi.new("char[]", fspath(model_path).encode()))
+            p.model_path = keep[-1]
+        if null_margin is not None:
+            p.has_null_margin, p.null_margin = 1, float(null_margin)
+        if fork_budget is not None:
+            p.fork_budget_bytes = int(fork_budget)
         out = ffi.new("deg_ckpt **")
-        mp = fspath(model_path).encode() if model_path is not None else ffi.NULL
-        check(lib.deg_ckpt_load(fspath(path).encode(), mp, out))
-        _Handle.__init__(self, out[0])
+        check(lib.deg_ckpt_open(fspath(path).encode(), p, out))
+        _Handle.__init__(self, out[0], model)
         self.path = fspath(path)
+        self.model = model
         if debug:
             check(lib.deg_ckpt_set_debug(self._ptr, 1))
 
@@ -101,14 +128,27 @@ class Checkpoint(_Handle):
         return fill(context, schema, model=self, options=options, model_name=model)
 
 
-def load(checkpoint=None, model_path=None, debug=False):
+def load(checkpoint=None, model_path=None, debug=False, model=None, null_margin=None):
     """Load a checkpoint directory (None = the shipped one, default_checkpoint_path()).
     model_path: the backbone file/directory (default: the path recorded in
-    deg.json, next to the checkpoint, or the deg model cache). A backbone whose
-    SHA-256 differs raises MismatchError."""
+    deg.json, next to the checkpoint, or the deg model cache); or model: an
+    already loaded deg.Model to run over (shared, not copied). A backbone whose
+    SHA-256 differs raises MismatchError. null_margin: see Checkpoint."""
     if checkpoint is None:
         checkpoint = default_checkpoint_path()
-    return Checkpoint(checkpoint, model_path=model_path, debug=debug)
+    return Checkpoint(checkpoint, model_path=model_path, debug=debug, model=model,
+                      null_margin=null_margin)
+
+
+def ckpt_backbone_path(checkpoint=None):
+    """The backbone path a checkpoint directory resolves to without a model path
+    (recorded path, next to the checkpoint, or the deg model cache); not hashed.
+    None = the shipped checkpoint. Raises DegIOError when it is not found."""
+    if checkpoint is None:
+        checkpoint = default_checkpoint_path()
+    out = ffi.new("char **")
+    check(lib.deg_ckpt_backbone_path(fspath(checkpoint).encode(), out))
+    return _take(out)
 
 
 def create_random_checkpoint(model_path, directory, seed=0, array_mode="index",
@@ -178,14 +218,16 @@ def fill(context, schema, model=None, options=None, model_name="deg-latest"):
 
 def fill_many(jobs, model=None):
     """Fill several requests with their fork rows in the same batches. jobs:
-    dicts {"context", "schema"[, "options", "model"]}. Returns a list with, per
+    dicts {"context", "schema"[, "options", "model"]}, or a request's JSON text as
+    bytes (checked whole by libdeg: missing or unknown fields are RequestErrors). Returns a list with, per
     job, the response dict or the exception it raised (not raised)."""
     if model is None:
         with _default_lock:
             return fill_many(jobs, model=_default_checkpoint())
     ck, owned = _ckpt(model)
     try:
-        texts = [_request(j["context"], j["schema"], j.get("options"), j.get("model", "deg-latest"))
+        texts = [bytes(j) if isinstance(j, (bytes, bytearray)) else
+                 _request(j["context"], j["schema"], j.get("options"), j.get("model", "deg-latest"))
                  for j in jobs]
         n = len(texts)
         if n == 0:
