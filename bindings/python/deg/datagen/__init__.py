@@ -1,6 +1,12 @@
 """deg datagen: training and evaluation records (deg contract §11, §12.4, §12.6).
 
     python -m deg.datagen --out data/records.jsonl --seed 0
+    python -m deg.datagen --v2 --out data/records.jsonl   # datagen v2: deg.datagen.v2
+
+This module is the v1 generator (below); v2 (issue 12: many document kinds of
+real offline text, varied schemas, layouts and languages) is deg.datagen.v2
+and adds these sources at a small share. Files reserved for evaluation are
+refused by deg.datagen.guard in both.
 
 Sources (all text written by people outside this project, or generated):
   * debian-packages: apt's Packages lists (/var/lib/apt/lists/*_Packages*),
@@ -25,7 +31,7 @@ import json
 import random
 
 from . import debian, synthetic
-from .record import BadRecord, build, modes_of
+from .record import BadRecord, build, count_record, modes_of
 
 __all__ = ["generate", "split_of", "HELD_OUT_SOURCES", "BadRecord", "build", "modes_of"]
 
@@ -109,12 +115,7 @@ def generate(seed=0, n_packages=200, n_changelogs=100, n_synthetic=100,
                 bad_ex.append({"id": rid, "why": str(e)})
             continue
         records.append(rec)
-        stats["records"][split] = stats["records"].get(split, 0) + 1
-        key = f"{split}:{source}"
-        stats["sources"][key] = stats["sources"].get(key, 0) + 1
-        m = stats["modes"].setdefault(split, {})
-        for k, n in modes_of(rec).items():
-            m[k] = m.get(k, 0) + n
+        count_record(stats, rec)
         if progress:
             progress(len(records))
     stats["bad"] = bad

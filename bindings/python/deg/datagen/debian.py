@@ -7,14 +7,12 @@ Readers return plain dicts; `package_doc` / `changelog_doc` render one into
 """
 import datetime as dt
 import glob
-import gzip
-import lzma
-import os
 import re
 import subprocess
 
 from ..parsers import trim_span
 from .doc import Doc
+from .guard import check_path, is_reserved, read_text
 
 PACKAGES_GLOB = "/var/lib/apt/lists/*_Packages*"
 CHANGELOG_GLOB = "/usr/share/doc/*/changelog.Debian.gz"
@@ -33,7 +31,8 @@ URGENCIES = ["low", "medium", "high", "emergency", "critical"]
 
 
 def _read_text(path):
-    """A Packages list, whatever apt compressed it with."""
+    """A Packages list, whatever apt compressed it with (through the guard)."""
+    check_path(path)
     if path.endswith(".lz4"):
         try:
             return subprocess.run(["lz4cat", path], capture_output=True, check=True).stdout.decode(
@@ -41,9 +40,7 @@ def _read_text(path):
         except (OSError, subprocess.CalledProcessError):
             return subprocess.run(["/usr/lib/apt/apt-helper", "cat-file", path],
                                   capture_output=True, check=True).stdout.decode("utf-8", "replace")
-    opener = {".gz": gzip.open, ".xz": lzma.open}.get(os.path.splitext(path)[1], open)
-    with opener(path, "rb") as f:
-        return f.read().decode("utf-8", "replace")
+    return read_text(path, limit=1 << 30)
 
 
 def read_packages(paths=None, limit=None):
@@ -79,9 +76,7 @@ _TRAILER = re.compile(r"^ -- (.+?) <([^>]+)>  (.+)$")
 def read_changelog(path, max_entries=4):
     """Entries [{package, version, distribution, urgency, changes: [str],
     maintainer, email, date (str as written)}] of a changelog.Debian(.gz)."""
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rb") as f:
-        lines = f.read().decode("utf-8", "replace").split("\n")
+    lines = read_text(path, limit=16 << 20).split("\n")
     entries, cur = [], None
     for line in lines:
         m = _HEAD.match(line)
@@ -110,7 +105,7 @@ def read_changelog(path, max_entries=4):
 
 
 def changelog_paths(pattern=CHANGELOG_GLOB):
-    return sorted(glob.glob(pattern))
+    return sorted(p for p in glob.glob(pattern) if not is_reserved(p))
 
 
 def _rfc2822(s):

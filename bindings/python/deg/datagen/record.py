@@ -248,3 +248,24 @@ def anchor_gold(rec):
                 for i in range(len(items)):
                     item_region[f"{ptr}/{i}"] = None
     return out
+
+
+def count_record(stats, rec):
+    """Count a record into a run's stats: records per split, per split:source,
+    per source:layout ("templates"), modes per split (modes_of) and the boolean
+    (decide.noul) gold per split as [true, false] ("booleans")."""
+    split, src = rec["split"], rec["source"]
+    for name, key in (("records", split), ("sources", f"{split}:{src}"),
+                      ("templates", f"{src}:{rec['template'].split('-')[0]}")):
+        d = stats.setdefault(name, {})
+        d[key] = d.get(key, 0) + 1
+    m = stats.setdefault("modes", {}).setdefault(split, {})
+    for k, n in modes_of(rec).items():
+        m[k] = m.get(k, 0) + n
+    b = stats.setdefault("booleans", {}).setdefault(split, [0, 0])
+    plan = compile_schema(rec["schema"])
+    for f in plan.fields:
+        if f.mode == "decide.noul":
+            for _, v in concrete(f.path, rec["value"]):
+                if isinstance(v, bool):
+                    b[0 if v else 1] += 1

@@ -1,0 +1,58 @@
+"""Document kinds of datagen v2: real offline text on this machine, one module per kind.
+
+Each kind module has NAME, SOURCE (what it reads), `find(root)` -> sorted source
+paths (every path passes deg.datagen.guard) and `entities(paths, rng, n)` ->
+[Entity]. An Entity is one document: its facts (deg.datagen.facts.Fact, gold
+derived from the source by a parser) and, for kinds whose source text is itself
+a document, `raw` = (text, facts located in it) for the `raw` layout.
+"""
+from ..doc import Doc
+
+
+class Entity:
+    """One document: doc id, title, facts; raw = the source text (or None) in
+    which facts with `pos` were found."""
+    __slots__ = ("doc", "title", "facts", "raw")
+
+    def __init__(self, doc, title, facts, raw=None):
+        self.doc, self.title, self.facts, self.raw = doc, title, facts, raw
+
+
+def raw_doc(ent, ptrs):
+    """A Doc-like (.finish()) of the entity's raw text with the asked facts marked."""
+    marks, regions = {}, {}
+    for f in ent.facts:
+        p = ptrs.get(f.key)
+        if p is None or f.pos is None:
+            continue
+        if f.kind == "list":
+            for i, pos in enumerate(f.pos):
+                marks[f"{p}/{i}"] = tuple(pos)
+                if f.region:
+                    regions[f"{p}/{i}"] = tuple(f.region[i])
+        elif f.kind == "objects":
+            base, subn = p
+            for i, it in enumerate(f.items):
+                if f.region:
+                    regions[f"{base}/{i}"] = tuple(f.region[i])
+                for k, x in it.items():
+                    if k in subn and x.pos is not None and x.value is not None:
+                        marks[f"{base}/{i}/{subn[k]}"] = tuple(x.pos)
+        else:
+            marks[p] = tuple(f.pos)
+    text = ent.raw
+
+    class _R:
+        def finish(self):
+            return text, dict(marks), dict(regions)
+    return _R()
+
+
+class Writer(Doc):
+    """A Doc that also returns the span it wrote, for raw-text kinds that build
+    their text piece by piece (pos of a fact = the span of its val())."""
+
+    def put(self, s):
+        a = self._n
+        self.text(s)
+        return (a, self._n)

@@ -1,0 +1,188 @@
+"""datagen v2: records from many document kinds of real offline text (issue 12).
+
+    records, stats = generate_v2(seed=0, per_kind={"manpage": 600, ...})
+
+Kinds (deg.datagen.kinds.*; record `source` = the kind): manpage, locale,
+readme, news, config, pydoc, zone, license, services, plus v1's Debian
+package records / changelogs and synthetic documents at small shares.
+Every document becomes 1..2 records, each with its own schema
+(deg.datagen.facts.make_schema) and layout: `raw` (the source text itself,
+for kinds that have one) or a programmatic rendering (deg.datagen.render)
+in one of 7 languages; record `template` = "raw" or "<layout>-<lang>".
+
+Splits:
+  * TEST_ONLY_KINDS (license, zone, and v1's event, listing): every
+    document in `test`, never in train or val;
+  * VAL_ONLY_KINDS (services): every document in `val`, so calibration
+    sees a kind that training never saw (held-out-kind-like variety)
+    without touching a test kind;
+  * every other kind: by a hash of (kind, doc) 80 / 10 / 10;
+  * HELD_OUT_LAYOUTS (html): never rendered for train; val and test use it
+    for a share of their records (a layout unseen in training).
+Files reserved for evaluation never enter (deg.datagen.guard). Deterministic:
+every RNG is seeded by a string of (seed, kind, doc, record number).
+"""
+import hashlib
+import json
+import random
+
+from . import kinds as _k
+from .facts import gold_of, make_schema, pointers
+from .kinds import conf, docs, locale, man, pydoc, tabs
+from .record import BadRecord, build, count_record
+from .render import LANGS, LAYOUTS, render, usable
+
+KINDS = {"manpage": man, "locale": locale, "readme": docs.README, "news": docs.NEWS,
+         "config": conf, "pydoc": pydoc, "zone": tabs.ZONE, "license": tabs.LICENSE,
+         "services": tabs.SERVICES}
+TEST_ONLY_KINDS = ("license", "zone", "event", "listing")
+VAL_ONLY_KINDS = ("services",)
+HELD_OUT_LAYOUTS = ("html",)
+# documents per kind (`scripts/train/datagen-v2`); records = 1..2 per document
+DEFAULT_PER_KIND = {"manpage": 800, "locale": 250, "readme": 250, "news": 300, "config": 250,
+                    "pydoc": 600, "zone": 150, "license": 17, "services": 60}
+# v1 sources kept at a small share (python -m deg.datagen --v2 defaults)
+V1_SHARE = {"packages": 40, "changelogs": 60, "synthetic": 40}
+
+
+def split_of_v2(kind, doc):
+    if kind in TEST_ONLY_KINDS:
+        return "test"
+    if kind in VAL_ONLY_KINDS:
+        return "val"
+    key = doc.split("@")[0]  # windows / translations of one source share a split
+    h = int.from_bytes(hashlib.sha256(f"v2\0{kind}\0{key}".encode()).digest()[:8], "big") % 10
+    return "test" if h == 0 else ("val" if h == 1 else "train")
+
+
+def _layout(rng, split, has_raw):
+    if has_raw and rng.random() < 0.45:
+        return "raw", None
+    pool = [x for x in LAYOUTS if split != "train" or x not in HELD_OUT_LAYOUTS]
+    if split != "train" and rng.random() < 0.2:
+        layout = rng.choice(HELD_OUT_LAYOUTS)
+    else:
+        layout = rng.choice([x for x in pool if x not in HELD_OUT_LAYOUTS])
+    lang = "en" if rng.random() < 0.55 else rng.choice(LANGS[1:])
+    return layout, lang
+
+
+def record_of(kind, ent, split, rng, k):
+    """One checked record of entity `ent` (raise BadRecord)."""
+    layout, lang = _layout(rng, split, ent.raw is not None)
+    if layout == "raw":
+        facts = [f for f in ent.facts if f.pos is not None or f.kind in ("bool", "enum", "gen")]
+    else:
+        facts = ent.facts
+        if not usable(facts, layout):
+            layout = "kv"
+    schema, fields = make_schema(facts, rng)
+    ptrs = pointers(fields)
+    d = _k.raw_doc(ent, ptrs) if layout == "raw" else render(ent.facts, ptrs, layout, lang, rng,
+                                                             title=ent.title)
+    ctx, marks, regions = d.finish()
+    template = layout if layout == "raw" else f"{layout}-{lang}"
+    return build(rid=f"{kind}/{ent.doc}/{k}", split=split, source=kind, template=template,
+                 doc=ent.doc, context=ctx, schema=schema, value=gold_of(fields), marks=marks,
+                 regions=regions)
+
+
+def generate_v2(seed=0, per_kind=None, roots=None, records_per_doc=(1, 2), progress=None):
+    """(records, stats) over the KINDS in `per_kind` ({kind: documents});
+    roots: {kind: path} overrides a kind's default source location (tests).
+    Kinds whose sources are missing give no records (counted in stats["missing"])."""
+    per_kind = dict(DEFAULT_PER_KIND if per_kind is None else per_kind)
+    roots = roots or {}
+    records, stats = [], {"records": {}, "modes": {}, "sources": {}, "templates": {},
+                          "bad": {}, "bad_examples": [], "missing": []}
+    for kind in sorted(per_kind):
+        mod = KINDS[kind]
+        paths = mod.find(roots[kind]) if kind in roots else mod.find()
+        if not paths or not per_kind[kind]:
+            stats["missing"].append(kind)
+            continue
+        ents = mod.entities(paths, random.Random(f"{seed}:{kind}:pick"), per_kind[kind])
+        for ent in sorted(ents, key=lambda e: e.doc):
+            split = split_of_v2(kind, ent.doc)
+            rng0 = random.Random(f"{seed}:{kind}:{ent.doc}")
+            for k in range(rng0.randint(*records_per_doc)):
+                rng = random.Random(f"{seed}:{kind}:{ent.doc}:{k}")
+                try:
+                    rec = record_of(kind, ent, split, rng, k)
+                except BadRecord as e:
+                    stats["bad"][e.reason] = stats["bad"].get(e.reason, 0) + 1
+                    if len(stats["bad_examples"]) < 20:
+                        stats["bad_examples"].append({"id": f"{kind}/{ent.doc}/{k}", "why": str(e)})
+                    continue
+                records.append(rec)
+                count_record(stats, rec)
+                if progress:
+                    progress(len(records))
+    return records, stats
+
+
+def merge_v1(records, stats, v1_records, seed=0):
+    """Add v1 records (deg.datagen.generate: Debian packages / changelogs,
+    synthetic documents; their own v1 splits) to a v2 run's records and stats,
+    their top-level booleans balanced (balance_booleans)."""
+    for rec in v1_records:
+        rec = balance_booleans(rec, seed)
+        records.append(rec)
+        count_record(stats, rec)
+
+
+def balance_booleans(rec, seed=0):
+    """A copy of a record whose top-level boolean properties are each, by a
+    coin seeded by (seed, record id, property), asked in the negated form:
+    renamed `not_<name>` with a description saying it is the opposite, and the
+    gold flipped. v1's booleans are mostly false (essential, gift, paid...);
+    this makes true as likely as false whatever the prior."""
+    props = rec["schema"].get("properties", {})
+    flip = [k for k, v in props.items() if v.get("type") == "boolean" and
+            isinstance(rec["value"].get(k), bool) and k.isidentifier() and f"not_{k}" not in props
+            and random.Random(f"{seed}:neg:{rec['id']}:{k}").random() < 0.5]
+    if not flip:
+        return rec
+    rec = json.loads(json.dumps(rec))
+    sch = rec["schema"]
+    new_props, new_value = {}, {}
+    for k, v in sch["properties"].items():
+        if k in flip:
+            d = v.get("description") or k.replace("_", " ")
+            new_props[f"not_{k}"] = dict(v, description=f"the opposite of: {d}")
+        else:
+            new_props[k] = v
+    for k, v in rec["value"].items():
+        new_value[f"not_{k}" if k in flip else k] = (not v) if k in flip else v
+    sch["properties"] = new_props
+    if "required" in sch:
+        sch["required"] = [f"not_{k}" if k in flip else k for k in sch["required"]]
+    rec["value"] = new_value
+    return rec
+
+
+def report(stats):
+    """The end-of-run report: lines of counts per split, kind, layout, mode and
+    the boolean gold's true share."""
+    out = [f"records per split: {json.dumps(stats['records'], sort_keys=True)}  "
+           f"total {sum(stats['records'].values())}"]
+    kinds = sorted({k.split(':', 1)[1] for k in stats["sources"]})
+    splits = ("train", "val", "test")
+    out.append(f"{'kind':<18}" + "".join(f"{s:>7}" for s in splits))
+    for kd in kinds:
+        out.append(f"{kd:<18}" + "".join(f"{stats['sources'].get(f'{s}:{kd}', 0):>7}" for s in splits))
+    lay = {}
+    for k, n in stats["templates"].items():
+        t = k.split(":", 1)[1]
+        lay[t] = lay.get(t, 0) + n
+    out.append("layouts: " + json.dumps(dict(sorted(lay.items())), sort_keys=True))
+    for s in splits:
+        out.append(f"modes {s}: " + json.dumps(stats["modes"].get(s, {}), sort_keys=True))
+    for s in splits:
+        t, f = stats.get("booleans", {}).get(s, [0, 0])
+        out.append(f"booleans {s}: {t} true / {f} false, true share "
+                   f"{t / max(t + f, 1):.3f}")
+    out.append("bad (skipped): " + json.dumps(stats["bad"], sort_keys=True))
+    if stats.get("missing"):
+        out.append("kinds without sources here: " + ", ".join(stats["missing"]))
+    return out

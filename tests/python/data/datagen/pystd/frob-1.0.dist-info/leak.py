@@ -1,0 +1,3 @@
+"""Never read: inside dist-info."""
+def leaked(x):
+    """Reserved metadata directory content."""

@@ -1,0 +1,1 @@
+"""Frob package (test fixture)."""
