@@ -253,7 +253,8 @@ def anchor_gold(rec):
 def count_record(stats, rec):
     """Count a record into a run's stats: records per split, per split:source,
     per source:layout ("templates"), modes per split (modes_of) and the boolean
-    (decide.noul) gold per split as [true, false] ("booleans")."""
+    (decide.noul) gold as [true, false] per split ("booleans") and per source
+    ("booleans_by_source")."""
     split, src = rec["split"], rec["source"]
     for name, key in (("records", split), ("sources", f"{split}:{src}"),
                       ("templates", f"{src}:{rec['template'].split('-')[0]}")):
@@ -263,9 +264,11 @@ def count_record(stats, rec):
     for k, n in modes_of(rec).items():
         m[k] = m.get(k, 0) + n
     b = stats.setdefault("booleans", {}).setdefault(split, [0, 0])
+    bs = stats.setdefault("booleans_by_source", {}).setdefault(src, [0, 0])
     plan = compile_schema(rec["schema"])
     for f in plan.fields:
         if f.mode == "decide.noul":
             for _, v in concrete(f.path, rec["value"]):
                 if isinstance(v, bool):
                     b[0 if v else 1] += 1
+                    bs[0 if v else 1] += 1

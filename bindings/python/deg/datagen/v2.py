@@ -182,6 +182,9 @@ def report(stats):
         t, f = stats.get("booleans", {}).get(s, [0, 0])
         out.append(f"booleans {s}: {t} true / {f} false, true share "
                    f"{t / max(t + f, 1):.3f}")
+    out.append("boolean true share per kind: " + ", ".join(
+        f"{k} {t / max(t + f, 1):.2f} ({t + f})"
+        for k, (t, f) in sorted(stats.get("booleans_by_source", {}).items()) if t + f))
     out.append("bad (skipped): " + json.dumps(stats["bad"], sort_keys=True))
     if stats.get("missing"):
         out.append("kinds without sources here: " + ", ".join(stats["missing"]))
