@@ -1,5 +1,5 @@
 """deg.datagen v2 (issue 12): the evaluation-reserved guard, every document kind
-on small committed fixtures (tests/python/data/datagen, written for these
+on small committed fixtures (tests/python/fixtures/datagen, written for these
 tests), gold located and valid (deg's validator and python-jsonschema),
 balanced booleans, splits, layouts and determinism."""
 import json
@@ -18,7 +18,7 @@ from deg.datagen.render import LANGS, LAYOUTS, render, usable
 
 pytestmark = pytest.mark.skipif(not has("deg_candidates"), reason="libdeg has no candidate finder")
 
-FIX = os.path.join(os.path.dirname(__file__), "data", "datagen")
+FIX = os.path.join(os.path.dirname(__file__), "fixtures", "datagen")
 ROOTS = {"manpage": f"{FIX}/man", "locale": f"{FIX}/locales", "readme": f"{FIX}/doc",
          "news": f"{FIX}/doc", "config": [f"{FIX}/etc", f"{FIX}/units", f"{FIX}/doc"],
          "pydoc": f"{FIX}/pystd", "zone": f"{FIX}/zoneinfo", "license": f"{FIX}/licenses",
@@ -340,3 +340,13 @@ def test_cli_rejects_unknown_kind(tmp_path):
 def test_fixtures_are_small():
     total = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(FIX) for f in fs)
     assert total < 20000
+
+
+def test_docs_skip_python_packages(tmp_path):
+    """READMEs of python3-* packages are often their (reserved) METADATA long
+    description: the readme / news kinds never list them."""
+    from deg.datagen.kinds import docs
+    for pkg in ("python3-frob", "libfrob1"):
+        (tmp_path / pkg).mkdir()
+        (tmp_path / pkg / "README").write_text("Frob\n====\n\nSee https://frob.example.org\n" * 10)
+    assert [p.split("/")[-2] for p in docs.README.find(str(tmp_path))] == ["libfrob1"]

@@ -26,11 +26,17 @@ _VERSION = re.compile(r"\b(?:[Vv]ersion|[Rr]elease|[Vv]\.?)\s*(\d+\.\d+(?:\.\d+)
 _LICENSE = re.compile(r"licen[cs]e|\bGPL\b|\bMIT\b|\bBSD\b", re.I)
 
 
+# Python packages' READMEs are often their METADATA long description, and
+# Python package metadata is reserved for evaluation: their doc dirs are skipped.
+_SKIP_PKGS = ("python3-", "python-", "pypy")
+
+
 def _find(root, pats):
     out = []
     for pat in pats:
         out += glob.glob(os.path.join(root, "*", pat))
-    return sorted(p for p in set(out) if not is_reserved(p) and os.path.isfile(p))
+    return sorted(p for p in set(out) if not is_reserved(p) and os.path.isfile(p)
+                  and not os.path.basename(os.path.dirname(p)).startswith(_SKIP_PKGS))
 
 
 def _excerpt(text, max_chars=1500):
