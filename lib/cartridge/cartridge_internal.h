@@ -28,6 +28,24 @@ deg_status dg_cartridge_alloc(const deg_model *m, size_t p, deg_cartridge **out)
  * hyper-parameters and a fixed sample of its weights (persist.c). */
 void dg_model_fingerprint(const deg_model *m, char hex[65]);
 
+/* The loss of cartridge training (distill_loss.c; spec cartridges.md,
+ * "Objective"): sparse teacher targets (position t, token, teacher logprob)
+ * read from the student's logits row t-1:
+ *   loss = (1/N) sum_entries -exp(logprob) * log softmax(z[t-1])[token]
+ * N = number of distinct supervised positions (a position's top-k entries
+ * together are one supervised token). Only the rows t-1 of supervised
+ * positions go through the final norm and LM head, in blocks of
+ * DG_DISTILL_LOGIT_ROWS rows: no [T, vocab] block exists. A dg_train_loss_fn
+ * (lib/grad/train.h) with ud = dg_distill_loss *; targets validated by the
+ * caller (1 <= position < T, token in range). */
+#define DG_DISTILL_LOGIT_ROWS 32
+typedef struct dg_distill_loss {
+    const deg_distill_target *targets;
+    size_t n_targets;
+} dg_distill_loss;
+deg_status dg_distill_loss_fn(const deg_model *m, const float *x, size_t T, float *dx,
+                              float *loss, void *ud);
+
 /* 1 if every row value of the cartridge is finite. */
 int dg_cartridge_finite(const deg_cartridge *c);
 

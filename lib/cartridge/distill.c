@@ -96,9 +96,10 @@ deg_status deg_cartridge_eval(const deg_cartridge *c, const int32_t *ids, size_t
                               float *logits)
 {
     DG_TRY(check_inputs(c, ids, n_ids, targets, n_targets, "deg_cartridge_eval"));
+    dg_distill_loss dl = {targets, n_targets};
     dg_train_args a = {.pk = (const float *const *)c->k, .pv = (const float *const *)c->v,
-                       .P = c->p, .ids = ids, .T = n_ids, .targets = targets,
-                       .n_targets = n_targets, .loss = loss, .logits = logits};
+                       .P = c->p, .ids = ids, .T = n_ids, .loss_fn = dg_distill_loss_fn,
+                       .loss_ud = &dl, .loss = loss, .logits = logits};
     return dg_train_run(c->model, &a);
 }
 
@@ -110,9 +111,10 @@ deg_status deg_cartridge_backward(deg_cartridge *c, const int32_t *ids, size_t n
     if (n_targets == 0)
         return dg_fail(DEG_ERR_ARG, "deg_cartridge_backward: no targets (nothing to learn)");
     float l = 0.0f;
+    dg_distill_loss dl = {targets, n_targets};
     dg_train_args a = {.pk = (const float *const *)c->k, .pv = (const float *const *)c->v,
-                       .P = c->p, .ids = ids, .T = n_ids, .targets = targets,
-                       .n_targets = n_targets, .checkpoint = checkpoint, .loss = &l,
+                       .P = c->p, .ids = ids, .T = n_ids, .loss_fn = dg_distill_loss_fn,
+                       .loss_ud = &dl, .checkpoint = checkpoint, .loss = &l,
                        .dpk = c->gk, .dpv = c->gv};
     DG_TRY(dg_train_run(c->model, &a));
     if (loss) *loss = l;

@@ -1,23 +1,16 @@
-/* Training forward and backward of one token sequence behind a prefix of K/V
- * rows, through a frozen llama/qwen3 model, with a fused sparse distillation
- * loss. The inference forward (lib/model/forward.c) stays untouched: this
- * file re-runs the same kernels in the same order (so with the same prefix
- * its logits are bitwise equal to a fork's) and keeps what the backward
- * needs.
+/* Training forward and backward of token sequences behind a prefix of K/V
+ * rows, through a frozen llama/qwen3 model. The forward is the inference
+ * forward's layer (lib/model/layer_std.c, one code path; so with the same
+ * prefix its logits are bitwise equal to a fork's) told to keep what the
+ * backward (lib/grad/layer_std_bwd.c) needs; the loss is the caller's (a
+ * callback on the final residual stream: the cartridge's fused sparse
+ * distillation loss is lib/cartridge/distill_loss.c).
  *
  * Layout (spec cartridges.md, "Semantics"): the prefix holds P rows per layer
  * in KV-cache space (keys after q/k norm and RoPE); the T tokens sit at RoPE
- * positions P..P+T-1; attention is end-aligned causal (every token sees the
- * whole prefix). Gradients flow into the prefix rows only (model weights are
- * frozen, embeddings get none).
- *
- * Loss (spec "Objective"): sparse teacher targets (position t, token, teacher
- * logprob) are read from the student's logits row t-1:
- *   loss = (1/N) sum_entries -exp(logprob) * log softmax(z[t-1])[token]
- * N = number of distinct supervised positions (a position's top-k entries
- * together are one supervised token). Only the rows t-1 of supervised
- * positions go through the final norm and LM head, in blocks of
- * DG_TRAIN_LOGIT_ROWS rows: no [T, vocab] block exists.
+ * positions P..P+T-1 (per packed segment); attention is end-aligned causal
+ * (every token sees the whole prefix). Gradients flow into the prefix rows
+ * only (model weights are frozen, embeddings get none).
  *
  * Memory: without checkpointing every layer keeps its input, its pre-norm q/k
  * (qwen3), post-RoPE q/k, v, the attention row statistics, its mid residual
@@ -30,10 +23,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cartridge.h"
 #include "deg.h"
 
-#define DG_TRAIN_LOGIT_ROWS 32
+/* The loss on the final residual stream x [T, n_embd] (before the final
+ * norm). Sets *loss; when dx != NULL also writes dL/dx into dx [T, n_embd],
+ * which the driver zeroed (the callback may add into chosen rows only). ud is
+ * dg_train_args.loss_ud. */
+typedef deg_status (*dg_train_loss_fn)(const deg_model *m, const float *x, size_t T,
+                                       float *dx, float *loss, void *ud);
 
 typedef struct dg_train_args {
     /* Prefix: [n_layer] pointers to [P, n_head_kv*head_dim] f32 rows. P may
@@ -42,11 +39,11 @@ typedef struct dg_train_args {
     size_t P;
     const int32_t *ids;     /* [T] token ids (validated by the caller) */
     size_t T;
-    const deg_distill_target *targets;  /* [n_targets], validated */
-    size_t n_targets;
+    dg_train_loss_fn loss_fn; /* NULL: forward only (logits) */
+    void *loss_ud;
     int checkpoint;         /* recompute each layer in the backward */
     /* Outputs (each may be NULL): */
-    float *loss;            /* scalar (needs targets) */
+    float *loss;            /* scalar (needs loss_fn) */
     float *logits;          /* [T, n_vocab], all rows (tests, gates) */
     /* Gradients of the loss, accumulated (+=) into [n_layer] arrays of
      * [P, n_head_kv*head_dim]; NULL = forward only. */
@@ -60,8 +57,8 @@ typedef struct dg_train_args {
     size_t n_segs;
 } dg_train_args;
 
-/* Errors: DEG_ERR_UNSUPPORTED (architecture without the standard layer),
- * DEG_ERR_NOMEM. Targets must have 1 <= position < T and token in range. */
+/* Errors: DEG_ERR_UNSUPPORTED (architecture without a layer backward),
+ * DEG_ERR_NOMEM, the loss callback's. dpk != NULL needs loss_fn. */
 deg_status dg_train_run(const deg_model *m, const dg_train_args *a);
 
 /* Bytes the saved activations of one run take (for reports): set after each

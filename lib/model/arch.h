@@ -107,7 +107,8 @@ int dg_weight_has(const deg_model *m, const char *gguf_name, const char *hf_name
 
 /* Standard pre-norm decoder layer (llama, qwen3): RMSNorm -> GQA attention
  * with rotate-half RoPE (optional per-head q/k RMSNorm before RoPE) ->
- * residual -> RMSNorm -> SwiGLU MLP -> residual. In forward.c. */
+ * residual -> RMSNorm -> SwiGLU MLP -> residual. In layer_std.c (batch
+ * layout: layer.h); its backward is lib/grad/layer_std_bwd.c. */
 void dg_forward_std_layer(const deg_model *m, int il, dg_batch *b, float *x);
 /* Loads the tensors of the standard layer; with_qk_norm loads q/k norms. */
 deg_status dg_load_std_layer(deg_model *m, int il, int with_qk_norm, int gguf_permuted_qk,

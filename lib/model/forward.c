@@ -1,134 +1,29 @@
-/* Batched forward over rows (see state.h). Tokens of all rows in a pass are
- * stacked into one [M, n_embd] matrix so every projection is one GEMM
- * (BLIS rows are batch-invariant); attention runs per (segment, head) with a
- * fixed arithmetic order, in parallel across (segment, head) with OpenMP. */
-#include <math.h>
-#include <omp.h>
+/* Batched forward over rows (see state.h): splits rows into passes, stacks
+ * each pass's tokens into one [M, n_embd] matrix (so every projection is one
+ * GEMM; BLIS rows are batch-invariant), runs the architecture's layer
+ * (lib/model/layer.h) and gathers hidden states and logits. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/status.h"
 #include "model/arch.h"
+#include "model/layer.h"
 #include "model/ops.h"
 #include "model/state.h"
 #include "tensor/blas.h"
 
-/* A segment: tokens [off, off+n) of one row, computed in this pass. */
-typedef struct dg_seg {
-    const dg_row *row;
-    size_t off, n;
-    size_t t0;           /* first token's index in the pass matrices */
-    size_t prefix_len;   /* rows of row->prefix attended */
-    size_t own_len0;     /* rows of row->own before this segment */
-} dg_seg;
-
-struct dg_batch {
-    size_t n_tokens;     /* M */
-    dg_seg *segs;
-    size_t n_segs;
-    const float *rope_cos, *rope_sin;  /* [M, head_dim/2] */
-    float *xn;           /* [M, n_embd] */
-    float *q;            /* [M, n_head*head_dim] */
-    float *k, *v;        /* [M, n_head_kv*head_dim] */
-    float *att;          /* [M, n_head*head_dim] */
-    float *gate, *up;    /* [M, n_ff] */
-    float *tmp;          /* [M, n_embd] */
-    float *scores;       /* [n_threads, max_ctx] */
-    size_t max_ctx;
-    int n_threads;
-};
-
-/* C[M,N] = A[M,K] . B[N,K]^T, row-major with leading dimensions. */
-static void mm_nt(size_t M, size_t N, size_t K, const float *A, size_t lda, const float *B,
-                  size_t ldb, float *C, size_t ldc)
+/* C[M,N] = A[M,K] . B[N,K]^T, row-major, packed. */
+static void mm_nt(size_t M, size_t N, size_t K, const float *A, const float *B, float *C)
 {
     if (M == 0) return;
-    dg_sgemm_nt((int64_t)M, (int64_t)N, (int64_t)K, A, (int64_t)lda, B, (int64_t)ldb, C,
-                (int64_t)ldc, 0.0f);
-}
-
-/* x, out: [n, dim] in parallel over rows (each row's arithmetic unchanged). */
-static void rmsnorm_par(float *out, const float *x, const float *w, size_t n, size_t dim,
-                        float eps)
-{
-#pragma omp parallel for schedule(static) if (n > 16) num_threads(dg_num_threads())
-    for (size_t i = 0; i < n; i++) dg_rmsnorm(out + i * dim, x + i * dim, w, 1, dim, eps);
-}
-
-/* Attention of one segment for query head h (kernel in ops.c). */
-static void attend_head(const dg_seg *s, const float *q, const float *kp, const float *vp,
-                        const float *ko, const float *vo, float *out, int h, int n_head,
-                        int n_head_kv, int D, float *scores)
-{
-    size_t g = (size_t)(h / (n_head / n_head_kv)) * (size_t)D;
-    size_t kvrow = (size_t)n_head_kv * D, qrow = (size_t)n_head * D;
-    size_t off = s->t0 * qrow + (size_t)h * D;
-    dg_attend_head(out + off, qrow, NULL, 0, q + off, qrow, kp ? kp + g : NULL,
-                   vp ? vp + g : NULL, s->prefix_len, ko + g, vo + g, s->own_len0, s->n, kvrow,
-                   D, scores);
-}
-
-void dg_forward_std_layer(const deg_model *m, int il, dg_batch *b, float *x)
-{
-    const dg_hparams *hp = &m->hp;
-    const dg_layer *L = &m->layers[il];
-    size_t M = b->n_tokens, E = (size_t)hp->n_embd, D = (size_t)hp->head_dim;
-    size_t QD = (size_t)hp->n_head * D, KD = (size_t)hp->n_head_kv * D, F = (size_t)hp->n_ff;
-
-    /* --- attention ------------------------------------------------------ */
-    rmsnorm_par(b->xn, x, L->attn_norm, M, E, hp->rms_eps);
-    mm_nt(M, QD, E, b->xn, E, L->wq, E, b->q, QD);
-    mm_nt(M, KD, E, b->xn, E, L->wk, E, b->k, KD);
-    mm_nt(M, KD, E, b->xn, E, L->wv, E, b->v, KD);
-    if (L->q_norm) rmsnorm_par(b->q, b->q, L->q_norm, M * hp->n_head, D, hp->rms_eps);
-    if (L->k_norm) rmsnorm_par(b->k, b->k, L->k_norm, M * hp->n_head_kv, D, hp->rms_eps);
-    dg_rope_apply(b->q, b->rope_cos, b->rope_sin, M, hp->n_head, (int)D);
-    dg_rope_apply(b->k, b->rope_cos, b->rope_sin, M, hp->n_head_kv, (int)D);
-
-    /* Append this pass's K/V to each row's own cache. */
-    for (size_t si = 0; si < b->n_segs; si++) {
-        const dg_seg *s = &b->segs[si];
-        dg_kv *own = s->row->own;
-        memcpy(own->k[il] + s->own_len0 * KD, b->k + s->t0 * KD, sizeof(float) * KD * s->n);
-        memcpy(own->v[il] + s->own_len0 * KD, b->v + s->t0 * KD, sizeof(float) * KD * s->n);
-    }
-
-    long n_tasks = (long)(b->n_segs * (size_t)hp->n_head);
-    /* Threads only when there is enough work to pay for a parallel region
-     * (a decode step of one short row is cheaper serial); each task's
-     * arithmetic is the same either way. */
-    size_t work = 0;
-    for (size_t si = 0; si < b->n_segs; si++)
-        work += b->segs[si].n * (b->segs[si].prefix_len + b->segs[si].own_len0 + b->segs[si].n);
-    work *= (size_t)hp->n_head * D;
-    int par = work >= 65536 && b->n_threads > 1;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(b->n_threads) if (par)
-    for (long t = 0; t < n_tasks; t++) {
-        const dg_seg *s = &b->segs[t / hp->n_head];
-        int h = (int)(t % hp->n_head);
-        const dg_kv *pre = s->row->prefix;
-        const dg_kv *own = s->row->own;
-        float *scores = b->scores + (size_t)omp_get_thread_num() * b->max_ctx;
-        attend_head(s, b->q, pre ? pre->k[il] : NULL, pre ? pre->v[il] : NULL, own->k[il],
-                    own->v[il], b->att, h, hp->n_head, hp->n_head_kv, (int)D, scores);
-    }
-    mm_nt(M, E, QD, b->att, QD, L->wo, QD, b->tmp, E);
-    for (size_t i = 0; i < M * E; i++) x[i] += b->tmp[i];
-
-    /* --- MLP ------------------------------------------------------------ */
-    rmsnorm_par(b->xn, x, L->ffn_norm, M, E, hp->rms_eps);
-    mm_nt(M, F, E, b->xn, E, L->w_gate, E, b->gate, F);
-    mm_nt(M, F, E, b->xn, E, L->w_up, E, b->up, F);
-#pragma omp parallel for schedule(static) if (M > 4) num_threads(dg_num_threads())
-    for (size_t i = 0; i < M; i++) dg_swiglu(b->gate + i * F, b->up + i * F, F);
-    mm_nt(M, E, F, b->gate, F, L->w_down, F, b->tmp, E);
-    for (size_t i = 0; i < M * E; i++) x[i] += b->tmp[i];
+    dg_sgemm_nt((int64_t)M, (int64_t)N, (int64_t)K, A, (int64_t)K, B, (int64_t)K, C,
+                (int64_t)N, 0.0f);
 }
 
 deg_status dg_lm_head(const deg_model *m, const float *hidden, size_t n, float *logits)
 {
     size_t E = (size_t)m->hp.n_embd, V = (size_t)m->hp.n_vocab;
-    mm_nt(n, V, E, hidden, E, m->lm_head, E, logits, V);
+    mm_nt(n, V, E, hidden, m->lm_head, logits);
     return DEG_OK;
 }
 
@@ -236,9 +131,15 @@ static deg_status run_pass(const deg_model *m, dg_arena *a, size_t n_segs)
     size_t M = 0;
     for (size_t si = 0; si < n_segs; si++) {
         dg_seg *s = &a->segs[si];
+        const dg_row *r = s->row;
         s->t0 = M;
-        s->prefix_len = s->row->prefix ? s->row->prefix->len : 0;
-        s->own_len0 = s->row->own->len;
+        s->pk = r->prefix ? (const float *const *)r->prefix->k : NULL;
+        s->pv = r->prefix ? (const float *const *)r->prefix->v : NULL;
+        s->prefix_len = r->prefix ? r->prefix->len : 0;
+        s->ok = r->own->k;
+        s->ov = r->own->v;
+        s->own_base = 0;
+        s->own_len0 = r->own->len;
         DG_TRY(dg_kv_reserve(s->row->own, s->own_len0 + s->n));
         for (size_t i = 0; i < s->n; i++) {
             int32_t id = s->row->ids[s->off + i];
@@ -250,7 +151,7 @@ static deg_status run_pass(const deg_model *m, dg_arena *a, size_t n_segs)
     b->n_tokens = M;
     dg_rope_table(a->rope_cos, a->rope_sin, a->pos, M, hp->head_dim, hp->rope_theta);
     for (int il = 0; il < hp->n_layer; il++) m->arch->forward_layer(m, il, b, a->x);
-    rmsnorm_par(a->hn, a->x, m->out_norm, M, E, hp->rms_eps);
+    dg_rmsnorm_rows(a->hn, a->x, m->out_norm, M, E, hp->rms_eps);
 
     /* Outputs: hidden states, then logits through the LM head in blocks of
      * DG_LOGIT_ROWS gathered rows. */

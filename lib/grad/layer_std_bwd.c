@@ -1,0 +1,87 @@
+/* Backward of the standard pre-norm decoder layer (llama, qwen3) whose
+ * forward is lib/model/layer_std.c (see layer_bwd.h). */
+#include "grad/layer_bwd.h"
+
+#include <string.h>
+
+#include "base/status.h"
+#include "grad/kernels.h"
+#include "model/ops.h"
+#include "tensor/blas.h"
+
+void dg_rmsnorm_backward_rows(float *dx, const float *dy, const float *x, const float *w,
+                              size_t n, size_t dim, float eps, int acc)
+{
+#pragma omp parallel for schedule(static) if (n > 16) num_threads(dg_num_threads())
+    for (size_t i = 0; i < n; i++)
+        dg_rmsnorm_backward(dx + i * dim, dy + i * dim, x + i * dim, w, 1, dim, eps, acc);
+}
+
+dg_layer_backward_fn dg_layer_backward_for(const deg_model *m)
+{
+    if (m->arch->forward_layer == dg_forward_std_layer) return dg_backward_std_layer;
+    return NULL;
+}
+
+/* Attention backward per segment: segment s attends to its prefix and
+ * causally to its own rows (one kernel call on row slices). */
+static deg_status attn_bwd_segs(const deg_model *m, int il, const dg_batch *b,
+                                const dg_layer_acts *a, const dg_layer_grad *g)
+{
+    const dg_hparams *hp = &m->hp;
+    size_t D = (size_t)hp->head_dim, QD = (size_t)hp->n_head * D, KD = (size_t)hp->n_head_kv * D;
+    int nt = b->n_threads;
+    for (size_t si = 0; si < b->n_segs; si++) {
+        const dg_seg *s = &b->segs[si];
+        size_t t0 = s->t0, P = s->prefix_len;
+        const float *pk = s->pk ? s->pk[il] : NULL, *pv = s->pv ? s->pv[il] : NULL;
+        DG_TRY(dg_attention_backward(g->dq + t0 * QD, g->dpk ? g->dpk[il] : NULL,
+                                     g->dpv ? g->dpv[il] : NULL, g->dk + t0 * KD,
+                                     g->dv + t0 * KD, g->datt + t0 * QD, a->q + t0 * QD, pk, pv,
+                                     P, a->k + t0 * KD, a->v + t0 * KD, s->n, hp->n_head,
+                                     hp->n_head_kv, (int)D, a->stats + t0 * (size_t)hp->n_head * 2,
+                                     nt));
+    }
+    return DEG_OK;
+}
+
+deg_status dg_backward_std_layer(const deg_model *m, int il, const dg_batch *b,
+                                 const dg_layer_acts *a, float *dx, const dg_layer_grad *g)
+{
+    const dg_hparams *hp = &m->hp;
+    const dg_layer *L = &m->layers[il];
+    size_t T = b->n_tokens, E = (size_t)hp->n_embd, D = (size_t)hp->head_dim;
+    size_t QD = (size_t)hp->n_head * D, KD = (size_t)hp->n_head_kv * D, F = (size_t)hp->n_ff;
+
+    /* MLP: x_out = x_mid + W_down . (silu(W_gate xn2) * (W_up xn2)) */
+    dg_linear_backward_x(g->dh, dx, L->w_down, T, E, F, 0);
+#pragma omp parallel for schedule(static) if (T > 4) num_threads(dg_num_threads())
+    for (size_t i = 0; i < T; i++)
+        dg_swiglu_backward(g->dgate + i * F, g->dup + i * F, g->dh + i * F, a->gate + i * F,
+                           a->up + i * F, F);
+    dg_linear_backward_x(g->dxn, g->dgate, L->w_gate, T, F, E, 0);
+    dg_linear_backward_x(g->dxn, g->dup, L->w_up, T, F, E, 1);
+    dg_rmsnorm_backward_rows(dx, g->dxn, a->x_mid, L->ffn_norm, T, E, hp->rms_eps, 1);
+
+    /* Attention: x_mid = x_in + W_o . attn(q, [prefix; k], [prefix; v]) */
+    dg_linear_backward_x(g->datt, dx, L->wo, T, E, QD, 0);
+    DG_TRY(attn_bwd_segs(m, il, b, a, g));
+    dg_rope_backward(g->dq, b->rope_cos, b->rope_sin, T, hp->n_head, (int)D);
+    dg_rope_backward(g->dk, b->rope_cos, b->rope_sin, T, hp->n_head_kv, (int)D);
+    /* Per-head norms, in place (the kernel reads a row's dy before writing). */
+    if (L->q_norm) {
+        memcpy(g->datt, g->dq, sizeof(float) * T * QD);
+        dg_rmsnorm_backward_rows(g->dq, g->datt, a->q_pre, L->q_norm, T * hp->n_head, D,
+                                 hp->rms_eps, 0);
+    }
+    if (L->k_norm) {
+        memcpy(g->datt, g->dk, sizeof(float) * T * KD);
+        dg_rmsnorm_backward_rows(g->dk, g->datt, a->k_pre, L->k_norm, T * hp->n_head_kv, D,
+                                 hp->rms_eps, 0);
+    }
+    dg_linear_backward_x(g->dxn, g->dq, L->wq, T, QD, E, 0);
+    dg_linear_backward_x(g->dxn, g->dk, L->wk, T, KD, E, 1);
+    dg_linear_backward_x(g->dxn, g->dv, L->wv, T, KD, E, 1);
+    dg_rmsnorm_backward_rows(dx, g->dxn, a->x_in, L->attn_norm, T, E, hp->rms_eps, 1);
+    return DEG_OK;
+}

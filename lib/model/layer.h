@@ -1,0 +1,70 @@
+/* One layer pass over a batch of token rows: the segment and batch layout that
+ * the per-architecture layer forward (lib/model/layer_std.c) reads, shared by
+ * the inference forward (lib/model/forward.c: forks, prefill) and the training
+ * forward (lib/grad/train.c), which passes buffers to capture what its
+ * backward (lib/grad/layer_std_bwd.c) needs. One layer, two callers (as
+ * llm.c's gpt2_forward serves inference and training). */
+#ifndef DG_MODEL_LAYER_H
+#define DG_MODEL_LAYER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "deg.h"
+
+typedef struct dg_row dg_row;
+
+/* A segment: n query tokens, rows [t0, t0 + n) of the pass matrices, that
+ * attend to a prefix of K/V rows and causally to their own rows.
+ *   prefix (per layer il): pk[il], pv[il]: [prefix_len, n_head_kv*head_dim]
+ *     (pk == NULL: no prefix);
+ *   own (per layer il): ok[il], ov[il] + own_base rows: the segment's own
+ *     K/V, rows [0, own_len0) hold earlier tokens; the layer writes this
+ *     segment's rows at [own_len0, own_len0 + n) (skipped when they already
+ *     are the pass's K/V buffer: the training forward's saved k/v). */
+typedef struct dg_seg {
+    const dg_row *row;    /* inference: the row the segment belongs to (outputs); else NULL */
+    size_t off;           /* inference: first token of the segment within its row */
+    size_t n, t0;
+    const float *const *pk, *const *pv;
+    size_t prefix_len;
+    float *const *ok, *const *ov;
+    size_t own_base, own_len0;
+} dg_seg;
+
+/* What one layer's backward needs (lib/grad/train.c keeps one per layer, or
+ * one reused set when it recomputes layers). Shapes per pass of M tokens;
+ * fields a layer does not produce stay NULL:
+ *   x_in [M, E] layer input; q_pre [M, H*D] / k_pre [M, Hkv*D] q/k before the
+ *   per-head norm (qwen3 only); q [M, H*D], k, v [M, Hkv*D] after norm + RoPE;
+ *   stats [M, H, 2] attention row max and sum of exp; x_mid [M, E] residual
+ *   after attention; gate, up [M, F] MLP pre-activations. */
+typedef struct dg_layer_acts {
+    float *x_in, *q_pre, *k_pre, *q, *k, *v, *stats, *x_mid, *gate, *up;
+} dg_layer_acts;
+
+struct dg_batch {
+    size_t n_tokens;     /* M */
+    dg_seg *segs;
+    size_t n_segs;
+    const float *rope_cos, *rope_sin;  /* [M, head_dim/2] */
+    /* scratch */
+    float *xn;           /* [M, n_embd] */
+    float *q;            /* [M, n_head*head_dim] */
+    float *k, *v;        /* [M, n_head_kv*head_dim] */
+    float *att;          /* [M, n_head*head_dim] */
+    float *gate, *up;    /* [M, n_ff] */
+    float *tmp;          /* [M, n_embd] */
+    float *scores;       /* [n_threads, max_ctx] */
+    size_t max_ctx;
+    int n_threads;
+    /* Training: the layer fills *save (NULL in inference). */
+    dg_layer_acts *save;
+};
+
+/* RMSNorm of n rows of dim floats (dg_rmsnorm per row, in parallel over rows
+ * when n > 16: each row's arithmetic is the same either way). x, out may alias. */
+void dg_rmsnorm_rows(float *out, const float *x, const float *w, size_t n, size_t dim,
+                     float eps);
+
+#endif

@@ -1,0 +1,111 @@
+/* The standard pre-norm decoder layer (llama, qwen3), forward: one code path
+ * for inference (forks, prefill) and training (saves activations when the
+ * batch asks). Its backward is lib/grad/layer_std_bwd.c. */
+#include <omp.h>
+#include <string.h>
+
+#include "model/arch.h"
+#include "model/layer.h"
+#include "model/ops.h"
+#include "tensor/blas.h"
+
+/* C[M,N] = A[M,K] . B[N,K]^T, row-major with leading dimensions. */
+static void mm_nt(size_t M, size_t N, size_t K, const float *A, size_t lda, const float *B,
+                  size_t ldb, float *C, size_t ldc)
+{
+    if (M == 0) return;
+    dg_sgemm_nt((int64_t)M, (int64_t)N, (int64_t)K, A, (int64_t)lda, B, (int64_t)ldb, C,
+                (int64_t)ldc, 0.0f);
+}
+
+void dg_rmsnorm_rows(float *out, const float *x, const float *w, size_t n, size_t dim,
+                     float eps)
+{
+#pragma omp parallel for schedule(static) if (n > 16) num_threads(dg_num_threads())
+    for (size_t i = 0; i < n; i++) dg_rmsnorm(out + i * dim, x + i * dim, w, 1, dim, eps);
+}
+
+/* Attention of one segment for query head h (kernel in ops.c). */
+static void attend_head(const dg_seg *s, int il, const float *q, float *out, float *stats,
+                        int h, int n_head, int n_head_kv, int D, float *scores)
+{
+    size_t g = (size_t)(h / (n_head / n_head_kv)) * (size_t)D;
+    size_t kvrow = (size_t)n_head_kv * D, qrow = (size_t)n_head * D;
+    size_t off = s->t0 * qrow + (size_t)h * D;
+    const float *kp = s->pk ? s->pk[il] : NULL, *vp = s->pv ? s->pv[il] : NULL;
+    const float *ko = s->ok[il] + s->own_base * kvrow, *vo = s->ov[il] + s->own_base * kvrow;
+    dg_attend_head(out + off, qrow,
+                   stats ? stats + (s->t0 * (size_t)n_head + (size_t)h) * 2 : NULL,
+                   2 * (size_t)n_head, q + off, qrow, kp ? kp + g : NULL, vp ? vp + g : NULL,
+                   s->prefix_len, ko + g, vo + g, s->own_len0, s->n, kvrow, D, scores);
+}
+
+/* Attention of every (segment, head) of the pass into b->att. */
+static void attention(const deg_model *m, int il, dg_batch *b, const float *q, float *stats)
+{
+    const dg_hparams *hp = &m->hp;
+    size_t D = (size_t)hp->head_dim;
+    long n_tasks = (long)(b->n_segs * (size_t)hp->n_head);
+    /* Threads only when there is enough work to pay for a parallel region
+     * (a decode step of one short row is cheaper serial); each task's
+     * arithmetic is the same either way. */
+    size_t work = 0;
+    for (size_t si = 0; si < b->n_segs; si++)
+        work += b->segs[si].n * (b->segs[si].prefix_len + b->segs[si].own_len0 + b->segs[si].n);
+    work *= (size_t)hp->n_head * D;
+    int par = work >= 65536 && b->n_threads > 1;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(b->n_threads) if (par)
+    for (long t = 0; t < n_tasks; t++) {
+        const dg_seg *s = &b->segs[t / hp->n_head];
+        float *scores = b->scores + (size_t)omp_get_thread_num() * b->max_ctx;
+        attend_head(s, il, q, b->att, stats, (int)(t % hp->n_head), hp->n_head, hp->n_head_kv,
+                    (int)D, scores);
+    }
+}
+
+void dg_forward_std_layer(const deg_model *m, int il, dg_batch *b, float *x)
+{
+    const dg_hparams *hp = &m->hp;
+    const dg_layer *L = &m->layers[il];
+    dg_layer_acts *sv = b->save;
+    size_t M = b->n_tokens, E = (size_t)hp->n_embd, D = (size_t)hp->head_dim;
+    size_t QD = (size_t)hp->n_head * D, KD = (size_t)hp->n_head_kv * D, F = (size_t)hp->n_ff;
+    float *q = sv ? sv->q : b->q, *k = sv ? sv->k : b->k, *v = sv ? sv->v : b->v;
+    float *gate = sv ? sv->gate : b->gate, *up = sv ? sv->up : b->up;
+    float *q_pre = sv && L->q_norm ? sv->q_pre : q, *k_pre = sv && L->k_norm ? sv->k_pre : k;
+    if (sv) memcpy(sv->x_in, x, sizeof(float) * M * E);
+
+    /* --- attention ------------------------------------------------------ */
+    dg_rmsnorm_rows(b->xn, x, L->attn_norm, M, E, hp->rms_eps);
+    mm_nt(M, QD, E, b->xn, E, L->wq, E, q_pre, QD);
+    mm_nt(M, KD, E, b->xn, E, L->wk, E, k_pre, KD);
+    mm_nt(M, KD, E, b->xn, E, L->wv, E, v, KD);
+    if (L->q_norm) dg_rmsnorm_rows(q, q_pre, L->q_norm, M * hp->n_head, D, hp->rms_eps);
+    if (L->k_norm) dg_rmsnorm_rows(k, k_pre, L->k_norm, M * hp->n_head_kv, D, hp->rms_eps);
+    dg_rope_apply(q, b->rope_cos, b->rope_sin, M, hp->n_head, (int)D);
+    dg_rope_apply(k, b->rope_cos, b->rope_sin, M, hp->n_head_kv, (int)D);
+
+    /* Append this pass's K/V to each segment's own cache. */
+    for (size_t si = 0; si < b->n_segs; si++) {
+        const dg_seg *s = &b->segs[si];
+        float *ko = s->ok[il] + (s->own_base + s->own_len0) * KD;
+        float *vo = s->ov[il] + (s->own_base + s->own_len0) * KD;
+        if (ko != k + s->t0 * KD) memcpy(ko, k + s->t0 * KD, sizeof(float) * KD * s->n);
+        if (vo != v + s->t0 * KD) memcpy(vo, v + s->t0 * KD, sizeof(float) * KD * s->n);
+    }
+    attention(m, il, b, q, sv ? sv->stats : NULL);
+    mm_nt(M, E, QD, b->att, QD, L->wo, QD, b->tmp, E);
+    for (size_t i = 0; i < M * E; i++) x[i] += b->tmp[i];
+    if (sv) memcpy(sv->x_mid, x, sizeof(float) * M * E);
+
+    /* --- MLP ------------------------------------------------------------ */
+    dg_rmsnorm_rows(b->xn, x, L->ffn_norm, M, E, hp->rms_eps);
+    mm_nt(M, F, E, b->xn, E, L->w_gate, E, gate, F);
+    mm_nt(M, F, E, b->xn, E, L->w_up, E, up, F);
+    /* SwiGLU into b->gate (in place in inference; training keeps gate). */
+    if (gate != b->gate) memcpy(b->gate, gate, sizeof(float) * M * F);
+#pragma omp parallel for schedule(static) if (M > 4) num_threads(dg_num_threads())
+    for (size_t i = 0; i < M; i++) dg_swiglu(b->gate + i * F, up + i * F, F);
+    mm_nt(M, E, F, b->gate, F, L->w_down, F, b->tmp, E);
+    for (size_t i = 0; i < M * E; i++) x[i] += b->tmp[i];
+}
