@@ -107,7 +107,7 @@ def archive_symbols(nm, archive):
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--header", required=True, action="append",
-                    help="a public header (repeatable: deg.h, cartridge.h)")
+                    help="a public header (repeatable: deg.h, cartridge.h, lora.h)")
     ap.add_argument("--version-header", required=True)
     ap.add_argument("--archive", help="libdeg.a: bind only the functions it defines")
     ap.add_argument("--nm", default="nm")

@@ -19,11 +19,17 @@ typedef struct dg_layer_grad {
      * Hkv*D], accumulated (+=); NULL = none (a frozen trunk). Every segment of
      * the pass shares one prefix when these are set. */
     float *const *dpk, *const *dpv;
+    /* Gradient into the segments' LoRA parameters (flat layout of
+     * include/lora.h), accumulated; NULL = none. With it: scratch xn [M, E]
+     * and h [M, F] (the recomputed inputs of the adapted projections). */
+    float *dlora;
+    float *xn, *h;
 } dg_layer_grad;
 
 /* dx [M, E] holds dL/d(layer output) and becomes dL/d(layer input). b is the
  * batch of the forward that filled a (segments with own_len0 = 0: the
- * segments' own K/V are a->k, a->v). Errors: DEG_ERR_NOMEM. */
+ * segments' own K/V are a->k, a->v; with g->dlora, a->att saved). Errors:
+ * DEG_ERR_NOMEM. */
 typedef deg_status (*dg_layer_backward_fn)(const deg_model *m, int il, const dg_batch *b,
                                            const dg_layer_acts *a, float *dx,
                                            const dg_layer_grad *g);

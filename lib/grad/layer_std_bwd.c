@@ -6,6 +6,7 @@
 
 #include "base/status.h"
 #include "grad/kernels.h"
+#include "model/lora_internal.h"
 #include "model/ops.h"
 #include "tensor/blas.h"
 
@@ -45,6 +46,27 @@ static deg_status attn_bwd_segs(const deg_model *m, int il, const dg_batch *b,
     return DEG_OK;
 }
 
+/* LoRA backward of target t on the segments that run an adapter: dy [M, ldy]
+ * the gradient at the projection's output, x [M, ldx] its input; dx [M, ldx]
+ * += the adapter's share; dA, dB into g->dlora. Segments in order (the
+ * parameter gradient sums rows in a fixed order). */
+static void lora_bwd(const dg_batch *b, int il, int t, const dg_layer_grad *g, const float *dy,
+                     size_t ldy, const float *x, size_t ldx, float *dx)
+{
+    if (!g->dlora) return;
+    for (size_t si = 0; si < b->n_segs; si++) {
+        const dg_seg *s = &b->segs[si];
+        if (s->adapter < 0) continue;
+        const deg_lora *l = s->lora;
+        size_t o = dg_lora_offset(l, s->adapter, il, t);
+        if (o == (size_t)-1) continue;
+        size_t ra = (size_t)l->p.rank * l->in[t];
+        dg_lora_rows_backward(g->dlora + o, g->dlora + o + ra, dx + s->t0 * ldx, ldx,
+                              dy + s->t0 * ldy, ldy, x + s->t0 * ldx, ldx, s->n, l->data + o,
+                              l->data + o + ra, l->p.rank, l->in[t], l->out[t], l->scale);
+    }
+}
+
 deg_status dg_backward_std_layer(const deg_model *m, int il, const dg_batch *b,
                                  const dg_layer_acts *a, float *dx, const dg_layer_grad *g)
 {
@@ -53,18 +75,31 @@ deg_status dg_backward_std_layer(const deg_model *m, int il, const dg_batch *b,
     size_t T = b->n_tokens, E = (size_t)hp->n_embd, D = (size_t)hp->head_dim;
     size_t QD = (size_t)hp->n_head * D, KD = (size_t)hp->n_head_kv * D, F = (size_t)hp->n_ff;
 
-    /* MLP: x_out = x_mid + W_down . (silu(W_gate xn2) * (W_up xn2)) */
+    /* MLP: x_out = x_mid + W_down . (silu(W_gate xn2) * (W_up xn2)) (+ adapters:
+     * their inputs xn2 and h are recomputed by the forward's kernels) */
     dg_linear_backward_x(g->dh, dx, L->w_down, T, E, F, 0);
+    if (g->dlora) {
+        memcpy(g->h, a->gate, sizeof(float) * T * F);
+#pragma omp parallel for schedule(static) if (T > 4) num_threads(dg_num_threads())
+        for (size_t i = 0; i < T; i++) dg_swiglu(g->h + i * F, a->up + i * F, F);
+        lora_bwd(b, il, DG_LORA_DOWN, g, dx, E, g->h, F, g->dh);
+    }
 #pragma omp parallel for schedule(static) if (T > 4) num_threads(dg_num_threads())
     for (size_t i = 0; i < T; i++)
         dg_swiglu_backward(g->dgate + i * F, g->dup + i * F, g->dh + i * F, a->gate + i * F,
                            a->up + i * F, F);
     dg_linear_backward_x(g->dxn, g->dgate, L->w_gate, T, F, E, 0);
     dg_linear_backward_x(g->dxn, g->dup, L->w_up, T, F, E, 1);
+    if (g->dlora) {
+        dg_rmsnorm_rows(g->xn, a->x_mid, L->ffn_norm, T, E, hp->rms_eps);
+        lora_bwd(b, il, DG_LORA_GATE, g, g->dgate, F, g->xn, E, g->dxn);
+        lora_bwd(b, il, DG_LORA_UP, g, g->dup, F, g->xn, E, g->dxn);
+    }
     dg_rmsnorm_backward_rows(dx, g->dxn, a->x_mid, L->ffn_norm, T, E, hp->rms_eps, 1);
 
     /* Attention: x_mid = x_in + W_o . attn(q, [prefix; k], [prefix; v]) */
     dg_linear_backward_x(g->datt, dx, L->wo, T, E, QD, 0);
+    lora_bwd(b, il, DG_LORA_O, g, dx, E, a->att, QD, g->datt);
     DG_TRY(attn_bwd_segs(m, il, b, a, g));
     dg_rope_backward(g->dq, b->rope_cos, b->rope_sin, T, hp->n_head, (int)D);
     dg_rope_backward(g->dk, b->rope_cos, b->rope_sin, T, hp->n_head_kv, (int)D);
@@ -82,6 +117,12 @@ deg_status dg_backward_std_layer(const deg_model *m, int il, const dg_batch *b,
     dg_linear_backward_x(g->dxn, g->dq, L->wq, T, QD, E, 0);
     dg_linear_backward_x(g->dxn, g->dk, L->wk, T, KD, E, 1);
     dg_linear_backward_x(g->dxn, g->dv, L->wv, T, KD, E, 1);
+    if (g->dlora) {
+        dg_rmsnorm_rows(g->xn, a->x_in, L->attn_norm, T, E, hp->rms_eps);
+        lora_bwd(b, il, DG_LORA_Q, g, g->dq, QD, g->xn, E, g->dxn);
+        lora_bwd(b, il, DG_LORA_K, g, g->dk, KD, g->xn, E, g->dxn);
+        lora_bwd(b, il, DG_LORA_V, g, g->dv, KD, g->xn, E, g->dxn);
+    }
     dg_rmsnorm_backward_rows(dx, g->dxn, a->x_in, L->attn_norm, T, E, hp->rms_eps, 1);
     return DEG_OK;
 }

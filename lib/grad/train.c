@@ -50,8 +50,8 @@ static void pool_free(pool *p)
     free(p->ptrs);
 }
 
-/* All fields but x_in. */
-static void acts_alloc(pool *p, const deg_model *m, size_t T, dg_layer_acts *a)
+/* All fields but x_in (att only with adapters: their backward reads it). */
+static void acts_alloc(pool *p, const deg_model *m, size_t T, int lora, dg_layer_acts *a)
 {
     const dg_hparams *hp = &m->hp;
     size_t D = (size_t)hp->head_dim, QD = (size_t)hp->n_head * D, KD = (size_t)hp->n_head_kv * D;
@@ -65,22 +65,27 @@ static void acts_alloc(pool *p, const deg_model *m, size_t T, dg_layer_acts *a)
     a->x_mid = palloc(p, T * (size_t)hp->n_embd);
     a->gate = palloc(p, T * (size_t)hp->n_ff);
     a->up = palloc(p, T * (size_t)hp->n_ff);
+    a->att = lora ? palloc(p, T * QD) : NULL;
 }
 
 /* The pass layout: one segment per packed segment (one of T if unpacked),
  * at RoPE positions P.., attending to the prefix and to its own rows, whose
  * K/V are the saved activations of the layer (acts[il], own_base = t0). */
-typedef struct run {
+struct dg_train_state {
+    const deg_model *m;
+    const dg_train_args *a;
+    pool p;
     dg_batch b;
     dg_layer_acts *acts;   /* [n_sets] */
     float **ok, **ov;      /* [n_layer]: acts[il or 0].k / .v */
     float **x_ins;         /* [n_layer] */
+    float *x;              /* [T, E] residual stream */
     int64_t *pos;
     int full;              /* one activation set per layer */
-} run;
+    int want_bwd, done_bwd;
+};
 
-static deg_status run_init(run *r, pool *p, const deg_model *m, const dg_train_args *a,
-                           int backward)
+static deg_status state_init(dg_train_state *r, const deg_model *m, const dg_train_args *a)
 {
     const dg_hparams *hp = &m->hp;
     size_t T = a->T, E = (size_t)hp->n_embd, D = (size_t)hp->head_dim, NL = (size_t)hp->n_layer;
@@ -90,8 +95,8 @@ static deg_status run_init(run *r, pool *p, const deg_model *m, const dg_train_a
         size_t n = a->n_segs ? a->seg_lens[s] : T;
         if (n > max_seg) max_seg = n;
     }
+    pool *p = &r->p;
     dg_batch *b = &r->b;
-    memset(r, 0, sizeof *r);
     b->n_threads = dg_num_threads();
     if (b->n_threads < 1) b->n_threads = 1;
     b->n_tokens = T;
@@ -104,9 +109,10 @@ static deg_status run_init(run *r, pool *p, const deg_model *m, const dg_train_a
     b->gate = palloc(p, T * F);
     b->tmp = palloc(p, T * E);
     b->scores = palloc(p, (size_t)b->n_threads * b->max_ctx);
+    r->x = palloc(p, T * E);
     /* Saved activations: per layer (full), or per-layer inputs + one
      * recompute set (checkpoint), or one reused set (forward only). */
-    r->full = backward && !a->checkpoint;
+    r->full = r->want_bwd && !a->checkpoint;
     size_t n_sets = r->full ? NL : 1, bytes0 = p->bytes;
     r->acts = calloc(n_sets, sizeof *r->acts);
     r->ok = calloc(NL, sizeof *r->ok);
@@ -116,9 +122,10 @@ static deg_status run_init(run *r, pool *p, const deg_model *m, const dg_train_a
     b->segs = calloc(n_seg, sizeof *b->segs);
     if (!r->acts || !r->ok || !r->ov || !r->x_ins || !r->pos || !b->segs)
         return dg_fail(DEG_ERR_NOMEM, "training forward: out of memory");
-    for (size_t s = 0; s < n_sets; s++) acts_alloc(p, m, T, &r->acts[s]);
+    for (size_t s = 0; s < n_sets; s++)
+        acts_alloc(p, m, T, r->want_bwd && a->dlora != NULL, &r->acts[s]);
     for (size_t il = 0; il < NL; il++) {
-        r->x_ins[il] = (backward || il == 0) ? palloc(p, T * E) : r->x_ins[0];
+        r->x_ins[il] = (r->want_bwd || il == 0) ? palloc(p, T * E) : r->x_ins[0];
         r->ok[il] = r->acts[r->full ? il : 0].k;
         r->ov[il] = r->acts[r->full ? il : 0].v;
     }
@@ -129,9 +136,11 @@ static deg_status run_init(run *r, pool *p, const deg_model *m, const dg_train_a
     b->n_segs = n_seg;
     for (size_t s = 0, t0 = 0; s < n_seg; s++) {
         size_t n = a->n_segs ? a->seg_lens[s] : T;
+        int ad = a->lora && a->seg_adapters ? a->seg_adapters[s] : -1;
         b->segs[s] = (dg_seg){.n = n, .t0 = t0, .pk = a->P ? a->pk : NULL,
                               .pv = a->P ? a->pv : NULL, .prefix_len = a->P, .ok = r->ok,
-                              .ov = r->ov, .own_base = t0, .own_len0 = 0};
+                              .ov = r->ov, .own_base = t0, .own_len0 = 0,
+                              .lora = ad >= 0 ? a->lora : NULL, .adapter = ad};
         for (size_t i = 0; i < n; i++) r->pos[t0 + i] = (int64_t)(a->P + i);
         t0 += n;
     }
@@ -139,43 +148,83 @@ static deg_status run_init(run *r, pool *p, const deg_model *m, const dg_train_a
     return DEG_OK;
 }
 
-static void run_free(run *r)
+void dg_train_state_free(dg_train_state *r)
 {
+    if (!r) return;
+    pool_free(&r->p);
     free(r->acts);
     free(r->ok);
     free(r->ov);
     free(r->x_ins);
     free(r->pos);
     free(r->b.segs);
+    free(r);
 }
 
 /* Layer il forward from x (in place), saving into its activation set. */
-static void layer_fwd(const deg_model *m, run *r, int il, float *x)
+static void layer_fwd(dg_train_state *r, int il, float *x)
 {
     dg_layer_acts *s = &r->acts[r->full ? il : 0];
     s->x_in = r->x_ins[il];
     r->b.save = s;
-    m->arch->forward_layer(m, il, &r->b, x);
+    r->m->arch->forward_layer(r->m, il, &r->b, x);
 }
 
-static deg_status backward(const deg_model *m, const dg_train_args *a, run *r, float *x,
-                           float *dx, pool *p, dg_layer_backward_fn bwd)
+deg_status dg_train_forward(const deg_model *m, const dg_train_args *a, dg_train_state **out)
 {
+    *out = NULL;
+    if (!dg_layer_backward_for(m))
+        return dg_fail(DEG_ERR_UNSUPPORTED, "training: architecture '%s' has no layer backward",
+                       m->arch->name);
+    dg_train_state *r = calloc(1, sizeof *r);
+    if (!r) return dg_fail(DEG_ERR_NOMEM, "training forward: out of memory");
+    r->m = m;
+    r->a = a;
+    r->want_bwd = a->dpk != NULL || a->dlora != NULL;
+    size_t E = (size_t)m->hp.n_embd;
+    deg_status st = a->T ? state_init(r, m, a) : DEG_OK;
+    if (st != DEG_OK) {
+        dg_train_state_free(r);
+        return st;
+    }
+    for (size_t i = 0; i < a->T; i++)
+        memcpy(r->x + i * E, m->tok_embd + (size_t)a->ids[i] * E, sizeof(float) * E);
+    for (int il = 0; a->T && il < m->hp.n_layer; il++) layer_fwd(r, il, r->x);
+    *out = r;
+    return DEG_OK;
+}
+
+const float *dg_train_final(const dg_train_state *s) { return s->x; }
+
+deg_status dg_train_backward(dg_train_state *r, float *dx)
+{
+    const deg_model *m = r->m;
+    const dg_train_args *a = r->a;
+    if (!r->want_bwd || r->done_bwd)
+        return dg_fail(DEG_ERR_INTERNAL, "training backward: no saved forward");
+    r->done_bwd = 1;
     size_t T = a->T, E = (size_t)m->hp.n_embd, D = (size_t)m->hp.head_dim;
     size_t QD = (size_t)m->hp.n_head * D, KD = (size_t)m->hp.n_head_kv * D;
     size_t F = (size_t)m->hp.n_ff;
+    if (T == 0) return DEG_OK;
+    pool *p = &r->p;
     dg_layer_grad g = {.dxn = palloc(p, T * E), .datt = palloc(p, T * QD),
                        .dq = palloc(p, T * QD), .dk = palloc(p, T * KD), .dv = palloc(p, T * KD),
                        .dh = palloc(p, T * F), .dgate = palloc(p, T * F),
                        .dup = palloc(p, T * F), .dpk = a->P ? a->dpk : NULL,
-                       .dpv = a->P ? a->dpv : NULL};
+                       .dpv = a->P ? a->dpv : NULL, .dlora = a->dlora};
+    if (a->dlora) {
+        g.xn = palloc(p, T * E);
+        g.h = palloc(p, T * F);
+    }
     if (p->failed) return dg_fail(DEG_ERR_NOMEM, "training backward: out of memory");
+    dg_layer_backward_fn bwd = dg_layer_backward_for(m);
     for (int il = m->hp.n_layer; il-- > 0;) {
         if (!r->full) {
             /* Recompute the layer from its saved input (same code path:
              * the activations, hence the gradients, are bitwise equal). */
-            memcpy(x, r->x_ins[il], sizeof(float) * T * E);
-            layer_fwd(m, r, il, x);
+            memcpy(r->x, r->x_ins[il], sizeof(float) * T * E);
+            layer_fwd(r, il, r->x);
         }
         DG_TRY(bwd(m, il, &r->b, &r->acts[r->full ? il : 0], dx, &g));
     }
@@ -186,49 +235,37 @@ static deg_status backward(const deg_model *m, const dg_train_args *a, run *r, f
 
 deg_status dg_train_run(const deg_model *m, const dg_train_args *a)
 {
-    dg_layer_backward_fn bwd = dg_layer_backward_for(m);
-    if (!bwd)
-        return dg_fail(DEG_ERR_UNSUPPORTED, "training: architecture '%s' has no layer backward",
-                       m->arch->name);
-    const dg_hparams *hp = &m->hp;
-    size_t T = a->T, E = (size_t)hp->n_embd;
-    int want_bwd = a->dpk != NULL;
+    int want_bwd = a->dpk != NULL || a->dlora != NULL;
     if (want_bwd && !a->loss_fn)
         return dg_fail(DEG_ERR_INTERNAL, "training: a backward needs a loss");
-    if (T == 0) {
+    if (a->T == 0) {
         if (a->loss) *a->loss = 0.0f;
         return DEG_OK;
     }
-    pool p = {0};
-    run r;
-    float *x = palloc(&p, T * E);
-    deg_status st = run_init(&r, &p, m, a, want_bwd);
-    if (st == DEG_OK && !x) st = dg_fail(DEG_ERR_NOMEM, "training forward: out of memory");
-    if (st == DEG_OK) {
-        for (size_t i = 0; i < T; i++)
-            memcpy(x + i * E, m->tok_embd + (size_t)a->ids[i] * E, sizeof(float) * E);
-        for (int il = 0; il < hp->n_layer; il++) layer_fwd(m, &r, il, x);
-    }
-    if (st == DEG_OK && a->logits) {
-        float *hn = palloc(&p, T * E);
+    dg_train_state *r;
+    DG_TRY(dg_train_forward(m, a, &r));
+    const dg_hparams *hp = &m->hp;
+    size_t T = a->T, E = (size_t)hp->n_embd;
+    deg_status st = DEG_OK;
+    if (a->logits) {
+        float *hn = palloc(&r->p, T * E);
         if (!hn) st = dg_fail(DEG_ERR_NOMEM, "training forward: out of memory");
         else {
-            dg_rmsnorm_rows(hn, x, m->out_norm, T, E, hp->rms_eps);
+            dg_rmsnorm_rows(hn, r->x, m->out_norm, T, E, hp->rms_eps);
             dg_lm_head(m, hn, T, a->logits);
         }
     }
     float *dx = NULL, l = 0.0f;
     if (st == DEG_OK && want_bwd) {
-        dx = palloc(&p, T * E);
+        dx = palloc(&r->p, T * E);
         if (!dx) st = dg_fail(DEG_ERR_NOMEM, "training backward: out of memory");
         else memset(dx, 0, sizeof(float) * T * E);
     }
     if (st == DEG_OK && a->loss_fn && (a->loss || want_bwd)) {
-        st = a->loss_fn(m, x, T, dx, &l, a->loss_ud);
+        st = a->loss_fn(m, r->x, T, dx, &l, a->loss_ud);
         if (st == DEG_OK && a->loss) *a->loss = l;
     }
-    if (st == DEG_OK && want_bwd) st = backward(m, a, &r, x, dx, &p, bwd);
-    run_free(&r);
-    pool_free(&p);
+    if (st == DEG_OK && want_bwd) st = dg_train_backward(r, dx);
+    dg_train_state_free(r);
     return st;
 }

@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "deg.h"
+#include "lora.h"
 
 /* The loss on the final residual stream x [T, n_embd] (before the final
  * norm). Sets *loss; when dx != NULL also writes dL/dx into dx [T, n_embd],
@@ -55,7 +56,26 @@ typedef struct dg_train_args {
      * segment. Validated by the caller. */
     const size_t *seg_lens;
     size_t n_segs;
+    /* LoRA (lib/model/lora_internal.h): segment s runs adapter seg_adapters[s] of lora
+     * (-1 = none); NULL lora = no adapters. dlora: gradient into the
+     * adapters' flat parameters [deg_lora_n_params], accumulated (+=); NULL
+     * = none. A backward runs when dpk or dlora is set. */
+    const deg_lora *lora;
+    const int32_t *seg_adapters;
+    float *dlora;
 } dg_train_args;
+
+/* The two phases of dg_train_run, for callers whose loss needs the forward's
+ * result before it can give a gradient (the LoRA tape, include/lora.h). The
+ * state borrows the args' arrays (they must outlive it). */
+typedef struct dg_train_state dg_train_state;
+/* Forward with saved activations (when the args ask for a backward). */
+deg_status dg_train_forward(const deg_model *m, const dg_train_args *a, dg_train_state **out);
+/* Final residual stream [T, n_embd] (before the final norm). */
+const float *dg_train_final(const dg_train_state *s);
+/* dx [T, n_embd]: dL/d(final residual), used as scratch. Once per state. */
+deg_status dg_train_backward(dg_train_state *s, float *dx);
+void dg_train_state_free(dg_train_state *s);
 
 /* Errors: DEG_ERR_UNSUPPORTED (architecture without a layer backward),
  * DEG_ERR_NOMEM, the loss callback's. dpk != NULL needs loss_fn. */

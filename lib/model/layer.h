@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "deg.h"
+#include "lora.h"
 
 typedef struct dg_row dg_row;
 
@@ -30,6 +31,8 @@ typedef struct dg_seg {
     size_t prefix_len;
     float *const *ok, *const *ov;
     size_t own_base, own_len0;
+    const deg_lora *lora; /* adapters of the segment's tokens (lib/model/lora_internal.h) or NULL */
+    int adapter;          /* adapter index in lora, -1 = none (the base model) */
 } dg_seg;
 
 /* What one layer's backward needs (lib/grad/train.c keeps one per layer, or
@@ -38,9 +41,11 @@ typedef struct dg_seg {
  *   x_in [M, E] layer input; q_pre [M, H*D] / k_pre [M, Hkv*D] q/k before the
  *   per-head norm (qwen3 only); q [M, H*D], k, v [M, Hkv*D] after norm + RoPE;
  *   stats [M, H, 2] attention row max and sum of exp; x_mid [M, E] residual
- *   after attention; gate, up [M, F] MLP pre-activations. */
+ *   after attention; gate, up [M, F] MLP pre-activations; att [M, H*D] the
+ *   attention output (the input of the o projection; saved only when the
+ *   caller allocates it: the LoRA backward needs it). */
 typedef struct dg_layer_acts {
-    float *x_in, *q_pre, *k_pre, *q, *k, *v, *stats, *x_mid, *gate, *up;
+    float *x_in, *q_pre, *k_pre, *q, *k, *v, *stats, *x_mid, *gate, *up, *att;
 } dg_layer_acts;
 
 struct dg_batch {

@@ -6,6 +6,7 @@
 
 #include "model/arch.h"
 #include "model/layer.h"
+#include "model/lora_internal.h"
 #include "model/ops.h"
 #include "tensor/blas.h"
 
@@ -23,6 +24,26 @@ void dg_rmsnorm_rows(float *out, const float *x, const float *w, size_t n, size_
 {
 #pragma omp parallel for schedule(static) if (n > 16) num_threads(dg_num_threads())
     for (size_t i = 0; i < n; i++) dg_rmsnorm(out + i * dim, x + i * dim, w, 1, dim, eps);
+}
+
+/* y[M, ldy] += the LoRA of target t for the rows of segments that run an
+ * adapter (x: the projection's input [M, ldx]); per row (dg_lora_rows), in
+ * parallel over segments. */
+static void lora_add(const dg_batch *b, int il, int t, const float *x, size_t ldx, float *y,
+                     size_t ldy)
+{
+    size_t n_ad = 0;
+    for (size_t si = 0; si < b->n_segs; si++) n_ad += b->segs[si].adapter >= 0;
+    if (!n_ad) return;
+#pragma omp parallel for schedule(dynamic, 1) if (b->n_tokens > 8) num_threads(dg_num_threads())
+    for (size_t si = 0; si < b->n_segs; si++) {
+        const dg_seg *s = &b->segs[si];
+        const float *A = s->adapter >= 0 ? dg_lora_A(s->lora, s->adapter, il, t) : NULL;
+        if (!A) continue;
+        const deg_lora *l = s->lora;
+        dg_lora_rows(y + s->t0 * ldy, ldy, x + s->t0 * ldx, ldx, s->n, A,
+                     A + (size_t)l->p.rank * l->in[t], l->p.rank, l->in[t], l->out[t], l->scale);
+    }
 }
 
 /* Attention of one segment for query head h (kernel in ops.c). */
@@ -80,6 +101,9 @@ void dg_forward_std_layer(const deg_model *m, int il, dg_batch *b, float *x)
     mm_nt(M, QD, E, b->xn, E, L->wq, E, q_pre, QD);
     mm_nt(M, KD, E, b->xn, E, L->wk, E, k_pre, KD);
     mm_nt(M, KD, E, b->xn, E, L->wv, E, v, KD);
+    lora_add(b, il, DG_LORA_Q, b->xn, E, q_pre, QD);
+    lora_add(b, il, DG_LORA_K, b->xn, E, k_pre, KD);
+    lora_add(b, il, DG_LORA_V, b->xn, E, v, KD);
     if (L->q_norm) dg_rmsnorm_rows(q, q_pre, L->q_norm, M * hp->n_head, D, hp->rms_eps);
     if (L->k_norm) dg_rmsnorm_rows(k, k_pre, L->k_norm, M * hp->n_head_kv, D, hp->rms_eps);
     dg_rope_apply(q, b->rope_cos, b->rope_sin, M, hp->n_head, (int)D);
@@ -94,7 +118,9 @@ void dg_forward_std_layer(const deg_model *m, int il, dg_batch *b, float *x)
         if (vo != v + s->t0 * KD) memcpy(vo, v + s->t0 * KD, sizeof(float) * KD * s->n);
     }
     attention(m, il, b, q, sv ? sv->stats : NULL);
+    if (sv && sv->att) memcpy(sv->att, b->att, sizeof(float) * M * QD);
     mm_nt(M, E, QD, b->att, QD, L->wo, QD, b->tmp, E);
+    lora_add(b, il, DG_LORA_O, b->att, QD, b->tmp, E);
     for (size_t i = 0; i < M * E; i++) x[i] += b->tmp[i];
     if (sv) memcpy(sv->x_mid, x, sizeof(float) * M * E);
 
@@ -102,10 +128,13 @@ void dg_forward_std_layer(const deg_model *m, int il, dg_batch *b, float *x)
     dg_rmsnorm_rows(b->xn, x, L->ffn_norm, M, E, hp->rms_eps);
     mm_nt(M, F, E, b->xn, E, L->w_gate, E, gate, F);
     mm_nt(M, F, E, b->xn, E, L->w_up, E, up, F);
+    lora_add(b, il, DG_LORA_GATE, b->xn, E, gate, F);
+    lora_add(b, il, DG_LORA_UP, b->xn, E, up, F);
     /* SwiGLU into b->gate (in place in inference; training keeps gate). */
     if (gate != b->gate) memcpy(b->gate, gate, sizeof(float) * M * F);
 #pragma omp parallel for schedule(static) if (M > 4) num_threads(dg_num_threads())
     for (size_t i = 0; i < M; i++) dg_swiglu(b->gate + i * F, up + i * F, F);
     mm_nt(M, E, F, b->gate, F, L->w_down, F, b->tmp, E);
+    lora_add(b, il, DG_LORA_DOWN, b->gate, F, b->tmp, E);
     for (size_t i = 0; i < M * E; i++) x[i] += b->tmp[i];
 }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "deg.h"
+#include "lora.h"
 
 /* Growable per-layer K/V rows. k[il] and v[il] are [cap, n_head_kv*head_dim]
  * f32; rows [0, len) are valid. Keys are stored after RoPE. */
@@ -39,6 +40,8 @@ struct deg_fork {
     size_t hidden_cap;
     float *last_logits;      /* [n_vocab] cache, valid if has_last_logits */
     int has_last_logits;
+    const deg_lora *lora;    /* adapters of its rows (borrowed) or NULL */
+    int32_t adapter;         /* adapter index, -1 = none (deg_fork_set_adapter) */
 };
 
 /* One row of a batched forward: tokens ids[0..n) appended to own at
@@ -53,6 +56,8 @@ typedef struct dg_row {
     float *last_logits;  /* [n_vocab] logits of the last token, or NULL */
     float *hidden;       /* [n, n_embd] final-norm hidden or NULL */
     float *last_hidden;  /* [n_embd] final-norm hidden of the last token, or NULL */
+    const deg_lora *lora;/* LoRA adapters of the row's tokens, or NULL */
+    int adapter;         /* adapter index in lora, -1 = none */
 } dg_row;
 
 /* Tokens per forward pass: bounds scratch memory; longer inputs are split

@@ -170,6 +170,7 @@ deg_status deg_fork_new(deg_trunk *trunk, deg_fork **out)
     deg_fork *f = calloc(1, sizeof *f);
     if (!f) return dg_fail(DEG_ERR_NOMEM, "deg_fork_new: out of memory");
     f->trunk = trunk;
+    f->adapter = -1;
     f->last_logits = malloc(sizeof(float) * (size_t)m->hp.n_vocab);
     deg_status st = f->last_logits ? dg_kv_init(&f->kv, m)
                                    : dg_fail(DEG_ERR_NOMEM, "deg_fork_new: out of memory");
@@ -235,7 +236,8 @@ deg_status deg_forks_feed(deg_fork *const *forks, size_t n_forks, const int32_t 
         size_t E = (size_t)m->hp.n_embd;
         rows[i] = (dg_row){.prefix = &f->trunk->kv, .own = &f->kv, .ids = ids[i],
                            .n = n_ids[i], .logits = logits ? logits[i] : NULL,
-                           .hidden = f->hidden + f->kv.len * E};
+                           .hidden = f->hidden + f->kv.len * E, .lora = f->lora,
+                           .adapter = f->adapter};
     }
     if (st == DEG_OK) st = dg_forward(m, rows, n_forks);
     if (st == DEG_OK) {

@@ -14,50 +14,7 @@
 #include "deg.h"
 #include "format/safetensors.h"
 #include "model/arch.h"
-
-#define GOLDENS DEG_SOURCE_ROOT "/tests/goldens"
-
-static deg_model *load_tiny(const char *name)
-{
-    char p[512];
-    snprintf(p, sizeof p, "%s/%s", GOLDENS, name);
-    deg_model *m = NULL;
-    deg_status s = deg_model_load(p, &m);
-    cr_assert_eq(s, DEG_OK, "load %s: %s", p, deg_errmsg());
-    return m;
-}
-
-static const void *gt(dg_safetensors *st, const char *name, size_t *n)
-{
-    const dg_tensor_view *t = dg_safetensors_find(st, name);
-    cr_assert_not_null(t, "golden tensor %s", name);
-    size_t c = 1;
-    for (int i = 0; i < t->n_dims; i++) c *= (size_t)t->shape[i];
-    if (n) *n = c;
-    return t->data;
-}
-
-/* max |a - b| / max |b| */
-static double rel_err_fd(const float *a, const double *b, size_t n)
-{
-    double d = 0, m = 0;
-    for (size_t i = 0; i < n; i++) {
-        double e = fabs((double)a[i] - b[i]);
-        if (!(e <= d)) d = e;
-        if (fabs(b[i]) > m) m = fabs(b[i]);
-    }
-    return m > 0 ? d / m : d;
-}
-static double rel_err_ff(const float *a, const float *b, size_t n)
-{
-    double d = 0, m = 0;
-    for (size_t i = 0; i < n; i++) {
-        double e = fabs((double)a[i] - b[i]);
-        if (!(e <= d)) d = e;
-        if (fabs(b[i]) > m) m = fabs(b[i]);
-    }
-    return m > 0 ? d / m : d;
-}
+#include "tiny_model.h"
 
 typedef struct geo {
     int L;
@@ -75,20 +32,20 @@ static geo geometry(const deg_model *m)
 static void check_golden(const char *name)
 {
     char p[512];
-    snprintf(p, sizeof p, "%s/cartridge/%s.safetensors", GOLDENS, name);
+    snprintf(p, sizeof p, "%s/cartridge/%s.safetensors", TINY_GOLDENS, name);
     dg_safetensors *st = NULL;
     cr_assert_eq(dg_safetensors_open(p, &st), DEG_OK, "%s: %s", p, deg_errmsg());
-    deg_model *m = load_tiny(name);
+    deg_model *m = tiny_load(name);
     geo g = geometry(m);
     size_t P, T, NT;
-    const int32_t *prefix = gt(st, "prefix_ids", &P), *ids = gt(st, "ids", &T);
-    const int32_t *tpos = gt(st, "tgt_pos", &NT), *ttok = gt(st, "tgt_tok", NULL);
-    const float *tlp = gt(st, "tgt_lp", NULL);
-    const float *rk = gt(st, "rows_k", NULL), *rv = gt(st, "rows_v", NULL);
-    const float *glog = gt(st, "logits", NULL);
-    const double *gloss = gt(st, "loss", NULL);
-    const double *gk = gt(st, "grad_k", NULL), *gv = gt(st, "grad_v", NULL);
-    const float *ak = gt(st, "adam_k", NULL), *av = gt(st, "adam_v", NULL);
+    const int32_t *prefix = golden_tensor(st, "prefix_ids", &P), *ids = golden_tensor(st, "ids", &T);
+    const int32_t *tpos = golden_tensor(st, "tgt_pos", &NT), *ttok = golden_tensor(st, "tgt_tok", NULL);
+    const float *tlp = golden_tensor(st, "tgt_lp", NULL);
+    const float *rk = golden_tensor(st, "rows_k", NULL), *rv = golden_tensor(st, "rows_v", NULL);
+    const float *glog = golden_tensor(st, "logits", NULL);
+    const double *gloss = golden_tensor(st, "loss", NULL);
+    const double *gk = golden_tensor(st, "grad_k", NULL), *gv = golden_tensor(st, "grad_v", NULL);
+    const float *ak = golden_tensor(st, "adam_k", NULL), *av = golden_tensor(st, "adam_v", NULL);
     deg_distill_target *tg = malloc(NT * sizeof *tg);
     for (size_t i = 0; i < NT; i++) tg[i] = (deg_distill_target){tpos[i], ttok[i], tlp[i]};
 
@@ -191,7 +148,7 @@ static const char *const TINY[] = {"tiny-llama", "tiny-llama-tied", "tiny-qwen3"
 Test(cartridge, equivalence_gate_tiny)
 {
     for (size_t mi = 0; mi < 4; mi++) {
-        deg_model *m = load_tiny(TINY[mi]);
+        deg_model *m = tiny_load(TINY[mi]);
         geo g = geometry(m);
         enum { P = 9, S = 7 };
         int32_t all[P + S];
@@ -234,7 +191,7 @@ Test(cartridge, gradcheck_end_to_end)
     /* f32 central differences of the loss through the whole model into
      * prefix rows (kv_seq > q_seq, GQA 4/2, duplicate target positions). */
     for (int mi = 0; mi < 2; mi++) {
-        deg_model *m = load_tiny(mi ? "tiny-qwen3" : "tiny-llama");
+        deg_model *m = tiny_load(mi ? "tiny-qwen3" : "tiny-llama");
         geo g = geometry(m);
         enum { P = 8, T = 5 };
         deg_cartridge *c = NULL;
@@ -321,7 +278,7 @@ static float heldout(const deg_cartridge *c, int32_t (*seqs)[10], deg_distill_ta
 
 Test(cartridge, learning_check, .timeout = 300)
 {
-    deg_model *m = load_tiny("tiny-qwen3");
+    deg_model *m = tiny_load("tiny-qwen3");
     geo g = geometry(m);
     enum { NC = 24, P = 8, N = 10, NS = 16, NH = 3 };
     int32_t corpus[NC], seqs[NS][N];
@@ -414,7 +371,7 @@ static char *tmpfile_path(const char *name)
 
 Test(cartridge, save_load_roundtrip_and_resume)
 {
-    deg_model *m = load_tiny("tiny-llama");
+    deg_model *m = tiny_load("tiny-llama");
     geo g = geometry(m);
     deg_cartridge *c = NULL;
     int32_t pre[6] = {1, 2, 3, 4, 5, 6}, ids[5] = {9, 8, 7, 6, 5};
@@ -457,11 +414,11 @@ Test(cartridge, save_load_roundtrip_and_resume)
     cr_assert_eq(deg_cartridge_load(m, path, &e), DEG_OK, "%s", deg_errmsg());
     deg_cartridge_free(e);
     /* Against another model: mismatch. */
-    deg_model *q = load_tiny("tiny-llama-tied");
+    deg_model *q = tiny_load("tiny-llama-tied");
     cr_expect_eq(deg_cartridge_load(q, path, &e), DEG_ERR_MISMATCH);
     cr_expect(strstr(deg_errmsg(), "another model") != NULL, "%s", deg_errmsg());
     cr_expect_null(e);
-    deg_model *q3 = load_tiny("tiny-qwen3");
+    deg_model *q3 = tiny_load("tiny-qwen3");
     cr_expect_eq(deg_cartridge_load(q3, path, &e), DEG_ERR_MISMATCH);
     cr_expect(strstr(deg_errmsg(), "arch") != NULL, "%s", deg_errmsg());
     deg_model_free(q3);
@@ -475,7 +432,7 @@ Test(cartridge, save_load_roundtrip_and_resume)
 
 Test(cartridge, corrupt_files)
 {
-    deg_model *m = load_tiny("tiny-llama");
+    deg_model *m = tiny_load("tiny-llama");
     deg_cartridge *c = NULL;
     int32_t pre[4] = {1, 2, 3, 4};
     cr_assert_eq(deg_cartridge_init_tokens(m, pre, 4, &c), DEG_OK);
@@ -504,7 +461,7 @@ Test(cartridge, corrupt_files)
     cr_expect_eq(s, DEG_ERR_FORMAT, "garbage: %s (%s)", deg_status_name(s), deg_errmsg());
     /* A valid safetensors file that is not a cartridge. */
     char mp[512];
-    snprintf(mp, sizeof mp, "%s/tiny-llama/model.safetensors", GOLDENS);
+    snprintf(mp, sizeof mp, "%s/tiny-llama/model.safetensors", TINY_GOLDENS);
     s = deg_cartridge_load(m, mp, &d);
     cr_expect_eq(s, DEG_ERR_FORMAT, "model file: %s (%s)", deg_status_name(s), deg_errmsg());
     cr_expect(strstr(deg_errmsg(), "not a deg cartridge") != NULL, "%s", deg_errmsg());
@@ -521,7 +478,7 @@ Test(cartridge, corrupt_files)
 
 Test(cartridge, bad_input)
 {
-    deg_model *m = load_tiny("tiny-llama");
+    deg_model *m = tiny_load("tiny-llama");
     geo g = geometry(m);
     deg_cartridge *c = NULL;
     int32_t ids[4] = {1, 2, 3, 4};
@@ -588,7 +545,7 @@ Test(cartridge, bad_input)
 
 Test(cartridge, targets_from_logits)
 {
-    deg_model *m = load_tiny("tiny-llama");
+    deg_model *m = tiny_load("tiny-llama");
     geo g = geometry(m);
     float *lg = calloc(g.V, 4);
     /* Three dominant tokens: 0.6, 0.3, 0.0999..., the tail tiny. */
@@ -614,7 +571,7 @@ Test(cartridge, targets_from_logits)
 
 Test(cartridge, random_inits)
 {
-    deg_model *m = load_tiny("tiny-qwen3");
+    deg_model *m = tiny_load("tiny-qwen3");
     geo g = geometry(m);
     deg_cartridge *a = NULL, *b = NULL;
     cr_assert_eq(deg_cartridge_init_random_vectors(m, 4, 1, &a), DEG_OK);

@@ -73,20 +73,23 @@ class Model:
         a, b = x[..., :half], x[..., half:]
         return torch.cat([a * c - b * s, b * c + a * s], -1)
 
-    def forward(self, ids, pk, pv, p0):
+    def forward(self, ids, pk, pv, p0, lin=None):
         """ids [n]; pk/pv: per layer [P, Hkv, D] prefix rows (or None);
-        p0: RoPE position of ids[0]. Returns final hidden [n, E] and the
+        p0: RoPE position of ids[0]; lin(x, W, il, target): a projection
+        x @ W.T (default; gen_lora_goldens.py adds its adapters here; target
+        in q k v o gate up down). Returns final hidden [n, E] and the
         per-layer own K (post norm+RoPE) and V."""
         w, n = self.w, len(ids)
+        lin = lin or (lambda x, W, il, t: x @ W.T)
         x = w["model.embed_tokens.weight"][torch.as_tensor(ids, dtype=torch.long)]
         pos = torch.arange(p0, p0 + n)
         ks, vs = [], []
         for il in range(self.L):
             pre = f"model.layers.{il}."
             h = self.rms(x, w[pre + "input_layernorm.weight"])
-            q = (h @ w[pre + "self_attn.q_proj.weight"].T).view(n, self.H, self.D)
-            k = (h @ w[pre + "self_attn.k_proj.weight"].T).view(n, self.Hkv, self.D)
-            v = (h @ w[pre + "self_attn.v_proj.weight"].T).view(n, self.Hkv, self.D)
+            q = lin(h, w[pre + "self_attn.q_proj.weight"], il, "q").view(n, self.H, self.D)
+            k = lin(h, w[pre + "self_attn.k_proj.weight"], il, "k").view(n, self.Hkv, self.D)
+            v = lin(h, w[pre + "self_attn.v_proj.weight"], il, "v").view(n, self.Hkv, self.D)
             if self.qk_norm:
                 q = self.rms(q, w[pre + "self_attn.q_norm.weight"])
                 k = self.rms(k, w[pre + "self_attn.k_norm.weight"])
@@ -104,11 +107,11 @@ class Model:
             sc = torch.einsum("ihd,jhd->hij", q, Kh) / np.sqrt(self.D)
             sc = sc.masked_fill(~mask[None], float("-inf"))
             att = torch.einsum("hij,jhd->ihd", torch.softmax(sc, -1), Vh).reshape(n, -1)
-            x = x + att @ w[pre + "self_attn.o_proj.weight"].T
+            x = x + lin(att, w[pre + "self_attn.o_proj.weight"], il, "o")
             h = self.rms(x, w[pre + "post_attention_layernorm.weight"])
-            g = h @ w[pre + "mlp.gate_proj.weight"].T
-            u = h @ w[pre + "mlp.up_proj.weight"].T
-            x = x + (torch.nn.functional.silu(g) * u) @ w[pre + "mlp.down_proj.weight"].T
+            g = lin(h, w[pre + "mlp.gate_proj.weight"], il, "gate")
+            u = lin(h, w[pre + "mlp.up_proj.weight"], il, "up")
+            x = x + lin(torch.nn.functional.silu(g) * u, w[pre + "mlp.down_proj.weight"], il, "down")
         return self.rms(x, w["model.norm.weight"]), ks, vs
 
 

@@ -119,10 +119,11 @@ def test_every_integer_define_of_the_headers_is_bound():
     # read independently of gen_cffi: `#define NAME <integer>` with anything after it
     from deg._native import lib
     want = {}
-    for h in ("deg.h", "cartridge.h"):
+    for h in ("deg.h", "cartridge.h", "lora.h"):
         for m in re.finditer(r"^#define\s+(\w+)\s+(-?\d+)\b", (ROOT / "include" / h).read_text(),
                              re.M):
             want[m.group(1)] = int(m.group(2))
-    assert {"DEG_HEAD_CHOICE", "DEG_HEAD_EXTRACT_ANCHORED", "DEG_TRAIN_WEIGHTS"} <= set(want)
+    assert {"DEG_HEAD_CHOICE", "DEG_HEAD_EXTRACT_ANCHORED", "DEG_TRAIN_WEIGHTS",
+            "DEG_LORA_ALL"} <= set(want)
     missing = {k: v for k, v in want.items() if getattr(lib, k, None) != v}
     assert not missing

@@ -1,0 +1,134 @@
+/*
+ * lora.h - LoRA adapters on the fork path (public C API of libdeg).
+ *
+ * Low-rank adapters (Hu et al. 2021, arXiv 2106.09685; the project's spec
+ * deg-contract.md §12.7) on the attention and MLP projections of every layer
+ * (targets q, k, v, o, gate, up, down): a projection y = W x of W [out, in]
+ * becomes
+ *     y = W x + (alpha / rank) * B (A x),   A: [rank, in], B: [out, rank]
+ * with B = 0 at creation (an adapter starts as the base model) and A drawn
+ * from U(-1/sqrt(in), 1/sqrt(in)) (torch's kaiming_uniform_(a=sqrt(5)) bound,
+ * as peft initialises lora_A) from a xoshiro256** stream seeded by the params.
+ * One deg_lora holds n_adapters such adapters of the same rank and targets
+ * (e.g. "decide" and "extract"); each fork names the adapter its rows run
+ * with (deg_fork_set_adapter; -1 = none: the base model). The context trunk
+ * is read by the base weights (§12.7 `--lora-context base`): adapters act on
+ * fork rows only, so rows with different adapters share one batch and a
+ * row's numbers are bitwise those it has alone, next to adapter-off rows, or
+ * at any thread count.
+ *
+ * Parameters are f32 in one flat array (deg_lora_get_params/set_params),
+ * laid out adapter-major: for adapter a, layer il, each enabled target t in
+ * the order q, k, v, o, gate, up, down: A [rank, in_t] then B [out_t, rank]
+ * (row-major). in/out: q [n_head*head_dim, n_embd], k and v
+ * [n_head_kv*head_dim, n_embd], o [n_embd, n_head*head_dim], gate and up
+ * [n_ff, n_embd], down [n_embd, n_ff] (as [out, in]).
+ *
+ * Training (deg_lora_tape_*): fork rows over a frozen trunk are run forward
+ * with their adapters, keeping what the backward needs; the caller computes
+ * its loss on the rows' final-norm hidden states (e.g. deg_train_loss_grad's
+ * head losses) and hands back dL/dhidden at chosen rows; the backward runs
+ * through the same layer code as inference and accumulates dL/dA, dL/dB into
+ * a gradient array in the flat layout. No gradient flows into the trunk or
+ * the base weights.
+ *
+ * Conventions as in deg.h (status codes, deg_errmsg(), ownership notes). A
+ * deg_lora borrows its model (the model must outlive it); forks using it
+ * borrow it too (it must outlive them and not change while they are fed).
+ */
+#ifndef DEG_LORA_H
+#define DEG_LORA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "deg.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct deg_lora deg_lora;
+
+/* Target bits (deg_lora_params.targets). */
+#define DEG_LORA_Q 1
+#define DEG_LORA_K 2
+#define DEG_LORA_V 4
+#define DEG_LORA_O 8
+#define DEG_LORA_GATE 16
+#define DEG_LORA_UP 32
+#define DEG_LORA_DOWN 64
+#define DEG_LORA_ALL 127
+
+typedef struct deg_lora_params {
+    int32_t rank;          /* r in [1, 256] (default 8) */
+    float alpha;           /* scale = alpha / rank; finite (default 16) */
+    uint32_t targets;      /* DEG_LORA_* bits, nonzero (default DEG_LORA_ALL) */
+    int32_t n_adapters;    /* >= 1 (default 1) */
+    uint64_t seed;         /* stream of the A init (default 0) */
+} deg_lora_params;
+
+DEG_API deg_lora_params deg_lora_default_params(void);
+
+/* New adapters for model (borrowed): B = 0, A random (see above), so every
+ * adapter starts as the base model. Errors: DEG_ERR_ARG (NULL, rank outside
+ * [1, 256], n_adapters < 1, no or unknown target bits, non-finite alpha),
+ * DEG_ERR_UNSUPPORTED (an architecture without the standard layer),
+ * DEG_ERR_NOMEM. */
+DEG_API deg_status deg_lora_new(const deg_model *model, const deg_lora_params *params,
+                                deg_lora **out);
+DEG_API void deg_lora_free(deg_lora *lora);
+/* The params it was made with. */
+DEG_API deg_lora_params deg_lora_get_config(const deg_lora *lora);
+/* Number of f32 parameters (all adapters). */
+DEG_API size_t deg_lora_n_params(const deg_lora *lora);
+/* Copy the flat parameters out / in (n must equal deg_lora_n_params; set
+ * refuses non-finite values: DEG_ERR_NUMERIC, nothing changed). */
+DEG_API deg_status deg_lora_get_params(const deg_lora *lora, float *out, size_t n);
+DEG_API deg_status deg_lora_set_params(deg_lora *lora, const float *in, size_t n);
+
+/* Run the fork's future rows with adapter `adapter` of lora (borrowed), or
+ * with none (lora NULL or adapter -1: the base model; the default). Tokens
+ * already fed keep the K/V they were computed with. Errors: DEG_ERR_ARG
+ * (NULL fork, adapter outside [-1, n_adapters)), DEG_ERR_MISMATCH (lora of
+ * another model). */
+DEG_API deg_status deg_fork_set_adapter(deg_fork *fork, const deg_lora *lora, int32_t adapter);
+
+/* ---------------------------------------------------------------- training */
+
+typedef struct deg_lora_tape deg_lora_tape;
+
+/* Forward of n_rows fork rows over trunk (borrowed; must stay unchanged and
+ * outlive the tape): row i = ids[i][0..n_ids[i]) (n_ids[i] >= 1) as a fresh
+ * fork of trunk would run them, with adapter adapters[i] of lora (-1 = none).
+ * The rows' final-norm hidden states are bitwise those of forks fed the same
+ * ids with the same adapter (deg_fork_hidden). checkpoint != 0 keeps only
+ * each layer's input and recomputes the layer in the backward (same code:
+ * bitwise-equal gradients, less memory). Errors: DEG_ERR_ARG (NULL
+ * pointers, empty rows, adapter out of range), DEG_ERR_RANGE (token id),
+ * DEG_ERR_MISMATCH (trunk of another model), DEG_ERR_STATE (empty trunk),
+ * DEG_ERR_NOMEM. */
+DEG_API deg_status deg_lora_tape_forward(const deg_lora *lora, const deg_trunk *trunk,
+                                         const int32_t *const *ids, const size_t *n_ids,
+                                         const int32_t *adapters, size_t n_rows, int checkpoint,
+                                         deg_lora_tape **out);
+DEG_API void deg_lora_tape_free(deg_lora_tape *tape);
+/* Final-norm hidden states [n, n_embd] of row's tokens [first, first + n).
+ * Errors: DEG_ERR_RANGE. */
+DEG_API deg_status deg_lora_tape_hidden(const deg_lora_tape *tape, size_t row, size_t first,
+                                        size_t n, float *hidden);
+/* Backward: n_grads gradients dL/dhidden (dhidden [n_grads, n_embd]) at the
+ * final-norm hidden state of token pos[g] of row rows[g] (a token may appear
+ * more than once: gradients add). Accumulates (+=) dL/dA and dL/dB into
+ * grad [deg_lora_n_params] (flat layout; only adapters used by the rows get
+ * nonzero entries). May be called once per tape. Errors: DEG_ERR_ARG (NULL,
+ * second call), DEG_ERR_RANGE (row/pos), DEG_ERR_NOMEM. */
+DEG_API deg_status deg_lora_tape_backward(deg_lora_tape *tape, size_t n_grads,
+                                          const size_t *rows, const size_t *pos,
+                                          const float *dhidden, float *grad, size_t n_grad);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

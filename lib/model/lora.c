@@ -1,0 +1,195 @@
+/* LoRA adapters (include/lora.h): creation, flat parameters, fork selection
+ * and the per-row forward/backward kernels of one adapted projection. */
+#include "model/lora_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/status.h"
+#include "model/arch.h"
+#include "model/ops.h"
+#include "model/sample.h"
+#include "model/state.h"
+#include "tensor/blas.h"
+
+deg_lora_params deg_lora_default_params(void)
+{
+    return (deg_lora_params){.rank = 8, .alpha = 16.0f, .targets = DEG_LORA_ALL,
+                             .n_adapters = 1, .seed = 0};
+}
+
+static void target_dims(const deg_model *m, size_t *in, size_t *out)
+{
+    const dg_hparams *hp = &m->hp;
+    size_t E = (size_t)hp->n_embd, QD = (size_t)hp->n_head * hp->head_dim;
+    size_t KD = (size_t)hp->n_head_kv * hp->head_dim, F = (size_t)hp->n_ff;
+    size_t i[DG_LORA_N_TARGETS] = {E, E, E, QD, E, E, F};
+    size_t o[DG_LORA_N_TARGETS] = {QD, KD, KD, E, F, F, E};
+    memcpy(in, i, sizeof i);
+    memcpy(out, o, sizeof o);
+}
+
+deg_status deg_lora_new(const deg_model *m, const deg_lora_params *p, deg_lora **out)
+{
+    if (!m || !p || !out) return dg_fail(DEG_ERR_ARG, "deg_lora_new: NULL argument");
+    *out = NULL;
+    if (p->rank < 1 || p->rank > DG_LORA_MAX_RANK || p->n_adapters < 1)
+        return dg_fail(DEG_ERR_ARG, "deg_lora_new: need rank in [1, %d] (got %d) and "
+                       "n_adapters >= 1 (got %d)", DG_LORA_MAX_RANK, (int)p->rank,
+                       (int)p->n_adapters);
+    if (p->targets == 0 || (p->targets & ~(uint32_t)DEG_LORA_ALL))
+        return dg_fail(DEG_ERR_ARG, "deg_lora_new: targets 0x%x: need a nonzero set of "
+                       "DEG_LORA_* bits (0x7f = all)", (unsigned)p->targets);
+    if (!isfinite(p->alpha))
+        return dg_fail(DEG_ERR_ARG, "deg_lora_new: alpha is not finite");
+    if (m->arch->forward_layer != dg_forward_std_layer)
+        return dg_fail(DEG_ERR_UNSUPPORTED, "deg_lora_new: architecture '%s' has no adapted "
+                       "layer", m->arch->name);
+    deg_lora *l = calloc(1, sizeof *l);
+    size_t NL = (size_t)m->hp.n_layer, NA = (size_t)p->n_adapters, r = (size_t)p->rank;
+    if (!l) return dg_fail(DEG_ERR_NOMEM, "deg_lora_new: out of memory");
+    l->model = m;
+    l->p = *p;
+    l->scale = p->alpha / (float)p->rank;
+    target_dims(m, l->in, l->out);
+    l->off = malloc(NA * NL * DG_LORA_N_TARGETS * sizeof *l->off);
+    if (!l->off) { free(l); return dg_fail(DEG_ERR_NOMEM, "deg_lora_new: out of memory"); }
+    size_t n = 0;
+    for (size_t a = 0; a < NA; a++)
+        for (size_t il = 0; il < NL; il++)
+            for (int t = 0; t < DG_LORA_N_TARGETS; t++) {
+                size_t *o = &l->off[(a * NL + il) * DG_LORA_N_TARGETS + (size_t)t];
+                *o = (p->targets >> t) & 1 ? n : (size_t)-1;
+                if (*o != (size_t)-1) n += r * (l->in[t] + l->out[t]);
+            }
+    l->n_params = n;
+    l->data = calloc(n, sizeof(float));
+    if (!l->data) {
+        deg_lora_free(l);
+        return dg_fail(DEG_ERR_NOMEM, "deg_lora_new: cannot allocate %zu parameters", n);
+    }
+    /* A ~ U(-1/sqrt(in), 1/sqrt(in)) in layout order; B = 0. */
+    dg_rng rng;
+    dg_rng_seed(&rng, p->seed);
+    for (size_t i = 0; i < NA * NL * DG_LORA_N_TARGETS; i++) {
+        int t = (int)(i % DG_LORA_N_TARGETS);
+        if (l->off[i] == (size_t)-1) continue;
+        double bound = 1.0 / sqrt((double)l->in[t]);
+        float *A = l->data + l->off[i];
+        for (size_t j = 0; j < r * l->in[t]; j++)
+            A[j] = (float)((2.0 * dg_rng_uniform(&rng) - 1.0) * bound);
+    }
+    *out = l;
+    return DEG_OK;
+}
+
+void deg_lora_free(deg_lora *l)
+{
+    if (!l) return;
+    free(l->off);
+    free(l->data);
+    free(l);
+}
+
+deg_lora_params deg_lora_get_config(const deg_lora *l)
+{
+    return l ? l->p : deg_lora_default_params();
+}
+
+size_t deg_lora_n_params(const deg_lora *l) { return l ? l->n_params : 0; }
+
+deg_status deg_lora_get_params(const deg_lora *l, float *out, size_t n)
+{
+    if (!l || (n && !out)) return dg_fail(DEG_ERR_ARG, "deg_lora_get_params: NULL argument");
+    if (n != l->n_params)
+        return dg_fail(DEG_ERR_ARG, "deg_lora_get_params: n = %zu, the adapters have %zu "
+                       "parameters", n, l->n_params);
+    memcpy(out, l->data, n * sizeof(float));
+    return DEG_OK;
+}
+
+deg_status deg_lora_set_params(deg_lora *l, const float *in, size_t n)
+{
+    if (!l || (n && !in)) return dg_fail(DEG_ERR_ARG, "deg_lora_set_params: NULL argument");
+    if (n != l->n_params)
+        return dg_fail(DEG_ERR_ARG, "deg_lora_set_params: n = %zu, the adapters have %zu "
+                       "parameters", n, l->n_params);
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(in[i]))
+            return dg_fail(DEG_ERR_NUMERIC, "deg_lora_set_params: parameter %zu is %g; nothing "
+                           "was changed", i, (double)in[i]);
+    memcpy(l->data, in, n * sizeof(float));
+    return DEG_OK;
+}
+
+size_t dg_lora_offset(const deg_lora *l, int a, int il, int t)
+{
+    return l->off[((size_t)a * (size_t)l->model->hp.n_layer + (size_t)il) * DG_LORA_N_TARGETS +
+                  (size_t)t];
+}
+
+const float *dg_lora_A(const deg_lora *l, int a, int il, int t)
+{
+    size_t o = dg_lora_offset(l, a, il, t);
+    return o == (size_t)-1 ? NULL : l->data + o;
+}
+
+deg_status deg_fork_set_adapter(deg_fork *f, const deg_lora *l, int32_t adapter)
+{
+    if (!f) return dg_fail(DEG_ERR_ARG, "deg_fork_set_adapter: NULL fork");
+    if (!l || adapter == -1) {
+        f->lora = NULL;
+        f->adapter = -1;
+        return DEG_OK;
+    }
+    if (l->model != f->trunk->model)
+        return dg_fail(DEG_ERR_MISMATCH, "deg_fork_set_adapter: the adapters belong to another "
+                       "model than the fork");
+    if (adapter < -1 || adapter >= l->p.n_adapters)
+        return dg_fail(DEG_ERR_ARG, "deg_fork_set_adapter: adapter %d outside [-1, %d)",
+                       (int)adapter, (int)l->p.n_adapters);
+    f->lora = l;
+    f->adapter = adapter;
+    return DEG_OK;
+}
+
+/* ------------------------------------------------------------ kernels */
+
+void dg_lora_rows(float *y, size_t ldy, const float *x, size_t ldx, size_t n, const float *A,
+                  const float *B, int r, size_t in, size_t out, float scale)
+{
+    for (size_t i = 0; i < n; i++) {
+        float u[DG_LORA_MAX_RANK];
+        const float *xi = x + i * ldx;
+        float *yi = y + i * ldy;
+        for (int j = 0; j < r; j++) u[j] = dg_dot(A + (size_t)j * in, xi, in);
+        for (size_t o = 0; o < out; o++) yi[o] += scale * dg_dot(B + o * (size_t)r, u, (size_t)r);
+    }
+}
+
+void dg_lora_rows_backward(float *dA, float *dB, float *dx, size_t lddx, const float *dy,
+                           size_t ldy, const float *x, size_t ldx, size_t n, const float *A,
+                           const float *B, int r, size_t in, size_t out, float scale)
+{
+    float u[DG_LORA_MAX_RANK], du[DG_LORA_MAX_RANK];
+    for (size_t i = 0; i < n; i++) {
+        const float *xi = x + i * ldx, *gi = dy + i * ldy;
+        for (int j = 0; j < r; j++) {
+            u[j] = dg_dot(A + (size_t)j * in, xi, in);
+            du[j] = 0.0f;
+        }
+        for (size_t o = 0; o < out; o++) {
+            float g = scale * gi[o];
+            const float *Bo = B + o * (size_t)r;
+            float *dBo = dB + o * (size_t)r;
+            for (int j = 0; j < r; j++) {
+                dBo[j] += g * u[j];
+                du[j] += g * Bo[j];
+            }
+        }
+        for (int j = 0; j < r; j++) dg_axpy(dA + (size_t)j * in, du[j], xi, in);
+        if (dx)
+            for (int j = 0; j < r; j++) dg_axpy(dx + i * lddx, du[j], A + (size_t)j * in, in);
+    }
+}

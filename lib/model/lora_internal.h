@@ -1,0 +1,51 @@
+/* LoRA adapters (include/lora.h): the private layout of deg_lora and the
+ * per-row kernels the layer forward (layer_std.c) and the layer backward
+ * (lib/grad/layer_std_bwd.c) apply. */
+#ifndef DG_MODEL_LORA_INTERNAL_H
+#define DG_MODEL_LORA_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lora.h"
+
+/* Largest rank (the kernels keep A x on the stack). */
+#define DG_LORA_MAX_RANK 256
+
+/* Targets in the order of the flat layout (and of the DEG_LORA_* bits). */
+enum { DG_LORA_Q, DG_LORA_K, DG_LORA_V, DG_LORA_O, DG_LORA_GATE, DG_LORA_UP, DG_LORA_DOWN,
+       DG_LORA_N_TARGETS };
+
+struct deg_lora {
+    const deg_model *model;
+    deg_lora_params p;
+    float scale;                           /* alpha / rank */
+    size_t in[DG_LORA_N_TARGETS], out[DG_LORA_N_TARGETS];
+    /* off[((a * n_layer) + il) * DG_LORA_N_TARGETS + t]: offset of A in data
+     * (B follows at + rank * in[t]); (size_t)-1 for a disabled target. */
+    size_t *off;
+    size_t n_params;
+    float *data;                           /* [n_params] */
+};
+
+/* A of adapter a, layer il, target t, or NULL when t is not adapted. */
+const float *dg_lora_A(const deg_lora *l, int a, int il, int t);
+/* Offset of A in the flat layout (B at + rank * in[t]); (size_t)-1 if none. */
+size_t dg_lora_offset(const deg_lora *l, int a, int il, int t);
+
+/* Forward of one projection's adapter on n rows, each row alone in a fixed
+ * order (so a row's numbers never depend on the other rows or threads):
+ *   u = A x_i (dg_dot over in), y_i[o] += scale * dot(B[o,:], u)
+ * x: [n, in] stride ldx; y: [n, out] stride ldy; A [r, in], B [out, r]. */
+void dg_lora_rows(float *y, size_t ldy, const float *x, size_t ldx, size_t n, const float *A,
+                  const float *B, int r, size_t in, size_t out, float scale);
+
+/* Its backward on the same n rows, dy [n, out] stride ldy:
+ *   u = A x_i, du = scale * B^T dy_i;
+ *   dB += scale * dy_i u^T, dA += du x_i^T, dx_i += A^T du (dx may be NULL)
+ * rows in order (the sums over rows have a fixed order). */
+void dg_lora_rows_backward(float *dA, float *dB, float *dx, size_t lddx, const float *dy,
+                           size_t ldy, const float *x, size_t ldx, size_t n, const float *A,
+                           const float *B, int r, size_t in, size_t out, float scale);
+
+#endif
