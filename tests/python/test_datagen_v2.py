@@ -5,6 +5,7 @@ balanced booleans, splits, layouts and determinism."""
 import json
 import os
 import random
+import shutil
 
 import jsonschema
 import pytest
@@ -22,7 +23,7 @@ FIX = os.path.join(os.path.dirname(__file__), "fixtures", "datagen")
 ROOTS = {"manpage": f"{FIX}/man", "locale": f"{FIX}/locales", "readme": f"{FIX}/doc",
          "news": f"{FIX}/doc", "config": [f"{FIX}/etc", f"{FIX}/units", f"{FIX}/doc"],
          "pydoc": f"{FIX}/pystd", "zone": f"{FIX}/zoneinfo", "license": f"{FIX}/licenses",
-         "services": f"{FIX}/etc"}
+         "services": f"{FIX}/etc", "release": f"{FIX}/distro", "isocode": f"{FIX}/isojson"}
 
 
 def _gen(seed=0, kinds=None, per_doc=(3, 3)):
@@ -184,6 +185,25 @@ def test_locale_lists_and_config_values():
     assert conf["frob.service"]["PrivateTmp"] is True and conf["frob.service"]["TimeoutStopSec"] == 30
     assert conf["frobd.conf"]["listen_port"] == 8080
     assert "copyright.conf" not in conf
+
+
+def test_release_and_isocode():
+    from deg.datagen.kinds import data
+    rel = {e.doc: {f.key: f for f in e.facts} for e in _facts("release")}
+    r0 = rel["frob:0"]
+    assert r0["first_codename"].value == "Widget" and r0["first_release"].value == "2019-06-01"
+    assert r0["released"].value is True
+    assert [it["codename"].value for it in r0["releases"].items][:2] == ["Widget", "Gadget"]
+    rows = [ln.split(",") for ln in open(f"{FIX}/distro/frob.csv").read().splitlines()]
+    last = {f.key: f for f in data.RELEASE._entity("frob", rows[0], rows[4:], 3).facts}
+    assert last["released"].value is False and last["first_release"].value is None
+    assert "release" not in last["releases"].items[-1]
+    iso = {e.doc: {f.key: f for f in e.facts} for e in _facts("isocode")}
+    cur = iso["iso4217:0"]
+    assert [{k: x.value for k, x in it.items()} for it in cur["entries"].items][0] == {
+        "alpha_3": "FRB", "name": "Frob Mark", "numeric": "008"}
+    lang = iso["iso639-3:0"]
+    assert lang["lang_type"].value == "living" and lang["first_name"].value == "Frobish"
 
 
 def test_pydoc_zone_services():
@@ -350,3 +370,19 @@ def test_docs_skip_python_packages(tmp_path):
         (tmp_path / pkg).mkdir()
         (tmp_path / pkg / "README").write_text("Frob\n====\n\nSee https://frob.example.org\n" * 10)
     assert [p.split("/")[-2] for p in docs.README.find(str(tmp_path))] == ["libfrob1"]
+
+
+def test_copies_are_one_document(tmp_path):
+    """Copies of one man page under other names and one README in two packages'
+    doc dirs are one document each (so a copy cannot land in another split)."""
+    from deg.datagen.kinds import docs, man
+    (tmp_path / "man" / "man1").mkdir(parents=True)
+    src = open(f"{FIX}/man/man1/frobnicate.1").read()
+    for name in ("frobnicate.1", "frob.1", "unfrob.1"):
+        (tmp_path / "man" / "man1" / name).write_text(src)
+    ents = man.entities(man.find(str(tmp_path / "man")), random.Random(0), 10)
+    assert [e.doc for e in ents] == ["frobnicate.1@en"]
+    for pkg in ("libfrob1", "libfrob-dev"):
+        (tmp_path / "doc" / pkg).mkdir(parents=True)
+        shutil.copy(f"{FIX}/doc/frob/README", tmp_path / "doc" / pkg / "README")
+    assert len(docs.README.entities(docs.README.find(str(tmp_path / "doc")), random.Random(0), 10)) == 1

@@ -58,10 +58,10 @@ def date_text(iso, rng, lang="en"):
 
 
 def _surface(f, rng, lang, dates):
-    if f.kind == "date":
-        if f.key not in dates:
-            dates[f.key] = date_text(f.value, rng, lang)
-        return dates[f.key]
+    if f.kind == "date":  # one written form per date value in a document
+        if f.value not in dates:
+            dates[f.value] = date_text(f.value, rng, lang)
+        return dates[f.value]
     if f.kind == "bool":
         return None
     return str(f.surface if f.surface is not None else f.value)

@@ -3,7 +3,7 @@
     records, stats = generate_v2(seed=0, per_kind={"manpage": 600, ...})
 
 Kinds (deg.datagen.kinds.*; record `source` = the kind): manpage, locale,
-readme, news, config, pydoc, zone, license, services, plus v1's Debian
+readme, news, config, pydoc, release, isocode, zone, license, services, plus v1's Debian
 package records / changelogs and synthetic documents at small shares.
 Every document becomes 1..2 records, each with its own schema
 (deg.datagen.facts.make_schema) and layout: `raw` (the source text itself,
@@ -28,19 +28,20 @@ import random
 
 from . import kinds as _k
 from .facts import gold_of, make_schema, pointers
-from .kinds import conf, docs, locale, man, pydoc, tabs
+from .kinds import conf, data, docs, locale, man, pydoc, tabs
 from .record import BadRecord, build, count_record
 from .render import LANGS, LAYOUTS, render, usable
 
 KINDS = {"manpage": man, "locale": locale, "readme": docs.README, "news": docs.NEWS,
          "config": conf, "pydoc": pydoc, "zone": tabs.ZONE, "license": tabs.LICENSE,
-         "services": tabs.SERVICES}
+         "services": tabs.SERVICES, "release": data.RELEASE, "isocode": data.ISOCODE}
 TEST_ONLY_KINDS = ("license", "zone", "event", "listing")
 VAL_ONLY_KINDS = ("services",)
 HELD_OUT_LAYOUTS = ("html",)
 # documents per kind (`scripts/train/datagen-v2`); records = 1..2 per document
 DEFAULT_PER_KIND = {"manpage": 800, "locale": 250, "readme": 250, "news": 300, "config": 250,
-                    "pydoc": 600, "zone": 150, "license": 17, "services": 60}
+                    "pydoc": 600, "zone": 150, "license": 17, "services": 60, "release": 60,
+                    "isocode": 200}
 # v1 sources kept at a small share (python -m deg.datagen --v2 defaults)
 V1_SHARE = {"packages": 40, "changelogs": 60, "synthetic": 40}
 

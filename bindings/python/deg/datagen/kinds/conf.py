@@ -44,7 +44,10 @@ def find(root=None):
                         and not is_reserved(p) and os.path.isfile(p) and os.access(p, os.R_OK) \
                         and os.path.getsize(p) < 256 << 10:
                     out.append(p)
-    return sorted(set(out))
+    real = {}  # one path per file (conf.d symlinks point into conf.avail)
+    for p in sorted(out):
+        real.setdefault(os.path.realpath(p), p)
+    return sorted(real.values())
 
 
 def _settings(text):

@@ -137,8 +137,9 @@ class _Docs:
             if pkg in seen:
                 continue
             e = entity(p, self.NAME)
-            if e is not None:
-                seen.add(pkg)
+            # one document per package and per text (doc dirs symlinked between packages)
+            if e is not None and e.raw not in seen:
+                seen.update((pkg, e.raw))
                 out.append(e)
             if len(out) >= n:
                 break

@@ -269,8 +269,8 @@ def entity(path, max_options=6, max_chars=1800):
                       neg=([["no", "options", "section"], ["lacks", "options", "section"]],
                            ["true if the page has no OPTIONS section"]),
                       desc=["does the page have an OPTIONS section?"]))
-    return Entity(f"{os.path.basename(path)}@{_lang(path) or 'en'}", f"{cmd}({sec})", facts,
-                  raw=text)
+    # doc id by page, not file: copies of one page (xzgrep, lzfgrep, ...) are one document
+    return Entity(f"{cmd}.{th[1]}@{_lang(path) or 'en'}", f"{cmd}({sec})", facts, raw=text)
 
 
 def _lang(path):
@@ -279,10 +279,11 @@ def _lang(path):
 
 
 def entities(paths, rng, n):
-    out = []
+    out, seen = [], set()
     for p in rng.sample(paths, min(len(paths), n * 6)):
         e = entity(p)
-        if e is not None:
+        if e is not None and e.doc not in seen:
+            seen.add(e.doc)
             out.append(e)
         if len(out) >= n:
             break
