@@ -170,7 +170,8 @@ def test_manpage_options_and_translation():
                     {"long": "--jobs", "help": "use N worker threads"}]
     de = {f.key: f.value for f in ents["frobnicate.1@de"].facts}
     assert de["summary"] == "passt den Widget-Zwischenspeicher eines Arbeitsbereichs an"
-    assert "date" not in de and de["section"] == "1"
+    assert de["date"] == "2024-03-05" and de["section"] == "1"
+    assert "date" not in {f.key for f in ents["frobnicate.1@en"].facts}  # "March 2024": no day
     assert "für DIR" in ents["frobnicate.1@de"].raw  # \(:u decoded
 
 

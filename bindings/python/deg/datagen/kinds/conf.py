@@ -1,11 +1,12 @@
-"""Configuration files under /etc (`KEY value`, `key = value`, `key: value`
-lines with comments around them), as their own text: a window of the file
-holding 3..12 settings.
+"""Key-value configuration text (`KEY value`, `key = value`, `key: value` lines
+with comments around them) from /etc, systemd units and
+/usr/share/doc/*/examples (XML files are skipped), as its own text: a window of
+the file holding 3..12 settings, or rendered.
 
 Facts: up to 8 settings of the window, named after their keys (e.g.
 `UID_MIN` -> uid_min / "uid min"); a value of digits is an integer, yes/no,
 true/false, on/off is a boolean (asked as "is KEY on?" or its negation by a
-coin), anything else a verbatim string; the number of settings shown.
+coin), anything else a verbatim string (only when written once in the window).
 """
 import os
 import re

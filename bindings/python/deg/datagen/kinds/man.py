@@ -12,7 +12,8 @@ import os
 import re
 import unicodedata
 
-from ...parsers import trim_span
+from ...errors import DegError
+from ...parsers import candidates, parse_date, trim_span
 from ..facts import Fact
 from ..guard import is_reserved, read_text
 from . import Entity, Writer
@@ -214,7 +215,9 @@ def entity(path, max_options=6, max_chars=1800):
     w.text("\n")
     spos = w.put(src) if src else None
     date = th[2] if len(th) > 2 else ""
-    w.text(" " * 8 + date + " " * 8 + head + "\n")
+    w.text(" " * 8)
+    tpos = w.put(date)
+    w.text(" " * 8 + head + "\n")
     text = w.finish()[0]
     lab = {"en": "Command", "de": "Befehl", "fr": "Commande", "es": "Orden", "it": "Comando",
            "pt": "Comando", "nl": "Opdracht"}
@@ -233,6 +236,15 @@ def entity(path, max_options=6, max_chars=1800):
                                                        "fr": "Section", "es": "Sección"},
                       names=[["section"], ["manual", "section"], ["man", "section"]],
                       desc=["manual section number", "which section of the manual"]))
+    try:  # a full date only ("March 2024" is not one)
+        iso = parse_date(date) if date and (tpos[0], tpos[1]) in candidates("date", text) else None
+    except DegError:
+        iso = None
+    if iso:
+        facts.append(Fact("date", "date", iso, surface=date, pos=tpos,
+                          names=[["date"], ["page", "date"], ["last", "updated"]],
+                          label={"en": "Date", "de": "Datum", "fr": "Date", "es": "Fecha"},
+                          desc=["the page's date (footer)"]))
     facts.append(Fact("blurb", "gen", desc, names=[["tagline"], ["short", "summary"]],
                       desc=["a one-line summary of what the command does"]))
     if manual:

@@ -6,8 +6,7 @@ cut) or rendered programmatically.
 Facts (gold from the syntax tree): function name, module name, the
 docstring's first line, parameter names (array of strings, in order), the
 parameters with their written defaults (array of objects), whether it takes
-*args/**kwargs (bool) and how many parameters it has (int; only in rendered
-layouts, where the count is written).
+*args/**kwargs (bool), and the docstring line again as an x-generate gold.
 """
 import ast
 import glob
