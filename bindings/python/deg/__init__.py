@@ -31,3 +31,5 @@ from .fill import (  # noqa: F401,E402
 
 __version__ = version()
 from . import cartridges  # noqa: F401,E402  (self-study: deg.cartridges.train, Cartridge.ask)
+from . import api  # noqa: F401,E402  (decision APIs of §9.1: deg.api.decisions / systemone)
+from .client import Client  # noqa: F401,E402  (SDK of a deg server)

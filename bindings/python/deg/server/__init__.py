@@ -1,0 +1,157 @@
+"""deg serve / python -m deg.server: the HTTP server of the deg contract §9, §9.1.
+
+One process holds ONE model: the backbone is loaded once (deg.Model); the fill
+checkpoint runs over it (deg_ckpt_open with params.model) and each cartridge's
+rows become a trunk of that same model, so a cartridge adds only its rows.
+Routes: POST /v1/fill, /v1/decisions, /v1/systemone, /v1/chat/completions;
+GET /v1/models, /health (server/app.py). All model work runs on one worker
+thread with batching (server/engine.py). SIGTERM/SIGINT: uvicorn stops
+accepting, lets running requests finish, then the worker drains and exits.
+
+    deg serve [--ckpt DIR] [--model PATH] [--cartridge [NAME=]FILE ...]
+              [--host 127.0.0.1] [--port 8790] [--api-key KEY | $DEG_API_KEY] ...
+"""
+import argparse
+import os
+import sys
+
+__all__ = ["Server", "add_arguments", "main"]
+
+DEFAULT_PORT = 8790
+API_KEY_ENV = "DEG_API_KEY"
+
+
+class Server:
+    """The loaded state of a server: model, checkpoint, cartridge trunks, engine and
+    the ASGI app (self.app). close() stops the engine and frees everything."""
+
+    def __init__(self, ckpt=None, model_path=None, cartridges=(), batch_window_ms=5.0,
+                 max_batch=16, max_pending=256, api_key=None, null_margin=None, threads=None,
+                 max_body=4 << 20, chat_cache=16):
+        from ..fill import ckpt_backbone_path, default_checkpoint_path, load
+        from ..api import ModelNames
+        from ..cartridge import Cartridge
+        from ..model import load_model
+        from ..runtime import set_num_threads
+        from .app import build_app
+        from .engine import Engine
+        if threads:
+            set_num_threads(int(threads))
+        ckpt_dir = ckpt or default_checkpoint_path()
+        self.model = load_model(model_path or ckpt_backbone_path(ckpt_dir))
+        self.ckpt = load(ckpt_dir, model=self.model, null_margin=null_margin)
+        self.names = ModelNames(ckpt_dir)
+        trunks = {"": self.model.trunk()}
+        targets = {n: "" for n in self.names.aliases}
+        stem = os.path.basename(self.model.path.rstrip("/")).split(".")[0]
+        targets.setdefault(stem, "")
+        self.cartridge_rows = {}
+        for spec in cartridges:
+            name, path = _cartridge_spec(spec)
+            if name in targets:
+                raise ValueError(f"--cartridge {spec}: model name {name!r} is already served")
+            with Cartridge.load(self.model, path) as c:  # only its trunk (the rows) stays
+                trunks[name] = c.trunk()
+                self.cartridge_rows[name] = len(c)
+            targets[name] = name
+        _trim_heap()  # give back the cartridges' freed load buffers (grads, moments)
+        self.engine = Engine(self.ckpt, self.model, trunks,
+                             batch_window=float(batch_window_ms) / 1000.0,
+                             max_batch=int(max_batch), max_pending=int(max_pending),
+                             chat_cache=int(chat_cache))
+        self._trunks = trunks
+        self.app = build_app(self.engine, self.names, targets, api_key=api_key,
+                             max_body=int(max_body), on_shutdown=self.close)
+
+    def close(self):
+        eng, self.engine = getattr(self, "engine", None), None
+        if eng is not None:
+            eng.stop()
+        for t in getattr(self, "_trunks", {}).values():
+            t.close()
+        if getattr(self, "ckpt", None) is not None:
+            self.ckpt.close()
+        if getattr(self, "model", None) is not None:
+            self.model.close()
+
+
+def _trim_heap():
+    """glibc keeps freed heap pages resident; return them (no-op elsewhere)."""
+    try:
+        import ctypes
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _cartridge_spec(spec):
+    """NAME=FILE, or FILE (name = the file name without .cartridge.safetensors /
+    .safetensors)."""
+    if "=" in spec and not os.path.exists(spec):
+        name, path = spec.split("=", 1)
+    else:
+        path = spec
+        name = os.path.basename(path)
+        for suf in (".cartridge.safetensors", ".safetensors"):
+            if name.endswith(suf):
+                name = name[:-len(suf)]
+                break
+    if not name:
+        raise ValueError(f"--cartridge {spec!r}: empty model name")
+    return name, path
+
+
+def add_arguments(p):
+    p.add_argument("--ckpt", help="checkpoint directory (default: the shipped checkpoint or "
+                   "$DEG_CHECKPOINT)")
+    p.add_argument("--model", help="backbone file/directory (default: the checkpoint's)")
+    p.add_argument("--cartridge", action="append", default=[], metavar="[NAME=]FILE",
+                   help="serve chat behind this cartridge under model name NAME (default: "
+                   "the file name); repeatable")
+    p.add_argument("--host", default="127.0.0.1", help="bind address (default loopback)")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (default 8790)")
+    p.add_argument("--batch-window-ms", type=float, default=5.0,
+                   help="fills arriving within this window run as one batch (default 5)")
+    p.add_argument("--max-batch", type=int, default=16,
+                   help="fills per batch and concurrent chat streams (default 16)")
+    p.add_argument("--max-pending", type=int, default=256,
+                   help="queued jobs beyond this get 429 + Retry-After (default 256)")
+    p.add_argument("--api-key", default=None, help=f"require Authorization: Bearer KEY "
+                   f"(default: ${API_KEY_ENV} if set)")
+    p.add_argument("--null-margin", type=float, default=None,
+                   help="options.null_margin of requests that leave it null (§9; default 0)")
+    p.add_argument("--threads", type=int, default=None, help="compute threads")
+    p.add_argument("--max-body-bytes", type=int, default=4 << 20,
+                   help="request body limit, 413 beyond (default 4 MiB)")
+    p.add_argument("--chat-cache", type=int, default=16,
+                   help="finished conversations whose K/V is kept for follow-ups (default 16)")
+    p.add_argument("--log-level", default="info")
+
+
+def run(args):
+    import uvicorn
+    for name, lo in (("--max-batch", 1), ("--max-pending", 1), ("--max-body-bytes", 1024),
+                     ("--chat-cache", 0)):
+        if getattr(args, name[2:].replace("-", "_")) < lo:
+            raise SystemExit(f"deg serve: {name} must be >= {lo}")
+    if args.batch_window_ms < 0:
+        raise SystemExit("deg serve: --batch-window-ms must be >= 0")
+    key = args.api_key if args.api_key is not None else os.environ.get(API_KEY_ENV) or None
+    srv = Server(args.ckpt, args.model, args.cartridge, args.batch_window_ms, args.max_batch,
+                 args.max_pending, key, args.null_margin, args.threads, args.max_body_bytes,
+                 args.chat_cache)
+    print(f"deg serve: {srv.names.id} on http://{args.host}:{args.port} "
+          f"(chat: {', '.join(sorted(srv.app.state.ctx.chat_targets))})", file=sys.stderr,
+          flush=True)
+    try:
+        uvicorn.run(srv.app, host=args.host, port=args.port, log_level=args.log_level,
+                    timeout_graceful_shutdown=None)
+    finally:
+        srv.close()
+    return 0
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python -m deg.server", description=__doc__.split("\n")[0])
+    add_arguments(p)
+    return run(p.parse_args(argv))

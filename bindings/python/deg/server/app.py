@@ -1,0 +1,314 @@
+"""The HTTP layer of deg serve (Starlette on uvicorn): routes, request bodies,
+authentication, error shapes. Every model call goes to the Engine's worker.
+
+Error shapes per route (§9, §9.1):
+  /v1/fill             422 {"detail": [{loc, msg}], "error": "SchemaError" |
+                       "RequestError", "message"}; 500 the same with "FillError"
+  /v1/decisions, /v1/chat/completions, /v1/models
+                       {"error": {message, type, param, code}} (OpenAI)
+  /v1/systemone        Jev: 400 {"detail": ...}, 422 {"detail": [{type, loc, msg,
+                       input}]}, 403 {"detail": "Not authenticated"} without a key
+With an API key set, every route but /health needs `Authorization: Bearer KEY`
+(401; 403 on /v1/systemone). A body over the limit is 413; more than
+max_pending queued jobs is 429 with Retry-After.
+"""
+import asyncio
+import contextlib
+import hmac
+import json
+import time
+
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from .. import api as deg_api
+from ..api import openai_decisions as api_decisions
+from ..api import jev as api_systemone
+from ..api.questions import ApiError
+from ..errors import FillError, RequestError, SchemaError
+from . import chat as chat_api
+from .engine import ChatError, ChatJob, Overloaded
+
+__all__ = ["build_app"]
+
+POLL = 0.25  # seconds between client-disconnect checks while a job waits
+
+
+class _Gone(Exception):
+    """The client disconnected while its job waited (its work was cancelled)."""
+
+
+def _fill_error(status, cls, message, detail):
+    return ApiError(status, {"detail": detail, "error": cls, "message": message})
+
+
+def _shape(route):
+    """(error constructor for 401/413/429 messages) per route family."""
+    if route == "fill":
+        return lambda status, msg, code: ApiError(status, {"detail": msg, "error": code})
+    if route == "systemone":
+        return lambda status, msg, code: ApiError(status, {"detail": msg})
+    etypes = {401: "invalid_request_error", 413: "invalid_request_error",
+              429: "rate_limit_error", 503: "server_error"}
+    return lambda status, msg, code: chat_api.openai_error(msg, None, code, status,
+                                                           etypes.get(status, "server_error"))
+
+
+class _Ctx:
+    def __init__(self, engine, names, chat_targets, api_key, max_body):
+        self.engine, self.names, self.chat_targets = engine, names, chat_targets
+        self.api_key, self.max_body = api_key, max_body
+        self.started = time.time()
+
+
+def _check_auth(ctx, request, route):
+    if not ctx.api_key:
+        return
+    h = request.headers.get("authorization", "")
+    ok = h[:7].lower() == "bearer " and hmac.compare_digest(h[7:].strip().encode(),
+                                                            ctx.api_key.encode())
+    if ok:
+        return
+    if route == "systemone":
+        raise ApiError(403, {"detail": "Not authenticated"})
+    raise _shape(route)(401, "Incorrect or missing API key: send Authorization: Bearer <key>",
+                        "invalid_api_key")
+
+
+async def _body(ctx, request, route):
+    """The JSON body, read up to the limit (413 beyond it)."""
+    too_big = _shape(route)(413, f"request body exceeds {ctx.max_body} bytes",
+                            "request_too_large")
+    cl = request.headers.get("content-length")
+    if cl and cl.isdigit() and int(cl) > ctx.max_body:
+        raise too_big
+    data = bytearray()
+    async for part in request.stream():
+        data += part
+        if len(data) > ctx.max_body:
+            raise too_big
+    try:
+        return json.loads(bytes(data).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        msg = f"request body is not JSON: {e}"
+        if route == "fill":
+            raise _fill_error(422, "RequestError", msg, [{"loc": "", "msg": msg}])
+        if route == "systemone":
+            raise ApiError(422, {"detail": [{"type": "json_invalid", "loc": ["body", 0],
+                                             "msg": "JSON decode error", "input": {}}]})
+        raise chat_api.openai_error(msg)
+
+
+async def _await_job(job, request, cancel):
+    """Wait for a concurrent Future, cancelling the job when the client goes away."""
+    fut = asyncio.wrap_future(job.future)
+    while True:
+        done, _ = await asyncio.wait({fut}, timeout=POLL)
+        if done:
+            return fut.result()
+        if await request.is_disconnected():
+            cancel()
+            fut.cancel()
+            raise _Gone()
+
+
+def _submit_fill(ctx, req, route):
+    try:
+        return ctx.engine.submit_fill(req)
+    except Overloaded as e:
+        err = _shape(route)(429, f"server busy: more than {ctx.engine.max_pending} jobs queued",
+                            "rate_limit_exceeded")
+        err.headers = {"Retry-After": str(e.retry_after)}
+        raise err
+
+
+def _handler(route, fn):
+    async def endpoint(request):
+        ctx = request.app.state.ctx
+        try:
+            _check_auth(ctx, request, route)
+            return await fn(ctx, request)
+        except ApiError as e:
+            return JSONResponse(e.body, status_code=e.http_status, headers=e.headers)
+        except _Gone:  # nobody reads it (499: nginx's "client closed request")
+            return Response(status_code=499)
+    return endpoint
+
+
+async def fill_route(ctx, request):
+    body = await _body(ctx, request, "fill")
+    if isinstance(body, dict) and "model" in body and body["model"] not in ctx.names.aliases:
+        msg = f"unknown model {body['model']!r} (accepted: {', '.join(ctx.names.aliases)})"
+        raise _fill_error(422, "RequestError", msg, [{"loc": "/model", "msg": msg}])
+    if not isinstance(body, dict):
+        msg = "the request must be a JSON object {context, schema, model, options}"
+        raise _fill_error(422, "RequestError", msg, [{"loc": "", "msg": msg}])
+    req = dict(body)
+    req["model"] = ctx.names.id
+    try:  # libdeg checks the whole request (missing and unknown fields included)
+        req = json.dumps(req, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except ValueError as e:
+        msg = f"request is not valid JSON for deg: {e}"
+        raise _fill_error(422, "RequestError", msg, [{"loc": "", "msg": msg}])
+    job = _submit_fill(ctx, req, "fill")
+    try:
+        resp = await _await_job(job, request, lambda: setattr(job, "cancelled", True))
+    except (SchemaError, RequestError) as e:
+        raise _fill_error(422, type(e).__name__, str(e), getattr(e, "errors", []))
+    except FillError as e:
+        raise _fill_error(500, "FillError", str(e), getattr(e, "errors", []))
+    return JSONResponse(resp)
+
+
+def _decision_route(route, module, accepted):
+    async def run(ctx, request):
+        body = await _body(ctx, request, route)
+        questions, req = module.parse(body, accepted(ctx.names))
+        resp = None
+        if req is not None:
+            req["model"] = ctx.names.id
+            job = _submit_fill(ctx, req, route)
+            try:
+                resp = await _await_job(job, request, lambda: setattr(job, "cancelled", True))
+            except (SchemaError, RequestError) as e:
+                raise module.fill_error(questions, e)
+            except FillError as e:
+                raise deg_api.fill_failed(module, e)
+        return JSONResponse(module.response(questions, resp, ctx.names.id))
+    return run
+
+
+async def models_route(ctx, request):
+    created = int(ctx.started)
+    names = list(dict.fromkeys(ctx.names.aliases + ctx.names.decisions + ctx.names.systemone
+                               + tuple(ctx.chat_targets)))
+    routes = {}
+    for n in names:
+        r = []
+        if n in ctx.names.aliases:
+            r.append("fill")
+        if n in ctx.names.decisions:
+            r.append("decisions")
+        if n in ctx.names.systemone:
+            r.append("systemone")
+        if n in ctx.chat_targets:
+            r.append("chat")
+        routes[n] = r
+    return JSONResponse({"object": "list", "data": [
+        {"id": n, "object": "model", "created": created, "owned_by": "deg",
+         "routes": routes[n], "served_as": ctx.names.id if n in ctx.names.aliases else n}
+        for n in names]})
+
+
+async def health_route(request):
+    ctx = request.app.state.ctx
+    return JSONResponse({"status": "ok", "model": ctx.names.id,
+                         "uptime_s": time.time() - ctx.started,
+                         "batcher": ctx.engine.health()})
+
+
+def _chat_job(ctx, p, loop, queue):
+    def emit(ev):
+        try:
+            loop.call_soon_threadsafe(queue.put_nowait, ev)
+        except RuntimeError:  # the event loop is gone (shutdown)
+            pass
+    return ChatJob(p["target"], p["messages"], p["max_tokens"], p["temperature"], p["top_p"],
+                   p["seed"], p["stops"], emit)
+
+
+def _chat_failure(e):
+    if isinstance(e, ChatError):
+        return chat_api.openai_error(str(e), e.param, e.code)
+    return chat_api.openai_error(f"generation failed: {e}", None, "server_error", 500,
+                                 "server_error")
+
+
+async def _next_event(queue, request, job, engine):
+    while True:
+        try:
+            return await asyncio.wait_for(queue.get(), POLL)
+        except asyncio.TimeoutError:
+            if await request.is_disconnected():
+                job.cancelled = True
+                engine.wake()
+                raise _Gone()
+
+
+async def chat_route(ctx, request):
+    body = await _body(ctx, request, "chat")
+    p = chat_api.parse(body, ctx.chat_targets)
+    loop, queue = asyncio.get_running_loop(), asyncio.Queue()
+    job = _chat_job(ctx, p, loop, queue)
+    try:
+        ctx.engine.submit_chat(job)
+    except Overloaded as e:
+        err = _shape("chat")(429, f"server busy: more than {ctx.engine.max_pending} jobs "
+                             "queued", "rate_limit_exceeded")
+        err.headers = {"Retry-After": str(e.retry_after)}
+        raise err
+    kind, val = await _next_event(queue, request, job, ctx.engine)
+    if kind == "error":
+        raise _chat_failure(val)
+    cid = chat_api.new_id()
+    if not p["stream"]:
+        parts = []
+        while True:
+            kind, val = await _next_event(queue, request, job, ctx.engine)
+            if kind == "delta":
+                parts.append(val)
+            elif kind == "error":
+                raise _chat_failure(val)
+            elif kind == "done":
+                return JSONResponse(chat_api.completion(cid, p["model"], "".join(parts), val))
+
+    async def events():
+        try:
+            yield _sse(chat_api.chunk(cid, p["model"], {"role": "assistant", "content": ""}))
+            while True:
+                kind, val = await queue.get()
+                if kind == "delta":
+                    yield _sse(chat_api.chunk(cid, p["model"], {"content": val}))
+                elif kind == "error":
+                    yield _sse(_chat_failure(val).body)
+                    break
+                elif kind == "done":
+                    yield _sse(chat_api.chunk(cid, p["model"], {}, val["finish_reason"]))
+                    if p["include_usage"]:
+                        yield _sse(chat_api.chunk(cid, p["model"], usage_=chat_api.usage(val)))
+                    break
+            yield b"data: [DONE]\n\n"
+        finally:  # a client that went away (the generator is closed) cancels its stream
+            job.cancelled = True
+            ctx.engine.wake()
+    return StreamingResponse(events(), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache"})
+
+
+def _sse(obj):
+    return b"data: " + json.dumps(obj, ensure_ascii=False).encode("utf-8") + b"\n\n"
+
+
+def build_app(engine, names, chat_targets, api_key=None, max_body=4 << 20, on_shutdown=None):
+    """The Starlette app. chat_targets: {model name: engine trunk name}."""
+    routes = [
+        Route("/v1/fill", _handler("fill", fill_route), methods=["POST"]),
+        Route("/v1/decisions", _handler("decisions", _decision_route(
+            "decisions", api_decisions, lambda n: n.decisions)), methods=["POST"]),
+        Route("/v1/systemone", _handler("systemone", _decision_route(
+            "systemone", api_systemone, lambda n: n.systemone)), methods=["POST"]),
+        Route("/v1/chat/completions", _handler("chat", chat_route), methods=["POST"]),
+        Route("/v1/models", _handler("models", models_route), methods=["GET"]),
+        Route("/health", health_route, methods=["GET"]),
+    ]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        yield
+        if on_shutdown:
+            await asyncio.get_running_loop().run_in_executor(None, on_shutdown)
+
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.ctx = _Ctx(engine, names, chat_targets, api_key, max_body)
+    return app

@@ -1,0 +1,414 @@
+"""The server's one worker thread: every libdeg call of the server runs here.
+
+Fill jobs arriving within the batch window (up to max_batch) are taken together
+and run through deg_fill_many (§9.1 batching: each response is bitwise the one
+deg_fill gives alone, §10). Chat streams decode in lockstep: each step feeds
+every active stream's last token as one row of ONE deg_forks_feed batch, then
+samples one token per row (deg_forks_generate, max_tokens 1, each row its own
+seeded stream), so concurrent chats share every weight pass. Between steps the
+worker takes new fills and streams, and drops streams whose client went away
+(cancellation between decode steps). More than max_pending queued jobs ->
+Overloaded (HTTP 429).
+
+Conversations: a finished chat's fork (the K/V of its prompt and reply) is kept
+in a small LRU cache; a later request whose prompt ids start with exactly those
+ids continues that fork, feeding only the new tokens (reported as
+prompt_tokens_details.cached_tokens). Behind a cartridge every conversation is
+a fork of the cartridge's trunk: it attends to the cartridge rows by reference
+and its tokens sit at positions p... as in training.
+"""
+import collections
+import concurrent.futures
+import threading
+import time
+
+from .._native import check, ffi, lib
+from ..cartridges import chat_ids
+from ..errors import DegError, InternalError
+from ..fill import fill_many
+from ..model import _ids_buffer, feed_forks
+
+__all__ = ["Engine", "Overloaded", "ChatJob", "ChatError"]
+
+_MASK64 = (1 << 64) - 1
+
+
+class Overloaded(Exception):
+    """More than max_pending jobs queued (HTTP 429); retry_after in seconds."""
+
+    def __init__(self, retry_after=1):
+        super().__init__("server busy")
+        self.retry_after = retry_after
+
+
+class ChatError(Exception):
+    """A chat request the worker refused (HTTP 400): message, param, code."""
+
+    def __init__(self, message, param=None, code=None):
+        super().__init__(message)
+        self.param, self.code = param, code
+
+
+class _FillJob:
+    __slots__ = ("request", "future", "t", "cancelled")
+
+    def __init__(self, request):
+        self.request = request
+        self.future = concurrent.futures.Future()
+        self.t = time.monotonic()
+        self.cancelled = False
+
+
+class ChatJob:
+    """One chat completion. emit(event) is called from the worker thread with
+    ("start", {prompt_tokens, cached_tokens}), ("delta", text), ("done",
+    {finish_reason, completion_tokens, prompt_tokens, cached_tokens}) or
+    ("error", exception); set .cancelled to stop it between decode steps."""
+
+    def __init__(self, target, messages, max_tokens, temperature, top_p, seed, stops, emit):
+        self.target, self.messages = target, messages
+        self.max_tokens, self.temperature, self.top_p, self.seed = (max_tokens, temperature,
+                                                                     top_p, seed)
+        self.stops = list(stops or [])
+        self.emit = emit
+        self.cancelled = False
+        self.t = time.monotonic()
+        # worker state
+        self.fork = None
+        self.ids = []          # ids the fork holds (prompt + fed reply tokens)
+        self.pending = None    # sampled id not yet fed
+        self.n_gen = 0
+        self.step = 0
+        self.buf = b""         # reply bytes not yet emitted
+        self.text = ""         # emitted text
+        self.prompt_tokens = self.cached_tokens = 0
+
+
+class Engine:
+    """ckpt: deg.Checkpoint (fills); model: its deg.Model; trunks: {target name:
+    deg.Trunk} chat prefixes (the plain model's is empty, a cartridge's holds its
+    rows); n_ctx: positions a conversation may use (prefix + prompt + reply)."""
+
+    def __init__(self, ckpt, model, trunks, batch_window=0.005, max_batch=16, max_pending=256,
+                 chat_cache=16, n_ctx=None, cache_tokens=32768):
+        self.ckpt, self.model, self.trunks = ckpt, model, dict(trunks)
+        self.window, self.max_batch, self.max_pending = batch_window, max_batch, max_pending
+        self.chat_cache = chat_cache
+        self.cache_tokens = cache_tokens  # K/V rows all cached conversations may hold
+        self._cached_tokens = 0
+        self.n_ctx = n_ctx or model.info.n_ctx_train
+        self._stop_ids = self._default_stops()
+        self._cv = threading.Condition()
+        self._fills = collections.deque()
+        self._waiting = collections.deque()   # chats not admitted yet
+        self._streams = []                     # admitted chats (worker only)
+        self._cache = collections.OrderedDict()  # (target, ids tuple) -> fork
+        self._stopping = False
+        self.stats = {"fill_batches": 0, "fill_jobs": 0, "decode_steps": 0, "decode_rows": 0,
+                      "chat_streams": 0, "chat_cancelled": 0, "cache_hits": 0}
+        self._thread = threading.Thread(target=self._run, name="deg-engine", daemon=True)
+        self._thread.start()
+
+    # ----------------------------------------------------------- submission
+    def _pending(self):
+        return len(self._fills) + len(self._waiting)
+
+    def _enqueue(self, queue, job):
+        with self._cv:
+            if self._stopping:
+                raise Overloaded(5)
+            if self._pending() >= self.max_pending:
+                raise Overloaded(1)
+            queue.append(job)
+            self._cv.notify()
+        return job
+
+    def submit_fill(self, request):
+        """Queue a fill request (dict or JSON bytes); returns the job, whose .future
+        resolves to the §8 response or the deg exception. Raises Overloaded."""
+        return self._enqueue(self._fills, _FillJob(request))
+
+    def submit_chat(self, job):
+        """Queue a ChatJob (events go to job.emit). Raises Overloaded."""
+        return self._enqueue(self._waiting, job)
+
+    def wake(self):
+        with self._cv:
+            self._cv.notify()
+
+    def health(self):
+        with self._cv:
+            s = dict(self.stats)
+            s["queue_depth"] = self._pending()
+            s["active_streams"] = len(self._streams)
+            s["cached_conversations"] = len(self._cache)
+        s["mean_batch_size"] = s["fill_jobs"] / s["fill_batches"] if s["fill_batches"] else 0.0
+        s["mean_decode_batch"] = (s["decode_rows"] / s["decode_steps"]
+                                  if s["decode_steps"] else 0.0)
+        return s
+
+    def stop(self, timeout=None):
+        """Stop accepting, finish every queued and running job, end the thread."""
+        with self._cv:
+            self._stopping = True
+            self._cv.notify()
+        self._thread.join(timeout)
+        for f in self._cache.values():
+            f.close()
+        self._cache.clear()
+        self._cached_tokens = 0
+
+    # ---------------------------------------------------------------- loop
+    def _run(self):
+        while True:
+            with self._cv:
+                while not (self._fills or self._waiting or self._streams or self._stopping):
+                    self._cv.wait()
+                if self._stopping and not (self._fills or self._waiting or self._streams):
+                    return
+                if self._fills and not self._streams:
+                    deadline = self._fills[0].t + self.window
+                    while (len(self._fills) < self.max_batch and not self._stopping
+                           and time.monotonic() < deadline):
+                        self._cv.wait(max(0.0, deadline - time.monotonic()))
+                batch = []
+                while self._fills and len(batch) < self.max_batch:
+                    j = self._fills.popleft()
+                    if not j.cancelled:
+                        batch.append(j)
+                    else:
+                        j.future.cancel()
+                admit = []
+                while self._waiting and len(self._streams) + len(admit) < self.max_batch:
+                    admit.append(self._waiting.popleft())
+            try:
+                if batch:
+                    self._run_fills(batch)
+                if admit:
+                    self._admit(admit)
+                if self._streams:
+                    self._step()
+            except Exception as e:  # a bug must fail its requests, never stop the worker
+                self._fail_all(batch, admit, InternalError(f"server worker: {e!r}"))
+
+    def _fail_all(self, batch, admit, err):
+        for j in batch:
+            if not j.future.done():
+                j.future.set_exception(err)
+        for j in list(admit) + list(self._streams):
+            if j.fork is not None:
+                j.fork.close()
+                j.fork = None
+            j.emit(("error", err))
+        self._streams = []
+
+    def _run_fills(self, batch):
+        try:
+            out = fill_many([j.request for j in batch], model=self.ckpt)
+        except Exception as e:  # a runtime failure (e.g. out of memory) fails the batch
+            out = [e] * len(batch)
+        with self._cv:
+            self.stats["fill_batches"] += 1
+            self.stats["fill_jobs"] += len(batch)
+        for j, r in zip(batch, out):
+            if isinstance(r, BaseException):
+                j.future.set_exception(r)
+            else:
+                j.future.set_result(r)
+
+    # ---------------------------------------------------------------- chat
+    def _default_stops(self):
+        ids = set()
+        if self.model.info.eos_id >= 0:
+            ids.add(self.model.info.eos_id)
+        for s in ("<|im_end|>", "<|endoftext|>"):
+            t = self.model.tokenize(s, special=True)
+            if len(t) == 1:
+                ids.add(t[0])
+        return ids
+
+    def _take_cached(self, target, prompt):
+        best = None
+        for key in self._cache:
+            t, ids = key
+            if t == target and len(ids) <= len(prompt) and tuple(prompt[:len(ids)]) == ids:
+                if best is None or len(ids) > len(best[1]):
+                    best = key
+        if best is None:
+            return None, 0
+        self._cached_tokens -= len(best[1])
+        return self._cache.pop(best), len(best[1])
+
+    def _admit(self, jobs):
+        rows, feeds = [], []
+        for job in jobs:
+            if job.cancelled:
+                self.stats["chat_cancelled"] += 1
+                continue
+            try:
+                prompt = chat_ids(self.model, job.messages)
+                trunk = self.trunks[job.target]
+                room = self.n_ctx - len(trunk) - len(prompt)
+                if room < 1:
+                    raise ChatError(f"This model's context is {self.n_ctx} tokens; the prompt "
+                                    f"takes {len(prompt)} (+ {len(trunk)} prefix rows)",
+                                    "messages", "context_length_exceeded")
+                if job.max_tokens is None:
+                    job.max_tokens = min(1024, room)
+                elif job.max_tokens > room:
+                    raise ChatError(f"max_tokens {job.max_tokens} + the prompt's {len(prompt)} "
+                                    f"tokens exceed the context of {self.n_ctx}",
+                                    "max_tokens", "context_length_exceeded")
+                fork, n_cached = self._take_cached(job.target, prompt)
+                if fork is None:
+                    fork = trunk.fork()
+                else:
+                    self.stats["cache_hits"] += 1
+            except (ChatError, DegError) as e:
+                job.emit(("error", e))
+                continue
+            job.fork, job.ids = fork, list(prompt)
+            job.prompt_tokens, job.cached_tokens = len(prompt), n_cached
+            rows.append(job)
+            feeds.append(prompt[n_cached:])
+        if not rows:
+            return
+        try:  # the new prompts' prefill: one batch, each row its own fork
+            feed_forks([j.fork for j in rows], feeds)
+        except DegError as e:
+            for j in rows:
+                self._finish(j, error=e)
+            return
+        for j in rows:
+            self.stats["chat_streams"] += 1
+            j.emit(("start", {"prompt_tokens": j.prompt_tokens,
+                              "cached_tokens": j.cached_tokens}))
+            self._streams.append(j)
+
+    def _step(self):
+        live = []
+        for j in self._streams:
+            if j.cancelled:
+                self.stats["chat_cancelled"] += 1
+                self._finish(j, cancelled=True)
+            else:
+                live.append(j)
+        self._streams = live
+        if not live:
+            return
+        try:
+            fed = [j for j in live if j.pending is not None]
+            if fed:
+                feed_forks([j.fork for j in fed], [[j.pending] for j in fed])
+                for j in fed:
+                    j.ids.append(j.pending)
+                    j.pending = None
+            ids = self._sample(live)
+        except DegError as e:
+            for j in live:
+                self._finish(j, error=e)
+            self._streams = []
+            return
+        self.stats["decode_steps"] += 1
+        self.stats["decode_rows"] += len(live)
+        still = []
+        for j, t in zip(live, ids):
+            j.n_gen += 1
+            j.step += 1
+            if t in self._stop_ids:
+                self._finish(j, reason="stop")
+                continue
+            j.pending = t
+            j.buf += self.model.detokenize_bytes([t])
+            if self._emit_text(j):
+                self._finish(j, reason="stop")
+            elif j.n_gen >= j.max_tokens:
+                self._flush(j)
+                self._finish(j, reason="length")
+            else:
+                still.append(j)
+        self._streams = still
+
+    def _sample(self, rows):
+        """One id per row from its fork's logits (deg_forks_generate, max_tokens 1);
+        step s of a stream draws from the stream seeded by (seed, s)."""
+        n = len(rows)
+        params = ffi.new("deg_sample_params[]", n)
+        stop_buf, n_stop = _ids_buffer(sorted(self._stop_ids))
+        for i, j in enumerate(rows):
+            p = lib.deg_sample_params_default()
+            p.temperature = float(j.temperature)
+            p.top_p = float(j.top_p)
+            p.seed = (int(j.seed) * 0x9E3779B97F4A7C15 + j.step) & _MASK64
+            p.max_tokens = 1
+            p.stop_ids, p.n_stop_ids = stop_buf, n_stop
+            params[i] = p
+        forks = ffi.new("deg_fork *[]", [j.fork._live() for j in rows])
+        bufs = [ffi.new("int32_t[1]") for _ in rows]
+        outs = ffi.new("int32_t *[]", bufs)
+        n_out = ffi.new("size_t[]", n)
+        check(lib.deg_forks_generate(forks, n, params, outs, n_out, ffi.NULL))
+        return [int(b[0]) for b in bufs]
+
+    def _emit_text(self, j):
+        """Emit the complete UTF-8 text of j.buf, holding back what could still
+        become a stop string; True when a stop string was completed."""
+        try:
+            text = j.buf.decode("utf-8")
+            rest = b""
+        except UnicodeDecodeError as e:
+            if e.reason != "unexpected end of data":
+                text, rest = j.buf.decode("utf-8", "replace"), b""
+            else:
+                text, rest = j.buf[:e.start].decode("utf-8"), j.buf[e.start:]
+        full = j.text + text
+        for s in j.stops:
+            k = full.find(s, max(0, len(j.text) - len(s) + 1))
+            if k >= 0:
+                delta = full[len(j.text):k]
+                if delta:
+                    j.emit(("delta", delta))
+                j.text, j.buf = full[:k], b""
+                return True
+        hold = 0
+        for s in j.stops:
+            for m in range(min(len(s) - 1, len(full)), 0, -1):
+                if full.endswith(s[:m]):
+                    hold = max(hold, m)
+                    break
+        keep = max(len(j.text), len(full) - hold)
+        delta = full[len(j.text):keep]
+        if delta:
+            j.emit(("delta", delta))
+            j.text = full[:keep]
+        j.buf = full[keep:].encode("utf-8") + rest
+        return False
+
+    def _flush(self, j):
+        if j.buf:
+            delta = j.buf.decode("utf-8", "replace")
+            j.text += delta
+            j.buf = b""
+            j.emit(("delta", delta))
+
+    def _finish(self, j, reason=None, error=None, cancelled=False):
+        fork, j.fork = j.fork, None
+        if error is not None or cancelled or fork is None:
+            if fork is not None:
+                fork.close()
+            if error is not None:
+                j.emit(("error", error))
+            return
+        self._flush(j)
+        key = (j.target, tuple(j.ids))
+        if self.chat_cache > 0 and key not in self._cache and len(key[1]) <= self.cache_tokens:
+            self._cache[key] = fork
+            self._cached_tokens += len(key[1])
+            while len(self._cache) > self.chat_cache or self._cached_tokens > self.cache_tokens:
+                k, f = self._cache.popitem(last=False)
+                self._cached_tokens -= len(k[1])
+                f.close()
+        else:
+            fork.close()
+        j.emit(("done", {"finish_reason": reason, "completion_tokens": j.n_gen,
+                         "prompt_tokens": j.prompt_tokens, "cached_tokens": j.cached_tokens}))
