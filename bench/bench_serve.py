@@ -38,9 +38,9 @@ import deg
 
 CORPORA = [
     "The Zorblat 9 is a pocket synthesizer made by Quillon Instruments in 2031. It has four "
-    "voices, a ribbon keyboard and a battery that lasts eleven hours. " * 4,
+    "voices, a ribbon keyboard and a battery that lasts eleven hours. " * 12,
     "Harbor Street Bakery opens at six every morning except Mondays. Its rye loaf uses a "
-    "three-day starter and sells out by nine; orders over twenty loaves need a day's notice. " * 3,
+    "three-day starter and sells out by nine; orders over twenty loaves need a day's notice. " * 12,
 ]
 FILLS = [
     ("Ticket 4711 from ann@example.com, opened 5 March 2026: payouts failed for three days, "
@@ -234,8 +234,9 @@ def main():
     ap.add_argument("--time-limit", type=float, default=900.0,
                     help="stop issuing requests after this many seconds")
     ap.add_argument("--max-pending", type=int, default=64)
-    ap.add_argument("--cartridge-p", type=int, default=64)
+    ap.add_argument("--cartridge-p", type=int, default=256)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--rss-only", action="store_true", help="only the memory comparison")
     args = ap.parse_args()
     model_path = args.model or deg.ckpt_backbone_path(args.ckpt)
     report = {"load_average_1m": os.getloadavg()[0]}
@@ -252,6 +253,10 @@ def main():
         print(f"RSS: checkpoint alone {base / 1024:.1f} MiB; + 2 cartridges "
               f"{with_carts / 1024:.1f} MiB (difference {(with_carts - base) / 1024:.1f} MiB, "
               f"rows {rows / 2 ** 20:.1f} MiB)")
+        if args.rss_only:
+            stop_server(p)
+            print(json.dumps(report))
+            return 0
         try:
             reqs, results, wall, peak = load(args, url, p.pid)
             health = httpx.get(url + "/health", timeout=30).json()
