@@ -311,6 +311,33 @@ def test_chat_plain_and_behind_cartridge(oa, server, target):
         server.model, msgs2, 6, trunk if target == "zorblat" else None)
 
 
+def test_concurrent_chats_decode_in_lockstep_bitwise_as_alone(oa, server):
+    prompts = ["Say hello.", "What is two plus two?", "Name a colour.", "What is the Zorblat 9?"]
+    targets = ["deg-latest", "deg-latest", "zorblat", "zorblat"]
+    eng = server.engine
+    h0 = eng.health()
+    out = [None] * len(prompts)
+
+    def run(i):
+        r = oa.chat.completions.create(model=targets[i], max_tokens=20, temperature=0,
+                                       messages=[{"role": "user", "content": prompts[i]}])
+        out[i] = r.choices[0].message.content
+    ths = [threading.Thread(target=run, args=(i,)) for i in range(len(prompts))]
+    for t in ths:
+        t.start()
+    for t in ths:
+        t.join()
+    h1 = eng.health()
+    rows = h1["decode_rows"] - h0["decode_rows"]
+    steps = h1["decode_steps"] - h0["decode_steps"]
+    assert rows > steps, "some decode steps carried several streams"
+    for i, p in enumerate(prompts):
+        trunk = server._trunks[server.app.state.ctx.chat_targets[targets[i]]]
+        want = _reference(server.model, [{"role": "user", "content": p}], 20,
+                          trunk if targets[i] == "zorblat" else None)
+        assert out[i] == want, f"stream {i} equals its solo greedy decode"
+
+
 def test_chat_behind_cartridge_differs_from_plain(oa):
     msgs = [{"role": "user", "content": "Name the maker of the Zorblat 9."}]
     a = oa.chat.completions.create(model="zorblat", messages=msgs, max_tokens=16, temperature=0)
