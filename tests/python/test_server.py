@@ -481,3 +481,16 @@ def test_deg_serve_subprocess_sigterm_finishes_running_stream(model_path, tmp_pa
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+def test_startup_errors_free_what_was_loaded(model_path, tmp_path):
+    from deg.server import Server
+    with pytest.raises(deg.DegIOError, match="nope.cartridge.safetensors"):
+        Server(model_path=model_path, cartridges=[str(tmp_path / "nope.cartridge.safetensors")])
+    with pytest.raises(deg.ArgumentError, match="already served"):
+        Server(model_path=model_path, cartridges=[f"deg-latest={tmp_path / 'x'}"])
+    r = subprocess.run([sys.executable, "-m", "deg.server", "--model", str(model_path),
+                        "--cartridge", str(tmp_path / "nope.safetensors")],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1 and "deg serve: error:" in r.stderr
+    assert "Traceback" not in r.stderr

@@ -15,6 +15,8 @@ import argparse
 import os
 import sys
 
+from ..errors import ArgumentError, DegError
+
 __all__ = ["Server", "add_arguments", "main"]
 
 DEFAULT_PORT = 8790
@@ -38,30 +40,36 @@ class Server:
         if threads:
             set_num_threads(int(threads))
         ckpt_dir = ckpt or default_checkpoint_path()
+        self._trunks = {}
         self.model = load_model(model_path or ckpt_backbone_path(ckpt_dir))
-        self.ckpt = load(ckpt_dir, model=self.model, null_margin=null_margin)
-        self.names = ModelNames(ckpt_dir)
-        trunks = {"": self.model.trunk()}
-        targets = {n: "" for n in self.names.aliases}
-        stem = os.path.basename(self.model.path.rstrip("/")).split(".")[0]
-        targets.setdefault(stem, "")
-        self.cartridge_rows = {}
-        for spec in cartridges:
-            name, path = _cartridge_spec(spec)
-            if name in targets:
-                raise ValueError(f"--cartridge {spec}: model name {name!r} is already served")
-            with Cartridge.load(self.model, path) as c:  # only its trunk (the rows) stays
-                trunks[name] = c.trunk()
-                self.cartridge_rows[name] = len(c)
-            targets[name] = name
-        _trim_heap()  # give back the cartridges' freed load buffers (grads, moments)
-        self.engine = Engine(self.ckpt, self.model, trunks,
-                             batch_window=float(batch_window_ms) / 1000.0,
-                             max_batch=int(max_batch), max_pending=int(max_pending),
-                             chat_cache=int(chat_cache))
-        self._trunks = trunks
-        self.app = build_app(self.engine, self.names, targets, api_key=api_key,
-                             max_body=int(max_body), on_shutdown=self.close)
+        try:  # a failure frees what was loaded (closing the model closes its children)
+            self.ckpt = load(ckpt_dir, model=self.model, null_margin=null_margin)
+            self.names = ModelNames(ckpt_dir)
+            trunks = self._trunks
+            trunks[""] = self.model.trunk()
+            targets = {n: "" for n in self.names.aliases}
+            stem = os.path.basename(self.model.path.rstrip("/")).split(".")[0]
+            targets.setdefault(stem, "")
+            self.cartridge_rows = {}
+            for spec in cartridges:
+                name, path = _cartridge_spec(spec)
+                if name in targets:
+                    raise ArgumentError(f"--cartridge {spec}: model name {name!r} is already "
+                                        "served")
+                with Cartridge.load(self.model, path) as c:  # only its trunk (rows) stays
+                    trunks[name] = c.trunk()
+                    self.cartridge_rows[name] = len(c)
+                targets[name] = name
+            _trim_heap()  # give back the cartridges' freed load buffers (grads, moments)
+            self.engine = Engine(self.ckpt, self.model, trunks,
+                                 batch_window=float(batch_window_ms) / 1000.0,
+                                 max_batch=int(max_batch), max_pending=int(max_pending),
+                                 chat_cache=int(chat_cache))
+            self.app = build_app(self.engine, self.names, targets, api_key=api_key,
+                                 max_body=int(max_body), on_shutdown=self.close)
+        except BaseException:
+            self.close()
+            raise
 
     def close(self):
         eng, self.engine = getattr(self, "engine", None), None
@@ -97,7 +105,7 @@ def _cartridge_spec(spec):
                 name = name[:-len(suf)]
                 break
     if not name:
-        raise ValueError(f"--cartridge {spec!r}: empty model name")
+        raise ArgumentError(f"--cartridge {spec!r}: empty model name")
     return name, path
 
 
@@ -137,9 +145,12 @@ def run(args):
     if args.batch_window_ms < 0:
         raise SystemExit("deg serve: --batch-window-ms must be >= 0")
     key = args.api_key if args.api_key is not None else os.environ.get(API_KEY_ENV) or None
-    srv = Server(args.ckpt, args.model, args.cartridge, args.batch_window_ms, args.max_batch,
-                 args.max_pending, key, args.null_margin, args.threads, args.max_body_bytes,
-                 args.chat_cache)
+    try:
+        srv = Server(args.ckpt, args.model, args.cartridge, args.batch_window_ms,
+                     args.max_batch, args.max_pending, key, args.null_margin, args.threads,
+                     args.max_body_bytes, args.chat_cache)
+    except DegError as e:
+        raise SystemExit(f"deg serve: error: {e}") from None
     print(f"deg serve: {srv.names.id} on http://{args.host}:{args.port} "
           f"(chat: {', '.join(sorted(srv.app.state.ctx.chat_targets))})", file=sys.stderr,
           flush=True)
