@@ -149,7 +149,7 @@ def test_fill_errors(server, inproc):
 
 # ------------------------------------------------------------ decisions
 
-def test_openai_decisions_every_question_type(oa, server):
+def test_openai_decisions_every_question_type(oa, server, inproc):
     d = oa.decisions.create(
         model="gpt-6-luna", input=DOC,
         questions=[
@@ -186,6 +186,7 @@ def test_openai_decisions_every_question_type(oa, server):
         {"type": "extract", "name": "email", "instructions": "Customer e-mail",
          "value_type": "email"}]}
     over_http = c.decisions(**body)
+    assert over_http == deg.api.decisions({"model": "gpt-6-luna", **body}, inproc)
     assert over_http["answers"][1]["value"] == "ann@example.com"
     assert over_http["answers"][0]["probability"] == a[0].probability, \
         "a question's answer does not depend on the other questions (§7.2)"
@@ -218,15 +219,16 @@ def test_openai_decisions_errors(oa):
     assert "not unique" in e.value.body["message"]
 
 
-def test_systemone(server):
+def test_systemone(server, inproc):
     c = deg.Client(server.url)
-    r = c.systemone({"ticket": DOC}, {
+    questions = {
         "is_urgent": {"type": "noul", "instructions": "Does this convey urgency?",
                       "criteria": {"true": "needs action today", "false": "can wait"}},
         "dept": {"type": "choice", "instructions": "Which team?",
                  "criteria": {"billing": "payments", "tech": None}},
         "sev": {"type": "score", "instructions": "Severity", "criteria": ["low", "mid", "high"]},
-        "one": {"type": "score", "instructions": "x", "criteria": ["only"]}})
+        "one": {"type": "score", "instructions": "x", "criteria": ["only"]}}
+    r = c.systemone({"ticket": DOC}, questions)
     assert list(r["answers"]) == ["is_urgent", "dept", "sev", "one"]
     a = r["answers"]
     assert a["is_urgent"]["type"] == "noul" and 0 <= a["is_urgent"]["noul"] <= 1
@@ -237,6 +239,8 @@ def test_systemone(server):
                         "legend": {"0": "only"}, "probabilities": {"0": 1.0}}
     assert set(r["usage"]) == {"input_tokens", "output_tokens"}
     assert r["model"] == server.names.id
+    assert r == deg.api.systemone({"state": {"ticket": DOC}, "model": "jev-latest",
+                                   "questions": questions}, inproc)
 
 
 def test_systemone_errors(server):

@@ -62,23 +62,26 @@ def fill_failed(api, exc):
 def _fill_fn(checkpoint):
     from ..fill import fill as _fill
 
-    def f(req):
+    def f(req):  # checkpoint None: deg.fill's shipped default (loaded once, locked)
         return _fill(req["context"], req["schema"], model=checkpoint,
                      options=req.get("options"), model_name=req.get("model", "deg-latest"))
     return f
 
 
+def _names(checkpoint):
+    from ..fill import default_checkpoint_path
+    return ModelNames(checkpoint.path if checkpoint is not None else default_checkpoint_path())
+
+
 def decisions(body, checkpoint=None):
-    """POST /v1/decisions in-process (checkpoint: a deg.Checkpoint; None = the shipped one)."""
-    from ..fill import default_checkpoint_path, _default_checkpoint
-    ck = checkpoint or _default_checkpoint()
-    names = ModelNames(getattr(ck, "path", None) or default_checkpoint_path())
-    return run(_decisions, body, _fill_fn(ck), names.id, names.decisions)
+    """POST /v1/decisions in-process (checkpoint: a deg.Checkpoint; None = the shipped one).
+    Returns the Decision dict; raises ApiError with the route's status and body."""
+    names = _names(checkpoint)
+    return run(_decisions, body, _fill_fn(checkpoint), names.id, names.decisions)
 
 
 def systemone(body, checkpoint=None):
-    """POST /v1/systemone in-process (checkpoint: a deg.Checkpoint; None = the shipped one)."""
-    from ..fill import default_checkpoint_path, _default_checkpoint
-    ck = checkpoint or _default_checkpoint()
-    names = ModelNames(getattr(ck, "path", None) or default_checkpoint_path())
-    return run(_systemone, body, _fill_fn(ck), names.id, names.systemone)
+    """POST /v1/systemone in-process (checkpoint: a deg.Checkpoint; None = the shipped one).
+    Returns the Jev response dict; raises ApiError with the route's status and body."""
+    names = _names(checkpoint)
+    return run(_systemone, body, _fill_fn(checkpoint), names.id, names.systemone)
