@@ -393,6 +393,17 @@ def test_stream_disconnect_cancels(server):
         time.sleep(0.05)
     assert h["chat_cancelled"] > before and h["active_streams"] == 0
     assert h["decode_steps"] > 0
+    # a non-streaming chat whose client gives up is cancelled too
+    before = h["chat_cancelled"]
+    with pytest.raises(httpx.TimeoutException):
+        httpx.post(server.url + "/v1/chat/completions", json=dict(body, stream=False),
+                   timeout=0.5)
+    for _ in range(600):
+        h = eng.health()
+        if h["chat_cancelled"] > before and h["active_streams"] == 0:
+            break
+        time.sleep(0.05)
+    assert h["chat_cancelled"] > before and h["active_streams"] == 0
 
 
 # ------------------------------------------------- auth, limits, overload
