@@ -145,6 +145,12 @@ def test_fill_errors(server, inproc):
     with pytest.raises(deg.FillError):
         c.fill("nothing here", {"type": "object", "required": ["id"], "properties": {
             "id": {"type": "string", "format": "uuid"}}})
+    with pytest.raises(deg.UnsupportedError, match="0x04"):   # a byte without a token: 422
+        c.fill("a\x04b", SCHEMA)
+    r = httpx.post(server.url + "/v1/systemone", json={"state": "a\x04b", "model": "jev-latest",
+                                                       "questions": {"u": {"type": "noul",
+                                                                           "instructions": "?"}}})
+    assert r.status_code == 422 and "0x04" in r.json()["detail"][0]["msg"]
 
 
 # ------------------------------------------------------------ decisions
@@ -373,6 +379,9 @@ def test_chat_sampling_stop_and_errors(oa, server):
     with pytest.raises(openai.BadRequestError):
         oa.chat.completions.create(model="deg-latest", messages=[{"role": "tool",
                                                                   "content": "x"}])
+    with pytest.raises(openai.BadRequestError, match="0x04"):
+        oa.chat.completions.create(model="deg-latest", messages=[{"role": "user",
+                                                                  "content": "a\x04b"}])
 
 
 def test_stream_disconnect_cancels(server):

@@ -9,7 +9,8 @@
 
 Errors are the in-process API's: a 422 from /v1/fill raises SchemaError or
 RequestError with the same .errors list ({loc, msg}), a 500 FillError with its
-reasons; the decision routes raise deg.api.ApiError (status, body) as
+reasons, other deg errors their own class (UnsupportedError for a byte without a
+token, ...); the decision routes raise deg.api.ApiError (status, body) as
 deg.api.decisions / deg.api.systemone do in-process. Transport problems raise
 ServerError (status, body): 401/403 (API key), 413, 429 (ServerBusy,
 .retry_after), connection failures (status None).
@@ -20,7 +21,8 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 from .api.questions import ApiError
-from .errors import DegError, FillError, RequestError, SchemaError
+from . import errors as _errors
+from .errors import DegError, RequestError, SchemaError
 
 __all__ = ["Client", "ServerError", "ServerBusy"]
 
@@ -42,7 +44,9 @@ class ServerBusy(ServerError):
         self.retry_after = retry_after
 
 
-_FILL_ERRORS = {"SchemaError": SchemaError, "RequestError": RequestError, "FillError": FillError}
+#: the "error" names /v1/fill returns -> the in-process exception classes
+_FILL_ERRORS = {c.__name__: c for c in vars(_errors).values()
+                if isinstance(c, type) and issubclass(c, DegError) and c.status is not None}
 
 
 class Client:

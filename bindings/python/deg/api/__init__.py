@@ -10,12 +10,16 @@ Errors raise ApiError(status, body) with the exact body the API specifies.
 """
 import os
 
-from ..errors import FillError, RequestError, SchemaError
+from ..errors import (ArgumentError, FillError, RangeError, RequestError, SchemaError,
+                      UnsupportedError, Utf8Error)
 from . import openai_decisions as _decisions
 from . import jev as _systemone
 from .questions import ApiError  # noqa: F401
 
 __all__ = ["ApiError", "ModelNames", "decisions", "systemone", "run"]
+
+#: deg errors a request's content causes: answered as the API's invalid-request error.
+INPUT_ERRORS = (Utf8Error, UnsupportedError, RangeError, ArgumentError)
 
 #: Names existing clients send (§9.1): OpenAI Decisions, and Jev's aliases.
 OPENAI_DECISION_MODELS = ("gpt-6-luna",)
@@ -48,6 +52,8 @@ def run(api, body, fill, model_id, accepted):
             raise api.fill_error(questions, e) from None
         except FillError as e:
             raise fill_failed(api, e) from None
+        except INPUT_ERRORS as e:  # the content itself (a byte without a token, ...)
+            raise api.fill_error(questions, e) from None
     return api.response(questions, resp, model_id)
 
 

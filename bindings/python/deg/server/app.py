@@ -26,7 +26,7 @@ from .. import api as deg_api
 from ..api import openai_decisions as api_decisions
 from ..api import jev as api_systemone
 from ..api.questions import ApiError
-from ..errors import FillError, RequestError, SchemaError
+from ..errors import DegError, FillError, RequestError, SchemaError
 from . import chat as chat_api
 from .engine import ChatError, ChatJob, Overloaded
 
@@ -37,6 +37,9 @@ POLL = 0.25  # seconds between client-disconnect checks while a job waits
 
 class _Gone(Exception):
     """The client disconnected while its job waited (its work was cancelled)."""
+
+
+_INPUT_ERRORS = deg_api.INPUT_ERRORS  # caused by the request's content: 4xx, others 500
 
 
 def _fill_error(status, cls, message, detail):
@@ -158,6 +161,9 @@ async def fill_route(ctx, request):
         raise _fill_error(422, type(e).__name__, str(e), getattr(e, "errors", []))
     except FillError as e:
         raise _fill_error(500, "FillError", str(e), getattr(e, "errors", []))
+    except DegError as e:  # e.g. a byte the vocabulary has no token for (UnsupportedError)
+        raise _fill_error(422 if isinstance(e, _INPUT_ERRORS) else 500, type(e).__name__,
+                          str(e), [{"loc": "", "msg": str(e)}])
     return JSONResponse(resp)
 
 
@@ -175,6 +181,10 @@ def _decision_route(route, module, accepted):
                 raise module.fill_error(questions, e)
             except FillError as e:
                 raise deg_api.fill_failed(module, e)
+            except DegError as e:
+                if not isinstance(e, _INPUT_ERRORS):
+                    raise deg_api.fill_failed(module, e)
+                raise module.fill_error(questions, e)
         return JSONResponse(module.response(questions, resp, ctx.names.id))
     return run
 
@@ -221,6 +231,8 @@ def _chat_job(ctx, p, loop, queue):
 def _chat_failure(e):
     if isinstance(e, ChatError):
         return chat_api.openai_error(str(e), e.param, e.code)
+    if isinstance(e, _INPUT_ERRORS):
+        return chat_api.openai_error(str(e), "messages", "invalid_value")
     return chat_api.openai_error(f"generation failed: {e}", None, "server_error", 500,
                                  "server_error")
 
