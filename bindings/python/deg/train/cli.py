@@ -27,6 +27,15 @@ uninterrupted run (the epoch's shuffling comes from a generator seeded by (seed,
 epoch)). At the end one temperature per head kind is fit on val (§12.3) and the
 checkpoint is written to OUT (deg.json with "calibration" and "training",
 heads.safetensors) with OUT/train-report.json.
+
+Each optimizer step's gradient is the sum of the batch's per-record gradients
+in batch order. Under `mpirun -np N python -m deg.train ...` (mpi4py; see
+deg/train/parallel.py) every rank traces its share of the records into the
+shared feature cache, computes the gradients of its contiguous block of each
+batch, and the blocks are summed in rank order: the heads, optimizer state
+and history are bitwise those of one process on the same arguments, for any
+N (--batch is the union batch). Only rank 0 logs and writes OUT; --resume
+works across rank counts.
 """
 import argparse
 import glob
@@ -42,7 +51,7 @@ import numpy as np
 from ..datagen.record import anchor_gold
 from ..errors import DegError
 from ..fill import create_random_checkpoint, load
-from . import calibrate, data, features
+from . import calibrate, data, features, parallel
 from .engine import KINDS, LOSS_KINDS, Heads
 from .optim import AdamW, lr_at
 
@@ -139,8 +148,14 @@ def _atomic_write(path, write):
         raise
 
 
-def _log(msg):
-    print(msg, file=sys.stderr, flush=True)
+# Under mpirun only rank 0 logs (progress and results); errors print on every
+# rank (the rank that fails first aborts the job: its message is out by then).
+_QUIET = False
+
+
+def _log(msg, error=False):
+    if error or not _QUIET:
+        print(msg, file=sys.stderr, flush=True)
 
 
 class Item:
@@ -233,6 +248,51 @@ def prepare(records, ckpt, sha, cache, n_variants, bad, bad_ex, args, what, anch
     return items, time.time() - t0, traced
 
 
+def prepare_sharded(comm, records, ckpt, sha, cache, n_variants, bad, bad_ex, args, what,
+                    anchor_stats=None):
+    """prepare() of records; under MPI each rank first traces its share
+    (comm.share) into the shared feature cache, then every rank loads them all.
+    The counts are the single-process ones; traced (and the anchor stats'
+    traced) are summed over the ranks' shares."""
+    if comm.size == 1:
+        return prepare(records, ckpt, sha, cache, n_variants, bad, bad_ex, args, what,
+                       anchor_stats)
+    t0 = time.time()
+    own_anchor = new_anchor_stats() if anchor_stats is not None else None
+    _, _, traced = prepare(comm.share(records), ckpt, sha, cache, n_variants, type(bad)(), [],
+                           args, f"{what} (rank 0's share)", own_anchor)
+    comm.barrier()
+    items, _, again = prepare(records, ckpt, sha, cache, n_variants, bad, bad_ex, args, what,
+                              anchor_stats)
+    if anchor_stats is not None:
+        for k in ("traced", "seconds"):
+            anchor_stats[k] = comm.sum(own_anchor[k])
+    # again: records whose trace failed in the share pass fail again (not cached)
+    return items, time.time() - t0, comm.sum(traced) + comm.max(again)
+
+
+def batch_loss_grad(comm, heads, per, args):
+    """(loss, gradient, examples, per-example losses) of one optimizer step over
+    the records' examples `per` (a list per record, batch order). The weights
+    are the whole batch's; the gradient is the sum of per-record gradients in
+    batch order (parallel.py: bitwise the same with any number of ranks, rank r
+    computing its block of records)."""
+    exs = [x for e in per for x in e]
+    w = weights_of(exs, args.anchor_weight, args.anchor_count_weight)
+    lo, hi = comm.block(len(per))
+    partials, mine = [], []
+    for e in per[lo:hi]:
+        tot, g, ls = heads.loss_grad(e, w)
+        partials.append(g)
+        mine.append((tot, ls))
+    grad = comm.ordered_sum(partials, heads.n)
+    loss, losses = 0.0, []
+    for tot, ls in (x for part in comm.allgather(mine) for x in part):
+        loss += tot
+        losses.extend(ls)
+    return loss, grad, exs, losses
+
+
 def tensor_slices(meta):
     """name -> (offset, size) in the flat parameter vector (deg.json "heads" is in
     the table order of lib/deg/fill.h)."""
@@ -322,13 +382,30 @@ def _epoch_dirs(out):
 
 
 def main(argv=None):
+    """python -m deg.train [ARGS] (under mpirun -np N: one data-parallel rank; see
+    deg/train/parallel.py). Returns the exit code."""
     args = parse_args(argv)
+    try:
+        comm = parallel.world()
+    except parallel.ParallelError as e:
+        _log(f"deg.train: {e}", error=True)
+        return 2
+    global _QUIET
+    _QUIET = comm.rank != 0
+    if comm.rank:
+        args.no_progress = True
+    return comm.run(lambda: _main(args, argv, comm))
+
+
+def _main(args, argv, comm):
     from .._native import lib
     if args.threads:
         lib.deg_set_num_threads(args.threads)
     os.makedirs(args.out, exist_ok=True)
     cache = args.cache or os.path.join(args.out, "cache")
     os.makedirs(cache, exist_ok=True)
+    for d in (args.out, cache):
+        comm.check_shared_dir(d)
     t_start = time.time()
 
     # --- data
@@ -348,7 +425,8 @@ def main(argv=None):
             diff = [k for k in _RESUME_KEYS
                     if resume_state["args"].get(k, _RESUME_DEFAULTS.get(k)) != getattr(args, k)]
             if diff:
-                _log(f"deg.train: --resume: arguments differ from the interrupted run: {diff}")
+                _log(f"deg.train: --resume: arguments differ from the interrupted run: {diff}",
+                     error=True)
                 return 2
     if resume_state:
         start_dir = os.path.dirname(found[-1])
@@ -357,14 +435,16 @@ def main(argv=None):
         start_dir, model_path = args.init, args.model
     else:
         start_dir = os.path.join(args.out, "init")
-        create_random_checkpoint(args.model, start_dir, seed=args.seed,
-                                 array_mode=args.array_mode or "index",
-                                 anchor_min_tokens=args.anchor_min_tokens or 0)
+        if comm.rank == 0:
+            create_random_checkpoint(args.model, start_dir, seed=args.seed,
+                                     array_mode=args.array_mode or "index",
+                                     anchor_min_tokens=args.anchor_min_tokens or 0)
+        comm.barrier()
         model_path = args.model
     try:
         ckpt = load(start_dir, model_path=model_path)
     except DegError as e:
-        _log(f"deg.train: cannot load {start_dir}: {e}")
+        _log(f"deg.train: cannot load {start_dir}: {e}", error=True)
         return 2
     with open(os.path.join(start_dir, "deg.json")) as fh:
         meta = json.load(fh)
@@ -372,18 +452,18 @@ def main(argv=None):
     for k, v in (("array_mode", args.array_mode), ("anchor_min_tokens", args.anchor_min_tokens)):
         if v is not None and meta.get(k) != v:
             _log(f"deg.train: --{k.replace('_', '-')} {v}: the start checkpoint {start_dir} "
-                 f"has {k} {meta.get(k)!r}")
+                 f"has {k} {meta.get(k)!r}", error=True)
             return 2
     heads = Heads(ckpt)
 
     # --- features
     anchor_stats = new_anchor_stats() if args.anchor else None
     val_anchor_stats = new_anchor_stats() if args.anchor else None
-    train, t_tr, n_tr = prepare(train_recs, ckpt, sha, cache, args.variants, bad, bad_ex, args,
-                                "train", anchor_stats)
+    train, t_tr, n_tr = prepare_sharded(comm, train_recs, ckpt, sha, cache, args.variants, bad,
+                                        bad_ex, args, "train", anchor_stats)
     val_bad, val_bad_ex = type(bad)(), []
-    val, t_va, n_va = prepare(val_recs, ckpt, sha, cache, 0, val_bad, val_bad_ex, args, "val",
-                              val_anchor_stats)
+    val, t_va, n_va = prepare_sharded(comm, val_recs, ckpt, sha, cache, 0, val_bad, val_bad_ex,
+                                      args, "val", val_anchor_stats)
     traced = n_tr + n_va
     _log(f"deg.train: {len(train)} train / {len(val)} val records usable; bad (file + train) "
          f"{dict(bad)}, bad val {dict(val_bad)}; traced {traced} feature sets in "
@@ -398,11 +478,14 @@ def main(argv=None):
             st["seconds"] = round(st["seconds"], 1)
         report["anchor"] = {"train": anchor_stats, "val": val_anchor_stats}
         _log(f"deg.train: anchor mode: train {anchor_stats}, val {val_anchor_stats}")
+    if comm.size > 1:
+        report["parallel"] = {"ranks": comm.size}
     if args.features_only:
-        _write_report(args.out, report)
+        if comm.rank == 0:
+            _write_report(args.out, report)
         return 0
     if not train:
-        _log("deg.train: no usable train records")
+        _log("deg.train: no usable train records", error=True)
         return 2
 
     # --- optimization
@@ -434,13 +517,12 @@ def main(argv=None):
                    unit="step")
         for s in bar:
             idx = perm[s * args.batch:(s + 1) * args.batch]
-            exs = []
+            per = []  # the examples of each record of the batch, in batch order
             for i in idx:
                 it = train[i]
                 var = it.variants[picks[i]] if shuffles[i] and it.variants else None
-                exs.extend(item_examples(it, args, var))
-            w = weights_of(exs, args.anchor_weight, args.anchor_count_weight)
-            loss, grad, losses = heads.loss_grad(exs, w)
+                per.append(item_examples(it, args, var))
+            loss, grad, exs, losses = batch_loss_grad(comm, heads, per, args)
             if args.clip > 0:
                 norm = float(np.sqrt(np.dot(grad.astype(np.float64), grad.astype(np.float64))))
                 if norm > args.clip:
@@ -453,18 +535,22 @@ def main(argv=None):
                 ep_kind.setdefault(k, []).append(v)
             if hasattr(bar, "set_postfix"):
                 bar.set_postfix(loss=f"{loss:.3f}")
-        val_loss, val_kind = evaluate(heads, val, args)
+        val_loss, val_kind = comm.bcast(evaluate(heads, val, args) if comm.rank == 0 else None)
         rec = {"epoch": epoch + 1, "step": opt.t, "train_loss": ep_loss / max(ep_steps, 1),
                "train_kind": {k: float(np.mean(v)) for k, v in ep_kind.items()},
                "val_loss": val_loss, "val_kind": val_kind}
         history.append(rec)
         _log(f"deg.train: epoch {epoch + 1}: train loss {rec['train_loss']:.4f}, val loss "
              f"{val_loss if val_loss is None else round(val_loss, 4)}")
-        _save_epoch(args, heads, opt, epoch, history)
+        if comm.rank == 0:
+            _save_epoch(args, heads, opt, epoch, history)
         if args.stop_after_epoch is not None and epoch + 1 >= args.stop_after_epoch:
             _log(f"deg.train: stopping after epoch {epoch + 1} (--stop-after-epoch)")
             return 0
     train_seconds = time.time() - t_train
+    if comm.rank != 0:  # rank 0 calibrates and writes the checkpoint
+        ckpt.close()
+        return 0
 
     # --- calibration on val (§12.3) and the final checkpoint
     acc_raw, cal = accuracy(heads, val)
@@ -483,7 +569,7 @@ def main(argv=None):
                 "warmup": args.warmup, "variants": args.variants,
                 "extract_init_scale": args.extract_init_scale,
                 "weight_decay": args.weight_decay, "clip": args.clip,
-                "train_records": len(train), "val_records": len(val),
+                "train_records": len(train), "val_records": len(val), "ranks": comm.size,
                 "final_train_loss": last.get("train_loss"), "final_val_loss": last.get("val_loss")}
     if args.anchor:
         training.update({"anchor": True, "anchor_weight": args.anchor_weight,
