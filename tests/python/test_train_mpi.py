@@ -218,3 +218,38 @@ def test_world_outside_mpirun_and_without_mpi4py(monkeypatch, dataset):
         parallel.world()
     assert main(_args(dataset, "no-mpi4py", "no-mpi4py-cache")) == 2
     assert not (dataset[0] / "no-mpi4py").exists()
+
+
+WRITER = """
+import sys
+import numpy as np
+from deg.train.features import Features
+fill = float(sys.argv[2])
+f = Features(np.full((64, 32), fill, np.float32), np.zeros((64, 2), np.int64),
+             [{"pointer": "/a", "mode": "count", "index": 0, "hidden": np.ones((3, 32), np.float32),
+               "order": None, "count_lo": 0, "count_hi": 4, "count_gold": 1, "n_tokens": 3}], 64)
+for _ in range(int(sys.argv[3])):
+    f.save(sys.argv[1])
+"""
+
+
+def test_feature_cache_concurrent_writers(tmp_path):
+    """Ranks may trace the same (record, variant) (duplicate records): two processes
+    rewriting one cache entry while a third reads it; every read is a whole file
+    (writes are temp file + rename)."""
+    from deg.train.features import Features
+    path = str(tmp_path / "entry.npz")
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, path, "1.5", "60"])
+             for _ in range(2)]
+    reads = 0
+    try:
+        while any(p.poll() is None for p in procs):
+            if os.path.exists(path):
+                f = Features.load(path)
+                assert f.ctx.shape == (64, 32) and np.all(f.ctx == 1.5)
+                assert f.forks[0]["hidden"].shape == (3, 32) and f.n_trunk_tokens == 64
+                reads += 1
+    finally:
+        for p in procs:
+            assert p.wait(timeout=120) == 0
+    assert reads > 0 and os.listdir(tmp_path) == ["entry.npz"]  # no temp file left
