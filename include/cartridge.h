@@ -188,6 +188,178 @@ DEG_API deg_status deg_cartridge_load(const deg_model *model, const char *path,
  * owned by the caller (deg_trunk_free) and independent of the cartridge. */
 DEG_API deg_status deg_trunk_from_cartridge(const deg_cartridge *cartridge, deg_trunk **out);
 
+/* ---------------------------------------------------------------------
+ * Composition (spec cartridges.md, "Composition"): n_parts cartridges
+ * serve and train as ONE prefix by concatenation — part 0's rows, then
+ * part 1's, ... (composed p = the sum of the parts' p). Every part keeps the
+ * rotations it was trained at (post-RoPE keys are frozen vectors; attention
+ * only takes dot products against them, so overlapping nominal positions
+ * across parts are harmless); real tokens sit at RoPE positions p_composed...
+ * A one-part composition is bitwise the single cartridge.
+ *
+ * Geometry: every part must belong to the same model handle, or to a model
+ * with the same layer count, K/V row width and weights fingerprint
+ * (otherwise DEG_ERR_MISMATCH naming the part and the field). parts is an
+ * array of n_parts borrowed pointers; a part may be listed more than once.
+ * --------------------------------------------------------------------- */
+
+/* DEG_OK if parts compose. Errors: DEG_ERR_ARG (NULL array or part,
+ * n_parts = 0), DEG_ERR_MISMATCH. */
+DEG_API deg_status deg_cartridge_compose_check(const deg_cartridge *const *parts,
+                                               size_t n_parts);
+/* Composed prefix rows: the sum of the parts' p (NULL parts count 0). */
+DEG_API size_t deg_cartridge_compose_len(const deg_cartridge *const *parts, size_t n_parts);
+
+/* Serving: a new trunk holding the composed prefix (rows 0..P-1); forks
+ * decode at positions P... Its K/V are bitwise the concatenation of the
+ * parts' rows. Owned by the caller (deg_trunk_free), independent of the
+ * parts. Errors: as deg_cartridge_compose_check, DEG_ERR_NOMEM. */
+DEG_API deg_status deg_trunk_from_cartridges(const deg_cartridge *const *parts, size_t n_parts,
+                                             deg_trunk **out);
+
+/* deg_cartridge_eval behind the composed prefix (same arguments after the
+ * parts; same errors plus the composition's). */
+DEG_API deg_status deg_cartridge_compose_eval(const deg_cartridge *const *parts, size_t n_parts,
+                                              const int32_t *ids, size_t n_ids,
+                                              const deg_distill_target *targets,
+                                              size_t n_targets, float *loss, float *logits);
+
+/* Composed training: ONE forward/backward behind the concatenated prefix
+ * whose gradient is added (+=) into every part's gradient buffers (each
+ * part receives the block of its own rows; frozen rows too, inspectable;
+ * each part's deg_cartridge_adam_step then updates its trainable rows
+ * only, so every part's sink stays frozen). seg_lens == NULL: one sequence
+ * (as deg_cartridge_backward); else n_segs packed segments (as
+ * deg_cartridge_backward_packed). Errors: as those and
+ * deg_cartridge_compose_check. On error no part's gradient changes. */
+DEG_API deg_status deg_cartridge_compose_backward(deg_cartridge *const *parts, size_t n_parts,
+                                                  const int32_t *ids, size_t n_ids,
+                                                  const size_t *seg_lens, size_t n_segs,
+                                                  const deg_distill_target *targets,
+                                                  size_t n_targets, int checkpoint,
+                                                  float *loss);
+
+/* ---------------------------------------------------------------------
+ * Fleets (spec cartridges.md, "The fleet"; Cartridges at Scale, arXiv
+ * 2606.04557): one cartridge per document in a fleet directory, at most
+ * `budget` of them RESIDENT (rows + Adam moments in memory), the rest on
+ * disk. Layout of DIR:
+ *   fleet.json               manifest (format "deg-fleet/1"): p, optimizer
+ *                            rounds, the model's weights fingerprint, and per
+ *                            document its name (source path), file names,
+ *                            token count, Adam step count, steps since it
+ *                            last became resident, and whether it is resident
+ *   docs/NNNN.safetensors    the document's cartridge WITH its Adam moments
+ *                            (deg_cartridge_save format; one file = rows +
+ *                            optimizer state, so they cannot disagree)
+ *   docs/NNNN.txt            a copy of the document's text (self-study and
+ *                            the retrieval index read it from here)
+ * Every file is written atomically (temp file + fsync + rename, cartridges
+ * first, the manifest last): a writer killed at any point leaves a loadable
+ * fleet (deg_fleet_open removes leftover temp files). A document's step
+ * count is read from its cartridge file, the artifact of record. Reloads
+ * map the file (no whole-file heap copy). One process writes a fleet at a
+ * time; a fleet handle is used by one thread at a time.
+ * --------------------------------------------------------------------- */
+typedef struct deg_fleet deg_fleet;
+
+typedef struct deg_fleet_params {
+    size_t budget;          /* max resident cartridges; default 4; 0 = all */
+    int32_t rotate_every;   /* R: rotate after every R optimizer rounds
+                               (deg_fleet_step calls); default 10; 0 = never */
+    float evict_fraction;   /* phi in (0, 1]: each rotation evicts
+                               ceil(phi * residents); default 0.5 */
+    int32_t warmup_steps;   /* per-entrant lr warm-up: a document's k-th
+                               step since it became resident (k = 1, 2, ...)
+                               uses lr * min(1, k / warmup_steps); default 4,
+                               0 = none */
+    deg_adam_params adam;   /* deg_adam_params_default() */
+} deg_fleet_params;
+DEG_API deg_fleet_params deg_fleet_default_params(void);
+
+/* Create fleet directory dir (created if missing; DEG_ERR_STATE if it
+ * already holds a fleet.json) with one corpus-init cartridge of p rows per
+ * document (deg_cartridge_init_corpus: no training) and frozen_prefix 1.
+ * names[i] (the source path, NUL-terminated UTF-8) and texts[i]
+ * (lens[i] bytes UTF-8) for i < n_docs; all borrowed. Errors: DEG_ERR_ARG,
+ * DEG_ERR_RANGE (a document shorter than p tokens: named), DEG_ERR_UTF8,
+ * DEG_ERR_IO, DEG_ERR_NOMEM. On error the manifest is not written (the
+ * directory is not a fleet). */
+DEG_API deg_status deg_fleet_init(const deg_model *model, const char *dir,
+                                  const char *const *names, const char *const *texts,
+                                  const size_t *lens, size_t n_docs, size_t p);
+
+/* Open a fleet for model (which must outlive it). The residents are the
+ * manifest's (up to budget, lower ids first), topped up with the least
+ * trained absentees (ties to the lower id). params NULL = defaults.
+ * Errors: DEG_ERR_IO, DEG_ERR_FORMAT (bad manifest: the field is named),
+ * DEG_ERR_MISMATCH (saved for another model), DEG_ERR_ARG (bad params). */
+DEG_API deg_status deg_fleet_open(const deg_model *model, const char *dir,
+                                  const deg_fleet_params *params, deg_fleet **out);
+/* Free the handle WITHOUT saving (deg_fleet_save first to keep training). */
+DEG_API void deg_fleet_free(deg_fleet *fleet);
+
+/* Number of documents (0 for NULL). */
+DEG_API size_t deg_fleet_n_docs(const deg_fleet *fleet);
+/* Cartridge rows p of every document. */
+DEG_API size_t deg_fleet_p(const deg_fleet *fleet);
+/* Optimizer rounds taken (deg_fleet_step calls, over the fleet's life). */
+DEG_API int64_t deg_fleet_rounds(const deg_fleet *fleet);
+
+typedef struct deg_fleet_doc_info {
+    const char *name;       /* source path given to deg_fleet_init (borrowed) */
+    const char *text_path;  /* DIR/docs/NNNN.txt (borrowed) */
+    const char *cartridge_path; /* DIR/docs/NNNN.safetensors (borrowed) */
+    size_t tokens;          /* the document's token count (deg_tokenize) */
+    int64_t steps;          /* Adam steps of its cartridge */
+    int64_t since_entry;    /* steps since it last became resident */
+    int resident;           /* 1 if its cartridge is in memory */
+} deg_fleet_doc_info;
+/* Borrowed strings valid until the handle is freed. DEG_ERR_RANGE for a bad
+ * doc index. */
+DEG_API deg_status deg_fleet_doc(const deg_fleet *fleet, size_t doc, deg_fleet_doc_info *out);
+
+/* The resident cartridge of doc (borrowed: owned by the fleet, valid until
+ * it is evicted or the fleet freed) for deg_cartridge_compose_backward.
+ * DEG_ERR_STATE if the document is not resident. */
+DEG_API deg_status deg_fleet_cartridge(deg_fleet *fleet, size_t doc, deg_cartridge **out);
+
+/* The lr doc's next step would use (warm-up applied). */
+DEG_API float deg_fleet_lr(const deg_fleet *fleet, size_t doc);
+
+/* One optimizer round: an Adam step (each under its own warm-up lr) on the
+ * n resident documents docs[] whose gradients the caller accumulated
+ * (deg_cartridge_compose_backward over deg_fleet_cartridge pointers), then,
+ * every rotate_every rounds, deg_fleet_rotate. docs must be distinct and
+ * resident (DEG_ERR_ARG / DEG_ERR_STATE, nothing stepped). DEG_ERR_NUMERIC
+ * from a part: the parts before it have stepped, it and the rest have not
+ * (their gradients are zeroed). */
+DEG_API deg_status deg_fleet_step(deg_fleet *fleet, const size_t *docs, size_t n);
+
+/* The rotation policy (the paper's uniform-coverage rule): evict the
+ * ceil(evict_fraction * residents) MOST-trained residents (steps, ties to
+ * the lower id) to disk, then admit the LEAST-trained absentees (ties to the
+ * lower id; not the ones just evicted) until budget residents; entrants
+ * restart their warm-up. Nothing to do when every document is resident.
+ * Writes the evicted cartridges and the manifest. */
+DEG_API deg_status deg_fleet_rotate(deg_fleet *fleet);
+
+/* Move one document to disk (its cartridge and moments saved, memory freed)
+ * or into memory (mapped reload; DEG_ERR_STATE over budget). An evict/admit
+ * cycle continues training bit-identically (rows and moments roundtrip
+ * exactly; only the warm-up restarts). Both write the manifest. */
+DEG_API deg_status deg_fleet_evict(deg_fleet *fleet, size_t doc);
+DEG_API deg_status deg_fleet_admit(deg_fleet *fleet, size_t doc);
+
+/* Save every resident cartridge (with moments) and the manifest. */
+DEG_API deg_status deg_fleet_save(deg_fleet *fleet);
+
+/* Serving: a new trunk holding the composition of docs[0..n) in that order
+ * (deg_trunk_from_cartridges): residents from memory, absentees mapped from
+ * disk for the copy. Owned by the caller. DEG_ERR_RANGE for a bad index. */
+DEG_API deg_status deg_fleet_trunk(const deg_fleet *fleet, const size_t *docs, size_t n,
+                                   deg_trunk **out);
+
 #ifdef __cplusplus
 }
 #endif

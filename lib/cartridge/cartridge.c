@@ -259,24 +259,5 @@ int dg_cartridge_finite(const deg_cartridge *c)
 deg_status deg_trunk_from_cartridge(const deg_cartridge *c, deg_trunk **out)
 {
     if (!c || !out) return dg_fail(DEG_ERR_ARG, "deg_trunk_from_cartridge: NULL argument");
-    *out = NULL;
-    deg_trunk *t = NULL;
-    DG_TRY(deg_trunk_new(c->model, &t));
-    deg_status st = dg_kv_reserve(&t->kv, c->p);
-    if (st != DEG_OK) {
-        deg_trunk_free(t);
-        return dg_fail_context(st, "deg_trunk_from_cartridge");
-    }
-    /* The KV cache is f32 like the rows: a plain copy (no dtype change). */
-    for (int il = 0; il < c->n_layer; il++) {
-        memcpy(t->kv.k[il], c->k[il], sizeof(float) * c->p * c->row);
-        memcpy(t->kv.v[il], c->v[il], sizeof(float) * c->p * c->row);
-    }
-    t->kv.len = c->p;
-    /* No token produced the last row: the trunk has no last hidden state
-     * (NaN, so logits asked of a fork with no own tokens are visibly
-     * invalid rather than made up). Feed the fork at least one token. */
-    for (int i = 0; i < c->model->hp.n_embd; i++) t->last_hidden[i] = NAN;
-    *out = t;
-    return DEG_OK;
+    return deg_trunk_from_cartridges(&c, 1, out);
 }

@@ -46,6 +46,18 @@ typedef struct dg_distill_loss {
 deg_status dg_distill_loss_fn(const deg_model *m, const float *x, size_t T, float *dx,
                               float *loss, void *ud);
 
+/* Input checks shared by the single and composed entry points (w names the
+ * caller in messages): ids in the vocabulary, targets at positions
+ * [1, n_ids) with in-vocabulary tokens and finite logprob <= 0. */
+deg_status dg_cartridge_check_inputs(const deg_model *m, const int32_t *ids, size_t n_ids,
+                                     const deg_distill_target *tg, size_t n_tg, const char *w);
+/* The packed form: segments non-empty summing to n_ids, no target at a
+ * segment's first token (plus the checks above); ids/targets non-empty. */
+deg_status dg_cartridge_check_packed(const deg_model *m, const int32_t *ids, size_t n_ids,
+                                     const size_t *seg_lens, size_t n_segs,
+                                     const deg_distill_target *targets, size_t n_targets,
+                                     const char *w);
+
 /* 1 if every row value of the cartridge is finite. */
 int dg_cartridge_finite(const deg_cartridge *c);
 

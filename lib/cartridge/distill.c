@@ -64,13 +64,12 @@ deg_status deg_distill_targets_from_logits(const deg_model *m, const float *logi
     return DEG_OK;
 }
 
-static deg_status check_inputs(const deg_cartridge *c, const int32_t *ids, size_t n_ids,
-                               const deg_distill_target *tg, size_t n_tg, const char *w)
+deg_status dg_cartridge_check_inputs(const deg_model *m, const int32_t *ids, size_t n_ids,
+                                     const deg_distill_target *tg, size_t n_tg, const char *w)
 {
-    if (!c) return dg_fail(DEG_ERR_ARG, "%s: NULL cartridge", w);
     if (n_ids && !ids) return dg_fail(DEG_ERR_ARG, "%s: ids is NULL", w);
     if (n_tg && !tg) return dg_fail(DEG_ERR_ARG, "%s: targets is NULL", w);
-    int32_t V = c->model->hp.n_vocab;
+    int32_t V = m->hp.n_vocab;
     for (size_t i = 0; i < n_ids; i++)
         if (ids[i] < 0 || ids[i] >= V)
             return dg_fail(DEG_ERR_RANGE, "%s: token id %d at index %zu outside [0, %d)", w,
@@ -95,7 +94,9 @@ deg_status deg_cartridge_eval(const deg_cartridge *c, const int32_t *ids, size_t
                               const deg_distill_target *targets, size_t n_targets, float *loss,
                               float *logits)
 {
-    DG_TRY(check_inputs(c, ids, n_ids, targets, n_targets, "deg_cartridge_eval"));
+    if (!c) return dg_fail(DEG_ERR_ARG, "%s: NULL cartridge", __func__);
+    DG_TRY(dg_cartridge_check_inputs(c->model, ids, n_ids, targets, n_targets,
+                                     "deg_cartridge_eval"));
     dg_distill_loss dl = {targets, n_targets};
     dg_train_args a = {.pk = (const float *const *)c->k, .pv = (const float *const *)c->v,
                        .P = c->p, .ids = ids, .T = n_ids, .loss_fn = dg_distill_loss_fn,
@@ -107,7 +108,9 @@ deg_status deg_cartridge_backward(deg_cartridge *c, const int32_t *ids, size_t n
                                   const deg_distill_target *targets, size_t n_targets,
                                   int checkpoint, float *loss)
 {
-    DG_TRY(check_inputs(c, ids, n_ids, targets, n_targets, "deg_cartridge_backward"));
+    if (!c) return dg_fail(DEG_ERR_ARG, "%s: NULL cartridge", __func__);
+    DG_TRY(dg_cartridge_check_inputs(c->model, ids, n_ids, targets, n_targets,
+                                     "deg_cartridge_backward"));
     if (n_targets == 0)
         return dg_fail(DEG_ERR_ARG, "deg_cartridge_backward: no targets (nothing to learn)");
     float l = 0.0f;

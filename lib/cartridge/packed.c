@@ -9,17 +9,15 @@
 #include "grad/train.h"
 #include "model/arch.h"
 
-deg_status deg_cartridge_backward_packed(deg_cartridge *c, const int32_t *ids, size_t n_ids,
-                                         const size_t *seg_lens, size_t n_segs,
-                                         const deg_distill_target *targets, size_t n_targets,
-                                         int checkpoint, float *loss)
+deg_status dg_cartridge_check_packed(const deg_model *m, const int32_t *ids, size_t n_ids,
+                                     const size_t *seg_lens, size_t n_segs,
+                                     const deg_distill_target *targets, size_t n_targets,
+                                     const char *w)
 {
-    const char *w = "deg_cartridge_backward_packed";
-    if (!c || !ids || !seg_lens || !targets) return dg_fail(DEG_ERR_ARG, "%s: NULL argument", w);
+    if (!ids || !seg_lens || !targets) return dg_fail(DEG_ERR_ARG, "%s: NULL argument", w);
     if (n_ids == 0 || n_segs == 0 || n_targets == 0)
         return dg_fail(DEG_ERR_ARG, "%s: need ids, segments and targets (got %zu, %zu, %zu)", w,
                        n_ids, n_segs, n_targets);
-    const deg_model *m = c->model;
     int32_t nv = m->hp.n_vocab;
     size_t sum = 0;
     for (size_t s = 0; s < n_segs; s++) {
@@ -46,6 +44,18 @@ deg_status deg_cartridge_backward_packed(deg_cartridge *c, const int32_t *ids, s
                                "segment %zu (position %d): nothing in its segment predicts it",
                                w, i, s, t->position);
     }
+    return DEG_OK;
+}
+
+deg_status deg_cartridge_backward_packed(deg_cartridge *c, const int32_t *ids, size_t n_ids,
+                                         const size_t *seg_lens, size_t n_segs,
+                                         const deg_distill_target *targets, size_t n_targets,
+                                         int checkpoint, float *loss)
+{
+    const char *w = "deg_cartridge_backward_packed";
+    if (!c) return dg_fail(DEG_ERR_ARG, "%s: NULL cartridge", w);
+    const deg_model *m = c->model;
+    DG_TRY(dg_cartridge_check_packed(m, ids, n_ids, seg_lens, n_segs, targets, n_targets, w));
     float l = 0.0f;
     dg_distill_loss dl = {targets, n_targets};
     dg_train_args a = {.pk = (const float *const *)c->k, .pv = (const float *const *)c->v,

@@ -23,6 +23,7 @@ from .schema import (  # noqa: F401
     parse_request, Request,
 )
 from .cartridge import Cartridge, DistillTarget, targets_from_logits  # noqa: F401
+from .fleet import Fleet  # noqa: F401
 
 from .fill import (  # noqa: F401,E402
     fill, fill_many, load, create_random_checkpoint, Checkpoint, default_checkpoint_path,

@@ -18,7 +18,8 @@ from ._native import check, ffi, lib
 from .errors import ArgumentError
 from .model import Model, Trunk, _Handle, _floats, _ids_buffer
 
-__all__ = ["Cartridge", "DistillTarget", "targets_from_logits"]
+__all__ = ["Cartridge", "DistillTarget", "targets_from_logits", "compose_trunk",
+           "compose_eval", "compose_backward", "compose_len"]
 
 DistillTarget = namedtuple("DistillTarget", "position token logprob")
 
@@ -48,6 +49,72 @@ def targets_from_logits(model, logits, position, k=20, min_mass=0.99):
     check(lib.deg_distill_targets_from_logits(model._live(), ffi.from_buffer("float[]", row),
                                               int(position), int(k), float(min_mass), out, n))
     return [DistillTarget(out[i].position, out[i].token, out[i].logprob) for i in range(n[0])]
+
+
+def _parts(parts, writable=False):
+    """(deg_cartridge *[] cdata, count, model) for a sequence of Cartridges."""
+    parts = list(parts)
+    if not parts:
+        raise ArgumentError("a composition needs at least one cartridge")
+    for i, c in enumerate(parts):
+        if not isinstance(c, Cartridge):
+            raise ArgumentError(f"part {i} is {type(c).__name__}, not a deg.Cartridge")
+    buf = ffi.new("deg_cartridge *[]", [c._live() for c in parts])
+    return buf, len(parts), parts[0].model
+
+
+def compose_len(parts):
+    """Rows of the composed prefix (the sum of the parts' p)."""
+    return sum(len(c) for c in parts)
+
+
+def compose_trunk(parts):
+    """A deg.Trunk holding the parts' rows back to back (spec "Composition"):
+    each part keeps the rotations it was trained at, real tokens decode at
+    the composed p. Bitwise the concatenated K/V prefix. Raises MismatchError
+    for parts of different models."""
+    buf, n, model = _parts(parts)
+    out = ffi.new("deg_trunk **")
+    check(lib.deg_trunk_from_cartridges(buf, n, out))
+    return _wrap_trunk(model, out[0])
+
+
+def compose_eval(parts, ids, targets=(), logits=False):
+    """Cartridge.eval behind the composition of parts (same results)."""
+    buf, n, model = _parts(parts)
+    ib, ni = _ids_buffer(ids)
+    tb, nt = _targets_buffer(targets)
+    loss = ffi.new("float *")
+    out, lp = (_floats(ni * model.info.n_vocab) if logits else (None, ffi.NULL))
+    check(lib.deg_cartridge_compose_eval(buf, n, ib, ni, tb, nt, loss if nt else ffi.NULL, lp))
+    val = loss[0] if nt else None
+    return (val, out) if logits else val
+
+
+def compose_backward(parts, ids, targets, seg_lens=None, checkpoint=False):
+    """One forward/backward behind the composition; every part's gradient
+    receives the block of its own rows (then step each part's optimizer:
+    sinks stay frozen). seg_lens: packed segments (as
+    deg_cartridge_backward_packed) or None. Returns the loss."""
+    buf, n, _ = _parts(parts)
+    ib, ni = _ids_buffer(ids)
+    tb, nt = _targets_buffer(targets)
+    if seg_lens is None:
+        sb, ns = ffi.NULL, 0
+    else:
+        seg_lens = [int(x) for x in seg_lens]
+        sb, ns = ffi.new("size_t[]", seg_lens), len(seg_lens)
+    loss = ffi.new("float *")
+    check(lib.deg_cartridge_compose_backward(buf, n, ib, ni, sb, ns, tb, nt,
+                                             1 if checkpoint else 0, loss))
+    return loss[0]
+
+
+def _wrap_trunk(model, ptr):
+    t = Trunk.__new__(Trunk)
+    _Handle.__init__(t, ptr, model)
+    t.model = model
+    return t
 
 
 class Cartridge(_Handle):
@@ -217,7 +284,4 @@ class Cartridge(_Handle):
         """A new deg.Trunk holding the rows (independent of the cartridge)."""
         out = ffi.new("deg_trunk **")
         check(lib.deg_trunk_from_cartridge(self._live(), out))
-        t = Trunk.__new__(Trunk)
-        _Handle.__init__(t, out[0], self.model)
-        t.model = self.model
-        return t
+        return _wrap_trunk(self.model, out[0])

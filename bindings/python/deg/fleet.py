@@ -1,0 +1,200 @@
+"""Cartridge fleets: one cartridge per document under a resident-memory budget
+(include/cartridge.h, "Fleets"; spec cartridges.md, "The fleet").
+
+A fleet directory holds fleet.json (the manifest), docs/NNNN.safetensors (a
+document's cartridge with its Adam moments) and docs/NNNN.txt (a copy of the
+document's text). At most `budget` cartridges are resident; every
+`rotate_every` optimizer rounds the most-trained residents go to disk and the
+least-trained absentees come in, each entrant under an lr warm-up. All writes
+are atomic; reloads are memory-mapped.
+
+    deg.Fleet.init(model, "fleet/", [("a.md", text_a), ("b.md", text_b)], p=64)
+    with deg.Fleet.open(model, "fleet/", budget=2) as fleet:
+        parts = [fleet.cartridge(i) for i in docs]       # resident, borrowed
+        deg.cartridge.compose_backward(parts, ids, targets)
+        fleet.step(docs)                                  # Adam + rotation
+        fleet.save()
+        trunk = fleet.trunk([2, 0])                       # serve a composition
+"""
+from collections import namedtuple
+from os import fspath
+
+from ._native import check, ffi, lib
+from .cartridge import Cartridge, _wrap_trunk
+from .errors import ArgumentError
+from .model import Model, _Handle
+
+__all__ = ["Fleet", "FleetDoc"]
+
+FleetDoc = namedtuple("FleetDoc", "index name text_path cartridge_path tokens steps since_entry "
+                      "resident")
+
+
+def _str(cdata):
+    return ffi.string(cdata).decode("utf-8") if cdata != ffi.NULL else None
+
+
+class _BorrowedCartridge(Cartridge):
+    """A resident fleet cartridge: owned by the fleet, invalidated (closed
+    without freeing) whenever the fleet may move it (step, rotate, evict,
+    admit, close)."""
+
+    def close(self):
+        self._ptr = None
+        self._parent = None
+
+
+class Fleet(_Handle):
+    """An open fleet directory for a model (which must stay open)."""
+
+    _free = "deg_fleet_free"
+
+    def __init__(self, model, ptr, path):
+        if not isinstance(model, Model):
+            raise ArgumentError("Fleet needs a deg.Model; use Fleet.open()")
+        super().__init__(ptr, model)
+        self.model = model
+        self.path = path
+        self._borrowed = []
+
+    # ------------------------------------------------------------ creation
+    @staticmethod
+    def init(model, path, docs, p):
+        """Create fleet directory `path` with one corpus-init cartridge of p
+        rows per document (no training). docs: (name, text) pairs; text str
+        or UTF-8 bytes. RangeError names a document shorter than p tokens."""
+        docs = list(docs)
+        if not docs:
+            raise ArgumentError("a fleet needs at least one document")
+        names = [ffi.new("char[]", str(n).encode("utf-8")) for n, _ in docs]
+        texts = [ffi.new("char[]", t.encode("utf-8") if isinstance(t, str) else bytes(t))
+                 for _, t in docs]
+        lens = [ffi.sizeof(t) - 1 for t in texts]
+        check(lib.deg_fleet_init(model._live(), fspath(path).encode(),
+                                 ffi.new("char *[]", names), ffi.new("char *[]", texts),
+                                 ffi.new("size_t[]", lens), len(docs), int(p)))
+
+    @staticmethod
+    def params(budget=None, rotate_every=None, evict_fraction=None, warmup_steps=None,
+               lr=None):
+        """deg_fleet_params with the given fields changed from the defaults
+        (budget 4, rotate_every 10, evict_fraction 0.5, warmup_steps 4,
+        lr 2e-3)."""
+        prm = lib.deg_fleet_default_params()
+        if budget is not None:
+            prm.budget = int(budget)
+        if rotate_every is not None:
+            prm.rotate_every = int(rotate_every)
+        if evict_fraction is not None:
+            prm.evict_fraction = float(evict_fraction)
+        if warmup_steps is not None:
+            prm.warmup_steps = int(warmup_steps)
+        if lr is not None:
+            prm.adam.lr = float(lr)
+        return prm
+
+    @classmethod
+    def open(cls, model, path, **params):
+        """Open a fleet (params as Fleet.params; budget=0 keeps every
+        document resident)."""
+        prm = ffi.new("deg_fleet_params *", cls.params(**params))
+        out = ffi.new("deg_fleet **")
+        check(lib.deg_fleet_open(model._live(), fspath(path).encode(), prm, out))
+        return cls(model, out[0], fspath(path))
+
+    # --------------------------------------------------------------- info
+    def __len__(self):
+        return lib.deg_fleet_n_docs(self._live())
+
+    def __repr__(self):
+        if self.closed:
+            return "<deg.Fleet closed>"
+        return f"<deg.Fleet {self.path!r} docs={len(self)} p={self.p} rounds={self.rounds}>"
+
+    @property
+    def p(self):
+        return lib.deg_fleet_p(self._live())
+
+    @property
+    def rounds(self):
+        """Optimizer rounds taken over the fleet's life."""
+        return lib.deg_fleet_rounds(self._live())
+
+    def doc(self, i):
+        info = ffi.new("deg_fleet_doc_info *")
+        check(lib.deg_fleet_doc(self._live(), int(i), info))
+        return FleetDoc(int(i), _str(info.name), _str(info.text_path),
+                        _str(info.cartridge_path), info.tokens, info.steps, info.since_entry,
+                        bool(info.resident))
+
+    def docs(self):
+        return [self.doc(i) for i in range(len(self))]
+
+    def residents(self):
+        return [d.index for d in self.docs() if d.resident]
+
+    def text(self, i):
+        """The document's text (the fleet's own copy)."""
+        with open(self.doc(i).text_path, encoding="utf-8") as f:
+            return f.read()
+
+    def lr(self, i):
+        """The lr document i's next step uses (warm-up applied)."""
+        return lib.deg_fleet_lr(self._live(), int(i))
+
+    # ------------------------------------------------------------ training
+    def cartridge(self, i):
+        """The resident cartridge of document i (owned by the fleet; valid
+        until the next step/rotate/evict/admit). StateError if absent."""
+        out = ffi.new("deg_cartridge **")
+        check(lib.deg_fleet_cartridge(self._live(), int(i), out))
+        c = _BorrowedCartridge.__new__(_BorrowedCartridge)
+        _Handle.__init__(c, out[0], self)
+        c.model = self.model
+        self._borrowed.append(c)
+        return c
+
+    def _invalidate(self):
+        for c in self._borrowed:
+            c.close()
+        self._borrowed = []
+
+    def _moving(self, fn, *args):
+        self._invalidate()
+        check(fn(self._live(), *args))
+
+    def step(self, docs):
+        """One optimizer round over these resident documents (their
+        accumulated gradients), then rotation every rotate_every rounds."""
+        docs = [int(d) for d in docs]
+        self._moving(lib.deg_fleet_step, ffi.new("size_t[]", docs) if docs else ffi.NULL,
+                     len(docs))
+
+    def rotate(self):
+        self._moving(lib.deg_fleet_rotate)
+
+    def evict(self, i):
+        self._moving(lib.deg_fleet_evict, int(i))
+
+    def admit(self, i):
+        self._moving(lib.deg_fleet_admit, int(i))
+
+    def save(self):
+        """Write every resident cartridge (with moments) and the manifest."""
+        check(lib.deg_fleet_save(self._live()))
+
+    def close(self):
+        self._invalidate()
+        super().close()
+
+    # ------------------------------------------------------------- serving
+    def trunk(self, docs):
+        """A deg.Trunk holding the composition of these documents' cartridges
+        in order (absent ones mapped from disk): usable as any trunk, e.g.
+        deg serve's prefix."""
+        docs = [int(d) for d in docs]
+        if not docs:
+            raise ArgumentError("trunk needs at least one document")
+        out = ffi.new("deg_trunk **")
+        check(lib.deg_fleet_trunk(self._live(), ffi.new("size_t[]", docs), len(docs), out))
+        return _wrap_trunk(self.model, out[0])

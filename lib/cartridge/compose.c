@@ -1,0 +1,203 @@
+/* Composition of cartridges (spec cartridges.md, "Composition"): several
+ * cartridges as one prefix by concatenation, for serving and for training. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/status.h"
+#include "cartridge/cartridge_internal.h"
+#include "grad/train.h"
+#include "model/arch.h"
+#include "model/state.h"
+
+deg_status deg_cartridge_compose_check(const deg_cartridge *const *parts, size_t n_parts)
+{
+    const char *w = "cartridge composition";
+    if (!parts || n_parts == 0)
+        return dg_fail(DEG_ERR_ARG, "%s: no parts (a composition needs at least one cartridge)",
+                       w);
+    for (size_t i = 0; i < n_parts; i++)
+        if (!parts[i]) return dg_fail(DEG_ERR_ARG, "%s: part %zu is NULL", w, i);
+    const deg_cartridge *a = parts[0];
+    char fa[65] = "", fb[65];
+    for (size_t i = 1; i < n_parts; i++) {
+        const deg_cartridge *b = parts[i];
+        if (b->model == a->model) continue;
+        /* Another handle of the model: the rows must live in the same K/V
+         * space, layer for layer (the first difference is named). */
+        if (b->n_layer != a->n_layer)
+            return dg_fail(DEG_ERR_MISMATCH, "%s: part %zu has %d layers, part 0 has %d", w, i,
+                           b->n_layer, a->n_layer);
+        if (b->row != a->row)
+            return dg_fail(DEG_ERR_MISMATCH, "%s: part %zu has %zu floats per K/V row "
+                           "(n_head_kv * head_dim), part 0 has %zu", w, i, b->row, a->row);
+        if (!fa[0]) dg_model_fingerprint(a->model, fa);
+        dg_model_fingerprint(b->model, fb);
+        if (strcmp(fa, fb) != 0)
+            return dg_fail(DEG_ERR_MISMATCH, "%s: part %zu belongs to another model (weights "
+                           "fingerprint %.12s..., part 0 %.12s...)", w, i, fb, fa);
+    }
+    return DEG_OK;
+}
+
+size_t deg_cartridge_compose_len(const deg_cartridge *const *parts, size_t n_parts)
+{
+    size_t P = 0;
+    for (size_t i = 0; parts && i < n_parts; i++) P += parts[i] ? parts[i]->p : 0;
+    return P;
+}
+
+/* The composed prefix: per layer the parts' rows back to back (and, for a
+ * backward, zeroed gradient blocks of the same shape). */
+typedef struct composed {
+    int L;
+    size_t P, row;
+    float **k, **v, **gk, **gv;
+} composed;
+
+static void composed_free(composed *c)
+{
+    float **all[] = {c->k, c->v, c->gk, c->gv};
+    for (size_t i = 0; i < 4; i++) {
+        for (int il = 0; all[i] && il < c->L; il++) free(all[i][il]);
+        free(all[i]);
+    }
+}
+
+static deg_status composed_build(const deg_cartridge *const *parts, size_t n, int grads,
+                                 composed *c)
+{
+    memset(c, 0, sizeof *c);
+    c->L = parts[0]->n_layer;
+    c->row = parts[0]->row;
+    c->P = deg_cartridge_compose_len(parts, n);
+    float ***all[] = {&c->k, &c->v, &c->gk, &c->gv};
+    for (int i = 0; i < (grads ? 4 : 2); i++) {
+        *all[i] = calloc((size_t)c->L, sizeof(float *));
+        for (int il = 0; *all[i] && il < c->L; il++) {
+            (*all[i])[il] = calloc(c->P * c->row, sizeof(float));
+            if (!(*all[i])[il]) {
+                composed_free(c);
+                return dg_fail(DEG_ERR_NOMEM, "cartridge composition: cannot allocate %zu rows",
+                               c->P);
+            }
+        }
+        if (!*all[i]) {
+            composed_free(c);
+            return dg_fail(DEG_ERR_NOMEM, "cartridge composition: out of memory");
+        }
+    }
+    for (int il = 0; il < c->L; il++) {
+        size_t o = 0;
+        for (size_t i = 0; i < n; i++) {
+            size_t nb = parts[i]->p * c->row;
+            memcpy(c->k[il] + o, parts[i]->k[il], nb * sizeof(float));
+            memcpy(c->v[il] + o, parts[i]->v[il], nb * sizeof(float));
+            o += nb;
+        }
+    }
+    return DEG_OK;
+}
+
+deg_status deg_trunk_from_cartridges(const deg_cartridge *const *parts, size_t n_parts,
+                                     deg_trunk **out)
+{
+    if (!out) return dg_fail(DEG_ERR_ARG, "deg_trunk_from_cartridges: out is NULL");
+    *out = NULL;
+    DG_TRY(deg_cartridge_compose_check(parts, n_parts));
+    const deg_model *m = parts[0]->model;
+    size_t P = deg_cartridge_compose_len(parts, n_parts), row = parts[0]->row;
+    deg_trunk *t = NULL;
+    DG_TRY(deg_trunk_new(m, &t));
+    deg_status st = dg_kv_reserve(&t->kv, P);
+    if (st != DEG_OK) {
+        deg_trunk_free(t);
+        return dg_fail_context(st, "deg_trunk_from_cartridges");
+    }
+    /* The KV cache is f32 like the rows: plain copies, part after part. */
+    for (int il = 0; il < parts[0]->n_layer; il++) {
+        size_t o = 0;
+        for (size_t i = 0; i < n_parts; i++) {
+            size_t nb = parts[i]->p * row;
+            memcpy(t->kv.k[il] + o, parts[i]->k[il], sizeof(float) * nb);
+            memcpy(t->kv.v[il] + o, parts[i]->v[il], sizeof(float) * nb);
+            o += nb;
+        }
+    }
+    t->kv.len = P;
+    /* No token produced the last row: the trunk has no last hidden state
+     * (NaN, so logits asked of a fork with no own tokens are visibly
+     * invalid rather than made up). Feed the fork at least one token. */
+    for (int i = 0; i < m->hp.n_embd; i++) t->last_hidden[i] = NAN;
+    *out = t;
+    return DEG_OK;
+}
+
+deg_status deg_cartridge_compose_eval(const deg_cartridge *const *parts, size_t n_parts,
+                                      const int32_t *ids, size_t n_ids,
+                                      const deg_distill_target *targets, size_t n_targets,
+                                      float *loss, float *logits)
+{
+    const char *w = "deg_cartridge_compose_eval";
+    DG_TRY(deg_cartridge_compose_check(parts, n_parts));
+    const deg_model *m = parts[0]->model;
+    DG_TRY(dg_cartridge_check_inputs(m, ids, n_ids, targets, n_targets, w));
+    composed c;
+    DG_TRY(composed_build(parts, n_parts, 0, &c));
+    dg_distill_loss dl = {targets, n_targets};
+    dg_train_args a = {.pk = (const float *const *)c.k, .pv = (const float *const *)c.v,
+                       .P = c.P, .ids = ids, .T = n_ids, .loss_fn = dg_distill_loss_fn,
+                       .loss_ud = &dl, .loss = n_targets ? loss : NULL, .logits = logits};
+    deg_status st = dg_train_run(m, &a);
+    composed_free(&c);
+    return st;
+}
+
+deg_status deg_cartridge_compose_backward(deg_cartridge *const *parts, size_t n_parts,
+                                          const int32_t *ids, size_t n_ids,
+                                          const size_t *seg_lens, size_t n_segs,
+                                          const deg_distill_target *targets, size_t n_targets,
+                                          int checkpoint, float *loss)
+{
+    const char *w = "deg_cartridge_compose_backward";
+    const deg_cartridge *const *cp = (const deg_cartridge *const *)parts;
+    DG_TRY(deg_cartridge_compose_check(cp, n_parts));
+    const deg_model *m = parts[0]->model;
+    if (seg_lens) {
+        DG_TRY(dg_cartridge_check_packed(m, ids, n_ids, seg_lens, n_segs, targets, n_targets, w));
+    } else {
+        DG_TRY(dg_cartridge_check_inputs(m, ids, n_ids, targets, n_targets, w));
+        if (n_targets == 0) return dg_fail(DEG_ERR_ARG, "%s: no targets (nothing to learn)", w);
+    }
+    composed c;
+    DG_TRY(composed_build(cp, n_parts, 1, &c));
+    float l = 0.0f;
+    dg_distill_loss dl = {targets, n_targets};
+    dg_train_args a = {.pk = (const float *const *)c.k, .pv = (const float *const *)c.v,
+                       .P = c.P, .ids = ids, .T = n_ids, .loss_fn = dg_distill_loss_fn,
+                       .loss_ud = &dl, .checkpoint = checkpoint, .loss = &l, .dpk = c.gk,
+                       .dpv = c.gv, .seg_lens = seg_lens, .n_segs = seg_lens ? n_segs : 0};
+    deg_status st = dg_train_run(m, &a);
+    if (st == DEG_OK && !isfinite(l))
+        st = dg_fail(DEG_ERR_NUMERIC, "%s: the loss is %g (non-finite rows or targets?)", w,
+                     (double)l);
+    if (st == DEG_OK) {
+        /* One backward reached the concatenation: hand each part its block
+         * (a part listed twice receives both blocks' sum). */
+        for (int il = 0; il < c.L; il++) {
+            size_t o = 0;
+            for (size_t i = 0; i < n_parts; i++) {
+                size_t nb = parts[i]->p * c.row;
+                float *gk = parts[i]->gk[il], *gv = parts[i]->gv[il];
+                for (size_t j = 0; j < nb; j++) {
+                    gk[j] += c.gk[il][o + j];
+                    gv[j] += c.gv[il][o + j];
+                }
+                o += nb;
+            }
+        }
+        if (loss) *loss = l;
+    }
+    composed_free(&c);
+    return st;
+}

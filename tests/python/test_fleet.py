@@ -1,0 +1,128 @@
+"""Composition (deg.cartridge.compose_*) and fleets (deg.Fleet) through Python
+on the tiny random models of tests/goldens: a split capture composes to the
+real prefill bitwise, one backward reaches every part, fleet creation,
+training rounds with rotation, evict/reload identity, serving trunks, errors."""
+from pathlib import Path
+
+import pytest
+
+import deg
+from deg.cartridge import compose_backward, compose_eval, compose_len, compose_trunk
+from conftest import needs
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = needs("deg_trunk_from_cartridges", "deg_fleet_open")
+
+DOCS = [
+    ("keeper.txt", "The lighthouse keeper logs the weather every evening at six."),
+    ("bread.txt", "Sourdough needs a starter fed with flour and water each day."),
+    ("search.txt", "A binary search halves the interval at every comparison it makes."),
+    ("ice.txt", "Glaciers carve valleys shaped like the letter U over millennia."),
+]
+IDS = [5, 77, 300, 12, 9, 41]
+TARGETS = [(1, 40, -0.5), (3, 7, -0.1), (5, 2, -0.2)]
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    m = deg.load_model(ROOT / "tests" / "goldens" / "tiny-qwen3")
+    yield m
+    m.close()
+
+
+def _slice(model, src, first, n):
+    c = deg.Cartridge.random_vectors(model, n)
+    row = model.info.n_head_kv * model.info.head_dim
+    for il in range(model.info.n_layer):
+        k, v = src.rows(il)
+        c.set_rows(il, k[first * row:(first + n) * row], v[first * row:(first + n) * row])
+    return c
+
+
+def test_split_capture_composes_to_the_real_prefill(tiny):
+    prefix, suffix = [3, 14, 15, 92, 65, 35, 8, 97], [89, 79, 32, 38]
+    whole = deg.Cartridge.from_tokens(tiny, prefix)
+    a, b = _slice(tiny, whole, 0, 3), _slice(tiny, whole, 3, 5)
+    assert compose_len([a, b]) == 8
+    ref = tiny.trunk().prefill(prefix + suffix, logits="all")
+    nv = tiny.info.n_vocab
+    _, behind = compose_eval([a, b], suffix, logits=True)
+    assert behind.tobytes() == ref[len(prefix) * nv:].tobytes()
+    t = compose_trunk([a, b])
+    assert len(t) == 8
+    assert t.fork().feed(suffix, logits="all").tobytes() == behind.tobytes()
+    # one part is the cartridge itself
+    assert compose_eval([whole], suffix, TARGETS[:1]) == whole.eval(suffix, TARGETS[:1])
+
+
+def test_one_backward_reaches_every_part(tiny):
+    whole = deg.Cartridge.random_vectors(tiny, 9, seed=4)
+    parts = [_slice(tiny, whole, 0, 4), _slice(tiny, whole, 4, 5)]
+    lw = whole.backward(IDS, TARGETS)
+    lc = compose_backward(parts, IDS, TARGETS)
+    assert lw == lc
+    row = tiny.info.n_head_kv * tiny.info.head_dim
+    gk, gv = whole.grads(0)
+    assert parts[0].grads(0)[0].tobytes() == gk[:4 * row].tobytes()
+    assert parts[1].grads(0)[1].tobytes() == gv[4 * row:].tobytes()
+    assert any(x != 0 for x in parts[1].grads(0)[0])
+    sink = parts[1].rows(0)[0][:row]
+    parts[1].adam_step()
+    assert parts[1].rows(0)[0][:row] == sink           # the sink stays frozen
+
+
+def test_compose_errors(tiny):
+    other = deg.load_model(ROOT / "tests" / "goldens" / "tiny-llama")
+    a = deg.Cartridge.random_vectors(tiny, 2)
+    b = deg.Cartridge.random_vectors(other, 2)
+    with pytest.raises(deg.MismatchError, match="part 1"):
+        compose_trunk([a, b])
+    with pytest.raises(deg.ArgumentError):
+        compose_trunk([])
+    other.close()
+
+
+def test_fleet_train_rotate_reload_and_serve(tiny, tmp_path):
+    d = tmp_path / "fleet"
+    deg.Fleet.init(tiny, d, DOCS, p=4)
+    with pytest.raises(deg.StateError, match="already holds a fleet"):
+        deg.Fleet.init(tiny, d, DOCS, p=4)
+    with deg.Fleet.open(tiny, d, budget=2, rotate_every=2, warmup_steps=0) as f:
+        assert len(f) == 4 and f.p == 4
+        assert f.residents() == [0, 1]
+        assert f.text(2) == DOCS[2][1] and f.doc(2).name == "search.txt"
+        for _ in range(8):
+            res = f.residents()
+            assert len(res) == 2
+            compose_backward([f.cartridge(i) for i in res], IDS, TARGETS)
+            f.step(res)
+        steps = [doc.steps for doc in f.docs()]
+        assert steps == [4, 4, 4, 4]          # rotation gives uniform coverage
+        f.save()
+        # a borrowed cartridge dies with the rotation that may move it
+        c = f.cartridge(f.residents()[0])
+        f.rotate()
+        with pytest.raises(deg.StateError):
+            len(c)
+        trunk = f.trunk([3, 0, 2])
+        assert len(trunk) == 12
+    # reloads give back the saved state; serving equals composing by hand
+    with deg.Fleet.open(tiny, d, budget=1) as f:
+        assert [doc.steps for doc in f.docs()] == [4, 4, 4, 4]
+        assert f.rounds == 8
+        parts = [deg.Cartridge.load(tiny, f.doc(i).cartridge_path) for i in (3, 0)]
+        a = f.trunk([3, 0]).fork().feed(IDS, logits="all")
+        b = compose_trunk(parts).fork().feed(IDS, logits="all")
+        assert a.tobytes() == b.tobytes()
+        with pytest.raises(deg.StateError, match="not resident"):
+            f.cartridge(3)
+
+
+def test_fleet_errors(tiny, tmp_path):
+    with pytest.raises(deg.DegIOError, match="fleet.json"):
+        deg.Fleet.open(tiny, tmp_path)
+    with pytest.raises(deg.RangeError, match="tiny.txt"):
+        deg.Fleet.init(tiny, tmp_path / "f", [("big.txt", DOCS[0][1] * 4), ("tiny.txt", "")],
+                       p=40)
+    with pytest.raises(deg.ArgumentError):
+        deg.Fleet.init(tiny, tmp_path / "g", [], p=4)
