@@ -13,17 +13,6 @@
 #include "deg.h"
 #include "tiny_model.h"
 
-typedef struct geo {
-    int L;
-    size_t row, V;
-} geo;
-static geo geometry(const deg_model *m)
-{
-    deg_model_info info;
-    cr_assert_eq(deg_model_get_info(m, &info), DEG_OK);
-    return (geo){info.n_layer, (size_t)info.n_head_kv * info.head_dim, (size_t)info.n_vocab};
-}
-
 /* A cartridge of rows [first, first + n) of cartridge `src`. */
 static deg_cartridge *slice(const deg_model *m, const deg_cartridge *src, size_t first, size_t n)
 {

@@ -23,6 +23,18 @@ static inline deg_model *tiny_load(const char *name)
     return m;
 }
 
+/* Layer count, floats per K/V row (n_head_kv * head_dim), vocabulary. */
+typedef struct geo {
+    int L;
+    size_t row, V;
+} geo;
+static inline geo geometry(const deg_model *m)
+{
+    deg_model_info info;
+    cr_assert_eq(deg_model_get_info(m, &info), DEG_OK);
+    return (geo){info.n_layer, (size_t)info.n_head_kv * info.head_dim, (size_t)info.n_vocab};
+}
+
 /* The data of golden tensor name (shape product into *n if n). */
 static inline const void *golden_tensor(dg_safetensors *st, const char *name, size_t *n)
 {
