@@ -126,3 +126,104 @@ def test_fleet_errors(tiny, tmp_path):
                        p=40)
     with pytest.raises(deg.ArgumentError):
         deg.Fleet.init(tiny, tmp_path / "g", [], p=4)
+
+
+# --------------------------------------------------------------------------
+# Fleet workflows (deg.fleets) and the CLI on the tiny model
+# --------------------------------------------------------------------------
+
+SMALL = dict(chunk_min=8, chunk_max=16, max_q=4, max_a=6)
+LONG_DOCS = [(name, (text + " ") * 6) for name, text in DOCS]
+
+
+def _fleet_dir(tiny, tmp_path):
+    d = tmp_path / "fleet"
+    deg.Fleet.init(tiny, d, LONG_DOCS, p=4)
+    return d
+
+
+def test_mixed_visibility_training_steps_every_part(tiny, tmp_path):
+    from deg import fleets
+    d = _fleet_dir(tiny, tmp_path)
+    with deg.Fleet.open(tiny, d, budget=3, rotate_every=3, warmup_steps=2) as f:
+        infos = fleets.train(f, 9, accum=2, p_iso=0.5, distract_max=2, seed=3, **SMALL)
+        assert len(infos) == 9 and f.rounds == 9
+        assert any(len(i.parts) > 1 for i in infos)       # co-loaded rounds happened
+        assert any(len(i.parts) == 1 for i in infos)      # isolated rounds too
+        total = sum(len(i.parts) for i in infos)
+        assert sum(doc.steps for doc in f.docs()) == total  # every co-loaded part stepped
+        assert all(i.loss > 0 for i in infos)
+        steps1 = [doc.steps for doc in f.docs()]
+    # the same seed gives the same fleet artifact bytes
+    d2 = tmp_path / "again"
+    deg.Fleet.init(tiny, d2, LONG_DOCS, p=4)
+    with deg.Fleet.open(tiny, d2, budget=3, rotate_every=3, warmup_steps=2) as f:
+        fleets.train(f, 9, accum=2, p_iso=0.5, distract_max=2, seed=3, **SMALL)
+        assert [doc.steps for doc in f.docs()] == steps1
+    for i in range(len(LONG_DOCS)):
+        a = (d / "docs" / f"{i:04d}.safetensors").read_bytes()
+        b = (d2 / "docs" / f"{i:04d}.safetensors").read_bytes()
+        assert a == b
+
+
+def test_index_select_and_ask(tiny, tmp_path):
+    from deg import fleets
+    d = _fleet_dir(tiny, tmp_path)
+    with deg.Fleet.open(tiny, d, budget=1) as f:
+        with pytest.raises(deg.DegIOError, match="deg fleet index"):
+            fleets.select(f, "bread")
+        n = fleets.build_index(f, chunk=16)
+        idx = fleets.load_index(f)
+        assert idx.rows.shape[0] == n == len(idx.doc) and sorted(set(idx.doc)) == [0, 1, 2, 3]
+        norms = (idx.rows ** 2).sum(axis=1)
+        assert abs(norms - 1).max() < 1e-5
+        # a document's own chunk text retrieves its document first, deterministically
+        for i in range(len(LONG_DOCS)):
+            sel = fleets.select(f, LONG_DOCS[i][1], k=4, index=idx)
+            assert [s for s, _ in sel] == [s for s, _ in fleets.select(f, LONG_DOCS[i][1], k=4)]
+            assert len({s for s, _ in sel}) == 4
+        sel, answer = fleets.ask(f, "What does the keeper log?", k=2, max_tokens=4)
+        assert len(sel) == 2 and isinstance(answer, str)
+        sel, _ = fleets.ask(f, "x", oracle="ice.txt", max_tokens=2)
+        assert sel == [(3, None)]
+        with pytest.raises(deg.ArgumentError, match="no such document"):
+            fleets.ask(f, "x", oracle="nope.txt")
+    assert not list(Path(d).glob("*.tmp.*"))
+
+
+def test_cli_fleet(tiny, tmp_path):
+    import json
+    from conftest import run_cli
+    docs = []
+    for name, text in LONG_DOCS:
+        p = tmp_path / name
+        p.write_text(text)
+        docs.append(p)
+    model = ROOT / "tests" / "goldens" / "tiny-qwen3"
+    d = tmp_path / "fl"
+    run_cli("fleet", "init", d, "--model", model, "--docs", *docs, "--p", 4)
+    r = run_cli("fleet", "init", d, "--model", model, "--docs", *docs, "--p", 4, check=False)
+    assert r.returncode != 0 and "already holds a fleet" in r.stderr
+    run_cli("fleet", "train", d, "--model", model, "--rounds", 4, "--accum", 1, "--budget", 2,
+            "--rotate-every", 2, "--chunk-min", 8, "--chunk-max", 16, "--max-q", 4,
+            "--max-a", 4, "--quiet")
+    out = run_cli("fleet", "status", d, "--model", model).stdout
+    assert "4 rounds" in out and str(docs[0]) in out
+    run_cli("fleet", "index", d, "--model", model, "--embed-chunk", 16, "--quiet")
+    out = run_cli("fleet", "ask", d, "--model", model, "--ask", "flour and water", "--json",
+                  "--max-tokens", 3).stdout
+    obj = json.loads(out.strip().splitlines()[-1])
+    assert len(obj["selected"]) == 1 and obj["selected"][0] in map(str, docs)
+    assert isinstance(obj["answer"], str)
+    out = run_cli("fleet", "equiv", "--model", model, "--docs", *docs[:2], "--p", 8,
+                  "--suffix-max", 6).stdout
+    assert "max |delta logit| = 0," in out and "greedy agreement 6/6" in out
+    r = run_cli("fleet", "ask", tmp_path / "missing", "--model", model, "--ask", "x",
+                check=False)
+    assert r.returncode != 0 and "fleet.json" in r.stderr
+    # deg cartridge compose: two saved cartridges answer together
+    with deg.Fleet.open(tiny, d, budget=1) as f:
+        paths = [f.doc(i).cartridge_path for i in (0, 1)]
+    out = run_cli("cartridge", "compose", "--model", model, "--load", *paths, "--ask", "hi",
+                  "--max-tokens", 2).stdout
+    assert "2 cartridges composed, 8 rows" in out

@@ -49,7 +49,8 @@ from os import fspath
 from pathlib import Path
 
 from ._native import ffi, lib, check
-from .cartridge import Cartridge, DistillTarget, targets_from_logits
+from .cartridge import (Cartridge, DistillTarget, compose_backward, compose_trunk,
+                        targets_from_logits)
 from .errors import ArgumentError, DegIOError, FormatError, RangeError
 from .model import Model, _sample_params, _ids_buffer, feed_forks
 
@@ -370,14 +371,18 @@ def group_backward(cartridge, convs, checkpoint=False):
     """Gradient of the group's packed loss (mean over all its supervised
     positions) accumulated into the cartridge; returns that loss. Each
     conversation's targets are weighted by its share of the positions
-    (logprob + log w scales the teacher probability by w)."""
+    (logprob + log w scales the teacher probability by w). cartridge may be
+    a list of Cartridges (composed prefix, every part's gradient)."""
     total = sum(c.n_supervised for c in convs)
     loss = 0.0
     for c in convs:
         if not c.targets:
             continue
-        loss += cartridge.backward(c.student_ids, _weighted(c.targets, c.n_supervised / total),
-                                   checkpoint=checkpoint)
+        tg = _weighted(c.targets, c.n_supervised / total)
+        if isinstance(cartridge, (list, tuple)):
+            loss += compose_backward(cartridge, c.student_ids, tg, checkpoint=checkpoint)
+        else:
+            loss += cartridge.backward(c.student_ids, tg, checkpoint=checkpoint)
     return loss
 
 
@@ -385,7 +390,9 @@ def packed_backward(cartridge, convs, checkpoint=False):
     """One forward/backward over the group's conversations packed back to
     back (deg_cartridge_backward_packed: each segment attends to the
     cartridge and itself only); the loss is the mean over all supervised
-    positions. Same gradient as group_backward up to f32 roundoff."""
+    positions. Same gradient as group_backward up to f32 roundoff.
+    cartridge may be a list of Cartridges: the gradient of the composed
+    prefix reaches every part (deg_cartridge_compose_backward)."""
     convs = [c for c in convs if c.targets]
     ids, segs, tgts = [], [], []
     for c in convs:
@@ -393,6 +400,8 @@ def packed_backward(cartridge, convs, checkpoint=False):
         ids += c.student_ids
         segs.append(len(c.student_ids))
         tgts += [DistillTarget(t.position + off, t.token, t.logprob) for t in c.targets]
+    if isinstance(cartridge, (list, tuple)):
+        return compose_backward(cartridge, ids, tgts, seg_lens=segs, checkpoint=checkpoint)
     buf, n = _ids_buffer(ids)
     seg = ffi.new("size_t[]", segs)
     tb = ffi.new("deg_distill_target[]", len(tgts))
@@ -670,16 +679,21 @@ def train(model, corpus, p=256, steps=8, accum=4, gen_batch=None, lr=2e-3, seed=
 # Serving
 # --------------------------------------------------------------------------
 
-def ask(model, question, cartridge=None, corpus=None, max_tokens=200):
-    """Greedy answer to question (a user message) behind the cartridge, on
-    the bare model (cartridge None), or with corpus in context as a system
-    message (corpus given, cartridge None). Returns the answer text."""
+def ask(model, question, cartridge=None, corpus=None, max_tokens=200, trunk=None):
+    """Greedy answer to question (a user message) behind the cartridge (a
+    Cartridge, or a list of them: their composition), behind a given trunk
+    (e.g. deg.Fleet.trunk; closed here), on the bare model (neither), or
+    with corpus in context as a system message. Returns the answer text."""
     msgs = [{"role": "user", "content": question}]
     if corpus is not None:
         text = corpus.text if isinstance(corpus, Corpus) else str(corpus)
         msgs.insert(0, {"role": "system", "content": text})
     ids = chat_ids(model, msgs)
-    trunk = cartridge.trunk() if cartridge is not None else model.trunk()
+    if trunk is None:
+        if isinstance(cartridge, (list, tuple)):
+            trunk = compose_trunk(cartridge)
+        else:
+            trunk = cartridge.trunk() if cartridge is not None else model.trunk()
     try:
         f = trunk.fork()
         f.feed(ids)

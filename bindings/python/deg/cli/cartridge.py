@@ -1,10 +1,11 @@
-"""`deg cartridge train|ask|eval|equiv`: self-study cartridges from the command line.
+"""`deg cartridge train|ask|eval|equiv|compose`: self-study cartridges from the command line.
 
   deg cartridge train --model M --corpus PATH... --p 256 --steps N --accum 4 \\
       --lr 2e-3 --seed S --save OUT
   deg cartridge ask --load OUT --ask "..." [--corpus PATH...]
   deg cartridge eval --load OUT --corpus PATH... [--n-eval 8]
   deg cartridge equiv --corpus PATH... [--p 256 --suffix-max 128]
+  deg cartridge compose --load A B... --ask "..."   (answer behind A's rows, then B's, ...)
 
 Spec: cartridges.md (demo run-book). The model defaults to $DEG_MODEL or the
 fetched default (deg.default_model_path()).
@@ -149,6 +150,18 @@ def cmd_eval(args):
     return 0
 
 
+def cmd_compose(args):
+    """Answer behind several saved cartridges composed by concatenation."""
+    from .. import cartridges as cs
+    from ..cartridge import Cartridge, compose_len
+    model = _model(args)
+    parts = [Cartridge.load(model, path) for path in args.load]
+    rows = compose_len(parts)
+    answer = cs.ask(model, args.ask, cartridge=parts, max_tokens=args.max_tokens)
+    print(f"[{len(parts)} cartridges composed, {rows} rows]\n{answer}")
+    return 0
+
+
 def cmd_equiv(args):
     """Zero-training gate: a corpus-init cartridge vs the real prefill of the
     same tokens, on a suffix of the corpus."""
@@ -240,6 +253,14 @@ def register(sub):
                         "(<deg cache>/heldout, keyed by corpus, model, seed and settings)")
     _study_opts(e)
     e.set_defaults(func=cmd_eval)
+
+    c = s.add_parser("compose", help="answer behind several cartridges composed")
+    _common(c)
+    c.add_argument("--load", nargs="+", required=True,
+                   help="saved cartridges, composed in this order")
+    c.add_argument("--ask", required=True)
+    c.add_argument("--max-tokens", type=int, default=200)
+    c.set_defaults(func=cmd_compose)
 
     q = s.add_parser("equiv", help="zero-training gate (untrained cartridge == prefill)")
     _common(q)

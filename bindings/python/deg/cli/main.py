@@ -10,7 +10,7 @@ import sys
 from ..errors import DegError
 
 #: Command modules in deg.cli, in help order. Later issues append here.
-COMMANDS = ["generate", "info", "fetch_model", "cartridge", "fill", "serve"]
+COMMANDS = ["generate", "info", "fetch_model", "cartridge", "fleet", "fill", "serve"]
 
 
 def build_parser():

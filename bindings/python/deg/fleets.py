@@ -1,0 +1,224 @@
+"""Fleet workflows over deg.Fleet (spec cartridges.md, "Mixed-visibility joint
+self-study" and "Cartridge-RAG selection"): self-study rounds over the
+resident documents, the embedding index built through the serving model
+itself, top-k selection, and answers behind the selected cartridges composed.
+
+Index recipe (the contract: index chunks and queries embed identically):
+the text's token ids, then the suffix EMBED_SUFFIX; the embedding is the
+final-norm hidden state of the last token (deg Fork.hidden), L2-normalised;
+at build time the chunk centroid is subtracted and rows re-normalised (the
+all-but-the-top correction); the centroid is stored in the index and
+centres queries too. Selection: cosine top-k over chunks, deduplicated to
+documents in best-chunk order (ties to the lower chunk index).
+"""
+import os
+import random
+import time
+from array import array
+from collections import namedtuple
+from pathlib import Path
+
+from . import cartridges as cs
+from .errors import ArgumentError, DegIOError, FormatError, StateError
+
+__all__ = ["train", "build_index", "load_index", "select", "ask", "EMBED_SUFFIX"]
+
+EMBED_SUFFIX = "\nIn one word, the main topic of the text above is:"
+INDEX_FILE = "index.npz"
+
+RoundInfo = namedtuple("RoundInfo", "round target parts loss conversations seconds")
+
+
+# --------------------------------------------------------------------------
+# Mixed-visibility joint self-study
+# --------------------------------------------------------------------------
+
+def _doc_corpus(fleet, i):
+    return cs.Corpus(fleet.model, [(fleet.doc(i).name, fleet.text(i))])
+
+
+def train(fleet, rounds, accum=4, p_iso=0.75, distract_max=2, seed=0, pack=True,
+          checkpoint=False, progress=None, save_every=1, **study):
+    """rounds optimizer rounds of mixed-visibility self-study over fleet.
+    Each round samples a target among the RESIDENT documents proportional
+    to its token count; with probability p_iso its cartridge is the only
+    prefix, else 1..distract_max other residents co-load in shuffled order.
+    accum conversations about the target (bot A asks about a chunk of the
+    target document, bot B answers with the chunk in context: deg.cartridges
+    SelfStudy, seeded per document from seed) train behind the composed
+    prefix in one packed backward, and every co-loaded cartridge's optimizer
+    steps (deg.Fleet.step, which also rotates the residents). The fleet is
+    saved every save_every rounds and at the end. study: SelfStudy options
+    (chunk_min, chunk_max, max_q, max_a). progress(RoundInfo) per round.
+    Returns the list of RoundInfo."""
+    if rounds < 0 or accum < 1 or not (0.0 <= p_iso <= 1.0) or distract_max < 0:
+        raise ArgumentError(f"need rounds >= 0, accum >= 1, 0 <= p_iso <= 1, distract_max "
+                            f">= 0 (got {rounds}, {accum}, {p_iso}, {distract_max})")
+    rng = random.Random(seed)
+    studies, out = {}, []
+    t0 = time.perf_counter()
+    for r in range(rounds):
+        res = fleet.residents()
+        if not res:
+            raise StateError("fleet: no resident documents")
+        target = rng.choices(res, weights=[max(fleet.doc(i).tokens, 1) for i in res])[0]
+        parts = [target]
+        others = [i for i in res if i != target]
+        if rng.random() >= p_iso and others and distract_max > 0:
+            parts += rng.sample(others, rng.randint(1, min(distract_max, len(others))))
+            rng.shuffle(parts)
+        if target not in studies:
+            studies[target] = cs.SelfStudy(fleet.model, _doc_corpus(fleet, target),
+                                           seed=seed * 1000003 + target, **study)
+        convs = studies[target].generate(accum)
+        carts = [fleet.cartridge(i) for i in parts]
+        for c in carts:
+            c.zero_grads()
+        if pack:
+            loss = cs.packed_backward(carts, convs, checkpoint)
+        else:
+            loss = cs.group_backward(carts, convs, checkpoint)
+        fleet.step(parts)
+        if save_every and ((r + 1) % save_every == 0 or r + 1 == rounds):
+            fleet.save()
+        info = RoundInfo(fleet.rounds, target, parts, loss, accum,
+                         time.perf_counter() - t0)
+        out.append(info)
+        if progress:
+            progress(info)
+    return out
+
+
+# --------------------------------------------------------------------------
+# Embedding index
+# --------------------------------------------------------------------------
+
+def embed_ids(model, ids):
+    """The recipe's raw embedding of token ids: ids + EMBED_SUFFIX, final-norm
+    hidden state of the last token, L2-normalised (array('f') [n_embd])."""
+    ids = list(ids) + model.tokenize(EMBED_SUFFIX)
+    t = model.trunk()
+    try:
+        f = t.fork()
+        f.feed(ids)
+        h = f.hidden(len(ids) - 1, 1)
+        f.close()
+    finally:
+        t.close()
+    norm = sum(x * x for x in h) ** 0.5
+    if not norm > 0:
+        raise ArgumentError("embedding: zero hidden state")
+    return array("f", (x / norm for x in h))
+
+
+def _np():
+    try:
+        import numpy as np
+    except ImportError:  # pragma: no cover
+        raise StateError("the fleet index needs numpy (pip install numpy)") from None
+    return np
+
+
+def build_index(fleet, chunk=256, progress=None):
+    """Embed every document of fleet in chunks of `chunk` tokens through the
+    model and write DIR/index.npz atomically (rows [n_chunks, n_embd] f32
+    centred and normalised, doc [n_chunks] i64, centroid [n_embd] f32,
+    chunk and the suffix text). progress(done, total) per chunk. Returns
+    the number of chunks."""
+    np = _np()
+    if chunk < 1:
+        raise ArgumentError(f"chunk must be >= 1 token, got {chunk}")
+    model = fleet.model
+    spans = []
+    for i in range(len(fleet)):
+        ids = model.tokenize(fleet.text(i))
+        for s in range(0, max(len(ids), 1), chunk):
+            if ids[s:s + chunk]:
+                spans.append((i, ids[s:s + chunk]))
+    rows, docs = [], []
+    for n, (i, ids) in enumerate(spans):
+        rows.append(np.frombuffer(embed_ids(model, ids), dtype=np.float32))
+        docs.append(i)
+        if progress:
+            progress(n + 1, len(spans))
+    rows = np.stack(rows).astype(np.float32)
+    centroid = rows.mean(axis=0, dtype=np.float64).astype(np.float32)
+    rows = rows - centroid
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True).clip(min=1e-12)
+    path = Path(fleet.path) / INDEX_FILE
+    tmp = path.with_name(f"{INDEX_FILE}.tmp.{os.getpid()}")
+    try:
+        with open(tmp, "wb") as fh:
+            np.savez(fh, rows=rows, doc=np.array(docs, dtype=np.int64), centroid=centroid,
+                     chunk=np.array(chunk, dtype=np.int64), suffix=np.array(EMBED_SUFFIX),
+                     n_docs=np.array(len(fleet), dtype=np.int64))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return len(docs)
+
+
+Index = namedtuple("Index", "rows doc centroid chunk")
+
+
+def load_index(fleet):
+    """The fleet's index (DegIOError if `deg fleet index` has not run;
+    FormatError if it was built with another recipe or document count)."""
+    np = _np()
+    path = Path(fleet.path) / INDEX_FILE
+    try:
+        z = np.load(path)
+    except OSError as e:
+        raise DegIOError(f"fleet index {os.fspath(path)!r}: {e.strerror or e}; build it with "
+                         "`deg fleet index DIR`") from None
+    if str(z["suffix"]) != EMBED_SUFFIX or int(z["n_docs"]) != len(fleet):
+        raise FormatError(f"fleet index {os.fspath(path)!r} is stale (other suffix or "
+                          "document count): rebuild it with `deg fleet index DIR`")
+    return Index(z["rows"], z["doc"], z["centroid"], int(z["chunk"]))
+
+
+def select(fleet, query, k=1, index=None):
+    """The k documents best matching query (text), best first: a list of
+    (doc index, cosine of its best chunk)."""
+    np = _np()
+    if k < 1:
+        raise ArgumentError(f"k must be >= 1, got {k}")
+    index = index or load_index(fleet)
+    q = np.frombuffer(embed_ids(fleet.model, fleet.model.tokenize(query)), dtype=np.float32)
+    q = q - index.centroid
+    q = q / max(float(np.linalg.norm(q)), 1e-12)
+    scores = index.rows @ q
+    order = np.argsort(-scores, kind="stable")
+    out, seen = [], set()
+    for j in order:
+        d = int(index.doc[j])
+        if d not in seen:
+            seen.add(d)
+            out.append((d, float(scores[j])))
+            if len(out) == k:
+                break
+    return out
+
+
+def ask(fleet, question, k=1, oracle=None, max_tokens=200, index=None):
+    """Answer question behind the composed cartridges of the selected
+    documents (oracle: a document name or index bypassing retrieval).
+    Returns (selected [(doc, score)], answer)."""
+    if oracle is not None:
+        names = [d.name for d in fleet.docs()]
+        if isinstance(oracle, int) or str(oracle).isdigit():
+            sel = [(int(oracle), None)]
+        elif oracle in names:
+            sel = [(names.index(oracle), None)]
+        else:
+            raise ArgumentError(f"--oracle {oracle!r}: no such document (the fleet has " +
+                                ", ".join(map(repr, names)) + ")")
+        if not 0 <= sel[0][0] < len(fleet):
+            raise ArgumentError(f"--oracle {oracle}: document index outside [0, {len(fleet)})")
+    else:
+        sel = select(fleet, question, k, index)
+    trunk = fleet.trunk([d for d, _ in sel])
+    return sel, cs.ask(fleet.model, question, trunk=trunk, max_tokens=max_tokens)
