@@ -4,7 +4,8 @@
  * greedy agreement on every row), through the training forward and through
  * a fork of deg_trunk_from_cartridge; plus greedy generation behind both.
  * Also one training step with and without checkpointing (bitwise-equal
- * gradients). Skipped when the model file is absent: $DEG_MODEL or
+ * gradients), and the two-part composition gate. Skipped when the model file
+ * is absent: $DEG_MODEL or
  * ${DEG_CACHE:-~/.cache/deg}/models/SmolLM2-135M-Instruct.Q4_1.gguf. */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -155,6 +156,75 @@ Test(cartridge_smollm2, equivalence_gate, .timeout = 1200)
     free(a); free(b); free(lg); free(ref); free(all); free(corpus); free(sfx);
     deg_trunk_free(t);
     deg_cartridge_free(c);
+    deg_model_free(m);
+}
+
+/* The composition gate on the real model (spec "Composition"): two parts
+ * split from one capture of 2P wrapped tokens (part B holds the rows at
+ * positions P..2P-1), composed, reproduce the real prefill of the 2P tokens
+ * on the next S tokens: max |delta logit| = 0, greedy S/S; a one-part
+ * composition is bitwise the single cartridge. */
+Test(cartridge_smollm2, composition_gate, .timeout = 1200)
+{
+    if (!find_model()) cr_skip_test("SmolLM2 GGUF not found at %s (set DEG_MODEL)", model_path);
+    deg_model *m = NULL;
+    cr_assert_eq(deg_model_load(model_path, &m), DEG_OK, "%s", deg_errmsg());
+    deg_model_info info;
+    deg_model_get_info(m, &info);
+    size_t V = (size_t)info.n_vocab, row = (size_t)info.n_head_kv * info.head_dim;
+    size_t clen;
+    char *corpus = read_text(DEG_SOURCE_ROOT "/doc/ARCHITECTURE.md", &clen);
+    int32_t *all = malloc((clen + 64) * sizeof *all);
+    size_t nc = wrapped_ids(m, corpus, clen, all, clen + 64);
+    cr_assert_geq(nc, 2 * P + S, "corpus too short: %zu tokens", nc);
+    deg_cartridge *whole = NULL, *parts[2] = {NULL, NULL};
+    cr_assert_eq(deg_cartridge_init_tokens(m, all, 2 * P, &whole), DEG_OK, "%s", deg_errmsg());
+    float *k = malloc(2 * P * row * 4), *v = malloc(2 * P * row * 4);
+    for (int j = 0; j < 2; j++) {
+        cr_assert_eq(deg_cartridge_init_random_vectors(m, P, 1, &parts[j]), DEG_OK);
+        for (int il = 0; il < info.n_layer; il++) {
+            deg_cartridge_get_rows(whole, il, k, v);
+            deg_cartridge_set_rows(parts[j], il, k + j * P * row, v + j * P * row);
+        }
+    }
+    deg_trunk *t = NULL;
+    cr_assert_eq(deg_trunk_new(m, &t), DEG_OK);
+    float *ref = malloc((size_t)(2 * P + S) * V * 4), *lg = malloc((size_t)S * V * 4);
+    cr_assert_eq(deg_trunk_prefill(t, all, 2 * P + S, ref, NULL), DEG_OK);
+    const deg_cartridge *cp[2] = {parts[0], parts[1]};
+    deg_trunk *ct = NULL;
+    deg_fork *f = NULL;
+    cr_assert_eq(deg_trunk_from_cartridges(cp, 2, &ct), DEG_OK, "%s", deg_errmsg());
+    cr_assert_eq(deg_fork_new(ct, &f), DEG_OK);
+    cr_assert_eq(deg_fork_feed(f, all + 2 * P, S, lg), DEG_OK);
+    double maxd = 0;
+    int agree = 0;
+    for (size_t i = 0; i < S; i++) {
+        const float *x = lg + i * V, *y = ref + (2 * P + i) * V;
+        size_t ax = 0, ay = 0;
+        for (size_t j = 0; j < V; j++) {
+            double d = fabs((double)x[j] - y[j]);
+            if (!(d <= maxd)) maxd = d;
+            if (x[j] > x[ax]) ax = j;
+            if (y[j] > y[ay]) ay = j;
+        }
+        agree += ax == ay;
+    }
+    cr_log_info("SmolLM2 composition gate (2 parts x p = %d, suffix %d): max |delta logit| = "
+                "%g, greedy agreement %d/%d", P, S, maxd, agree, S);
+    cr_expect_eq(maxd, 0.0);
+    cr_expect_eq(agree, S);
+    /* One part == the single cartridge (training forward). */
+    float *l1 = malloc((size_t)S * V * 4);
+    const deg_cartridge *one[1] = {parts[0]};
+    cr_assert_eq(deg_cartridge_compose_eval(one, 1, all + P, S, NULL, 0, NULL, lg), DEG_OK);
+    cr_assert_eq(deg_cartridge_eval(parts[0], all + P, S, NULL, 0, NULL, l1), DEG_OK);
+    cr_expect(memcmp(lg, l1, (size_t)S * V * 4) == 0, "one-part composition != cartridge");
+    deg_fork_free(f);
+    deg_trunk_free(ct);
+    deg_trunk_free(t);
+    free(k); free(v); free(ref); free(lg); free(l1); free(all); free(corpus);
+    deg_cartridge_free(parts[0]); deg_cartridge_free(parts[1]); deg_cartridge_free(whole);
     deg_model_free(m);
 }
 
