@@ -147,6 +147,21 @@ def test_resume_under_mpi_equals_uninterrupted(mpi, dataset, single):
     assert bad.returncode != 0 and "arguments differ" in bad.stderr
 
 
+def test_anchor_mode_two_ranks_equal_one_process(mpi, dataset):
+    """--anchor: the anchor traces are sharded too; counts as one process's."""
+    extra = ("--anchor", "--anchor-count-weight", "0.5", "--epochs", "1")
+    assert main(_args(dataset, "anc-single", "anc-single-cache", *extra)) == 0
+    _train_mpi(2, dataset, "anc-mpi", "anc-mpi-cache", *extra)
+    a, b = dataset[0] / "anc-single", dataset[0] / "anc-mpi"
+    assert _bytes(a / "heads.safetensors") == _bytes(b / "heads.safetensors")
+    ra, rb = _report(a), _report(b)
+    assert ra["history"] == rb["history"] and "anchor" in ra["history"][0]["train_kind"]
+    for split in ("train", "val"):
+        sa, sb = (dict(r["anchor"][split]) for r in (ra, rb))
+        del sa["seconds"], sb["seconds"]
+        assert sa == sb and sa["traced"] > 0
+
+
 ORDERED_SUM = """
 import sys
 import numpy as np
