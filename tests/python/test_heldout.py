@@ -157,3 +157,10 @@ def test_field_rows_and_summary():
     md = markdown([res], per_field=True, examples=1)
     assert "| pymetadata/typed | 2 | 0.500 | 0.500 |" in md
     assert '- pymetadata/name, `m/1`: "Widget_Kit" -> "widget_kit"' in md
+    # against the chat baseline: deg - chat per accuracy row, no issue-6 ratio targets
+    chat = dict(evaluate(recs, lambda c, s: {"value": answers["m/2"] if c == "c2" else
+                                             dict(answers["m/1"], typed=False)}, name="c"),
+                system="chat")
+    md = markdown([dict(res, system="deg"), chat], per_field=True)
+    assert "Ratios against `c`" in md and "(met)" not in md and "(missed)" not in md
+    assert "| mean field accuracy, deg - baseline | +0.071 (ahead) | > 0 |" in md
