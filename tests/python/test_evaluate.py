@@ -211,6 +211,10 @@ def test_rescore_ratios_and_cli(tmp_path):
     assert [p["id"] for p in res["per_record"]] == ["r1", "r2"]
     assert res["env"]["resumed_records"] == 1 and res["summary"]["validity"] == 1.0
     assert len(log.read_text().splitlines()) == 2
+    # a log two runs appended to (each record twice) merges as one entry per record
+    log.write_text(log.read_text() * 2)
+    assert main(["--records", str(rec_file), "--merge", str(log), "--out", str(tmp_path / "dup")]) == 0
+    assert "| records | 2 |" in (tmp_path / "dup" / "report.md").read_text()
     # --max-minutes 0: no record starts; the results say so and --resume goes on
     assert main(["--records", str(rec_file), "--system", "oracle:o4", "--max-minutes", "0",
                  "--out", str(out)]) == 0

@@ -143,6 +143,27 @@ def test_fork_generate_matches_model_generate(model):
     assert g.ids == ref.ids
 
 
+@needs("deg_tokenize", "deg_trunk_new", "deg_fork_new", "deg_forks_generate")
+def test_generate_forks_rows_equal_single_forks(model):
+    ids = model.tokenize("The capital of France is")
+    tails = [model.tokenize(" Paris."), model.tokenize(" a city"), model.tokenize(" not")]
+    with model.trunk(ids) as t:
+        single = []
+        for tail in tails:
+            f = t.fork()
+            f.feed(tail)
+            single.append(f.generate(max_tokens=6, temperature=0.7, seed=3))
+            f.close()
+        forks = [t.fork() for _ in tails]
+        deg.feed_forks(forks, tails)
+        rows = deg.generate_forks(forks, max_tokens=6, temperature=[0.7] * 3, seed=3)
+        assert [g.ids for g in rows] == [g.ids for g in single]
+        assert [g.text for g in rows] == [g.text for g in single]
+        with pytest.raises(deg.ArgumentError, match="3 forks but 2 temperatures"):
+            deg.generate_forks(forks, temperature=[0.1, 0.2])
+    assert deg.generate_forks([]) == []
+
+
 def test_close_is_deterministic_and_idempotent(model_path):
     m = deg.load_model(model_path)
     with m:

@@ -11,7 +11,7 @@ from .errors import (  # noqa: F401
 )
 from .runtime import version, runtime_info, blas_arch, set_num_threads, HEADER_VERSION  # noqa: F401
 from .model import (  # noqa: F401
-    load_model, Model, ModelInfo, Trunk, Fork, Generation, GenStats, feed_forks,
+    load_model, Model, ModelInfo, Trunk, Fork, Generation, GenStats, feed_forks, generate_forks,
 )
 from .fetch import default_model_path, fetch_model, cache_dir  # noqa: F401
 from .parsers import (  # noqa: F401

@@ -52,7 +52,7 @@ from ._native import ffi, lib, check
 from .cartridge import (Cartridge, DistillTarget, compose_backward, compose_trunk,
                         targets_from_logits)
 from .errors import ArgumentError, DegIOError, FormatError, RangeError
-from .model import Model, _sample_params, _ids_buffer, feed_forks
+from .model import Model, _ids_buffer, feed_forks, generate_forks
 
 __all__ = ["Corpus", "load_corpus", "SEED_PROMPTS", "Conversation", "SelfStudy", "train",
            "heldout_set", "heldout_key", "nll_cartridge",
@@ -239,23 +239,8 @@ def _stop_ids(model):
 
 def _generate_rows(model, forks, max_tokens, temperatures, seeds, stop_ids):
     """One lockstep deg_forks_generate over forks; returns per-row id lists."""
-    n = len(forks)
-    params = ffi.new("deg_sample_params[]", n)
-    keep = []
-    stop_buf, n_stop = _ids_buffer(stop_ids)
-    for i in range(n):
-        p = lib.deg_sample_params_default()
-        p.temperature = float(temperatures[i])
-        p.seed = int(seeds[i])
-        p.max_tokens = int(max_tokens)
-        p.stop_ids, p.n_stop_ids = stop_buf, n_stop
-        params[i] = p
-    cforks = ffi.new("deg_fork *[]", [f._live() for f in forks])
-    bufs = [ffi.new("int32_t[]", int(max_tokens)) for _ in range(n)]
-    outs = ffi.new("int32_t *[]", bufs)
-    n_out = ffi.new("size_t[]", n)
-    check(lib.deg_forks_generate(cforks, n, params, outs, n_out, ffi.NULL))
-    return [list(ffi.unpack(bufs[i], n_out[i])) for i in range(n)]
+    return [g.ids for g in generate_forks(forks, max_tokens, list(temperatures), seed=list(seeds),
+                                          stop_ids=stop_ids)]
 
 
 class SelfStudy:

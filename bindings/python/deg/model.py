@@ -17,7 +17,7 @@ from ._native import check, ffi, lib
 from .errors import ArgumentError, StateError
 
 __all__ = ["load_model", "Model", "ModelInfo", "Trunk", "Fork", "Generation",
-           "GenStats", "feed_forks"]
+           "GenStats", "feed_forks", "generate_forks"]
 
 
 def _ids_buffer(ids):
@@ -359,15 +359,36 @@ class Fork(_Handle):
     def generate(self, max_tokens=256, temperature=0.0, top_k=0, top_p=1.0, seed=0,
                  stop_ids=None):
         """Decode from the fork's current state (deg_forks_generate, one row)."""
-        keep = []
-        params = _sample_params(max_tokens, temperature, top_k, top_p, seed, stop_ids, keep)
-        forks = ffi.new("deg_fork *[1]", [self._live()])
-        out = ffi.new("int32_t[]", params.max_tokens)
-        outs = ffi.new("int32_t *[1]", [out])
-        n_out = ffi.new("size_t[1]")
-        stats = ffi.new("deg_gen_stats[1]")
-        check(lib.deg_forks_generate(forks, 1, params, outs, n_out, stats))
-        return self.trunk.model._generation(list(ffi.unpack(out, n_out[0])), stats[0])
+        return generate_forks([self], max_tokens, temperature, top_k, top_p, seed, stop_ids)[0]
+
+
+def generate_forks(forks, max_tokens=256, temperature=0.0, top_k=0, top_p=1.0, seed=0,
+                   stop_ids=None):
+    """Decode several forks of one model together in lockstep
+    (deg_forks_generate): [Generation], row i from forks[i]. temperature and
+    seed: one value for every row or a list with one per row. A row's ids do
+    not depend on the other rows (bitwise), so this equals calling
+    Fork.generate on each. Every generated id but the last is fed to its fork."""
+    forks = list(forks)
+    n = len(forks)
+    if n == 0:
+        return []
+    temps = list(temperature) if isinstance(temperature, (list, tuple)) else [temperature] * n
+    seeds = list(seed) if isinstance(seed, (list, tuple)) else [seed] * n
+    if len(temps) != n or len(seeds) != n:
+        raise ArgumentError(f"{n} forks but {len(temps)} temperatures and {len(seeds)} seeds")
+    keep = []
+    params = ffi.new("deg_sample_params[]", n)
+    for i in range(n):
+        params[i] = _sample_params(max_tokens, temps[i], top_k, top_p, seeds[i], stop_ids, keep)[0]
+    cforks = ffi.new("deg_fork *[]", [f._live() for f in forks])
+    bufs = [ffi.new("int32_t[]", int(max_tokens)) for _ in range(n)]
+    outs = ffi.new("int32_t *[]", bufs)
+    n_out = ffi.new("size_t[]", n)
+    stats = ffi.new("deg_gen_stats[]", n)
+    check(lib.deg_forks_generate(cforks, n, params, outs, n_out, stats))
+    model = forks[0].trunk.model
+    return [model._generation(list(ffi.unpack(bufs[i], n_out[i])), stats[i]) for i in range(n)]
 
 
 def feed_forks(forks, ids_lists, logits=None):

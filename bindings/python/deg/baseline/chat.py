@@ -7,10 +7,14 @@ question per leaf field, its answers parsed into the field's type.
 
 Prompt: the model's chat layout (deg.Model.chat_format, ChatML with its default
 system turn), one user turn "<document>\\n\\n<question>", greedy decoding to EOS
-or `max_answer_tokens` (32; list questions `max_list_tokens`, 96). The document's tokens are prefilled once per record
-into a deg.Trunk and each question continues it in a Fork, the token sequence
-being exactly that of deg.Model.generate(messages) (a question whose tokens do
-not extend the trunk's runs as a whole prompt with Model.generate).
+or `max_answer_tokens` (32; list questions `max_list_tokens`, 96). The
+document's tokens are prefilled once per record into a deg.Trunk and each
+question continues it in a Fork, the token sequence being exactly that of
+deg.Model.generate(messages) (a question whose tokens do not extend the
+trunk's runs as a whole prompt with Model.generate). Questions are asked in
+rounds (the top-level ones, then those the array counts reveal), each round's
+forks decoded together in batches of `batch` rows (deg_forks_generate: a
+row's ids do not depend on the other rows, bitwise).
 
 Questions come from the field's key (underscores as spaces) or title and its
 description (question_for). Answers are parsed by parse_answer:
@@ -44,7 +48,7 @@ import json
 import re
 
 from ..fetch import default_model_path
-from ..model import load_model
+from ..model import feed_forks, generate_forks, load_model
 from ..parsers import candidates, parse_date, parse_datetime, parse_number, validate
 from ..schema import compile_schema
 
@@ -54,6 +58,7 @@ __all__ = ["ChatBaselineSystem", "question_for", "list_question", "count_questio
 _NONE = {"", "none", "null", "n/a", "na", "unknown", "not given", "not specified",
          "not mentioned", "not available"}
 _OMIT = object()
+_MAX_PASSES = 16  # rounds of questions: 1 + the schema's array nesting depth suffice
 
 
 def _label(key, title=None):
@@ -298,7 +303,7 @@ class ChatBaselineSystem:
     """Callable (context, schema) -> response, one greedy chat answer per leaf."""
 
     def __init__(self, model_path=None, n_threads=1, max_answer_tokens=32, max_list_tokens=96,
-                 max_items=8):
+                 max_items=8, batch=16):
         from ..runtime import set_num_threads
         set_num_threads(n_threads)
         self.model_path = str(model_path or default_model_path())
@@ -306,10 +311,42 @@ class ChatBaselineSystem:
         self.max_answer_tokens = max_answer_tokens
         self.max_list_tokens = max_list_tokens
         self.max_items = max_items
+        self.batch = batch
 
     def _prompt_ids(self, context, question):
         msgs = [{"role": "user", "content": f"{context}\n\n{question}"}]
         return self.model.tokenize(self.model.chat_format(msgs), special=True)
+
+    def _answer(self, ctx, head, trunk, keys, usage):
+        """{(question, max_tokens): answer text} for keys: the questions whose
+        tokens extend the trunk run as forks batched by max_tokens (rows are
+        bitwise independent, so each equals its own Model.generate), any other
+        alone with Model.generate."""
+        out, rows = {}, {}
+        for q, cap in keys:
+            ids = self._prompt_ids(ctx, q)
+            if ids[:len(head)] == head:
+                rows.setdefault(cap, []).append(((q, cap), ids[len(head):]))
+            else:
+                g = self.model.generate(ids, max_tokens=cap, temperature=0.0)
+                usage["prompt_tokens"] += len(ids)
+                usage["generated_tokens"] += len(g.ids)
+                out[(q, cap)] = g.text
+        for cap, batch in rows.items():
+            for k in range(0, len(batch), self.batch):
+                part = batch[k:k + self.batch]
+                forks = [trunk.fork() for _ in part]
+                try:
+                    feed_forks(forks, [ids for _, ids in part])
+                    gens = generate_forks(forks, max_tokens=cap, temperature=0.0)
+                finally:
+                    for f in forks:
+                        f.close()
+                for (key, ids), g in zip(part, gens):
+                    usage["prompt_tokens"] += len(ids)
+                    usage["generated_tokens"] += len(g.ids)
+                    out[key] = g.text
+        return out
 
     def __call__(self, context, schema):
         ctx = context if isinstance(context, str) else json.dumps(context, ensure_ascii=False)
@@ -317,26 +354,27 @@ class ChatBaselineSystem:
         head = self._prompt_ids(ctx, "?")[:-8]
         trunk = self.model.trunk(head)
         usage = {"prompt_tokens": len(head), "generated_tokens": 0}
+        answers, pending = {}, []
 
         def ask(question, max_tokens=None):
-            cap = max_tokens or self.max_answer_tokens
-            ids = self._prompt_ids(ctx, question)
-            if ids[:len(head)] == head:
-                fork = trunk.fork()
-                try:
-                    fork.feed(ids[len(head):])
-                    g = fork.generate(max_tokens=cap, temperature=0.0)
-                finally:
-                    fork.close()
-                usage["prompt_tokens"] += len(ids) - len(head)
-            else:
-                g = self.model.generate(ids, max_tokens=cap, temperature=0.0)
-                usage["prompt_tokens"] += len(ids)
-            usage["generated_tokens"] += len(g.ids)
-            return g.text
+            key = (question, max_tokens or self.max_answer_tokens)
+            if key in answers:
+                return answers[key]
+            if key not in pending:
+                pending.append(key)
+            return ""  # no answer yet: no value, no array items
 
         try:
-            value, raw = assemble(schema, ask, self.max_items, self.max_list_tokens)
+            # Pass k asks what pass k-1's answers reveal (array counts -> item
+            # questions); a question's answer does not depend on when it is asked.
+            for _ in range(_MAX_PASSES):
+                pending.clear()
+                value, raw = assemble(schema, ask, self.max_items, self.max_list_tokens)
+                if not pending:
+                    break
+                answers.update(self._answer(ctx, head, trunk, pending, usage))
+            else:
+                raise RuntimeError(f"schema needs more than {_MAX_PASSES} rounds of questions")
         finally:
             trunk.close()
         return {"value": value, "meta": {}, "usage": usage, "raw": raw}

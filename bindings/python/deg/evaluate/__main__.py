@@ -193,7 +193,12 @@ def _load_results(path):
     with open(head, encoding="utf-8") as f:
         res = json.load(f)
     with open(path, encoding="utf-8") as f:
-        res["per_record"] = [json.loads(line) for line in f if line.strip()]
+        by_id = {}  # two runs appending to one log (resumed twice) write a record twice: keep one
+        for line in f:
+            if line.strip():
+                e = json.loads(line)
+                by_id.setdefault(e["id"], e)
+        res["per_record"] = list(by_id.values())
     res["partial"] = True
     res["env"]["partial"] = f"{len(res['per_record'])} of {res['data']['n']} records (run not finished)"
     res["data"] = dict(res["data"], ids=[p["id"] for p in res["per_record"]])
