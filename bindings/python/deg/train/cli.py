@@ -280,12 +280,14 @@ def batch_loss_grad(comm, heads, per, args):
     exs = [x for e in per for x in e]
     w = weights_of(exs, args.anchor_weight, args.anchor_count_weight)
     lo, hi = comm.block(len(per))
-    partials, mine = [], []
-    for e in per[lo:hi]:
-        tot, g, ls = heads.loss_grad(e, w)
-        partials.append(g)
-        mine.append((tot, ls))
-    grad = comm.ordered_sum(partials, heads.n)
+    mine = []
+
+    def partials():
+        for e in per[lo:hi]:
+            tot, g, ls = heads.loss_grad(e, w)
+            mine.append((tot, ls))
+            yield g
+    grad = comm.ordered_sum(partials(), heads.n)
     loss, losses = 0.0, []
     for tot, ls in (x for part in comm.allgather(mine) for x in part):
         loss += tot

@@ -19,7 +19,8 @@ running sum to rank 1, which adds its partials in order and passes it on; the
 last rank broadcasts the result (`ordered_sum`). The single-process path
 (`Local.ordered_sum`) performs the same additions in the same order. Cost per
 step: size - 1 point-to-point messages plus one broadcast of the flat
-gradient; each rank keeps its block's partials until its turn.
+gradient; ranks > 0 keep their block's partials until their turn (rank 0 and
+one process sum them as they come).
 
 `ordered_sum` takes any flat float array (heads gradient, a LoRA adapter
 gradient, or both concatenated), so a new trainable part passes through the
@@ -74,8 +75,9 @@ class Local:
         return list(seq)
 
     def ordered_sum(self, partials, n, dtype=np.float32):
-        """Sum of the flat arrays `partials` (each [n], dtype), left to right
-        from zeros; see the module docstring."""
+        """Sum of the flat arrays `partials` (an iterable, each [n], dtype),
+        left to right from zeros; see the module docstring. A generator keeps
+        one partial in memory at a time."""
         acc = np.zeros(n, dtype=dtype)
         for p in partials:
             _add(acc, p, n, dtype)
@@ -132,6 +134,7 @@ class Mpi:
         then a broadcast from the last rank."""
         acc = np.zeros(n, dtype=dtype)
         if self.rank > 0:
+            partials = list(partials)  # computed while the earlier ranks sum theirs
             self.comm.Recv(acc, source=self.rank - 1, tag=71)
         for p in partials:
             _add(acc, p, n, dtype)
