@@ -52,7 +52,7 @@ def mpirun(n, *args, check=True):
     if os.geteuid() == 0:  # CI runs as root; Open MPI refuses that unless told
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     res = subprocess.run(["mpirun", "-np", str(n), *MPIRUN_OPTS, sys.executable, *map(str, args)],
-                         capture_output=True, text=True, env=env, timeout=900)
+                         capture_output=True, text=True, env=env, timeout=300)
     if check and res.returncode != 0:
         raise AssertionError(f"mpirun -np {n} exited {res.returncode}:\n{res.stdout}\n{res.stderr}")
     return res
