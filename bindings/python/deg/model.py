@@ -365,22 +365,24 @@ class Fork(_Handle):
 def generate_forks(forks, max_tokens=256, temperature=0.0, top_k=0, top_p=1.0, seed=0,
                    stop_ids=None):
     """Decode several forks of one model together in lockstep
-    (deg_forks_generate): [Generation], row i from forks[i]. temperature and
-    seed: one value for every row or a list with one per row. A row's ids do
+    (deg_forks_generate): [Generation], row i from forks[i]. temperature,
+    top_p and seed: one value for every row or a list with one per row. A row's ids do
     not depend on the other rows (bitwise), so this equals calling
     Fork.generate on each. Every generated id but the last is fed to its fork."""
     forks = list(forks)
     n = len(forks)
     if n == 0:
         return []
-    temps = list(temperature) if isinstance(temperature, (list, tuple)) else [temperature] * n
-    seeds = list(seed) if isinstance(seed, (list, tuple)) else [seed] * n
-    if len(temps) != n or len(seeds) != n:
-        raise ArgumentError(f"{n} forks but {len(temps)} temperatures and {len(seeds)} seeds")
+    temps, seeds, top_ps = (list(v) if isinstance(v, (list, tuple)) else [v] * n
+                            for v in (temperature, seed, top_p))
+    if len(temps) != n or len(seeds) != n or len(top_ps) != n:
+        raise ArgumentError(f"{n} forks but {len(temps)} temperatures, {len(seeds)} seeds and "
+                            f"{len(top_ps)} top_p values")
     keep = []
     params = ffi.new("deg_sample_params[]", n)
     for i in range(n):
-        params[i] = _sample_params(max_tokens, temps[i], top_k, top_p, seeds[i], stop_ids, keep)[0]
+        params[i] = _sample_params(max_tokens, temps[i], top_k, top_ps[i], seeds[i], stop_ids,
+                                   keep)[0]
     cforks = ffi.new("deg_fork *[]", [f._live() for f in forks])
     bufs = [ffi.new("int32_t[]", int(max_tokens)) for _ in range(n)]
     outs = ffi.new("int32_t *[]", bufs)

@@ -22,11 +22,10 @@ import concurrent.futures
 import threading
 import time
 
-from .._native import check, ffi, lib
-from ..cartridges import chat_ids
+from ..cartridges import _stop_ids, chat_ids
 from ..errors import DegError, InternalError
 from ..fill import fill_many
-from ..model import _ids_buffer, feed_forks
+from ..model import feed_forks, generate_forks
 
 __all__ = ["Engine", "Overloaded", "ChatJob", "ChatError"]
 
@@ -97,7 +96,8 @@ class Engine:
         self.cache_tokens = cache_tokens  # K/V rows all cached conversations may hold
         self._cached_tokens = 0
         self.n_ctx = n_ctx or model.info.n_ctx_train
-        self._stop_ids = self._default_stops()
+        self._stop_list = _stop_ids(model)  # EOS, <|im_end|>, <|endoftext|>
+        self._stop_ids = set(self._stop_list)
         self._cv = threading.Condition()
         self._fills = collections.deque()
         self._waiting = collections.deque()   # chats not admitted yet
@@ -217,16 +217,6 @@ class Engine:
                 j.future.set_result(r)
 
     # ---------------------------------------------------------------- chat
-    def _default_stops(self):
-        ids = set()
-        if self.model.info.eos_id >= 0:
-            ids.add(self.model.info.eos_id)
-        for s in ("<|im_end|>", "<|endoftext|>"):
-            t = self.model.tokenize(s, special=True)
-            if len(t) == 1:
-                ids.add(t[0])
-        return ids
-
     def _take_cached(self, target, prompt):
         best = None
         for key in self._cache:
@@ -330,25 +320,15 @@ class Engine:
         self._streams = still
 
     def _sample(self, rows):
-        """One id per row from its fork's logits (deg_forks_generate, max_tokens 1);
+        """One id per row from its fork's logits (deg.generate_forks, max_tokens 1);
         step s of a stream draws from the stream seeded by (seed, s)."""
-        n = len(rows)
-        params = ffi.new("deg_sample_params[]", n)
-        stop_buf, n_stop = _ids_buffer(sorted(self._stop_ids))
-        for i, j in enumerate(rows):
-            p = lib.deg_sample_params_default()
-            p.temperature = float(j.temperature)
-            p.top_p = float(j.top_p)
-            p.seed = (int(j.seed) * 0x9E3779B97F4A7C15 + j.step) & _MASK64
-            p.max_tokens = 1
-            p.stop_ids, p.n_stop_ids = stop_buf, n_stop
-            params[i] = p
-        forks = ffi.new("deg_fork *[]", [j.fork._live() for j in rows])
-        bufs = [ffi.new("int32_t[1]") for _ in rows]
-        outs = ffi.new("int32_t *[]", bufs)
-        n_out = ffi.new("size_t[]", n)
-        check(lib.deg_forks_generate(forks, n, params, outs, n_out, ffi.NULL))
-        return [int(b[0]) for b in bufs]
+        gens = generate_forks([j.fork for j in rows], max_tokens=1,
+                              temperature=[float(j.temperature) for j in rows],
+                              top_p=[float(j.top_p) for j in rows],
+                              seed=[(int(j.seed) * 0x9E3779B97F4A7C15 + j.step) & _MASK64
+                                    for j in rows],
+                              stop_ids=self._stop_list)
+        return [g.ids[0] for g in gens]
 
     def _emit_text(self, j):
         """Emit the complete UTF-8 text of j.buf, holding back what could still
