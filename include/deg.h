@@ -520,7 +520,8 @@ DEG_API int deg_acceptor_eos_ok(deg_acceptor *acc, const char *text, size_t len)
  *  - deg.json: {"format": "deg-ckpt-v1", "backbone": {"file", "sha256", "arch",
  *    "path"}, "head_dim": 256, "heads": {name: shape}, "calibration": {"choice",
  *    "score", "noul", "extract", "count": temperature}, "array_mode": "index" |
- *    "anchor", "anchor_min_tokens", "chat_layout": "chatml" | "qwen3" | "none"};
+ *    "anchor", "anchor_min_tokens", "chat_layout": "chatml" | "qwen3" | "none",
+ *    "key_prior": null | {"exact": x, "partial": y} (optional; see below)};
  *  - heads.safetensors: the fp32 heads of §12.3 (names and shapes in
  *    lib/deg/fill.h).
  * The backbone is referenced by file name + SHA-256 (of the GGUF file, or of
@@ -538,7 +539,16 @@ DEG_API int deg_acceptor_eos_ok(deg_acceptor *acc, const char *text, size_t len)
  * the array's meta gets "array_mode": "anchor" and "anchors" (code-point
  * offsets where the surviving items start). A top-level region with fewer
  * usable positions than minItems is a FillError; a nested one drops its
- * enclosing item (reported as "dropped" like any drop). */
+ * enclosing item (reported as "dropped" like any drop).
+ *
+ * Key prior (deg.json "key_prior", absent = off; lib/deg/keyprior.h): a
+ * context line "Key: value" (also "key = value", "| key | value |",
+ * "**Key:** value") whose normalised key equals the leaf's property name or
+ * title adds `exact` (words of one within the other's: `partial`) logit units,
+ * before the calibration temperature, to the outcomes the value supports: the
+ * extract start/end of the value (typed fields: of each grammar candidate in
+ * it), a choice option written in the value, noul true/false for a yes/no
+ * value. Leaves inside arrays get none. */
 typedef struct deg_ckpt deg_ckpt;
 
 /* Write a fresh checkpoint to dir (created if missing; files replaced) for the

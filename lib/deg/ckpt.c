@@ -235,6 +235,27 @@ void deg_ckpt_free(deg_ckpt *k)
     free(k);
 }
 
+/* deg.json "key_prior": absent/null = off, else {"exact": x, "partial": y},
+ * finite numbers >= 0 (keyprior.h). Errors: DEG_ERR_FORMAT. */
+static deg_status key_prior_load(const json_t *v, const char *jpath, dg_key_prior *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!v || json_is_null(v)) return DEG_OK;
+    json_t *ex = json_object_get(v, "exact"), *pa = json_object_get(v, "partial");
+    if (!json_is_object(v) || !json_is_number(ex) || !json_is_number(pa) ||
+        json_object_size(v) != 2)
+        return dg_fail(DEG_ERR_FORMAT, "%s: key_prior must be null or {\"exact\": number, "
+                       "\"partial\": number}", jpath);
+    out->exact = json_number_value(ex);
+    out->partial = json_number_value(pa);
+    if (!(out->exact >= 0) || !(out->partial >= 0) || !isfinite(out->exact) ||
+        !isfinite(out->partial))
+        return dg_fail(DEG_ERR_FORMAT, "%s: key_prior.exact and .partial must be finite "
+                       "numbers >= 0", jpath);
+    out->on = 1;
+    return DEG_OK;
+}
+
 static const char *model_chat_layout(const deg_model *m)
 {
     deg_chat_message msg = {"user", "x"};
@@ -541,6 +562,8 @@ deg_status deg_ckpt_open(const char *dir, const deg_ckpt_params *params, deg_ckp
     }
     k->array_mode = strdup(am ? am : "index");
     k->anchor_min_tokens = json_integer_value(json_object_get(meta, "anchor_min_tokens"));
+    if ((st = key_prior_load(json_object_get(meta, "key_prior"), jpath, &k->key_prior)) != DEG_OK)
+        goto fail;
     const char *cl = json_string_value(json_object_get(meta, "chat_layout"));
     k->chat_layout = strdup(cl ? cl : model_chat_layout(k->model));
     k->backbone_file = dup_str(bfile);
@@ -634,7 +657,8 @@ deg_status deg_ckpt_set_calibration(deg_ckpt *ckpt, const double *temps)
 }
 
 static const char *const RESERVED[] = {"format", "backbone", "head_dim", "heads", "calibration",
-                                       "array_mode", "anchor_min_tokens", "chat_layout"};
+                                       "array_mode", "anchor_min_tokens", "chat_layout",
+                                       "key_prior"};
 
 deg_status deg_ckpt_save(const deg_ckpt *ckpt, const char *dir, const char *extra_json,
                          unsigned flags)
@@ -689,6 +713,10 @@ deg_status deg_ckpt_save(const deg_ckpt *ckpt, const char *dir, const char *extr
                              heads, "calibration", temps, "array_mode", ckpt->array_mode,
                              "anchor_min_tokens", (json_int_t)ckpt->anchor_min_tokens,
                              "chat_layout", ckpt->chat_layout);
+    if (meta && ckpt->key_prior.on)
+        json_object_set_new(meta, "key_prior", json_pack("{s:f, s:f}", "exact",
+                                                         ckpt->key_prior.exact, "partial",
+                                                         ckpt->key_prior.partial));
     deg_status st;
     if (!meta) st = dg_fail(DEG_ERR_NOMEM, "deg_ckpt_save: out of memory");
     else {

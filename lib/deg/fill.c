@@ -27,6 +27,7 @@
  * Each line is tokenized on its own, so an option line's last token is the
  * end of that line whatever the neighbouring text is.
  */
+#include <ctype.h>
 #include <jansson.h>
 #include <math.h>
 #include <nettle/sha2.h>
@@ -34,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "base/status.h"
@@ -42,6 +44,7 @@
 #include "deg/acceptor.h"
 #include "deg/anchor.h"
 #include "deg/fill.h"
+#include "deg/keyprior.h"
 #include "deg/parse.h"
 #include "deg/plan.h"
 #include "deg/render.h"
@@ -168,6 +171,7 @@ typedef struct freq {
     size_t c0, c1;          /* context tokens are trunk rows [c0, c1) */
     int anchor_on;          /* anchor-mode checkpoint and >= anchor_min_tokens (§12.6) */
     float *ctx_hidden;      /* [c1 - c0, E] */
+    dg_keylines kv;         /* key/value lines of the context (key prior on) */
     size_t *tok_cp0, *tok_cp1; /* per context token: code point range it covers */
     size_t *cp_tok;         /* per code point: the context token holding its first byte */
     size_t *cp_byte;        /* per code point: byte offset (n_cp + 1 entries) */
@@ -267,6 +271,7 @@ static void freq_clear(freq *r)
     free(r->tok_cp1);
     free(r->cp_tok);
     free(r->cp_byte);
+    dg_keylines_free(&r->kv);
     deg_request_free(r->rq);
     json_decref(r->errors);
 }
@@ -771,6 +776,106 @@ static json_t *probs_json(const double *p, size_t n)
     return a;
 }
 
+/* ---- key prior (keyprior.h) ---------------------------------------------- */
+
+/* Is the word [w, w + n) a whole-word, case-insensitive occurrence in [s, s + len)? */
+static int has_word_ci(const char *s, size_t len, const char *w, size_t n)
+{
+    if (n == 0 || n > len) return 0;
+    for (size_t i = 0; i + n <= len; i++) {
+        if (strncasecmp(s + i, w, n) != 0) continue;
+        int lb = i == 0 || !isalnum((unsigned char)s[i - 1]);
+        int rb = i + n == len || !isalnum((unsigned char)s[i + n]);
+        if (lb && rb) return 1;
+    }
+    return 0;
+}
+
+/* Bytes [*b, *e) of the value of line kv. */
+static void kv_bytes(const freq *r, const dg_keyline *kv, size_t *b, size_t *e)
+{
+    *b = r->cp_byte[kv->val0];
+    *e = r->cp_byte[kv->val1];
+}
+
+/* Choice: each option whose text is a whole word of a matching line's value
+ * gets that line's bonus (the largest over lines). */
+static void key_prior_choice(const dg_ckpt *k, const freq *r, const dg_field_plan *f, float *lg)
+{
+    if (!k->key_prior.on) return;
+    for (size_t o = 0; o < f->n_options; o++) {
+        json_t *v = json_array_get(f->options, o);
+        char buf[32];
+        const char *t = NULL;
+        if (json_is_string(v)) t = json_string_value(v);
+        else if (json_is_integer(v)) {
+            snprintf(buf, sizeof buf, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+            t = buf;
+        }
+        if (!t || !t[0]) continue;
+        double best = 0;
+        for (size_t i = 0; i < r->kv.n; i++) {
+            double bonus = dg_key_bonus(&k->key_prior, f, &r->kv.p[i]);
+            if (bonus <= best) continue;
+            size_t b, e;
+            kv_bytes(r, &r->kv.p[i], &b, &e);
+            if (has_word_ci(r->ctx + b, e - b, t, strlen(t))) best = bonus;
+        }
+        lg[o] += (float)best;
+    }
+}
+
+/* noul: + the bonus of a matching line whose value starts with yes/true, - for no/false. */
+static double key_prior_noul(const dg_ckpt *k, const freq *r, const dg_field_plan *f)
+{
+    static const char *const YES[] = {"yes", "true", "y"}, *const NO[] = {"no", "false", "n"};
+    if (!k->key_prior.on) return 0.0;
+    double out = 0;
+    for (size_t i = 0; i < r->kv.n; i++) {
+        double bonus = dg_key_bonus(&k->key_prior, f, &r->kv.p[i]);
+        if (bonus <= fabs(out)) continue;
+        size_t b, e;
+        kv_bytes(r, &r->kv.p[i], &b, &e);
+        size_t w = b;
+        while (w < e && isalnum((unsigned char)r->ctx[w])) w++;
+        for (int y = 0; y < 3; y++) {
+            if (w - b == strlen(YES[y]) && strncasecmp(r->ctx + b, YES[y], w - b) == 0) out = bonus;
+            if (w - b == strlen(NO[y]) && strncasecmp(r->ctx + b, NO[y], w - b) == 0) out = -bonus;
+        }
+    }
+    return out;
+}
+
+/* Extract: per context token, the start (bs) and end (be) bonus: the value of a
+ * matching line (plain strings), or each grammar candidate [s, e) inside it
+ * (typed fields; spans = ns candidate pairs). Largest bonus per token. */
+static void key_prior_extract(const dg_ckpt *k, const freq *r, const dg_field_plan *f,
+                              const size_t *spans, size_t ns, int typed, float *bs, float *be)
+{
+    size_t nc = r->c1 - r->c0;
+    memset(bs, 0, nc * sizeof *bs);
+    memset(be, 0, nc * sizeof *be);
+    if (!k->key_prior.on) return;
+    for (size_t i = 0; i < r->kv.n; i++) {
+        const dg_keyline *kv = &r->kv.p[i];
+        float bonus = (float)dg_key_bonus(&k->key_prior, f, kv);
+        if (bonus <= 0) continue;
+        if (!typed) {
+            size_t ts = r->cp_tok[kv->val0], te = r->cp_tok[kv->val1 - 1];
+            if (bs[ts] < bonus) bs[ts] = bonus;
+            if (be[te] < bonus) be[te] = bonus;
+            continue;
+        }
+        for (size_t c = 0; c < ns; c++) {
+            size_t s = spans[2 * c], e = spans[2 * c + 1];
+            if (e <= s || s < kv->val0 || e > kv->val1) continue;
+            size_t ts = r->cp_tok[s], te = r->cp_tok[e - 1];
+            if (bs[ts] < bonus) bs[ts] = bonus;
+            if (be[te] < bonus) be[te] = bonus;
+        }
+    }
+}
+
 static deg_status decode_decide(const dg_ckpt *k, freq *r, job *j)
 {
     leaf *L = &r->leaves[j->target];
@@ -778,6 +883,7 @@ static deg_status decode_decide(const dg_ckpt *k, freq *r, job *j)
     const float *a = j->h + (j->n_mark - 1) * (size_t)k->h.E;
     if (f->mode == DG_MODE_NOUL) {
         float l = dg_head_dot(k->h.noul_w, a, k->h.E) + k->h.noul_b[0];
+        l += (float)key_prior_noul(k, r, f);
         float lg[2] = {l, 0.0f};
         double p[2];
         dg_softmax(lg, 2, k->temp[DG_T_NOUL], p, NULL);
@@ -796,6 +902,7 @@ static deg_status decode_decide(const dg_ckpt *k, freq *r, job *j)
         return dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
     }
     dg_head_pointer(&k->h, score, a, j->h, n, lg);
+    if (!score) key_prior_choice(k, r, f, lg);
     dg_softmax(lg, n, k->temp[score ? DG_T_SCORE : DG_T_CHOICE], p, NULL);
     size_t b = dg_argmax_d(p, n);
     L->meta = json_pack("{s:s, s:f, s:f, s:o}", "mode", dg_mode_name(f->mode), "probability",
@@ -1037,28 +1144,31 @@ static deg_status decode_extract(const dg_ckpt *k, freq *r, job *j)
     float *rs = malloc(2 * (size_t)E * sizeof(float));
     float *lg = malloc(2 * (nc + 1) * sizeof(float));
     double *lp = malloc(2 * (nc + 1) * sizeof(double));
+    float *kb = malloc(2 * (nc + 1) * sizeof(float));
     cand *cs = NULL;
-    size_t *spans = NULL;
+    size_t *spans = NULL, ns = 0;
     json_t *schema = leaf_schema(f);
     size_t anc = 0, rend = 0;
     int anchored = innermost_anchor(r, L->inst, L->item, &anc, &rend);
-    if (!rs || !lg || !lp || !schema) {
+    if (!rs || !lg || !lp || !kb || !schema) {
         st = dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
         goto done;
     }
+    const char *kind = cand_kind(f);
+    if (kind && (st = dg_candidates(kind, r->ctx, r->ctx_len, &spans, &ns)) != DEG_OK) goto done;
+    key_prior_extract(k, r, f, spans, ns, kind != NULL, kb, kb + nc + 1);
     for (int w = 0; w < 2; w++) {
         float *l = lg + (size_t)w * (nc + 1);
         dg_head_extract_logits(&k->h, w, a, r->ctx_hidden, nc, rs + (size_t)w * E, q, l);
         if (anchored) dg_anchor_bias_add(&k->h, w, anc, rend, l, nc);
+        if (k->key_prior.on)
+            for (size_t t = 0; t < nc; t++) l[t] += kb[(size_t)w * (nc + 1) + t];
         log_softmax_ctx(l, nc + 1, k->temp[DG_T_EXTRACT], lp + (size_t)w * (nc + 1));
     }
     const double *lps = lp, *lpe = lp + nc + 1;
     double null_lp = lps[nc] + lpe[nc];
     size_t n_c = 0;
-    const char *kind = cand_kind(f);
     if (kind) {
-        size_t ns = 0;
-        if ((st = dg_candidates(kind, r->ctx, r->ctx_len, &spans, &ns)) != DEG_OK) goto done;
         cs = malloc((ns ? ns : 1) * sizeof *cs);
         if (!cs) {
             st = dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
@@ -1182,6 +1292,7 @@ done:
     free(rs);
     free(lg);
     free(lp);
+    free(kb);
     return st;
 }
 
@@ -1807,6 +1918,7 @@ static void prepare(const dg_ckpt *k, freq *r, const char *text, size_t len)
         return;
     }
     st = build_trunk(k, r);
+    if (st == DEG_OK && k->key_prior.on) st = dg_keylines_scan(r->ctx, r->ctx_len, &r->kv);
     if (st != DEG_OK) set_fail(r, st, "/context");
 }
 

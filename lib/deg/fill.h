@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "deg.h"
+#include "deg/keyprior.h"
 
 #define DG_HEAD_DIM 256
 #define DG_COUNT_MAX 64
@@ -69,6 +70,7 @@ struct deg_ckpt {
     char *backbone_path;      /* the resolved backbone (absolute when resolvable) */
     size_t fork_budget_bytes; /* fork batch memory budget */
     double null_margin;       /* options.null_margin when a request's is null (§9) */
+    dg_key_prior key_prior;   /* deg.json "key_prior" (keyprior.h); off when absent */
     int debug_raw;            /* meta gets "raw": sha256 of the field's raw head outputs */
     int32_t stop_id, eos_id;  /* generate stops: <|im_end|> (chat layouts) and EOS; -1 = none */
 };

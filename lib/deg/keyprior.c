@@ -1,0 +1,216 @@
+/* keyprior.c - "Key: value" lines of a context and their match to a field (keyprior.h). */
+#include "deg/keyprior.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/status.h"
+
+/* Word bytes: ASCII letters and digits, and every byte of a non-ASCII UTF-8
+ * sequence (keys in other scripts: "Straße", "Résumé"). */
+static int is_word_byte(unsigned char c)
+{
+    return isalnum(c) || c >= 0x80;
+}
+
+static int is_key_byte(unsigned char c)
+{
+    return is_word_byte(c) || c == '-' || c == '_' || c == '.' || c == '/' || c == '(' || c == ')' ||
+           c == ' ';
+}
+
+static int is_markup(unsigned char c)
+{
+    return c == ' ' || c == '\t' || c == '-' || c == '*' || c == '#' || c == '|' || c == '>';
+}
+
+static int is_stop_word(const char *w, size_t n)
+{
+    static const char *const STOP[] = {"the", "a", "an", "of"};
+    for (size_t i = 0; i < sizeof STOP / sizeof STOP[0]; i++)
+        if (strlen(STOP[i]) == n && memcmp(STOP[i], w, n) == 0) return 1;
+    return 0;
+}
+
+size_t dg_key_norm(const char *s, size_t n, char *out, size_t cap)
+{
+    size_t o = 0;
+    size_t i = 0;
+    if (cap == 0) return 0;
+    while (i < n) {
+        while (i < n && !is_word_byte((unsigned char)s[i])) i++;
+        size_t w0 = i;
+        /* a word: run of word bytes, split before an ASCII upper-case letter that
+         * follows a lower-case one (camelCase) */
+        while (i < n && is_word_byte((unsigned char)s[i])) {
+            if (i > w0 && isupper((unsigned char)s[i]) && islower((unsigned char)s[i - 1])) break;
+            i++;
+        }
+        size_t wl = i - w0;
+        if (wl == 0) continue;
+        char w[DG_KEY_MAX_LEN + 1];
+        if (wl > DG_KEY_MAX_LEN) wl = DG_KEY_MAX_LEN;
+        for (size_t k = 0; k < wl; k++) w[k] = (char)tolower((unsigned char)s[w0 + k]);
+        if (is_stop_word(w, wl)) continue;
+        if (o + (o ? 1 : 0) + wl + 1 > cap) break;
+        if (o) out[o++] = ' ';
+        memcpy(out + o, w, wl);
+        o += wl;
+    }
+    out[o] = 0;
+    return o;
+}
+
+/* Number of code points in bytes [0, n) of s (s is valid UTF-8). */
+static size_t n_cps(const char *s, size_t n)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++)
+        if (((unsigned char)s[i] & 0xC0) != 0x80) c++;
+    return c;
+}
+
+/* One line [b, e) of the context starting at code point cp; appends a dg_keyline if it
+ * is a key/value line. Returns 0 or -1 on out of memory. */
+static int scan_line(const char *ctx, size_t b, size_t e, size_t cp, dg_keylines *ix,
+                     size_t *cap)
+{
+    size_t k0 = b;
+    while (k0 < e && is_markup((unsigned char)ctx[k0])) k0++;
+    size_t sep = k0;
+    while (sep < e && sep - k0 <= DG_KEY_MAX_LEN && is_key_byte((unsigned char)ctx[sep])) sep++;
+    if (sep >= e || sep == k0 || sep - k0 > DG_KEY_MAX_LEN) return 0;
+    char c = ctx[sep];
+    if (c != ':' && c != '=' && c != '|' && c != '\t') return 0;
+    size_t k1 = sep;
+    while (k1 > k0 && ctx[k1 - 1] == ' ') k1--;
+    if (k1 == k0 || !(isalpha((unsigned char)ctx[k0]) || (unsigned char)ctx[k0] >= 0x80))
+        return 0;
+    if (c == ':' && sep + 2 < e && ctx[sep + 1] == '/' && ctx[sep + 2] == '/') return 0; /* URL */
+    size_t words = 1;
+    for (size_t i = k0; i < k1; i++)
+        if (ctx[i] == ' ' && ctx[i + 1] != ' ') words++;
+    if (words > DG_KEY_MAX_WORDS) return 0;
+    size_t v0 = sep + 1, v1 = e;
+    while (v0 < v1 && (ctx[v0] == ' ' || ctx[v0] == '\t')) v0++;
+    while (v1 > v0 && (ctx[v1 - 1] == ' ' || ctx[v1 - 1] == '\t' || ctx[v1 - 1] == '\r' ||
+                       ctx[v1 - 1] == '|' || ctx[v1 - 1] == '*' || ctx[v1 - 1] == ',' ||
+                       ctx[v1 - 1] == ';'))
+        v1--;
+    while (v0 < v1 && ctx[v0] == '*') v0++;  /* "**Key:** value" */
+    while (v0 < v1 && ctx[v0] == ' ') v0++;
+    if (v1 <= v0) return 0;
+    if (ix->n == *cap) {
+        size_t nc = *cap ? 2 * *cap : 32;
+        dg_keyline *p = realloc(ix->p, nc * sizeof *p);
+        if (!p) return -1;
+        ix->p = p;
+        *cap = nc;
+    }
+    dg_keyline *kv = &ix->p[ix->n++];
+    kv->val0 = cp + n_cps(ctx + b, v0 - b);
+    kv->val1 = kv->val0 + n_cps(ctx + v0, v1 - v0);
+    dg_key_norm(ctx + k0, k1 - k0, kv->key, sizeof kv->key);
+    if (!kv->key[0]) ix->n--;
+    return 0;
+}
+
+deg_status dg_keylines_scan(const char *ctx, size_t len, dg_keylines *out)
+{
+    dg_keylines ix = {0};
+    size_t cap = 0, cp = 0, b = 0;
+    while (b < len) {
+        const char *nl = memchr(ctx + b, '\n', len - b);
+        size_t e = nl ? (size_t)(nl - ctx) : len;
+        if (scan_line(ctx, b, e, cp, &ix, &cap) < 0) {
+            free(ix.p);
+            return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (key/value lines)");
+        }
+        cp += n_cps(ctx + b, e - b) + (nl ? 1 : 0);
+        b = e + 1;
+    }
+    *out = ix;
+    return DEG_OK;
+}
+
+void dg_keylines_free(dg_keylines *ix)
+{
+    if (!ix) return;
+    free(ix->p);
+    ix->p = NULL;
+    ix->n = 0;
+}
+
+/* a's words without spaces equal b's. */
+static int same_compact(const char *a, const char *b)
+{
+    for (;;) {
+        while (*a == ' ') a++;
+        while (*b == ' ') b++;
+        if (*a != *b) return 0;
+        if (!*a) return 1;
+        a++;
+        b++;
+    }
+}
+
+static int has_word(const char *words, const char *w, size_t n)
+{
+    const char *p = words;
+    while (*p) {
+        const char *e = strchr(p, ' ');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (l == n && memcmp(p, w, n) == 0) return 1;
+        if (!e) break;
+        p = e + 1;
+    }
+    return 0;
+}
+
+/* Every word of a is a word of b, and one of them has >= 3 letters. */
+static int words_within(const char *a, const char *b)
+{
+    int long_one = 0;
+    const char *p = a;
+    if (!*p) return 0;
+    while (*p) {
+        const char *e = strchr(p, ' ');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (!has_word(b, p, l)) return 0;
+        if (l >= 3) long_one = 1;
+        if (!e) break;
+        p = e + 1;
+    }
+    return long_one;
+}
+
+static int match_name(const char *name, const char *key)
+{
+    if (!name[0]) return 0;
+    if (same_compact(name, key)) return 2;
+    return words_within(key, name) || words_within(name, key);
+}
+
+int dg_key_match(const dg_field_plan *f, const char *key)
+{
+    if (f->depth_items > 0 || f->path.n == 0) return 0;
+    const char *seg = f->path.seg[f->path.n - 1];
+    if (!seg) return 0;
+    char name[DG_KEY_MAX_LEN + 1], title[DG_KEY_MAX_LEN + 1];
+    dg_key_norm(seg, strlen(seg), name, sizeof name);
+    int m = match_name(name, key);
+    if (m < 2 && f->title) {
+        dg_key_norm(f->title, strlen(f->title), title, sizeof title);
+        int t = match_name(title, key);
+        if (t > m) m = t;
+    }
+    return m;
+}
+
+double dg_key_bonus(const dg_key_prior *p, const dg_field_plan *f, const dg_keyline *kv)
+{
+    if (!p || !p->on) return 0.0;
+    int m = dg_key_match(f, kv->key);
+    return m == 2 ? p->exact : m == 1 ? p->partial : 0.0;
+}

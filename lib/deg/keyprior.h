@@ -1,0 +1,74 @@
+/* keyprior.h - the document-key prior of fill decoding: "Key: value" lines of the
+ * context whose key names a field.
+ *
+ * Why: heads over a frozen 135M backbone learn the layouts they were trained on;
+ * on an unseen layout the start/end pointers wander (issue 12: "Name: blinker"
+ * answered with a code block, 0.05 of `name` fields right on held-out
+ * documents). Most documents users fill from state their facts as labelled
+ * lines (RFC 822 headers, DEP-5, METADATA, INI, "| key | value |" tables,
+ * forms), and the field's own name says which label to read. The prior adds a
+ * logit bonus, before the softmax and the calibration temperature, to the
+ * outcomes a matching line supports:
+ *   extract: the start logit of the value's first token and the end logit of
+ *            its last token (typed fields: of each grammar candidate inside
+ *            the value);
+ *   choice:  the options whose text occurs in the value as a whole word;
+ *   noul:    +/- for a value that reads yes/true or no/false.
+ * The bonus is `exact` when the normalised key equals the field's name or title
+ * and `partial` when one's words contain the other's (deg.json "key_prior").
+ * Leaves inside arrays get none (their lines repeat per item; anchors own them).
+ * The heads stay the judges: a bonus shifts, it does not decide alone, and a
+ * checkpoint without "key_prior" decodes exactly as before.
+ *
+ * Lines: split at "\n"; a line is "[markup] key SEP value [markup]" with SEP the
+ * first of ':' '=' '|' TAB after a key of 1..DG_KEY_MAX_WORDS words (letters,
+ * digits, non-ASCII, '-', '_', '.', '/', '(', ')', spaces; at most DG_KEY_MAX_LEN
+ * bytes; not "scheme://": a URL is no key),
+ * markup = leading spaces, '-', '*', '#', '|', '>' and trailing '|' '*'. Value =
+ * the rest, trimmed of spaces and trailing ',' ';'; empty values are skipped.
+ * Offsets are code points of the context (the unit of §8 spans). */
+#ifndef DG_DEG_KEYPRIOR_H
+#define DG_DEG_KEYPRIOR_H
+
+#include <stddef.h>
+
+#include "deg.h"
+#include "deg/plan.h"
+
+#define DG_KEY_MAX_LEN 64
+#define DG_KEY_MAX_WORDS 6
+
+typedef struct dg_keyline {
+    size_t val0, val1;          /* value, code points [val0, val1) of the context */
+    char key[DG_KEY_MAX_LEN + 1]; /* normalised key: lowercase words joined by ' ' */
+} dg_keyline;
+
+typedef struct dg_keylines {
+    dg_keyline *p;                   /* owned; free with dg_keylines_free */
+    size_t n;
+} dg_keylines;
+
+/* Bonus sizes in logit units (deg.json "key_prior": {"exact": x, "partial": y}). */
+typedef struct dg_key_prior {
+    int on;
+    double exact, partial;
+} dg_key_prior;
+
+/* Scan the context (valid UTF-8, len bytes) for key/value lines.
+ * Errors: DEG_ERR_NOMEM. */
+deg_status dg_keylines_scan(const char *ctx, size_t len, dg_keylines *out);
+void dg_keylines_free(dg_keylines *ix);
+
+/* Normalise text into lowercase words joined by ' ' (camelCase and any byte
+ * other than an ASCII letter/digit or non-ASCII split words; ASCII lowercased; stop words "the", "a", "an", "of" dropped),
+ * writing at most cap - 1 bytes + NUL. Returns the length. */
+size_t dg_key_norm(const char *s, size_t n, char *out, size_t cap);
+
+/* Match strength of a key for field f: 2 exact, 1 partial, 0 none. Fields
+ * inside arrays never match. */
+int dg_key_match(const dg_field_plan *f, const char *key);
+
+/* The bonus of line `kv` for field f under prior p (0 when off or no match). */
+double dg_key_bonus(const dg_key_prior *p, const dg_field_plan *f, const dg_keyline *kv);
+
+#endif

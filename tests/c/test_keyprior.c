@@ -1,0 +1,219 @@
+/* The document-key prior (lib/deg/keyprior.c): key/value line scanning and
+ * code point offsets, key normalisation, field matching, deg.json validation,
+ * and deg_fill on the tiny random models where a large bonus must put the
+ * labelled value in every field kind (random heads alone would not). */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ckpt_fixture.h"
+#include "deg.h"
+#include "deg/keyprior.h"
+#include "deg/plan.h"
+
+#define GOLDENS DEG_SOURCE_ROOT "/tests/goldens"
+
+static const char *TINY[] = {"tiny-llama", "tiny-qwen3"};
+
+static const char *norm(const char *s)
+{
+    static char out[DG_KEY_MAX_LEN + 1];
+    dg_key_norm(s, strlen(s), out, sizeof out);
+    return out;
+}
+
+Test(keyprior, norm)
+{
+    cr_assert_str_eq(norm("Upstream-Name"), "upstream name");
+    cr_assert_str_eq(norm("installedSizeKb"), "installed size kb");
+    cr_assert_str_eq(norm("  Home-page "), "home page");
+    cr_assert_str_eq(norm("The name of the package"), "name package");
+    cr_assert_str_eq(norm("--"), "");
+    cr_assert_str_eq(norm("Stra\xc3\x9f" "e-Nr"), "stra\xc3\x9f""e nr");
+}
+
+Test(keyprior, scan_lines_and_offsets)
+{
+    /* "é" is two bytes and one code point: offsets after it are code points */
+    const char *ctx = "Name: blinker\n"
+                      "Résumé: ok\n"
+                      "Version:    1.9.0  \n"
+                      "not a key line at all, it has: too many words in front of it\n"
+                      "| Home-page | https://x.example/ |\n"
+                      "**License:** MIT\n"
+                      "Empty:\n"
+                      "http://a.example/b";
+    dg_keylines ix = {0};
+    cr_assert_eq(dg_keylines_scan(ctx, strlen(ctx), &ix), DEG_OK);
+    cr_assert_eq(ix.n, 5, "got %zu lines", ix.n);
+    /* code points of each expected value */
+    struct { const char *key, *value; } want[] = {
+        {"name", "blinker"}, {"r\xc3\xa9sum\xc3\xa9", "ok"}, {"version", "1.9.0"}, {"home page", "https://x.example/"},
+        {"license", "MIT"}};
+    /* build a code point -> byte table to slice the context */
+    size_t cpb[256], n = 0;
+    for (size_t b = 0; ctx[b]; b++)
+        if (((unsigned char)ctx[b] & 0xC0) != 0x80) cpb[n++] = b;
+    cpb[n] = strlen(ctx);
+    for (size_t i = 0; i < 5; i++) {
+        cr_assert_str_eq(ix.p[i].key, want[i].key);
+        size_t b0 = cpb[ix.p[i].val0], b1 = cpb[ix.p[i].val1];
+        cr_assert_eq(b1 - b0, strlen(want[i].value), "line %zu", i);
+        cr_assert(memcmp(ctx + b0, want[i].value, b1 - b0) == 0, "line %zu: %.*s", i,
+                  (int)(b1 - b0), ctx + b0);
+    }
+    dg_keylines_free(&ix);
+    cr_assert_null(ix.p);
+}
+
+static const dg_field_plan *field(deg_plan *p, const char *pointer)
+{
+    const dg_plan *P = (const dg_plan *)p;
+    for (size_t i = 0; i < P->n_fields; i++)
+        if (strcmp(P->fields[i].pointer, pointer) == 0) return &P->fields[i];
+    cr_assert_fail("no field %s", pointer);
+    return NULL;
+}
+
+Test(keyprior, match)
+{
+    const char *schema =
+        "{\"type\":\"object\",\"properties\":{"
+        "\"upstream_name\":{\"type\":\"string\"},"
+        "\"homepage\":{\"type\":\"string\"},"
+        "\"earliestCopyrightYear\":{\"type\":\"integer\"},"
+        "\"pkg\":{\"type\":\"string\",\"title\":\"Package name\"},"
+        "\"deps\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":"
+        "{\"name\":{\"type\":\"string\"}}}}}}";
+    deg_plan *p = NULL;
+    char *errs = NULL;
+    cr_assert_eq(deg_plan_compile(schema, strlen(schema), &p, &errs), DEG_OK, "%s",
+                 errs ? errs : deg_errmsg());
+    cr_assert_eq(dg_key_match(field(p, "/upstream_name"), "upstream name"), 2);
+    cr_assert_eq(dg_key_match(field(p, "/upstream_name"), "name"), 1);
+    cr_assert_eq(dg_key_match(field(p, "/homepage"), "home page"), 2);
+    cr_assert_eq(dg_key_match(field(p, "/homepage"), "home"), 0);
+    cr_assert_eq(dg_key_match(field(p, "/earliestCopyrightYear"), "copyright"), 1);
+    cr_assert_eq(dg_key_match(field(p, "/pkg"), "package name"), 2, "by title");
+    cr_assert_eq(dg_key_match(field(p, "/pkg"), "package"), 1);
+    cr_assert_eq(dg_key_match(field(p, "/pkg"), "version"), 0);
+    cr_assert_eq(dg_key_match(field(p, "/deps/*/name"), "name"), 0, "array leaves: none");
+    dg_key_prior kp = {1, 8.0, 3.0};
+    dg_keyline kv = {0, 1, "upstream name"};
+    cr_assert_eq(dg_key_bonus(&kp, field(p, "/upstream_name"), &kv), 8.0);
+    kp.on = 0;
+    cr_assert_eq(dg_key_bonus(&kp, field(p, "/upstream_name"), &kv), 0.0);
+    deg_plan_free(p);
+}
+
+static void set_key_prior(const char *dir, json_t *value)
+{
+    char js[512];
+    snprintf(js, sizeof js, "%s/deg.json", dir);
+    json_t *meta = json_load_file(js, 0, NULL);
+    cr_assert(meta);
+    json_object_set_new(meta, "key_prior", value);
+    cr_assert_eq(json_dump_file(meta, js, JSON_INDENT(1)), 0);
+    json_decref(meta);
+}
+
+Test(keyprior, deg_json_validation)
+{
+    char model[512], dir[512];
+    snprintf(model, sizeof model, "%s/tiny-llama", GOLDENS);
+    snprintf(dir, sizeof dir, "%s/keyprior-bad-%d", DEG_BUILD_ROOT, (int)getpid());
+    cr_assert_eq(deg_ckpt_create_random(model, 3, dir), DEG_OK, "%s", deg_errmsg());
+    const char *bad[] = {"{\"exact\": -1, \"partial\": 1}", "{\"exact\": 1}", "[1, 2]",
+                         "{\"exact\": 1, \"partial\": \"x\"}",
+                         "{\"exact\": 1, \"partial\": 1, \"other\": 2}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        set_key_prior(dir, json_loads(bad[i], 0, NULL));
+        deg_ckpt *k = NULL;
+        cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_ERR_FORMAT, "%s", bad[i]);
+        cr_assert(strstr(deg_errmsg(), "key_prior"), "%s", deg_errmsg());
+    }
+    /* a valid prior survives a save */
+    set_key_prior(dir, json_pack("{s:f, s:f}", "exact", 6.0, "partial", 2.5));
+    deg_ckpt *k = NULL;
+    cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_OK, "%s", deg_errmsg());
+    char dir2[600];
+    snprintf(dir2, sizeof dir2, "%s-saved", dir);
+    cr_assert_eq(deg_ckpt_save(k, dir2, NULL, 0), DEG_OK, "%s", deg_errmsg());
+    deg_ckpt_free(k);
+    char js[700];
+    snprintf(js, sizeof js, "%s/deg.json", dir2);
+    json_t *meta = json_load_file(js, 0, NULL);
+    json_t *kp = json_object_get(meta, "key_prior");
+    cr_assert_eq(json_real_value(json_object_get(kp, "exact")), 6.0);
+    cr_assert_eq(json_real_value(json_object_get(kp, "partial")), 2.5);
+    json_decref(meta);
+}
+
+static const char *CTX = "Package: frobnicator\n"
+                         "Version: 2.4.1-3\n"
+                         "Section: devel\n"
+                         "Essential: yes\n"
+                         "Installed-Size: 1234\n"
+                         "Maintainer: Jane Roe <jane@example.org>\n"
+                         "Description: frobs the widgets of other programs quickly\n";
+
+static const char *SCHEMA =
+    "{\"type\":\"object\",\"required\":[\"package\",\"version\",\"section\",\"essential\"],"
+    "\"properties\":{"
+    "\"package\":{\"type\":\"string\"},"
+    "\"version\":{\"type\":\"string\"},"
+    "\"section\":{\"enum\":[\"admin\",\"libs\",\"devel\",\"net\"]},"
+    "\"essential\":{\"type\":\"boolean\"},"
+    "\"installedSize\":{\"type\":[\"integer\",\"null\"]},"
+    "\"maintainer_email\":{\"type\":[\"string\",\"null\"],\"format\":\"email\"}}}";
+
+static json_t *fill(deg_ckpt *k)
+{
+    json_t *req = json_pack("{s:s, s:o}", "context", CTX, "schema", json_loads(SCHEMA, 0, NULL));
+    char *rq = json_dumps(req, 0), *out = NULL;
+    json_decref(req);
+    cr_assert_eq(deg_fill(k, rq, strlen(rq), &out, NULL), DEG_OK, "%s", deg_errmsg());
+    json_t *resp = json_loads(out, 0, NULL);
+    free(rq);
+    free(out);
+    return resp;
+}
+
+/* With a bonus far above the random heads' logit range, every labelled field
+ * must read its own line; the same checkpoint without the prior must not give
+ * all of them (else this test could not fail). */
+Test(keyprior, fill_reads_labelled_lines)
+{
+    for (size_t mi = 0; mi < 2; mi++) {
+        char model[512], dir[512];
+        snprintf(model, sizeof model, "%s/%s", GOLDENS, TINY[mi]);
+        snprintf(dir, sizeof dir, "%s/keyprior-fill-%d-%zu", DEG_BUILD_ROOT, (int)getpid(), mi);
+        deg_ckpt *k0 = tu_random_ckpt(model, 11, dir, NULL, -1);
+        json_t *r0 = fill(k0);
+        deg_ckpt_free(k0);
+        set_key_prior(dir, json_pack("{s:f, s:f}", "exact", 200.0, "partial", 100.0));
+        deg_ckpt *k = NULL;
+        cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_OK, "%s", deg_errmsg());
+        json_t *r = fill(k);
+        json_t *v = json_object_get(r, "value");
+        cr_assert_str_eq(json_string_value(json_object_get(v, "package")), "frobnicator");
+        cr_assert_str_eq(json_string_value(json_object_get(v, "version")), "2.4.1-3");
+        cr_assert_str_eq(json_string_value(json_object_get(v, "section")), "devel");
+        cr_assert(json_is_true(json_object_get(v, "essential")));
+        cr_assert_eq(json_integer_value(json_object_get(v, "installedSize")), 1234);
+        cr_assert_str_eq(json_string_value(json_object_get(v, "maintainer_email")),
+                         "jane@example.org");
+        json_t *span = json_object_get(json_object_get(json_object_get(r, "meta"), "/version"),
+                                       "span");
+        cr_assert_eq(json_integer_value(json_array_get(span, 0)), 30);
+        cr_assert_eq(json_integer_value(json_array_get(span, 1)), 37);
+        json_t *v0 = json_object_get(r0, "value");
+        cr_assert(!json_equal(v0, v), "random heads alone gave the labelled values");
+        json_decref(r);
+        json_decref(r0);
+        deg_ckpt_free(k);
+    }
+}
