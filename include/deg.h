@@ -521,7 +521,8 @@ DEG_API int deg_acceptor_eos_ok(deg_acceptor *acc, const char *text, size_t len)
  *    "path"}, "head_dim": 256, "heads": {name: shape}, "calibration": {"choice",
  *    "score", "noul", "extract", "count": temperature}, "array_mode": "index" |
  *    "anchor", "anchor_min_tokens", "chat_layout": "chatml" | "qwen3" | "none",
- *    "key_prior": null | {"exact": x, "partial": y} (optional; see below)};
+ *    "key_prior": null | {"exact": x, "partial": y} (optional; see below),
+ *    "span_single_line": bool (optional, default false)};
  *  - heads.safetensors: the fp32 heads of §12.3 (names and shapes in
  *    lib/deg/fill.h).
  * The backbone is referenced by file name + SHA-256 (of the GGUF file, or of
@@ -548,7 +549,12 @@ DEG_API int deg_acceptor_eos_ok(deg_acceptor *acc, const char *text, size_t len)
  * before the calibration temperature, to the outcomes the value supports: the
  * extract start/end of the value (typed fields: of each grammar candidate in
  * it), a choice option written in the value, noul true/false for a yes/no
- * value. Leaves inside arrays get none. */
+ * value. Leaves inside arrays get none.
+ *
+ * span_single_line: plain-string spans (no format) never hold a line break
+ * between their first and last non-blank characters (no gold plain span of
+ * the datagen v1/v2 training data does; off, an unsure end pointer runs
+ * over the next lines). */
 typedef struct deg_ckpt deg_ckpt;
 
 /* Write a fresh checkpoint to dir (created if missing; files replaced) for the

@@ -564,6 +564,12 @@ deg_status deg_ckpt_open(const char *dir, const deg_ckpt_params *params, deg_ckp
     k->anchor_min_tokens = json_integer_value(json_object_get(meta, "anchor_min_tokens"));
     if ((st = key_prior_load(json_object_get(meta, "key_prior"), jpath, &k->key_prior)) != DEG_OK)
         goto fail;
+    json_t *ssl = json_object_get(meta, "span_single_line");
+    if (ssl && !json_is_boolean(ssl)) {
+        st = dg_fail(DEG_ERR_FORMAT, "%s: span_single_line must be true or false", jpath);
+        goto fail;
+    }
+    k->span_single_line = json_is_true(ssl);
     const char *cl = json_string_value(json_object_get(meta, "chat_layout"));
     k->chat_layout = strdup(cl ? cl : model_chat_layout(k->model));
     k->backbone_file = dup_str(bfile);
@@ -658,7 +664,7 @@ deg_status deg_ckpt_set_calibration(deg_ckpt *ckpt, const double *temps)
 
 static const char *const RESERVED[] = {"format", "backbone", "head_dim", "heads", "calibration",
                                        "array_mode", "anchor_min_tokens", "chat_layout",
-                                       "key_prior"};
+                                       "key_prior", "span_single_line"};
 
 deg_status deg_ckpt_save(const deg_ckpt *ckpt, const char *dir, const char *extra_json,
                          unsigned flags)
@@ -717,6 +723,8 @@ deg_status deg_ckpt_save(const deg_ckpt *ckpt, const char *dir, const char *extr
         json_object_set_new(meta, "key_prior", json_pack("{s:f, s:f}", "exact",
                                                          ckpt->key_prior.exact, "partial",
                                                          ckpt->key_prior.partial));
+    if (meta && ckpt->span_single_line)
+        json_object_set_new(meta, "span_single_line", json_true());
     deg_status st;
     if (!meta) st = dg_fail(DEG_ERR_NOMEM, "deg_ckpt_save: out of memory");
     else {

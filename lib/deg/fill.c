@@ -171,6 +171,10 @@ typedef struct freq {
     size_t c0, c1;          /* context tokens are trunk rows [c0, c1) */
     int anchor_on;          /* anchor-mode checkpoint and >= anchor_min_tokens (§12.6) */
     float *ctx_hidden;      /* [c1 - c0, E] */
+    /* single-line spans (span_single_line): per code point cp, the newlines
+     * before it, the first non-blank code point >= cp and one past the last
+     * non-blank code point < cp ([n_cp + 1] each) */
+    size_t *nl_pre, *nb_next, *nb_prev;
     dg_keylines kv;         /* key/value lines of the context (key prior on) */
     size_t *tok_cp0, *tok_cp1; /* per context token: code point range it covers */
     size_t *cp_tok;         /* per code point: the context token holding its first byte */
@@ -272,6 +276,9 @@ static void freq_clear(freq *r)
     free(r->cp_tok);
     free(r->cp_byte);
     dg_keylines_free(&r->kv);
+    free(r->nl_pre);
+    free(r->nb_next);
+    free(r->nb_prev);
     deg_request_free(r->rq);
     json_decref(r->errors);
 }
@@ -776,6 +783,51 @@ static json_t *probs_json(const double *p, size_t n)
     return a;
 }
 
+/* ---- single-line plain spans (deg.json "span_single_line") ----------------- */
+
+/* Blank for the line rule: ASCII whitespace and C0 controls (dg_span_trim trims
+ * these and Unicode spaces; the exact check after trimming uses nl_pre). */
+static int blank_byte(unsigned char c)
+{
+    return c <= 0x20 || c == 0x7F;
+}
+
+static deg_status line_tables(freq *r)
+{
+    size_t n = r->n_cp;
+    r->nl_pre = malloc((n + 1) * sizeof(size_t));
+    r->nb_next = malloc((n + 1) * sizeof(size_t));
+    r->nb_prev = malloc((n + 1) * sizeof(size_t));
+    if (!r->nl_pre || !r->nb_next || !r->nb_prev)
+        return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (line tables)");
+    size_t nl = 0, last = 0;
+    for (size_t c = 0; c < n; c++) {
+        r->nl_pre[c] = nl;
+        r->nb_prev[c] = last;
+        unsigned char b = (unsigned char)r->ctx[r->cp_byte[c]];
+        if (b == '\n') nl++;
+        if (!blank_byte(b)) last = c + 1;
+    }
+    r->nl_pre[n] = nl;
+    r->nb_prev[n] = last;
+    size_t next = n;
+    r->nb_next[n] = n;
+    for (size_t c = n; c-- > 0;) {
+        if (!blank_byte((unsigned char)r->ctx[r->cp_byte[c]])) next = c;
+        r->nb_next[c] = next;
+    }
+    return DEG_OK;
+}
+
+/* Does token span [ti, tj] hold a line break between its first and last
+ * non-blank code points? (Such a span is never a gold plain string in the
+ * training data: 0 of 25,446 in datagen v1 + v2 train.) */
+static int crosses_line(const freq *r, size_t ti, size_t tj)
+{
+    size_t s = r->nb_next[r->tok_cp0[ti]], e = r->nb_prev[r->tok_cp1[tj]];
+    return s < e && r->nl_pre[e] != r->nl_pre[s];
+}
+
 /* ---- key prior (keyprior.h) ---------------------------------------------- */
 
 /* Is the word [w, w + n) a whole-word, case-insensitive occurrence in [s, s + len)? */
@@ -1190,6 +1242,7 @@ static deg_status decode_extract(const dg_ckpt *k, freq *r, job *j)
         for (size_t ti = 0; ti < nc; ti++) {
             size_t lim = ti + DG_SPAN_MAX_TOKENS < nc ? ti + DG_SPAN_MAX_TOKENS : nc;
             for (size_t tj = ti; tj < lim; tj++) {
+                if (k->span_single_line && crosses_line(r, ti, tj)) break;
                 double s = lps[ti] + lpe[tj];
                 cand c = {ti, tj, s, ti * DG_SPAN_MAX_TOKENS + (tj - ti)};
                 if (n_c < DG_SPAN_TOP) {
@@ -1236,6 +1289,7 @@ static deg_status decode_extract(const dg_ckpt *k, freq *r, job *j)
                 continue;
             }
             if (e <= s) continue;
+            if (k->span_single_line && r->nl_pre[e] != r->nl_pre[s]) continue;
         }
         const char *reason = NULL;
         int as = 0;
@@ -1919,6 +1973,7 @@ static void prepare(const dg_ckpt *k, freq *r, const char *text, size_t len)
     }
     st = build_trunk(k, r);
     if (st == DEG_OK && k->key_prior.on) st = dg_keylines_scan(r->ctx, r->ctx_len, &r->kv);
+    if (st == DEG_OK && k->span_single_line) st = line_tables(r);
     if (st != DEG_OK) set_fail(r, st, "/context");
 }
 

@@ -71,6 +71,7 @@ struct deg_ckpt {
     size_t fork_budget_bytes; /* fork batch memory budget */
     double null_margin;       /* options.null_margin when a request's is null (§9) */
     dg_key_prior key_prior;   /* deg.json "key_prior" (keyprior.h); off when absent */
+    int span_single_line;     /* deg.json "span_single_line": plain spans within one line */
     int debug_raw;            /* meta gets "raw": sha256 of the field's raw head outputs */
     int32_t stop_id, eos_id;  /* generate stops: <|im_end|> (chat layouts) and EOS; -1 = none */
 };

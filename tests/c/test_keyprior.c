@@ -109,13 +109,13 @@ Test(keyprior, match)
     deg_plan_free(p);
 }
 
-static void set_key_prior(const char *dir, json_t *value)
+static void set_meta(const char *dir, const char *key, json_t *value)
 {
     char js[512];
     snprintf(js, sizeof js, "%s/deg.json", dir);
     json_t *meta = json_load_file(js, 0, NULL);
     cr_assert(meta);
-    json_object_set_new(meta, "key_prior", value);
+    json_object_set_new(meta, key, value);
     cr_assert_eq(json_dump_file(meta, js, JSON_INDENT(1)), 0);
     json_decref(meta);
 }
@@ -130,13 +130,13 @@ Test(keyprior, deg_json_validation)
                          "{\"exact\": 1, \"partial\": \"x\"}",
                          "{\"exact\": 1, \"partial\": 1, \"other\": 2}"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        set_key_prior(dir, json_loads(bad[i], 0, NULL));
+        set_meta(dir, "key_prior", json_loads(bad[i], 0, NULL));
         deg_ckpt *k = NULL;
         cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_ERR_FORMAT, "%s", bad[i]);
         cr_assert(strstr(deg_errmsg(), "key_prior"), "%s", deg_errmsg());
     }
     /* a valid prior survives a save */
-    set_key_prior(dir, json_pack("{s:f, s:f}", "exact", 6.0, "partial", 2.5));
+    set_meta(dir, "key_prior", json_pack("{s:f, s:f}", "exact", 6.0, "partial", 2.5));
     deg_ckpt *k = NULL;
     cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_OK, "%s", deg_errmsg());
     char dir2[600];
@@ -194,7 +194,7 @@ Test(keyprior, fill_reads_labelled_lines)
         deg_ckpt *k0 = tu_random_ckpt(model, 11, dir, NULL, -1);
         json_t *r0 = fill(k0);
         deg_ckpt_free(k0);
-        set_key_prior(dir, json_pack("{s:f, s:f}", "exact", 200.0, "partial", 100.0));
+        set_meta(dir, "key_prior", json_pack("{s:f, s:f}", "exact", 200.0, "partial", 100.0));
         deg_ckpt *k = NULL;
         cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_OK, "%s", deg_errmsg());
         json_t *r = fill(k);
@@ -214,6 +214,66 @@ Test(keyprior, fill_reads_labelled_lines)
         cr_assert(!json_equal(v0, v), "random heads alone gave the labelled values");
         json_decref(r);
         json_decref(r0);
+        deg_ckpt_free(k);
+    }
+}
+
+static const char *LINES_CTX = "alpha beta gamma\ndelta epsilon zeta\neta theta iota\n"
+                               "kappa lambda mu\nnu xi omicron\npi rho sigma\n";
+
+/* Count of plain-string values over fields f0..f7 that hold a line break. */
+static int multi_line_values(deg_ckpt *k)
+{
+    json_t *props = json_object();
+    for (int i = 0; i < 8; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "f%d", i);
+        json_object_set_new(props, name, json_pack("{s:s}", "type", "string"));
+    }
+    json_t *req = json_pack("{s:s, s:{s:s, s:o}}", "context", LINES_CTX, "schema", "type",
+                            "object", "properties", props);
+    char *rq = json_dumps(req, 0), *out = NULL;
+    json_decref(req);
+    cr_assert_eq(deg_fill(k, rq, strlen(rq), &out, NULL), DEG_OK, "%s", deg_errmsg());
+    json_t *resp = json_loads(out, 0, NULL);
+    int n = 0;
+    const char *key;
+    json_t *v;
+    json_object_foreach(json_object_get(resp, "value"), key, v)
+        if (json_is_string(v) && strchr(json_string_value(v), '\n')) n++;
+    json_decref(resp);
+    free(rq);
+    free(out);
+    return n;
+}
+
+/* deg.json "span_single_line": plain-string spans never cross a line break;
+ * the same random heads without it do give multi-line spans (so the test can
+ * fail); a bad value is a FormatError; the flag survives a save. */
+Test(keyprior, single_line_spans)
+{
+    for (size_t mi = 0; mi < 2; mi++) {
+        char model[512], dir[512];
+        snprintf(model, sizeof model, "%s/%s", GOLDENS, TINY[mi]);
+        snprintf(dir, sizeof dir, "%s/keyprior-lines-%d-%zu", DEG_BUILD_ROOT, (int)getpid(), mi);
+        deg_ckpt *k0 = tu_random_ckpt(model, 5, dir, NULL, -1);
+        int before = multi_line_values(k0);
+        deg_ckpt_free(k0);
+        cr_assert_gt(before, 0, "%s: no multi-line span without the rule", TINY[mi]);
+        set_meta(dir, "span_single_line", json_string("yes"));
+        deg_ckpt *k = NULL;
+        cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_ERR_FORMAT);
+        cr_assert(strstr(deg_errmsg(), "span_single_line"), "%s", deg_errmsg());
+        set_meta(dir, "span_single_line", json_true());
+        cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_OK, "%s", deg_errmsg());
+        cr_assert_eq(multi_line_values(k), 0);
+        char dir2[600], js[700];
+        snprintf(dir2, sizeof dir2, "%s-saved", dir);
+        cr_assert_eq(deg_ckpt_save(k, dir2, NULL, 0), DEG_OK, "%s", deg_errmsg());
+        snprintf(js, sizeof js, "%s/deg.json", dir2);
+        json_t *meta = json_load_file(js, 0, NULL);
+        cr_assert(json_is_true(json_object_get(meta, "span_single_line")));
+        json_decref(meta);
         deg_ckpt_free(k);
     }
 }
