@@ -145,12 +145,16 @@ def test_fill_errors(server, inproc):
     with pytest.raises(deg.FillError):
         c.fill("nothing here", {"type": "object", "required": ["id"], "properties": {
             "id": {"type": "string", "format": "uuid"}}})
-    with pytest.raises(deg.UnsupportedError, match="0x04"):   # a byte without a token: 422
-        c.fill("a\x04b", SCHEMA)
-    r = httpx.post(server.url + "/v1/systemone", json={"state": "a\x04b", "model": "jev-latest",
-                                                       "questions": {"u": {"type": "noul",
-                                                                           "instructions": "?"}}})
-    assert r.status_code == 422 and "0x04" in r.json()["detail"][0]["msg"]
+    # text that is not UTF-8 (a lone surrogate escape): 422 in each route's shape
+    bad = b'"a\\ud800b"'
+    r = httpx.post(server.url + "/v1/fill", content=b'{"context": ' + bad + b', "schema": ' +
+                   json.dumps(SCHEMA).encode() + b"}")
+    assert r.status_code == 422 and r.json()["error"] == "RequestError"
+    r = httpx.post(server.url + "/v1/systemone", content=b'{"state": ' + bad + b', "model": '
+                   b'"jev-latest", "questions": {"u": {"type": "noul", "instructions": "?"}}}')
+    assert r.status_code == 422 and "UTF-8" in r.json()["detail"][0]["msg"]
+    with pytest.raises(deg.RequestError):
+        c.fill("a\ud800b", SCHEMA)
 
 
 # ------------------------------------------------------------ decisions
