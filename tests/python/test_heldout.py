@@ -140,7 +140,9 @@ def test_field_rows_and_summary():
                    "pymetadata/author_email": True, "pymetadata/homepage": False,
                    "pymetadata/dependencies": True, "pymetadata/typed": True,
                    "pymetadata/development_status": True}
-    assert not any(f["correct"] for f in field_rows(rec, pred, False))  # invalid: all missed
+    bad = field_rows(rec, pred, False)  # invalid: all missed; as given, as if valid
+    assert not any(f["correct"] for f in bad)
+    assert {f["field"]: f["correct_as_given"] for f in bad} == got
     short = dict(pred, dependencies=["pytest", "requests"])
     assert not {f["field"]: f["correct"] for f in field_rows(rec, short, True)}["pymetadata/dependencies"]
     tiny = {"id": "m/2", "source": "pymetadata", "schema": METADATA_SCHEMA,
@@ -151,7 +153,8 @@ def test_field_rows_and_summary():
     res = evaluate(recs, lambda c, s: {"value": answers[by_ctx[c]]}, name="x")
     s = res["summary"]
     assert s["field_n"] == 14 and s["field_acc_mean"] == pytest.approx(11 / 14)
-    assert s["field_acc"]["pymetadata/typed"] == {"n": 2, "acc": 0.5, "majority": 0.5}
+    assert s["field_acc"]["pymetadata/typed"] == {"n": 2, "acc": 0.5, "acc_as_given": 0.5,
+                                                  "majority": 0.5}
     assert s["field_acc"]["pymetadata/name"]["acc"] == 0.5
     assert s["validity_jsonschema"] == 1.0
     md = markdown([res], per_field=True, examples=1)

@@ -92,7 +92,8 @@ def field_rows(rec, value, valid):
     """One row per top-level property of the schema but x-generate ones:
     {"field": "<source>/<key>", "correct", "gold", "pred"}; the field is right
     when its whole value is (see _same_field). An invalid response misses every
-    field."""
+    field ("correct"); "correct_as_given" scores its fields as they are (an
+    object the schema rejects, e.g. a required field left null)."""
     plan = compile_schema(rec["schema"])
     top = {f.path[0]: f for f in plan.fields if len(f.path) == 1}
     out = []
@@ -101,9 +102,10 @@ def field_rows(rec, value, valid):
             continue
         f = top.get(key)
         g = rec["value"].get(key, _MISSING)
-        p = value.get(key, _MISSING) if valid and isinstance(value, dict) else _MISSING
-        ok = valid and _same_field(f.mode if f else None, getattr(f, "format", None), g, p)
-        out.append({"field": f"{rec.get('source', '?')}/{key}", "correct": bool(ok),
+        p = value.get(key, _MISSING) if isinstance(value, dict) else _MISSING
+        ok = _same_field(f.mode if f else None, getattr(f, "format", None), g, p)
+        out.append({"field": f"{rec.get('source', '?')}/{key}", "correct": bool(valid and ok),
+                    "correct_as_given": bool(ok),
                     "gold": None if g is _MISSING else g, "pred": None if p is _MISSING else p})
     return out
 
@@ -123,7 +125,7 @@ def score_response(rec, resp, latency_s, error=None, cpu_s=None):
             "response": None if resp is None else dict(
                 {"value": value, "meta": meta, "usage": usage},
                 **({"raw": resp["raw"]} if resp.get("raw") is not None else {})),
-            "rows": rows, "arrays": arrays, "fields": field_rows(rec, value if valid else {}, valid),
+            "rows": rows, "arrays": arrays, "fields": field_rows(rec, value, valid),
             "valid_jsonschema": _jsonschema_valid(rec["schema"], value)}
 
 
@@ -263,8 +265,9 @@ def summarize(per, n_bins=10):
 
 def field_summary(per):
     """Field accuracy: "field_acc_mean" over every (record, field) pair, its
-    mean over fields ("field_acc_macro"), and per field {"n", "acc",
-    "majority"} (majority: the share of the field's most common gold value,
+    mean over fields ("field_acc_macro"), over every pair with invalid
+    responses' fields scored as given ("field_acc_as_given"), and per field
+    {"n", "acc", "acc_as_given", "majority"} (majority: the share of the field's most common gold value,
     what always answering it would score)."""
     by = {}
     for p in per:
@@ -278,9 +281,11 @@ def field_summary(per):
             c = canonical(f["gold"])
             counts[c] = counts.get(c, 0) + 1
         table[k] = {"n": len(xs), "acc": sum(f["correct"] for f in xs) / len(xs),
+                    "acc_as_given": sum(bool(f.get("correct_as_given")) for f in xs) / len(xs),
                     "majority": max(counts.values()) / len(xs)}
     allf = [f for xs in by.values() for f in xs]
     return {"field_acc_mean": _mean([1.0 if f["correct"] else 0.0 for f in allf]),
+            "field_acc_as_given": _mean([1.0 if f.get("correct_as_given") else 0.0 for f in allf]),
             "field_acc_macro": _mean([t["acc"] for t in table.values()]),
             "field_n": len(allf), "field_acc": table}
 

@@ -12,6 +12,7 @@ ROWS = [
     ("validity_jsonschema", "validity rate (python-jsonschema, formats checked)", "{:.3f}"),
     ("field_acc_mean", "mean field accuracy (every record x field)", "{:.3f}"),
     ("field_acc_macro", "field accuracy, mean over fields", "{:.3f}"),
+    ("field_acc_as_given", "mean field accuracy, invalid responses' fields scored as given", "{:.3f}"),
     ("invalid_no_object_n", "invalid: no JSON object (e.g. cut at the token cap)", "{:.0f}"),
     ("invalid_schema_n", "invalid: object fails the schema", "{:.0f}"),
     ("errors", "errors raised", "{:.0f}"),
@@ -127,6 +128,13 @@ def _short(v, n=70):
     return (t if len(t) <= n else t[:n - 3] + "...").replace("|", "\\|")
 
 
+def _acc_cell(c):
+    if not c:
+        return "n/a"
+    g = c.get("acc_as_given")
+    return f"{c['acc']:.3f}" + (f" ({g:.3f})" if g is not None and abs(g - c["acc"]) > 1e-9 else "")
+
+
 def field_table(results, examples=0):
     """Per-field accuracy, one column per system, + the majority-answer rate;
     then up to `examples` failures per field and system (gold vs prediction)."""
@@ -134,13 +142,14 @@ def field_table(results, examples=0):
     if not keys:
         return []
     out = ["", "Field accuracy per field (the whole field's value right; arrays as multisets; "
-           "majority = always answering the field's most common gold value):", "",
+           "majority = always answering the field's most common gold value; in brackets: "
+           "invalid responses' fields scored as given, where that differs):", "",
            "| field | n | " + " | ".join(r["name"] for r in results) + " | majority |",
            "|---|---|" + "---|" * (len(results) + 1)]
     for k in keys:
         cells = [r["summary"]["field_acc"].get(k) for r in results]
         first = next(c for c in cells if c)
-        out.append(f"| {k} | {first['n']} | " + " | ".join(_fmt(c and c["acc"], "{:.3f}") for c in cells)
+        out.append(f"| {k} | {first['n']} | " + " | ".join(_acc_cell(c) for c in cells)
                    + f" | {first['majority']:.3f} |")
     if examples:
         for r in results:
