@@ -10,6 +10,8 @@
  *
  * Usage: bench_runtime --model PATH [--prompt 512] [--decode 64]
  *                      [--batch 8] [--threads N] [--reps 2]
+ *                      [--weights f32|native]   (deg_model_params.weights;
+ *                                                default: $DEG_WEIGHTS, else f32)
  * Not a test: it prints a table and exits 0 unless something failed.
  */
 #include <blis.h>
@@ -20,9 +22,11 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "deg.h"
 #include "tensor/blas.h"
+#include "tensor/qdot.h"
 
 static double now(void)
 {
@@ -112,6 +116,26 @@ static double mem_read_bandwidth(size_t bytes, int threads, int reps)
     return (double)(n / 64 * 64) * sizeof(float) / best;
 }
 
+/* Resident set size of this process now, MiB (/proc/self/statm). */
+static double rss_now_mib(void)
+{
+    long pages = 0, res = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f) {
+        if (fscanf(f, "%ld %ld", &pages, &res) != 2) res = 0;
+        fclose(f);
+    }
+    return (double)res * (double)sysconf(_SC_PAGESIZE) / 1048576.0;
+}
+
+static const char *weights_name(int w)
+{
+    if (w == DEG_WEIGHTS_F32) return "f32";
+    if (w == DEG_WEIGHTS_NATIVE) return "native";
+    const char *e = getenv("DEG_WEIGHTS");
+    return e && *e ? e : "f32";
+}
+
 /* ---- model runs -------------------------------------------------------- */
 
 /* P prompt ids: a fixed pseudo-random walk over ordinary (non-special) ids.
@@ -192,7 +216,7 @@ static double best_decode(const deg_model *m, const int32_t *ids, size_t ctx, in
 int main(int argc, char **argv)
 {
     const char *model_path = NULL;
-    int P = 512, D = 64, B = 8, threads = 0, reps = 2;
+    int P = 512, D = 64, B = 8, threads = 0, reps = 2, weights = DEG_WEIGHTS_DEFAULT;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -202,10 +226,14 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--batch") && v) B = atoi(argv[++i]);
         else if (!strcmp(a, "--threads") && v) threads = atoi(argv[++i]);
         else if (!strcmp(a, "--reps") && v) reps = atoi(argv[++i]);
+        else if (!strcmp(a, "--weights") && v && (!strcmp(v, "f32") || !strcmp(v, "native"))) {
+            weights = strcmp(v, "f32") ? DEG_WEIGHTS_NATIVE : DEG_WEIGHTS_F32;
+            i++;
+        }
         else {
             fprintf(stderr,
                     "usage: %s --model PATH [--prompt 512] [--decode 64] [--batch 8] "
-                    "[--threads N] [--reps 2]\n",
+                    "[--threads N] [--reps 2] [--weights f32|native]\n",
                     argv[0]);
             return 2;
         }
@@ -223,11 +251,24 @@ int main(int argc, char **argv)
 
     deg_model *m;
     double tl = now();
-    CHECK("model_load", deg_model_load(model_path, &m));
+    double rss0 = rss_now_mib();
+    deg_model_params mp = deg_model_default_params();
+    mp.weights = weights;
+    CHECK("model_load", deg_model_load_with_params(model_path, &mp, &m));
     tl = now() - tl;
     deg_model_info mi;
     CHECK("model_get_info", deg_model_get_info(m, &mi));
     int32_t *ids = make_prompt(&mi, (size_t)P);
+    /* Resident after load with every weight touched once (a 1-token
+     * forward: its KV cache and scratch are a few KiB). */
+    double load_rss_mib;
+    {
+        deg_trunk *t1;
+        CHECK("trunk_new", deg_trunk_new(m, &t1));
+        CHECK("trunk_prefill", deg_trunk_prefill(t1, ids, 1, NULL, NULL));
+        load_rss_mib = rss_now_mib() - rss0;
+        deg_trunk_free(t1);
+    }
 
     /* ---- prefill ---- */
     deg_trunk *warm;
@@ -285,7 +326,8 @@ int main(int argc, char **argv)
     printf("BLIS kernel set %s | threads %d | OMP_WAIT_POLICY %s | load average (1 min) at "
            "end %.2f | model load %.2f s\n",
            arch, threads, wait ? wait : "(unset)", load1, tl);
-    printf("weights held for compute: %.1f MiB\n\n", mi.weight_bytes / 1048576.0);
+    printf("weights held for compute: %.1f MiB (%s; quantized kernel %s)\n\n",
+           mi.weight_bytes / 1048576.0, weights_name(weights), dg_qdot_kernel());
     printf("%-34s %14s %14s %10s %8s\n", "measure", "value", "reference", "fraction", "target");
     printf("%-34s %14s %14s %10s %8s\n", "----------------------------------", "--------------",
            "--------------", "----------", "--------");
@@ -303,6 +345,7 @@ int main(int argc, char **argv)
     printf("decode b%-2d weight read   [GB/s]     %14.2f %14.2f %9.0f%% %7s\n", B, dec_bwB * 1e-9,
            mem_bw * 1e-9, 100.0 * dec_bwB / mem_bw, "");
     printf("peak RSS                 [MiB]      %14.1f\n", rss_mib);
+    printf("resident after load + 1 token [MiB] %11.1f\n", load_rss_mib);
     printf("\nprefill FLOPs/pass: linear %.3g + attention %.3g + LM head %.3g; "
            "reference: BLIS sgemm NT on the %d x (N, K) projection shapes.\n",
            lin_flop, attn_flop, head_flop, P);
@@ -316,10 +359,12 @@ int main(int argc, char **argv)
            "\"sgemm_gflop_s\":%.3f,\"dg_sgemm_gflop_s\":%.3f,\"prefill_vs_sgemm\":%.3f,"
            "\"decode_b1_tok_s\":%.2f,\"batch\":%d,\"decode_bn_tok_s\":%.2f,"
            "\"decode_b1_gb_s\":%.3f,\"mem_read_gb_s\":%.3f,\"decode_vs_mem\":%.3f,"
-           "\"peak_rss_mib\":%.1f,\"weight_bytes\":%zu}\n",
+           "\"peak_rss_mib\":%.1f,\"weight_bytes\":%zu,\"weights\":\"%s\","
+           "\"load_rss_mib\":%.1f}\n",
            arch, threads, load1, P, P / t_prefill, prefill_flops * 1e-9, ref_flops * 1e-9,
            lib_flops * 1e-9, prefill_flops / ref_flops, 1.0 / step1, B, B / stepB,
-           dec_bw1 * 1e-9, mem_bw * 1e-9, dec_bw1 / mem_bw, rss_mib, mi.weight_bytes);
+           dec_bw1 * 1e-9, mem_bw * 1e-9, dec_bw1 / mem_bw, rss_mib, mi.weight_bytes, weights_name(weights),
+           load_rss_mib);
 
     free(ids);
     deg_model_free(m);

@@ -131,6 +131,36 @@ typedef struct deg_model_info {
  * Errors: DEG_ERR_IO, DEG_ERR_FORMAT, DEG_ERR_UNSUPPORTED (architecture or
  * dtype), DEG_ERR_NOMEM. */
 DEG_API deg_status deg_model_load(const char *path, deg_model **out);
+
+/* How a model holds its weight matrices (deg_model_params.weights).
+ *   DEG_WEIGHTS_F32: dequantized to f32 at load (about 4 bytes a weight
+ *     resident); products are f32 BLIS GEMMs: the numerics of transformers'
+ *     f32 reference (the goldens).
+ *   DEG_WEIGHTS_NATIVE: kept in the file's dtype (Q4_0, Q4_1, Q8_0, Q4_K,
+ *     Q6_K, F16, BF16), borrowed from the mapped file (resident weights ~
+ *     the file size); products quantize each activation row to 8 bits per
+ *     block of 32 and use integer block dot products (F16/BF16: f32 dots).
+ *     Logits differ from the f32 path by the activation rounding (bounded in
+ *     lib/tensor/qdot.h); every row is still bitwise independent of the other
+ *     rows and of the thread count. f32 tensors stay f32.
+ *   DEG_WEIGHTS_DEFAULT: the environment variable DEG_WEIGHTS ("f32" or
+ *     "native") if set, else DEG_WEIGHTS_F32. */
+#define DEG_WEIGHTS_DEFAULT 0
+#define DEG_WEIGHTS_F32 1
+#define DEG_WEIGHTS_NATIVE 2
+
+/* Loading options of deg_model_load_with_params (llama.h style: start from
+ * deg_model_default_params()). */
+typedef struct deg_model_params {
+    int32_t weights;   /* DEG_WEIGHTS_* (default DEG_WEIGHTS_DEFAULT) */
+} deg_model_params;
+
+DEG_API deg_model_params deg_model_default_params(void);
+/* deg_model_load with params (NULL = defaults). Errors: as deg_model_load;
+ * DEG_ERR_ARG for an unknown weights value or DEG_WEIGHTS set to something
+ * other than "f32" / "native". */
+DEG_API deg_status deg_model_load_with_params(const char *path, const deg_model_params *params,
+                                              deg_model **out);
 DEG_API void deg_model_free(deg_model *model);
 /* Fill *info; the strings are borrowed from the model (valid until free). */
 DEG_API deg_status deg_model_get_info(const deg_model *model, deg_model_info *info);

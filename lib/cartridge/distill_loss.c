@@ -89,7 +89,12 @@ deg_status dg_distill_loss_fn(const deg_model *m, const float *x, size_t T, floa
         for (size_t b = 0; b < nb; b++)
             loss += row_loss(z + b * V, V, d, tr, first[b], first[b + 1], invN, dx != NULL);
         if (dx) {
-            dg_linear_backward_x(dhn, z, m->lm_head, nb, V, E, 0);
+            deg_status st = dg_weight_backward_x(&m->lm_head, (int64_t)nb, z, (int64_t)V, dhn,
+                                                 (int64_t)E, 0);
+            if (st != DEG_OK) {
+                free(tr); free(hn); free(xr); free(z); free(dhn);
+                return st;
+            }
             for (size_t b = 0; b < nb; b++)
                 dg_rmsnorm_backward(dx + (size_t)rows[b] * E, dhn + b * E, xr + b * E,
                                     m->out_norm, 1, E, m->hp.rms_eps, 1);

@@ -19,8 +19,29 @@ static void sha_floats(struct sha256_ctx *ctx, const float *x, size_t n)
     if (x && n) sha256_update(ctx, n * sizeof(float), (const uint8_t *)x);
 }
 
+/* Hash row r of w as f32 (the dequantized values whatever dtype it is held
+ * in), streamed a block at a time: the same bytes as hashing the f32 row. */
+static void sha_row(struct sha256_ctx *ctx, const dg_weight *w, int64_t r)
+{
+    const uint8_t *p = dg_weight_row_data(w, r);
+    if (w->dtype == DG_F32) {
+        sha256_update(ctx, (size_t)w->cols * sizeof(float), p);
+        return;
+    }
+    float buf[256];
+    int64_t be = dg_dtype_block_elems(w->dtype), step = be > 1 ? be : 256;
+    size_t bb = dg_dtype_block_bytes(w->dtype);
+    for (int64_t i = 0; i < w->cols; i += step) {
+        int64_t n = w->cols - i < step ? w->cols - i : step;
+        (void)dg_dequantize(w->dtype, p + (size_t)(i / be) * bb, buf, n);
+        sha_floats(ctx, buf, (size_t)n);
+    }
+}
+
 /* Over the hyper-parameters and a fixed sample of the weights as computed
- * on (f32 after dequantization): enough to tell models apart, cheap to hash. */
+ * on (f32 after dequantization, whether the model holds them as f32 or in
+ * the file's dtype: one model, one fingerprint): enough to tell models
+ * apart, cheap to hash. */
 void dg_model_fingerprint(const deg_model *m, char hex[65])
 {
     struct sha256_ctx ctx;
@@ -32,16 +53,17 @@ void dg_model_fingerprint(const deg_model *m, char hex[65])
                      hp->head_dim, hp->n_ff, (double)hp->rope_theta, (double)hp->rms_eps);
     sha256_update(&ctx, (size_t)n, (const uint8_t *)head);
     size_t E = (size_t)hp->n_embd, V = (size_t)hp->n_vocab;
-    for (size_t r = 0; r < V; r += V / 16 + 1) sha_floats(&ctx, m->tok_embd + r * E, E);
+    for (size_t r = 0; r < V; r += V / 16 + 1) sha_row(&ctx, &m->tok_embd, (int64_t)r);
     sha_floats(&ctx, m->out_norm, E);
-    sha_floats(&ctx, m->lm_head + (V - 1) * E, E);
+    sha_row(&ctx, &m->lm_head, (int64_t)V - 1);
     for (int il = 0; il < hp->n_layer; il++) {
         const dg_layer *L = &m->layers[il];
         sha_floats(&ctx, L->attn_norm, E);
-        sha_floats(&ctx, L->wq, E);
-        sha_floats(&ctx, L->wk, E);
-        sha_floats(&ctx, L->wv, E);
-        sha_floats(&ctx, L->w_down, (size_t)hp->n_ff);
+        /* row 0 of each (E floats; w_down's is n_ff floats) */
+        sha_row(&ctx, &L->wq, 0);
+        sha_row(&ctx, &L->wk, 0);
+        sha_row(&ctx, &L->wv, 0);
+        sha_row(&ctx, &L->w_down, 0);
     }
     uint8_t d[SHA256_DIGEST_SIZE];
     sha256_digest(&ctx, sizeof d, d);

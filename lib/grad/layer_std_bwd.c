@@ -77,7 +77,8 @@ deg_status dg_backward_std_layer(const deg_model *m, int il, const dg_batch *b,
 
     /* MLP: x_out = x_mid + W_down . (silu(W_gate xn2) * (W_up xn2)) (+ adapters:
      * their inputs xn2 and h are recomputed by the forward's kernels) */
-    dg_linear_backward_x(g->dh, dx, L->w_down, T, E, F, 0);
+    DG_TRY(dg_weight_backward_x(&L->w_down, (int64_t)T, dx, (int64_t)E, g->dh, (int64_t)F,
+                                0));
     if (g->dlora) {
         memcpy(g->h, a->gate, sizeof(float) * T * F);
 #pragma omp parallel for schedule(static) if (T > 4) num_threads(dg_num_threads())
@@ -88,8 +89,10 @@ deg_status dg_backward_std_layer(const deg_model *m, int il, const dg_batch *b,
     for (size_t i = 0; i < T; i++)
         dg_swiglu_backward(g->dgate + i * F, g->dup + i * F, g->dh + i * F, a->gate + i * F,
                            a->up + i * F, F);
-    dg_linear_backward_x(g->dxn, g->dgate, L->w_gate, T, F, E, 0);
-    dg_linear_backward_x(g->dxn, g->dup, L->w_up, T, F, E, 1);
+    DG_TRY(dg_weight_backward_x(&L->w_gate, (int64_t)T, g->dgate, (int64_t)F, g->dxn, (int64_t)E,
+                                0));
+    DG_TRY(dg_weight_backward_x(&L->w_up, (int64_t)T, g->dup, (int64_t)F, g->dxn, (int64_t)E,
+                                1));
     if (g->dlora) {
         dg_rmsnorm_rows(g->xn, a->x_mid, L->ffn_norm, T, E, hp->rms_eps);
         lora_bwd(b, il, DG_LORA_GATE, g, g->dgate, F, g->xn, E, g->dxn);
@@ -98,7 +101,8 @@ deg_status dg_backward_std_layer(const deg_model *m, int il, const dg_batch *b,
     dg_rmsnorm_backward_rows(dx, g->dxn, a->x_mid, L->ffn_norm, T, E, hp->rms_eps, 1);
 
     /* Attention: x_mid = x_in + W_o . attn(q, [prefix; k], [prefix; v]) */
-    dg_linear_backward_x(g->datt, dx, L->wo, T, E, QD, 0);
+    DG_TRY(dg_weight_backward_x(&L->wo, (int64_t)T, dx, (int64_t)E, g->datt, (int64_t)QD,
+                                0));
     lora_bwd(b, il, DG_LORA_O, g, dx, E, a->att, QD, g->datt);
     DG_TRY(attn_bwd_segs(m, il, b, a, g));
     dg_rope_backward(g->dq, b->rope_cos, b->rope_sin, T, hp->n_head, (int)D);
@@ -114,9 +118,12 @@ deg_status dg_backward_std_layer(const deg_model *m, int il, const dg_batch *b,
         dg_rmsnorm_backward_rows(g->dk, g->datt, a->k_pre, L->k_norm, T * hp->n_head_kv, D,
                                  hp->rms_eps, 0);
     }
-    dg_linear_backward_x(g->dxn, g->dq, L->wq, T, QD, E, 0);
-    dg_linear_backward_x(g->dxn, g->dk, L->wk, T, KD, E, 1);
-    dg_linear_backward_x(g->dxn, g->dv, L->wv, T, KD, E, 1);
+    DG_TRY(dg_weight_backward_x(&L->wq, (int64_t)T, g->dq, (int64_t)QD, g->dxn, (int64_t)E,
+                                0));
+    DG_TRY(dg_weight_backward_x(&L->wk, (int64_t)T, g->dk, (int64_t)KD, g->dxn, (int64_t)E,
+                                1));
+    DG_TRY(dg_weight_backward_x(&L->wv, (int64_t)T, g->dv, (int64_t)KD, g->dxn, (int64_t)E,
+                                1));
     if (g->dlora) {
         dg_rmsnorm_rows(g->xn, a->x_in, L->attn_norm, T, E, hp->rms_eps);
         lora_bwd(b, il, DG_LORA_Q, g, g->dq, QD, g->xn, E, g->dxn);

@@ -188,7 +188,7 @@ deg_status dg_train_forward(const deg_model *m, const dg_train_args *a, dg_train
         return st;
     }
     for (size_t i = 0; i < a->T; i++)
-        memcpy(r->x + i * E, m->tok_embd + (size_t)a->ids[i] * E, sizeof(float) * E);
+        dg_weight_get_row(&m->tok_embd, a->ids[i], r->x + i * E);
     for (int il = 0; a->T && il < m->hp.n_layer; il++) layer_fwd(r, il, r->x);
     *out = r;
     return DEG_OK;

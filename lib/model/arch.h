@@ -13,6 +13,7 @@
 #include "deg.h"
 #include "format/gguf.h"
 #include "format/safetensors.h"
+#include "tensor/weight.h"
 #include "tokenizer/tokenizer.h"
 
 typedef struct dg_arch dg_arch;
@@ -24,23 +25,26 @@ typedef struct dg_hparams {
     float rope_theta, rms_eps;
 } dg_hparams;
 
-/* Weights of one decoder layer, f32, row-major, shapes as in PyTorch
- * (Linear weight = [out_features, in_features]). Pointers either borrow from
- * the mapped file (F32 tensors) or from the model's owned buffers. Fields an
- * architecture does not use stay NULL; arch_data is for architectures whose
- * layers hold other kinds of weights (convolutions, recurrent state). */
+/* Weights of one decoder layer, shapes as in PyTorch (Linear weight =
+ * [out_features, in_features]). Norm vectors are f32; the projections are
+ * typed (tensor/weight.h): f32 (dequantized at load) or, with
+ * DEG_WEIGHTS_NATIVE, the file's dtype borrowed from the mapping. Pointers
+ * either borrow from the mapped file or from the model's owned buffers.
+ * Fields an architecture does not use stay NULL / zero; arch_data is for
+ * architectures whose layers hold other kinds of weights (convolutions,
+ * recurrent state). */
 typedef struct dg_layer {
     const float *attn_norm; /* [n_embd] */
-    const float *wq;        /* [n_head * head_dim, n_embd] */
-    const float *wk;        /* [n_head_kv * head_dim, n_embd] */
-    const float *wv;        /* [n_head_kv * head_dim, n_embd] */
-    const float *wo;        /* [n_embd, n_head * head_dim] */
+    dg_weight wq;           /* [n_head * head_dim, n_embd] */
+    dg_weight wk;           /* [n_head_kv * head_dim, n_embd] */
+    dg_weight wv;           /* [n_head_kv * head_dim, n_embd] */
+    dg_weight wo;           /* [n_embd, n_head * head_dim] */
     const float *q_norm;    /* [head_dim] per-head RMSNorm (qwen3) or NULL */
     const float *k_norm;    /* [head_dim] (qwen3) or NULL */
     const float *ffn_norm;  /* [n_embd] */
-    const float *w_gate;    /* [n_ff, n_embd] */
-    const float *w_up;      /* [n_ff, n_embd] */
-    const float *w_down;    /* [n_embd, n_ff] */
+    dg_weight w_gate;       /* [n_ff, n_embd] */
+    dg_weight w_up;         /* [n_ff, n_embd] */
+    dg_weight w_down;       /* [n_embd, n_ff] */
     void *arch_data;
 } dg_layer;
 
@@ -62,15 +66,16 @@ struct deg_model {
     int32_t bos_id, eos_id;
     int tied_lm_head;
 
-    const float *tok_embd;     /* [n_vocab, n_embd] */
+    dg_weight tok_embd;        /* [n_vocab, n_embd] (rows read by dg_weight_get_row) */
     const float *out_norm;     /* [n_embd] */
-    const float *lm_head;      /* [n_vocab, n_embd] (= tok_embd when tied) */
+    dg_weight lm_head;         /* [n_vocab, n_embd] (= tok_embd when tied) */
     dg_layer *layers;          /* [n_layer] */
 
     dg_weight_src src;         /* kept open: F32 weights borrow its mapping */
     void **owned;              /* buffers freed with the model */
     size_t n_owned, cap_owned;
     size_t weight_bytes;
+    int native_weights;        /* 1: DEG_WEIGHTS_NATIVE (typed weights keep the file's dtype) */
 };
 
 /* Architecture descriptor. Names in GGUF follow llama.cpp (blk.N.attn_q...),
@@ -102,6 +107,12 @@ void dg_arch_list(char *buf, size_t cap);
 deg_status dg_weight_get(deg_model *m, const char *gguf_name, const char *hf_name, int il,
                          int n_dims, const int64_t *shape, int permute_heads,
                          const float **out);
+/* Fetch a 2-D weight [rows, cols] typed: with m->native_weights and a dtype
+ * dg_weight_supported handles, borrowed from the mapping in its dtype (a
+ * permute_heads reorder becomes a row map); otherwise as f32 via
+ * dg_weight_get. Same errors. */
+deg_status dg_weight_get_matrix(deg_model *m, const char *gguf_name, const char *hf_name, int il,
+                                int64_t rows, int64_t cols, int permute_heads, dg_weight *out);
 /* 1 if the tensor exists in the model's source. */
 int dg_weight_has(const deg_model *m, const char *gguf_name, const char *hf_name, int il);
 

@@ -12,18 +12,10 @@
 #include "model/state.h"
 #include "tensor/blas.h"
 
-/* C[M,N] = A[M,K] . B[N,K]^T, row-major, packed. */
-static void mm_nt(size_t M, size_t N, size_t K, const float *A, const float *B, float *C)
-{
-    if (M == 0) return;
-    dg_sgemm_nt((int64_t)M, (int64_t)N, (int64_t)K, A, (int64_t)K, B, (int64_t)K, C,
-                (int64_t)N, 0.0f);
-}
-
 deg_status dg_lm_head(const deg_model *m, const float *hidden, size_t n, float *logits)
 {
     size_t E = (size_t)m->hp.n_embd, V = (size_t)m->hp.n_vocab;
-    mm_nt(n, V, E, hidden, m->lm_head, logits);
+    dg_weight_matmul(&m->lm_head, (int64_t)n, hidden, (int64_t)E, logits, (int64_t)V);
     return DEG_OK;
 }
 
@@ -145,7 +137,7 @@ static deg_status run_pass(const deg_model *m, dg_arena *a, size_t n_segs)
         DG_TRY(dg_kv_reserve(s->row->own, s->own_len0 + s->n));
         for (size_t i = 0; i < s->n; i++) {
             int32_t id = s->row->ids[s->off + i];
-            memcpy(a->x + (M + i) * E, m->tok_embd + (size_t)id * E, sizeof(float) * E);
+            dg_weight_get_row(&m->tok_embd, id, a->x + (M + i) * E);
             a->pos[M + i] = (int64_t)(s->prefix_len + s->own_len0 + i);
         }
         M += s->n;

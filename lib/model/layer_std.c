@@ -10,13 +10,10 @@
 #include "model/ops.h"
 #include "tensor/blas.h"
 
-/* C[M,N] = A[M,K] . B[N,K]^T, row-major with leading dimensions. */
-static void mm_nt(size_t M, size_t N, size_t K, const float *A, size_t lda, const float *B,
-                  size_t ldb, float *C, size_t ldc)
+/* y[M, ldy] = x[M, ldx] . W^T (typed weight, tensor/weight.h). */
+static void mm_nt(size_t M, const float *x, size_t ldx, const dg_weight *w, float *y, size_t ldy)
 {
-    if (M == 0) return;
-    dg_sgemm_nt((int64_t)M, (int64_t)N, (int64_t)K, A, (int64_t)lda, B, (int64_t)ldb, C,
-                (int64_t)ldc, 0.0f);
+    dg_weight_matmul(w, (int64_t)M, x, (int64_t)ldx, y, (int64_t)ldy);
 }
 
 void dg_rmsnorm_rows(float *out, const float *x, const float *w, size_t n, size_t dim,
@@ -98,9 +95,9 @@ void dg_forward_std_layer(const deg_model *m, int il, dg_batch *b, float *x)
 
     /* --- attention ------------------------------------------------------ */
     dg_rmsnorm_rows(b->xn, x, L->attn_norm, M, E, hp->rms_eps);
-    mm_nt(M, QD, E, b->xn, E, L->wq, E, q_pre, QD);
-    mm_nt(M, KD, E, b->xn, E, L->wk, E, k_pre, KD);
-    mm_nt(M, KD, E, b->xn, E, L->wv, E, v, KD);
+    mm_nt(M, b->xn, E, &L->wq, q_pre, QD);
+    mm_nt(M, b->xn, E, &L->wk, k_pre, KD);
+    mm_nt(M, b->xn, E, &L->wv, v, KD);
     lora_add(b, il, DG_LORA_Q, b->xn, E, q_pre, QD);
     lora_add(b, il, DG_LORA_K, b->xn, E, k_pre, KD);
     lora_add(b, il, DG_LORA_V, b->xn, E, v, KD);
@@ -119,22 +116,22 @@ void dg_forward_std_layer(const deg_model *m, int il, dg_batch *b, float *x)
     }
     attention(m, il, b, q, sv ? sv->stats : NULL);
     if (sv && sv->att) memcpy(sv->att, b->att, sizeof(float) * M * QD);
-    mm_nt(M, E, QD, b->att, QD, L->wo, QD, b->tmp, E);
+    mm_nt(M, b->att, QD, &L->wo, b->tmp, E);
     lora_add(b, il, DG_LORA_O, b->att, QD, b->tmp, E);
     for (size_t i = 0; i < M * E; i++) x[i] += b->tmp[i];
     if (sv) memcpy(sv->x_mid, x, sizeof(float) * M * E);
 
     /* --- MLP ------------------------------------------------------------ */
     dg_rmsnorm_rows(b->xn, x, L->ffn_norm, M, E, hp->rms_eps);
-    mm_nt(M, F, E, b->xn, E, L->w_gate, E, gate, F);
-    mm_nt(M, F, E, b->xn, E, L->w_up, E, up, F);
+    mm_nt(M, b->xn, E, &L->w_gate, gate, F);
+    mm_nt(M, b->xn, E, &L->w_up, up, F);
     lora_add(b, il, DG_LORA_GATE, b->xn, E, gate, F);
     lora_add(b, il, DG_LORA_UP, b->xn, E, up, F);
     /* SwiGLU into b->gate (in place in inference; training keeps gate). */
     if (gate != b->gate) memcpy(b->gate, gate, sizeof(float) * M * F);
 #pragma omp parallel for schedule(static) if (M > 4) num_threads(dg_num_threads())
     for (size_t i = 0; i < M; i++) dg_swiglu(b->gate + i * F, up + i * F, F);
-    mm_nt(M, E, F, b->gate, F, L->w_down, F, b->tmp, E);
+    mm_nt(M, b->gate, F, &L->w_down, b->tmp, E);
     lora_add(b, il, DG_LORA_DOWN, b->gate, F, b->tmp, E);
     for (size_t i = 0; i < M * E; i++) x[i] += b->tmp[i];
 }

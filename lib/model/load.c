@@ -371,14 +371,15 @@ static deg_status load_weights(deg_model *m)
     if (te->n_dims != 2 || te->shape[0] <= 0 || te->shape[0] > INT32_MAX)
         return dg_fail(DEG_ERR_FORMAT, "tensor '%s': bad shape for an embedding", name);
     hp->n_vocab = (int32_t)te->shape[0];
-    int64_t VE[] = {hp->n_vocab, hp->n_embd}, E[] = {hp->n_embd};
-    DG_TRY(dg_weight_get(m, g_embd, h_embd, 0, 2, VE, 0, &m->tok_embd));
+    int64_t E[] = {hp->n_embd};
+    DG_TRY(dg_weight_get_matrix(m, g_embd, h_embd, 0, hp->n_vocab, hp->n_embd, 0, &m->tok_embd));
     m->layers = calloc((size_t)hp->n_layer, sizeof *m->layers);
     if (!m->layers) return dg_fail(DEG_ERR_NOMEM, "model: out of memory");
     for (int il = 0; il < hp->n_layer; il++) DG_TRY(m->arch->load_layer(m, il, &m->layers[il]));
     DG_TRY(dg_weight_get(m, "output_norm.weight", "model.norm.weight", 0, 1, E, 0, &m->out_norm));
     if (!m->tied_lm_head && dg_weight_has(m, "output.weight", "lm_head.weight", 0)) {
-        DG_TRY(dg_weight_get(m, "output.weight", "lm_head.weight", 0, 2, VE, 0, &m->lm_head));
+        DG_TRY(dg_weight_get_matrix(m, "output.weight", "lm_head.weight", 0, hp->n_vocab,
+                                    hp->n_embd, 0, &m->lm_head));
     } else {
         m->tied_lm_head = 1;
         m->lm_head = m->tok_embd;
@@ -386,14 +387,46 @@ static deg_status load_weights(deg_model *m)
     return DEG_OK;
 }
 
+deg_model_params deg_model_default_params(void)
+{
+    deg_model_params p = {.weights = DEG_WEIGHTS_DEFAULT};
+    return p;
+}
+
+/* 1 for native weights, 0 for f32; -1 (error set) for a bad value. */
+static int native_weights(const deg_model_params *p)
+{
+    int32_t w = p ? p->weights : DEG_WEIGHTS_DEFAULT;
+    if (w == DEG_WEIGHTS_DEFAULT) {
+        const char *e = getenv("DEG_WEIGHTS");
+        if (!e || !*e || !strcmp(e, "f32")) return 0;
+        if (!strcmp(e, "native")) return 1;
+        dg_fail(DEG_ERR_ARG, "DEG_WEIGHTS='%s': expected \"f32\" or \"native\"", e);
+        return -1;
+    }
+    if (w == DEG_WEIGHTS_F32 || w == DEG_WEIGHTS_NATIVE) return w == DEG_WEIGHTS_NATIVE;
+    dg_fail(DEG_ERR_ARG, "deg_model_params.weights = %d: expected a DEG_WEIGHTS_* value",
+            (int)w);
+    return -1;
+}
+
 deg_status deg_model_load(const char *path, deg_model **out)
+{
+    return deg_model_load_with_params(path, NULL, out);
+}
+
+deg_status deg_model_load_with_params(const char *path, const deg_model_params *params,
+                                      deg_model **out)
 {
     if (!path || !out) return dg_fail(DEG_ERR_ARG, "deg_model_load: NULL argument");
     *out = NULL;
+    int native = native_weights(params);
+    if (native < 0) return DEG_ERR_ARG;
     struct stat sb;
     if (stat(path, &sb) != 0) return dg_fail(DEG_ERR_IO, "%s: no such file or directory", path);
     deg_model *m = calloc(1, sizeof *m);
     if (!m) return dg_fail(DEG_ERR_NOMEM, "deg_model_load: out of memory");
+    m->native_weights = native;
     deg_status st = S_ISDIR(sb.st_mode) ? load_hf(m, path) : load_gguf(m, path);
     if (st == DEG_OK) {
         st = load_weights(m);

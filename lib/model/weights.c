@@ -1,7 +1,8 @@
 /* Weight fetching: find a tensor by name in the model's GGUF file or
  * safetensors shards, check its shape, and hand out f32 data — borrowed from
  * the mapping for aligned F32 tensors, otherwise dequantized once into a
- * buffer the model owns. */
+ * buffer the model owns — or, for matrices with native weights, the file's
+ * typed blocks borrowed from the mapping. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,11 +73,12 @@ static deg_status unpermute_heads(float *w, int64_t rows, int64_t cols, int head
     return DEG_OK;
 }
 
-deg_status dg_weight_get(deg_model *m, const char *gguf_name, const char *hf_name, int il,
-                         int n_dims, const int64_t *shape, int permute_heads, const float **out)
+/* The tensor named by gguf_name / hf_name, checked to have shape. */
+static deg_status find_checked(const deg_model *m, const char *gguf_name, const char *hf_name,
+                               int il, int n_dims, const int64_t *shape, int permute_heads,
+                               char name[256], const dg_tensor_view **out)
 {
-    char name[256];
-    tensor_name(name, sizeof name, m, gguf_name, hf_name, il);
+    tensor_name(name, 256, m, gguf_name, hf_name, il);
     const dg_tensor_view *t = src_find(&m->src, name);
     char want[96], got[96];
     shape_str(want, sizeof want, n_dims, shape);
@@ -87,11 +89,21 @@ deg_status dg_weight_get(deg_model *m, const char *gguf_name, const char *hf_nam
         shape_str(got, sizeof got, t->n_dims, t->shape);
         return dg_fail(DEG_ERR_FORMAT, "tensor '%s' has shape %s, expected %s", name, got, want);
     }
-    int64_t n = 1;
-    for (int i = 0; i < n_dims; i++) n *= shape[i];
     if (permute_heads > 0 && (shape[0] % (2 * permute_heads) != 0 || n_dims != 2))
         return dg_fail(DEG_ERR_FORMAT, "tensor '%s': %lld rows do not split into %d heads",
                        name, (long long)shape[0], permute_heads);
+    *out = t;
+    return DEG_OK;
+}
+
+deg_status dg_weight_get(deg_model *m, const char *gguf_name, const char *hf_name, int il,
+                         int n_dims, const int64_t *shape, int permute_heads, const float **out)
+{
+    char name[256];
+    const dg_tensor_view *t;
+    DG_TRY(find_checked(m, gguf_name, hf_name, il, n_dims, shape, permute_heads, name, &t));
+    int64_t n = 1;
+    for (int i = 0; i < n_dims; i++) n *= shape[i];
     m->weight_bytes += (size_t)n * sizeof(float);
     if (t->dtype == DG_F32 && !permute_heads && ((uintptr_t)t->data % sizeof(float)) == 0) {
         *out = t->data;
@@ -118,6 +130,54 @@ deg_status dg_weight_get(deg_model *m, const char *gguf_name, const char *hf_nam
     return DEG_OK;
 }
 
+/* Row map of llama.cpp's q/k interleave (see unpermute_heads): logical
+ * (HF) row h*D + a*D/2 + b is stored row h*D + 2b + a. */
+static deg_status head_row_map(deg_model *m, int64_t rows, int heads, const int32_t **out)
+{
+    int32_t *map = malloc(sizeof(int32_t) * (size_t)rows);
+    if (!map) return dg_fail(DEG_ERR_NOMEM, "model: out of memory");
+    int64_t D = rows / heads, half = D / 2;
+    for (int64_t h = 0; h < heads; h++)
+        for (int64_t a = 0; a < 2; a++)
+            for (int64_t b = 0; b < half; b++)
+                map[h * D + a * half + b] = (int32_t)(h * D + 2 * b + a);
+    DG_TRY(own(m, map));
+    *out = map;
+    return DEG_OK;
+}
+
+deg_status dg_weight_get_matrix(deg_model *m, const char *gguf_name, const char *hf_name, int il,
+                                int64_t rows, int64_t cols, int permute_heads, dg_weight *out)
+{
+    int64_t shape[2] = {rows, cols};
+    char name[256];
+    const dg_tensor_view *t;
+    DG_TRY(find_checked(m, gguf_name, hf_name, il, 2, shape, permute_heads, name, &t));
+    memset(out, 0, sizeof *out);
+    out->rows = rows;
+    out->cols = cols;
+    if (m->native_weights && t->dtype != DG_F32 && dg_weight_supported(t->dtype, cols) &&
+        rows <= INT32_MAX) {
+        int ok;
+        out->dtype = t->dtype;
+        out->row_bytes = dg_dtype_row_bytes(t->dtype, cols, &ok);
+        if (!ok || out->row_bytes * (size_t)rows != t->n_bytes)
+            return dg_fail(DEG_ERR_FORMAT, "tensor '%s': %zu bytes for %lld x %lld %s", name,
+                           t->n_bytes, (long long)rows, (long long)cols,
+                           dg_dtype_name(t->dtype));
+        out->data = t->data;
+        if (permute_heads) DG_TRY(head_row_map(m, rows, permute_heads, &out->row_map));
+        m->weight_bytes += dg_weight_bytes(out);
+        return DEG_OK;
+    }
+    const float *f = NULL;
+    DG_TRY(dg_weight_get(m, gguf_name, hf_name, il, 2, shape, permute_heads, &f));
+    out->dtype = DG_F32;
+    out->data = f;
+    out->row_bytes = sizeof(float) * (size_t)cols;
+    return DEG_OK;
+}
+
 deg_status dg_load_std_layer(deg_model *m, int il, int with_qk_norm, int gguf_permuted_qk,
                              dg_layer *L)
 {
@@ -131,13 +191,15 @@ deg_status dg_load_std_layer(deg_model *m, int il, int with_qk_norm, int gguf_pe
         int64_t shp_[] = {__VA_ARGS__};                                                 \
         DG_TRY(dg_weight_get(m, g, h, il, nd, shp_, perm_heads, &L->field));            \
     } while (0)
+#define GETW(field, g, h, perm_heads, rows, cols)                                        \
+    DG_TRY(dg_weight_get_matrix(m, g, h, il, rows, cols, perm_heads, &L->field))
     GET(attn_norm, "blk.%d.attn_norm.weight", "model.layers.%d.input_layernorm.weight", 1, 0, E);
-    GET(wq, "blk.%d.attn_q.weight", "model.layers.%d.self_attn.q_proj.weight", 2,
+    GETW(wq, "blk.%d.attn_q.weight", "model.layers.%d.self_attn.q_proj.weight",
         perm ? hp->n_head : 0, QD, E);
-    GET(wk, "blk.%d.attn_k.weight", "model.layers.%d.self_attn.k_proj.weight", 2,
+    GETW(wk, "blk.%d.attn_k.weight", "model.layers.%d.self_attn.k_proj.weight",
         perm ? hp->n_head_kv : 0, KD, E);
-    GET(wv, "blk.%d.attn_v.weight", "model.layers.%d.self_attn.v_proj.weight", 2, 0, KD, E);
-    GET(wo, "blk.%d.attn_output.weight", "model.layers.%d.self_attn.o_proj.weight", 2, 0, E, QD);
+    GETW(wv, "blk.%d.attn_v.weight", "model.layers.%d.self_attn.v_proj.weight", 0, KD, E);
+    GETW(wo, "blk.%d.attn_output.weight", "model.layers.%d.self_attn.o_proj.weight", 0, E, QD);
     if (with_qk_norm) {
         GET(q_norm, "blk.%d.attn_q_norm.weight", "model.layers.%d.self_attn.q_norm.weight", 1,
             0, D);
@@ -146,9 +208,10 @@ deg_status dg_load_std_layer(deg_model *m, int il, int with_qk_norm, int gguf_pe
     }
     GET(ffn_norm, "blk.%d.ffn_norm.weight", "model.layers.%d.post_attention_layernorm.weight",
         1, 0, E);
-    GET(w_gate, "blk.%d.ffn_gate.weight", "model.layers.%d.mlp.gate_proj.weight", 2, 0, F, E);
-    GET(w_up, "blk.%d.ffn_up.weight", "model.layers.%d.mlp.up_proj.weight", 2, 0, F, E);
-    GET(w_down, "blk.%d.ffn_down.weight", "model.layers.%d.mlp.down_proj.weight", 2, 0, E, F);
+    GETW(w_gate, "blk.%d.ffn_gate.weight", "model.layers.%d.mlp.gate_proj.weight", 0, F, E);
+    GETW(w_up, "blk.%d.ffn_up.weight", "model.layers.%d.mlp.up_proj.weight", 0, F, E);
+    GETW(w_down, "blk.%d.ffn_down.weight", "model.layers.%d.mlp.down_proj.weight", 0, E, F);
 #undef GET
+#undef GETW
     return DEG_OK;
 }

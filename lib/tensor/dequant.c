@@ -57,10 +57,7 @@ static void deq_q4_1(const uint8_t *b, float *y)
 }
 
 /* Q4_K super-block [144 B] -> y[256]: 8 sub-blocks of 32 with 6-bit scale sc
- * and min mn packed in scales[12]:
- *   j < 4:  sc = s[j] & 63,  mn = s[j+4] & 63
- *   j >= 4: sc = (s[j+4] & 15) | ((s[j-4] >> 6) << 4),
- *           mn = (s[j+4] >> 4) | ((s[j] >> 6) << 4)
+ * and min mn packed in scales[12] (dg_q4k_scale_min).
  * qs holds 4 chunks of 32 bytes; chunk c: low nibbles -> sub-block 2c, high
  * nibbles -> sub-block 2c+1. y = (d*sc) * q - (dmin*mn). */
 static void deq_q4_k(const uint8_t *b, float *y)
@@ -73,13 +70,7 @@ static void deq_q4_k(const uint8_t *b, float *y)
         for (int h = 0; h < 2; h++) {
             int j = 2 * c + h;
             int sc, mn;
-            if (j < 4) {
-                sc = s[j] & 63;
-                mn = s[j + 4] & 63;
-            } else {
-                sc = (s[j + 4] & 0x0F) | ((s[j - 4] >> 6) << 4);
-                mn = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-            }
+            dg_q4k_scale_min(s, j, &sc, &mn);
             float dl = d * (float)sc;
             float ml = dmin * (float)mn;
             float *yy = y + 32 * j;

@@ -51,6 +51,13 @@ size_t dg_dtype_row_bytes(dg_dtype t, int64_t n, int *ok);
  * DEG_ERR_ARG if n is negative or not a multiple of the block size. */
 deg_status dg_dequantize(dg_dtype t, const void *src, float *dst, int64_t n);
 
+/* Q4_K: the 6-bit scale and min of sub-block j (0..7) from the packed
+ * scales[12] (ggml get_scale_min_k4):
+ *   j < 4:  sc = s[j] & 63,  mn = s[j+4] & 63
+ *   j >= 4: sc = (s[j+4] & 15) | ((s[j-4] >> 6) << 4),
+ *           mn = (s[j+4] >> 4) | ((s[j] >> 6) << 4) */
+void dg_q4k_scale_min(const uint8_t *s, int j, int *sc, int *mn);
+
 float dg_f16_to_f32(uint16_t h);
 uint16_t dg_f32_to_f16(float f);   /* round to nearest even */
 float dg_bf16_to_f32(uint16_t h);

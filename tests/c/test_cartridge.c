@@ -288,13 +288,13 @@ Test(cartridge, learning_check, .timeout = 300)
         for (size_t i_ = 0; i_ < (nf) * 4; i_++) acc = (acc ^ b_[i_]) * 1099511628211ull; } while (0)
     for (int pass = 0; pass < 2; pass++) {
         uint64_t h = 1469598103934665603ull;
-        HASH(h, m->tok_embd, V * E); HASH(h, m->lm_head, V * E); HASH(h, m->out_norm, E);
+        HASH(h, m->tok_embd.data, V * E); HASH(h, m->lm_head.data, V * E); HASH(h, m->out_norm, E);
         for (int il = 0; il < hp->n_layer; il++) {
             const dg_layer *L = &m->layers[il];
             size_t QD = (size_t)hp->n_head * hp->head_dim, KD = (size_t)hp->n_head_kv * hp->head_dim;
-            HASH(h, L->wq, QD * E); HASH(h, L->wk, KD * E); HASH(h, L->wv, KD * E);
-            HASH(h, L->wo, E * QD); HASH(h, L->w_gate, (size_t)hp->n_ff * E);
-            HASH(h, L->w_up, (size_t)hp->n_ff * E); HASH(h, L->w_down, (size_t)hp->n_ff * E);
+            HASH(h, L->wq.data, QD * E); HASH(h, L->wk.data, KD * E); HASH(h, L->wv.data, KD * E);
+            HASH(h, L->wo.data, E * QD); HASH(h, L->w_gate.data, (size_t)hp->n_ff * E);
+            HASH(h, L->w_up.data, (size_t)hp->n_ff * E); HASH(h, L->w_down.data, (size_t)hp->n_ff * E);
             HASH(h, L->attn_norm, E); HASH(h, L->ffn_norm, E);
             HASH(h, L->q_norm, (size_t)hp->head_dim); HASH(h, L->k_norm, (size_t)hp->head_dim);
         }

@@ -1,0 +1,302 @@
+/* Quantized-weight x 8-bit-activation dot products: the portable scalar
+ * kernel and the AVX2 / AVX-512 VNNI ones, bitwise equal (see qdot.h). */
+#pragma GCC optimize("fp-contract=off")
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF
+#endif
+
+#include "tensor/qdot.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define DG_QDOT_X86 1
+#endif
+
+static inline float ld_f16(const uint8_t *p)
+{
+    uint16_t v;
+    memcpy(&v, p, 2);
+    return dg_f16_to_f32(v);
+}
+
+void dg_q8_quantize(const float *x, const dg_q8_row *r)
+{
+    for (int64_t b = 0; b < r->nb; b++) {
+        const float *xb = x + b * DG_QK;
+        float amax = 0.0f;
+        for (int i = 0; i < DG_QK; i++) {
+            float a = fabsf(xb[i]);
+            if (a > amax) amax = a;
+        }
+        float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        int32_t s = 0;
+        for (int i = 0; i < DG_QK; i++) {
+            float v = nearbyintf(xb[i] * id);
+            int q = v > 127.0f ? 127 : v < -127.0f ? -127 : (int)v;
+            r->q[b * DG_QK + i] = (int8_t)q;
+            s += q;
+        }
+        r->d[b] = d;
+        r->s[b] = s;
+    }
+}
+
+/* ---- the portable kernel ------------------------------------------------- */
+
+static int32_t isum_q8(const int8_t *w, const int8_t *x)
+{
+    int32_t s = 0;
+    for (int i = 0; i < 32; i++) s += (int32_t)w[i] * x[i];
+    return s;
+}
+
+/* qs[16]: element j = low nibble of qs[j], element j + 16 = high nibble. */
+static int32_t isum_q4(const uint8_t *qs, const int8_t *x, int offset)
+{
+    int32_t s = 0;
+    for (int j = 0; j < 16; j++)
+        s += ((int32_t)(qs[j] & 15) - offset) * x[j] + ((int32_t)(qs[j] >> 4) - offset) * x[j + 16];
+    return s;
+}
+
+/* Contribution of 32-element block b of weight row w (qdot.h). */
+static float block_c(dg_dtype t, const uint8_t *w, int64_t b, const dg_q8_row *x)
+{
+    const int8_t *xq = x->q + b * DG_QK;
+    float d = x->d[b];
+    switch (t) {
+    case DG_Q8_0: {
+        const uint8_t *blk = w + b * 34;
+        return (ld_f16(blk) * d) * (float)isum_q8((const int8_t *)(blk + 2), xq);
+    }
+    case DG_Q4_0: {
+        const uint8_t *blk = w + b * 18;
+        return (ld_f16(blk) * d) * (float)isum_q4(blk + 2, xq, 8);
+    }
+    case DG_Q4_1: {
+        const uint8_t *blk = w + b * 20;
+        float t1 = (ld_f16(blk) * d) * (float)isum_q4(blk + 4, xq, 0);
+        float t2 = (ld_f16(blk + 2) * d) * (float)x->s[b];
+        return t1 + t2;
+    }
+    case DG_Q4_K: {
+        const uint8_t *blk = w + (b / 8) * 144, *q = blk + 16 + 32 * ((b % 8) / 2);
+        int j = (int)(b % 8), h = j & 1, sc, mn;
+        dg_q4k_scale_min(blk + 4, j, &sc, &mn);
+        int32_t s = 0;
+        for (int l = 0; l < 32; l++) s += (int32_t)(h ? q[l] >> 4 : q[l] & 15) * xq[l];
+        float t1 = (ld_f16(blk) * d) * (float)(sc * s);
+        float t2 = (ld_f16(blk + 2) * d) * (float)(mn * x->s[b]);
+        return t1 - t2;
+    }
+    case DG_Q6_K: {
+        const uint8_t *blk = w + (b / 8) * 210;
+        const uint8_t *ql = blk, *qh = blk + 128;
+        const int8_t *sc = (const int8_t *)(blk + 192);
+        int j = (int)(b % 8), n = j / 4, k = j % 4;
+        int32_t s[2] = {0, 0};
+        for (int l = 0; l < 32; l++) {
+            uint8_t lb = ql[64 * n + l + 32 * (k & 1)];
+            int lo = k < 2 ? (lb & 15) : (lb >> 4), hi = (qh[32 * n + l] >> (2 * k)) & 3;
+            s[l >= 16] += ((lo | (hi << 4)) - 32) * xq[l];
+        }
+        int32_t is = sc[8 * n + 2 * k] * s[0] + sc[8 * n + 2 * k + 1] * s[1];
+        return (ld_f16(blk + 208) * d) * (float)is;
+    }
+    default:
+        return NAN;
+    }
+}
+
+static float finish(const float a[8])
+{
+    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+}
+
+static float qdot_from(dg_dtype t, const uint8_t *w, const dg_q8_row *x, float acc[8],
+                       int64_t b0)
+{
+    for (int64_t b = b0; b < x->nb; b++) acc[b & 7] += block_c(t, w, b, x);
+    return finish(acc);
+}
+
+float dg_qdot_scalar(dg_dtype t, const uint8_t *w, const dg_q8_row *x)
+{
+    float acc[8] = {0};
+    return qdot_from(t, w, x, acc, 0);
+}
+
+/* ---- AVX2 / AVX-512 VNNI: eight blocks at a time -------------------------- */
+
+#ifdef DG_QDOT_X86
+/* Eight int32 vectors -> one vector of their eight horizontal sums. */
+#define DG_HSUM8(p, out)                                                              \
+    do {                                                                              \
+        __m256i t0_ = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]),                \
+                                        _mm256_hadd_epi32(p[2], p[3]));               \
+        __m256i t1_ = _mm256_hadd_epi32(_mm256_hadd_epi32(p[4], p[5]),                \
+                                        _mm256_hadd_epi32(p[6], p[7]));               \
+        out = _mm256_add_epi32(_mm256_permute2x128_si256(t0_, t1_, 0x20),             \
+                               _mm256_permute2x128_si256(t0_, t1_, 0x31));            \
+    } while (0)
+
+/* The 8 f16 values at p, p + stride, ... as f32. */
+#define DG_F16X8(p, stride)                                                             \
+    _mm256_cvtph_ps(_mm_setr_epi16(                                                     \
+        (short)ld_u16(p), (short)ld_u16(p + stride), (short)ld_u16(p + 2 * stride),     \
+        (short)ld_u16(p + 3 * stride), (short)ld_u16(p + 4 * stride),                   \
+        (short)ld_u16(p + 5 * stride), (short)ld_u16(p + 6 * stride),                   \
+        (short)ld_u16(p + 7 * stride)))
+
+static inline uint16_t ld_u16(const uint8_t *p)
+{
+    uint16_t v;
+    memcpy(&v, p, 2);
+    return v;
+}
+
+/* One kernel body per instruction set: DOT(u, s) is the int32x8 of 4-byte
+ * group sums of unsigned u times signed s. */
+#define DG_QDOT_SIMD(NAME, TARGET, DOT)                                                   \
+    __attribute__((target(TARGET))) static float NAME(dg_dtype t, const uint8_t *w,       \
+                                                      const dg_q8_row *x)                 \
+    {                                                                                     \
+        size_t bb = t == DG_Q8_0 ? 34 : t == DG_Q4_0 ? 18 : 20;                           \
+        const __m128i m4 = _mm_set1_epi8(15);                                             \
+        __m256 acc = _mm256_setzero_ps();                                                 \
+        int64_t g = 0;                                                                    \
+        for (; g + 8 <= x->nb; g += 8) {                                                  \
+            __m256i p[8];                                                                 \
+            const uint8_t *blk = w + g * bb;                                              \
+            for (int i = 0; i < 8; i++) {                                                 \
+                const uint8_t *bi = blk + i * bb;                                         \
+                __m256i xv = _mm256_loadu_si256((const __m256i *)(x->q + (g + i) * 32));  \
+                if (t == DG_Q8_0) {                                                       \
+                    __m256i wv = _mm256_loadu_si256((const __m256i *)(bi + 2));           \
+                    p[i] = DOT(_mm256_abs_epi8(wv), _mm256_sign_epi8(xv, wv));            \
+                } else {                                                                  \
+                    __m128i q = _mm_loadu_si128((const __m128i *)(bi + (t == DG_Q4_1 ? 4 : 2))); \
+                    __m256i wv = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m4), \
+                                                  _mm_and_si128(q, m4));                  \
+                    p[i] = DOT(wv, xv);                                                   \
+                }                                                                         \
+            }                                                                             \
+            __m256i is;                                                                   \
+            DG_HSUM8(p, is);                                                              \
+            __m256i xs = _mm256_loadu_si256((const __m256i *)(x->s + g));                 \
+            if (t == DG_Q4_0) is = _mm256_sub_epi32(is, _mm256_slli_epi32(xs, 3));        \
+            __m256 dx = _mm256_loadu_ps(x->d + g);                                        \
+            __m256 c = _mm256_mul_ps(_mm256_mul_ps(DG_F16X8(blk, bb), dx),                \
+                                     _mm256_cvtepi32_ps(is));                             \
+            if (t == DG_Q4_1)                                                             \
+                c = _mm256_add_ps(c, _mm256_mul_ps(_mm256_mul_ps(DG_F16X8(blk + 2, bb), dx), \
+                                                   _mm256_cvtepi32_ps(xs)));              \
+            acc = _mm256_add_ps(acc, c);                                                  \
+        }                                                                                 \
+        float a[8];                                                                       \
+        _mm256_storeu_ps(a, acc);                                                         \
+        return qdot_from(t, w, x, a, g);                                                  \
+    }
+
+#define DG_DOT_AVX2(u, s) _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1))
+#define DG_DOT_VNNI(u, s) _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s)
+
+DG_QDOT_SIMD(qdot_avx2, "avx2,f16c", DG_DOT_AVX2)
+DG_QDOT_SIMD(qdot_vnni, "avx2,f16c,avx512f,avx512vl,avx512vnni", DG_DOT_VNNI)
+#endif
+
+/* ---- choice ----------------------------------------------------------------- */
+
+enum { K_SCALAR, K_AVX2, K_VNNI };
+static int g_kernel = K_SCALAR;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static void choose(void)
+{
+    int best = K_SCALAR;
+#ifdef DG_QDOT_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) best = K_AVX2;
+    if (best == K_AVX2 && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512vnni"))
+        best = K_VNNI;
+#endif
+    const char *e = getenv("DEG_QKERNEL");
+    int want = best;
+    if (e && !strcmp(e, "scalar")) want = K_SCALAR;
+    else if (e && !strcmp(e, "avx2")) want = K_AVX2;
+    g_kernel = want < best ? want : best;
+}
+
+const char *dg_qdot_kernel(void)
+{
+    pthread_once(&g_once, choose);
+    return g_kernel == K_VNNI ? "avx512vnni" : g_kernel == K_AVX2 ? "avx2" : "scalar";
+}
+
+float dg_qdot(dg_dtype t, const uint8_t *w, const dg_q8_row *x)
+{
+    pthread_once(&g_once, choose);
+#ifdef DG_QDOT_X86
+    if (t == DG_Q8_0 || t == DG_Q4_0 || t == DG_Q4_1) {
+        if (g_kernel == K_VNNI) return qdot_vnni(t, w, x);
+        if (g_kernel == K_AVX2) return qdot_avx2(t, w, x);
+    }
+#endif
+    return dg_qdot_scalar(t, w, x);
+}
+
+/* ---- F16 / BF16 weight rows with f32 x rows --------------------------------- */
+
+static inline float widen(dg_dtype t, const uint8_t *w, int64_t i)
+{
+    uint16_t v;
+    memcpy(&v, w + 2 * i, 2);
+    return t == DG_F16 ? dg_f16_to_f32(v) : dg_bf16_to_f32(v);
+}
+
+static float hdot_from(dg_dtype t, const uint8_t *w, const float *x, int64_t K, float acc[8],
+                       int64_t i0)
+{
+    for (int64_t i = i0; i < K; i++) acc[i & 7] += widen(t, w, i) * x[i];
+    return finish(acc);
+}
+
+float dg_hdot_scalar(dg_dtype t, const uint8_t *w, const float *x, int64_t K)
+{
+    float acc[8] = {0};
+    return hdot_from(t, w, x, K, acc, 0);
+}
+
+#ifdef DG_QDOT_X86
+__attribute__((target("avx2,f16c"))) static float hdot_avx2(dg_dtype t, const uint8_t *w,
+                                                            const float *x, int64_t K)
+{
+    __m256 acc = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= K; i += 8) {
+        __m128i h = _mm_loadu_si128((const __m128i *)(w + 2 * i));
+        __m256 wv = t == DG_F16
+                        ? _mm256_cvtph_ps(h)
+                        : _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(wv, _mm256_loadu_ps(x + i)));
+    }
+    float a[8];
+    _mm256_storeu_ps(a, acc);
+    return hdot_from(t, w, x, K, a, i);
+}
+#endif
+
+float dg_hdot(dg_dtype t, const uint8_t *w, const float *x, int64_t K)
+{
+    pthread_once(&g_once, choose);
+#ifdef DG_QDOT_X86
+    if (g_kernel != K_SCALAR) return hdot_avx2(t, w, x, K);
+#endif
+    return dg_hdot_scalar(t, w, x, K);
+}

@@ -1,0 +1,125 @@
+/* Products with typed weight matrices (see weight.h): dispatch by dtype,
+ * activation-row quantization and the threading over weight rows. */
+#include "tensor/weight.h"
+
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/status.h"
+#include "tensor/blas.h"
+#include "tensor/qdot.h"
+
+#define ROW_CHUNK 64   /* x rows quantized per pass */
+#define N_TILE 16      /* weight rows per task */
+#define BWD_TILE 64    /* weight rows dequantized per backward product */
+
+int dg_weight_supported(dg_dtype t, int64_t cols)
+{
+    if (t == DG_F32) return 1;
+    if (t != DG_F16 && t != DG_BF16 && !dg_dtype_is_quantized(t)) return 0;
+    return cols > 0 && cols <= DG_WEIGHT_MAX_COLS && cols % dg_dtype_block_elems(t) == 0;
+}
+
+size_t dg_weight_bytes(const dg_weight *w) { return (size_t)w->rows * w->row_bytes; }
+
+void dg_weight_get_row(const dg_weight *w, int64_t r, float *out)
+{
+    /* The dtype and length were checked at load (dg_weight_supported). */
+    (void)dg_dequantize(w->dtype, dg_weight_row_data(w, r), out, w->cols);
+}
+
+/* y rows [0, M) for weight rows [n0, n1), x rows already quantized in xr
+ * (quantized dtypes) or given as f32 (F16/BF16). */
+static void dot_tile(const dg_weight *w, int64_t M, const dg_q8_row *xr, const float *x,
+                     int64_t ldx, float *y, int64_t ldy, int64_t n0, int64_t n1)
+{
+    int quant = dg_dtype_is_quantized(w->dtype);
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t n = n0; n < n1; n++) {
+            const uint8_t *wr = dg_weight_row_data(w, n);
+            y[m * ldy + n] = quant ? dg_qdot(w->dtype, wr, &xr[m])
+                                   : dg_hdot(w->dtype, wr, x + m * ldx, w->cols);
+        }
+}
+
+/* M rows whose quantized x rows are in q/d/s (NULL for F16/BF16). */
+static void matmul_rows(const dg_weight *w, int64_t M, const float *x, int64_t ldx, float *y,
+                        int64_t ldy, int8_t *q, float *d, int32_t *s)
+{
+    int64_t K = w->cols, nb = K / DG_QK, N = w->rows;
+    dg_q8_row xr[ROW_CHUNK];
+    int nt = dg_num_threads();
+    int quant = q != NULL;
+    for (int64_t m = 0; quant && m < M; m++)
+        xr[m] = (dg_q8_row){q + m * K, d + m * nb, s + m * nb, nb};
+#pragma omp parallel for schedule(static) num_threads(nt) if (quant && M > 4 && nt > 1)
+    for (int64_t m = 0; m < (quant ? M : 0); m++) dg_q8_quantize(x + m * ldx, &xr[m]);
+    int64_t n_tiles = (N + N_TILE - 1) / N_TILE;
+    int par = nt > 1 && M * N * K >= (1 << 16);
+#pragma omp parallel for schedule(static) num_threads(nt) if (par)
+    for (int64_t t = 0; t < n_tiles; t++) {
+        int64_t n0 = t * N_TILE, n1 = n0 + N_TILE < N ? n0 + N_TILE : N;
+        dot_tile(w, M, xr, x, ldx, y, ldy, n0, n1);
+    }
+}
+
+void dg_weight_matmul(const dg_weight *w, int64_t M, const float *x, int64_t ldx, float *y,
+                      int64_t ldy)
+{
+    if (M <= 0) return;
+    if (w->dtype == DG_F32) {
+        dg_sgemm_nt(M, w->rows, w->cols, x, ldx, w->data, w->cols, y, ldy, 0.0f);
+        return;
+    }
+    if (!dg_dtype_is_quantized(w->dtype)) {
+        for (int64_t m0 = 0; m0 < M; m0 += ROW_CHUNK) {
+            int64_t mc = M - m0 < ROW_CHUNK ? M - m0 : ROW_CHUNK;
+            matmul_rows(w, mc, x + m0 * ldx, ldx, y + m0 * ldy, ldy, NULL, NULL, NULL);
+        }
+        return;
+    }
+    int64_t K = w->cols, nb = K / DG_QK;
+    int64_t cap = M < ROW_CHUNK ? M : ROW_CHUNK;
+    int8_t *q = malloc((size_t)(cap * K));
+    float *d = malloc(sizeof(float) * (size_t)(cap * nb));
+    int32_t *s = malloc(sizeof(int32_t) * (size_t)(cap * nb));
+    if (!q || !d || !s) {
+        /* Out of memory: one row at a time on the stack (same numbers). */
+        free(q), free(d), free(s);
+        int8_t q1[DG_WEIGHT_MAX_COLS];
+        float d1[DG_WEIGHT_MAX_COLS / DG_QK];
+        int32_t s1[DG_WEIGHT_MAX_COLS / DG_QK];
+        for (int64_t m = 0; m < M; m++)
+            matmul_rows(w, 1, x + m * ldx, ldx, y + m * ldy, ldy, q1, d1, s1);
+        return;
+    }
+    for (int64_t m0 = 0; m0 < M; m0 += cap) {
+        int64_t mc = M - m0 < cap ? M - m0 : cap;
+        matmul_rows(w, mc, x + m0 * ldx, ldx, y + m0 * ldy, ldy, q, d, s);
+    }
+    free(q), free(d), free(s);
+}
+
+deg_status dg_weight_backward_x(const dg_weight *w, int64_t M, const float *dy, int64_t lddy,
+                                float *dx, int64_t lddx, int accumulate)
+{
+    if (M <= 0) return DEG_OK;
+    int64_t N = w->rows, K = w->cols;
+    if (w->dtype == DG_F32) {
+        dg_sgemm_nn(M, K, N, dy, lddy, w->data, K, dx, lddx, accumulate ? 1.0f : 0.0f);
+        return DEG_OK;
+    }
+    float *tile = malloc(sizeof(float) * (size_t)(BWD_TILE * K));
+    if (!tile)
+        return dg_fail(DEG_ERR_NOMEM, "backward: cannot allocate a %d x %lld weight tile",
+                       BWD_TILE, (long long)K);
+    for (int64_t n0 = 0; n0 < N; n0 += BWD_TILE) {
+        int64_t nn = N - n0 < BWD_TILE ? N - n0 : BWD_TILE;
+        for (int64_t r = 0; r < nn; r++) dg_weight_get_row(w, n0 + r, tile + r * K);
+        dg_sgemm_nn(M, K, nn, dy + n0, lddy, tile, K, dx, lddx,
+                    (n0 == 0 && !accumulate) ? 0.0f : 1.0f);
+    }
+    free(tile);
+    return DEG_OK;
+}

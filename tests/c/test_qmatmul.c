@@ -1,0 +1,278 @@
+/* Typed-weight products (lib/tensor/weight.h, qdot.h) for every weight
+ * dtype: the dispatched kernel (AVX2 / AVX-512 VNNI where the CPU has them)
+ * bitwise equal to the portable scalar reference, including odd shapes and
+ * block tails; a row's result bitwise the same alone, batched (1..16, 100
+ * rows) and at 1..3 threads; accuracy against a double product of the
+ * dequantized weights within the bound qdot.h derives; the backward
+ * dX = dY . W against a double reference; row maps. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "deg.h"
+#include "tensor/qdot.h"
+#include "tensor/weight.h"
+
+static uint64_t rng_state;
+static uint64_t rnd(void)
+{
+    uint64_t s = rng_state;
+    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+    return rng_state = s;
+}
+static float frand(void) { return (float)((double)(rnd() >> 11) / 9007199254740992.0 - 0.5); }
+
+static void put_f16(uint8_t *p, float v)
+{
+    uint16_t h = dg_f32_to_f16(v);
+    memcpy(p, &h, 2);
+}
+
+/* Random but valid blocks of dtype t for rows x cols (scales small, positive). */
+static uint8_t *make_weight(dg_dtype t, int64_t rows, int64_t cols, dg_weight *w)
+{
+    int ok;
+    size_t rb = dg_dtype_row_bytes(t, cols, &ok);
+    cr_assert(ok);
+    uint8_t *d = malloc(rb * (size_t)rows);
+    for (size_t i = 0; i < rb * (size_t)rows; i++) d[i] = (uint8_t)rnd();
+    int64_t be = dg_dtype_block_elems(t), nb = rows * cols / be;
+    size_t bb = dg_dtype_block_bytes(t);
+    for (int64_t b = 0; b < nb; b++) {
+        uint8_t *p = d + (size_t)b * bb;
+        float sc = 0.001f + 0.02f * (frand() + 0.5f);
+        switch (t) {
+        case DG_Q8_0: case DG_Q4_0: put_f16(p, sc); break;
+        case DG_Q4_1: put_f16(p, sc); put_f16(p + 2, -8.0f * sc * (frand() + 0.5f)); break;
+        case DG_Q4_K: put_f16(p, sc / 16); put_f16(p + 2, sc / 32); break;
+        case DG_Q6_K: put_f16(p + 208, sc / 64); break;
+        case DG_F16: put_f16(p, frand() * 0.2f); break;
+        case DG_BF16: { uint16_t h = dg_f32_to_bf16(frand() * 0.2f); memcpy(p, &h, 2); break; }
+        default: break;
+        }
+    }
+    *w = (dg_weight){.dtype = t, .rows = rows, .cols = cols, .data = d, .row_bytes = rb};
+    return d;
+}
+
+static const dg_dtype all_types[] = {DG_Q4_0, DG_Q4_1, DG_Q8_0, DG_Q4_K, DG_Q6_K, DG_F16, DG_BF16};
+#define N_TYPES (sizeof all_types / sizeof all_types[0])
+
+static void fill_x(float *x, size_t n, float scale)
+{
+    for (size_t i = 0; i < n; i++) x[i] = frand() * scale;
+    if (n > 5) x[3] = 0.0f; /* zeros and an all-zero block below */
+}
+
+static int64_t cols_for(dg_dtype t, int i)
+{
+    static const int64_t small[] = {32, 96, 256, 288, 544, 576};
+    static const int64_t kq[] = {256, 768, 2304};
+    if (t == DG_Q4_K || t == DG_Q6_K) return kq[i % 3];
+    if (t == DG_F16 || t == DG_BF16) return small[i % 6] + (i % 2 ? 5 : 0); /* tails */
+    return small[i % 6];
+}
+
+Test(qmatmul, kernel_bitwise_equals_scalar_reference)
+{
+    cr_log_info("quantized kernel: %s", dg_qdot_kernel());
+    rng_state = 0x1234567;
+    for (size_t ti = 0; ti < N_TYPES; ti++)
+        for (int ci = 0; ci < 6; ci++) {
+            dg_dtype t = all_types[ti];
+            int64_t K = cols_for(t, ci), N = 1 + ci * 7, M = 1 + ci;
+            dg_weight w;
+            uint8_t *data = make_weight(t, N, K, &w);
+            float *x = malloc(sizeof(float) * (size_t)(M * K)), *y = malloc(sizeof(float) * (size_t)(M * N));
+            fill_x(x, (size_t)(M * K), 4.0f);
+            if (K >= 64) memset(x + 32, 0, 32 * sizeof(float));
+            dg_weight_matmul(&w, M, x, K, y, N);
+            int64_t nb = K / 32;
+            int8_t *q = malloc((size_t)K);
+            float *d = malloc(sizeof(float) * (size_t)(nb + 1));
+            int32_t *s = malloc(sizeof(int32_t) * (size_t)(nb + 1));
+            dg_q8_row r = {q, d, s, nb};
+            for (int64_t m = 0; m < M; m++) {
+                int quant = dg_dtype_is_quantized(t);
+                if (quant) dg_q8_quantize(x + m * K, &r);
+                for (int64_t n = 0; n < N; n++) {
+                    const uint8_t *wr = dg_weight_row_data(&w, n);
+                    float e = quant ? dg_qdot_scalar(t, wr, &r) : dg_hdot_scalar(t, wr, x + m * K, K);
+                    cr_assert(memcmp(&e, &y[m * N + n], 4) == 0,
+                              "%s K=%lld row %lld col %lld: kernel %.9g vs scalar %.9g",
+                              dg_dtype_name(t), (long long)K, (long long)m, (long long)n,
+                              (double)y[m * N + n], (double)e);
+                }
+            }
+            free(q), free(d), free(s), free(x), free(y), free(data);
+        }
+}
+
+/* Every row computed alone, in batches of 1..16 and 100 (> the 64-row
+ * quantization chunk), at 1, 2 and 3 threads: bitwise the same. */
+Test(qmatmul, rows_bitwise_invariant_to_batch_and_threads)
+{
+    rng_state = 0xBEEF;
+    const int64_t M = 100;
+    for (size_t ti = 0; ti < N_TYPES; ti++) {
+        dg_dtype t = all_types[ti];
+        int64_t K = cols_for(t, 5), N = 67;
+        dg_weight w;
+        uint8_t *data = make_weight(t, N, K, &w);
+        float *x = malloc(sizeof(float) * (size_t)(M * K));
+        float *alone = malloc(sizeof(float) * (size_t)(M * N)), *y = malloc(sizeof(float) * (size_t)(M * N));
+        fill_x(x, (size_t)(M * K), 3.0f);
+        deg_set_num_threads(1);
+        for (int64_t m = 0; m < M; m++) dg_weight_matmul(&w, 1, x + m * K, K, alone + m * N, N);
+        for (int threads = 1; threads <= 3; threads++) {
+            deg_set_num_threads(threads);
+            for (int64_t bs = 1; bs <= 17; bs++) {
+                int64_t b = bs == 17 ? M : bs;
+                for (int64_t m0 = 0; m0 < M; m0 += b) {
+                    int64_t mb = M - m0 < b ? M - m0 : b;
+                    dg_weight_matmul(&w, mb, x + m0 * K, K, y + m0 * N, N);
+                }
+                cr_assert(memcmp(y, alone, sizeof(float) * (size_t)(M * N)) == 0,
+                          "%s: batch %lld, %d threads differs from rows alone", dg_dtype_name(t),
+                          (long long)b, threads);
+            }
+        }
+        deg_set_num_threads(0);
+        free(x), free(alone), free(y), free(data);
+    }
+}
+
+/* Against the double product of the dequantized weights with the exact x:
+ * within sum_b d_b/2 * sum_{i in b} |w_i| (activation rounding, qdot.h)
+ * plus 1e-5 * sum |w_i x_i| (f32 arithmetic). Not looser: a kernel that
+ * skipped a block or misread a nibble breaks it. */
+Test(qmatmul, accuracy_within_the_activation_rounding_bound)
+{
+    rng_state = 0xACC;
+    for (size_t ti = 0; ti < N_TYPES; ti++)
+        for (int ci = 0; ci < 6; ci++) {
+            dg_dtype t = all_types[ti];
+            int64_t K = cols_for(t, ci), N = 9, M = 3;
+            dg_weight w;
+            uint8_t *data = make_weight(t, N, K, &w);
+            float *x = malloc(sizeof(float) * (size_t)(M * K)), *y = malloc(sizeof(float) * (size_t)(M * N));
+            float *wf = malloc(sizeof(float) * (size_t)K);
+            fill_x(x, (size_t)(M * K), 2.0f);
+            dg_weight_matmul(&w, M, x, K, y, N);
+            double worst = 0.0;
+            for (int64_t n = 0; n < N; n++) {
+                dg_weight_get_row(&w, n, wf);
+                for (int64_t m = 0; m < M; m++) {
+                    const float *xr = x + m * K;
+                    double ref = 0.0, absprod = 0.0, bound = 0.0;
+                    for (int64_t i = 0; i < K; i++) {
+                        ref += (double)wf[i] * xr[i];
+                        absprod += fabs((double)wf[i] * xr[i]);
+                    }
+                    if (dg_dtype_is_quantized(t))
+                        for (int64_t b = 0; b < K / 32; b++) {
+                            double amax = 0.0, wsum = 0.0;
+                            for (int i = 0; i < 32; i++) {
+                                amax = fmax(amax, fabs(xr[b * 32 + i]));
+                                wsum += fabs(wf[b * 32 + i]);
+                            }
+                            bound += (double)(float)(amax / 127.0) / 2.0 * wsum;
+                        }
+                    bound += 1e-5 * absprod + 1e-30;
+                    double err = fabs((double)y[m * N + n] - ref);
+                    cr_assert(err <= bound, "%s K=%lld: |%.9g - %.9g| = %.3g > bound %.3g",
+                              dg_dtype_name(t), (long long)K, (double)y[m * N + n], ref, err, bound);
+                    if (err / bound > worst) worst = err / bound;
+                }
+            }
+            free(x), free(y), free(wf), free(data);
+        }
+}
+
+/* dX = dY . W: against a double reference (f32 rounding of sums over rows),
+ * accumulate adds, and a row's dX is bitwise the same alone or batched. */
+Test(qmatmul, backward_x_matches_reference_and_is_row_invariant)
+{
+    rng_state = 0xBAC;
+    for (size_t ti = 0; ti < N_TYPES; ti++) {
+        dg_dtype t = all_types[ti];
+        int64_t K = cols_for(t, 2), N = 130, M = 7; /* N: two full 64-row tiles and a tail */
+        dg_weight w;
+        uint8_t *data = make_weight(t, N, K, &w);
+        float *dy = malloc(sizeof(float) * (size_t)(M * N)), *dx = malloc(sizeof(float) * (size_t)(M * K));
+        float *dx1 = malloc(sizeof(float) * (size_t)K), *wf = malloc(sizeof(float) * (size_t)(N * K));
+        fill_x(dy, (size_t)(M * N), 1.0f);
+        for (int64_t n = 0; n < N; n++) dg_weight_get_row(&w, n, wf + n * K);
+        cr_assert_eq(dg_weight_backward_x(&w, M, dy, N, dx, K, 0), DEG_OK);
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t k = 0; k < K; k++) {
+                double ref = 0.0, mag = 0.0;
+                for (int64_t n = 0; n < N; n++) {
+                    ref += (double)dy[m * N + n] * wf[n * K + k];
+                    mag += fabs((double)dy[m * N + n] * wf[n * K + k]);
+                }
+                cr_assert(fabs(dx[m * K + k] - ref) <= 1e-5 * mag + 1e-30, "%s dx[%lld][%lld]",
+                          dg_dtype_name(t), (long long)m, (long long)k);
+            }
+        for (int64_t m = 0; m < M; m++) {
+            cr_assert_eq(dg_weight_backward_x(&w, 1, dy + m * N, N, dx1, K, 0), DEG_OK);
+            cr_assert(memcmp(dx1, dx + m * K, sizeof(float) * (size_t)K) == 0,
+                      "%s: row %lld alone differs", dg_dtype_name(t), (long long)m);
+            float before = dx1[0];
+            cr_assert_eq(dg_weight_backward_x(&w, 1, dy + m * N, N, dx1, K, 1), DEG_OK);
+            cr_assert_float_eq(dx1[0], before * 2.0f, 1e-5f * fabsf(before) + 1e-30f);
+        }
+        free(dy), free(dx), free(dx1), free(wf), free(data);
+    }
+}
+
+/* A row map (llama.cpp's q/k head interleave undone without copying):
+ * products, rows and the backward read logical row r from stored row map[r]. */
+Test(qmatmul, row_map_reorders_rows)
+{
+    rng_state = 0x3A9;
+    int64_t N = 8, K = 64;
+    dg_weight w;
+    uint8_t *data = make_weight(DG_Q4_1, N, K, &w);
+    dg_weight wm = w;
+    int32_t map[8] = {0, 2, 4, 6, 1, 3, 5, 7};
+    wm.row_map = map;
+    float x[64], y[8], ym[8], r0[64], r1[64];
+    fill_x(x, 64, 1.0f);
+    dg_weight_matmul(&w, 1, x, K, y, N);
+    dg_weight_matmul(&wm, 1, x, K, ym, N);
+    for (int n = 0; n < 8; n++) cr_assert(memcmp(&ym[n], &y[map[n]], 4) == 0);
+    dg_weight_get_row(&wm, 1, r0);
+    dg_weight_get_row(&w, 2, r1);
+    cr_assert(memcmp(r0, r1, sizeof r0) == 0);
+    free(data);
+}
+
+/* The 8-bit activation rows: q in [-127, 127], d = max|x| / 127, block sums,
+ * reconstruction within d / 2. */
+Test(qmatmul, activation_quantization)
+{
+    rng_state = 0x51;
+    float x[96];
+    fill_x(x, 96, 10.0f);
+    memset(x + 32, 0, 32 * sizeof(float));
+    int8_t q[96];
+    float d[3];
+    int32_t s[3];
+    dg_q8_row r = {q, d, s, 3};
+    dg_q8_quantize(x, &r);
+    cr_assert_eq(d[1], 0.0f);
+    for (int b = 0; b < 3; b++) {
+        float amax = 0.0f;
+        int32_t sum = 0;
+        for (int i = 0; i < 32; i++) amax = fmaxf(amax, fabsf(x[b * 32 + i]));
+        cr_assert_eq(d[b], amax / 127.0f);
+        for (int i = 0; i < 32; i++) {
+            cr_assert(q[b * 32 + i] >= -127 && q[b * 32 + i] <= 127);
+            cr_assert(fabsf((float)q[b * 32 + i] * d[b] - x[b * 32 + i]) <= d[b] * 0.5001f);
+            sum += q[b * 32 + i];
+        }
+        cr_assert_eq(s[b], sum);
+    }
+}
