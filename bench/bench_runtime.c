@@ -260,12 +260,15 @@ int main(int argc, char **argv)
     CHECK("model_get_info", deg_model_get_info(m, &mi));
     int32_t *ids = make_prompt(&mi, (size_t)P);
     /* Resident after load with every weight touched once (a 1-token
-     * forward: its KV cache and scratch are a few KiB). */
+     * forward with its logits: its KV cache and scratch are a few KiB). */
     double load_rss_mib;
     {
         deg_trunk *t1;
         CHECK("trunk_new", deg_trunk_new(m, &t1));
-        CHECK("trunk_prefill", deg_trunk_prefill(t1, ids, 1, NULL, NULL));
+        float *lg = malloc(sizeof(float) * (size_t)mi.n_vocab); /* LM head reads every row */
+        if (!lg) die("logits", DEG_ERR_NOMEM);
+        CHECK("trunk_prefill", deg_trunk_prefill(t1, ids, 1, NULL, lg));
+        free(lg);
         load_rss_mib = rss_now_mib() - rss0;
         deg_trunk_free(t1);
     }
