@@ -552,7 +552,8 @@ DEG_API int deg_acceptor_eos_ok(deg_acceptor *acc, const char *text, size_t len)
  *    "score", "noul", "extract", "count": temperature}, "array_mode": "index" |
  *    "anchor", "anchor_min_tokens", "chat_layout": "chatml" | "qwen3" | "none",
  *    "key_prior": null | {"exact": x, "partial": y} (optional; see below),
- *    "span_single_line": bool (optional, default false)};
+ *    "span_single_line": bool (optional, default false),
+ *    optional "lora": LoRA adapters of the fork rows, see lora.h};
  *  - heads.safetensors: the fp32 heads of §12.3 (names and shapes in
  *    lib/deg/fill.h).
  * The backbone is referenced by file name + SHA-256 (of the GGUF file, or of

@@ -127,6 +127,35 @@ DEG_API deg_status deg_lora_tape_backward(deg_lora_tape *tape, size_t n_grads,
                                           const size_t *rows, const size_t *pos,
                                           const float *dhidden, float *grad, size_t n_grad);
 
+/* ------------------------------------------------------- checkpoints */
+
+/* A fill checkpoint (deg.h deg_ckpt) may carry adapters: deg.json["lora"]
+ * {"rank", "alpha", "targets": ["q", ...], "adapters": [names], "selector",
+ * "context": "base", "file": "adapters.safetensors"} and adapters.safetensors
+ * with, per adapter name, layer il and target t, "<name>.layers.<il>.<t>.lora_A"
+ * F32 [rank, in] and ".lora_B" F32 [out, rank]. deg_fill then runs each fork
+ * row with the adapter its kind selects (§12.7): selector "kind" (adapters
+ * "decide", "extract"): choice/score/noul rows -> "decide", extract, count
+ * and anchor rows -> "extract"; selector "shared" (one adapter "shared"):
+ * every such row. The context trunk and x-generate rows always run the base
+ * model. A checkpoint without "lora" runs exactly as before (bitwise). */
+#define DEG_LORA_SELECT_KIND 0
+#define DEG_LORA_SELECT_SHARED 1
+
+/* Give ckpt fresh adapters (B = 0: fill output is unchanged until they are
+ * trained) with params' rank, alpha, targets and seed; n_adapters is set by
+ * the selector (2 for KIND, 1 for SHARED). Replaces adapters it had. Saved by
+ * deg_ckpt_save. Errors: as deg_lora_new, DEG_ERR_ARG (selector). */
+DEG_API deg_status deg_ckpt_add_lora(deg_ckpt *ckpt, const deg_lora_params *params,
+                                     int32_t selector);
+/* The checkpoint's adapters (borrowed, valid until deg_ckpt_free or the next
+ * deg_ckpt_add_lora; their parameters may be set), or NULL. */
+DEG_API deg_lora *deg_ckpt_get_lora(deg_ckpt *ckpt);
+/* The adapter index the checkpoint's selector gives rows of a head kind
+ * (DEG_HEAD_* of deg.h), or -1 (no adapters, or a kind the selector leaves
+ * on the base model). */
+DEG_API int32_t deg_ckpt_lora_adapter(const deg_ckpt *ckpt, int32_t head_kind);
+
 #ifdef __cplusplus
 }
 #endif

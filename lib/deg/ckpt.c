@@ -226,6 +226,7 @@ void deg_ckpt_free(deg_ckpt *k)
 {
     if (!k) return;
     if (k->own_model) deg_model_free(k->model);
+    deg_lora_free(k->lora);
     free(k->store);
     free(k->array_mode);
     free(k->chat_layout);
@@ -270,17 +271,18 @@ static const char *model_chat_layout(const deg_model *m)
     return strcmp(info.chat_layout, "qwen3") == 0 ? "qwen3" : "chatml";
 }
 
-/* Write heads.safetensors (the store, tensors in TABLE layout) then deg.json
- * (meta) into dir, each atomically (temporary file + rename: a reader sees the
- * old or the new file, never a partial one). */
+/* Write heads.safetensors (the store, tensors in TABLE layout), the adapters
+ * of k (if any: adapters.safetensors, meta["lora"]), then deg.json (meta) into
+ * dir, each atomically (temporary file + rename: a reader sees the old or the
+ * new file, never a partial one). */
 static deg_status write_files(const float *store, const size_t *off, int E, json_t *meta,
-                              const char *dir)
+                              const char *dir, const dg_ckpt *k)
 {
     char *jpath = path_join(dir, "deg.json"), *spath = path_join(dir, "heads.safetensors");
-    char *text = json_dumps(meta, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    char *text = NULL;
     dg_st_writer *w = NULL;
     deg_status st = DEG_OK;
-    if (!jpath || !spath || !text) {
+    if (!jpath || !spath) {
         st = dg_fail(DEG_ERR_NOMEM, "checkpoint write: out of memory");
         goto done;
     }
@@ -298,6 +300,11 @@ static deg_status write_files(const float *store, const size_t *off, int E, json
     }
     if (st == DEG_OK) st = dg_st_writer_meta(w, "format", DG_CKPT_FORMAT);
     if (st == DEG_OK) st = dg_st_writer_commit(w, spath);
+    if (st == DEG_OK && k) st = dg_ckpt_lora_save(k, meta, dir);
+    if (st == DEG_OK) {
+        text = json_dumps(meta, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        if (!text) st = dg_fail(DEG_ERR_NOMEM, "checkpoint write: out of memory");
+    }
     if (st == DEG_OK) {
         dg_chunk c[2] = {{text, strlen(text)}, {"\n", 1}};
         st = dg_write_atomic(jpath, c, 2);
@@ -363,7 +370,7 @@ deg_status deg_ckpt_create_random(const char *model_path, uint64_t seed, const c
         st = dg_fail(DEG_ERR_NOMEM, "deg_ckpt_create_random: out of memory");
         goto done;
     }
-    st = write_files(k.store, off, info.n_embd, meta, dir);
+    st = write_files(k.store, off, info.n_embd, meta, dir, NULL);
 done:
     json_decref(meta);
     free(fname);
@@ -582,6 +589,7 @@ deg_status deg_ckpt_open(const char *dir, const deg_ckpt_params *params, deg_ckp
     k->null_margin = P.has_null_margin ? P.null_margin : 0.0;
     k->eos_id = info.eos_id;
     k->stop_id = -1;
+    if ((st = dg_ckpt_lora_load(k, meta, dir, jpath)) != DEG_OK) goto fail;
     if (strcmp(k->chat_layout ? k->chat_layout : "none", "none") != 0)
         k->stop_id = dg_tokenizer_find(dg_model_tokenizer(k->model), "<|im_end|>", 10);
     if (!k->array_mode || !k->chat_layout || !k->backbone_file || !k->backbone_sha256 ||
@@ -664,7 +672,7 @@ deg_status deg_ckpt_set_calibration(deg_ckpt *ckpt, const double *temps)
 
 static const char *const RESERVED[] = {"format", "backbone", "head_dim", "heads", "calibration",
                                        "array_mode", "anchor_min_tokens", "chat_layout",
-                                       "key_prior", "span_single_line"};
+                                       "key_prior", "span_single_line", "lora"};
 
 deg_status deg_ckpt_save(const deg_ckpt *ckpt, const char *dir, const char *extra_json,
                          unsigned flags)
@@ -729,7 +737,7 @@ deg_status deg_ckpt_save(const deg_ckpt *ckpt, const char *dir, const char *extr
     if (!meta) st = dg_fail(DEG_ERR_NOMEM, "deg_ckpt_save: out of memory");
     else {
         if (extra) json_object_update(meta, extra);
-        st = write_files(ckpt->store, off, ckpt->h.E, meta, dir);
+        st = write_files(ckpt->store, off, ckpt->h.E, meta, dir, ckpt);
     }
     json_decref(meta);
     json_decref(extra);

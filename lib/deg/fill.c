@@ -711,8 +711,19 @@ static size_t fork_token_bytes(const deg_model *m)
            2 * (size_t)m->hp.n_embd * sizeof(float) + 1024;
 }
 
-/* Run jobs [0, n) as rows of batches sized from the memory budget; keep the
- * marked hidden rows. */
+/* The head kind a job's fork row serves, for the adapter selector (§12.7). */
+static int32_t job_head_kind(const freq *reqs, const job *j)
+{
+    if (j->kind == JOB_GEN) return -1; /* x-generate rows: the base model */
+    if (j->kind == JOB_COUNT) return DEG_HEAD_COUNT;
+    if (j->kind == JOB_ANCHOR) return DEG_HEAD_ANCHOR;
+    const freq *r = &reqs[j->req];
+    dg_mode mode = r->plan->fields[r->leaves[j->target].field].mode;
+    return dg_mode_is_decide(mode) ? DEG_HEAD_CHOICE : DEG_HEAD_EXTRACT;
+}
+
+/* Run jobs [0, n) as rows of batches sized from the memory budget, each row
+ * with the adapter its kind selects; keep the marked hidden rows. */
 static deg_status run_jobs(const dg_ckpt *k, freq *reqs, job *J, size_t n)
 {
     const deg_model *m = k->model;
@@ -734,6 +745,9 @@ static deg_status run_jobs(const dg_ckpt *k, freq *reqs, job *J, size_t n)
         for (size_t q = 0; q < nb && st == DEG_OK; q++) {
             job *j = &J[i + q];
             st = deg_fork_new(reqs[j->req].trunk, &forks[q]);
+            if (st == DEG_OK && k->lora)
+                st = deg_fork_set_adapter(forks[q], k->lora,
+                                          deg_ckpt_lora_adapter(k, job_head_kind(reqs, j)));
             ids[q] = j->ids.p;
             ns[q] = j->ids.n;
         }

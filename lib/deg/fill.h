@@ -24,8 +24,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "deg.h"
 #include "deg/keyprior.h"
+#include "lora.h"
 
 #define DG_HEAD_DIM 256
 #define DG_COUNT_MAX 64
@@ -74,6 +77,8 @@ struct deg_ckpt {
     int span_single_line;     /* deg.json "span_single_line": plain spans within one line */
     int debug_raw;            /* meta gets "raw": sha256 of the field's raw head outputs */
     int32_t stop_id, eos_id;  /* generate stops: <|im_end|> (chat layouts) and EOS; -1 = none */
+    deg_lora *lora;           /* adapters of the fork rows (§12.7) or NULL (ckpt_lora.c) */
+    int32_t lora_selector;    /* DEG_LORA_SELECT_* */
 };
 typedef struct deg_ckpt dg_ckpt;
 
@@ -81,6 +86,16 @@ typedef struct deg_ckpt dg_ckpt;
  * hash of "name\0sha256(file)\n" over config.json then the *.safetensors
  * files in name order. Errors: DEG_ERR_IO. */
 deg_status dg_backbone_sha256(const char *path, char out[65]);
+
+/* ---- adapters (ckpt_lora.c) --------------------------------------------- */
+
+/* Read deg.json["lora"] (if any) and dir/adapters.safetensors into k->lora.
+ * Errors: DEG_ERR_FORMAT (bad "lora" entry, missing tensor), DEG_ERR_MISMATCH
+ * (shape), DEG_ERR_NUMERIC (NaN/Inf), DEG_ERR_IO, DEG_ERR_NOMEM. */
+deg_status dg_ckpt_lora_load(dg_ckpt *k, json_t *meta, const char *dir, const char *jpath);
+/* With adapters: write dir/adapters.safetensors (atomically) and set
+ * meta["lora"]; without: nothing. */
+deg_status dg_ckpt_lora_save(const dg_ckpt *k, json_t *meta, const char *dir);
 
 /* ---- heads (heads.c) ---------------------------------------------------- */
 
