@@ -904,6 +904,18 @@ typedef struct deg_train_example {
 DEG_API deg_status deg_train_loss_grad(const deg_ckpt *ckpt, const deg_train_example *ex,
                                        size_t n, const double *weights, float *grad,
                                        size_t n_grad, double *losses, double *total);
+/* As deg_train_loss_grad, and also d total / d the fork hidden states each
+ * example reads (what deg_lora_tape_backward of lora.h takes): d_answer[i]
+ * [E] w.r.t. ex[i].answer, and for CHOICE/SCORE d_rows[i] [n_rows, E] w.r.t.
+ * the option/level line rows (EXTRACT/ANCHOR rows are the context trunk's
+ * hidden states: frozen, no gradient, d_rows[i] untouched). Overwritten, in
+ * the weighted units of total. d_answer / d_rows (or an entry) may be NULL:
+ * not wanted. Same errors as deg_train_loss_grad. */
+DEG_API deg_status deg_train_loss_grad_hidden(const deg_ckpt *ckpt,
+                                              const deg_train_example *ex, size_t n,
+                                              const double *weights, float *grad,
+                                              size_t n_grad, double *losses, double *total,
+                                              float *const *d_answer, float *const *d_rows);
 
 /* Raw logits (temperature 1) of one example's head: CHOICE/SCORE [n_rows];
  * NOUL [2] = {w.a + b, 0}; EXTRACT, EXTRACT_ANCHORED (bias included) [2,

@@ -26,8 +26,9 @@
  *
  * Training (deg_lora_tape_*): fork rows over a frozen trunk are run forward
  * with their adapters, keeping what the backward needs; the caller computes
- * its loss on the rows' final-norm hidden states (e.g. deg_train_loss_grad's
- * head losses) and hands back dL/dhidden at chosen rows; the backward runs
+ * its loss on the rows' final-norm hidden states (e.g. the head losses of
+ * deg_train_loss_grad_hidden, deg.h, which also gives dL/dhidden at the
+ * ANSWER: and option rows) and hands back dL/dhidden at chosen rows; the backward runs
  * through the same layer code as inference and accumulates dL/dA, dL/dB into
  * a gradient array in the flat layout. No gradient flows into the trunk or
  * the base weights.

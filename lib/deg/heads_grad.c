@@ -20,6 +20,14 @@ static void log_softmax(const float *l, size_t n, double *lp)
     for (size_t i = 0; i < n; i++) lp[i] = (double)l[i] - lz;
 }
 
+/* d[E] += W[D, E]^T x[D] (when d != NULL; r: [E] scratch) */
+static void add_proj_t(float *d, const float *W, int D, int E, const float *x, float *r)
+{
+    if (!d) return;
+    dg_head_proj_t(W, D, E, x, r);
+    for (int e = 0; e < E; e++) d[e] += r[e];
+}
+
 /* G[D, E] += x[D] (outer) y[E] */
 static void outer_add(float *G, int D, int E, const float *x, const float *y)
 {
@@ -59,6 +67,18 @@ double dg_grad_pointer(const dg_heads *h, dg_heads_grad *g, int score, const flo
     outer_add(gk, D, E, q, v);
     for (int e = 0; e < E; e++) gu[e] += v[e];
     outer_add(gq, D, E, dq, a);
+    /* hidden states: da = Wq^T dq; do_i = g_i (Wk^T q/16 + u) */
+    add_proj_t(g->d_answer, Wq, D, E, dq, v);
+    if (g->d_rows) {
+        const float *u = score ? h->score_u : h->choice_u;
+        dg_head_proj_t(Wk, D, E, q, v);
+        for (int e = 0; e < E; e++) v[e] += u[e];
+        for (size_t i = 0; i < n; i++) {
+            float gi = (float)(exp(lp[i]) - t[i]);
+            float *d = g->d_rows + i * (size_t)E;
+            for (int e = 0; e < E; e++) d[e] += gi * v[e];
+        }
+    }
 done:
     free(l);
     free(lp);
@@ -78,6 +98,8 @@ double dg_grad_noul(const dg_heads *h, dg_heads_grad *g, const float *a, double 
     float gl = (float)(exp(lp[0]) - t_true);
     for (int e = 0; e < E; e++) g->noul_w[e] += gl * a[e];
     g->noul_b[0] += gl;
+    if (g->d_answer)
+        for (int e = 0; e < E; e++) g->d_answer[e] += gl * h->noul_w[e];
     return loss;
 }
 
@@ -130,6 +152,10 @@ static double grad_extract(const dg_heads *h, dg_heads_grad *g, const float *a, 
         float gn = (float)gr[nc];
         for (int e = 0; e < E; e++) g->ext_null_w[e] += gn * a[e];
         g->ext_null_b[0] += gn;
+        /* da = Q^T (K v) + gn null_w (the null logit is shared by start and end) */
+        add_proj_t(g->d_answer, w ? h->ext_qe : h->ext_qs, D, E, dq, v);
+        if (g->d_answer)
+            for (int e = 0; e < E; e++) g->d_answer[e] += gn * h->ext_null_w[e];
         if (anchored)
             for (size_t t = 0; t < nc; t++) {
                 int inside = t >= anchor && t < rend;
@@ -201,6 +227,7 @@ double dg_grad_anchor(const dg_heads *h, dg_heads_grad *g, const float *a, const
     outer_add(g->anchor_q, D, E, dq, a);
     for (int e = 0; e < E; e++) g->anchor_u[e] += v[e];
     g->anchor_b[0] += (float)gb;
+    add_proj_t(g->d_answer, h->anchor_q, D, E, dq, v); /* da = Q^T (K v / 16) */
 done:
     free(v);
     free(l);
@@ -223,6 +250,8 @@ double dg_grad_count(const dg_heads *h, dg_heads_grad *g, const float *x, int lo
         float *row = g->count_w + (size_t)c * E;
         for (int e = 0; e < E; e++) row[e] += gc * x[e];
         g->count_b[c] += gc;
+        if (g->d_answer)
+            for (int e = 0; e < E; e++) g->d_answer[e] += gc * h->count_w[(size_t)c * E + e];
     }
     return -lp[target - lo];
 }

@@ -1,7 +1,9 @@
 /* heads_grad.h - losses of deg contract §12.4 and their gradients with
  * respect to the fp32 heads of §12.3 (forward as in heads.c / fill.c), for
- * the frozen-backbone trainer (deg.train). The backbone is frozen, so no
- * gradient flows into the hidden states.
+ * the frozen-backbone trainer (deg.train), and optionally with respect to the
+ * fork hidden states the heads read (d_answer, d_rows: what the LoRA
+ * backward of include/lora.h takes; the context rows are the frozen trunk's
+ * and get none).
  *
  * Shapes (E = n_embd, D = DG_HEAD_DIM), Linear layout [out, in], fp32:
  *   a [E]        hidden state at ANSWER:
@@ -28,6 +30,10 @@ typedef struct dg_heads_grad {
     float *ext_qs, *ext_ks, *ext_qe, *ext_ke, *ext_null_w, *ext_null_b;
     float *count_w, *count_b;
     float *anchor_q, *anchor_k, *anchor_u, *anchor_b, *anchor_bias;
+    /* Optional (NULL = not wanted), added into: d_answer [E] the gradient
+     * w.r.t. a (every kind; x for count), d_rows [n, E] w.r.t. the option
+     * rows opts (pointer heads only). */
+    float *d_answer, *d_rows;
 } dg_heads_grad;
 
 /* decide (choice / score pointer head): KL(t || softmax(l)) with

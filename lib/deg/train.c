@@ -164,9 +164,26 @@ static double example_loss(const dg_ckpt *k, dg_heads_grad *g, const deg_train_e
     }
 }
 
-deg_status deg_train_loss_grad(const deg_ckpt *ckpt, const deg_train_example *ex, size_t n,
-                               const double *weights, float *grad, size_t n_grad,
-                               double *losses, double *total)
+/* Example i's loss into ls[i] with its hidden-state gradients (if wanted)
+ * zeroed, accumulated and scaled by its weight w. */
+static void one_example(const dg_ckpt *k, const dg_heads_grad *g, const deg_train_example *x,
+                        float *da, float *dr, float w, double *ls)
+{
+    dg_heads_grad gi = *g;
+    size_t E = (size_t)k->h.E;
+    int pointer = x->kind == DEG_HEAD_CHOICE || x->kind == DEG_HEAD_SCORE;
+    gi.d_answer = da;
+    gi.d_rows = pointer ? dr : NULL;
+    if (da) memset(da, 0, E * sizeof *da);
+    if (gi.d_rows) memset(dr, 0, x->n_rows * E * sizeof *dr);
+    *ls = example_loss(k, &gi, x);
+    for (size_t e = 0; da && e < E; e++) da[e] *= w;
+    for (size_t e = 0; gi.d_rows && e < x->n_rows * E; e++) dr[e] *= w;
+}
+
+static deg_status loss_grad(const deg_ckpt *ckpt, const deg_train_example *ex, size_t n,
+                            const double *weights, float *grad, size_t n_grad, double *losses,
+                            double *total, float *const *d_answer, float *const *d_rows)
 {
     if (!ckpt || (n && !ex) || !weights || !grad || !total)
         return dg_fail(DEG_ERR_ARG, "deg_train_loss_grad: NULL argument");
@@ -200,17 +217,20 @@ deg_status deg_train_loss_grad(const deg_ckpt *ckpt, const deg_train_example *ex
      * each over its examples in order, so the bits do not depend on threads. */
 #pragma omp parallel for schedule(dynamic, 1)
     for (int grp = 0; grp < GR_N; grp++) {
+        float w = grp < n_w ? (float)weights[grp] : 0.0f; /* no anchor example: no gradient */
         for (size_t i = 0; i < n; i++)
             if (group_of(ex[i].kind) == grp && ex[i].kind != DEG_HEAD_ANCHOR_COUNT)
-                ls[i] = example_loss(ckpt, &g, &ex[i]);
-        float w = grp < n_w ? (float)weights[grp] : 0.0f; /* no anchor example: no gradient */
+                one_example(ckpt, &g, &ex[i], d_answer ? d_answer[i] : NULL,
+                            d_rows ? d_rows[i] : NULL, (float)weights[slot_of(ex[i].kind)],
+                            &ls[i]);
         for (int r = 0; r < 2; r++)
             for (size_t p = range[grp][r][0]; p < range[grp][r][1]; p++) grad[p] *= w;
         if (grp == GR_COUNT && n_w > DEG_HEAD_ANCHOR_COUNT) {
             int any = 0;
             for (size_t i = 0; i < n; i++)
                 if (ex[i].kind == DEG_HEAD_ANCHOR_COUNT) {
-                    ls[i] = example_loss(ckpt, &gc, &ex[i]);
+                    one_example(ckpt, &gc, &ex[i], d_answer ? d_answer[i] : NULL, NULL,
+                                (float)weights[DEG_HEAD_ANCHOR_COUNT], &ls[i]);
                     any = 1;
                 }
             float wa = (float)weights[DEG_HEAD_ANCHOR_COUNT];
@@ -232,6 +252,21 @@ deg_status deg_train_loss_grad(const deg_ckpt *ckpt, const deg_train_example *ex
     free(ls);
     *total = t;
     return DEG_OK;
+}
+
+deg_status deg_train_loss_grad(const deg_ckpt *ckpt, const deg_train_example *ex, size_t n,
+                               const double *weights, float *grad, size_t n_grad,
+                               double *losses, double *total)
+{
+    return loss_grad(ckpt, ex, n, weights, grad, n_grad, losses, total, NULL, NULL);
+}
+
+deg_status deg_train_loss_grad_hidden(const deg_ckpt *ckpt, const deg_train_example *ex,
+                                      size_t n, const double *weights, float *grad,
+                                      size_t n_grad, double *losses, double *total,
+                                      float *const *d_answer, float *const *d_rows)
+{
+    return loss_grad(ckpt, ex, n, weights, grad, n_grad, losses, total, d_answer, d_rows);
 }
 
 deg_status deg_train_logits(const deg_ckpt *ckpt, const deg_train_example *ex, float *logits,

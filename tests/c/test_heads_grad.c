@@ -197,3 +197,40 @@ Test(heads_grad, deterministic)
     cr_assert(memcmp(first, G[XKS], SZ[XKS] * sizeof(float)) == 0);
     free(first);
 }
+
+/* d loss / d hidden (d_answer, and d_rows for the pointer heads) against
+ * central differences on A and OPTS, for every loss. */
+Test(heads_grad, hidden_gradients)
+{
+    static float da[NE], dr[NO * NE];
+    for (int which = 0; which <= 8; which++) {
+        for (int t = 0; t < NT; t++) memset(G[t], 0, SZ[t] * sizeof(float));
+        memset(da, 0, sizeof da);
+        memset(dr, 0, sizeof dr);
+        dg_heads_grad g = GR;
+        g.d_answer = da;
+        g.d_rows = which <= 1 ? dr : NULL;
+        double l0 = run_loss(which, &g);
+        cr_assert(isfinite(l0));
+        int checked = 0;
+        for (int arr = 0; arr < (which <= 1 ? 2 : 1); arr++) {
+            float *x = arr ? OPTS : A, *an = arr ? dr : da;
+            size_t n = arr ? (size_t)NO * NE : (size_t)NE;
+            for (size_t i = (size_t)which % 3; i < n; i += 3) {
+                float keep = x[i];
+                const float eps = 1e-2f;
+                x[i] = keep + eps;
+                double lp = loss_of(which);
+                x[i] = keep - eps;
+                double lm = loss_of(which);
+                x[i] = keep;
+                double num = (lp - lm) / (2.0 * eps);
+                cr_assert(fabs(num - an[i]) <= 2e-3 + 2e-2 * fabs(num),
+                          "loss %d %s[%zu]: analytic %g numeric %g", which,
+                          arr ? "rows" : "answer", i, (double)an[i], num);
+                checked++;
+            }
+        }
+        cr_assert(checked > 0);
+    }
+}

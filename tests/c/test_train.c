@@ -356,6 +356,72 @@ Test(train, loss_grad_matches_finite_differences)
     deg_ckpt_free(k);
 }
 
+/* d total / d hidden (deg_train_loss_grad_hidden) against central finite
+ * differences on coordinates of every example's answer row and the pointer
+ * heads' option rows, through copies of the features. */
+Test(train, hidden_grad_matches_finite_differences)
+{
+    deg_ckpt *k = make_ckpt(13);
+    batch b;
+    make_batch(k, &b);
+    size_t np = deg_ckpt_n_params(k), E = (size_t)b.f->n_embd;
+    float *g = malloc(np * sizeof *g), *g2 = malloc(np * sizeof *g2);
+    double w[DEG_HEAD_KINDS] = {1.0, 0.5, 2.0, 0.25, 0.5}, tot, tot2;
+    float *ans[16], *rows[16], *da[16], *dr[16];
+    for (size_t i = 0; i < b.n; i++) {
+        deg_train_example *x = &b.ex[i];
+        ans[i] = malloc(E * 4);
+        memcpy(ans[i], x->answer, E * 4);
+        x->answer = ans[i];
+        int ptr = x->kind == DEG_HEAD_CHOICE || x->kind == DEG_HEAD_SCORE;
+        rows[i] = ptr ? malloc(x->n_rows * E * 4) : NULL;
+        if (ptr) {
+            memcpy(rows[i], x->rows, x->n_rows * E * 4);
+            x->rows = rows[i];
+        }
+        da[i] = malloc(E * 4);
+        dr[i] = ptr ? malloc(x->n_rows * E * 4) : NULL;
+    }
+    cr_assert_eq(deg_train_loss_grad_hidden(k, b.ex, b.n, w, g, np, NULL, &tot, da, dr), DEG_OK,
+                 "%s", deg_errmsg());
+    cr_assert_eq(deg_train_loss_grad(k, b.ex, b.n, w, g2, np, NULL, &tot2), DEG_OK);
+    cr_assert(tot == tot2 && memcmp(g, g2, np * 4) == 0, "the hidden gradients changed the rest");
+    size_t checked = 0, kinds = 0;
+    for (size_t i = 0; i < b.n; i++) {
+        deg_train_example *x = &b.ex[i];
+        kinds |= (size_t)1 << x->kind;
+        size_t nr = rows[i] ? x->n_rows : 0;
+        for (size_t r = 0; r <= nr; r++) {
+            float *v = r == 0 ? ans[i] : rows[i] + (r - 1) * E;
+            float *an = r == 0 ? da[i] : dr[i] + (r - 1) * E;
+            for (size_t e = (i + r) % 7; e < E; e += E / 3) {
+                float keep = v[e];
+                double eps = 1e-2;
+                v[e] = keep + (float)eps;
+                deg_train_loss_grad(k, b.ex, b.n, w, g2, np, NULL, &tot2);
+                double lp = tot2;
+                v[e] = keep - (float)eps;
+                deg_train_loss_grad(k, b.ex, b.n, w, g2, np, NULL, &tot2);
+                double lm = tot2;
+                v[e] = keep;
+                double num = (lp - lm) / ((double)(keep + (float)eps) - (double)(keep - (float)eps));
+                cr_assert(fabs(num - an[e]) <= 2e-3 + 2e-2 * fabs(num),
+                          "example %zu (kind %d) row %zu dim %zu: numeric %.6g, analytic %.6g", i,
+                          x->kind, r, e, num, (double)an[e]);
+                checked++;
+            }
+        }
+    }
+    cr_log_info("hidden gradient: %zu coordinates checked, kinds mask 0x%zx", checked, kinds);
+    cr_assert(checked > 40);
+    cr_assert_eq(kinds & 0x1f, 0x1f, "every head kind covered (mask 0x%zx)", kinds);
+    for (size_t i = 0; i < b.n; i++) { free(ans[i]); free(rows[i]); free(da[i]); free(dr[i]); }
+    deg_features_free(b.f);
+    free(g);
+    free(g2);
+    deg_ckpt_free(k);
+}
+
 Test(train, save_load_round_trip)
 {
     deg_ckpt *k = make_ckpt(2);
