@@ -352,3 +352,23 @@ def test_anchor_array_mode_and_min_tokens(anchor_dataset):
     d, path = anchor_dataset
     assert main(["--data", path, "--init", str(out), "--model", TINY, "--out", str(d / "x"),
                  "--array-mode", "index", "--no-progress"]) == 2
+
+
+def test_init_with_lora_adapters_is_refused(anchor_dataset):
+    # features are the frozen base model's (cached by backbone): a start checkpoint
+    # carrying LoRA adapters (include/lora.h) is refused, not silently mixed
+    from deg._native import check, ffi, lib
+    from deg.train.engine import Heads
+    d, path = anchor_dataset
+    start = d / "with-lora"
+    deg.create_random_checkpoint(TINY, str(start), seed=1)
+    ck = deg.load(str(start), model_path=TINY)
+    prm = lib.deg_lora_default_params()
+    prm.rank = 2
+    check(lib.deg_ckpt_add_lora(ck._live(), ffi.new("deg_lora_params *", prm),
+                                lib.DEG_LORA_SELECT_KIND))
+    Heads(ck).save(str(start))
+    ck.close()
+    assert "lora" in json.loads((start / "deg.json").read_text())
+    assert main(["--data", path, "--init", str(start), "--model", TINY, "--out", str(d / "y"),
+                 "--no-progress"]) == 2

@@ -451,6 +451,13 @@ def _main(args, argv, comm):
     with open(os.path.join(start_dir, "deg.json")) as fh:
         meta = json.load(fh)
     sha = meta["backbone"]["sha256"]
+    if "lora" in meta:
+        # the features (and their cache, keyed by the backbone) are the frozen base
+        # model's; a checkpoint with adapters (include/lora.h) would run adapted forks
+        _log(f"deg.train: the start checkpoint {start_dir} carries LoRA adapters "
+             "(deg.json \"lora\"); deg.train trains heads over frozen-backbone features, "
+             "not adapters")
+        return 2
     for k, v in (("array_mode", args.array_mode), ("anchor_min_tokens", args.anchor_min_tokens)):
         if v is not None and meta.get(k) != v:
             _log(f"deg.train: --{k.replace('_', '-')} {v}: the start checkpoint {start_dir} "
