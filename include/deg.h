@@ -17,6 +17,13 @@
  *    with the named free function.
  *  - Threads: a deg_model is immutable after load and may be shared across
  *    threads. A trunk or fork is used by one thread at a time.
+ *  - Closing: a *_free must not run while any call on that handle (or on a
+ *    handle that depends on it: forks of a trunk, trunks of a model, ...)
+ *    runs in another thread; that is a use after free. To close a handle in
+ *    use, stop the call (a deg_cancel token, see "Work limits and
+ *    cancellation"), wait for it to return, then free. The Python binding
+ *    enforces this: close() while a call on the handle or a child runs
+ *    raises StateError and frees nothing.
  *  - Token ids are int32_t; lengths and counts are size_t; floats are IEEE
  *    binary32 (f32) unless stated otherwise.
  *
@@ -60,7 +67,11 @@ typedef enum deg_status {
     DEG_ERR_STATE = -11,      /* call not valid in the handle's current state */
     DEG_ERR_MISMATCH = -12,   /* artifact does not match the model */
     DEG_ERR_NUMERIC = -13,    /* NaN/Inf detected */
-    DEG_ERR_INTERNAL = -14    /* a bug in libdeg: please report */
+    DEG_ERR_INTERNAL = -14,   /* a bug in libdeg: please report */
+    DEG_ERR_CANCELLED = -15,  /* the call's deg_cancel token was set (another thread) */
+    DEG_ERR_LIMIT = -16       /* a work limit was reached: the deadline passed, or the
+                                 field / fork-token cap of a fill (deg_run_limits,
+                                 request options) would be exceeded */
 } deg_status;
 
 /* Message of the last failing call on this thread ("" if none). Borrowed:
@@ -96,6 +107,52 @@ DEG_API int deg_set_num_threads(int n);
 /* Free memory that libdeg allocated and handed to the caller (strings from
  * deg_chat_format, ...). NULL is accepted. */
 DEG_API void deg_free(void *ptr);
+
+/* ------------------------------------------------------------------------ */
+/* Work limits and cancellation                                             */
+/* ------------------------------------------------------------------------ */
+
+/* A cancel token: a flag one thread sets while another runs a call that was
+ * given the token (deg_fill_ex, deg_fill_many_ex, deg_forks_generate_ex,
+ * deg_generate_ex). The running call polls it between units of work: every
+ * layer of every forward pass (prefill chunks of at most 256 tokens, fork
+ * batches), between fill rounds and fork batches, and every decode step; once
+ * it sees the flag it frees what it made and returns DEG_ERR_CANCELLED
+ * ("cancelled during <phase>"). Latency = one unit of work: one layer of a
+ * 256-token pass (its attention grows with the context: about 1/30 of a pass
+ * on SmolLM2) or one decode step of the batch. A token may be shared by many calls and reused after
+ * deg_cancel_reset. deg_cancel_set / _reset / _is_set are thread-safe
+ * (atomic) and async-signal-safe. The token must outlive the calls using it. */
+typedef struct deg_cancel deg_cancel;
+DEG_API deg_status deg_cancel_new(deg_cancel **out);
+DEG_API void deg_cancel_free(deg_cancel *cancel);
+DEG_API void deg_cancel_set(deg_cancel *cancel);
+DEG_API void deg_cancel_reset(deg_cancel *cancel);
+DEG_API int deg_cancel_is_set(const deg_cancel *cancel);
+
+/* Limits of one call (params struct; start from deg_run_limits_default()).
+ * 0 = no limit in every field.
+ *  - deadline_ms: wall-clock budget from the call's start (CLOCK_MONOTONIC),
+ *    polled where the cancel token is; past it the call returns
+ *    DEG_ERR_LIMIT ("deadline of N ms passed during <phase>").
+ *  - max_fields (fill only): cap on instantiated fields of one request, i.e.
+ *    leaves created for every array item plus array instances (the work of a
+ *    fill grows with it: one fork per instantiated field). Exceeding it is
+ *    DEG_ERR_LIMIT before the forks run.
+ *  - max_fork_tokens (fill only): cap on the tokens one request feeds to
+ *    forks (every fork's prompt tokens plus generated tokens), checked before
+ *    each round / decode step runs: DEG_ERR_LIMIT.
+ * Fill requests may also set "deadline_ms", "max_fields", "max_fork_tokens"
+ * in their options (§9 extension); the tighter of the two applies. */
+typedef struct deg_run_limits {
+    deg_cancel *cancel;       /* borrowed; NULL = not cancellable */
+    int64_t deadline_ms;      /* >= 0 */
+    int64_t max_fields;       /* >= 0 */
+    int64_t max_fork_tokens;  /* >= 0 */
+} deg_run_limits;
+
+/* Defaults: no token, no deadline, no caps. */
+DEG_API deg_run_limits deg_run_limits_default(void);
 
 /* ------------------------------------------------------------------------ */
 /* Model                                                                    */
@@ -323,6 +380,21 @@ DEG_API deg_status deg_forks_generate(deg_fork *const *forks, size_t n_forks,
 DEG_API deg_status deg_generate(const deg_model *model, const int32_t *prompt, size_t n_prompt,
                                 const deg_sample_params *params, int32_t *out_ids,
                                 size_t cap, size_t *n_out, deg_gen_stats *stats);
+
+/* As deg_forks_generate / deg_generate, under limits (may be NULL = none):
+ * limits->cancel and ->deadline_ms are polled before every decode step and
+ * between the prefill passes of deg_generate_ex (max_fields and
+ * max_fork_tokens do not apply). A stopped call returns DEG_ERR_CANCELLED or
+ * DEG_ERR_LIMIT; n_out[i] / *n_out then count the ids produced so far (they
+ * are valid output of the unstopped run). */
+DEG_API deg_status deg_forks_generate_ex(deg_fork *const *forks, size_t n_forks,
+                                         const deg_sample_params *params,
+                                         int32_t *const *out_ids, size_t *n_out,
+                                         deg_gen_stats *stats, const deg_run_limits *limits);
+DEG_API deg_status deg_generate_ex(const deg_model *model, const int32_t *prompt,
+                                   size_t n_prompt, const deg_sample_params *params,
+                                   int32_t *out_ids, size_t cap, size_t *n_out,
+                                   deg_gen_stats *stats, const deg_run_limits *limits);
 
 /* ------------------------------------------------------------------------ */
 /* Schema fill: contract (schema compiler, fill plan, parsers, validator)   */
@@ -695,6 +767,24 @@ DEG_API deg_status deg_fill(deg_ckpt *ckpt, const char *request_json, size_t len
 DEG_API deg_status deg_fill_many(deg_ckpt *ckpt, size_t n, const char *const *requests,
                                  const size_t *lens, char **responses, char **errors,
                                  deg_status *statuses);
+
+/* deg_fill / deg_fill_many under work limits (deg_run_limits; NULL = none).
+ * deg_fill_many_ex takes one limits struct per request (limits may be NULL,
+ * and so may limits[i].cancel): a request that is cancelled or reaches a
+ * limit fails alone with DEG_ERR_CANCELLED / DEG_ERR_LIMIT (statuses[i],
+ * errors[i] = [{"loc": "", "msg": why}]) and its forks stop running; the
+ * others go on and their results are unchanged (bitwise, §10). The request's
+ * options "deadline_ms" / "max_fields" / "max_fork_tokens" (integers >= 1 or
+ * null) apply too, the tighter value winning. Checked: before the trunk
+ * prefill and between the layers of its 256-token passes, between fill
+ * rounds and fork batches (a batch whose requests have all stopped is cut
+ * at its next layer), before every generate decode step. */
+DEG_API deg_status deg_fill_ex(deg_ckpt *ckpt, const char *request_json, size_t len,
+                               const deg_run_limits *limits, char **response_json,
+                               char **errors_json);
+DEG_API deg_status deg_fill_many_ex(deg_ckpt *ckpt, size_t n, const char *const *requests,
+                                    const size_t *lens, const deg_run_limits *limits,
+                                    char **responses, char **errors, deg_status *statuses);
 
 /* ------------------------------------------------------------------------ */
 /* Training (deg.train, issue 6): features of the frozen backbone, head     */

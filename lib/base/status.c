@@ -62,6 +62,8 @@ const char *deg_status_name(deg_status status)
     case DEG_ERR_MISMATCH: return "DEG_ERR_MISMATCH";
     case DEG_ERR_NUMERIC: return "DEG_ERR_NUMERIC";
     case DEG_ERR_INTERNAL: return "DEG_ERR_INTERNAL";
+    case DEG_ERR_CANCELLED: return "DEG_ERR_CANCELLED";
+    case DEG_ERR_LIMIT: return "DEG_ERR_LIMIT";
     }
     return "DEG_ERR_UNKNOWN";
 }

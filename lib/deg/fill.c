@@ -38,6 +38,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "base/run.h"
 #include "base/status.h"
 #include "base/strbuf.h"
 #include "base/strmap.h"
@@ -48,6 +49,7 @@
 #include "deg/parse.h"
 #include "deg/plan.h"
 #include "deg/render.h"
+#include "deg/request.h"
 #include "deg/response.h"
 #include "deg/validate.h"
 #include "model/arch.h"
@@ -188,6 +190,9 @@ typedef struct freq {
     double t_prefill, t_forks, t_generate;
     size_t fork_rows, fork_tokens;
     const dg_trace_hooks *trace; /* training trace (dg_fill_trace), else NULL */
+    dg_limits lim;          /* work limits (deg_fill_many_ex + request options) */
+    size_t due;             /* fork tokens of the round about to run (max_fork_tokens) */
+    size_t gen_fed;         /* generate phase: prompt + decoded tokens fed to forks */
 } freq;
 
 static void set_fail(freq *r, deg_status st, const char *loc)
@@ -197,6 +202,48 @@ static void set_fail(freq *r, deg_status st, const char *loc)
     if (!r->errors) r->errors = json_array();
     json_array_append_new(r->errors, json_pack("{s:s, s:s}", "loc", loc ? loc : "",
                                                "msg", deg_errmsg()));
+}
+
+/* Work limits (base/run.h): a request that is cancelled, past its deadline
+ * or over a cap fails alone with DEG_ERR_CANCELLED / DEG_ERR_LIMIT. Returns 1
+ * if the request has stopped (for any reason). */
+static int stop_check(freq *r, const char *phase)
+{
+    if (r->st != DEG_OK) return 1;
+    deg_status st = dg_limits_check(&r->lim, phase);
+    size_t nf = r->n_leaves + r->n_insts;
+    if (st == DEG_OK && r->lim.max_fields && (int64_t)nf > r->lim.max_fields)
+        st = dg_fail(DEG_ERR_LIMIT, "max_fields %lld: the schema instantiates %zu fields "
+                     "(leaves of every item + array instances) during %s",
+                     (long long)r->lim.max_fields, nf, phase);
+    if (st == DEG_OK && r->lim.max_fork_tokens &&
+        (int64_t)(r->fork_tokens + r->gen_fed + r->due) > r->lim.max_fork_tokens)
+        st = dg_fail(DEG_ERR_LIMIT, "max_fork_tokens %lld: %zu fork tokens needed during %s",
+                     (long long)r->lim.max_fork_tokens, r->fork_tokens + r->gen_fed + r->due,
+                     phase);
+    if (st != DEG_OK) set_fail(r, st, "");
+    return st != DEG_OK;
+}
+
+/* Poll hook of one fork batch (dg_run_push): the batch stops between its
+ * passes once every request in it has stopped. */
+typedef struct batch_poll {
+    freq *reqs;
+    const job *J;
+    const size_t *sel;
+    size_t n;
+    int stopped;
+} batch_poll;
+
+static deg_status batch_poll_fn(void *ctx)
+{
+    batch_poll *b = ctx;
+    for (size_t q = 0; q < b->n; q++) {
+        freq *r = &b->reqs[b->J[b->sel[q]].req];
+        if (r->st == DEG_OK && !dg_limits_hit(&r->lim)) return DEG_OK;
+    }
+    b->stopped = 1;
+    return DEG_ERR_CANCELLED;
 }
 
 static int add_inst(freq *r, int array, int parent, size_t parent_item)
@@ -605,6 +652,7 @@ static deg_status expand(freq *r, size_t ri, jobs *J, const deg_model *m, int in
             if (c < 0) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
             DG_TRY(array_jobs(r, ri, J, m, c));
         }
+        if (stop_check(r, "the fork rounds")) return r->st;
     }
     return DEG_OK;
 }
@@ -686,7 +734,10 @@ static deg_status build_trunk(const dg_ckpt *k, freq *r)
         dg_row row = {.prefix = NULL, .own = &r->trunk->kv, .ids = ids.p, .n = ids.n,
                       .hidden = hidden, .last_hidden = r->trunk->last_hidden};
         double t0 = now_s();
-        st = dg_forward(m, &row, 1);
+        dg_poll prev = dg_run_push(dg_limits_poll, &r->lim);
+        st = dg_limits_check(&r->lim, "prefill");
+        if (st == DEG_OK) st = dg_forward(m, &row, 1);
+        dg_run_pop(prev);
         r->t_prefill += now_s() - t0;
         if (st == DEG_OK) {
             /* keep only the context rows */
@@ -723,27 +774,35 @@ static int32_t job_head_kind(const freq *reqs, const job *j)
 }
 
 /* Run jobs [0, n) as rows of batches sized from the memory budget, each row
- * with the adapter its kind selects; keep the marked hidden rows. */
+ * with the adapter its kind selects; keep the marked hidden rows. Jobs of
+ * stopped requests (failed, cancelled, over a limit: stop_check) are
+ * skipped; their h stays NULL. */
 static deg_status run_jobs(const dg_ckpt *k, freq *reqs, job *J, size_t n)
 {
     const deg_model *m = k->model;
     size_t E = (size_t)m->hp.n_embd;
     size_t per_tok = fork_token_bytes(m);
-    size_t i = 0;
     deg_status st = DEG_OK;
+    /* the round's fork tokens count against max_fork_tokens before it runs */
+    for (size_t q = 0; q < n; q++) reqs[J[q].req].due += J[q].ids.n;
+    for (size_t q = 0; q < n; q++) stop_check(&reqs[J[q].req], "the fork rounds");
+    for (size_t q = 0; q < n; q++) reqs[J[q].req].due = 0;
+    deg_fork **forks = calloc(n ? n : 1, sizeof *forks);
+    const int32_t **ids = calloc(n ? n : 1, sizeof *ids);
+    size_t *ns = calloc(n ? n : 1, sizeof *ns);
+    size_t *sel = calloc(n ? n : 1, sizeof *sel);
+    if (!forks || !ids || !ns || !sel) st = dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+    size_t i = 0;
     while (i < n && st == DEG_OK) {
-        size_t b = i, bytes = 0;
-        while (b < n && (b == i || bytes + J[b].ids.n * per_tok <= k->fork_budget_bytes)) {
-            bytes += J[b].ids.n * per_tok;
-            b++;
+        size_t nb = 0, bytes = 0;
+        for (; i < n && (nb == 0 || bytes + J[i].ids.n * per_tok <= k->fork_budget_bytes); i++) {
+            if (stop_check(&reqs[J[i].req], "the fork rounds")) continue;
+            bytes += J[i].ids.n * per_tok;
+            sel[nb++] = i;
         }
-        size_t nb = b - i;
-        deg_fork **forks = calloc(nb, sizeof *forks);
-        const int32_t **ids = calloc(nb, sizeof *ids);
-        size_t *ns = calloc(nb, sizeof *ns);
-        if (!forks || !ids || !ns) st = dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+        if (nb == 0) break;
         for (size_t q = 0; q < nb && st == DEG_OK; q++) {
-            job *j = &J[i + q];
+            job *j = &J[sel[q]];
             st = deg_fork_new(reqs[j->req].trunk, &forks[q]);
             if (st == DEG_OK && k->lora)
                 st = deg_fork_set_adapter(forks[q], k->lora,
@@ -752,10 +811,18 @@ static deg_status run_jobs(const dg_ckpt *k, freq *reqs, job *J, size_t n)
             ns[q] = j->ids.n;
         }
         double t0 = now_s();
+        batch_poll bp = {reqs, J, sel, nb, 0};
+        dg_poll prev = dg_run_push(batch_poll_fn, &bp);
         if (st == DEG_OK) st = deg_forks_feed(forks, nb, ids, ns, NULL);
+        dg_run_pop(prev);
         double dt = now_s() - t0;
-        for (size_t q = 0; q < nb && st == DEG_OK; q++) {
-            job *j = &J[i + q];
+        if (bp.stopped) {
+            /* every request of the batch stopped: each fails with its reason */
+            for (size_t q = 0; q < nb; q++) stop_check(&reqs[J[sel[q]].req], "the fork rounds");
+            st = DEG_OK;
+        }
+        for (size_t q = 0; q < nb && st == DEG_OK && !bp.stopped; q++) {
+            job *j = &J[sel[q]];
             reqs[j->req].t_forks += dt * (double)ns[q] / (double)(bytes / per_tok);
             reqs[j->req].fork_rows++;
             reqs[j->req].fork_tokens += ns[q];
@@ -764,12 +831,15 @@ static deg_status run_jobs(const dg_ckpt *k, freq *reqs, job *J, size_t n)
             for (size_t t = 0; t < j->n_mark && st == DEG_OK; t++)
                 st = deg_fork_hidden(forks[q], j->mark[t], 1, j->h + t * E);
         }
-        for (size_t q = 0; forks && q < nb; q++) deg_fork_free(forks[q]);
-        free(forks);
-        free(ids);
-        free(ns);
-        i = b;
+        for (size_t q = 0; q < nb; q++) {
+            deg_fork_free(forks[q]);
+            forks[q] = NULL;
+        }
     }
+    free(forks);
+    free(ids);
+    free(ns);
+    free(sel);
     return st;
 }
 
@@ -1713,8 +1783,10 @@ static deg_status generate_phase(const dg_ckpt *k, freq *reqs, size_t n_req)
                 any = 1;
             }
         }
-        if (!any) continue;
+        if (!any || stop_check(r, "the generate phase")) continue;
+        dg_poll prev = dg_run_push(dg_limits_poll, &r->lim);
         st = known_values(k, r);
+        dg_run_pop(prev);
         if (st != DEG_OK) {
             set_fail(r, st, "");
             st = DEG_OK;
@@ -1766,12 +1838,22 @@ static deg_status generate_phase(const dg_ckpt *k, freq *reqs, size_t n_req)
         int32_t *next = calloc(n_rows, sizeof *next);
         if (!forks || !ids || !ns || !logits || !buf || !next)
             st = dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+        size_t *sel = calloc(n_rows, sizeof *sel);
+        if (!sel) st = dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+        for (size_t q = 0; q < n_rows && st == DEG_OK; q++) reqs[rows[q].req].due += J.p[q].ids.n;
         for (size_t q = 0; q < n_rows && st == DEG_OK; q++) {
+            freq *r = &reqs[rows[q].req];
             forks[q] = rows[q].fork;
             ids[q] = J.p[q].ids.p;
-            ns[q] = J.p[q].ids.n;
+            ns[q] = stop_check(r, "the generate phase") ? 0 : J.p[q].ids.n;
+            r->gen_fed += ns[q];
+            sel[q] = q;
         }
+        for (size_t q = 0; q < n_rows && st == DEG_OK; q++) reqs[rows[q].req].due = 0;
+        batch_poll bp = {reqs, J.p, sel, n_rows, 0};
+        dg_poll prev = dg_run_push(batch_poll_fn, &bp);
         if (st == DEG_OK) st = deg_forks_feed(forks, n_rows, ids, ns, NULL);
+        if (bp.stopped) st = DEG_OK; /* each row's request fails below (stop_check) */
         for (;;) {
             if (st != DEG_OK) break;
             size_t n_active = 0;
@@ -1779,7 +1861,11 @@ static deg_status generate_phase(const dg_ckpt *k, freq *reqs, size_t n_req)
                 gen_row *g = &rows[q];
                 freq *r = &reqs[g->req];
                 ns[q] = 0;
-                if (g->done || r->st != DEG_OK) continue;
+                if (g->done) continue;
+                r->due = 1;
+                int stopped = stop_check(r, "the generate phase");
+                r->due = 0;
+                if (stopped) continue;
                 leaf *L = &r->leaves[g->leaf];
                 if (g->n_tok >= g->budget) {
                     /* budget spent without a stop token: valid only if complete */
@@ -1826,11 +1912,15 @@ static deg_status generate_phase(const dg_ckpt *k, freq *reqs, size_t n_req)
                 next[q] = id;
                 ids[q] = &next[q];
                 ns[q] = 1;
+                r->gen_fed++;
                 n_active++;
             }
             if (st != DEG_OK || n_active == 0) break;
             st = deg_forks_feed(forks, n_rows, ids, ns, NULL);
+            if (bp.stopped) st = DEG_OK;
         }
+        dg_run_pop(prev);
+        free(sel);
         double dt = now_s() - t0;
         for (size_t q = 0; q < n_rows; q++) {
             gen_row *g = &rows[q];
@@ -1975,6 +2065,8 @@ static void prepare(const dg_ckpt *k, freq *r, const char *text, size_t len)
     r->plan = deg_request_plan(r->rq);
     r->ctx = deg_request_context(r->rq, &r->ctx_len);
     r->opt = deg_request_options(r->rq);
+    dg_opt_limits ol = dg_request_limits(r->rq);
+    dg_limits_tighten(&r->lim, ol.deadline_ms, ol.max_fields, ol.max_fork_tokens);
     if (r->ctx_len == 0) {
         dg_fail(DEG_ERR_REQUEST, "context: empty (there is nothing to read)");
         set_fail(r, DEG_ERR_REQUEST, "/context");
@@ -2002,6 +2094,7 @@ static deg_status fill_run(deg_ckpt *k, freq *reqs, size_t n)
         r->anchor_on = strcmp(k->array_mode, "anchor") == 0 &&
                        (int64_t)(r->c1 - r->c0) >= k->anchor_min_tokens;
         st = expand(r, ri, &J, k->model, -1);
+        if (st == DEG_ERR_LIMIT || st == DEG_ERR_CANCELLED) st = DEG_OK; /* r failed alone */
     }
     while (st == DEG_OK && J.n) {
         st = run_jobs(k, reqs, J.p, J.n);
@@ -2076,6 +2169,13 @@ deg_status deg_fill_many(deg_ckpt *ckpt, size_t n, const char *const *requests,
                          const size_t *lens, char **responses, char **errors,
                          deg_status *statuses)
 {
+    return deg_fill_many_ex(ckpt, n, requests, lens, NULL, responses, errors, statuses);
+}
+
+deg_status deg_fill_many_ex(deg_ckpt *ckpt, size_t n, const char *const *requests,
+                            const size_t *lens, const deg_run_limits *limits, char **responses,
+                            char **errors, deg_status *statuses)
+{
     if (!ckpt || (n && (!requests || !lens || !responses || !statuses)))
         return dg_fail(DEG_ERR_ARG, "deg_fill_many: NULL argument");
     for (size_t i = 0; i < n; i++) {
@@ -2086,6 +2186,7 @@ deg_status deg_fill_many(deg_ckpt *ckpt, size_t n, const char *const *requests,
     if (n == 0) return DEG_OK;
     freq *reqs = calloc(n, sizeof *reqs);
     if (!reqs) return dg_fail(DEG_ERR_NOMEM, "deg_fill_many: out of memory");
+    for (size_t i = 0; i < n; i++) dg_limits_init(&reqs[i].lim, limits ? &limits[i] : NULL);
     for (size_t i = 0; i < n; i++) {
         if (!requests[i]) {
             dg_fail(DEG_ERR_ARG, "request %zu is NULL", i);
@@ -2129,13 +2230,20 @@ deg_status deg_fill_many(deg_ckpt *ckpt, size_t n, const char *const *requests,
 deg_status deg_fill(deg_ckpt *ckpt, const char *request_json, size_t len, char **response_json,
                     char **errors_json)
 {
+    return deg_fill_ex(ckpt, request_json, len, NULL, response_json, errors_json);
+}
+
+deg_status deg_fill_ex(deg_ckpt *ckpt, const char *request_json, size_t len,
+                       const deg_run_limits *limits, char **response_json, char **errors_json)
+{
     if (response_json) *response_json = NULL;
     if (errors_json) *errors_json = NULL;
     if (!ckpt || !request_json || !response_json)
         return dg_fail(DEG_ERR_ARG, "deg_fill: NULL argument");
     deg_status s1 = DEG_OK;
     char *err = NULL;
-    deg_status st = deg_fill_many(ckpt, 1, &request_json, &len, response_json, &err, &s1);
+    deg_status st = deg_fill_many_ex(ckpt, 1, &request_json, &len, limits, response_json, &err,
+                                     &s1);
     if (errors_json) *errors_json = err;
     else free(err);
     return st;

@@ -277,9 +277,13 @@ deg_fill_options deg_fill_options_default(void)
 
 static bool is_int(const json_t *v) { return json_is_integer(v); }
 
-void dg_options_check(const json_t *opts, const char *loc, deg_fill_options *o, dg_errlist *E)
+void dg_options_check(const json_t *opts, const char *loc, deg_fill_options *o,
+                      dg_opt_limits *lim, dg_errlist *E)
 {
     *o = deg_fill_options_default();
+    dg_opt_limits drop;
+    if (!lim) lim = &drop;
+    *lim = (dg_opt_limits){0};
     if (!json_is_object(opts)) {
         dg_err_add(E, loc, "options must be an object");
         return;
@@ -349,6 +353,15 @@ void dg_options_check(const json_t *opts, const char *loc, deg_fill_options *o, 
                 o->has_null_margin = 1;
                 o->null_margin = dg_json_number(v);
             }
+        } else if (!strcmp(k, "deadline_ms") || !strcmp(k, "max_fields") ||
+                   !strcmp(k, "max_fork_tokens")) {
+            int64_t *dst = !strcmp(k, "deadline_ms") ? &lim->deadline_ms
+                           : !strcmp(k, "max_fields") ? &lim->max_fields
+                                                      : &lim->max_fork_tokens;
+            if (json_is_null(v)) *dst = 0;
+            else if (!is_int(v) || json_integer_value(v) < 1)
+                dg_err_add(E, kl, "%s must be an integer >= 1 or null", k);
+            else *dst = json_integer_value(v);
         } else {
             dg_err_add(E, kl, "unknown option \"%.100s\"", k);
         }
@@ -371,7 +384,7 @@ deg_status deg_fill_options_parse(const char *options_json, size_t len, deg_fill
     deg_status ps;
     json_t *v = dg_json_parse_text(options_json, len, 0, &E, &ps);
     deg_fill_options o;
-    if (v) dg_options_check(v, "", &o, &E);
+    if (v) dg_options_check(v, "", &o, NULL, &E);
     json_decref(v);
     if (json_array_size(E.list))
         return fail_with_list(DEG_ERR_REQUEST, "invalid options", &E, errors_json);
@@ -391,7 +404,13 @@ struct deg_request {
     size_t context_len;
     char *model;
     deg_fill_options options;
+    dg_opt_limits limits;
 };
+
+dg_opt_limits dg_request_limits(const deg_request *request)
+{
+    return request ? request->limits : (dg_opt_limits){0};
+}
 
 void deg_request_free(deg_request *r)
 {
@@ -479,7 +498,7 @@ deg_status deg_request_parse(const char *request_json, size_t len, deg_request *
         json_t *o = json_object_get(j, "options");
         if (o && !json_is_null(o)) {
             size_t before = json_array_size(E.list);
-            dg_options_check(o, "/options", &r->options, &E);
+            dg_options_check(o, "/options", &r->options, &r->limits, &E);
             envelope_bad = envelope_bad || json_array_size(E.list) > before;
         }
         json_t *s = json_object_get(j, "schema");

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/run.h"
 #include "base/status.h"
 #include "model/arch.h"
 #include "model/layer.h"
@@ -144,7 +145,14 @@ static deg_status run_pass(const deg_model *m, dg_arena *a, size_t n_segs)
     }
     b->n_tokens = M;
     dg_rope_table(a->rope_cos, a->rope_sin, a->pos, M, hp->head_dim, hp->rope_theta);
-    for (int il = 0; il < hp->n_layer; il++) m->arch->forward_layer(m, il, b, a->x);
+    for (int il = 0; il < hp->n_layer; il++) {
+        /* a call under work limits (base/run.h) stops between layers too: a
+         * 256-token pass deep in a long context takes seconds. Nothing of the
+         * stopped pass is kept (own->len grows only at the end). */
+        deg_status st = il ? dg_run_poll() : DEG_OK;
+        if (st != DEG_OK) return st;
+        m->arch->forward_layer(m, il, b, a->x);
+    }
     dg_rmsnorm_rows(a->hn, a->x, m->out_norm, M, E, hp->rms_eps);
 
     /* Outputs: hidden states, then logits through the LM head in blocks of
@@ -205,6 +213,8 @@ deg_status dg_forward(const deg_model *m, const dg_row *rows, size_t n_rows)
             if (off == rows[r].n) { r++; off = 0; }
         }
         if (n_segs == 0) break;
+        /* a call under work limits (base/run.h) stops between passes (and layers) */
+        if ((st = dg_run_poll()) != DEG_OK) break;
         st = run_pass(m, &a, n_segs);
     }
     arena_free(&a);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/run.h"
 #include "base/status.h"
 #include "model/chat.h"
 #include "model/model.h"
@@ -57,6 +58,27 @@ static int is_stop(const gen_row *r, int32_t id)
 deg_status deg_forks_generate(deg_fork *const *forks, size_t n_forks,
                               const deg_sample_params *params, int32_t *const *out_ids,
                               size_t *n_out, deg_gen_stats *stats)
+{
+    return deg_forks_generate_ex(forks, n_forks, params, out_ids, n_out, stats, NULL);
+}
+
+static deg_status forks_generate(deg_fork *const *forks, size_t n_forks,
+                                 const deg_sample_params *params, int32_t *const *out_ids,
+                                 size_t *n_out, deg_gen_stats *stats, const dg_limits *lim);
+
+deg_status deg_forks_generate_ex(deg_fork *const *forks, size_t n_forks,
+                                 const deg_sample_params *params, int32_t *const *out_ids,
+                                 size_t *n_out, deg_gen_stats *stats,
+                                 const deg_run_limits *limits)
+{
+    dg_limits lim;
+    dg_limits_init(&lim, limits);
+    return forks_generate(forks, n_forks, params, out_ids, n_out, stats, &lim);
+}
+
+static deg_status forks_generate(deg_fork *const *forks, size_t n_forks,
+                                 const deg_sample_params *params, int32_t *const *out_ids,
+                                 size_t *n_out, deg_gen_stats *stats, const dg_limits *lim)
 {
     if (n_forks == 0) return DEG_OK;
     if (!forks || !params || !out_ids || !n_out)
@@ -122,6 +144,7 @@ deg_status deg_forks_generate(deg_fork *const *forks, size_t n_forks,
 
     size_t n_live = n_forks;
     while (st == DEG_OK && n_live > 0) {
+        if ((st = dg_limits_check(lim, "decode")) != DEG_OK) break;
         /* a row is charged the steps it takes part in */
         for (size_t i = 0; i < n_forks; i++) rows[i].in_step = rows[i].live;
         /* sample every live row; gather those that go on */
@@ -176,6 +199,13 @@ deg_status deg_generate(const deg_model *model, const int32_t *prompt, size_t n_
                         const deg_sample_params *params, int32_t *out_ids, size_t cap,
                         size_t *n_out, deg_gen_stats *stats)
 {
+    return deg_generate_ex(model, prompt, n_prompt, params, out_ids, cap, n_out, stats, NULL);
+}
+
+deg_status deg_generate_ex(const deg_model *model, const int32_t *prompt, size_t n_prompt,
+                           const deg_sample_params *params, int32_t *out_ids, size_t cap,
+                           size_t *n_out, deg_gen_stats *stats, const deg_run_limits *limits)
+{
     if (n_out) *n_out = 0;
     if (stats) memset(stats, 0, sizeof *stats);
     if (!model || !params || !out_ids || !n_out)
@@ -191,12 +221,18 @@ deg_status deg_generate(const deg_model *model, const int32_t *prompt, size_t n_
     deg_trunk *trunk = NULL;
     deg_fork *fork = NULL;
     DG_TRY(deg_trunk_new(model, &trunk));
+    /* the deadline counts from here; the prefill polls it between passes */
+    dg_limits lim;
+    dg_limits_init(&lim, limits);
     double t0 = now_seconds();
-    deg_status st = deg_trunk_prefill(trunk, prompt, n_prompt, NULL, NULL);
+    dg_poll prev = dg_run_push(dg_limits_poll, &lim);
+    deg_status st = dg_limits_check(&lim, "prefill");
+    if (st == DEG_OK) st = deg_trunk_prefill(trunk, prompt, n_prompt, NULL, NULL);
+    dg_run_pop(prev);
     double t1 = now_seconds();
     if (st == DEG_OK) st = deg_fork_new(trunk, &fork);
     if (st == DEG_OK) {
-        st = deg_forks_generate(&fork, 1, params, &out_ids, n_out, stats);
+        st = forks_generate(&fork, 1, params, &out_ids, n_out, stats, &lim);
         if (stats) {
             stats->prompt_tokens = n_prompt;
             stats->prefill_seconds = t1 - t0;

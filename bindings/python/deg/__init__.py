@@ -7,8 +7,10 @@ the C messages, and frees handles deterministically (close() / with) or on GC.
 from .errors import (  # noqa: F401
     DegError, ArgumentError, DegIOError, FormatError, UnsupportedError, DegMemoryError,
     Utf8Error, RangeError, SchemaError, RequestError, FillError, StateError,
-    MismatchError, NumericError, InternalError, ModelNotFoundError,
+    MismatchError, NumericError, InternalError, ModelNotFoundError, CancelledError,
+    LimitError,
 )
+from .limits import CancelToken  # noqa: F401
 from .runtime import version, runtime_info, blas_arch, set_num_threads, HEADER_VERSION  # noqa: F401
 from .model import (  # noqa: F401
     load_model, Model, ModelInfo, Trunk, Fork, Generation, GenStats, feed_forks, generate_forks,

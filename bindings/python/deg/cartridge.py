@@ -46,8 +46,9 @@ def targets_from_logits(model, logits, position, k=20, min_mass=0.99):
         raise ArgumentError(f"logits has {len(row)} values, the model's vocabulary {nv}")
     out = ffi.new("deg_distill_target[]", int(k))
     n = ffi.new("size_t *")
-    check(lib.deg_distill_targets_from_logits(model._live(), ffi.from_buffer("float[]", row),
-                                              int(position), int(k), float(min_mass), out, n))
+    with model._use() as _p:
+        check(lib.deg_distill_targets_from_logits(_p, ffi.from_buffer("float[]", row),
+                                                  int(position), int(k), float(min_mass), out, n))
     return [DistillTarget(out[i].position, out[i].token, out[i].logprob) for i in range(n[0])]
 
 
@@ -133,7 +134,8 @@ class Cartridge(_Handle):
     @classmethod
     def _make(cls, model, fn, *args):
         out = ffi.new("deg_cartridge **")
-        check(fn(model._live(), *args, out))
+        with model._use() as _p:
+            check(fn(_p, *args, out))
         return cls(model, out[0])
 
     @classmethod
@@ -163,16 +165,19 @@ class Cartridge(_Handle):
     def load(cls, model, path):
         """Load a saved cartridge (MismatchError if saved for another model)."""
         out = ffi.new("deg_cartridge **")
-        check(lib.deg_cartridge_load(model._live(), fspath(path).encode(), out))
+        with model._use() as _p:
+            check(lib.deg_cartridge_load(_p, fspath(path).encode(), out))
         return cls(model, out[0])
 
     def save(self, path, optimizer=True):
         """Write safetensors atomically (NumericError if rows are not finite)."""
-        check(lib.deg_cartridge_save(self._live(), fspath(path).encode(), 1 if optimizer else 0))
+        with self._use() as _p:
+            check(lib.deg_cartridge_save(_p, fspath(path).encode(), 1 if optimizer else 0))
 
     # ---------------------------------------------------------- properties
     def __len__(self):
-        return lib.deg_cartridge_len(self._live())
+        with self._use() as _p:
+            return lib.deg_cartridge_len(_p)
 
     def __repr__(self):
         if self.closed:
@@ -182,16 +187,19 @@ class Cartridge(_Handle):
 
     @property
     def frozen_prefix(self):
-        return lib.deg_cartridge_frozen_prefix(self._live())
+        with self._use() as _p:
+            return lib.deg_cartridge_frozen_prefix(_p)
 
     @frozen_prefix.setter
     def frozen_prefix(self, n):
-        check(lib.deg_cartridge_set_frozen_prefix(self._live(), int(n)))
+        with self._use() as _p:
+            check(lib.deg_cartridge_set_frozen_prefix(_p, int(n)))
 
     @property
     def steps(self):
         """Adam steps taken."""
-        return lib.deg_cartridge_steps(self._live())
+        with self._use() as _p:
+            return lib.deg_cartridge_steps(_p)
 
     def _row_floats(self):
         i = self.model.info
@@ -202,7 +210,8 @@ class Cartridge(_Handle):
         n = self._row_floats()
         k, kp = _floats(n)
         v, vp = _floats(n)
-        check(lib.deg_cartridge_get_rows(self._live(), int(layer), kp, vp))
+        with self._use() as _p:
+            check(lib.deg_cartridge_get_rows(_p, int(layer), kp, vp))
         return k, v
 
     def set_rows(self, layer, keys=None, values=None):
@@ -216,14 +225,16 @@ class Cartridge(_Handle):
             if len(a) != n:
                 raise ArgumentError(f"rows need {n} floats, got {len(a)}")
             bufs.append(ffi.from_buffer("float[]", a))
-        check(lib.deg_cartridge_set_rows(self._live(), int(layer), bufs[0], bufs[1]))
+        with self._use() as _p:
+            check(lib.deg_cartridge_set_rows(_p, int(layer), bufs[0], bufs[1]))
 
     def grads(self, layer):
         """Accumulated (dkeys, dvalues) of a layer."""
         n = self._row_floats()
         k, kp = _floats(n)
         v, vp = _floats(n)
-        check(lib.deg_cartridge_get_grads(self._live(), int(layer), kp, vp))
+        with self._use() as _p:
+            check(lib.deg_cartridge_get_grads(_p, int(layer), kp, vp))
         return k, v
 
     # ------------------------------------------------------------ training
@@ -235,7 +246,8 @@ class Cartridge(_Handle):
         tb, nt = _targets_buffer(targets)
         loss = ffi.new("float *")
         out, lp = (_floats(n * self.model.info.n_vocab) if logits else (None, ffi.NULL))
-        check(lib.deg_cartridge_eval(self._live(), buf, n, tb, nt, loss if nt else ffi.NULL, lp))
+        with self._use() as _p:
+            check(lib.deg_cartridge_eval(_p, buf, n, tb, nt, loss if nt else ffi.NULL, lp))
         val = loss[0] if nt else None
         return (val, out) if logits else val
 
@@ -244,12 +256,14 @@ class Cartridge(_Handle):
         buf, n = _ids_buffer(ids)
         tb, nt = _targets_buffer(targets)
         loss = ffi.new("float *")
-        check(lib.deg_cartridge_backward(self._live(), buf, n, tb, nt, 1 if checkpoint else 0,
-                                         loss))
+        with self._use() as _p:
+            check(lib.deg_cartridge_backward(_p, buf, n, tb, nt, 1 if checkpoint else 0,
+                                             loss))
         return loss[0]
 
     def zero_grads(self):
-        lib.deg_cartridge_zero_grads(self._live())
+        with self._use() as _p:
+            lib.deg_cartridge_zero_grads(_p)
 
     @staticmethod
     def _adam(lr, betas, eps, weight_decay):
@@ -264,7 +278,8 @@ class Cartridge(_Handle):
         return ffi.new("deg_adam_params *", p)
 
     def adam_step(self, lr=None, betas=None, eps=None, weight_decay=0.0):
-        check(lib.deg_cartridge_adam_step(self._live(), self._adam(lr, betas, eps, weight_decay)))
+        with self._use() as _p:
+            check(lib.deg_cartridge_adam_step(_p, self._adam(lr, betas, eps, weight_decay)))
 
     def train_step(self, ids, targets, lr=None, betas=None, eps=None, weight_decay=0.0,
                    checkpoint=False):
@@ -274,14 +289,16 @@ class Cartridge(_Handle):
         buf, n = _ids_buffer(ids)
         tb, nt = _targets_buffer(targets)
         loss = ffi.new("float *")
-        check(lib.deg_cartridge_train_step(self._live(), buf, n, tb, nt,
-                                           self._adam(lr, betas, eps, weight_decay),
-                                           1 if checkpoint else 0, loss))
+        with self._use() as _p:
+            check(lib.deg_cartridge_train_step(_p, buf, n, tb, nt,
+                                               self._adam(lr, betas, eps, weight_decay),
+                                               1 if checkpoint else 0, loss))
         return loss[0]
 
     # ------------------------------------------------------------- serving
     def trunk(self):
         """A new deg.Trunk holding the rows (independent of the cartridge)."""
         out = ffi.new("deg_trunk **")
-        check(lib.deg_trunk_from_cartridge(self._live(), out))
+        with self._use() as _p:
+            check(lib.deg_trunk_from_cartridge(_p, out))
         return _wrap_trunk(self.model, out[0])

@@ -393,8 +393,9 @@ def packed_backward(cartridge, convs, checkpoint=False):
     for i, t in enumerate(tgts):
         tb[i].position, tb[i].token, tb[i].logprob = t
     loss = ffi.new("float *")
-    check(lib.deg_cartridge_backward_packed(cartridge._live(), buf, n, seg, len(segs), tb,
-                                            len(tgts), 1 if checkpoint else 0, loss))
+    with cartridge._use() as _p:
+        check(lib.deg_cartridge_backward_packed(_p, buf, n, seg, len(segs), tb,
+                                                len(tgts), 1 if checkpoint else 0, loss))
     return loss[0]
 
 

@@ -11,7 +11,7 @@ __all__ = [
     "DegError", "ArgumentError", "DegIOError", "FormatError", "UnsupportedError",
     "DegMemoryError", "Utf8Error", "RangeError", "SchemaError", "RequestError",
     "FillError", "StateError", "MismatchError", "NumericError", "InternalError",
-    "ModelNotFoundError", "raise_for_status",
+    "CancelledError", "LimitError", "ModelNotFoundError", "raise_for_status",
 ]
 
 
@@ -113,6 +113,17 @@ class InternalError(DegError):
     status, status_name = -14, "DEG_ERR_INTERNAL"
 
 
+class CancelledError(DegError):
+    """DEG_ERR_CANCELLED: the call's deg.CancelToken was cancelled (another thread)."""
+    status, status_name = -15, "DEG_ERR_CANCELLED"
+
+
+class LimitError(DegError):
+    """DEG_ERR_LIMIT: a work limit was reached: the deadline passed, or a fill's
+    max_fields / max_fork_tokens cap would be exceeded (the message says which)."""
+    status, status_name = -16, "DEG_ERR_LIMIT"
+
+
 class ModelNotFoundError(DegError, FileNotFoundError):
     """The default model is not in the cache (run scripts/fetch-model or `deg fetch-model`)."""
 
@@ -123,7 +134,7 @@ class ModelNotFoundError(DegError, FileNotFoundError):
 _BY_STATUS = {cls.status: cls for cls in (
     ArgumentError, DegIOError, FormatError, UnsupportedError, DegMemoryError, Utf8Error,
     RangeError, SchemaError, RequestError, FillError, StateError, MismatchError,
-    NumericError, InternalError)}
+    NumericError, InternalError, CancelledError, LimitError)}
 
 
 def raise_for_status(status, message):

@@ -17,6 +17,7 @@ from os import fspath
 
 from ._native import check, ffi, lib
 from .errors import ArgumentError, FillError, RequestError, SchemaError
+from .limits import run_limits
 from .model import _Handle
 
 __all__ = ["Checkpoint", "load", "ckpt_backbone_path", "create_random_checkpoint", "fill",
@@ -122,10 +123,12 @@ class Checkpoint(_Handle):
 
     def set_fork_budget(self, nbytes):
         """Memory budget of one fork batch (bytes, >= 1 MiB)."""
-        check(lib.deg_ckpt_set_fork_budget(self._live(), int(nbytes)))
+        with self._use() as _p:
+            check(lib.deg_ckpt_set_fork_budget(_p, int(nbytes)))
 
-    def fill(self, context, schema, model="deg-latest", options=None):
-        return fill(context, schema, model=self, options=options, model_name=model)
+    def fill(self, context, schema, model="deg-latest", options=None, cancel=None):
+        return fill(context, schema, model=self, options=options, model_name=model,
+                    cancel=cancel)
 
 
 def load(checkpoint=None, model_path=None, debug=False, model=None, null_margin=None):
@@ -190,22 +193,27 @@ def _ckpt(model):
     return load(model), True
 
 
-def fill(context, schema, model=None, options=None, model_name="deg-latest"):
+def fill(context, schema, model=None, options=None, model_name="deg-latest", cancel=None):
     """Fill `schema` from `context` (str, or a JSON object/array rendered as
     json.dumps does). model: a Checkpoint (deg.load) or a checkpoint path.
     Returns the §8 response dict {"model", "value", "meta", "usage", "plan"}.
     model None = the shipped checkpoint (default_checkpoint_path()), loaded once
-    per process."""
+    per process.
+    Work limits: options "deadline_ms", "max_fields", "max_fork_tokens"
+    (LimitError), cancel = a deg.CancelToken (CancelledError once another
+    thread calls its cancel())."""
     if model is None:
         with _default_lock:
             return fill(context, schema, model=_default_checkpoint(), options=options,
-                        model_name=model_name)
+                        model_name=model_name, cancel=cancel)
     ck, owned = _ckpt(model)
     try:
         text = _request(context, schema, options, model_name)
         resp = ffi.new("char **")
         errs = ffi.new("char **")
-        status = lib.deg_fill(ck._live(), text, len(text), resp, errs)
+        lim = run_limits(cancel)
+        with ck._use() as ptr:
+            status = lib.deg_fill_ex(ptr, text, len(text), lim, resp, errs)
         r, e = _take(resp), _take(errs)
         if status != _OK:
             _raise(status, json.loads(e) if e else [],
@@ -218,9 +226,10 @@ def fill(context, schema, model=None, options=None, model_name="deg-latest"):
 
 def fill_many(jobs, model=None):
     """Fill several requests with their fork rows in the same batches. jobs:
-    dicts {"context", "schema"[, "options", "model"]}, or a request's JSON text as
-    bytes (checked whole by libdeg: missing or unknown fields are RequestErrors). Returns a list with, per
-    job, the response dict or the exception it raised (not raised)."""
+    dicts {"context", "schema"[, "options", "model", "cancel"]} ("cancel": a
+    deg.CancelToken for that job alone), or a request's JSON text as bytes
+    (checked whole by libdeg: missing or unknown fields are RequestErrors). Returns
+    a list with, per job, the response dict or the exception it raised (not raised)."""
     if model is None:
         with _default_lock:
             return fill_many(jobs, model=_default_checkpoint())
@@ -238,7 +247,11 @@ def fill_many(jobs, model=None):
         resps = ffi.new("char *[]", n)
         errs = ffi.new("char *[]", n)
         sts = ffi.new("deg_status[]", n)
-        status = lib.deg_fill_many(ck._live(), n, reqs, lens, resps, errs, sts)
+        lims = ffi.new("deg_run_limits[]", n)
+        for i, j in enumerate(jobs):
+            lims[i] = run_limits(j.get("cancel") if isinstance(j, dict) else None)[0]
+        with ck._use() as ptr:
+            status = lib.deg_fill_many_ex(ptr, n, reqs, lens, lims, resps, errs, sts)
         msg = ffi.string(lib.deg_errmsg()).decode("utf-8", "replace")
         out = []
         for i in range(n):

@@ -5,16 +5,25 @@ is garbage-collected. A child keeps its parent alive (fork -> trunk ->
 model), and closing a parent first closes its live children, so the C rule
 "a trunk outlives its forks, a model its trunks" always holds.
 
+Threads (the C rule in include/deg.h: a handle must not be freed while a call
+uses it): every C call holds its handle for its duration, and close() while a
+call on the handle or on one of its children runs in another thread raises
+StateError and frees nothing (cancel the call with a deg.CancelToken, or wait
+for it, then close). A call on a closed handle raises StateError.
+
 Logits come back as array('f') (f32, no numpy needed); numpy users can wrap
 them without a copy: numpy.frombuffer(a, dtype=numpy.float32).
 """
+import threading
 import weakref
 from array import array
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from os import fspath
 
 from ._native import check, ffi, lib
 from .errors import ArgumentError, StateError
+from .limits import run_limits
 
 __all__ = ["load_model", "Model", "ModelInfo", "Trunk", "Fork", "Generation",
            "GenStats", "feed_forks", "generate_forks"]
@@ -32,11 +41,18 @@ def _floats(n):
     return a, (ffi.from_buffer("float[]", a) if n else ffi.NULL)
 
 
+# Guards every handle's open/busy/closed state: _use() counts a call in,
+# close() checks the whole subtree and frees under it (so no call can start on
+# a handle between the check and the free).
+_STATE = threading.RLock()
+
+
 class _Handle:
     """A C handle with a parent it depends on and children that depend on it."""
 
     _free = None  # name of the C free function
     _ptr = None   # stays None if the constructor's C call failed
+    _busy = 0     # calls running on this handle (any thread)
 
     def __init__(self, ptr, parent=None):
         self._ptr = ptr
@@ -44,6 +60,23 @@ class _Handle:
         self._children = weakref.WeakSet()
         if parent is not None:
             parent._children.add(self)
+
+    @contextmanager
+    def _use(self):
+        """Hold the handle for one C call (yields the pointer): close() from
+        another thread raises StateError until the call returns."""
+        with _STATE:
+            if self._ptr is None:
+                raise StateError(f"{type(self).__name__} is closed")
+            self._busy += 1
+        try:
+            yield self._ptr
+        finally:
+            with _STATE:
+                self._busy -= 1
+
+    def _in_use(self):
+        return self._busy + sum(c._in_use() for c in list(self._children))
 
     @property
     def closed(self):
@@ -55,14 +88,21 @@ class _Handle:
         return self._ptr
 
     def close(self):
-        """Free the C handle (and first those of live children). Idempotent."""
-        if self._ptr is None:
-            return
-        for child in list(self._children):
-            child.close()
-        ptr, self._ptr = self._ptr, None
-        getattr(lib, self._free)(ptr)
-        self._parent = None
+        """Free the C handle (and first those of live children). Idempotent.
+        StateError (nothing freed) while a call on it or a child runs."""
+        with _STATE:
+            if self._ptr is None:
+                return
+            busy = self._in_use()
+            if busy:
+                raise StateError(f"{type(self).__name__} is in use by {busy} running call(s) "
+                                 "in another thread; cancel them (deg.CancelToken) or wait "
+                                 "for them, then close")
+            for child in list(self._children):
+                child.close()
+            ptr, self._ptr = self._ptr, None
+            getattr(lib, self._free)(ptr)
+            self._parent = None
 
     def __enter__(self):
         return self
@@ -170,7 +210,8 @@ class Model(_Handle):
         """ModelInfo of the model."""
         if self._info is None:
             i = ffi.new("deg_model_info *")
-            check(lib.deg_model_get_info(self._live(), i))
+            with self._use() as _p:
+                check(lib.deg_model_get_info(_p, i))
             s = lambda p: ffi.string(p).decode("utf-8", "replace") if p != ffi.NULL else ""
             self._info = ModelInfo(
                 s(i.arch), s(i.name), i.n_vocab, i.n_embd, i.n_layer, i.n_head, i.n_head_kv,
@@ -184,32 +225,32 @@ class Model(_Handle):
         """Token ids of text (str or UTF-8 bytes). With special=True, special
         tokens written in the text ("<|im_start|>") become their ids. No BOS."""
         data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
-        ptr = self._live()
         n = ffi.new("size_t *")
         cap = len(data) + 8  # byte-level BPE: at most one id per byte
-        while True:
-            ids = ffi.new("int32_t[]", cap)
-            st = lib.deg_tokenize(ptr, data, len(data), 1 if special else 0, ids, cap, n)
-            if st == lib.DEG_ERR_RANGE and n[0] > cap:
-                cap = n[0]
-                continue
-            check(st)
-            return list(ffi.unpack(ids, n[0]))
+        with self._use() as ptr:
+            while True:
+                ids = ffi.new("int32_t[]", cap)
+                st = lib.deg_tokenize(ptr, data, len(data), 1 if special else 0, ids, cap, n)
+                if st == lib.DEG_ERR_RANGE and n[0] > cap:
+                    cap = n[0]
+                    continue
+                check(st)
+                return list(ffi.unpack(ids, n[0]))
 
     def detokenize_bytes(self, ids):
         """The exact bytes of ids (may end in the middle of a UTF-8 sequence)."""
         buf_ids, count = _ids_buffer(ids)
-        ptr = self._live()
         n = ffi.new("size_t *")
         cap = 8 * count + 16
-        while True:
-            buf = ffi.new("char[]", cap)
-            st = lib.deg_detokenize(ptr, buf_ids, count, buf, cap, n)
-            if st == lib.DEG_ERR_RANGE and n[0] > cap:
-                cap = n[0]
-                continue
-            check(st)
-            return ffi.unpack(buf, n[0])
+        with self._use() as ptr:
+            while True:
+                buf = ffi.new("char[]", cap)
+                st = lib.deg_detokenize(ptr, buf_ids, count, buf, cap, n)
+                if st == lib.DEG_ERR_RANGE and n[0] > cap:
+                    cap = n[0]
+                    continue
+                check(st)
+                return ffi.unpack(buf, n[0])
 
     def detokenize(self, ids, errors="strict"):
         """Text of ids; `errors` as in bytes.decode (a sequence cut mid-
@@ -233,8 +274,9 @@ class Model(_Handle):
             keep += [r, c]
             arr[i].role, arr[i].content = r, c
         out = ffi.new("char **")
-        check(lib.deg_chat_format(self._live(), arr, len(msgs),
-                                  1 if add_generation_prompt else 0, out))
+        with self._use() as ptr:
+            check(lib.deg_chat_format(ptr, arr, len(msgs), 1 if add_generation_prompt else 0,
+                                      out))
         try:
             return ffi.string(out[0]).decode("utf-8", "surrogateescape")
         finally:
@@ -243,7 +285,7 @@ class Model(_Handle):
     # --- generation --------------------------------------------------------
 
     def generate(self, prompt, max_tokens=256, temperature=0.0, top_k=0, top_p=1.0, seed=0,
-                 stop_ids=None, special=False):
+                 stop_ids=None, special=False, cancel=None, deadline_ms=None):
         """Generate a continuation.
 
         prompt: a str (tokenized as is; special=True parses special tokens),
@@ -251,6 +293,9 @@ class Model(_Handle):
         chat_format and the assistant header), or a list of token ids.
         temperature 0 is greedy; top_k 0 and top_p 1 are off; the same seed
         gives the same text. stop_ids: None = the model's EOS.
+        cancel: a deg.CancelToken (cancel() from another thread -> CancelledError);
+        deadline_ms: wall-clock budget (LimitError when it passes). Both are
+        checked between prefill passes and before every decode step.
         """
         if isinstance(prompt, str):
             ids = self.tokenize(prompt, special=special)
@@ -264,8 +309,10 @@ class Model(_Handle):
         out = ffi.new("int32_t[]", params.max_tokens)
         n_out = ffi.new("size_t *")
         stats = ffi.new("deg_gen_stats *")
-        check(lib.deg_generate(self._live(), pbuf, n_prompt, params, out, params.max_tokens,
-                               n_out, stats))
+        lim = run_limits(cancel, deadline_ms)
+        with self._use() as ptr:
+            check(lib.deg_generate_ex(ptr, pbuf, n_prompt, params, out, params.max_tokens,
+                                      n_out, stats, lim))
         return self._generation(list(ffi.unpack(out, n_out[0])), stats)
 
     def _generation(self, out_ids, stats):
@@ -296,12 +343,14 @@ class Trunk(_Handle):
 
     def __init__(self, model):
         out = ffi.new("deg_trunk **")
-        check(lib.deg_trunk_new(model._live(), out))
+        with model._use() as _p:
+            check(lib.deg_trunk_new(_p, out))
         super().__init__(out[0], model)
         self.model = model
 
     def __len__(self):
-        return lib.deg_trunk_len(self._live())
+        with self._use() as _p:
+            return lib.deg_trunk_len(_p)
 
     def prefill(self, ids, logits="last"):
         """Append ids. logits: "last" -> array('f') [n_vocab] after the last
@@ -316,7 +365,8 @@ class Trunk(_Handle):
             out, last_ptr = _floats(nv)
         elif logits is not None:
             raise ArgumentError(f"logits must be 'last', 'all' or None, got {logits!r}")
-        check(lib.deg_trunk_prefill(self._live(), buf, n, all_ptr, last_ptr))
+        with self._use() as ptr:
+            check(lib.deg_trunk_prefill(ptr, buf, n, all_ptr, last_ptr))
         return out
 
     def fork(self):
@@ -331,13 +381,15 @@ class Fork(_Handle):
 
     def __init__(self, trunk):
         out = ffi.new("deg_fork **")
-        check(lib.deg_fork_new(trunk._live(), out))
+        with trunk._use() as _p:
+            check(lib.deg_fork_new(_p, out))
         super().__init__(out[0], trunk)
         self.trunk = trunk
 
     def __len__(self):
         """Own tokens fed so far (total length = len(trunk) + len(fork))."""
-        return lib.deg_fork_len(self._live())
+        with self._use() as _p:
+            return lib.deg_fork_len(_p)
 
     def feed(self, ids, logits=None):
         """Feed ids. logits: None, "all" (array('f') [len(ids) * n_vocab])."""
@@ -346,29 +398,35 @@ class Fork(_Handle):
     def logits(self):
         """array('f') [n_vocab]: logits after the fork's last token."""
         out, ptr = _floats(self.trunk.model.info.n_vocab)
-        check(lib.deg_fork_logits(self._live(), ptr))
+        with self._use() as _p:
+            check(lib.deg_fork_logits(_p, ptr))
         return out
 
     def hidden(self, first, n):
         """array('f') [n * n_embd]: final-norm hidden states of own tokens
         [first, first + n)."""
         out, ptr = _floats(int(n) * self.trunk.model.info.n_embd)
-        check(lib.deg_fork_hidden(self._live(), int(first), int(n), ptr))
+        with self._use() as _p:
+            check(lib.deg_fork_hidden(_p, int(first), int(n), ptr))
         return out
 
     def generate(self, max_tokens=256, temperature=0.0, top_k=0, top_p=1.0, seed=0,
-                 stop_ids=None):
-        """Decode from the fork's current state (deg_forks_generate, one row)."""
-        return generate_forks([self], max_tokens, temperature, top_k, top_p, seed, stop_ids)[0]
+                 stop_ids=None, cancel=None, deadline_ms=None):
+        """Decode from the fork's current state (deg_forks_generate_ex, one row);
+        cancel / deadline_ms as in Model.generate."""
+        return generate_forks([self], max_tokens, temperature, top_k, top_p, seed, stop_ids,
+                              cancel=cancel, deadline_ms=deadline_ms)[0]
 
 
 def generate_forks(forks, max_tokens=256, temperature=0.0, top_k=0, top_p=1.0, seed=0,
-                   stop_ids=None):
+                   stop_ids=None, cancel=None, deadline_ms=None):
     """Decode several forks of one model together in lockstep
-    (deg_forks_generate): [Generation], row i from forks[i]. temperature,
+    (deg_forks_generate_ex): [Generation], row i from forks[i]. temperature,
     top_p and seed: one value for every row or a list with one per row. A row's ids do
     not depend on the other rows (bitwise), so this equals calling
-    Fork.generate on each. Every generated id but the last is fed to its fork."""
+    Fork.generate on each. Every generated id but the last is fed to its fork.
+    cancel (a deg.CancelToken) / deadline_ms stop it between decode steps
+    (CancelledError / LimitError)."""
     forks = list(forks)
     n = len(forks)
     if n == 0:
@@ -383,12 +441,14 @@ def generate_forks(forks, max_tokens=256, temperature=0.0, top_k=0, top_p=1.0, s
     for i in range(n):
         params[i] = _sample_params(max_tokens, temps[i], top_k, top_ps[i], seeds[i], stop_ids,
                                    keep)[0]
-    cforks = ffi.new("deg_fork *[]", [f._live() for f in forks])
     bufs = [ffi.new("int32_t[]", int(max_tokens)) for _ in range(n)]
     outs = ffi.new("int32_t *[]", bufs)
     n_out = ffi.new("size_t[]", n)
     stats = ffi.new("deg_gen_stats[]", n)
-    check(lib.deg_forks_generate(cforks, n, params, outs, n_out, stats))
+    lim = run_limits(cancel, deadline_ms)
+    with ExitStack() as held:
+        cforks = ffi.new("deg_fork *[]", [held.enter_context(f._use()) for f in forks])
+        check(lib.deg_forks_generate_ex(cforks, n, params, outs, n_out, stats, lim))
     model = forks[0].trunk.model
     return [model._generation(list(ffi.unpack(bufs[i], n_out[i])), stats[i]) for i in range(n)]
 
@@ -406,7 +466,6 @@ def feed_forks(forks, ids_lists, logits=None):
     n = len(forks)
     if n == 0:
         return []
-    cforks = ffi.new("deg_fork *[]", [f._live() for f in forks])
     keep = [_ids_buffer(x)[0] for x in ids_lists]
     cids = ffi.new("int32_t *[]", keep)
     cn = ffi.new("size_t[]", [len(x) for x in ids_lists])
@@ -416,5 +475,7 @@ def feed_forks(forks, ids_lists, logits=None):
         clog = ffi.new("float *[]", n)
         for i, f in enumerate(forks):
             outs[i], clog[i] = _floats(len(ids_lists[i]) * f.trunk.model.info.n_vocab)
-    check(lib.deg_forks_feed(cforks, n, cids, cn, clog))
+    with ExitStack() as held:
+        cforks = ffi.new("deg_fork *[]", [held.enter_context(f._use()) for f in forks])
+        check(lib.deg_forks_feed(cforks, n, cids, cn, clog))
     return outs

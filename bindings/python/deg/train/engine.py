@@ -19,32 +19,38 @@ class Heads:
 
     def __init__(self, ckpt):
         self.ckpt = ckpt
-        self.n = int(lib.deg_ckpt_n_params(ckpt._live()))
+        with ckpt._use() as _p:
+            self.n = int(lib.deg_ckpt_n_params(_p))
 
     def get(self):
         out = np.empty(self.n, dtype=np.float32)
-        check(lib.deg_ckpt_get_params(self.ckpt._live(), ffi.from_buffer("float[]", out), self.n))
+        with self.ckpt._use() as _p:
+            check(lib.deg_ckpt_get_params(_p, ffi.from_buffer("float[]", out), self.n))
         return out
 
     def set(self, params):
         p = np.ascontiguousarray(params, dtype=np.float32)
         if p.shape != (self.n,):
             raise ValueError(f"params: shape {p.shape}, expected ({self.n},)")
-        check(lib.deg_ckpt_set_params(self.ckpt._live(), ffi.from_buffer("float[]", p), self.n))
+        with self.ckpt._use() as _p:
+            check(lib.deg_ckpt_set_params(_p, ffi.from_buffer("float[]", p), self.n))
 
     def get_temperatures(self):
         t = ffi.new("double[]", len(KINDS))
-        check(lib.deg_ckpt_get_calibration(self.ckpt._live(), t))
+        with self.ckpt._use() as _p:
+            check(lib.deg_ckpt_get_calibration(_p, t))
         return {k: float(t[i]) for i, k in enumerate(KINDS)}
 
     def set_temperatures(self, temps):
         t = ffi.new("double[]", [float(temps.get(k, 1.0)) for k in KINDS])
-        check(lib.deg_ckpt_set_calibration(self.ckpt._live(), t))
+        with self.ckpt._use() as _p:
+            check(lib.deg_ckpt_set_calibration(_p, t))
 
     def save(self, directory, extra=None, backbone_path=True):
         ex = json.dumps(extra).encode() if extra is not None else ffi.NULL
         flags = 0 if backbone_path else lib.DEG_SAVE_NO_BACKBONE_PATH
-        check(lib.deg_ckpt_save(self.ckpt._live(), fspath(directory).encode(), ex, flags))
+        with self.ckpt._use() as _p:
+            check(lib.deg_ckpt_save(_p, fspath(directory).encode(), ex, flags))
 
     @staticmethod
     def _c_examples(examples):
@@ -83,9 +89,10 @@ class Heads:
         losses = np.empty(max(len(examples), 1), dtype=np.float64)
         w = ffi.new("double[]", [float(x) for x in weights])
         tot = ffi.new("double *")
-        check(lib.deg_train_loss_grad(self.ckpt._live(), arr, len(examples), w,
-                                      ffi.from_buffer("float[]", grad), self.n,
-                                      ffi.from_buffer("double[]", losses), tot))
+        with self.ckpt._use() as _p:
+            check(lib.deg_train_loss_grad(_p, arr, len(examples), w,
+                                          ffi.from_buffer("float[]", grad), self.n,
+                                          ffi.from_buffer("double[]", losses), tot))
         del keep
         return float(tot[0]), grad, losses[:len(examples)]
 
@@ -102,7 +109,8 @@ class Heads:
         else:
             cap = x.hi - x.lo + 1
         out = np.empty(cap, dtype=np.float32)
-        check(lib.deg_train_logits(self.ckpt._live(), arr, ffi.from_buffer("float[]", out),
-                                   cap, n))
+        with self.ckpt._use() as _p:
+            check(lib.deg_train_logits(_p, arr, ffi.from_buffer("float[]", out),
+                                       cap, n))
         del keep
         return out[:n[0]]

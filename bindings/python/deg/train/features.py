@@ -110,12 +110,14 @@ def extract(ckpt, rec, shuffle_seed=0, choice_only=False, anchors=None):
     errs = ffi.new("char **")
     flags = CHOICE_ONLY if choice_only else 0
     if anchors is None:
-        st = lib.deg_features_extract(ckpt._live(), req, len(req), gold, len(gold),
-                                      int(shuffle_seed), flags, out, errs)
+        with ckpt._use() as _p:
+            st = lib.deg_features_extract(_p, req, len(req), gold, len(gold),
+                                          int(shuffle_seed), flags, out, errs)
     else:
-        st = lib.deg_features_extract_anchored(ckpt._live(), req, len(req), gold, len(gold),
-                                               anchors, len(anchors), int(shuffle_seed),
-                                               flags | ANCHORED_ONLY, out, errs)
+        with ckpt._use() as _p:
+            st = lib.deg_features_extract_anchored(_p, req, len(req), gold, len(gold),
+                                                   anchors, len(anchors), int(shuffle_seed),
+                                                   flags | ANCHORED_ONLY, out, errs)
     if errs[0] != ffi.NULL:
         lib.deg_free(errs[0])
     check(st)

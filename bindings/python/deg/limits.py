@@ -1,0 +1,63 @@
+"""Work limits and cancellation (deg_cancel, deg_run_limits in include/deg.h).
+
+    token = deg.CancelToken()
+    threading.Timer(2.0, token.cancel).start()     # from any thread
+    deg.fill(text, schema, model=ckpt, cancel=token,
+             options={"deadline_ms": 30000, "max_fields": 5000, "max_fork_tokens": 10**6})
+    model.generate("Hi", max_tokens=4000, cancel=token, deadline_ms=5000)
+
+A cancelled call raises CancelledError; a deadline or cap raises LimitError
+(each with the C message, e.g. "deadline of 50 ms passed during prefill").
+The running call polls the token between units of work (each layer of a
+forward pass, each fork batch, each decode step), so it returns within one. The C
+calls release the GIL, so cancel() from another Python thread is seen.
+"""
+from ._native import check, ffi, lib
+from .errors import ArgumentError
+
+__all__ = ["CancelToken", "run_limits"]
+
+
+class CancelToken:
+    """A thread-safe cancel flag (deg_cancel). cancel() from any thread stops
+    every call that was given the token; reset() makes it reusable."""
+
+    def __init__(self):
+        out = ffi.new("deg_cancel **")
+        check(lib.deg_cancel_new(out))
+        self._ptr = ffi.gc(out[0], lib.deg_cancel_free)
+
+    def cancel(self):
+        lib.deg_cancel_set(self._ptr)
+
+    def reset(self):
+        lib.deg_cancel_reset(self._ptr)
+
+    @property
+    def cancelled(self):
+        return bool(lib.deg_cancel_is_set(self._ptr))
+
+    def __repr__(self):
+        return f"<deg.CancelToken cancelled={self.cancelled}>"
+
+
+def _count(name, v):
+    if v is None:
+        return 0
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        raise ArgumentError(f"{name} must be an integer >= 1 or None, got {v!r}")
+    return v
+
+
+def run_limits(cancel=None, deadline_ms=None, max_fields=None, max_fork_tokens=None):
+    """A deg_run_limits * for a C call (the token is kept alive by the caller)."""
+    if cancel is not None and not isinstance(cancel, CancelToken):
+        raise ArgumentError(f"cancel must be a deg.CancelToken or None, got "
+                            f"{type(cancel).__name__}")
+    lim = ffi.new("deg_run_limits *", lib.deg_run_limits_default())
+    if cancel is not None:
+        lim.cancel = cancel._ptr
+    lim.deadline_ms = _count("deadline_ms", deadline_ms)
+    lim.max_fields = _count("max_fields", max_fields)
+    lim.max_fork_tokens = _count("max_fork_tokens", max_fork_tokens)
+    return lim

@@ -1,0 +1,187 @@
+"""Work limits, cancellation and closing handles in use (issue 19 items 1, 4),
+on the tiny random models: a deg.CancelToken cancelled from another thread
+stops deg.fill / fill_many / Model.generate / Fork.generate (CancelledError);
+deadline_ms and the field / fork-token caps raise LimitError; close() while a
+call on the handle (or a child) runs in another thread raises StateError and
+frees nothing, and the running call finishes normally."""
+import threading
+import time
+
+import pytest
+
+import deg
+from conftest import ROOT
+
+GOLDENS = ROOT / "tests" / "goldens"
+SMALL = {"type": "object", "properties": {"a": {"type": "boolean"},
+                                          "n": {"type": ["number", "null"]}}}
+
+
+def long_text(n):
+    words = ["alpha ", "beta ", "42 ", "gamma, ", "on 5 March 2026 ", "x@y.org "]
+    out, i = [], 0
+    while sum(map(len, out)) + 20 < n:
+        out.append(words[(i * 7) % 6])
+        i += 1
+    return "".join(out)
+
+
+@pytest.fixture(scope="module")
+def ckpt(tmp_path_factory):
+    d = tmp_path_factory.mktemp("ck-limits")
+    deg.create_random_checkpoint(GOLDENS / "tiny-llama", d, seed=5)
+    with deg.load(d) as ck:
+        yield ck
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    with deg.load_model(GOLDENS / "tiny-llama") as m:
+        yield m
+
+
+def later(seconds, fn):
+    t = threading.Timer(seconds, fn)
+    t.start()
+    return t
+
+
+def test_cancel_token():
+    t = deg.CancelToken()
+    assert not t.cancelled
+    t.cancel()
+    assert t.cancelled
+    t.reset()
+    assert not t.cancelled
+    assert deg.CancelledError.status == -15 and deg.LimitError.status == -16
+
+
+def test_fill_cancel_from_thread(ckpt):
+    tok = deg.CancelToken()
+    ctx = long_text(60000)
+    timer = later(0.2, tok.cancel)
+    with pytest.raises(deg.CancelledError, match="cancelled during prefill"):
+        deg.fill(ctx, SMALL, model=ckpt, cancel=tok)
+    timer.join()
+    # the checkpoint is fine afterwards; a reset token lets a fill through
+    tok.reset()
+    r = deg.fill("Order 4711, total $12.", SMALL, model=ckpt, cancel=tok)
+    assert r == deg.fill("Order 4711, total $12.", SMALL, model=ckpt)
+
+
+def test_fill_limits_options(ckpt):
+    with pytest.raises(deg.LimitError, match="deadline of 30 ms passed"):
+        deg.fill(long_text(60000), SMALL, model=ckpt, options={"deadline_ms": 30})
+    with pytest.raises(deg.LimitError, match="max_fork_tokens 3: "):
+        deg.fill("Order 4711.", SMALL, model=ckpt, options={"max_fork_tokens": 3})
+    arr = {"type": "object", "properties": {"xs": {
+        "type": "array", "minItems": 3, "maxItems": 3,
+        "items": {"type": "object", "properties": {"a": {"type": "boolean"}}}}}}
+    with pytest.raises(deg.LimitError, match="max_fields 3: the schema instantiates 4"):
+        deg.fill("three", arr, model=ckpt, options={"max_fields": 3})
+    assert deg.fill("three", arr, model=ckpt, options={"max_fields": 4})["value"] == \
+        deg.fill("three", arr, model=ckpt)["value"]
+    with pytest.raises(deg.RequestError) as e:
+        deg.fill("x", SMALL, model=ckpt, options={"deadline_ms": 0})
+    assert e.value.errors[0]["loc"] == "/options/deadline_ms"
+    with pytest.raises(deg.ArgumentError, match="CancelToken"):
+        deg.fill("x", SMALL, model=ckpt, cancel=object())
+
+
+def test_fill_many_cancels_one_job(ckpt):
+    tok = deg.CancelToken()
+    tok.cancel()
+    jobs = [{"context": "Order 1, total $3.", "schema": SMALL},
+            {"context": "Order 2, total $4.", "schema": SMALL, "cancel": tok},
+            {"context": "Order 3.", "schema": SMALL, "options": {"max_fields": 1}}]
+    out = deg.fill_many(jobs, model=ckpt)
+    assert out[0] == deg.fill("Order 1, total $3.", SMALL, model=ckpt)
+    assert isinstance(out[1], deg.CancelledError)
+    assert isinstance(out[2], deg.LimitError)
+
+
+def test_generate_cancel_and_deadline(tiny):
+    tiny.generate([5, 6, 7], max_tokens=2)  # warm up
+    tok = deg.CancelToken()
+    timer = later(0.5, tok.cancel)
+    t0 = time.monotonic()
+    with pytest.raises(deg.CancelledError, match="cancelled during "):
+        tiny.generate([5, 6, 7], max_tokens=200000, stop_ids=[], cancel=tok)
+    assert time.monotonic() - t0 < 60
+    timer.join()
+    with pytest.raises(deg.LimitError, match="deadline of 50 ms"):
+        tiny.generate([5, 6, 7], max_tokens=200000, stop_ids=[], deadline_ms=50)
+    with tiny.trunk([5, 6, 7]) as t, t.fork() as f:
+        tok.cancel()
+        with pytest.raises(deg.CancelledError):
+            f.generate(max_tokens=5, cancel=tok)
+
+
+def run_in_thread(fn):
+    box = {}
+
+    def go():
+        try:
+            box["value"] = fn()
+        except BaseException as e:  # noqa: BLE001 - reported to the test
+            box["error"] = e
+    th = threading.Thread(target=go)
+    th.start()
+    return th, box
+
+
+def wait_busy(handle, timeout=30):
+    t0 = time.monotonic()
+    while not handle._in_use():
+        assert time.monotonic() - t0 < timeout, "the call never started"
+        time.sleep(0.005)
+
+
+def test_close_checkpoint_while_filling(tmp_path):
+    """Issue 19 item 1: close() of a checkpoint another thread fills with
+    raises StateError (it used to free the handle under the fill: SIGSEGV)."""
+    deg.create_random_checkpoint(GOLDENS / "tiny-llama", tmp_path, seed=3)
+    ck = deg.load(tmp_path)
+    ctx = long_text(12000)
+    th, box = run_in_thread(lambda: deg.fill(ctx, SMALL, model=ck))
+    wait_busy(ck)
+    with pytest.raises(deg.StateError, match="in use by 1 running call"):
+        ck.close()
+    assert not ck.closed
+    th.join()
+    assert "error" not in box, box.get("error")
+    assert set(box["value"]) >= {"value", "meta", "usage"}
+    ck.close()
+    assert ck.closed
+    with pytest.raises(deg.StateError, match="closed"):
+        deg.fill("x", SMALL, model=ck)
+
+
+def test_close_model_while_generating():
+    m = deg.load_model(GOLDENS / "tiny-llama")
+    m.generate([5, 6], max_tokens=2)
+    tok = deg.CancelToken()
+    th, box = run_in_thread(lambda: m.generate([5, 6, 7], max_tokens=200000, stop_ids=[],
+                                               cancel=tok))
+    wait_busy(m)
+    with pytest.raises(deg.StateError, match="in use"):
+        m.close()
+    # a child fork generating holds the model too
+    t = m.trunk([5, 6, 7])
+    f = t.fork()
+    tok2 = deg.CancelToken()
+    th2, box2 = run_in_thread(lambda: f.generate(max_tokens=200000, stop_ids=[], cancel=tok2))
+    wait_busy(f)
+    with pytest.raises(deg.StateError, match="in use by 2 running call"):
+        m.close()
+    with pytest.raises(deg.StateError, match="in use by 1 running call"):
+        t.close()
+    assert not f.closed and not t.closed and not m.closed
+    tok.cancel()
+    tok2.cancel()
+    th.join()
+    th2.join()
+    assert isinstance(box["error"], deg.CancelledError)
+    assert isinstance(box2["error"], deg.CancelledError)
+    m.close()
+    assert f.closed and t.closed and m.closed
