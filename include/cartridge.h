@@ -171,8 +171,13 @@ DEG_API deg_status deg_cartridge_train_step(deg_cartridge *cartridge, const int3
  * and the model identity (arch, n_layer, n_head_kv, head_dim, n_embd,
  * n_vocab, rope_theta, weights_fingerprint: SHA-256 over the
  * hyper-parameters and a fixed sample of the weights). The header alone
- * gives the geometry. Errors: DEG_ERR_NUMERIC (non-finite rows: nothing is
- * written), DEG_ERR_IO. */
+ * gives the geometry. The file is replaced atomically (temporary + fsync +
+ * rename: a killed save leaves the previous file); saves in one directory
+ * are serialized by an advisory lock on it, and the next save, or a load
+ * while no save runs, removes the temporaries of killed saves
+ * ("<path>.tmp.*"). Counts in the metadata (frozen_prefix, adam_steps) are
+ * plain decimal digits (at most 18) on load: anything else is DEG_ERR_FORMAT.
+ * Errors: DEG_ERR_NUMERIC (non-finite rows: nothing is written), DEG_ERR_IO. */
 DEG_API deg_status deg_cartridge_save(const deg_cartridge *cartridge, const char *path,
                                       int with_optimizer);
 

@@ -937,8 +937,17 @@ DEG_API deg_status deg_ckpt_get_calibration(const deg_ckpt *ckpt, double *temps)
 DEG_API deg_status deg_ckpt_set_calibration(deg_ckpt *ckpt, const double *temps);
 
 /* Write the checkpoint (current parameters and temperatures) to dir (created
- * if missing): heads.safetensors, then deg.json, each atomically (temporary
- * file + fsync + rename; a reader never sees a partial file). extra_json (may
+ * if missing), whole: a save killed at any point leaves the previous
+ * checkpoint or the new one, never a mix. deg.json names its heads by
+ * "heads_sha256" (checked by deg_ckpt_load / deg_ckpt_open: heads that are
+ * not the named ones are DEG_ERR_FORMAT "not whole") and its rename is the
+ * commit point: the previous heads stay as heads.safetensors.prev until it
+ * is done, so a load after a kill takes the previous checkpoint whole. Each
+ * file is written atomically (temporary + fsync + rename). Saves into one
+ * directory are serialized by an advisory lock (flock on the directory);
+ * the next save, or a load while no save runs, removes the temporaries of
+ * killed saves ("<file>.tmp.*") and settles .prev. Checkpoints written
+ * before heads_sha256 load unchecked. extra_json (may
  * be NULL): a JSON object whose keys are added to deg.json (e.g. "training");
  * the keys deg writes itself are refused (DEG_ERR_ARG).
  * DEG_SAVE_NO_BACKBONE_PATH leaves backbone.path out of deg.json (a shipped

@@ -4,7 +4,9 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <dirent.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -120,8 +122,7 @@ deg_status dg_write_atomic(const char *path, const dg_chunk *chunks, size_t n)
     }
     free(tmp);
     /* Make the rename durable: fsync the directory (best effort). */
-    const char *slash = strrchr(path, '/');
-    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    char *dir = dg_dir_of(path);
     if (dir) {
         int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd >= 0) {
@@ -179,4 +180,55 @@ deg_status dg_read_file(const char *path, size_t max_bytes, char **out, size_t *
     *out = buf;
     if (len) *len = got;
     return DEG_OK;
+}
+
+int dg_dir_lock(const char *dir, int wait)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    int r;
+    do r = flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB));
+    while (r != 0 && errno == EINTR);
+    if (r != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+void dg_dir_unlock(int fd)
+{
+    if (fd >= 0) close(fd); /* closing the last fd releases the flock */
+}
+
+char *dg_dir_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+}
+
+size_t dg_remove_stale_temps(const char *path)
+{
+    char *dir = dg_dir_of(path);
+    if (!dir) return 0;
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    size_t bl = strlen(base), n = 0;
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (strncmp(e->d_name, base, bl) != 0 || strncmp(e->d_name + bl, ".tmp.", 5) != 0)
+                continue;
+            size_t l = strlen(dir) + 1 + strlen(e->d_name) + 1;
+            char *full = malloc(l);
+            if (!full) break;
+            snprintf(full, l, "%s/%s", dir, e->d_name);
+            if (unlink(full) == 0) n++;
+            free(full);
+        }
+        closedir(d);
+    }
+    free(dir);
+    return n;
 }

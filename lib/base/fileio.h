@@ -38,6 +38,23 @@ typedef struct dg_chunk {
  * DEG_ERR_ARG. */
 deg_status dg_write_atomic(const char *path, const dg_chunk *chunks, size_t n);
 
+/* Whole saves (issue 19): saves of artifacts in a directory are serialized
+ * by an advisory lock, flock() on the directory itself (released by the
+ * kernel when the holder dies, so a killed save never leaves it held).
+ * dg_dir_lock(dir, 1) waits for it; dg_dir_lock(dir, 0) returns -1 at once
+ * when a save holds it. Returns the lock's fd for dg_dir_unlock, or -1 (not
+ * taken, also when dir cannot be opened: callers treat it as best effort). */
+int dg_dir_lock(const char *dir, int wait);
+void dg_dir_unlock(int fd);
+
+/* Directory part of path (malloc'd; "." when there is none; NULL on OOM). */
+char *dg_dir_of(const char *path);
+
+/* Remove what killed saves of path left next to it: dg_write_atomic's
+ * temporaries "<path>.tmp.*". Call only with the directory's lock held (no
+ * save is running). Returns the number of files removed. */
+size_t dg_remove_stale_temps(const char *path);
+
 /* Read a whole (small) file into a fresh NUL-terminated buffer *out (owned
  * by the caller, free()) of *len bytes (len excludes the NUL; may be NULL).
  * Files larger than max_bytes are rejected with DEG_ERR_RANGE (guards

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fileio.h"
 #include "base/status.h"
 #include "cartridge/cartridge_internal.h"
 #include "format/safetensors.h"
@@ -130,21 +131,46 @@ deg_status deg_cartridge_save(const deg_cartridge *c, const char *path, int with
     snprintf(buf, sizeof buf, "%" PRId64, c->steps);
     if (st == DEG_OK) st = dg_st_writer_meta(w, "adam_steps", buf);
     for (size_t i = 0; i < nm && st == DEG_OK; i++) st = dg_st_writer_meta(w, mk[i].key, mk[i].val);
+    /* whole saves (issue 19): the file is written atomically (temp + rename);
+     * under the directory's save lock, what killed saves left is removed */
+    char *dir = st == DEG_OK ? dg_dir_of(path) : NULL;
+    int lock = dir ? dg_dir_lock(dir, 1) : -1;
+    if (st == DEG_OK) dg_remove_stale_temps(path);
     if (st == DEG_OK) st = dg_st_writer_commit(w, path);
+    dg_dir_unlock(lock);
+    free(dir);
     dg_st_writer_free(w);
     if (st != DEG_OK) return dg_fail_context(st, "deg_cartridge_save %s", path);
     return DEG_OK;
 }
 
+/* After a load: with no save running (the lock is free), remove the
+ * temporaries killed saves of path left. */
+static void tidy(const char *path)
+{
+    char *dir = dg_dir_of(path);
+    int lock = dir ? dg_dir_lock(dir, 0) : -1;
+    if (lock >= 0) dg_remove_stale_temps(path);
+    dg_dir_unlock(lock);
+    free(dir);
+}
+
+/* A count in the metadata: decimal digits only (no sign, spaces or other
+ * text, as written by deg_cartridge_save), at most 18 of them, so the value
+ * and the optimizer's next step count fit int64 (strtoll would clamp 2^63
+ * and more to INT64_MAX and accept " 3" and "+3"). */
 static deg_status parse_size(const dg_safetensors *st, const char *key, const char *path,
                              long long lo, long long *out)
 {
     const char *v = dg_safetensors_meta(st, key);
-    char *end = NULL;
-    long long x = v ? strtoll(v, &end, 10) : 0;
-    if (!v || !*v || *end || x < lo)
-        return dg_fail(DEG_ERR_FORMAT, "deg_cartridge_load %s: metadata \"%s\" missing or not an "
-                       "integer >= %lld", path, key, lo);
+    size_t n = v ? strlen(v) : 0, i = 0;
+    while (i < n && v[i] >= '0' && v[i] <= '9') i++;
+    long long x = 0;
+    for (size_t j = 0; j < i && i == n && n <= 18; j++) x = 10 * x + (v[j] - '0');
+    if (!v || n == 0 || i != n || n > 18 || x < lo)
+        return dg_fail(DEG_ERR_FORMAT, "deg_cartridge_load %s: metadata \"%s\" %s%s%s is not a "
+                       "decimal integer >= %lld of at most 18 digits", path, key,
+                       v ? "\"" : "missing", v ? v : "", v ? "\"" : "", lo);
     *out = x;
     return DEG_OK;
 }
@@ -252,6 +278,7 @@ done:
         deg_cartridge_free(c);
         return s;
     }
+    tidy(path);
     *out = c;
     return DEG_OK;
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/fileio.h"
 #include "base/status.h"
@@ -42,6 +43,18 @@ static void hex(const uint8_t *d, size_t n, char *out)
 {
     for (size_t i = 0; i < n; i++) sprintf(out + 2 * i, "%02x", d[i]);
     out[2 * n] = 0;
+}
+
+/* SHA-256 hex of one file (deg.json "heads_sha256"). */
+static deg_status file_sha256(const char *path, char out[65])
+{
+    struct sha256_ctx ctx;
+    sha256_init(&ctx);
+    DG_TRY(sha_file(path, &ctx));
+    uint8_t d[SHA256_DIGEST_SIZE];
+    sha256_digest(&ctx, sizeof d, d);
+    hex(d, sizeof d, out);
+    return DEG_OK;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -275,20 +288,47 @@ static const char *model_chat_layout(const deg_model *m)
  * of k (if any: adapters.safetensors, meta["lora"]), then deg.json (meta) into
  * dir, each atomically (temporary file + rename: a reader sees the old or the
  * new file, never a partial one). */
+/* Whole saves (issue 19). deg.json names its heads by SHA-256
+ * ("heads_sha256"), and deg.json's rename is the one commit point: under the
+ * directory's save lock (dg_dir_lock), the current heads are hard-linked to
+ * heads.safetensors.prev, the new heads renamed in, then deg.json, then .prev
+ * removed. A save killed before deg.json leaves the old deg.json + new heads
+ * + .prev (= the old heads): the loader finds the heads deg.json names in
+ * .prev and loads the old checkpoint whole (and puts .prev back when it can
+ * take the lock). Temporaries of killed saves are removed by the next save
+ * or load. (adapters.safetensors is not covered by .prev yet.) */
+#define PREV_NAME "heads.safetensors.prev"
+
 static deg_status write_files(const float *store, const size_t *off, int E, json_t *meta,
                               const char *dir, const dg_ckpt *k)
 {
     char *jpath = path_join(dir, "deg.json"), *spath = path_join(dir, "heads.safetensors");
+    char *ppath = path_join(dir, PREV_NAME);
     char *text = NULL;
     dg_st_writer *w = NULL;
     deg_status st = DEG_OK;
-    if (!jpath || !spath) {
+    int lock = -1;
+    if (!jpath || !spath || !ppath) {
         st = dg_fail(DEG_ERR_NOMEM, "checkpoint write: out of memory");
         goto done;
     }
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
         st = dg_fail(DEG_ERR_IO, "%s: cannot create checkpoint directory: %s", dir,
                      strerror(errno));
+        goto done;
+    }
+    lock = dg_dir_lock(dir, 1);
+    dg_remove_stale_temps(jpath);
+    dg_remove_stale_temps(spath);
+    if (unlink(ppath) != 0 && errno != ENOENT) {
+        st = dg_fail(DEG_ERR_IO, "%s: cannot remove: %s", ppath, strerror(errno));
+        goto done;
+    }
+    /* no hard links (some file systems): no .prev, a torn save is then
+     * refused at load by the hash instead of recovered */
+    if (link(spath, ppath) != 0 && errno != ENOENT && errno != EPERM && errno != ENOTSUP &&
+        errno != EOPNOTSUPP) {
+        st = dg_fail(DEG_ERR_IO, "%s: cannot link to %s: %s", spath, ppath, strerror(errno));
         goto done;
     }
     if ((st = dg_st_writer_new(&w)) != DEG_OK) goto done;
@@ -301,7 +341,10 @@ static deg_status write_files(const float *store, const size_t *off, int E, json
     if (st == DEG_OK) st = dg_st_writer_meta(w, "format", DG_CKPT_FORMAT);
     if (st == DEG_OK) st = dg_st_writer_commit(w, spath);
     if (st == DEG_OK && k) st = dg_ckpt_lora_save(k, meta, dir);
+    char sha[65];
+    if (st == DEG_OK) st = file_sha256(spath, sha);
     if (st == DEG_OK) {
+        json_object_set_new(meta, "heads_sha256", json_string(sha));
         text = json_dumps(meta, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         if (!text) st = dg_fail(DEG_ERR_NOMEM, "checkpoint write: out of memory");
     }
@@ -309,12 +352,52 @@ static deg_status write_files(const float *store, const size_t *off, int E, json
         dg_chunk c[2] = {{text, strlen(text)}, {"\n", 1}};
         st = dg_write_atomic(jpath, c, 2);
     }
+    if (st == DEG_OK) unlink(ppath);
 done:
+    dg_dir_unlock(lock);
     dg_st_writer_free(w);
     free(text);
     free(jpath);
     free(spath);
+    free(ppath);
     return st;
+}
+
+/* The heads file deg.json names (heads_sha256; absent in checkpoints written
+ * before it existed: heads.safetensors): *use = spath or ppath. */
+static deg_status find_heads(const json_t *meta, const char *jpath, const char *spath,
+                             const char *ppath, const char **use)
+{
+    *use = spath;
+    const json_t *h = json_object_get(meta, "heads_sha256");
+    if (!h) return DEG_OK;
+    const char *want = json_string_value(h);
+    if (!want || strlen(want) != 64)
+        return dg_fail(DEG_ERR_FORMAT, "%s: heads_sha256 must be 64 hex digits", jpath);
+    char got[65], prev[65];
+    DG_TRY(file_sha256(spath, got));
+    if (strcmp(got, want) == 0) return DEG_OK;
+    if (file_sha256(ppath, prev) == DEG_OK && strcmp(prev, want) == 0) {
+        *use = ppath; /* a save was killed before its deg.json: the old one is whole */
+        return DEG_OK;
+    }
+    return dg_fail(DEG_ERR_FORMAT, "%s: SHA-256 %s, but deg.json names heads with %s: the "
+                   "checkpoint is not whole (a file was replaced, or a save was interrupted "
+                   "where no earlier heads could be kept)", spath, got, want);
+}
+
+/* After a load: with no save running, remove killed saves' temporaries and
+ * settle .prev (put back when it holds the named heads, else dropped). */
+static void tidy_dir(const char *dir, const char *jpath, const char *spath, const char *ppath,
+                     const char *used)
+{
+    int lock = dg_dir_lock(dir, 0);
+    if (lock < 0) return;
+    dg_remove_stale_temps(jpath);
+    dg_remove_stale_temps(spath);
+    if (used == ppath) (void)rename(ppath, spath);
+    else (void)unlink(ppath);
+    dg_dir_unlock(lock);
 }
 
 static char *trimmed_dir_name(const char *path)
@@ -486,12 +569,14 @@ deg_status deg_ckpt_open(const char *dir, const deg_ckpt_params *params, deg_ckp
         return dg_fail(DEG_ERR_ARG, "deg_ckpt_open: fork_budget_bytes must be 0 (default) or "
                        ">= 1 MiB");
     char *jpath = path_join(dir, "deg.json"), *spath = path_join(dir, "heads.safetensors");
+    char *ppath = path_join(dir, PREV_NAME);
+    const char *hpath = spath;
     json_t *meta = NULL;
     dg_safetensors *sf = NULL;
     deg_status st = DEG_OK;
     dg_ckpt *k = calloc(1, sizeof *k);
     char *resolved = NULL;
-    if (!jpath || !spath || !k) {
+    if (!jpath || !spath || !ppath || !k) {
         st = dg_fail(DEG_ERR_NOMEM, "deg_ckpt_open: out of memory");
         goto fail;
     }
@@ -524,7 +609,8 @@ deg_status deg_ckpt_open(const char *dir, const deg_ckpt_params *params, deg_ckp
     deg_model_get_info(k->model, &info);
     size_t off[N_TABLE];
     if ((st = alloc_store(k, info.n_embd, off)) != DEG_OK) goto fail;
-    if ((st = dg_safetensors_open(spath, &sf)) != DEG_OK) goto fail;
+    if ((st = find_heads(meta, jpath, spath, ppath, &hpath)) != DEG_OK) goto fail;
+    if ((st = dg_safetensors_open(hpath, &sf)) != DEG_OK) goto fail;
     for (size_t i = 0; i < N_TABLE; i++) {
         const dg_tensor_view *t = dg_safetensors_find(sf, TABLE[i].name);
         int64_t r, c;
@@ -533,7 +619,7 @@ deg_status deg_ckpt_open(const char *dir, const deg_ckpt_params *params, deg_ckp
         if (!t || t->dtype != DG_F32 || t->n_dims != nd ||
             (nd == 2 ? (t->shape[0] != r || t->shape[1] != c) : t->shape[0] != c)) {
             st = dg_fail(t ? DEG_ERR_MISMATCH : DEG_ERR_FORMAT,
-                         "%s: head tensor '%s' %s (expected F32 [%lld%s%lld])", spath,
+                         "%s: head tensor '%s' %s (expected F32 [%lld%s%lld])", hpath,
                          TABLE[i].name, t ? "has the wrong dtype or shape" : "is missing",
                          (long long)(r ? r : c), r ? ", " : "", (long long)(r ? c : 0));
             goto fail;
@@ -541,7 +627,7 @@ deg_status deg_ckpt_open(const char *dir, const deg_ckpt_params *params, deg_ckp
         memcpy(k->store + off[i], t->data, numel(&TABLE[i], info.n_embd) * sizeof(float));
         for (size_t j = 0; j < numel(&TABLE[i], info.n_embd); j++)
             if (!isfinite(k->store[off[i] + j])) {
-                st = dg_fail(DEG_ERR_NUMERIC, "%s: head tensor '%s' holds NaN/Inf", spath,
+                st = dg_fail(DEG_ERR_NUMERIC, "%s: head tensor '%s' holds NaN/Inf", hpath,
                              TABLE[i].name);
                 goto fail;
             }
@@ -598,9 +684,11 @@ deg_status deg_ckpt_open(const char *dir, const deg_ckpt_params *params, deg_ckp
         goto fail;
     }
     dg_safetensors_close(sf);
+    tidy_dir(dir, jpath, spath, ppath, hpath);
     json_decref(meta);
     free(jpath);
     free(spath);
+    free(ppath);
     free(resolved);
     *out = k;
     return DEG_OK;
@@ -609,6 +697,7 @@ fail:
     json_decref(meta);
     free(jpath);
     free(spath);
+    free(ppath);
     free(resolved);
     deg_ckpt_free(k);
     return st;
@@ -672,7 +761,8 @@ deg_status deg_ckpt_set_calibration(deg_ckpt *ckpt, const double *temps)
 
 static const char *const RESERVED[] = {"format", "backbone", "head_dim", "heads", "calibration",
                                        "array_mode", "anchor_min_tokens", "chat_layout",
-                                       "key_prior", "span_single_line", "lora"};
+                                       "key_prior", "span_single_line", "lora",
+                                       "heads_sha256"};
 
 deg_status deg_ckpt_save(const deg_ckpt *ckpt, const char *dir, const char *extra_json,
                          unsigned flags)

@@ -4,6 +4,7 @@
  * bitwise a real prefill), an end-to-end finite-difference gradcheck,
  * checkpointing, a learning check, persistence, serving and bad input. */
 #include <criterion/criterion.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -460,6 +461,83 @@ Test(cartridge, corrupt_files)
     cr_expect_eq(s, DEG_ERR_IO, "missing: %s (%s)", deg_status_name(s), deg_errmsg());
     free(buf); free(path);
     deg_cartridge_free(c);
+    deg_model_free(m);
+}
+
+/* Rewrite path with metadata key = value (the header re-serialized, data
+ * bytes unchanged: safetensors offsets are relative to the data start). */
+static void set_meta(const char *path, const char *key, const char *value)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert(f);
+    uint64_t hl = 0;
+    cr_assert_eq(fread(&hl, 8, 1, f), 1);
+    char *h = calloc(1, hl + 1);
+    cr_assert_eq(fread(h, 1, hl, f), hl);
+    fseek(f, 0, SEEK_END);
+    long end = ftell(f);
+    size_t dl = (size_t)end - 8 - hl;
+    char *data = malloc(dl ? dl : 1);
+    fseek(f, (long)(8 + hl), SEEK_SET);
+    cr_assert_eq(fread(data, 1, dl, f), dl);
+    fclose(f);
+    json_t *j = json_loads(h, 0, NULL);
+    cr_assert(j);
+    json_object_set_new(json_object_get(j, "__metadata__"), key, json_string(value));
+    char *t = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    size_t tl = strlen(t), pad = (8 - tl % 8) % 8;
+    uint64_t nl = tl + pad;
+    f = fopen(path, "wb");
+    fwrite(&nl, 8, 1, f);
+    fwrite(t, 1, tl, f);
+    for (size_t i = 0; i < pad; i++) fputc(' ', f);
+    fwrite(data, 1, dl, f);
+    fclose(f);
+    free(t);
+    json_decref(j);
+    free(h);
+    free(data);
+}
+
+/* Issue 19 item 7: adam_steps / frozen_prefix are digits only and fit int64
+ * with room for the next step (2^63 used to clamp to INT64_MAX, overflow in
+ * the optimizer, and blame "gradient 0"; " 3" and "+3" were accepted). */
+Test(cartridge, step_metadata_strict)
+{
+    deg_model *m = tiny_load("tiny-llama");
+    deg_cartridge *c = NULL;
+    int32_t pre[4] = {1, 2, 3, 4};
+    cr_assert_eq(deg_cartridge_init_tokens(m, pre, 4, &c), DEG_OK);
+    char *path = tmpfile_path("steps.safetensors");
+    cr_assert_eq(deg_cartridge_save(c, path, 1), DEG_OK);
+    deg_cartridge_free(c);
+    const char *bad[] = {"9223372036854775808", "9223372036854775807", "1000000000000000000",
+                         " 3", "+3", "-1", "3 ", "0x10", "", "1e3"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        set_meta(path, "adam_steps", bad[i]);
+        deg_cartridge *d = NULL;
+        deg_status s = deg_cartridge_load(m, path, &d);
+        cr_expect_eq(s, DEG_ERR_FORMAT, "adam_steps \"%s\": %s", bad[i], deg_status_name(s));
+        cr_expect(strstr(deg_errmsg(), "\"adam_steps\"") &&
+                      strstr(deg_errmsg(), "is not a decimal integer >= 0 of at most 18 digits"),
+                  "%s", deg_errmsg());
+        cr_expect_null(d);
+        deg_cartridge_free(d);
+    }
+    set_meta(path, "adam_steps", "999999999999999999");
+    cr_assert_eq(deg_cartridge_load(m, path, &c), DEG_OK, "%s", deg_errmsg());
+    cr_assert_eq(deg_cartridge_steps(c), 999999999999999999LL);
+    deg_cartridge_free(c);
+    set_meta(path, "adam_steps", "12");
+    set_meta(path, "frozen_prefix", "+1");
+    cr_assert_eq(deg_cartridge_load(m, path, &c), DEG_ERR_FORMAT);
+    set_meta(path, "frozen_prefix", "2");
+    cr_assert_eq(deg_cartridge_load(m, path, &c), DEG_OK, "%s", deg_errmsg());
+    cr_assert_eq(deg_cartridge_steps(c), 12);
+    cr_assert_eq(deg_cartridge_frozen_prefix(c), 2);
+    deg_cartridge_free(c);
+    unlink(path);
+    free(path);
     deg_model_free(m);
 }
 

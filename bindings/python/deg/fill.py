@@ -169,8 +169,12 @@ def create_random_checkpoint(model_path, directory, seed=0, array_mode="index",
         with open(path, encoding="utf-8") as f:
             meta = json.load(f)
         meta["array_mode"], meta["anchor_min_tokens"] = array_mode, anchor_min_tokens
-        with open(path, "w", encoding="utf-8") as f:
+        tmp = f"{path}.tmp.{os.getpid()}"  # whole or not at all (a reader never sees half)
+        with open(tmp, "w", encoding="utf-8") as f:
             json.dump(meta, f, indent=1)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
     return fspath(directory)
 
 
