@@ -244,20 +244,36 @@ static deg_status st_parse(dg_safetensors *st)
         }
         if (s != DEG_OK) goto out;
     }
-    /* file order; extents must not overlap (empty tensors take no room) */
+    /* The reference's rule (safetensors Metadata::validate + deserialize):
+     * sorted by data_offsets, each tensor starts where the previous one ended
+     * (the first at 0) and the last ends at the end of the file: no gap, no
+     * overlap, no trailing bytes, so nothing else (another format: a
+     * polyglot file) can hide in the buffer. */
     qsort(ext, nt, sizeof *ext, cmp_extent);
-    uint64_t prev_end = 0;
-    size_t prev = SIZE_MAX;
+    uint64_t at = 0;
     for (size_t k = 0; k < nt; k++) {
-        if (ext[k].begin == ext[k].end) continue;
-        if (prev != SIZE_MAX && ext[k].begin < prev_end) {
-            s = dg_fail(DEG_ERR_FORMAT, "%s: tensors '%s' and '%s' overlap in the data (bytes %llu..%llu)",
-                        st->path, st->names[ext[prev].i], st->names[ext[k].i],
-                        (unsigned long long)ext[k].begin, (unsigned long long)prev_end);
+        if (ext[k].begin != at) {
+            const char *what = ext[k].begin > at ? "a gap" : "an overlap";
+            if (k == 0)
+                s = dg_fail(DEG_ERR_FORMAT, "%s: the first tensor '%s' starts at data offset %llu, "
+                            "not 0 (the data must be the tensors back to back)", st->path,
+                            st->names[ext[k].i], (unsigned long long)ext[k].begin);
+            else
+                s = dg_fail(DEG_ERR_FORMAT, "%s: %s in the data between tensors '%s' (ends at "
+                            "%llu) and '%s' (begins at %llu): the data must be the tensors back to "
+                            "back", st->path, what, st->names[ext[k - 1].i],
+                            (unsigned long long)at, st->names[ext[k].i],
+                            (unsigned long long)ext[k].begin);
             goto out;
         }
-        prev_end = ext[k].end;
-        prev = k;
+        at = ext[k].end;
+    }
+    if (at != data_size) {
+        s = dg_fail(DEG_ERR_FORMAT, "%s: %llu bytes after the last tensor (the data is %llu bytes, "
+                    "the tensors cover %llu): trailing bytes are refused, as the safetensors "
+                    "reference does", st->path, (unsigned long long)(data_size - at),
+                    (unsigned long long)data_size, (unsigned long long)at);
+        goto out;
     }
     {
         dg_tensor_view *sorted = malloc((nt ? nt : 1) * sizeof *sorted);

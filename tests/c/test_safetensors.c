@@ -402,7 +402,43 @@ Test(st_bad, dtype_shape_and_offsets)
     expect_hdr("{\"a\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]},"
                " \"b\": {\"dtype\": \"F32\", \"shape\": [0], \"data_offsets\": [4, 4]},"
                " \"c\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [8, 12]}}",
-               12, DEG_OK, NULL, NULL); /* empty tensors take no room */
+               12, DEG_ERR_FORMAT, "an overlap", "'b'"); /* the reference: invalid offset for b */
+    expect_hdr("{\"a\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]},"
+               " \"b\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [12, 16]}}",
+               16, DEG_ERR_FORMAT, "a gap", "'b' (begins at 12)");
+    expect_hdr("{\"a\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]}}", 12,
+               DEG_ERR_FORMAT, "4 bytes after the last tensor", NULL);
+    expect_hdr("{\"a\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [4, 12]}}", 12,
+               DEG_ERR_FORMAT, "starts at data offset 4, not 0", NULL);
+}
+
+/* Issue 19 item 10: the verdicts of the `safetensors` package (the reference,
+ * tests/goldens/gen_safetensors_verdicts.py) on gaps, trailing bytes, a first
+ * offset other than 0, overlaps and empty tensors: libdeg accepts exactly the
+ * files it accepts. */
+Test(st_bad, reference_verdicts)
+{
+    const char *dir = DEG_SOURCE_ROOT "/tests/goldens/safetensors_verdicts";
+    char path[1024];
+    snprintf(path, sizeof path, "%s/verdicts.json", dir);
+    json_t *v = json_load_file(path, 0, NULL);
+    cr_assert(v, "%s", path);
+    json_t *cases = json_object_get(v, "cases");
+    cr_assert(json_object_size(cases) >= 10);
+    const char *name;
+    json_t *c;
+    json_object_foreach(cases, name, c) {
+        snprintf(path, sizeof path, "%s/%s.safetensors", dir, name);
+        dg_safetensors *st = NULL;
+        deg_status s = dg_safetensors_open(path, &st);
+        int ok = json_is_true(json_object_get(c, "ok"));
+        cr_expect_eq(s == DEG_OK, ok, "%s: libdeg %s (%s), reference %s", name,
+                     deg_status_name(s), s ? deg_errmsg() : "",
+                     ok ? "ok" : json_string_value(json_object_get(c, "error")));
+        if (!ok) cr_expect_eq(s, DEG_ERR_FORMAT, "%s: %s", name, deg_status_name(s));
+        dg_safetensors_close(st);
+    }
+    json_decref(v);
 }
 
 Test(st_bad, every_truncation_of_a_reference_file_fails_cleanly)
