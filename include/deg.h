@@ -237,10 +237,28 @@ DEG_API deg_status deg_model_get_info(const deg_model *model, deg_model_info *in
  * count to *n_ids; if the count exceeds cap, returns DEG_ERR_RANGE and the
  * caller retries with a larger buffer. Errors: DEG_ERR_UTF8 (with the byte
  * offset in the message), DEG_ERR_UNSUPPORTED for a byte the vocabulary has
- * no token for (SmolLM2: e.g. 0x04; HF tokenizers would drop it silently). */
+ * no token for (SmolLM2: e.g. 0x04; HF tokenizers drops it:
+ * deg_tokenize_ex with DEG_TOKENIZE_DROP_MISSING_BYTES does the same). */
 DEG_API deg_status deg_tokenize(const deg_model *model, const char *text, size_t len,
                                 int parse_special, int32_t *ids, size_t cap,
                                 size_t *n_ids);
+
+/* deg_tokenize with flags:
+ *  - DEG_TOKENIZE_SPECIAL: parse_special = 1.
+ *  - DEG_TOKENIZE_DROP_MISSING_BYTES: a byte the vocabulary has no token for
+ *    (SmolLM2: 0x04, 0x06, 0x13, 0x14, 0x16, 0x1d, the UTF-8 lead bytes
+ *    0xc0 0xc1 0xf1 0xf2 0xf5..0xff) is dropped, as Hugging Face tokenizers
+ *    does (BPE without unk_token: the byte's neighbours in its pre-token
+ *    become adjacent and may merge), so the ids equal HF's; without the flag
+ *    such a byte is DEG_ERR_UNSUPPORTED (the byte and its offset named).
+ *    The tokens' bytes are then the text minus the dropped bytes, in order:
+ *    deg.fill reads contexts this way and maps its spans back to the
+ *    original text's code points (a dropped character belongs to no token).
+ * Errors as deg_tokenize, DEG_ERR_ARG for unknown flags. */
+#define DEG_TOKENIZE_SPECIAL 1u
+#define DEG_TOKENIZE_DROP_MISSING_BYTES 2u
+DEG_API deg_status deg_tokenize_ex(const deg_model *model, const char *text, size_t len,
+                                   unsigned flags, int32_t *ids, size_t cap, size_t *n_ids);
 
 /* Decode ids to UTF-8 bytes (byte-exact inverse of deg_tokenize for text
  * without special tokens). Writes at most cap bytes (no NUL terminator) and
@@ -564,8 +582,13 @@ DEG_API deg_status deg_span_trim(const char *text, size_t len, size_t start, siz
  * {"instance": <RFC 6901 pointer into the value>, "schema": <pointer into
  * the schema>, "keyword": "...", "msg": "..."} in document order ("[]" when
  * valid). Errors: DEG_ERR_FORMAT (a document is not JSON: line and column
- * in the message), DEG_ERR_SCHEMA (a keyword value the validator cannot use:
- * bad pattern, unresolvable or endlessly recursive $ref). */
+ * in the message), DEG_ERR_SCHEMA (the schema is not a JSON object or
+ * boolean, or a subschema is not; a keyword deg does not apply, those
+ * deg_plan_compile lists as unsupported (allOf, not, if/then/else,
+ * minProperties, prefixItems, ...; const is applied), with its location;
+ * a keyword value the validator cannot use: bad pattern, unresolvable or
+ * endlessly recursive $ref). Unknown keywords are ignored, as JSON Schema
+ * says. */
 DEG_API deg_status deg_validate(const char *schema_json, const char *value_json,
                                 size_t *n_errors, char **errors_json);
 

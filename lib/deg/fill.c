@@ -67,10 +67,15 @@ typedef struct ivec {
     size_t n, cap;
 } ivec;
 
+/* Tokenize text (special != 0: special tokens parsed) onto v. Bytes the
+ * vocabulary lacks are dropped as HF tokenizers drops them (issue 19 item 5:
+ * one control byte used to reject a whole document); build_trunk maps the
+ * context's tokens back to the original bytes. */
 static deg_status iv_tok(ivec *v, const deg_model *m, const char *text, size_t len, int special)
 {
     size_t n = 0;
-    deg_status st = dg_tokenizer_encode(dg_model_tokenizer(m), text, len, special, NULL, 0, &n);
+    unsigned fl = (special ? DEG_TOKENIZE_SPECIAL : 0u) | DEG_TOKENIZE_DROP_MISSING_BYTES;
+    deg_status st = dg_tokenizer_encode_ex(dg_model_tokenizer(m), text, len, fl, NULL, 0, &n);
     if (st != DEG_OK && st != DEG_ERR_RANGE) return st;
     dg_clear_error();
     if (v->n + n > v->cap) {
@@ -82,7 +87,7 @@ static deg_status iv_tok(ivec *v, const deg_model *m, const char *text, size_t l
         v->cap = cap;
     }
     size_t got = 0;
-    DG_TRY(dg_tokenizer_encode(dg_model_tokenizer(m), text, len, special, v->p + v->n, n, &got));
+    DG_TRY(dg_tokenizer_encode_ex(dg_model_tokenizer(m), text, len, fl, v->p + v->n, n, &got));
     v->n += got;
     return DEG_OK;
 }
@@ -698,29 +703,41 @@ static deg_status build_trunk(const dg_ckpt *k, freq *r)
         for (size_t b = 0; b < r->ctx_len; b++)
             if (((unsigned char)r->ctx[b] & 0xC0) != 0x80) r->cp_byte[c++] = b;
         r->cp_byte[ncp] = r->ctx_len;
-        /* token byte ranges -> code point ranges */
+        for (size_t e = 0; e < ncp; e++) r->cp_tok[e] = SIZE_MAX;
+        /* token byte ranges -> code point ranges; bytes the tokenizer dropped
+         * (iv_tok) belong to no token and are stepped over */
         size_t byte = 0, cp = 0;
         for (size_t t = 0; t < nc; t++) {
             size_t len = 0;
             (void)dg_tokenizer_token_bytes(tk, ids.p[r->c0 + t], &len);
+            while (byte < r->ctx_len && dg_tokenizer_byte_missing(tk, (unsigned char)r->ctx[byte]))
+                byte++;
             size_t b0 = byte, b1 = byte + len;
             /* cp0: first code point starting at or after b0, or containing b0 */
             while (cp < ncp && r->cp_byte[cp + 1] <= b0) cp++;
             r->tok_cp0[t] = cp;
             size_t e = cp;
             while (e < ncp && r->cp_byte[e] < b1) {
-                if (r->cp_byte[e] >= b0) r->cp_tok[e] = t;
+                /* unset: the character's first byte was dropped (iv_tok) */
+                if (r->cp_byte[e] >= b0 || r->cp_tok[e] == SIZE_MAX) r->cp_tok[e] = t;
                 e++;
             }
             r->tok_cp1[t] = e;
             byte = b1;
         }
+        while (byte < r->ctx_len && dg_tokenizer_byte_missing(tk, (unsigned char)r->ctx[byte]))
+            byte++;
         if (byte != r->ctx_len) {
             st = dg_fail(DEG_ERR_INTERNAL, "fill: context tokens cover %zu bytes, the context "
                          "has %zu", byte, r->ctx_len);
             goto done;
         }
         r->cp_tok[ncp] = nc;
+        /* a dropped character: the next token (as for a position between tokens) */
+        for (size_t e = ncp, next = nc; e-- > 0;) {
+            if (r->cp_tok[e] == SIZE_MAX) r->cp_tok[e] = next;
+            else next = r->cp_tok[e];
+        }
     }
     if ((st = deg_trunk_new(m, &r->trunk)) != DEG_OK) goto done;
     {

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "deg/plan.h"
+#include "deg/validate.h"
 
 /* ------------------------------------------------------------------------ */
 /* Errors and locations                                                      */
@@ -329,13 +330,12 @@ dg_bounds dg_bounds_of(const json_t *node, dg_draft draft)
     return b;
 }
 
-/* Is the integer v a multiple of m, as python-jsonschema decides it? */
+/* Is the integer v a multiple of multipleOf, decimal-exact as the validator
+ * decides it (validate.h dg_decimal_multiple)? */
 static bool int_is_multiple(int64_t v, const dg_bounds *b)
 {
     if (!b->has_mult) return true;
-    if (b->mult_is_int && b->mult < 9.2e18) return v % (int64_t)b->mult == 0;
-    double q = (double)v / b->mult;
-    return isfinite(q) && q == floor(q);
+    return dg_decimal_multiple(dg_decimal_of_int(v), dg_decimal_of_double(b->mult));
 }
 
 int64_t dg_integer_levels(const dg_bounds *b, int64_t *levels, int64_t cap)

@@ -12,6 +12,8 @@
 #include "base/status.h"
 #include "deg/parse.h"
 #include "deg/plan.h"
+#include "deg/render.h"
+#include "deg/schema_check.h"
 
 #define MAX_DEPTH 2048
 
@@ -148,43 +150,61 @@ int dg_validate_equal(const json_t *a, const json_t *b)
     }
 }
 
-/* value = odd * 2^exp for a finite nonzero double. */
-static void dyadic(double v, uint64_t *odd, int *exp)
+static dg_decimal dec_norm(uint64_t m, int e)
 {
-    int e;
-    double m = frexp(fabs(v), &e);
-    uint64_t mi = (uint64_t)ldexp(m, 53);
-    e -= 53;
-    while ((mi & 1) == 0) { mi >>= 1; e++; }
-    *odd = mi;
-    *exp = e;
+    if (m == 0) return (dg_decimal){0, 0};
+    while (m % 10 == 0) {
+        m /= 10;
+        e++;
+    }
+    return (dg_decimal){m, e};
 }
 
-/* python-jsonschema's multipleOf: 1 = failed. */
+dg_decimal dg_decimal_of_int(int64_t v)
+{
+    uint64_t m = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    return dec_norm(m, 0);
+}
+
+dg_decimal dg_decimal_of_double(double v)
+{
+    char buf[40];
+    if (!isfinite(v) || v == 0) return (dg_decimal){0, 0};
+    dg_float_repr(fabs(v), buf, sizeof buf); /* "4.02", "1e-05", "1.5e+300", "100.0" */
+    uint64_t m = 0;
+    int frac = 0, in_frac = 0;
+    const char *p = buf;
+    for (; *p && *p != 'e'; p++) {
+        if (*p == '.') in_frac = 1;
+        else if (*p >= '0' && *p <= '9') {
+            m = 10 * m + (uint64_t)(*p - '0'); /* at most 17 digits + ".0" */
+            frac += in_frac;
+        }
+    }
+    int e = *p == 'e' ? atoi(p + 1) : 0;
+    return dec_norm(m, e - frac);
+}
+
+bool dg_decimal_multiple(dg_decimal x, dg_decimal d)
+{
+    if (x.m == 0) return true;
+    if (d.m == 0) return false;
+    /* x / d = (x.m / d.m) * 10^(x.e - d.e); with both mantissas free of
+     * trailing zeros, a negative exponent difference can never be made up */
+    if (x.e < d.e) return false;
+    unsigned __int128 r = x.m % d.m;
+    for (int k = x.e - d.e; k > 0 && r; k--) r = (r * 10) % d.m;
+    return r == 0;
+}
+
+/* multipleOf (validate.h): 1 = failed. */
 static int multiple_of_failed(const json_t *inst, const json_t *db)
 {
-    if (json_is_real(db)) {
-        double d = json_real_value(db);
-        double x = json_is_integer(inst) ? (double)json_integer_value(inst) : json_real_value(inst);
-        double q = x / d;
-        if (isfinite(q)) return trunc(q) != q;
-        /* exact: x / d integral? both dyadic rationals */
-        if (x == 0) return 0;
-        uint64_t ox, od;
-        int ex, ed;
-        dyadic(x, &ox, &ex);
-        dyadic(d, &od, &ed);
-        return !(ox % od == 0 && ex >= ed);
-    }
-    json_int_t d = json_integer_value(db);
-    if (d == 0) return 1;
-    if (json_is_integer(inst)) {
-        json_int_t x = json_integer_value(inst);
-        if (d == -1) return 0;
-        return x % d != 0;
-    }
-    double r = fmod(json_real_value(inst), (double)d);
-    return r != 0;
+    dg_decimal x = json_is_integer(inst) ? dg_decimal_of_int(json_integer_value(inst))
+                                         : dg_decimal_of_double(json_real_value(inst));
+    dg_decimal d = json_is_integer(db) ? dg_decimal_of_int(json_integer_value(db))
+                                       : dg_decimal_of_double(json_real_value(db));
+    return !dg_decimal_multiple(x, d);
 }
 
 /* ---- helpers ----------------------------------------------------------- */
@@ -540,6 +560,69 @@ static deg_status load_json(const char *text, const char *what, json_t **out)
     return DEG_OK;
 }
 
+/* deg_validate's schema check (issue 19 item 8): every schema position holds
+ * an object or a boolean, and no keyword of the compiler's unsupported list
+ * (§5; schema_check.c) appears: the validator would not apply it, so a
+ * verdict would be wrong, not just incomplete. const is applied (option
+ * branches). Unknown keywords are ignored, as JSON Schema says. */
+static deg_status check_schema(const json_t *s, const char *loc, int depth)
+{
+    if (json_is_boolean(s)) return DEG_OK;
+    static const char *const NAMES[] = {"object", "array", "string", "integer", "number",
+                                        "true", "false", "null"};
+    if (!json_is_object(s))
+        return dg_fail(DEG_ERR_SCHEMA, "schema at \"%s\": a schema must be a JSON object or "
+                       "boolean, not %s", loc, NAMES[json_typeof(s)]);
+    if (depth > 2048)
+        return dg_fail(DEG_ERR_SCHEMA, "schema at \"%s\": nested deeper than 2048", loc);
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)s, k, v)
+    {
+        if (dg_kw_is_unsupported(k) && strcmp(k, "const") != 0)
+            return dg_fail(DEG_ERR_SCHEMA, "schema at \"%s\": unsupported keyword \"%s\" (deg "
+                           "applies the keywords of deg-contract §5 only; deg.compile_schema "
+                           "rejects it too)", loc, k);
+    }
+    deg_status st = DEG_OK;
+    json_object_foreach((json_t *)s, k, v)
+    {
+        int map = !strcmp(k, "properties") || !strcmp(k, "$defs") || !strcmp(k, "definitions");
+        int list = !strcmp(k, "anyOf") || !strcmp(k, "oneOf");
+        int one = !strcmp(k, "items") || !strcmp(k, "additionalProperties");
+        if (!map && !list && !one) continue;
+        char *kl = dg_loc_key(loc, k);
+        if (!kl) return dg_fail(DEG_ERR_NOMEM, "deg_validate: out of memory");
+        if (one) {
+            st = check_schema(v, kl, depth + 1);
+        } else if (map && json_is_object(v)) {
+            const char *k2;
+            json_t *v2;
+            json_object_foreach(v, k2, v2)
+            {
+                char *l2 = dg_loc_key(kl, k2);
+                st = l2 ? check_schema(v2, l2, depth + 1)
+                        : dg_fail(DEG_ERR_NOMEM, "deg_validate: out of memory");
+                free(l2);
+                if (st != DEG_OK) break;
+            }
+        } else if (list && json_is_array(v)) {
+            for (size_t i = 0; i < json_array_size(v) && st == DEG_OK; i++) {
+                char *l2 = dg_loc_index(kl, i);
+                st = l2 ? check_schema(json_array_get(v, i), l2, depth + 1)
+                        : dg_fail(DEG_ERR_NOMEM, "deg_validate: out of memory");
+                free(l2);
+            }
+        } else {
+            st = dg_fail(DEG_ERR_SCHEMA, "schema at \"%s\": %s must be %s", kl, k,
+                         map ? "an object of schemas" : "an array of schemas");
+        }
+        free(kl);
+        if (st != DEG_OK) return st;
+    }
+    return DEG_OK;
+}
+
 DEG_API deg_status deg_validate(const char *schema_json, const char *value_json, size_t *n_errors,
                                 char **errors_json)
 {
@@ -548,7 +631,8 @@ DEG_API deg_status deg_validate(const char *schema_json, const char *value_json,
     if (!schema_json || !value_json || !n_errors) return dg_fail(DEG_ERR_ARG, "deg_validate: NULL argument");
     json_t *s, *v;
     DG_TRY(load_json(schema_json, "schema", &s));
-    deg_status st = load_json(value_json, "value", &v);
+    deg_status st = check_schema(s, "", 0);
+    if (st == DEG_OK) st = load_json(value_json, "value", &v);
     if (st != DEG_OK) { json_decref(s); return st; }
     json_t *errs = json_array();
     if (!errs) st = dg_fail(DEG_ERR_NOMEM, "deg_validate: out of memory");

@@ -11,10 +11,11 @@
  *   minLength, maxLength (code points); pattern (PCRE2 search with the
  *   compiler's options plus UCP, so \d \w \s are Unicode-aware as in Python
  *   re); minimum, maximum, exclusiveMinimum, exclusiveMaximum (exact
- *   int/float comparison); multipleOf (python-jsonschema's rule: a float
- *   divisor divides in double and fails on a non-integral quotient, falling
- *   back to exact rationals when the quotient overflows; an integer divisor
- *   uses the remainder); format date, date-time, email, uri, uuid
+ *   int/float comparison); multipleOf decimal-exact (issue 19: the JSON
+ *   Schema spec divides the decimal values, so 4.02 is a multiple of 0.01;
+ *   python-jsonschema divides binary doubles, 401.99999999999994, and says
+ *   no: deg departs from it here, see dg_decimal_multiple); format date,
+ *   date-time, email, uri, uuid
  *   (dg_format_check; other formats are annotations); local $ref ("#",
  *   "#/json/pointer", percent-decoded) with $defs/definitions, applied
  *   together with its siblings (2020-12). Annotations and unknown keywords
@@ -30,6 +31,22 @@
 #define DG_DEG_VALIDATE_H
 
 #include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* A JSON number's decimal value as |v| = m * 10^e, m with no trailing zero
+ * digits (0 = {0, 0}). A float's decimal value is its shortest round-trip
+ * digits (Python repr(), which is the JSON text's value when the text has at
+ * most 17 significant digits); an integer's its digits. */
+typedef struct dg_decimal {
+    uint64_t m;
+    int e;
+} dg_decimal;
+dg_decimal dg_decimal_of_double(double v);
+dg_decimal dg_decimal_of_int(int64_t v);
+/* multipleOf on decimal values: x / d is an integer (d != 0; 0 is a
+ * multiple of everything). Exact: no binary rounding is involved. */
+bool dg_decimal_multiple(dg_decimal x, dg_decimal d);
 
 #include "deg.h"
 

@@ -87,6 +87,7 @@ static deg_status scratch_reserve(dg_bpe_scratch **ps, size_t n)
 
 static deg_status out_push(int32_t **out, size_t *n, size_t *cap, const int32_t *ids, size_t k)
 {
+    if (k == 0) return DEG_OK; /* every byte of the word dropped: *out may be NULL */
     if (*n + k > *cap) {
         size_t c = *cap ? *cap : 256;
         while (c < *n + k) c *= 2;
@@ -213,7 +214,8 @@ deg_status dg_bpe_word(const dg_tokenizer *t, dg_bpe_scratch **scratch, const ch
                        size_t len, int32_t **out, size_t *n, size_t *cap)
 {
     const unsigned char *u = (const unsigned char *)w;
-    if (len == 1) return out_push(out, n, cap, &t->byte_id[u[0]], 1);
+    if (len == 1) /* a dropped byte (see below) yields nothing */
+        return t->byte_id[u[0]] < 0 ? DEG_OK : out_push(out, n, cap, &t->byte_id[u[0]], 1);
     if (t->ignore_merges) {
         int32_t id = dg_tok_lookup_raw(t, w, len);
         if (id >= 0) return out_push(out, n, cap, &id, 1);
@@ -221,7 +223,12 @@ deg_status dg_bpe_word(const dg_tokenizer *t, dg_bpe_scratch **scratch, const ch
     /* Heap entries: at most n-1 initial pairs plus two per merge. */
     DG_TRY(scratch_reserve(scratch, len + 1));
     dg_bpe_scratch *s = *scratch;
-    for (size_t i = 0; i < len; i++) s->sym[i] = t->byte_id[u[i]];
-    size_t k = len <= DG_BPE_FLAT_MAX ? bpe_flat(t, s, len) : bpe_heap(t, s, len);
+    /* A byte the vocabulary has no token for (only reached under
+     * DG_TOK_DROP_MISSING) is dropped before the merges and its neighbours
+     * become adjacent: HF tokenizers' BPE::merge_word without unk_token. */
+    size_t m = 0;
+    for (size_t i = 0; i < len; i++)
+        if (t->byte_id[u[i]] >= 0) s->sym[m++] = t->byte_id[u[i]];
+    size_t k = m <= DG_BPE_FLAT_MAX ? bpe_flat(t, s, m) : bpe_heap(t, s, m);
     return out_push(out, n, cap, s->sym, k);
 }

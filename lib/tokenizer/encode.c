@@ -40,6 +40,7 @@ typedef struct enc_ctx {
     char *nb;             /* NFC of the current segment */
     size_t nb_cap;
     size_t report_base;   /* offset of the current segment in the input */
+    int drop_missing;     /* DEG_TOKENIZE_DROP_MISSING_BYTES */
     pcre2_match_data *md;
     pcre2_match_context *mctx;
     pcre2_jit_stack *jit;
@@ -213,12 +214,13 @@ static deg_status encode_text(enc_ctx *c, const char *all, size_t base, size_t l
     const dg_tokenizer *t = c->t;
     const char *text = all + base;
     if (len == 0) return DEG_OK;
-    if (t->missing_bytes) {
+    if (t->missing_bytes && !c->drop_missing) {
         for (size_t i = 0; i < len; i++)
             if (t->byte_id[(unsigned char)text[i]] < 0)
                 return dg_fail(DEG_ERR_UNSUPPORTED,
                                "tokenize: byte 0x%02x at byte offset %zu has no token in this "
-                               "vocabulary (HF tokenizers would drop it silently)",
+                               "vocabulary (HF tokenizers drop it: DEG_TOKENIZE_DROP_MISSING_BYTES "
+                               "does the same)",
                                (unsigned)(unsigned char)text[i], c->report_base + base + i);
     }
     if (len > UINT32_MAX / 2) return dg_fail(DEG_ERR_RANGE, "tokenize: text longer than 2 GiB");
@@ -384,9 +386,22 @@ static deg_status encode_all(enc_ctx *c, const char *text, size_t len, int parse
     return DEG_OK;
 }
 
+int dg_tokenizer_byte_missing(const dg_tokenizer *t, unsigned char b)
+{
+    return t->byte_id[b] < 0;
+}
+
 deg_status dg_tokenizer_encode(const dg_tokenizer *t, const char *text, size_t len,
                                int parse_special, int32_t *ids, size_t cap, size_t *n_ids)
 {
+    return dg_tokenizer_encode_ex(t, text, len, parse_special ? DEG_TOKENIZE_SPECIAL : 0u, ids,
+                                  cap, n_ids);
+}
+
+deg_status dg_tokenizer_encode_ex(const dg_tokenizer *t, const char *text, size_t len,
+                                  unsigned flags, int32_t *ids, size_t cap, size_t *n_ids)
+{
+    int parse_special = (flags & DEG_TOKENIZE_SPECIAL) != 0;
     if (!t || !n_ids) return dg_fail(DEG_ERR_ARG, "tokenize: NULL tokenizer or n_ids");
     *n_ids = 0;
     if (!text && len) return dg_fail(DEG_ERR_ARG, "tokenize: text is NULL but len is %zu", len);
@@ -395,7 +410,9 @@ deg_status dg_tokenizer_encode(const dg_tokenizer *t, const char *text, size_t l
     if (!dg_utf8_validate(text, len, &bad))
         return dg_fail(DEG_ERR_UTF8, "tokenize: invalid UTF-8 at byte offset %zu (byte 0x%02x)",
                        bad, (unsigned)(unsigned char)text[bad]);
-    enc_ctx c = {.t = t};
+    if (flags & ~(DEG_TOKENIZE_SPECIAL | DEG_TOKENIZE_DROP_MISSING_BYTES))
+        return dg_fail(DEG_ERR_ARG, "tokenize: unknown flags 0x%x", flags);
+    enc_ctx c = {.t = t, .drop_missing = (flags & DEG_TOKENIZE_DROP_MISSING_BYTES) != 0};
     deg_status s = len ? encode_all(&c, text, len, parse_special) : DEG_OK;
     if (s == DEG_OK) {
         *n_ids = c.n_out;

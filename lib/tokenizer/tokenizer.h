@@ -75,6 +75,12 @@ int32_t dg_tokenizer_find(const dg_tokenizer *t, const char *piece, size_t len);
  * non-special added tokens (e.g. Qwen3's <think>) are still matched. */
 deg_status dg_tokenizer_encode(const dg_tokenizer *t, const char *text, size_t len,
                                int parse_special, int32_t *ids, size_t cap, size_t *n_ids);
+/* The same with DEG_TOKENIZE_* flags (deg_tokenize_ex). */
+deg_status dg_tokenizer_encode_ex(const dg_tokenizer *t, const char *text, size_t len,
+                                  unsigned flags, int32_t *ids, size_t cap, size_t *n_ids);
+/* 1 if byte b has no token in the vocabulary (dropped under
+ * DEG_TOKENIZE_DROP_MISSING_BYTES). */
+int dg_tokenizer_byte_missing(const dg_tokenizer *t, unsigned char b);
 /* Decode: same contract as deg_detokenize. */
 deg_status dg_tokenizer_decode(const dg_tokenizer *t, const int32_t *ids, size_t n_ids,
                                char *buf, size_t cap, size_t *len);

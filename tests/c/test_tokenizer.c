@@ -513,7 +513,81 @@ Test(tokenizer, byte_without_token_is_an_error)
     cr_assert_eq(n, 3);
     cr_assert_eq(dg_tokenizer_encode(t, "ab~c", 4, 1, NULL, 0, &n), DEG_ERR_UNSUPPORTED);
     cr_assert(strstr(deg_errmsg(), "byte 0x7e at byte offset 2"), "%s", deg_errmsg());
+    /* the other behaviour: dropped, as HF tokenizers does */
+    int32_t a[8], b[8];
+    size_t na = 0, nb = 0;
+    cr_assert_eq(dg_tokenizer_encode_ex(t, "ab~c", 4, DEG_TOKENIZE_DROP_MISSING_BYTES, a, 8, &na),
+                 DEG_OK, "%s", deg_errmsg());
+    cr_assert_eq(dg_tokenizer_encode_ex(t, "abc", 3, 0, b, 8, &nb), DEG_OK);
+    cr_assert_eq(na, nb);
+    cr_assert_eq(memcmp(a, b, na * sizeof *a), 0);
+    cr_assert(dg_tokenizer_byte_missing(t, '~') && !dg_tokenizer_byte_missing(t, 'a'));
+    cr_assert_eq(dg_tokenizer_encode_ex(t, "ab", 2, 4u, a, 8, &na), DEG_ERR_ARG);
     dg_tokenizer_free(t);
+}
+
+/* Issue 19 item 5: SmolLM2's missing bytes (control bytes, UTF-8 lead bytes of
+ * 4-byte characters) dropped as HF tokenizers drops them: the same ids
+ * (tests/goldens/gen_tokenizer_dropped.py), and the tokens' bytes are the text
+ * minus exactly those bytes; without the flag such a text is refused. */
+Test(tokenizer, dropped_bytes_match_hf)
+{
+    json_error_t err;
+    json_t *g = json_load_file(GOLD "dropped_bytes.json", 0, &err);
+    cr_assert(g, "%s", err.text);
+    size_t len;
+    char *tj = read_gz(GOLD "smollm2.tokenizer.json.gz", &len);
+    char path[] = "/tmp/deg_tok_smol_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_eq(write(fd, tj, len), (ssize_t)len);
+    close(fd);
+    free(tj);
+    dg_tokenizer *t = NULL;
+    cr_assert_eq(dg_tokenizer_from_json(path, NULL, &t), DEG_OK, "%s", deg_errmsg());
+    unlink(path);
+    json_t *miss = json_object_get(g, "missing_bytes");
+    for (int b = 0; b < 256; b++) {
+        int listed = 0;
+        for (size_t i = 0; i < json_array_size(miss); i++)
+            listed |= json_integer_value(json_array_get(miss, i)) == b;
+        cr_assert_eq(dg_tokenizer_byte_missing(t, (unsigned char)b), listed, "byte 0x%02x", b);
+    }
+    json_t *cases = json_object_get(g, "cases");
+    cr_assert(json_array_size(cases) >= 10);
+    for (size_t i = 0; i < json_array_size(cases); i++) {
+        json_t *c = json_array_get(cases, i);
+        const char *text = json_string_value(json_object_get(c, "text"));
+        size_t tl = json_string_length(json_object_get(c, "text"));
+        json_t *want = json_object_get(c, "ids");
+        int32_t ids[256];
+        size_t n = 0;
+        deg_status s = dg_tokenizer_encode_ex(t, text, tl, DEG_TOKENIZE_DROP_MISSING_BYTES, ids,
+                                              256, &n);
+        cr_assert_eq(s, DEG_OK, "case %zu: %s", i, deg_errmsg());
+        cr_assert_eq(n, json_array_size(want), "case %zu: %zu ids, HF %zu", i, n,
+                     json_array_size(want));
+        for (size_t k = 0; k < n; k++)
+            cr_assert_eq(ids[k], json_integer_value(json_array_get(want, k)), "case %zu id %zu", i,
+                         k);
+        /* token bytes = the text minus the dropped bytes */
+        char kept[512], got[512];
+        size_t nk = 0, ng = 0, has_missing = 0;
+        for (size_t k = 0; k < tl; k++) {
+            if (dg_tokenizer_byte_missing(t, (unsigned char)text[k])) has_missing = 1;
+            else kept[nk++] = text[k];
+        }
+        for (size_t k = 0; k < n; k++) {
+            size_t bl = 0;
+            const char *bytes = dg_tokenizer_token_bytes(t, ids[k], &bl);
+            memcpy(got + ng, bytes, bl);
+            ng += bl;
+        }
+        cr_assert(ng == nk && memcmp(got, kept, nk) == 0, "case %zu: token bytes", i);
+        s = dg_tokenizer_encode_ex(t, text, tl, 0, ids, 256, &n);
+        cr_assert_eq(s, has_missing ? DEG_ERR_UNSUPPORTED : DEG_OK, "case %zu strict", i);
+    }
+    dg_tokenizer_free(t);
+    json_decref(g);
 }
 
 Test(tokenizer, token_accessors)

@@ -171,8 +171,17 @@ Test(validate, error_pointers)
 Test(validate, numbers_and_strings)
 {
     struct { const char *s, *v; int ok; } T[] = {
-        {"{\"multipleOf\":0.1}", "0.3", 0},  /* python-jsonschema: 0.3/0.1 = 2.9999999999999996 */
-        {"{\"multipleOf\":0.01}", "0.07", 0}, /* 7.000000000000001 */
+        /* multipleOf is decimal-exact (issue 19 item 6; python-jsonschema divides
+         * doubles: 0.3/0.1 = 2.9999999999999996, 4.02/0.01 = 401.99999999999994) */
+        {"{\"multipleOf\":0.1}", "0.3", 1}, {"{\"multipleOf\":0.01}", "0.07", 1},
+        {"{\"multipleOf\":0.01}", "4.02", 1}, {"{\"multipleOf\":0.01}", "4.025", 0},
+        {"{\"multipleOf\":0.01}", "19.99", 1}, {"{\"multipleOf\":0.05}", "1.15", 1},
+        {"{\"multipleOf\":0.05}", "1.16", 0}, {"{\"multipleOf\":2.5}", "7.5", 1},
+        {"{\"multipleOf\":0.3}", "0.1", 0}, {"{\"multipleOf\":0.3333}", "1", 0},
+        {"{\"multipleOf\":1e-8}", "12391239123", 1}, {"{\"multipleOf\":0.01}", "-4.02", 1},
+        {"{\"multipleOf\":0.01}", "0", 1}, {"{\"multipleOf\":1e-300}", "1e300", 1},
+        {"{\"multipleOf\":3}", "9223372036854775806", 1},
+        {"{\"multipleOf\":100}", "1e2", 1}, {"{\"multipleOf\":0.2}", "1e-1", 0},
         {"{\"multipleOf\":0.0001}", "0.0075", 1},
         {"{\"multipleOf\":3}", "9", 1}, {"{\"multipleOf\":3}", "10", 0}, {"{\"multipleOf\":2}", "4.0", 1},
         {"{\"multipleOf\":2}", "4.5", 0}, {"{\"multipleOf\":0.123456789}", "1e308", 0},
@@ -248,4 +257,44 @@ Test(validate, public_api_and_bad_input)
     cr_expect_eq(deg_validate("{}", deep, &n, &errs), DEG_ERR_FORMAT);
     free(deep);
     cr_expect(clock() - t0 < 20 * CLOCKS_PER_SEC);
+}
+
+/* Issue 19 item 8: deg_validate refuses what it would not apply (the
+ * compiler's unsupported keywords, anywhere in the schema) and schemas that
+ * are not objects or booleans, instead of passing every value. */
+Test(validate, unsupported_and_non_schemas_refused)
+{
+    struct { const char *s, *loc_kw; } bad[] = {
+        {"{\"allOf\": [{\"minimum\": 10}]}", "unsupported keyword \"allOf\""},
+        {"{\"not\": {\"type\": \"integer\"}}", "unsupported keyword \"not\""},
+        {"{\"type\": \"object\", \"minProperties\": 2}", "unsupported keyword \"minProperties\""},
+        {"{\"properties\": {\"a\": {\"if\": {}, \"then\": {}}}}", "schema at \"/properties/a\""},
+        {"{\"anyOf\": [{\"type\": \"string\"}, {\"prefixItems\": []}]}", "schema at \"/anyOf/1\""},
+        {"{\"$defs\": {\"d\": {\"contains\": {}}}}", "unsupported keyword \"contains\""},
+        {"5", "a schema must be a JSON object or boolean, not integer"},
+        {"\"{\\\"type\\\": \\\"integer\\\"}\"", "not string"},
+        {"[{\"type\": \"integer\"}]", "not array"},
+        {"null", "not null"},
+        {"{\"properties\": {\"a\": 5}}", "schema at \"/properties/a\": a schema must be"},
+        {"{\"items\": \"x\"}", "schema at \"/items\""},
+        {"{\"anyOf\": {\"type\": \"string\"}}", "anyOf must be an array of schemas"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        size_t n = 99;
+        char *errs = NULL;
+        deg_status s = deg_validate(bad[i].s, "5", &n, &errs);
+        cr_expect_eq(s, DEG_ERR_SCHEMA, "%s: %s", bad[i].s, deg_status_name(s));
+        cr_expect(strstr(deg_errmsg(), bad[i].loc_kw), "%s: %s", bad[i].s, deg_errmsg());
+        cr_expect_null(errs);
+    }
+    /* what it applies: const, unknown keywords ignored, a property named like a keyword */
+    const char *ok[] = {"{\"const\": 5}", "{\"foo\": 1, \"x-bar\": 2}", "true",
+                        "{\"properties\": {\"allOf\": {\"type\": \"integer\"}}}"};
+    for (size_t i = 0; i < 4; i++) {
+        size_t n = 99;
+        char *errs = NULL;
+        cr_expect_eq(deg_validate(ok[i], "5", &n, &errs), DEG_OK, "%s: %s", ok[i], deg_errmsg());
+        cr_expect_eq(n, 0, "%s", ok[i]);
+        deg_free(errs);
+    }
 }

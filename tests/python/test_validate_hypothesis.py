@@ -1,4 +1,5 @@
-"""deg's validator (C) against python-jsonschema's Draft202012Validator.
+"""deg's validator (C) against python-jsonschema's Draft202012Validator
+(with multipleOf on decimal values, as deg and the JSON Schema spec define it).
 
 Random schemas over the keywords the contract supports and random values
 (hypothesis, derandomized so CI runs the same cases) are validated by both;
@@ -8,6 +9,7 @@ uri and uuid checks are independent Python implementations of the rules in
 lib/deg/parse.h (uri: the rfc3987 package's RFC 3986 grammar when installed).
 """
 import datetime
+import decimal
 import ipaddress
 import json
 import re
@@ -21,6 +23,9 @@ from hypothesis import strategies as st  # noqa: E402
 
 import deg  # noqa: E402
 from deg._native import has  # noqa: E402
+
+decimal.getcontext().prec = 800  # exact for any double's repr (and 2^63 integers)
+Decimal = decimal.Decimal
 
 pytestmark = pytest.mark.skipif(not has("deg_validate"), reason="libdeg has no deg_validate")
 
@@ -199,8 +204,25 @@ def pointer(path):
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
 
 
+def _decimal(x):
+    return Decimal(int(x)) if isinstance(x, int) else Decimal(repr(x))
+
+
+def _multiple_of(validator, dB, instance, schema):
+    """multipleOf on the decimal values (the JSON Schema spec; deg issue 19):
+    jsonschema divides binary doubles (4.02 / 0.01 = 401.99999999999994 fails)."""
+    if not validator.is_type(instance, "number"):
+        return
+    if _decimal(instance) % _decimal(dB) != 0:
+        yield jsonschema.ValidationError(f"{instance!r} is not a multiple of {dB}")
+
+
+RefValidator = jsonschema.validators.extend(jsonschema.Draft202012Validator,
+                                            {"multipleOf": _multiple_of})
+
+
 def ref_errors(schema, value):
-    v = jsonschema.Draft202012Validator(schema, format_checker=FC)
+    v = RefValidator(schema, format_checker=FC)
     out = set()
     for e in v.iter_errors(value):
         kw = e.validator if e.validator is not None else "false"

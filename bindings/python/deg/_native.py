@@ -1,7 +1,57 @@
-"""The cffi extension (generated from include/deg.h) and small call helpers."""
-from ._deg_cffi import ffi, lib  # noqa: F401
+"""The cffi extension (generated from include/deg.h) and small call helpers.
 
-from .errors import raise_for_status
+`lib` wraps the extension's functions so that an argument cffi cannot convert
+(a negative number for a size_t, a str for a pointer, ...) raises
+ArgumentError naming the C function, like every other bad argument, instead
+of cffi's OverflowError / TypeError (issue 19 item 9).
+"""
+import os
+
+from ._deg_cffi import ffi
+from ._deg_cffi import lib as _raw_lib
+
+from .errors import ArgumentError, raise_for_status
+
+
+class _Lib:
+    """The C functions (and constants) of the extension, with typed errors for
+    arguments cffi refuses to convert."""
+
+    def __init__(self, raw):
+        self._raw = raw
+
+    def __getattr__(self, name):
+        f = getattr(self._raw, name)
+        if not callable(f):
+            return f
+
+        def call(*args):
+            try:
+                return f(*args)
+            except (OverflowError, TypeError) as e:
+                raise ArgumentError(f"{name}: an argument cannot be passed to C: {e}") from None
+        call.__name__ = name
+        self.__dict__[name] = call
+        return call
+
+    def __dir__(self):
+        return dir(self._raw)
+
+
+lib = _Lib(_raw_lib)
+
+
+def path_arg(path, what="path"):
+    """A file system path (str, bytes or os.PathLike) as the C library's bytes.
+    ArgumentError for anything else or a path holding NUL."""
+    try:
+        b = os.fsencode(path)
+    except TypeError:
+        raise ArgumentError(f"{what} must be a path (str, bytes or os.PathLike), got "
+                            f"{type(path).__name__}") from None
+    if b"\0" in b:
+        raise ArgumentError(f"{what} contains a NUL byte: {path!r}")
+    return b
 
 
 def check(status):

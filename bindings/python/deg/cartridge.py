@@ -14,7 +14,7 @@ from array import array
 from collections import namedtuple
 from os import fspath
 
-from ._native import check, ffi, lib
+from ._native import check, ffi, lib, path_arg
 from .errors import ArgumentError
 from .model import Model, Trunk, _Handle, _floats, _ids_buffer
 
@@ -29,10 +29,13 @@ def _targets_buffer(targets):
     if not targets:
         return ffi.NULL, 0
     buf = ffi.new("deg_distill_target[]", len(targets))
-    for i, t in enumerate(targets):
-        buf[i].position = int(t.position)
-        buf[i].token = int(t.token)
-        buf[i].logprob = float(t.logprob)
+    try:
+        for i, t in enumerate(targets):
+            buf[i].position = int(t.position)
+            buf[i].token = int(t.token)
+            buf[i].logprob = float(t.logprob)
+    except OverflowError as e:
+        raise ArgumentError(f"target {i}: position/token out of range: {e}") from None
     return buf, len(targets)
 
 
@@ -166,13 +169,13 @@ class Cartridge(_Handle):
         """Load a saved cartridge (MismatchError if saved for another model)."""
         out = ffi.new("deg_cartridge **")
         with model._use() as _p:
-            check(lib.deg_cartridge_load(_p, fspath(path).encode(), out))
+            check(lib.deg_cartridge_load(_p, path_arg(path), out))
         return cls(model, out[0])
 
     def save(self, path, optimizer=True):
         """Write safetensors atomically (NumericError if rows are not finite)."""
         with self._use() as _p:
-            check(lib.deg_cartridge_save(_p, fspath(path).encode(), 1 if optimizer else 0))
+            check(lib.deg_cartridge_save(_p, path_arg(path), 1 if optimizer else 0))
 
     # ---------------------------------------------------------- properties
     def __len__(self):

@@ -15,9 +15,10 @@ import os
 import threading
 from os import fspath
 
-from ._native import check, ffi, lib
+from ._native import check, ffi, lib, path_arg
 from .errors import ArgumentError, FillError, RequestError, SchemaError
 from .limits import run_limits
+from .schema import schema_value
 from .model import _Handle
 
 __all__ = ["Checkpoint", "load", "ckpt_backbone_path", "create_random_checkpoint", "fill",
@@ -107,14 +108,16 @@ class Checkpoint(_Handle):
                 raise ArgumentError("give model or model_path, not both")
             p.model = model._live()
         elif model_path is not None:
-            keep.append(ffi.new("char[]", fspath(model_path).encode()))
+            keep.append(ffi.new("char[]", path_arg(model_path)))
             p.model_path = keep[-1]
         if null_margin is not None:
             p.has_null_margin, p.null_margin = 1, float(null_margin)
         if fork_budget is not None:
-            p.fork_budget_bytes = int(fork_budget)
+            if isinstance(fork_budget, bool) or not isinstance(fork_budget, int) or fork_budget < 0:
+                raise ArgumentError(f"fork_budget must be an integer >= 1 MiB, got {fork_budget!r}")
+            p.fork_budget_bytes = fork_budget
         out = ffi.new("deg_ckpt **")
-        check(lib.deg_ckpt_open(fspath(path).encode(), p, out))
+        check(lib.deg_ckpt_open(path_arg(path), p, out))
         _Handle.__init__(self, out[0], model)
         self.path = fspath(path)
         self.model = model
@@ -150,7 +153,7 @@ def ckpt_backbone_path(checkpoint=None):
     if checkpoint is None:
         checkpoint = default_checkpoint_path()
     out = ffi.new("char **")
-    check(lib.deg_ckpt_backbone_path(fspath(checkpoint).encode(), out))
+    check(lib.deg_ckpt_backbone_path(path_arg(checkpoint), out))
     return _take(out)
 
 
@@ -162,10 +165,10 @@ def create_random_checkpoint(model_path, directory, seed=0, array_mode="index",
         raise ArgumentError('array_mode must be "index" or "anchor"')
     if not isinstance(anchor_min_tokens, int) or anchor_min_tokens < 0:
         raise ArgumentError("anchor_min_tokens must be an integer >= 0")
-    check(lib.deg_ckpt_create_random(fspath(model_path).encode(), int(seed),
-                                     fspath(directory).encode()))
+    check(lib.deg_ckpt_create_random(path_arg(model_path), int(seed),
+                                     path_arg(directory)))
     if array_mode != "index" or anchor_min_tokens:
-        path = os.path.join(fspath(directory), "deg.json")
+        path = os.path.join(os.fsdecode(directory), "deg.json")
         with open(path, encoding="utf-8") as f:
             meta = json.load(f)
         meta["array_mode"], meta["anchor_min_tokens"] = array_mode, anchor_min_tokens
@@ -179,7 +182,7 @@ def create_random_checkpoint(model_path, directory, seed=0, array_mode="index",
 
 
 def _request(context, schema, options, model_name):
-    req = {"context": context, "schema": schema}
+    req = {"context": context, "schema": schema_value(schema)}
     if model_name is not None:
         req["model"] = model_name
     if options is not None:

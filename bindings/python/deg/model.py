@@ -21,7 +21,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from os import fspath
 
-from ._native import check, ffi, lib
+from ._native import check, ffi, lib, path_arg
 from .errors import ArgumentError, StateError
 from .limits import run_limits
 
@@ -32,7 +32,11 @@ __all__ = ["load_model", "Model", "ModelInfo", "Trunk", "Fork", "Generation",
 def _ids_buffer(ids):
     """(cdata int32_t[], count) for a sequence of token ids."""
     ids = list(ids)
-    return ffi.new("int32_t[]", ids) if ids else ffi.NULL, len(ids)
+    try:
+        return ffi.new("int32_t[]", ids) if ids else ffi.NULL, len(ids)
+    except (OverflowError, TypeError):
+        raise ArgumentError("token ids must be integers in int32 range, got "
+                            f"{next(i for i in ids if not isinstance(i, int) or not -2**31 <= i < 2**31)!r}") from None
 
 
 def _floats(n):
@@ -176,6 +180,12 @@ def _stats(s):
 def _sample_params(max_tokens, temperature, top_k, top_p, seed, stop_ids, keep):
     if max_tokens is None or int(max_tokens) <= 0:
         raise ArgumentError(f"max_tokens must be > 0, got {max_tokens!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
+        raise ArgumentError(f"seed must be an integer in [0, 2**64), got {seed!r}")
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 0 <= top_k < 2**31:
+        raise ArgumentError(f"top_k must be an integer >= 0, got {top_k!r}")
+    if int(max_tokens) >= 2**31:
+        raise ArgumentError(f"max_tokens must be < 2**31, got {max_tokens!r}")
     p = ffi.new("deg_sample_params *", lib.deg_sample_params_default())
     p.temperature = float(temperature)
     p.top_k = int(top_k)
@@ -196,7 +206,7 @@ class Model(_Handle):
 
     def __init__(self, path):
         out = ffi.new("deg_model **")
-        check(lib.deg_model_load(fspath(path).encode(), out))
+        check(lib.deg_model_load(path_arg(path), out))
         super().__init__(out[0])
         self.path = fspath(path)
         self._info = None
@@ -221,16 +231,27 @@ class Model(_Handle):
 
     # --- tokenizer ---------------------------------------------------------
 
-    def tokenize(self, text, special=False):
+    def tokenize(self, text, special=False, drop_missing_bytes=False):
         """Token ids of text (str or UTF-8 bytes). With special=True, special
-        tokens written in the text ("<|im_start|>") become their ids. No BOS."""
-        data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
+        tokens written in the text ("<|im_start|>") become their ids. No BOS.
+        A byte the vocabulary has no token for (SmolLM2: 0x04, 0x1d, ...)
+        raises UnsupportedError, or with drop_missing_bytes=True is dropped as
+        Hugging Face tokenizers drops it (the same ids; deg.fill reads
+        documents this way)."""
+        if isinstance(text, str):
+            data = text.encode("utf-8", "surrogatepass")
+        elif isinstance(text, (bytes, bytearray, memoryview)):
+            data = bytes(text)
+        else:  # bytes(5) would be five NUL bytes
+            raise ArgumentError(f"text must be str or bytes, got {type(text).__name__}")
         n = ffi.new("size_t *")
         cap = len(data) + 8  # byte-level BPE: at most one id per byte
         with self._use() as ptr:
             while True:
                 ids = ffi.new("int32_t[]", cap)
-                st = lib.deg_tokenize(ptr, data, len(data), 1 if special else 0, ids, cap, n)
+                fl = ((lib.DEG_TOKENIZE_SPECIAL if special else 0)
+                      | (lib.DEG_TOKENIZE_DROP_MISSING_BYTES if drop_missing_bytes else 0))
+                st = lib.deg_tokenize_ex(ptr, data, len(data), fl, ids, cap, n)
                 if st == lib.DEG_ERR_RANGE and n[0] > cap:
                     cap = n[0]
                     continue

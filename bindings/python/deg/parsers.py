@@ -11,7 +11,7 @@ Utf8Error, ArgumentError, SchemaError.
 import json
 
 from ._native import check, ffi, lib
-from .errors import FillError, StateError
+from .errors import ArgumentError, FillError, StateError
 
 __all__ = [
     "parse_number", "parse_number_json", "parse_date", "parse_datetime", "format_check",
@@ -113,8 +113,17 @@ def trim_span(text, start, end):
 
 def validate(schema, value):
     """Violations of the Python value `value` against the schema (a dict or
-    bool): a list of {"instance", "schema", "keyword", "msg"}; [] when valid."""
-    return validate_json(json.dumps(schema, allow_nan=False), json.dumps(value, allow_nan=False))
+    bool, or its JSON text: the rule of deg.schema.schema_value): a list of
+    {"instance", "schema", "keyword", "msg"}; [] when valid. SchemaError for
+    a schema deg does not apply (a keyword compile_schema calls unsupported,
+    a schema that is not an object or boolean)."""
+    from .schema import schema_value
+    schema = schema_value(schema)  # SchemaError for text that is not JSON
+    try:
+        st, vt = json.dumps(schema, allow_nan=False), json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise ArgumentError(f"schema and value must be JSON values: {e}") from None
+    return validate_json(st, vt)
 
 
 def validate_json(schema_json, value_json):

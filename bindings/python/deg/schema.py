@@ -146,6 +146,20 @@ def _text(value, what):
             if what == "schema" else RequestError(f"{what} is not JSON: {e}")
 
 
+def schema_value(schema):
+    """The one rule for schema arguments (compile_schema, fill, fill_many,
+    validate, assemble_response): a JSON Schema as a Python value (dict or
+    bool) or as its JSON text (str or bytes). Returns the Python value;
+    SchemaError when the text is not JSON (line and column)."""
+    if not isinstance(schema, (str, bytes, bytearray)):
+        return schema
+    try:
+        return json.loads(schema)
+    except ValueError as e:
+        msg = f"schema text is not JSON: {e}"
+        raise SchemaError(msg, errors=[{"loc": "", "msg": msg}]) from None
+
+
 def _take_errors(errs_ptr):
     if errs_ptr[0] == ffi.NULL:
         return []

@@ -6,7 +6,7 @@ from os import fspath
 
 import numpy as np
 
-from .._native import check, ffi, lib
+from .._native import check, ffi, lib, path_arg
 
 KINDS = ("choice", "score", "noul", "extract", "count")
 # loss kinds of deg_train_example (deg.h DEG_HEAD_*): the calibration kinds, then
@@ -50,7 +50,7 @@ class Heads:
         ex = json.dumps(extra).encode() if extra is not None else ffi.NULL
         flags = 0 if backbone_path else lib.DEG_SAVE_NO_BACKBONE_PATH
         with self.ckpt._use() as _p:
-            check(lib.deg_ckpt_save(_p, fspath(directory).encode(), ex, flags))
+            check(lib.deg_ckpt_save(_p, path_arg(directory), ex, flags))
 
     @staticmethod
     def _c_examples(examples):
