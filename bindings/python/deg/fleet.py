@@ -19,7 +19,7 @@ are atomic; reloads are memory-mapped.
 from collections import namedtuple
 from os import fspath
 
-from ._native import check, ffi, lib
+from ._native import check, ffi, lib, path_arg
 from .cartridge import Cartridge, _wrap_trunk
 from .errors import ArgumentError
 from .model import Model, _Handle
@@ -70,9 +70,10 @@ class Fleet(_Handle):
         texts = [ffi.new("char[]", t.encode("utf-8") if isinstance(t, str) else bytes(t))
                  for _, t in docs]
         lens = [ffi.sizeof(t) - 1 for t in texts]
-        check(lib.deg_fleet_init(model._live(), fspath(path).encode(),
-                                 ffi.new("char *[]", names), ffi.new("char *[]", texts),
-                                 ffi.new("size_t[]", lens), len(docs), int(p)))
+        with model._use() as _p:
+            check(lib.deg_fleet_init(_p, path_arg(path),
+                                     ffi.new("char *[]", names), ffi.new("char *[]", texts),
+                                     ffi.new("size_t[]", lens), len(docs), int(p)))
 
     @staticmethod
     def params(budget=None, rotate_every=None, evict_fraction=None, warmup_steps=None,
@@ -99,12 +100,14 @@ class Fleet(_Handle):
         document resident)."""
         prm = ffi.new("deg_fleet_params *", cls.params(**params))
         out = ffi.new("deg_fleet **")
-        check(lib.deg_fleet_open(model._live(), fspath(path).encode(), prm, out))
+        with model._use() as _p:
+            check(lib.deg_fleet_open(_p, path_arg(path), prm, out))
         return cls(model, out[0], fspath(path))
 
     # --------------------------------------------------------------- info
     def __len__(self):
-        return lib.deg_fleet_n_docs(self._live())
+        with self._use() as _p:
+            return lib.deg_fleet_n_docs(_p)
 
     def __repr__(self):
         if self.closed:
@@ -113,16 +116,19 @@ class Fleet(_Handle):
 
     @property
     def p(self):
-        return lib.deg_fleet_p(self._live())
+        with self._use() as _p:
+            return lib.deg_fleet_p(_p)
 
     @property
     def rounds(self):
         """Optimizer rounds taken over the fleet's life."""
-        return lib.deg_fleet_rounds(self._live())
+        with self._use() as _p:
+            return lib.deg_fleet_rounds(_p)
 
     def doc(self, i):
         info = ffi.new("deg_fleet_doc_info *")
-        check(lib.deg_fleet_doc(self._live(), int(i), info))
+        with self._use() as _p:
+            check(lib.deg_fleet_doc(_p, int(i), info))
         return FleetDoc(int(i), _str(info.name), _str(info.text_path),
                         _str(info.cartridge_path), info.tokens, info.steps, info.since_entry,
                         bool(info.resident))
@@ -140,14 +146,16 @@ class Fleet(_Handle):
 
     def lr(self, i):
         """The lr document i's next step uses (warm-up applied)."""
-        return lib.deg_fleet_lr(self._live(), int(i))
+        with self._use() as _p:
+            return lib.deg_fleet_lr(_p, int(i))
 
     # ------------------------------------------------------------ training
     def cartridge(self, i):
         """The resident cartridge of document i (owned by the fleet; valid
         until the next step/rotate/evict/admit). StateError if absent."""
         out = ffi.new("deg_cartridge **")
-        check(lib.deg_fleet_cartridge(self._live(), int(i), out))
+        with self._use() as _p:
+            check(lib.deg_fleet_cartridge(_p, int(i), out))
         c = _BorrowedCartridge.__new__(_BorrowedCartridge)
         _Handle.__init__(c, out[0], self)
         c.model = self.model
@@ -161,7 +169,8 @@ class Fleet(_Handle):
 
     def _moving(self, fn, *args):
         self._invalidate()
-        check(fn(self._live(), *args))
+        with self._use() as _p:
+            check(fn(_p, *args))
 
     def step(self, docs):
         """One optimizer round over these resident documents (their
@@ -181,7 +190,8 @@ class Fleet(_Handle):
 
     def save(self):
         """Write every resident cartridge (with moments) and the manifest."""
-        check(lib.deg_fleet_save(self._live()))
+        with self._use() as _p:
+            check(lib.deg_fleet_save(_p))
 
     def close(self):
         self._invalidate()
@@ -196,5 +206,6 @@ class Fleet(_Handle):
         if not docs:
             raise ArgumentError("trunk needs at least one document")
         out = ffi.new("deg_trunk **")
-        check(lib.deg_fleet_trunk(self._live(), ffi.new("size_t[]", docs), len(docs), out))
+        with self._use() as _p:
+            check(lib.deg_fleet_trunk(_p, ffi.new("size_t[]", docs), len(docs), out))
         return _wrap_trunk(self.model, out[0])
