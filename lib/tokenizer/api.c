@@ -8,24 +8,21 @@
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
-DEG_API deg_status deg_tokenize(const deg_model *model, const char *text, size_t len,
-                                int parse_special, int32_t *ids, size_t cap, size_t *n_ids)
+DEG_API deg_status deg_tokenize_ex(const deg_model *model, const char *text, size_t len,
+                                   unsigned flags, int32_t *ids, size_t cap, size_t *n_ids)
 {
     if (n_ids) *n_ids = 0;
     if (!model || !n_ids) return dg_fail(DEG_ERR_ARG, "deg_tokenize: model or n_ids is NULL");
     const dg_tokenizer *t = dg_model_tokenizer(model);
     if (!t) return dg_fail(DEG_ERR_STATE, "deg_tokenize: the model has no tokenizer");
-    return dg_tokenizer_encode(t, text, len, parse_special, ids, cap, n_ids);
+    return dg_tokenizer_encode_ex(t, text, len, flags, ids, cap, n_ids);
 }
 
-DEG_API deg_status deg_tokenize_ex(const deg_model *model, const char *text, size_t len,
-                                   unsigned flags, int32_t *ids, size_t cap, size_t *n_ids)
+DEG_API deg_status deg_tokenize(const deg_model *model, const char *text, size_t len,
+                                int parse_special, int32_t *ids, size_t cap, size_t *n_ids)
 {
-    if (n_ids) *n_ids = 0;
-    if (!model || !n_ids) return dg_fail(DEG_ERR_ARG, "deg_tokenize_ex: model or n_ids is NULL");
-    const dg_tokenizer *t = dg_model_tokenizer(model);
-    if (!t) return dg_fail(DEG_ERR_STATE, "deg_tokenize_ex: the model has no tokenizer");
-    return dg_tokenizer_encode_ex(t, text, len, flags, ids, cap, n_ids);
+    return deg_tokenize_ex(model, text, len, parse_special ? DEG_TOKENIZE_SPECIAL : 0u, ids, cap,
+                           n_ids);
 }
 
 DEG_API deg_status deg_detokenize(const deg_model *model, const int32_t *ids, size_t n_ids,
