@@ -209,10 +209,12 @@ def test_shipped_checkpoint_is_the_default(model_path):
     import importlib
     fillmod = importlib.import_module("deg.fill")
     p = fillmod.default_checkpoint_path()
-    assert p.rstrip("/").endswith("smollm2-135m-v2")
+    assert p.rstrip("/").endswith("smollm2-135m-v3")
     assert deg.default_checkpoint_path() == p
     meta = json.loads(open(os.path.join(p, "deg.json")).read())
     assert "path" not in meta["backbone"] and meta["backbone"]["file"].endswith(".gguf")
+    # v3 = v2's heads with the key prior and single-line plain spans
+    assert meta["key_prior"] == {"exact": 16.0, "partial": 8.0} and meta["span_single_line"]
     assert meta["training"]["train_records"] > 100
     assert meta["calibration"]["count"] == 1.0
     assert any(abs(t - 1.0) > 1e-3 for t in meta["calibration"].values())
@@ -226,6 +228,7 @@ def test_shipped_checkpoint_is_the_default(model_path):
         r = deg.fill(ctx, schema, model=ck)
     assert r["value"]["email"] == "ana.lopez@example.com"
     assert r["value"]["date"] == "2024-03-05"
+    assert r["value"]["priority"] == "high"  # "Priority: high." (the key prior)
     if deg.default_model_path(check=False).is_file():  # backbone found by name: no model given
         assert deg.fill(ctx, schema)["value"] == r["value"]
 
