@@ -290,6 +290,14 @@ typedef struct deg_chat_message {
 DEG_API deg_status deg_chat_format(const deg_model *model, const deg_chat_message *messages,
                                    size_t n_messages, int add_generation_prompt, char **out);
 
+/* The library's ONE stop-token rule (generation's default stop_ids, the end
+ * of a fill answer, self-study's bots): the model's EOS, and for models with
+ * a chat layout also "<|im_end|>" (end of an assistant turn) when it is
+ * another token. Writes at most cap ids (EOS first) and the count to *n_ids
+ * (at most 2). Errors: DEG_ERR_ARG, DEG_ERR_RANGE (cap too small). */
+DEG_API deg_status deg_model_stop_ids(const deg_model *model, int32_t *ids, size_t cap,
+                                      size_t *n_ids);
+
 /* ------------------------------------------------------------------------ */
 /* Trunk and fork                                                           */
 /* ------------------------------------------------------------------------ */

@@ -15,6 +15,7 @@
 #include "base/status.h"
 #include "deg/fill.h"
 #include "format/safetensors.h"
+#include "model/chat.h"
 #include "model/model.h"
 #include "model/sample.h"
 
@@ -673,11 +674,17 @@ deg_status deg_ckpt_open(const char *dir, const deg_ckpt_params *params, deg_ckp
     }
     k->fork_budget_bytes = P.fork_budget_bytes ? P.fork_budget_bytes : (size_t)256 << 20;
     k->null_margin = P.has_null_margin ? P.null_margin : 0.0;
-    k->eos_id = info.eos_id;
-    k->stop_id = -1;
+    {
+        /* The library's stop rule (lib/model/chat.h) under the checkpoint's
+         * layout: EOS, and the end-of-turn token when it is another one. */
+        int32_t stops[DG_CHAT_MAX_STOPS];
+        dg_chat_layout layout = strcmp(k->chat_layout ? k->chat_layout : "none", "none") != 0
+                                    ? DG_CHAT_CHATML : DG_CHAT_NONE;
+        size_t ns = dg_chat_stop_ids(k->model, layout, stops);
+        k->eos_id = info.eos_id;
+        k->stop_id = ns > (info.eos_id >= 0 ? 1u : 0u) ? stops[ns - 1] : info.eos_id;
+    }
     if ((st = dg_ckpt_lora_load(k, meta, dir, jpath)) != DEG_OK) goto fail;
-    if (strcmp(k->chat_layout ? k->chat_layout : "none", "none") != 0)
-        k->stop_id = dg_tokenizer_find(dg_model_tokenizer(k->model), "<|im_end|>", 10);
     if (!k->array_mode || !k->chat_layout || !k->backbone_file || !k->backbone_sha256 ||
         !k->backbone_path) {
         st = dg_fail(DEG_ERR_NOMEM, "deg_ckpt_load: out of memory");

@@ -7,6 +7,7 @@
 #include "base/status.h"
 #include "base/strbuf.h"
 #include "model/model.h"
+#include "tokenizer/tokenizer.h"
 
 /* ---- Python str helpers, on [s, s+n) ------------------------------------- */
 
@@ -227,6 +228,42 @@ deg_status dg_chat_render(dg_chat_layout layout, const char *default_system,
 
 /* ---- public ------------------------------------------------------------- */
 
+dg_chat_layout dg_chat_layout_of_model(const deg_model *m)
+{
+    deg_model_info info;
+    if (deg_model_get_info(m, &info) != DEG_OK) return DG_CHAT_NONE;
+    dg_chat_layout layout = dg_chat_layout_from_name(info.chat_layout);
+    return layout != DG_CHAT_NONE ? layout : dg_chat_layout_detect(dg_model_chat_template(m));
+}
+
+size_t dg_chat_stop_ids(const deg_model *m, dg_chat_layout layout,
+                        int32_t out[DG_CHAT_MAX_STOPS])
+{
+    deg_model_info info;
+    size_t n = 0;
+    if (deg_model_get_info(m, &info) != DEG_OK) return 0;
+    if (info.eos_id >= 0) out[n++] = info.eos_id;
+    if (layout != DG_CHAT_NONE) {
+        const dg_tokenizer *t = dg_model_tokenizer(m);
+        int32_t im_end = t ? dg_tokenizer_find(t, "<|im_end|>", strlen("<|im_end|>")) : -1;
+        if (im_end >= 0 && (n == 0 || out[0] != im_end)) out[n++] = im_end;
+    }
+    return n;
+}
+
+deg_status deg_model_stop_ids(const deg_model *model, int32_t *ids, size_t cap, size_t *n_ids)
+{
+    if (!model || !n_ids || (cap && !ids))
+        return dg_fail(DEG_ERR_ARG, "deg_model_stop_ids: NULL argument");
+    int32_t s[DG_CHAT_MAX_STOPS];
+    size_t n = dg_chat_stop_ids(model, dg_chat_layout_of_model(model), s);
+    *n_ids = n;
+    if (n > cap)
+        return dg_fail(DEG_ERR_RANGE, "deg_model_stop_ids: %zu ids do not fit in %zu", n, cap);
+    for (size_t i = 0; i < n; i++) ids[i] = s[i];
+    return DEG_OK;
+}
+
 deg_status deg_chat_format(const deg_model *model, const deg_chat_message *messages,
                            size_t n_messages, int add_generation_prompt, char **out)
 {
@@ -235,8 +272,7 @@ deg_status deg_chat_format(const deg_model *model, const deg_chat_message *messa
     deg_model_info info;
     DG_TRY(deg_model_get_info(model, &info));
     const char *tmpl = dg_model_chat_template(model);
-    dg_chat_layout layout = dg_chat_layout_from_name(info.chat_layout);
-    if (layout == DG_CHAT_NONE) layout = dg_chat_layout_detect(tmpl);
+    dg_chat_layout layout = dg_chat_layout_of_model(model);
     if (layout == DG_CHAT_NONE)
         return dg_fail(DEG_ERR_UNSUPPORTED,
                        "deg_chat_format: no known chat layout for model \"%s\" (arch %s, "

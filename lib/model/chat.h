@@ -53,4 +53,17 @@ deg_status dg_chat_render(dg_chat_layout layout, const char *default_system,
                           const deg_chat_message *messages, size_t n_messages,
                           int add_generation_prompt, char **out);
 
+/* The model's chat layout: deg_model_info.chat_layout, else recognised from
+ * its chat template; DG_CHAT_NONE if neither. */
+dg_chat_layout dg_chat_layout_of_model(const deg_model *m);
+
+/* THE stop-token rule of the library (generation's default stops, the end
+ * of a fill answer, self-study's bots through deg_model_stop_ids): the
+ * model's EOS, and under a chat layout also "<|im_end|>" (the end of an
+ * assistant turn in ChatML and Qwen3) when the vocabulary has it and it is
+ * another token. Writes the ids (EOS first) to out; returns the count. */
+#define DG_CHAT_MAX_STOPS 2
+size_t dg_chat_stop_ids(const deg_model *m, dg_chat_layout layout,
+                        int32_t out[DG_CHAT_MAX_STOPS]);
+
 #endif

@@ -23,21 +23,6 @@ static double now_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Default stop ids: the model's EOS, and for ChatML-style layouts also
- * <|im_end|> (the end of an assistant turn) when it is a different token. */
-static size_t default_stops(const deg_model *m, const deg_model_info *info, int32_t stops[2])
-{
-    size_t n = 0;
-    if (info->eos_id >= 0) stops[n++] = info->eos_id;
-    dg_chat_layout layout = dg_chat_layout_from_name(info->chat_layout);
-    if (layout == DG_CHAT_NONE) layout = dg_chat_layout_detect(dg_model_chat_template(m));
-    if (layout != DG_CHAT_NONE) {
-        const dg_tokenizer *t = dg_model_tokenizer(m);
-        int32_t im_end = t ? dg_tokenizer_find(t, "<|im_end|>", strlen("<|im_end|>")) : -1;
-        if (im_end >= 0 && (n == 0 || stops[0] != im_end)) stops[n++] = im_end;
-    }
-    return n;
-}
 
 typedef struct gen_row {
     dg_rng rng;
@@ -110,8 +95,8 @@ static deg_status forks_generate(deg_fork *const *forks, size_t n_forks,
     deg_model_info info;
     DG_TRY(deg_model_get_info(m, &info));
     const size_t V = (size_t)info.n_vocab;
-    int32_t dstops[2];
-    const size_t n_dstops = default_stops(m, &info, dstops);
+    int32_t dstops[DG_CHAT_MAX_STOPS];
+    const size_t n_dstops = dg_chat_stop_ids(m, dg_chat_layout_of_model(m), dstops);
 
     gen_row *rows = calloc(n_forks, sizeof *rows);
     float *logits = malloc(n_forks * V * sizeof *logits);

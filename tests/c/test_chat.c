@@ -130,3 +130,45 @@ Test(chat, bad_input_is_an_error)
     cr_assert_str_eq(out, "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
     deg_free(out);
 }
+
+/* The library's one stop-token rule (deg_model_stop_ids, lib/model/chat.c)
+ * against the tiny models' own files: config.json's eos_token_id, and
+ * tokenizer.json's "<|im_end|>" added token (they have chat templates), EOS
+ * first, no duplicate; deg_forks_generate's default stops are these ids. */
+Test(chat, one_stop_token_rule)
+{
+    static const char *const names[] = {"tiny-llama", "tiny-qwen3"};
+    for (int mi = 0; mi < 2; mi++) {
+        char p[512];
+        json_error_t err;
+        snprintf(p, sizeof p, DEG_SOURCE_ROOT "/tests/goldens/%s/config.json", names[mi]);
+        json_t *cfg = json_load_file(p, 0, &err);
+        cr_assert_not_null(cfg);
+        int32_t eos = (int32_t)json_integer_value(json_object_get(cfg, "eos_token_id"));
+        snprintf(p, sizeof p, DEG_SOURCE_ROOT "/tests/goldens/%s/tokenizer.json", names[mi]);
+        json_t *tj = json_load_file(p, 0, &err), *added = json_object_get(tj, "added_tokens");
+        int32_t im_end = -1;
+        for (size_t i = 0; i < json_array_size(added); i++) {
+            json_t *a = json_array_get(added, i);
+            if (strcmp(json_string_value(json_object_get(a, "content")), "<|im_end|>") == 0)
+                im_end = (int32_t)json_integer_value(json_object_get(a, "id"));
+        }
+        int32_t want[2];
+        size_t nw = 0;
+        want[nw++] = eos;
+        if (im_end >= 0 && im_end != eos) want[nw++] = im_end;
+        snprintf(p, sizeof p, DEG_SOURCE_ROOT "/tests/goldens/%s", names[mi]);
+        deg_model *m = NULL;
+        cr_assert_eq(deg_model_load(p, &m), DEG_OK, "%s", deg_errmsg());
+        int32_t got[4];
+        size_t n = 0;
+        cr_assert_eq(deg_model_stop_ids(m, got, 4, &n), DEG_OK);
+        cr_expect_eq(n, nw, "%s: %zu stop ids, expected %zu", names[mi], n, nw);
+        for (size_t i = 0; i < n && i < nw; i++) cr_expect_eq(got[i], want[i]);
+        cr_expect_eq(deg_model_stop_ids(m, got, 0, &n), DEG_ERR_RANGE);
+        cr_expect_eq(deg_model_stop_ids(NULL, got, 4, &n), DEG_ERR_ARG);
+        deg_model_free(m);
+        json_decref(cfg);
+        json_decref(tj);
+    }
+}

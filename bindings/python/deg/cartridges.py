@@ -227,14 +227,8 @@ Conversation = namedtuple(
 
 
 def _stop_ids(model):
-    ids = set()
-    if model.info.eos_id >= 0:
-        ids.add(model.info.eos_id)
-    for s in ("<|im_end|>", "<|endoftext|>"):
-        t = model.tokenize(s, special=True)
-        if len(t) == 1:
-            ids.add(t[0])
-    return sorted(ids)
+    """The library's stop-token rule (Model.stop_ids, lib/model/chat.c)."""
+    return model.stop_ids()
 
 
 def _generate_rows(model, forks, max_tokens, temperatures, seeds, stop_ids):

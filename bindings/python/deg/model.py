@@ -231,6 +231,16 @@ class Model(_Handle):
 
     # --- tokenizer ---------------------------------------------------------
 
+    def stop_ids(self):
+        """The library's one stop-token rule (deg_model_stop_ids): the
+        model's EOS, and <|im_end|> for chat-layout models when it is
+        another token. A list of ids, EOS first."""
+        ids = ffi.new("int32_t[4]")
+        n = ffi.new("size_t *")
+        with self._use() as ptr:
+            check(lib.deg_model_stop_ids(ptr, ids, 4, n))
+        return [ids[i] for i in range(n[0])]
+
     def tokenize(self, text, special=False, drop_missing_bytes=False):
         """Token ids of text (str or UTF-8 bytes). With special=True, special
         tokens written in the text ("<|im_start|>") become their ids. No BOS.

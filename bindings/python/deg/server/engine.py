@@ -96,7 +96,7 @@ class Engine:
         self.cache_tokens = cache_tokens  # K/V rows all cached conversations may hold
         self._cached_tokens = 0
         self.n_ctx = n_ctx or model.info.n_ctx_train
-        self._stop_list = _stop_ids(model)  # EOS, <|im_end|>, <|endoftext|>
+        self._stop_list = _stop_ids(model)  # the library's rule: EOS, <|im_end|>
         self._stop_ids = set(self._stop_list)
         self._cv = threading.Condition()
         self._fills = collections.deque()
