@@ -177,6 +177,14 @@ def test_index_select_and_ask(tiny, tmp_path):
         assert idx.rows.shape[0] == n == len(idx.doc) and sorted(set(idx.doc)) == [0, 1, 2, 3]
         norms = (idx.rows ** 2).sum(axis=1)
         assert abs(norms - 1).max() < 1e-5
+        # the recipe: mean of the final-norm hidden states of the chunk's tokens
+        import numpy as np
+        ids = tiny.tokenize(f.text(0))[:16]
+        fk = tiny.trunk().fork()
+        fk.feed(ids)
+        h = np.frombuffer(fk.hidden(0, len(ids)), dtype=np.float32).reshape(len(ids), -1)
+        v = h.astype(np.float64).mean(axis=0)
+        assert np.abs(idx.rows[0] - v / np.linalg.norm(v)).max() < 1e-6
         # a document's own chunk text retrieves its document first, deterministically
         for i in range(len(LONG_DOCS)):
             sel = fleets.select(f, LONG_DOCS[i][1], k=4, index=idx)
