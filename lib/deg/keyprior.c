@@ -100,6 +100,10 @@ static int scan_line(const char *ctx, size_t b, size_t e, size_t cp, dg_keylines
         v1--;
     while (v0 < v1 && ctx[v0] == '*') v0++;  /* "**Key:** value" */
     while (v0 < v1 && ctx[v0] == ' ') v0++;
+    if (v1 - v0 >= 2 && (ctx[v0] == '"' || ctx[v0] == '\'') && ctx[v1 - 1] == ctx[v0]) {
+        v0++;  /* KEY="value" (os-release, shell, INI): the value is inside the quotes */
+        v1--;
+    }
     if (v1 <= v0) return 0;
     if (ix->n == *cap) {
         size_t nc = *cap ? 2 * *cap : 32;

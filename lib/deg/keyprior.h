@@ -25,7 +25,8 @@
  * digits, non-ASCII, '-', '_', '.', '/', '(', ')', spaces; at most DG_KEY_MAX_LEN
  * bytes; not "scheme://": a URL is no key),
  * markup = leading spaces, '-', '*', '#', '|', '>' and trailing '|' '*'. Value =
- * the rest, trimmed of spaces and trailing ',' ';'; empty values are skipped.
+ * the rest, trimmed of spaces and trailing ',' ';' and of one pair of
+ * enclosing quotes (KEY="value"); empty values are skipped.
  * Offsets are code points of the context (the unit of §8 spans). */
 #ifndef DG_DEG_KEYPRIOR_H
 #define DG_DEG_KEYPRIOR_H

@@ -45,20 +45,21 @@ Test(keyprior, scan_lines_and_offsets)
                       "| Home-page | https://x.example/ |\n"
                       "**License:** MIT\n"
                       "Empty:\n"
+                      "PRETTY_NAME=\"Debian GNU/Linux 12\"\n"
                       "http://a.example/b";
     dg_keylines ix = {0};
     cr_assert_eq(dg_keylines_scan(ctx, strlen(ctx), &ix), DEG_OK);
-    cr_assert_eq(ix.n, 5, "got %zu lines", ix.n);
+    cr_assert_eq(ix.n, 6, "got %zu lines", ix.n);
     /* code points of each expected value */
     struct { const char *key, *value; } want[] = {
         {"name", "blinker"}, {"r\xc3\xa9sum\xc3\xa9", "ok"}, {"version", "1.9.0"}, {"home page", "https://x.example/"},
-        {"license", "MIT"}};
+        {"license", "MIT"}, {"pretty name", "Debian GNU/Linux 12"}};
     /* build a code point -> byte table to slice the context */
     size_t cpb[256], n = 0;
     for (size_t b = 0; ctx[b]; b++)
         if (((unsigned char)ctx[b] & 0xC0) != 0x80) cpb[n++] = b;
     cpb[n] = strlen(ctx);
-    for (size_t i = 0; i < 5; i++) {
+    for (size_t i = 0; i < 6; i++) {
         cr_assert_str_eq(ix.p[i].key, want[i].key);
         size_t b0 = cpb[ix.p[i].val0], b1 = cpb[ix.p[i].val1];
         cr_assert_eq(b1 - b0, strlen(want[i].value), "line %zu", i);

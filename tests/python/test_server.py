@@ -436,6 +436,14 @@ def test_nonstreaming_disconnect_cancels(server):
     assert h["chat_cancelled"] > before and h["active_streams"] == 0
 
 
+
+def test_fill_over_its_own_limit_is_422(server):
+    """A request stopped by its own options (here max_fields) is the client's error, not a 500."""
+    r = httpx.post(server.url + "/v1/fill", timeout=120,
+                   json={"context": DOC, "schema": SCHEMA, "options": {"max_fields": 1}})
+    assert r.status_code == 422, r.text
+    assert r.json()["error"] == "LimitError" and "max_fields" in r.json()["message"]
+
 # ------------------------------------------------- auth, limits, overload
 
 def test_api_key_body_limit_and_overload(server, oa):

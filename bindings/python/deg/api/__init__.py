@@ -10,8 +10,8 @@ Errors raise ApiError(status, body) with the exact body the API specifies.
 """
 import os
 
-from ..errors import (ArgumentError, FillError, RangeError, RequestError, SchemaError,
-                      UnsupportedError, Utf8Error)
+from ..errors import (ArgumentError, FillError, LimitError, RangeError, RequestError,
+                      SchemaError, UnsupportedError, Utf8Error)
 from . import openai_decisions as _decisions
 from . import jev as _systemone
 from .questions import ApiError  # noqa: F401
@@ -19,7 +19,8 @@ from .questions import ApiError  # noqa: F401
 __all__ = ["ApiError", "ModelNames", "decisions", "systemone", "run"]
 
 #: deg errors a request's content causes: answered as the API's invalid-request error.
-INPUT_ERRORS = (Utf8Error, UnsupportedError, RangeError, ArgumentError)
+# LimitError: the request's own options (deadline_ms, max_fields, max_fork_tokens) stopped it.
+INPUT_ERRORS = (Utf8Error, UnsupportedError, RangeError, ArgumentError, LimitError)
 
 #: Names existing clients send (§9.1): OpenAI Decisions, and Jev's aliases.
 OPENAI_DECISION_MODELS = ("gpt-6-luna",)
