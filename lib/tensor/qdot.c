@@ -9,6 +9,9 @@
 
 #include <math.h>
 #include <pthread.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -216,12 +219,22 @@ enum { K_SCALAR, K_AVX2, K_VNNI };
 static int g_kernel = K_SCALAR;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
+#ifdef DG_QDOT_X86
+/* F16C from CPUID leaf 1 (ECX bit 29): clang's __builtin_cpu_supports has no
+ * "f16c" feature string (clang 14 rejects it), GCC's has; cpuid.h works for both. */
+static int has_f16c(void)
+{
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
+#endif
+
 static void choose(void)
 {
     int best = K_SCALAR;
 #ifdef DG_QDOT_X86
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) best = K_AVX2;
+    if (__builtin_cpu_supports("avx2") && has_f16c()) best = K_AVX2;
     if (best == K_AVX2 && __builtin_cpu_supports("avx512vl") &&
         __builtin_cpu_supports("avx512vnni"))
         best = K_VNNI;
