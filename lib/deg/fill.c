@@ -956,26 +956,29 @@ static void kv_bytes(const freq *r, const dg_keyline *kv, size_t *b, size_t *e)
 static void key_prior_choice(const dg_ckpt *k, const freq *r, const dg_field_plan *f, float *lg)
 {
     if (!k->key_prior.on) return;
-    for (size_t o = 0; o < f->n_options; o++) {
-        json_t *v = json_array_get(f->options, o);
-        char buf[32];
-        const char *t = NULL;
-        if (json_is_string(v)) t = json_string_value(v);
-        else if (json_is_integer(v)) {
-            snprintf(buf, sizeof buf, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-            t = buf;
+    float *best = calloc(f->n_options ? f->n_options : 1, sizeof *best);
+    if (!best) return;  /* the prior is advisory: without memory the heads decide alone */
+    /* lines outer, so the field/key match is computed once per line, not per option */
+    for (size_t i = 0; i < r->kv.n; i++) {
+        float bonus = (float)dg_key_bonus(&k->key_prior, f, &r->kv.p[i]);
+        if (bonus <= 0) continue;
+        size_t b, e;
+        kv_bytes(r, &r->kv.p[i], &b, &e);
+        for (size_t o = 0; o < f->n_options; o++) {
+            json_t *v = json_array_get(f->options, o);
+            char buf[32];
+            const char *t = NULL;
+            if (json_is_string(v)) t = json_string_value(v);
+            else if (json_is_integer(v)) {
+                snprintf(buf, sizeof buf, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+                t = buf;
+            }
+            if (t && t[0] && bonus > best[o] && has_word_ci(r->ctx + b, e - b, t, strlen(t)))
+                best[o] = bonus;
         }
-        if (!t || !t[0]) continue;
-        double best = 0;
-        for (size_t i = 0; i < r->kv.n; i++) {
-            double bonus = dg_key_bonus(&k->key_prior, f, &r->kv.p[i]);
-            if (bonus <= best) continue;
-            size_t b, e;
-            kv_bytes(r, &r->kv.p[i], &b, &e);
-            if (has_word_ci(r->ctx + b, e - b, t, strlen(t))) best = bonus;
-        }
-        lg[o] += (float)best;
     }
+    for (size_t o = 0; o < f->n_options; o++) lg[o] += best[o];
+    free(best);
 }
 
 /* noul: + the bonus of a matching line whose value starts with yes/true, - for no/false. */
