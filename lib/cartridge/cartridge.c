@@ -42,6 +42,13 @@ void deg_cartridge_free(deg_cartridge *c)
 
 deg_status dg_cartridge_alloc(const deg_model *m, size_t p, deg_cartridge **out)
 {
+    /* A cartridge is K/V rows for every layer (cartridges.md). On a hybrid
+     * (recurrent layers: lfm2, qwen3_5) the analogue would be K/V on the
+     * attention layers plus a trained initial recurrent state; not built. */
+    if (dg_model_has_recurrent(m))
+        return dg_fail(DEG_ERR_UNSUPPORTED, "cartridge: architecture '%s' has recurrent layers; "
+                       "cartridges need K/V in every layer (hybrid cartridges are not "
+                       "implemented)", m->arch->name);
     deg_cartridge *c = calloc(1, sizeof *c);
     if (!c) return dg_fail(DEG_ERR_NOMEM, "cartridge: out of memory");
     c->model = m;
@@ -83,8 +90,7 @@ deg_status deg_cartridge_init_tokens(const deg_model *m, const int32_t *ids, siz
     if (st == DEG_OK) st = dg_cartridge_alloc(m, p, &c);
     if (st == DEG_OK)
         for (int il = 0; il < c->n_layer; il++) {
-            memcpy(c->k[il], t->kv.k[il], sizeof(float) * p * c->row);
-            memcpy(c->v[il], t->kv.v[il], sizeof(float) * p * c->row);
+            dg_state_get_kv(&t->st, il, 0, p, c->k[il], c->v[il]);
         }
     deg_trunk_free(t);
     if (st != DEG_OK) return dg_fail_context(st, "deg_cartridge_init_tokens");

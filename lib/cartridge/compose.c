@@ -106,10 +106,10 @@ deg_status deg_trunk_from_cartridges(const deg_cartridge *const *parts, size_t n
     *out = NULL;
     DG_TRY(deg_cartridge_compose_check(parts, n_parts));
     const deg_model *m = parts[0]->model;
-    size_t P = deg_cartridge_compose_len(parts, n_parts), row = parts[0]->row;
+    size_t P = deg_cartridge_compose_len(parts, n_parts);
     deg_trunk *t = NULL;
     DG_TRY(deg_trunk_new(m, &t));
-    deg_status st = dg_kv_reserve(&t->kv, P);
+    deg_status st = dg_state_reserve(&t->st, P);
     if (st != DEG_OK) {
         deg_trunk_free(t);
         return dg_fail_context(st, "deg_trunk_from_cartridges");
@@ -118,13 +118,11 @@ deg_status deg_trunk_from_cartridges(const deg_cartridge *const *parts, size_t n
     for (int il = 0; il < parts[0]->n_layer; il++) {
         size_t o = 0;
         for (size_t i = 0; i < n_parts; i++) {
-            size_t nb = parts[i]->p * row;
-            memcpy(t->kv.k[il] + o, parts[i]->k[il], sizeof(float) * nb);
-            memcpy(t->kv.v[il] + o, parts[i]->v[il], sizeof(float) * nb);
-            o += nb;
+            dg_state_put_kv(&t->st, il, o, parts[i]->p, parts[i]->k[il], parts[i]->v[il]);
+            o += parts[i]->p;
         }
     }
-    t->kv.len = P;
+    t->st.len = P;
     /* No token produced the last row: the trunk has no last hidden state
      * (NaN, so logits asked of a fork with no own tokens are visibly
      * invalid rather than made up). Feed the fork at least one token. */

@@ -748,7 +748,7 @@ static deg_status build_trunk(const dg_ckpt *k, freq *r)
                          ids.n);
             goto done;
         }
-        dg_row row = {.prefix = NULL, .own = &r->trunk->kv, .ids = ids.p, .n = ids.n,
+        dg_row row = {.prefix = NULL, .own = &r->trunk->st, .ids = ids.p, .n = ids.n,
                       .hidden = hidden, .last_hidden = r->trunk->last_hidden};
         double t0 = now_s();
         dg_poll prev = dg_run_push(dg_limits_poll, &r->lim);

@@ -50,7 +50,7 @@ static deg_status check_rows(const deg_lora *l, const deg_trunk *trunk, const in
     if (trunk->model != l->model)
         return dg_fail(DEG_ERR_MISMATCH, "%s: the trunk belongs to another model than the "
                        "adapters", w);
-    if (trunk->kv.len == 0) return dg_fail(DEG_ERR_STATE, "%s: the trunk is empty", w);
+    if (trunk->st.len == 0) return dg_fail(DEG_ERR_STATE, "%s: the trunk is empty", w);
     int32_t V = l->model->hp.n_vocab;
     *total = 0;
     for (size_t r = 0; r < n_rows; r++) {
@@ -98,8 +98,8 @@ deg_status deg_lora_tape_forward(const deg_lora *l, const deg_trunk *trunk,
         t->adapters[r] = adapters[r];
         o += n_ids[r];
     }
-    t->args = (dg_train_args){.pk = (const float *const *)trunk->kv.k,
-                              .pv = (const float *const *)trunk->kv.v, .P = trunk->kv.len,
+    t->args = (dg_train_args){.pk = (const float *const *)trunk->st.k,
+                              .pv = (const float *const *)trunk->st.v, .P = trunk->st.len,
                               .ids = t->ids, .T = T, .checkpoint = checkpoint,
                               .seg_lens = t->lens, .n_segs = n_rows, .lora = l,
                               .seg_adapters = t->adapters, .dlora = t->grad};

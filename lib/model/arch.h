@@ -45,6 +45,11 @@ typedef struct dg_layer {
     dg_weight w_gate;       /* [n_ff, n_embd] */
     dg_weight w_up;         /* [n_ff, n_embd] */
     dg_weight w_down;       /* [n_embd, n_ff] */
+    /* What the layer keeps in the model state (state.h): has_kv = 1 for an
+     * attention layer (K/V rows), state_floats = the size of its fixed-size
+     * recurrent block (0: none). Set by the architecture's load_layer. */
+    int has_kv;
+    size_t state_floats;
     void *arch_data;
 } dg_layer;
 

@@ -133,9 +133,10 @@ static deg_status run_pass(const deg_model *m, dg_arena *a, size_t n_segs)
         s->ov = r->own->v;
         s->own_base = 0;
         s->own_len0 = r->own->len;
+        s->rec = r->own->rec;
         s->lora = r->lora;
         s->adapter = r->lora ? r->adapter : -1;
-        DG_TRY(dg_kv_reserve(s->row->own, s->own_len0 + s->n));
+        DG_TRY(dg_state_reserve(s->row->own, s->own_len0 + s->n));
         for (size_t i = 0; i < s->n; i++) {
             int32_t id = s->row->ids[s->off + i];
             dg_weight_get_row(&m->tok_embd, id, a->x + (M + i) * E);

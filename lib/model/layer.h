@@ -31,6 +31,8 @@ typedef struct dg_seg {
     size_t prefix_len;
     float *const *ok, *const *ov;
     size_t own_base, own_len0;
+    float *const *rec;    /* per layer il: rec[il] the row's fixed-size recurrent block
+                             (state.h), updated in place; NULL: no recurrent state */
     const deg_lora *lora; /* adapters of the segment's tokens (lib/model/lora_internal.h) or NULL */
     int adapter;          /* adapter index in lora, -1 = none (the base model) */
 } dg_seg;

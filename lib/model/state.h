@@ -1,6 +1,7 @@
-/* Model state: K/V caches of trunks and forks, and the batched forward over
- * rows that each extend one cache (the trunk's on prefill, a fork's on feed)
- * while attending to an optional read-only prefix cache (the fork's trunk). */
+/* Model state of trunks and forks (K/V rows of attention layers, fixed-size
+ * blocks of recurrent layers), and the batched forward over rows that each
+ * extend one state (the trunk's on prefill, a fork's on feed) while
+ * attending to an optional read-only prefix (the fork's trunk's K/V). */
 #ifndef DG_MODEL_STATE_H
 #define DG_MODEL_STATE_H
 
@@ -10,32 +11,59 @@
 #include "deg.h"
 #include "lora.h"
 
-/* Growable per-layer K/V rows. k[il] and v[il] are [cap, n_head_kv*head_dim]
- * f32; rows [0, len) are valid. Keys are stored after RoPE. */
-typedef struct dg_kv {
+/* The model state of one sequence (a trunk's tokens, or a fork's own
+ * tokens), per layer, as the layer kind needs (§12.1, §12.2):
+ *  - attention layers (dg_layer.has_kv): growable K/V rows. k[il] and v[il]
+ *    are [cap, row] f32, row = n_head_kv * head_dim; rows [0, len) are valid;
+ *    keys are stored after RoPE. k[il] = v[il] = NULL for other layers.
+ *  - recurrent layers (dg_layer.state_floats > 0: Gated DeltaNet, short
+ *    convolution): a fixed-size f32 block rec[il] of rec_n[il] floats (the
+ *    recurrent state and/or the convolution tail, laid out by the layer's
+ *    file), updated in place token by token. NULL where state_floats is 0.
+ * len counts the tokens the state has seen (every layer sees every token).
+ * A fork's state starts as a copy of its trunk's fixed-size blocks
+ * (dg_state_copy_fixed) and reads the trunk's K/V by reference (dg_row.prefix).
+ * Batches are packed without padding (rows are stacked, layer.h), so no
+ * padded position ever writes K/V or advances a recurrent state. */
+typedef struct dg_state {
     float **k, **v;     /* [n_layer] each */
     size_t len, cap;
     int n_layer;
-    size_t row;         /* floats per row = n_head_kv * head_dim */
+    size_t row;         /* floats per K/V row = n_head_kv * head_dim */
     size_t *mapped;     /* [2 * n_layer] (k, v per layer): mapping length of a
-                           large array (mmap'd, trunk.c), 0 for a heap block */
-} dg_kv;
+                           large array (mmap'd, state.c), 0 for a heap block */
+    float **rec;        /* [n_layer] fixed-size recurrent blocks or NULL */
+    size_t *rec_n;      /* [n_layer] floats in rec[il] */
+    unsigned char *has_kv; /* [n_layer] 1: the layer keeps K/V rows */
+} dg_state;
 
-deg_status dg_kv_init(dg_kv *kv, const deg_model *m);
-/* Make room for at least n rows (doubling; contents kept). */
-deg_status dg_kv_reserve(dg_kv *kv, size_t n);
-void dg_kv_free(dg_kv *kv);
+/* Errors: DEG_ERR_NOMEM. The fixed-size blocks start at zero (the initial
+ * state of every recurrent layer deg runs). */
+deg_status dg_state_init(dg_state *st, const deg_model *m);
+/* Make room for at least n K/V rows (doubling; contents kept). */
+deg_status dg_state_reserve(dg_state *st, size_t n);
+void dg_state_free(dg_state *st);
+/* dst's fixed-size blocks = src's (same model); K/V rows untouched. */
+void dg_state_copy_fixed(dg_state *dst, const dg_state *src);
+/* 1 if the model has a layer without K/V or with a fixed-size block (a
+ * hybrid: its state is not K/V rows alone). */
+int dg_model_has_recurrent(const deg_model *m);
+/* K/V rows [first, first + n) of attention layer il, copied out to / in from
+ * k, v [n, row] (write: rows must be reserved; len is the caller's to set). */
+void dg_state_get_kv(const dg_state *st, int il, size_t first, size_t n, float *k, float *v);
+void dg_state_put_kv(dg_state *st, int il, size_t first, size_t n, const float *k,
+                     const float *v);
 
 struct deg_trunk {
     const deg_model *model;
-    dg_kv kv;
+    dg_state st;
     size_t n_forks;          /* live forks: prefill is refused while > 0 */
     float *last_hidden;      /* [n_embd] final-norm hidden of the last token */
 };
 
 struct deg_fork {
     deg_trunk *trunk;
-    dg_kv kv;                /* own tokens' K/V */
+    dg_state st;             /* own tokens' K/V; recurrent blocks (from the trunk's) */
     float *hidden;           /* [hidden_cap, n_embd] final-norm hidden, own tokens */
     size_t hidden_cap;
     float *last_logits;      /* [n_vocab] cache, valid if has_last_logits */
@@ -45,11 +73,13 @@ struct deg_fork {
 };
 
 /* One row of a batched forward: tokens ids[0..n) appended to own at
- * positions prefix->len + own->len + i, attending to prefix rows [0, len)
- * (may be NULL) then own rows causally. */
+ * positions prefix->len + own->len + i, attending to prefix K/V rows
+ * [0, len) (may be NULL) then own rows causally; recurrent layers continue
+ * from own's fixed-size blocks (which must already hold the prefix's final
+ * blocks: a fork copies them at creation). */
 typedef struct dg_row {
-    const dg_kv *prefix;
-    dg_kv *own;
+    const dg_state *prefix;
+    dg_state *own;
     const int32_t *ids;
     size_t n;
     float *logits;       /* [n, n_vocab] or NULL */

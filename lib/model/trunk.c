@@ -1,107 +1,12 @@
-/* Trunk and fork (include/deg.h): K/V caches and the public calls that
- * validate input and run dg_forward. */
+/* Trunk and fork (include/deg.h): the public calls that validate input and
+ * run dg_forward over their states (state.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef __linux__
-#include <sys/mman.h>
-#endif
 
 #include "base/status.h"
 #include "model/arch.h"
 #include "model/state.h"
-
-deg_status dg_kv_init(dg_kv *kv, const deg_model *m)
-{
-    memset(kv, 0, sizeof *kv);
-    kv->n_layer = m->hp.n_layer;
-    kv->row = (size_t)m->hp.n_head_kv * (size_t)m->hp.head_dim;
-    kv->k = calloc((size_t)kv->n_layer, sizeof(float *));
-    kv->v = calloc((size_t)kv->n_layer, sizeof(float *));
-    kv->mapped = calloc(2 * (size_t)kv->n_layer, sizeof(size_t));
-    if (!kv->k || !kv->v || !kv->mapped) {
-        dg_kv_free(kv);
-        return dg_fail(DEG_ERR_NOMEM, "KV cache: out of memory");
-    }
-    return DEG_OK;
-}
-
-/* Layer arrays of at least DG_KV_MAP_BYTES are anonymous mappings grown with
- * mremap (Linux): growing never copies, the capacity beyond the rows written
- * is never resident, and freeing returns the pages at once. With the heap, a
- * doubled long-context cache left its old blocks behind as resident holes
- * (malloc's mmap threshold rises to 32 MiB as buffers are freed), so the
- * peak held up to twice the context K/V (§12.1 bound: weights + context K/V +
- * one fork batch). */
-#define DG_KV_MAP_BYTES ((size_t)1 << 20)
-
-/* Grow one layer array *slot to new_bytes; *mapped_bytes = its mapping's
- * length, 0 for a heap block. On failure the array is unchanged. */
-static int kv_grow(float **slot, size_t *mapped_bytes, size_t old_bytes, size_t new_bytes)
-{
-#ifdef __linux__
-    if (new_bytes >= DG_KV_MAP_BYTES) {
-        void *q;
-        if (*mapped_bytes) {
-            q = mremap(*slot, *mapped_bytes, new_bytes, MREMAP_MAYMOVE);
-        } else {
-            q = mmap(NULL, new_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-            if (q != MAP_FAILED && *slot) {
-                memcpy(q, *slot, old_bytes);
-                free(*slot);
-            }
-        }
-        if (q == MAP_FAILED) return -1;
-        *slot = q;
-        *mapped_bytes = new_bytes;
-        return 0;
-    }
-#endif
-    (void)old_bytes;
-    if (*mapped_bytes) return 0; /* a mapping never shrinks back to the heap */
-    float *p = realloc(*slot, new_bytes);
-    if (!p) return -1;
-    *slot = p;
-    return 0;
-}
-
-static void kv_release(float *p, size_t mapped_bytes)
-{
-#ifdef __linux__
-    if (mapped_bytes) {
-        munmap(p, mapped_bytes);
-        return;
-    }
-#endif
-    free(p);
-}
-
-deg_status dg_kv_reserve(dg_kv *kv, size_t n)
-{
-    if (n <= kv->cap) return DEG_OK;
-    size_t cap = kv->cap ? kv->cap : 16;
-    while (cap < n) cap *= 2;
-    size_t old_bytes = kv->cap * kv->row * sizeof(float), bytes = cap * kv->row * sizeof(float);
-    for (int il = 0; il < kv->n_layer; il++) {
-        if (kv_grow(&kv->k[il], &kv->mapped[2 * il], old_bytes, bytes) ||
-            kv_grow(&kv->v[il], &kv->mapped[2 * il + 1], old_bytes, bytes))
-            return dg_fail(DEG_ERR_NOMEM, "KV cache: cannot grow to %zu rows", cap);
-    }
-    kv->cap = cap;
-    return DEG_OK;
-}
-
-void dg_kv_free(dg_kv *kv)
-{
-    for (int il = 0; kv->k && il < kv->n_layer; il++)
-        kv_release(kv->k[il], kv->mapped ? kv->mapped[2 * il] : 0);
-    for (int il = 0; kv->v && il < kv->n_layer; il++)
-        kv_release(kv->v[il], kv->mapped ? kv->mapped[2 * il + 1] : 0);
-    free(kv->k);
-    free(kv->v);
-    free(kv->mapped);
-    memset(kv, 0, sizeof *kv);
-}
 
 static deg_status check_ids(const deg_model *m, const int32_t *ids, size_t n, const char *where)
 {
@@ -123,7 +28,7 @@ deg_status deg_trunk_new(const deg_model *model, deg_trunk **out)
     if (!t) return dg_fail(DEG_ERR_NOMEM, "deg_trunk_new: out of memory");
     t->model = model;
     t->last_hidden = malloc(sizeof(float) * (size_t)model->hp.n_embd);
-    deg_status st = t->last_hidden ? dg_kv_init(&t->kv, model)
+    deg_status st = t->last_hidden ? dg_state_init(&t->st, model)
                                    : dg_fail(DEG_ERR_NOMEM, "deg_trunk_new: out of memory");
     if (st != DEG_OK) {
         free(t->last_hidden);
@@ -137,7 +42,7 @@ deg_status deg_trunk_new(const deg_model *model, deg_trunk **out)
 void deg_trunk_free(deg_trunk *trunk)
 {
     if (!trunk) return;
-    dg_kv_free(&trunk->kv);
+    dg_state_free(&trunk->st);
     free(trunk->last_hidden);
     free(trunk);
 }
@@ -152,13 +57,13 @@ deg_status deg_trunk_prefill(deg_trunk *trunk, const int32_t *ids, size_t n_ids,
                        "extending it", trunk->n_forks);
     DG_TRY(check_ids(trunk->model, ids, n_ids, "deg_trunk_prefill"));
     if (n_ids == 0) return DEG_OK;
-    dg_row row = {.prefix = NULL, .own = &trunk->kv, .ids = ids, .n = n_ids,
+    dg_row row = {.prefix = NULL, .own = &trunk->st, .ids = ids, .n = n_ids,
                   .logits = logits, .last_logits = last_logits,
                   .last_hidden = trunk->last_hidden};
     return dg_forward(trunk->model, &row, 1);
 }
 
-size_t deg_trunk_len(const deg_trunk *trunk) { return trunk ? trunk->kv.len : 0; }
+size_t deg_trunk_len(const deg_trunk *trunk) { return trunk ? trunk->st.len : 0; }
 
 /* ----------------------------------------------------------------- fork */
 
@@ -172,13 +77,14 @@ deg_status deg_fork_new(deg_trunk *trunk, deg_fork **out)
     f->trunk = trunk;
     f->adapter = -1;
     f->last_logits = malloc(sizeof(float) * (size_t)m->hp.n_vocab);
-    deg_status st = f->last_logits ? dg_kv_init(&f->kv, m)
+    deg_status st = f->last_logits ? dg_state_init(&f->st, m)
                                    : dg_fail(DEG_ERR_NOMEM, "deg_fork_new: out of memory");
     if (st != DEG_OK) {
         free(f->last_logits);
         free(f);
         return st;
     }
+    dg_state_copy_fixed(&f->st, &trunk->st);
     trunk->n_forks++;
     *out = f;
     return DEG_OK;
@@ -188,13 +94,13 @@ void deg_fork_free(deg_fork *fork)
 {
     if (!fork) return;
     fork->trunk->n_forks--;
-    dg_kv_free(&fork->kv);
+    dg_state_free(&fork->st);
     free(fork->hidden);
     free(fork->last_logits);
     free(fork);
 }
 
-size_t deg_fork_len(const deg_fork *fork) { return fork ? fork->kv.len : 0; }
+size_t deg_fork_len(const deg_fork *fork) { return fork ? fork->st.len : 0; }
 
 static deg_status reserve_hidden(deg_fork *f, size_t n)
 {
@@ -232,11 +138,11 @@ deg_status deg_forks_feed(deg_fork *const *forks, size_t n_forks, const int32_t 
     deg_status st = DEG_OK;
     for (size_t i = 0; i < n_forks && st == DEG_OK; i++) {
         deg_fork *f = forks[i];
-        st = reserve_hidden(f, f->kv.len + n_ids[i]);
+        st = reserve_hidden(f, f->st.len + n_ids[i]);
         size_t E = (size_t)m->hp.n_embd;
-        rows[i] = (dg_row){.prefix = &f->trunk->kv, .own = &f->kv, .ids = ids[i],
+        rows[i] = (dg_row){.prefix = &f->trunk->st, .own = &f->st, .ids = ids[i],
                            .n = n_ids[i], .logits = logits ? logits[i] : NULL,
-                           .hidden = f->hidden + f->kv.len * E, .lora = f->lora,
+                           .hidden = f->hidden + f->st.len * E, .lora = f->lora,
                            .adapter = f->adapter};
     }
     if (st == DEG_OK) st = dg_forward(m, rows, n_forks);
@@ -267,23 +173,23 @@ deg_status deg_fork_logits(const deg_fork *fork, float *logits)
     if (!fork || !logits) return dg_fail(DEG_ERR_ARG, "deg_fork_logits: NULL argument");
     const deg_model *m = fork->trunk->model;
     size_t E = (size_t)m->hp.n_embd, V = (size_t)m->hp.n_vocab;
-    if (fork->kv.len) {
+    if (fork->st.len) {
         if (fork->has_last_logits) {
             memcpy(logits, fork->last_logits, sizeof(float) * V);
             return DEG_OK;
         }
-        return dg_lm_head(m, fork->hidden + (fork->kv.len - 1) * E, 1, logits);
+        return dg_lm_head(m, fork->hidden + (fork->st.len - 1) * E, 1, logits);
     }
-    if (fork->trunk->kv.len) return dg_lm_head(m, fork->trunk->last_hidden, 1, logits);
+    if (fork->trunk->st.len) return dg_lm_head(m, fork->trunk->last_hidden, 1, logits);
     return dg_fail(DEG_ERR_STATE, "deg_fork_logits: neither the fork nor its trunk has tokens");
 }
 
 deg_status deg_fork_hidden(const deg_fork *fork, size_t first, size_t n, float *hidden)
 {
     if (!fork || (n && !hidden)) return dg_fail(DEG_ERR_ARG, "deg_fork_hidden: NULL argument");
-    if (first > fork->kv.len || n > fork->kv.len - first)
+    if (first > fork->st.len || n > fork->st.len - first)
         return dg_fail(DEG_ERR_RANGE, "deg_fork_hidden: tokens [%zu, %zu) outside the %zu fed",
-                       first, first + n, fork->kv.len);
+                       first, first + n, fork->st.len);
     size_t E = (size_t)fork->trunk->model->hp.n_embd;
     if (n) memcpy(hidden, fork->hidden + first * E, sizeof(float) * E * n);
     return DEG_OK;

@@ -213,5 +213,6 @@ deg_status dg_load_std_layer(deg_model *m, int il, int with_qk_norm, int gguf_pe
     GETW(w_down, "blk.%d.ffn_down.weight", "model.layers.%d.mlp.down_proj.weight", 0, E, F);
 #undef GET
 #undef GETW
+    L->has_kv = 1;
     return DEG_OK;
 }

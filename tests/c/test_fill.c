@@ -193,8 +193,8 @@ Test(fill, fork_exactness)
             int32_t all[49];
             memcpy(all, trunk_ids, sizeof trunk_ids);
             memcpy(all + 40, fork_ids[r], ns[r] * sizeof(int32_t));
-            dg_kv kv;
-            cr_assert_eq(dg_kv_init(&kv, m), DEG_OK);
+            dg_state kv;
+            cr_assert_eq(dg_state_init(&kv, m), DEG_OK);
             float *ref = malloc((40 + ns[r]) * E * sizeof(float));
             dg_row row = {.prefix = NULL, .own = &kv, .ids = all, .n = 40 + ns[r], .hidden = ref};
             cr_assert_eq(dg_forward(m, &row, 1), DEG_OK);
@@ -204,7 +204,7 @@ Test(fill, fork_exactness)
                 if (d > md) md = d;
             }
             cr_assert(md <= 1e-5, "%s row %d: max |fork - full| = %g", TINY[mi], r, md);
-            dg_kv_free(&kv);
+            dg_state_free(&kv);
             free(ref);
             free(h);
         }
