@@ -408,16 +408,13 @@ def test_stream_disconnect_cancels(server):
     assert h["decode_steps"] > 0
 
 
-@pytest.mark.xfail(strict=False, reason="non-streaming chat cancel on client hang-up regressed "
-                   "on main at the end of session 4: the hang-up is not seen while the "
-                   "non-streaming decode runs (issue 16 note)")
 def test_nonstreaming_disconnect_cancels(server):
     """A non-streaming chat whose client goes away once it runs is cancelled too."""
     eng = server.engine
     body = {"model": "deg-latest", "stream": False, "max_tokens": 400, "temperature": 0,
             "messages": [{"role": "user", "content": "Write a long story about a robot."}]}
     h = eng.health()
-    before = h["chat_cancelled"]
+    before, steps0 = h["chat_cancelled"], h["decode_steps"]
     payload = json.dumps(body).encode()
     port = int(server.url.rsplit(":", 1)[1])
     sock = socket.create_connection(("127.0.0.1", port))
@@ -434,7 +431,27 @@ def test_nonstreaming_disconnect_cancels(server):
             break
         time.sleep(0.05)
     assert h["chat_cancelled"] > before and h["active_streams"] == 0
+    assert h["decode_steps"] < steps0 + 200, "cancelled long before its 400 tokens"
 
+
+def test_nonstreaming_client_timeout_cancels(server):
+    """The official client giving up (its timeout) hangs up: the decode stops too."""
+    eng = server.engine
+    h = eng.health()
+    before, steps0 = h["chat_cancelled"], h["decode_steps"]
+    quick = openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0,
+                          timeout=1.0)
+    with pytest.raises(openai.APITimeoutError):
+        quick.chat.completions.create(
+            model="deg-latest", max_tokens=400, temperature=0,
+            messages=[{"role": "user", "content": "Write a long story about a robot."}])
+    for _ in range(600):
+        h = eng.health()
+        if h["chat_cancelled"] > before and h["active_streams"] == 0:
+            break
+        time.sleep(0.05)
+    assert h["chat_cancelled"] == before + 1 and h["active_streams"] == 0
+    assert h["decode_steps"] < steps0 + 200, "cancelled long before its 400 tokens"
 
 
 def test_fill_over_its_own_limit_is_422(server):
@@ -443,6 +460,33 @@ def test_fill_over_its_own_limit_is_422(server):
                    json={"context": DOC, "schema": SCHEMA, "options": {"max_fields": 1}})
     assert r.status_code == 422, r.text
     assert r.json()["error"] == "LimitError" and "max_fields" in r.json()["message"]
+
+
+def test_running_fill_is_cancelled_when_its_client_goes_away(server):
+    eng = server.engine
+    h = eng.health()
+    before, batches = h["fill_cancelled"], h["fill_batches"]
+    words = " ".join(f"line {i}: order {i} shipped to city {i % 17}." for i in range(900))
+    payload = json.dumps({"context": words, "schema": SCHEMA}).encode()
+    port = int(server.url.rsplit(":", 1)[1])
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.sendall(b"POST /v1/fill HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: %d\r\n\r\n" % len(payload) + payload)
+    for _ in range(1200):
+        if eng.health()["fills_running"] >= 1:
+            break
+        time.sleep(0.02)
+    sock.close()
+    for _ in range(1200):
+        h = eng.health()
+        if h["fill_batches"] > batches:
+            break
+        time.sleep(0.05)
+    assert h["fill_cancelled"] == before + 1, "the running fill stopped at its cancel token"
+    # the next request is served normally
+    r = httpx.post(server.url + "/v1/fill", json={"context": DOC, "schema": SCHEMA}, timeout=300)
+    assert r.status_code == 200
+
 
 # ------------------------------------------------- auth, limits, overload
 

@@ -231,20 +231,27 @@ def fill(context, schema, model=None, options=None, model_name="deg-latest", can
             ck.close()
 
 
+def _job_text(j):
+    if isinstance(j, (bytes, bytearray)):
+        return bytes(j)
+    if "request" in j:
+        return bytes(j["request"])
+    return _request(j["context"], j["schema"], j.get("options"), j.get("model", "deg-latest"))
+
+
 def fill_many(jobs, model=None):
     """Fill several requests with their fork rows in the same batches. jobs:
     dicts {"context", "schema"[, "options", "model", "cancel"]} ("cancel": a
-    deg.CancelToken for that job alone), or a request's JSON text as bytes
-    (checked whole by libdeg: missing or unknown fields are RequestErrors). Returns
-    a list with, per job, the response dict or the exception it raised (not raised)."""
+    deg.CancelToken for that job alone), a request's JSON text as bytes, or
+    {"request": bytes, "cancel": token} (bytes are checked whole by libdeg: missing
+    or unknown fields are RequestErrors). Returns a list with, per job, the response
+    dict or the exception it raised (not raised)."""
     if model is None:
         with _default_lock:
             return fill_many(jobs, model=_default_checkpoint())
     ck, owned = _ckpt(model)
     try:
-        texts = [bytes(j) if isinstance(j, (bytes, bytearray)) else
-                 _request(j["context"], j["schema"], j.get("options"), j.get("model", "deg-latest"))
-                 for j in jobs]
+        texts = [_job_text(j) for j in jobs]
         n = len(texts)
         if n == 0:
             return []

@@ -32,9 +32,6 @@ from .engine import ChatError, ChatJob, Overloaded
 
 __all__ = ["build_app"]
 
-POLL = 0.25  # seconds between client-disconnect checks while a job waits
-
-
 class _Gone(Exception):
     """The client disconnected while its job waited (its work was cancelled)."""
 
@@ -103,17 +100,28 @@ async def _body(ctx, request, route):
         raise chat_api.openai_error(msg)
 
 
-async def _await_job(job, request, cancel):
-    """Wait for a concurrent Future, cancelling the job when the client goes away."""
-    fut = asyncio.wrap_future(job.future)
+async def _watch_disconnect(request):
+    """Return once the client has gone away (the ASGI http.disconnect message;
+    the body has been read, so receive() has nothing else to deliver)."""
     while True:
-        done, _ = await asyncio.wait({fut}, timeout=POLL)
-        if done:
+        msg = await request.receive()
+        if msg.get("type") == "http.disconnect":
+            return
+
+
+async def _await_job(job, request, cancel):
+    """Wait for a concurrent Future; cancel the job the moment the client goes away."""
+    fut = asyncio.wrap_future(job.future)
+    gone = asyncio.ensure_future(_watch_disconnect(request))
+    try:
+        done, _ = await asyncio.wait({fut, gone}, return_when=asyncio.FIRST_COMPLETED)
+        if fut in done:
             return fut.result()
-        if await request.is_disconnected():
-            cancel()
-            fut.cancel()
-            raise _Gone()
+        cancel()
+        fut.add_done_callback(lambda f: f.cancelled() or f.exception())  # retrieved
+        raise _Gone()
+    finally:
+        gone.cancel()
 
 
 def _submit_fill(ctx, req, route):
@@ -156,7 +164,7 @@ async def fill_route(ctx, request):
         raise _fill_error(422, "RequestError", msg, [{"loc": "", "msg": msg}])
     job = _submit_fill(ctx, req, "fill")
     try:
-        resp = await _await_job(job, request, lambda: setattr(job, "cancelled", True))
+        resp = await _await_job(job, request, job.cancel)
     except (SchemaError, RequestError) as e:
         raise _fill_error(422, type(e).__name__, str(e), getattr(e, "errors", []))
     except FillError as e:
@@ -176,7 +184,7 @@ def _decision_route(route, module, accepted):
             req["model"] = ctx.names.id
             job = _submit_fill(ctx, req, route)
             try:
-                resp = await _await_job(job, request, lambda: setattr(job, "cancelled", True))
+                resp = await _await_job(job, request, job.cancel)
             except (SchemaError, RequestError) as e:
                 raise module.fill_error(questions, e)
             except FillError as e:
@@ -237,15 +245,17 @@ def _chat_failure(e):
                                  "server_error")
 
 
-async def _next_event(queue, request, job, engine):
-    while True:
-        try:
-            return await asyncio.wait_for(queue.get(), POLL)
-        except asyncio.TimeoutError:
-            if await request.is_disconnected():
-                job.cancelled = True
-                engine.wake()
-                raise _Gone()
+async def _next_event(queue, gone, job, engine):
+    """The job's next event; cancels it the moment the client goes away (gone:
+    the _watch_disconnect task; events may arrive faster than any polling)."""
+    get = asyncio.ensure_future(queue.get())
+    done, _ = await asyncio.wait({get, gone}, return_when=asyncio.FIRST_COMPLETED)
+    if get in done:
+        return get.result()
+    get.cancel()
+    job.cancelled = True
+    engine.wake()
+    raise _Gone()
 
 
 async def chat_route(ctx, request):
@@ -260,20 +270,25 @@ async def chat_route(ctx, request):
                              "queued", "rate_limit_exceeded")
         err.headers = {"Retry-After": str(e.retry_after)}
         raise err
-    kind, val = await _next_event(queue, request, job, ctx.engine)
-    if kind == "error":
-        raise _chat_failure(val)
-    cid = chat_api.new_id()
-    if not p["stream"]:
-        parts = []
-        while True:
-            kind, val = await _next_event(queue, request, job, ctx.engine)
-            if kind == "delta":
-                parts.append(val)
-            elif kind == "error":
-                raise _chat_failure(val)
-            elif kind == "done":
-                return JSONResponse(chat_api.completion(cid, p["model"], "".join(parts), val))
+    gone = asyncio.ensure_future(_watch_disconnect(request))
+    try:
+        kind, val = await _next_event(queue, gone, job, ctx.engine)
+        if kind == "error":
+            raise _chat_failure(val)
+        cid = chat_api.new_id()
+        if not p["stream"]:
+            parts = []
+            while True:
+                kind, val = await _next_event(queue, gone, job, ctx.engine)
+                if kind == "delta":
+                    parts.append(val)
+                elif kind == "error":
+                    raise _chat_failure(val)
+                elif kind == "done":
+                    return JSONResponse(chat_api.completion(cid, p["model"], "".join(parts),
+                                                            val))
+    finally:  # a stream's disconnects are seen by StreamingResponse from here on
+        gone.cancel()
 
     async def events():
         try:

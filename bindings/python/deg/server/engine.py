@@ -7,8 +7,10 @@ every active stream's last token as one row of ONE deg_forks_feed batch, then
 samples one token per row (deg_forks_generate, max_tokens 1, each row its own
 seeded stream), so concurrent chats share every weight pass. Between steps the
 worker takes new fills and streams, and drops streams whose client went away
-(cancellation between decode steps). More than max_pending queued jobs ->
-Overloaded (HTTP 429).
+(cancellation between decode steps); a fill whose client went away is skipped
+while queued and stopped while running (its own cancel token in deg_fill_many_ex:
+the other requests of the batch are unaffected). More than max_pending queued
+jobs -> Overloaded (HTTP 429).
 
 Conversations: a finished chat's fork (the K/V of its prompt and reply) is kept
 in a small LRU cache; a later request whose prompt ids start with exactly those
@@ -23,8 +25,9 @@ import threading
 import time
 
 from ..cartridges import _stop_ids, chat_ids
-from ..errors import DegError, InternalError
+from ..errors import CancelledError, DegError, InternalError
 from ..fill import fill_many
+from ..limits import CancelToken
 from ..model import feed_forks, generate_forks
 
 __all__ = ["Engine", "Overloaded", "ChatJob", "ChatError"]
@@ -49,13 +52,20 @@ class ChatError(Exception):
 
 
 class _FillJob:
-    __slots__ = ("request", "future", "t", "cancelled")
+    __slots__ = ("request", "future", "t", "cancelled", "token")
 
     def __init__(self, request):
         self.request = request
         self.future = concurrent.futures.Future()
         self.t = time.monotonic()
         self.cancelled = False
+        self.token = CancelToken()
+
+    def cancel(self):
+        """From any thread: a queued job is skipped, a running one stops at the next
+        unit of work (deg_fill_many_ex's per-request cancel token) and fails alone."""
+        self.cancelled = True
+        self.token.cancel()
 
 
 class ChatJob:
@@ -104,7 +114,8 @@ class Engine:
         self._streams = []                     # admitted chats (worker only)
         self._cache = collections.OrderedDict()  # (target, ids tuple) -> fork
         self._stopping = False
-        self.stats = {"fill_batches": 0, "fill_jobs": 0, "decode_steps": 0, "decode_rows": 0,
+        self.stats = {"fill_batches": 0, "fill_jobs": 0, "fills_running": 0, "fill_cancelled": 0,
+                      "decode_steps": 0, "decode_rows": 0,
                       "chat_streams": 0, "chat_cancelled": 0, "cache_hits": 0}
         self._thread = threading.Thread(target=self._run, name="deg-engine", daemon=True)
         self._thread.start()
@@ -203,13 +214,19 @@ class Engine:
         self._streams = []
 
     def _run_fills(self, batch):
+        with self._cv:
+            self.stats["fills_running"] = len(batch)
         try:
-            out = fill_many([j.request for j in batch], model=self.ckpt)
+            out = fill_many([dict(j.request, cancel=j.token) if isinstance(j.request, dict)
+                             else {"request": j.request, "cancel": j.token} for j in batch],
+                            model=self.ckpt)
         except Exception as e:  # a runtime failure (e.g. out of memory) fails the batch
             out = [e] * len(batch)
         with self._cv:
+            self.stats["fills_running"] = 0
             self.stats["fill_batches"] += 1
             self.stats["fill_jobs"] += len(batch)
+            self.stats["fill_cancelled"] += sum(isinstance(r, CancelledError) for r in out)
         for j, r in zip(batch, out):
             if isinstance(r, BaseException):
                 j.future.set_exception(r)
