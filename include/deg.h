@@ -873,6 +873,23 @@ typedef struct deg_feature_anchor {
                              * tokens, ascending, in [r0, r1); else NULL */
 } deg_feature_anchor;
 
+/* The tokens of one traced fork: what a LoRA trainer re-runs with adapters
+ * (lora.h deg_lora_tape_forward over a trunk prefilled with
+ * deg_features.trunk_ids gives bitwise these hidden rows when the adapters
+ * are those of the trace). */
+typedef struct deg_feature_tokens {
+    const int32_t *ids;    /* [n_ids] the fork's own tokens as deg_fill feeds them to a
+                            * fresh fork of the trunk (n_ids = the fork's n_tokens) */
+    size_t n_ids;
+    const size_t *rows;    /* [n_rows of the fork] the fork token whose final-norm hidden
+                            * state is each row of deg_feature_fork.hidden, in its order
+                            * (choice/score: the option/level line ends, then ANSWER:) */
+    int32_t head_kind;     /* the fork's DEG_HEAD_*: CHOICE, SCORE, NOUL (decide leaves),
+                            * EXTRACT (extract leaves), COUNT, ANCHOR_COUNT (count fork of
+                            * an anchored array), ANCHOR; deg_ckpt_lora_adapter(ckpt,
+                            * head_kind) is the adapter deg_fill runs the fork with */
+} deg_feature_tokens;
+
 /* A traced request (deg_features_extract). Owned by the caller
  * (deg_features_free); every pointer inside lives as long as the struct. */
 typedef struct deg_features {
@@ -892,6 +909,12 @@ typedef struct deg_features {
                                * item, or beyond the context */
     size_t n_anchor_shared;   /* left out: two items' anchors in one token, or an
                                * anchor outside the instance's token region */
+    /* the trace's tokens (LoRA training, lora.h; every trace has them) */
+    const int32_t *trunk_ids; /* [n_trunk_tokens] the trunk's tokens (BOS if the model
+                               * adds one, the prompt prefix, the context, "\n"):
+                               * deg_trunk_prefill of them is the base trunk deg_fill reads */
+    size_t ctx_first;         /* trunk token of context token 0 (ctx_hidden row 0) */
+    const deg_feature_tokens *tokens; /* [n_forks], parallel to forks */
 } deg_features;
 
 /* Flags of deg_features_extract. */

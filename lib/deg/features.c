@@ -18,9 +18,11 @@ typedef struct feat_impl {
     deg_features pub;          /* first: deg_features * <-> feat_impl * */
     deg_feature_fork *forks;
     deg_feature_anchor *anch;  /* [cap_forks] in anchor traces, else NULL */
+    deg_feature_tokens *toks;  /* [cap_forks] */
     size_t cap_forks;
     float *ctx_hidden;
     size_t *tok_cp;
+    int32_t *trunk_ids;
 } feat_impl;
 
 typedef struct tracer {
@@ -97,14 +99,20 @@ static int hook_shuffle(void *ud, const char *pointer, size_t n, size_t *order)
 }
 
 static deg_status hook_trunk(void *ud, const float *ctx_hidden, size_t nc, const size_t *cp0,
-                             const size_t *cp1, size_t n_trunk)
+                             const size_t *cp1, const int32_t *trunk_ids, size_t n_trunk,
+                             size_t c0)
 {
     tracer *t = ud;
     feat_impl *f = t->f;
     f->ctx_hidden = malloc((nc ? nc : 1) * (size_t)t->E * sizeof(float));
     f->tok_cp = malloc((nc ? nc : 1) * 2 * sizeof(size_t));
-    if (!f->ctx_hidden || !f->tok_cp) return dg_fail(DEG_ERR_NOMEM, "features: out of memory");
+    f->trunk_ids = malloc((n_trunk ? n_trunk : 1) * sizeof(int32_t));
+    if (!f->ctx_hidden || !f->tok_cp || !f->trunk_ids)
+        return dg_fail(DEG_ERR_NOMEM, "features: out of memory");
     memcpy(f->ctx_hidden, ctx_hidden, nc * (size_t)t->E * sizeof(float));
+    memcpy(f->trunk_ids, trunk_ids, n_trunk * sizeof(int32_t));
+    f->pub.trunk_ids = f->trunk_ids;
+    f->pub.ctx_first = c0;
     for (size_t i = 0; i < nc; i++) {
         f->tok_cp[2 * i] = cp0[i];
         f->tok_cp[2 * i + 1] = cp1[i];
@@ -126,6 +134,10 @@ static deg_status hook_fork(void *ud, const dg_trace_fork *tf)
         if (!p) return dg_fail(DEG_ERR_NOMEM, "features: out of memory");
         f->forks = p;
         f->pub.forks = p;
+        deg_feature_tokens *tk = realloc(f->toks, cap * sizeof *tk);
+        if (!tk) return dg_fail(DEG_ERR_NOMEM, "features: out of memory");
+        f->toks = tk;
+        f->pub.tokens = tk;
         if (t->anchors) {
             deg_feature_anchor *q = realloc(f->anch, cap * sizeof *q);
             if (!q) return dg_fail(DEG_ERR_NOMEM, "features: out of memory");
@@ -136,6 +148,8 @@ static deg_status hook_fork(void *ud, const dg_trace_fork *tf)
     }
     deg_feature_fork *o = &f->forks[f->pub.n_forks];
     memset(o, 0, sizeof *o);
+    deg_feature_tokens *tok = &f->toks[f->pub.n_forks];
+    memset(tok, 0, sizeof *tok);
     o->count_gold = -1;
     deg_feature_anchor *an = t->anchors ? &f->anch[f->pub.n_forks] : NULL;
     if (an) *an = (deg_feature_anchor){tf->anchor, tf->rend, -1, -1, 0, NULL};
@@ -149,6 +163,15 @@ static deg_status hook_fork(void *ud, const dg_trace_fork *tf)
     o->n_rows = (int32_t)tf->n_rows;
     o->index = (int32_t)tf->index;
     o->n_tokens = (int32_t)tf->n_tokens;
+    int32_t *ids = malloc((tf->n_tokens ? tf->n_tokens : 1) * sizeof *ids);
+    size_t *rows = malloc((tf->n_rows ? tf->n_rows : 1) * sizeof *rows);
+    tok->ids = ids;
+    tok->rows = rows;
+    if (!ids || !rows) return dg_fail(DEG_ERR_NOMEM, "features: out of memory");
+    memcpy(ids, tf->ids, tf->n_tokens * sizeof *ids);
+    memcpy(rows, tf->marks, tf->n_rows * sizeof *rows);
+    tok->n_ids = tf->n_tokens;
+    tok->head_kind = tf->head_kind;
     if (tf->kind == DG_TRACE_ANCHOR) {
         o->mode = "anchor";
         an->r0 = (int64_t)tf->r0;
@@ -256,9 +279,13 @@ void deg_features_free(deg_features *features)
         free((float *)f->forks[i].hidden);
         free((int32_t *)f->forks[i].order);
         if (f->anch) free((int32_t *)f->anch[i].starts);
+        free((int32_t *)f->toks[i].ids);
+        free((size_t *)f->toks[i].rows);
     }
     free(f->forks);
     free(f->anch);
+    free(f->toks);
+    free(f->trunk_ids);
     free(f->ctx_hidden);
     free(f->tok_cp);
     free(f);

@@ -195,6 +195,7 @@ typedef struct freq {
     double t_prefill, t_forks, t_generate;
     size_t fork_rows, fork_tokens;
     const dg_trace_hooks *trace; /* training trace (dg_fill_trace), else NULL */
+    int32_t *trunk_ids;     /* trace only: the trunk's tokens [deg_trunk_len] */
     dg_limits lim;          /* work limits (deg_fill_many_ex + request options) */
     size_t due;             /* fork tokens of the round about to run (max_fork_tokens) */
     size_t gen_fed;         /* generate phase: prompt + decoded tokens fed to forks */
@@ -323,6 +324,7 @@ static void freq_clear(freq *r)
     free(r->leaves);
     deg_trunk_free(r->trunk);
     free(r->ctx_hidden);
+    free(r->trunk_ids);
     free(r->tok_cp0);
     free(r->tok_cp1);
     free(r->cp_tok);
@@ -766,7 +768,8 @@ static deg_status build_trunk(const dg_ckpt *k, freq *r)
         }
     }
 done:
-    free(ids.p);
+    if (r->trace && st == DEG_OK) r->trunk_ids = ids.p; /* the trace reports them */
+    else free(ids.p);
     return st;
 }
 
@@ -2341,11 +2344,16 @@ static deg_status trace_report(const dg_ckpt *k, freq *r, const job *j)
     tf.n_rows = j->n_mark;
     tf.order = j->order;
     tf.n_tokens = j->ids.n;
+    tf.ids = j->ids.p;
+    tf.marks = j->mark;
     tf.anchor = tf.rend = -1;
     char *ptr;
     if (j->kind == JOB_COUNT || j->kind == JOB_ANCHOR) {
         const inst *I = &r->insts[j->target];
         tf.kind = j->kind == JOB_COUNT ? DG_TRACE_COUNT : DG_TRACE_ANCHOR;
+        tf.head_kind = j->kind == JOB_ANCHOR ? DEG_HEAD_ANCHOR
+                       : I->anchored         ? DEG_HEAD_ANCHOR_COUNT
+                                             : DEG_HEAD_COUNT;
         tf.index = (size_t)I->array;
         tf.mode = -1;
         if (j->kind == JOB_ANCHOR) {
@@ -2367,6 +2375,10 @@ static deg_status trace_report(const dg_ckpt *k, freq *r, const job *j)
         tf.kind = DG_TRACE_LEAF;
         tf.index = L->field;
         tf.mode = (int)r->plan->fields[L->field].mode;
+        tf.head_kind = tf.mode == DG_MODE_CHOICE  ? DEG_HEAD_CHOICE
+                       : tf.mode == DG_MODE_SCORE ? DEG_HEAD_SCORE
+                       : tf.mode == DG_MODE_NOUL  ? DEG_HEAD_NOUL
+                                                  : DEG_HEAD_EXTRACT;
         size_t anc = 0, rend = 0;
         if (innermost_anchor(r, L->inst, L->item, &anc, &rend)) {
             tf.anchor = (int64_t)anc;
@@ -2467,8 +2479,8 @@ deg_status dg_fill_trace(dg_ckpt *k, const char *request, size_t len, const dg_t
     deg_status st = DEG_OK;
     jobs J = {0};
     if (r.st == DEG_OK)
-        st = h->trunk(h->ud, r.ctx_hidden, r.c1 - r.c0, r.tok_cp0, r.tok_cp1,
-                      deg_trunk_len(r.trunk));
+        st = h->trunk(h->ud, r.ctx_hidden, r.c1 - r.c0, r.tok_cp0, r.tok_cp1, r.trunk_ids,
+                      deg_trunk_len(r.trunk), r.c0);
     r.anchor_on = h->anchors != NULL;
     if (r.st == DEG_OK && st == DEG_OK) st = expand(&r, 0, &J, k->model, -1);
     while (r.st == DEG_OK && st == DEG_OK && J.n) {

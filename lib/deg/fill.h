@@ -156,6 +156,11 @@ typedef struct dg_trace_fork {
     const size_t *order;      /* choice leaf: plan outcome of each option line; NULL = plan order */
     int64_t lo, hi;           /* count: the head's class range */
     size_t n_tokens;          /* fork length in tokens */
+    const int32_t *ids;       /* [n_tokens] the fork's own tokens as run_jobs feeds them */
+    const size_t *marks;      /* [n_rows] the fork token of each hidden row */
+    int32_t head_kind;        /* DEG_HEAD_* of the fork (choice/score/noul/extract from the
+                               * leaf's mode, count, anchor_count, anchor): what
+                               * deg_ckpt_lora_adapter maps to the fork's adapter */
 } dg_trace_fork;
 
 typedef struct dg_trace_hooks {
@@ -168,9 +173,11 @@ typedef struct dg_trace_hooks {
      * permutation (line -> plan outcome), or 0 for plan order (NULL = never) */
     int (*shuffle)(void *ud, const char *pointer, size_t n, size_t *order);
     /* the trunk: context token hidden states [nc, E] and their code point
-     * ranges [tok_cp0[t], tok_cp1[t]); n_trunk = trunk length in tokens */
+     * ranges [tok_cp0[t], tok_cp1[t]); the trunk's tokens trunk_ids[n_trunk]
+     * (context token t is trunk token c0 + t) */
     deg_status (*trunk)(void *ud, const float *ctx_hidden, size_t nc, const size_t *tok_cp0,
-                        const size_t *tok_cp1, size_t n_trunk);
+                        const size_t *tok_cp1, const int32_t *trunk_ids, size_t n_trunk,
+                        size_t c0);
     deg_status (*fork)(void *ud, const dg_trace_fork *f);
     /* anchor mode (NULL = index trace): the gold item anchors of the anchored
      * instance at `pointer` (plan array `array`) with region [r0, r1) (context

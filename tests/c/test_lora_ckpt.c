@@ -221,3 +221,86 @@ Test(lora_ckpt, bad_entries)
     tu_rmrf(dir);
     free(dir);
 }
+
+/* The trace's tokens (deg_features.trunk_ids, .tokens) re-run by the LoRA
+ * tape: a trunk prefilled with trunk_ids and every fork's ids with the adapter
+ * deg_ckpt_lora_adapter gives its head kind give bitwise the traced hidden
+ * rows at tokens[i].rows (trained adapters on both kinds: the trace runs the
+ * forks as deg_fill does, with their adapters). */
+Test(lora_ckpt, trace_tokens_rerun_by_the_tape)
+{
+    static const char *req =
+        "{\"context\": \"Order 4711 from ACME Corp, placed by jane.doe@example.com. Tags: red, "
+        "blue.\", \"schema\": {\"type\": \"object\", \"properties\": {\"department\": {\"enum\": "
+        "[\"billing\", \"shipping\", \"other\"]}, \"urgent\": {\"type\": \"boolean\"}, \"email\": "
+        "{\"type\": [\"string\", \"null\"], \"format\": \"email\"}, \"tags\": {\"type\": "
+        "\"array\", \"items\": {\"type\": \"string\"}}}}}";
+    static const char *gold = "{\"department\": \"billing\", \"urgent\": true, \"email\": "
+                              "\"jane.doe@example.com\", \"tags\": [\"red\", \"blue\"]}";
+    char *dir = tu_mkdtemp();
+    char model[512];
+    snprintf(model, sizeof model, "%s/tiny-qwen3", TINY_GOLDENS);
+    deg_ckpt *k = tu_random_ckpt(model, 3, dir, NULL, -1);
+    deg_lora_params p = deg_lora_default_params();
+    p.rank = 4;
+    cr_assert_eq(deg_ckpt_add_lora(k, &p, DEG_LORA_SELECT_KIND), DEG_OK, "%s", deg_errmsg());
+    deg_lora *l = deg_ckpt_get_lora(k);
+    randomize_adapter(l, 0);
+    randomize_adapter(l, 1);
+    deg_features *f = NULL;
+    cr_assert_eq(deg_features_extract(k, req, strlen(req), gold, strlen(gold), 0, 0, &f, NULL),
+                 DEG_OK, "%s", deg_errmsg());
+    /* 3 leaves + the tags count; then 2 items */
+    cr_assert_eq(f->n_forks, 6, "forks %zu", f->n_forks);
+    cr_assert_not_null(f->trunk_ids);
+    cr_assert_not_null(f->tokens);
+    cr_assert(f->ctx_first >= 1 && f->ctx_first + f->n_ctx < f->n_trunk_tokens);
+    const deg_model *m = deg_ckpt_model(k);
+    deg_trunk *t = NULL;
+    cr_assert_eq(deg_trunk_new(m, &t), DEG_OK);
+    cr_assert_eq(deg_trunk_prefill(t, f->trunk_ids, f->n_trunk_tokens, NULL, NULL), DEG_OK);
+    const int32_t *ids[6];
+    size_t n_ids[6];
+    int32_t ad[6];
+    int kinds_seen[DEG_TRAIN_WEIGHTS + 1] = {0};
+    for (size_t i = 0; i < 6; i++) {
+        const deg_feature_tokens *tk = &f->tokens[i];
+        cr_assert_eq(tk->n_ids, (size_t)f->forks[i].n_tokens);
+        ids[i] = tk->ids;
+        n_ids[i] = tk->n_ids;
+        ad[i] = deg_ckpt_lora_adapter(k, tk->head_kind);
+        kinds_seen[tk->head_kind]++;
+        const char *mode = f->forks[i].mode;
+        int want = strcmp(mode, "decide.choice") == 0 ? DEG_HEAD_CHOICE
+                   : strcmp(mode, "decide.noul") == 0 ? DEG_HEAD_NOUL
+                   : strcmp(mode, "count") == 0       ? DEG_HEAD_COUNT
+                                                      : DEG_HEAD_EXTRACT;
+        cr_expect_eq(tk->head_kind, want, "fork %zu (%s): head kind %d", i, mode, tk->head_kind);
+    }
+    cr_expect(kinds_seen[DEG_HEAD_CHOICE] == 1 && kinds_seen[DEG_HEAD_NOUL] == 1 &&
+              kinds_seen[DEG_HEAD_COUNT] == 1 && kinds_seen[DEG_HEAD_EXTRACT] == 3);
+    deg_lora_tape *tape = NULL;
+    cr_assert_eq(deg_lora_tape_forward(l, t, ids, n_ids, ad, 6, 1, &tape), DEG_OK, "%s",
+                 deg_errmsg());
+    size_t E = (size_t)f->n_embd;
+    float *h = malloc(E * sizeof(float));
+    for (size_t i = 0; i < 6; i++) {
+        const deg_feature_fork *fk = &f->forks[i];
+        for (int32_t r = 0; r < fk->n_rows; r++) {
+            size_t pos = f->tokens[i].rows[r];
+            cr_assert(pos < f->tokens[i].n_ids);
+            cr_assert_eq(deg_lora_tape_hidden(tape, i, pos, 1, h), DEG_OK, "%s", deg_errmsg());
+            cr_expect(memcmp(h, fk->hidden + (size_t)r * E, E * sizeof(float)) == 0,
+                      "fork %zu (%s) row %d: the tape differs from the trace", i, fk->pointer, r);
+        }
+    }
+    /* the ANSWER: row is the fork's last token */
+    cr_expect_eq(f->tokens[0].rows[f->forks[0].n_rows - 1], f->tokens[0].n_ids - 1);
+    free(h);
+    deg_lora_tape_free(tape);
+    deg_trunk_free(t);
+    deg_features_free(f);
+    deg_ckpt_free(k);
+    tu_rmrf(dir);
+    free(dir);
+}
