@@ -28,6 +28,18 @@ epoch)). At the end one temperature per head kind is fit on val (§12.3) and the
 checkpoint is written to OUT (deg.json with "calibration" and "training",
 heads.safetensors) with OUT/train-report.json.
 
+With --lora-rank R (§12.7, deg/train/lora.py) the backbone trains too, through
+the fork path: LoRA adapters (rank R, --lora-alpha, on --lora-targets of every
+layer; --lora-selector kind = a "decide" and an "extract" adapter, shared = one)
+are added to the start checkpoint (B = 0: the start is the start checkpoint's
+outputs exactly) or continued when it has the same ones, and every step re-runs
+each record's forks with their adapters over the base trunk (token traces,
+cached like the features), backpropagates the head losses into the adapters,
+and steps heads and adapters with the one AdamW (adapter peak lr --lora-lr,
+default --lr). The saved checkpoints carry adapters.safetensors + deg.json
+"lora" (deg.fill runs them); x-generate rows stay on the base model. val loss
+and calibration re-trace the val records with the current adapters.
+
 Each optimizer step's gradient is the sum of the batch's per-record gradients
 in batch order. Under `mpirun -np N python -m deg.train ...` (mpi4py; see
 deg/train/parallel.py) every rank traces its share of the records into the
@@ -51,7 +63,7 @@ import numpy as np
 from ..datagen.record import anchor_gold
 from ..errors import DegError
 from ..fill import create_random_checkpoint, load
-from . import calibrate, data, features, parallel
+from . import calibrate, data, features, lora, parallel
 from .engine import KINDS, LOSS_KINDS, Heads
 from .optim import AdamW, lr_at
 
@@ -59,10 +71,13 @@ from .optim import AdamW, lr_at
 _RESUME_KEYS = ("data", "epochs", "lr", "batch", "warmup", "seed", "max_records",
                 "max_val_records", "variants", "weight_decay", "clip", "extract_init_scale",
                 "anchor", "anchor_weight", "anchor_count_weight", "array_mode",
-                "anchor_min_tokens")
+                "anchor_min_tokens", "lora_rank", "lora_alpha", "lora_selector", "lora_targets",
+                "lora_lr", "lora_checkpointing")
 # Their values in runs saved before the key existed.
 _RESUME_DEFAULTS = {"anchor": False, "anchor_weight": 1.0, "anchor_count_weight": 0.0,
-                    "array_mode": None, "anchor_min_tokens": None}
+                    "array_mode": None, "anchor_min_tokens": None, "lora_rank": None,
+                    "lora_alpha": 16.0, "lora_selector": "kind", "lora_targets": "all",
+                    "lora_lr": None, "lora_checkpointing": "on"}
 
 
 def parse_args(argv):
@@ -99,6 +114,19 @@ def parse_args(argv):
                    help="deg.json anchor_min_tokens of the random start checkpoint (default 0; "
                    "with --init it must be the init's); with --anchor, records with fewer "
                    "context tokens get no anchor trace (they fill in index mode, §12.6)")
+    p.add_argument("--lora-rank", type=int, help="train LoRA adapters of this rank (1..256) "
+                   "on the fork path jointly with the heads (§12.7; default: heads only)")
+    p.add_argument("--lora-alpha", type=float, default=16.0,
+                   help="LoRA alpha (scale alpha / rank; default 16)")
+    p.add_argument("--lora-selector", choices=("kind", "shared"), default="kind",
+                   help="kind: a decide and an extract adapter (by fork kind); shared: one")
+    p.add_argument("--lora-targets", default="all",
+                   help="adapted projections: all, or a comma list of q,k,v,o,gate,up,down")
+    p.add_argument("--lora-lr", type=float,
+                   help="peak learning rate of the adapters (default --lr)")
+    p.add_argument("--lora-checkpointing", choices=("on", "off"), default="on",
+                   help="on: the tape keeps each layer's input and recomputes the layer in the "
+                   "backward (bitwise the same gradients, far less memory); off: keeps all")
     p.add_argument("--max-records", type=int, help="train on a stratified subsample of this "
                    "many train records")
     p.add_argument("--max-val-records", type=int, help="calibrate/validate on this many val records")
@@ -123,7 +151,33 @@ def parse_args(argv):
         p.error("--anchor-min-tokens must be >= 0")
     if a.anchor_weight < 0 or a.anchor_count_weight < 0:
         p.error("--anchor-weight and --anchor-count-weight must be >= 0")
+    _check_lora_args(p, a, argv)
     return a
+
+
+def _check_lora_args(p, a, argv):
+    """Refuse LoRA options that cannot work, saying which and why."""
+    given = [x.split("=")[0] for x in (argv if argv is not None else sys.argv[1:])
+             if isinstance(x, str) and x.startswith("--lora-")]
+    if a.lora_rank is None:
+        if given:
+            p.error(f"{given[0]} needs --lora-rank (LoRA training is off without it)")
+        return
+    if not 1 <= a.lora_rank <= 256:
+        p.error(f"--lora-rank must be in [1, 256], got {a.lora_rank}")
+    if not math.isfinite(a.lora_alpha) or a.lora_alpha <= 0:
+        p.error(f"--lora-alpha must be a finite number > 0, got {a.lora_alpha}")
+    if a.lora_lr is not None and (not math.isfinite(a.lora_lr) or a.lora_lr < 0):
+        p.error(f"--lora-lr must be a finite number >= 0, got {a.lora_lr}")
+    try:
+        from .lora import parse_targets
+        parse_targets(a.lora_targets)
+    except ValueError as e:
+        p.error(f"--lora-targets: {e}")
+    if a.anchor:
+        p.error("--anchor with --lora-rank: anchor-mode traces are not re-run with adapters "
+                "(deg/train/lora.py trains index-mode forks only); train the anchor heads "
+                "without --lora-rank")
 
 
 def _bar(it, args, **kw):
@@ -220,15 +274,16 @@ def prepare(records, ckpt, sha, cache, n_variants, bad, bad_ex, args, what, anch
     items = []
     t0 = time.time()
     traced = 0
+    tokens = args.lora_rank is not None  # LoRA: token traces (re-run every step)
     for rec in _bar(records, args, desc=f"features {what}", unit="rec"):
         try:
             plan = data.check_record(rec)
-            base, hit = features.get(ckpt, sha, cache, rec, 0)
+            base, hit = features.get(ckpt, sha, cache, rec, 0, tokens)
             traced += not hit
             variants = []
             if any(f.mode == "decide.choice" for f in plan.fields):
                 for v in range(1, n_variants + 1):
-                    fv, hit = features.get(ckpt, sha, cache, rec, v)
+                    fv, hit = features.get(ckpt, sha, cache, rec, v, tokens)
                     traced += not hit
                     variants.append(fv)
             data.examples_of(rec, plan, base)  # targets are checkable now
@@ -293,6 +348,37 @@ def batch_loss_grad(comm, heads, per, args):
         loss += tot
         losses.extend(ls)
     return loss, grad, exs, losses
+
+
+def lora_batch_loss_grad(comm, heads, ad, batch, args):
+    """batch_loss_grad of a LoRA step: batch = [(item, choice variant or None)] in
+    batch order; each record's gradient is [heads.n + ad.n] (heads then adapters,
+    lora.record_loss_grad), summed in batch order like the heads-only step."""
+    per = [data.examples_of(it.rec, it.plan, it.base, var) for it, var in batch]
+    exs = [x for e in per for x in e]
+    w = weights_of(exs, args.anchor_weight, args.anchor_count_weight)
+    lo, hi = comm.block(len(batch))
+    mine = []
+
+    def partials():
+        for it, var in batch[lo:hi]:
+            tot, gh, gl, ls, _ = lora.record_loss_grad(heads, ad, it.rec, it.plan, it.base, var,
+                                                       w, args.lora_checkpointing == "on")
+            mine.append((tot, [float(x) for x in ls]))
+            yield np.concatenate([gh, gl])
+    grad = comm.ordered_sum(partials(), heads.n + ad.n)
+    loss, losses = 0.0, []
+    for tot, ls in (x for part in comm.allgather(mine) for x in part):
+        loss += tot
+        losses.extend(ls)
+    return loss, grad, exs, losses
+
+
+def retrace_val(ckpt, items):
+    """LoRA: the val items' features under the current adapters (deg_fill's forks;
+    not cached: the adapters change every step)."""
+    for it in items:
+        it.base = features.extract(ckpt, it.rec)
 
 
 def tensor_slices(meta):
@@ -451,13 +537,20 @@ def _main(args, argv, comm):
     with open(os.path.join(start_dir, "deg.json")) as fh:
         meta = json.load(fh)
     sha = meta["backbone"]["sha256"]
-    if "lora" in meta:
+    if "lora" in meta and args.lora_rank is None:
         # the features (and their cache, keyed by the backbone) are the frozen base
         # model's; a checkpoint with adapters (include/lora.h) would run adapted forks
         _log(f"deg.train: the start checkpoint {start_dir} carries LoRA adapters "
-             "(deg.json \"lora\"); deg.train trains heads over frozen-backbone features, "
-             "not adapters")
+             "(deg.json \"lora\"); without --lora-rank deg.train trains heads over "
+             "frozen-backbone features, not adapters (pass its --lora-* options to train "
+             "both)", error=True)
         return 2
+    if args.lora_rank is not None:
+        why = _lora_start(ckpt, meta, args)
+        if why:
+            _log(f"deg.train: {why}", error=True)
+            ckpt.close()
+            return 2
     for k, v in (("array_mode", args.array_mode), ("anchor_min_tokens", args.anchor_min_tokens)):
         if v is not None and meta.get(k) != v:
             _log(f"deg.train: --{k.replace('_', '-')} {v}: the start checkpoint {start_dir} "
@@ -497,16 +590,23 @@ def _main(args, argv, comm):
         _log("deg.train: no usable train records", error=True)
         return 2
 
-    # --- optimization
+    # --- optimization (LoRA: one vector, the heads then the adapters)
     steps_per_epoch = math.ceil(len(train) / args.batch)
     total = steps_per_epoch * args.epochs
-    opt = AdamW(heads.n, weight_decay=args.weight_decay)
-    params = heads.get()
+    ad = lora.Adapters(ckpt) if args.lora_rank is not None else None
+    nh = heads.n
+    opt = AdamW(nh + (ad.n if ad else 0), weight_decay=args.weight_decay)
+    params = heads.get() if ad is None else np.concatenate([heads.get(), ad.get()])
+
+    def set_params():
+        heads.set(params[:nh])
+        if ad is not None:
+            ad.set(params[nh:])
     if not resume_state and not args.init and args.extract_init_scale != 1.0:
         for name, (o, n) in tensor_slices(meta).items():
             if name in ("extract.qs", "extract.ks", "extract.qe", "extract.ke"):
                 params[o:o + n] *= np.float32(args.extract_init_scale)
-        heads.set(params)
+        set_params()
     history = []
     first_epoch = 0
     if resume_state:
@@ -526,24 +626,35 @@ def _main(args, argv, comm):
                    unit="step")
         for s in bar:
             idx = perm[s * args.batch:(s + 1) * args.batch]
-            per = []  # the examples of each record of the batch, in batch order
+            batch = []  # (item, choice variant) of each record of the batch, in batch order
             for i in idx:
                 it = train[i]
-                var = it.variants[picks[i]] if shuffles[i] and it.variants else None
-                per.append(item_examples(it, args, var))
-            loss, grad, exs, losses = batch_loss_grad(comm, heads, per, args)
+                batch.append((it, it.variants[picks[i]] if shuffles[i] and it.variants else None))
+            if ad is None:
+                per = [item_examples(it, args, var) for it, var in batch]
+                loss, grad, exs, losses = batch_loss_grad(comm, heads, per, args)
+            else:
+                loss, grad, exs, losses = lora_batch_loss_grad(comm, heads, ad, batch, args)
             if args.clip > 0:
                 norm = float(np.sqrt(np.dot(grad.astype(np.float64), grad.astype(np.float64))))
                 if norm > args.clip:
                     grad *= np.float32(args.clip / norm)
-            opt.step(params, grad, lr_at(opt.t, total, args.lr, args.warmup))
-            heads.set(params)
+            lr = lr_at(opt.t, total, args.lr, args.warmup)
+            if ad is not None:  # the adapters' own peak lr, same schedule
+                lr_l = lr_at(opt.t, total, args.lr if args.lora_lr is None else args.lora_lr,
+                             args.warmup)
+                lr = np.concatenate([np.full(nh, lr, dtype=np.float32),
+                                     np.full(ad.n, lr_l, dtype=np.float32)])
+            opt.step(params, grad, lr)
+            set_params()
             ep_loss += loss
             ep_steps += 1
             for k, v in kind_means(exs, losses).items():
                 ep_kind.setdefault(k, []).append(v)
             if hasattr(bar, "set_postfix"):
                 bar.set_postfix(loss=f"{loss:.3f}")
+        if ad is not None and comm.rank == 0:
+            retrace_val(ckpt, val)
         val_loss, val_kind = comm.bcast(evaluate(heads, val, args) if comm.rank == 0 else None)
         rec = {"epoch": epoch + 1, "step": opt.t, "train_loss": ep_loss / max(ep_steps, 1),
                "train_kind": {k: float(np.mean(v)) for k, v in ep_kind.items()},
@@ -562,6 +673,8 @@ def _main(args, argv, comm):
         return 0
 
     # --- calibration on val (§12.3) and the final checkpoint
+    if ad is not None and first_epoch >= args.epochs:  # resumed after the last epoch
+        retrace_val(ckpt, val)
     acc_raw, cal = accuracy(heads, val)
     temps = {"choice": 1.0, "score": 1.0, "noul": 1.0, "extract": 1.0, "count": 1.0}
     nll_before, nll_after = {}, {}
@@ -583,6 +696,10 @@ def _main(args, argv, comm):
     if args.anchor:
         training.update({"anchor": True, "anchor_weight": args.anchor_weight,
                          "anchor_count_weight": args.anchor_count_weight})
+    if ad is not None:
+        training.update({"lora_rank": args.lora_rank, "lora_alpha": args.lora_alpha,
+                         "lora_selector": args.lora_selector, "lora_targets": args.lora_targets,
+                         "lora_lr": args.lr if args.lora_lr is None else args.lora_lr})
     heads.save(args.out, extra={"training": training}, backbone_path=not args.no_backbone_path)
     report.update({"history": history, "val_accuracy_raw": acc_raw, "temperatures": temps,
                    "val_nll_T1": nll_before, "val_nll_calibrated": nll_after,
@@ -592,6 +709,25 @@ def _main(args, argv, comm):
     _log(f"deg.train: wrote {args.out} (temperatures {temps}); val accuracy {acc_raw}")
     ckpt.close()
     return 0
+
+
+def _lora_start(ckpt, meta, args):
+    """Fresh adapters on a start checkpoint without any (B = 0, seeded by --seed), or
+    check that the adapters it carries are the --lora-* ones. Returns why not, or None."""
+    bits = lora.parse_targets(args.lora_targets)
+    e = meta.get("lora")
+    if e is None:
+        lora.add(ckpt, args.lora_rank, args.lora_alpha, bits, args.lora_selector, args.seed)
+        return None
+    want = {"rank": args.lora_rank, "alpha": float(np.float32(args.lora_alpha)),
+            "targets": sorted(lora.target_names(bits)), "selector": args.lora_selector}
+    have = {"rank": e.get("rank"), "alpha": float(np.float32(e.get("alpha", 0))),
+            "targets": sorted(e.get("targets") or []), "selector": e.get("selector")}
+    diff = [f"{k} {have[k]!r} (--lora-* gives {want[k]!r})" for k in want if have[k] != want[k]]
+    if diff:
+        return ("the start checkpoint's LoRA adapters differ from the --lora-* options: "
+                + ", ".join(diff))
+    return None
 
 
 def _argv_for_report(argv):

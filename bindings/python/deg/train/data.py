@@ -145,9 +145,12 @@ def token_of(tok_cp, cp):
 
 
 class Example:
-    """One head example over cached features (numpy views)."""
+    """One head example over cached features (numpy views). fork: the index, in the
+    fork list it was made from, of the fork whose hidden rows it reads (answer =
+    the fork's last row, CHOICE/SCORE rows = the others): where the LoRA trainer
+    sends the head losses' dL/dhidden."""
     __slots__ = ("kind", "answer", "rows", "target", "pos_start", "pos_end", "lo", "hi",
-                 "count", "pointer", "gold_line")
+                 "count", "pointer", "gold_line", "fork")
 
     def __init__(self, kind, answer, pointer, rows=None, target=None, pos_start=None,
                  pos_end=None, lo=0, hi=0, count=0, gold_line=-1):
@@ -156,15 +159,28 @@ class Example:
         self.pos_start, self.pos_end = pos_start, pos_end
         self.lo, self.hi, self.count = lo, hi, count
         self.gold_line = gold_line
+        self.fork = -1
+
+
+def forks_of(feats, choice_variant=None):
+    """The record's forks (base features), with the choice forks of a shuffled
+    variant replacing the base's when given."""
+    forks = feats.forks
+    if choice_variant is not None:
+        alt = {f["pointer"]: f for f in choice_variant.forks if f["mode"] == "decide.choice"}
+        forks = [alt.get(f["pointer"], f) if f["mode"] == "decide.choice" else f for f in forks]
+    return forks
 
 
 def examples_of(rec, plan, feats, choice_variant=None):
     """Examples of a record from its features (base) and optionally the choice forks
     of a shuffled variant replacing the base's. Raises BadRecord."""
-    forks = feats.forks
-    if choice_variant is not None:
-        alt = {f["pointer"]: f for f in choice_variant.forks if f["mode"] == "decide.choice"}
-        forks = [alt.get(f["pointer"], f) if f["mode"] == "decide.choice" else f for f in forks]
+    return _examples(rec, plan, feats, forks_of(feats, choice_variant))
+
+
+def fork_examples(rec, plan, feats, forks):
+    """Examples of a record over the given fork list (features' context rows;
+    each example's .fork indexes forks). Raises BadRecord."""
     return _examples(rec, plan, feats, forks)
 
 
@@ -196,52 +212,60 @@ def anchor_examples_of(rec, plan, feats, anchor_count=False):
 
 def _examples(rec, plan, feats, forks):
     fields = plan.fields
+    out = []
+    for fi, f in enumerate(forks):
+        n0 = len(out)
+        _fork_examples(rec, fields, feats, f, out)
+        for x in out[n0:]:
+            x.fork = fi
+    return out
+
+
+def _fork_examples(rec, fields, feats, f, out):
+    """Append the examples of one fork to out."""
     ctx = feats.ctx
     nc = ctx.shape[0]
-    out = []
-    for f in forks:
-        h = f["hidden"]
-        answer = h[-1]
-        mode = f["mode"]
-        if mode == "count":
-            lo, hi = f["count_lo"], f["count_hi"]
-            c = min(max(f["count_gold"], lo), hi)
-            out.append(Example(4, answer, f["pointer"], lo=lo, hi=hi, count=c))
-            continue
-        field = fields[f["index"]]
-        found, gold = resolve(rec["value"], f["pointer"])
-        if mode in ("decide.choice", "decide.score"):
-            if not found:
-                continue  # an omitted decide value has no target
-            t = _target_decide(rec, field, f["pointer"], gold, f["order"])
-            out.append(Example(KIND[mode], answer, f["pointer"], rows=h[:-1], target=t,
-                               gold_line=int(np.argmax(t))))
-        elif mode == "decide.noul":
-            if not found or not isinstance(gold, bool):
-                continue
-            probs = (rec.get("decide_probs") or {}).get(f["pointer"])
-            p = float(probs[0]) if probs is not None and len(probs) == 2 else float(gold)
-            out.append(Example(2, answer, f["pointer"], target=np.array([p]),
-                               gold_line=0 if gold else 1))
+    h = f["hidden"]
+    answer = h[-1]
+    mode = f["mode"]
+    if mode == "count":
+        lo, hi = f["count_lo"], f["count_hi"]
+        c = min(max(f["count_gold"], lo), hi)
+        out.append(Example(4, answer, f["pointer"], lo=lo, hi=hi, count=c))
+        return
+    field = fields[f["index"]]
+    found, gold = resolve(rec["value"], f["pointer"])
+    if mode in ("decide.choice", "decide.score"):
+        if not found:
+            return  # an omitted decide value has no target
+        t = _target_decide(rec, field, f["pointer"], gold, f["order"])
+        out.append(Example(KIND[mode], answer, f["pointer"], rows=h[:-1], target=t,
+                           gold_line=int(np.argmax(t))))
+    elif mode == "decide.noul":
+        if not found or not isinstance(gold, bool):
+            return
+        probs = (rec.get("decide_probs") or {}).get(f["pointer"])
+        p = float(probs[0]) if probs is not None and len(probs) == 2 else float(gold)
+        out.append(Example(2, answer, f["pointer"], target=np.array([p]),
+                           gold_line=0 if gold else 1))
+    else:
+        if not found or gold is None:
+            ps = pe = np.array([nc], dtype=np.int32)  # the null outcome
         else:
-            if not found or gold is None:
-                ps = pe = np.array([nc], dtype=np.int32)  # the null outcome
-            else:
-                spans = gold_spans(rec, f["pointer"], field, gold)
-                ps = sorted({token_of(feats.tok_cp, s) for s, e in spans})
-                pe = sorted({token_of(feats.tok_cp, e - 1) for s, e in spans})
-                if max(ps + pe) >= nc:
-                    raise BadRecord("gold_not_in_context", f"{f['pointer']}: span beyond the "
-                                    "context tokens")
-                ps = np.asarray(ps, dtype=np.int32)
-                pe = np.asarray(pe, dtype=np.int32)
-            if f.get("anchor", -1) >= 0:  # inside an anchored item: the bias
-                out.append(Example(EXTRACT_ANCHORED, answer, f["pointer"], rows=ctx,
-                                   pos_start=ps, pos_end=pe, lo=f["anchor"], hi=f["rend"]))
-            else:
-                out.append(Example(EXTRACT, answer, f["pointer"], rows=ctx, pos_start=ps,
-                                   pos_end=pe))
-    return out
+            spans = gold_spans(rec, f["pointer"], field, gold)
+            ps = sorted({token_of(feats.tok_cp, s) for s, e in spans})
+            pe = sorted({token_of(feats.tok_cp, e - 1) for s, e in spans})
+            if max(ps + pe) >= nc:
+                raise BadRecord("gold_not_in_context", f"{f['pointer']}: span beyond the "
+                                "context tokens")
+            ps = np.asarray(ps, dtype=np.int32)
+            pe = np.asarray(pe, dtype=np.int32)
+        if f.get("anchor", -1) >= 0:  # inside an anchored item: the bias
+            out.append(Example(EXTRACT_ANCHORED, answer, f["pointer"], rows=ctx,
+                               pos_start=ps, pos_end=pe, lo=f["anchor"], hi=f["rend"]))
+        else:
+            out.append(Example(EXTRACT, answer, f["pointer"], rows=ctx, pos_start=ps,
+                               pos_end=pe))
 
 
 def read_records(path):

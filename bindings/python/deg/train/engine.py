@@ -96,6 +96,31 @@ class Heads:
         del keep
         return float(tot[0]), grad, losses[:len(examples)]
 
+    def loss_grad_hidden(self, examples, weights):
+        """As loss_grad, plus d total / d the fork hidden rows each example reads
+        (deg_train_loss_grad_hidden): (total, head gradient, per-example losses,
+        d_answer [per example: [E] f32], d_rows [per example: [n_rows, E] f32 for
+        CHOICE/SCORE, else None])."""
+        arr, keep = self._c_examples(examples)
+        grad = np.empty(self.n, dtype=np.float32)
+        losses = np.empty(max(len(examples), 1), dtype=np.float64)
+        w = ffi.new("double[]", [float(x) for x in weights])
+        tot = ffi.new("double *")
+        n = len(examples)
+        d_ans = [np.empty(x.answer.shape[0], dtype=np.float32) for x in examples]
+        d_rows = [np.empty(x.rows.shape, dtype=np.float32)
+                  if x.kind in (lib.DEG_HEAD_CHOICE, lib.DEG_HEAD_SCORE) else None
+                  for x in examples]
+        pa = ffi.new("float *[]", [ffi.from_buffer("float[]", a) for a in d_ans] or 1)
+        pr = ffi.new("float *[]", [ffi.from_buffer("float[]", r) if r is not None else ffi.NULL
+                                   for r in d_rows] or 1)
+        with self.ckpt._use() as _p:
+            check(lib.deg_train_loss_grad_hidden(_p, arr, n, w, ffi.from_buffer("float[]", grad),
+                                                 self.n, ffi.from_buffer("double[]", losses),
+                                                 tot, pa, pr))
+        del keep
+        return float(tot[0]), grad, losses[:n], d_ans, d_rows
+
     def logits(self, x):
         """Raw logits of one example (deg_train_logits layout)."""
         arr, keep = self._c_examples([x])

@@ -21,6 +21,14 @@ SHA-256 of (ANCHOR_CACHE_FORMAT, backbone SHA-256, request, gold, anchors JSON
 with sorted keys); its forks carry the anchor facts (`anchor`, `rend`, `r0`,
 `r1`, `starts`) and the file's meta the left-out counts (`anchor_counts`).
 Index-mode entries (CACHE_FORMAT) are unchanged.
+
+LoRA training (`deg.train --lora-rank`, deg/train/lora.py) re-runs each record's
+forks with adapters every step, so its traces also keep the tokens
+(deg_features trunk_ids / tokens): `trunk_ids` [n_trunk] int32, `ctx_first`, and
+per fork `ids` [n_tokens] int32, `rows` (the fork token of each hidden row) and
+`head_kind` (DEG_HEAD_*: selects the fork's adapter). They are cached under
+LORA_CACHE_FORMAT (other keys than the frozen-feature entries, which stay as
+they are).
 """
 import hashlib
 import json
@@ -32,6 +40,7 @@ import numpy as np
 from .._native import check, ffi, lib
 
 CACHE_FORMAT = "deg-features-v1"
+LORA_CACHE_FORMAT = "deg-features-tokens-v1"
 ANCHOR_CACHE_FORMAT = "deg-features-anchor-v1"
 CHOICE_ONLY = lib.DEG_FEATURES_CHOICE_ONLY
 ANCHORED_ONLY = lib.DEG_FEATURES_ANCHORED_ONLY
@@ -42,29 +51,41 @@ class Features:
     forks: list of dicts {pointer, mode, index, hidden [n_rows, E] f32, order
     (int32 array or None), count_lo, count_hi, count_gold, n_tokens}."""
 
-    __slots__ = ("ctx", "tok_cp", "forks", "n_trunk_tokens", "anchor_counts")
+    __slots__ = ("ctx", "tok_cp", "forks", "n_trunk_tokens", "anchor_counts", "trunk_ids",
+                 "ctx_first")
 
-    def __init__(self, ctx, tok_cp, forks, n_trunk_tokens, anchor_counts=None):
+    def __init__(self, ctx, tok_cp, forks, n_trunk_tokens, anchor_counts=None, trunk_ids=None,
+                 ctx_first=None):
         self.ctx, self.tok_cp, self.forks, self.n_trunk_tokens = ctx, tok_cp, forks, n_trunk_tokens
         # anchor traces: {"arrays", "skipped", "shared"} (deg_features n_anchor_*); else None
         self.anchor_counts = anchor_counts
+        # token traces (tokens=True): the trunk's tokens and the trunk row of context
+        # token 0; the forks then carry "ids", "rows", "head_kind"; else None
+        self.trunk_ids, self.ctx_first = trunk_ids, ctx_first
 
     def save(self, path):
         hid = [f["hidden"] for f in self.forks]
         rows = np.array([h.shape[0] for h in hid], dtype=np.int64)
         meta = [{k: (v.tolist() if isinstance(v, np.ndarray) else v)
-                 for k, v in f.items() if k != "hidden"} for f in self.forks]
+                 for k, v in f.items() if k not in ("hidden", "ids")} for f in self.forks]
         E = self.ctx.shape[1]
         head = {"forks": meta, "n_trunk_tokens": self.n_trunk_tokens}
         if self.anchor_counts is not None:
             head["anchor_counts"] = self.anchor_counts
+        toks = {}
+        if self.trunk_ids is not None:
+            head["ctx_first"] = self.ctx_first
+            ids = [f["ids"] for f in self.forks]
+            toks = {"trunk_ids": self.trunk_ids,
+                    "fork_nids": np.array([len(x) for x in ids], dtype=np.int64),
+                    "fork_ids": np.concatenate(ids) if ids else np.zeros(0, np.int32)}
         d = os.path.dirname(path) or "."
         fd, tmp = tempfile.mkstemp(prefix=".feat-", suffix=".npz", dir=d)
         try:
             with os.fdopen(fd, "wb") as fh:
                 np.savez(fh, ctx=self.ctx, tok_cp=self.tok_cp, rows=rows,
                          hidden=np.concatenate(hid) if hid else np.zeros((0, E), np.float32),
-                         meta=np.frombuffer(json.dumps(head).encode(), dtype=np.uint8))
+                         meta=np.frombuffer(json.dumps(head).encode(), dtype=np.uint8), **toks)
             os.replace(tmp, path)
         except BaseException:
             if os.path.exists(tmp):
@@ -76,16 +97,23 @@ class Features:
         with np.load(path) as z:
             meta = json.loads(bytes(z["meta"]).decode())
             hidden, rows = z["hidden"], z["rows"]
-            forks, off = [], 0
-            for m, n in zip(meta["forks"], rows):
+            tokens = "trunk_ids" in z.files
+            if tokens:
+                fids, nids = z["fork_ids"], z["fork_nids"]
+            forks, off, toff = [], 0, 0
+            for i, (m, n) in enumerate(zip(meta["forks"], rows)):
                 f = dict(m)
                 f["hidden"] = hidden[off:off + n]
                 if f.get("order") is not None:
                     f["order"] = np.asarray(f["order"], dtype=np.int32)
+                if tokens:
+                    f["ids"] = fids[toff:toff + nids[i]]
+                    toff += int(nids[i])
                 forks.append(f)
                 off += int(n)
             return cls(z["ctx"], z["tok_cp"], forks, meta["n_trunk_tokens"],
-                       meta.get("anchor_counts"))
+                       meta.get("anchor_counts"), z["trunk_ids"] if tokens else None,
+                       meta.get("ctx_first"))
 
 
 def request_of(rec):
@@ -102,9 +130,10 @@ def anchors_of(gold_anchors):
     return json.dumps(gold_anchors, sort_keys=True).encode("utf-8")
 
 
-def extract(ckpt, rec, shuffle_seed=0, choice_only=False, anchors=None):
+def extract(ckpt, rec, shuffle_seed=0, choice_only=False, anchors=None, tokens=False):
     """Trace one record (deg_features_extract, or deg_features_extract_anchored when
-    anchors, the anchors JSON bytes, is given) and copy the result into numpy."""
+    anchors, the anchors JSON bytes, is given) and copy the result into numpy;
+    tokens: also the trace's tokens (module docstring)."""
     req, gold = request_of(rec), gold_of(rec)
     out = ffi.new("deg_features **")
     errs = ffi.new("char **")
@@ -143,6 +172,11 @@ def extract(ckpt, rec, shuffle_seed=0, choice_only=False, anchors=None):
                   "hidden": h, "order": order, "count_lo": int(k.count_lo),
                   "count_hi": int(k.count_hi), "count_gold": int(k.count_gold),
                   "n_tokens": int(k.n_tokens)}
+            if tokens:
+                t = f.tokens[i]
+                fd["ids"] = np.frombuffer(ffi.buffer(t.ids, t.n_ids * 4), dtype=np.int32).copy()
+                fd["rows"] = [int(t.rows[j]) for j in range(n)]
+                fd["head_kind"] = int(t.head_kind)
             if anchors is not None:
                 a = f.anchor[i]
                 fd.update({"anchor": int(a.anchor), "rend": int(a.rend), "r0": int(a.r0),
@@ -153,7 +187,12 @@ def extract(ckpt, rec, shuffle_seed=0, choice_only=False, anchors=None):
         if anchors is not None:
             counts = {"arrays": int(f.n_anchor_arrays), "skipped": int(f.n_anchor_skipped),
                       "shared": int(f.n_anchor_shared)}
-        return Features(ctx, tok_cp, forks, int(f.n_trunk_tokens), counts)
+        trunk_ids = ctx_first = None
+        if tokens:
+            trunk_ids = np.frombuffer(ffi.buffer(f.trunk_ids, f.n_trunk_tokens * 4),
+                                      dtype=np.int32).copy()
+            ctx_first = int(f.ctx_first)
+        return Features(ctx, tok_cp, forks, int(f.n_trunk_tokens), counts, trunk_ids, ctx_first)
     finally:
         lib.deg_features_free(f)
 
@@ -175,8 +214,9 @@ def _cache_file(cache_dir, prefix, parts):
     return os.path.join(cache_dir, prefix + h.hexdigest()[:32] + ".npz")
 
 
-def cache_path(cache_dir, backbone_sha, rec, v):
-    return _cache_file(cache_dir, "", (CACHE_FORMAT.encode(), backbone_sha.encode(),
+def cache_path(cache_dir, backbone_sha, rec, v, tokens=False):
+    fmt = LORA_CACHE_FORMAT if tokens else CACHE_FORMAT
+    return _cache_file(cache_dir, "", (fmt.encode(), backbone_sha.encode(),
                                        request_of(rec), gold_of(rec),
                                        str(variant_seed(rec, v)).encode()))
 
@@ -204,7 +244,11 @@ def get_anchored(ckpt, backbone_sha, cache_dir, rec, gold_anchors):
     return _cached(path, lambda: extract(ckpt, rec, anchors=anchors))
 
 
-def get(ckpt, backbone_sha, cache_dir, rec, v):
-    """Features of (record, variant v) from the cache, traced and stored if missing."""
-    path = cache_path(cache_dir, backbone_sha, rec, v) if cache_dir else None
-    return _cached(path, lambda: extract(ckpt, rec, variant_seed(rec, v), choice_only=v > 0))
+def get(ckpt, backbone_sha, cache_dir, rec, v, tokens=False):
+    """Features of (record, variant v) from the cache, traced and stored if missing;
+    tokens: a token trace (LoRA training; its own cache entries). A token trace's
+    fork hidden rows are those of the checkpoint's adapters when it was traced:
+    the LoRA trainer reads only its tokens, context rows and structure."""
+    path = cache_path(cache_dir, backbone_sha, rec, v, tokens) if cache_dir else None
+    return _cached(path, lambda: extract(ckpt, rec, variant_seed(rec, v), choice_only=v > 0,
+                                         tokens=tokens))

@@ -23,7 +23,9 @@ class AdamW:
         self.b1, self.b2, self.eps, self.wd = beta1, beta2, eps, weight_decay
 
     def step(self, params, grad, lr):
-        """Update params (fp32, in place) with grad; returns params."""
+        """Update params (fp32, in place) with grad; returns params. lr: a number,
+        or a float32 array [n] of per-parameter rates (LoRA: the heads' and the
+        adapters' own; each element is the same fp32 arithmetic as a number)."""
         self.t += 1
         b1, b2 = np.float32(self.b1), np.float32(self.b2)
         self.m *= b1
