@@ -283,12 +283,27 @@ typedef struct deg_chat_message {
  * message included when messages[0] is not a system message; Qwen3's empty
  * think block after the assistant header). The layout comes from the
  * model's metadata (deg_model_info.chat_layout, else its chat template).
- * *out is a NUL-terminated string owned by the caller (deg_free). Tokenize
- * it with parse_special = 1. Errors: DEG_ERR_ARG (no messages, NULL strings,
+ * *out is a NUL-terminated string owned by the caller (deg_free). To feed a
+ * model, use deg_chat_tokenize (contents stay plain text). Errors: DEG_ERR_ARG (no messages, NULL strings,
  * role other than system/user/assistant), DEG_ERR_UNSUPPORTED (no known
  * chat layout for this model), DEG_ERR_NOMEM. */
 DEG_API deg_status deg_chat_format(const deg_model *model, const deg_chat_message *messages,
                                    size_t n_messages, int add_generation_prompt, char **out);
+
+/* The token ids of a chat in the model's chat layout: deg_chat_format's
+ * text, tokenized with special tokens ("<|im_start|>") parsed in the layout
+ * and never inside message contents, so a message holding "<|im_end|>"
+ * cannot end its turn early or forge another. When no content holds
+ * special-token text, the ids are those of Hugging Face's
+ * apply_chat_template(..., tokenize=True) (tests/goldens/chat_ids.json).
+ * The one chat tokenization of the library: generation, deg serve, the
+ * baseline, self-study and the CLI all use it. flags: 0 or
+ * DEG_TOKENIZE_DROP_MISSING_BYTES. Output contract as deg_tokenize (at most
+ * cap ids, full count in *n_ids, DEG_ERR_RANGE if it did not fit). Errors
+ * as deg_chat_format and deg_tokenize. */
+DEG_API deg_status deg_chat_tokenize(const deg_model *model, const deg_chat_message *messages,
+                                     size_t n_messages, int add_generation_prompt,
+                                     unsigned flags, int32_t *ids, size_t cap, size_t *n_ids);
 
 /* The library's ONE stop-token rule (generation's default stop_ids, the end
  * of a fill answer, self-study's bots): the model's EOS, and for models with

@@ -132,17 +132,32 @@ deg_status dg_chat_default_system(const char *t, char **out)
 
 /* ---- rendering -------------------------------------------------------- */
 
-static void turn(dg_strbuf *b, const char *role, span content)
+/* The text being rendered and, when ranges is not NULL, the byte range of
+ * each message content in it (what deg_chat_tokenize keeps plain). */
+typedef struct chat_out {
+    dg_strbuf b;
+    dg_tok_range *ranges;
+    size_t n_ranges;
+} chat_out;
+
+static void put_content(chat_out *o, span content)
 {
-    dg_sb_puts(b, "<|im_start|>");
-    dg_sb_puts(b, role);
-    dg_sb_puts(b, "\n");
-    dg_sb_put(b, content.p, content.n);
-    dg_sb_puts(b, "<|im_end|>\n");
+    size_t start = o->b.len;
+    dg_sb_put(&o->b, content.p, content.n);
+    if (o->ranges && content.n) o->ranges[o->n_ranges++] = (dg_tok_range){start, start + content.n};
+}
+
+static void turn(chat_out *o, const char *role, span content)
+{
+    dg_sb_puts(&o->b, "<|im_start|>");
+    dg_sb_puts(&o->b, role);
+    dg_sb_puts(&o->b, "\n");
+    put_content(o, content);
+    dg_sb_puts(&o->b, "<|im_end|>\n");
 }
 
 /* Qwen3 assistant message i (template logic described in chat.h). */
-static void qwen3_assistant(dg_strbuf *b, span content, int after_last_query, int is_last)
+static void qwen3_assistant(chat_out *o, span content, int after_last_query, int is_last)
 {
     span reasoning = {"", 0};
     if (sp_find(content, "</think>")) {
@@ -160,24 +175,20 @@ static void qwen3_assistant(dg_strbuf *b, span content, int after_last_query, in
         size_t skip = (size_t)(last_close - content.p) + strlen("</think>");
         content = lstrip_nl((span){content.p + skip, content.n - skip});
     }
-    dg_sb_puts(b, "<|im_start|>assistant\n");
+    dg_sb_puts(&o->b, "<|im_start|>assistant\n");
     if (after_last_query && (is_last || reasoning.n > 0)) {
         span r = rstrip_nl(lstrip_nl(reasoning));
-        dg_sb_puts(b, "<think>\n");
-        dg_sb_put(b, r.p, r.n);
-        dg_sb_puts(b, "\n</think>\n\n");
+        dg_sb_puts(&o->b, "<think>\n");
+        put_content(o, r);
+        dg_sb_puts(&o->b, "\n</think>\n\n");
         content = lstrip_nl(content);
     }
-    dg_sb_put(b, content.p, content.n);
-    dg_sb_puts(b, "<|im_end|>\n");
+    put_content(o, content);
+    dg_sb_puts(&o->b, "<|im_end|>\n");
 }
 
-deg_status dg_chat_render(dg_chat_layout layout, const char *default_system,
-                          const deg_chat_message *m, size_t n, int add_generation_prompt,
-                          char **out)
+static deg_status check_messages(dg_chat_layout layout, const deg_chat_message *m, size_t n)
 {
-    if (!out) return dg_fail(DEG_ERR_ARG, "chat: out is NULL");
-    *out = NULL;
     if (layout != DG_CHAT_CHATML && layout != DG_CHAT_QWEN3)
         return dg_fail(DEG_ERR_UNSUPPORTED, "chat: the model has no known chat layout");
     if (n == 0 || !m) return dg_fail(DEG_ERR_ARG, "chat: no messages");
@@ -191,39 +202,100 @@ deg_status dg_chat_render(dg_chat_layout layout, const char *default_system,
                            "assistant",
                            i, m[i].role);
     }
+    return DEG_OK;
+}
 
-    dg_strbuf b = {0};
+/* Render into o (messages already checked). */
+static void render(chat_out *o, dg_chat_layout layout, const char *default_system,
+                   const deg_chat_message *m, size_t n, int add_generation_prompt)
+{
     if (layout == DG_CHAT_CHATML) {
         if (strcmp(m[0].role, "system") != 0 && default_system)
-            turn(&b, "system", sp_of(default_system));
-        for (size_t i = 0; i < n; i++) turn(&b, m[i].role, sp_of(m[i].content));
-        if (add_generation_prompt) dg_sb_puts(&b, "<|im_start|>assistant\n");
-    } else {
-        /* last_query_index: the last user message that is not a tool
-         * response; the last message when there is none. */
-        size_t last_query = n - 1;
-        for (size_t i = n; i-- > 0;) {
-            span c = sp_of(m[i].content);
-            if (strcmp(m[i].role, "user") == 0 &&
-                !(starts_with(c, "<tool_response>") && ends_with(c, "</tool_response>"))) {
-                last_query = i;
-                break;
-            }
-        }
-        for (size_t i = 0; i < n; i++) {
-            if (strcmp(m[i].role, "assistant") == 0)
-                qwen3_assistant(&b, sp_of(m[i].content), i > last_query, i == n - 1);
-            else
-                turn(&b, m[i].role, sp_of(m[i].content));
-        }
-        if (add_generation_prompt) dg_sb_puts(&b, "<|im_start|>assistant\n<think>\n\n</think>\n\n");
+            turn(o, "system", sp_of(default_system));
+        for (size_t i = 0; i < n; i++) turn(o, m[i].role, sp_of(m[i].content));
+        if (add_generation_prompt) dg_sb_puts(&o->b, "<|im_start|>assistant\n");
+        return;
     }
-    if (b.oom) {
-        free(b.p);
+    /* last_query_index: the last user message that is not a tool response;
+     * the last message when there is none. */
+    size_t last_query = n - 1;
+    for (size_t i = n; i-- > 0;) {
+        span c = sp_of(m[i].content);
+        if (strcmp(m[i].role, "user") == 0 &&
+            !(starts_with(c, "<tool_response>") && ends_with(c, "</tool_response>"))) {
+            last_query = i;
+            break;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(m[i].role, "assistant") == 0)
+            qwen3_assistant(o, sp_of(m[i].content), i > last_query, i == n - 1);
+        else
+            turn(o, m[i].role, sp_of(m[i].content));
+    }
+    if (add_generation_prompt) dg_sb_puts(&o->b, "<|im_start|>assistant\n<think>\n\n</think>\n\n");
+}
+
+deg_status dg_chat_render(dg_chat_layout layout, const char *default_system,
+                          const deg_chat_message *m, size_t n, int add_generation_prompt,
+                          char **out)
+{
+    if (!out) return dg_fail(DEG_ERR_ARG, "chat: out is NULL");
+    *out = NULL;
+    DG_TRY(check_messages(layout, m, n));
+    chat_out o = {0};
+    render(&o, layout, default_system, m, n, add_generation_prompt);
+    if (o.b.oom) {
+        free(o.b.p);
         return dg_fail(DEG_ERR_NOMEM, "chat: out of memory rendering %zu messages", n);
     }
-    *out = b.p;
+    *out = o.b.p;
     return DEG_OK;
+}
+
+deg_status dg_chat_tokenize(const dg_tokenizer *tok, dg_chat_layout layout,
+                            const char *default_system, const deg_chat_message *m, size_t n,
+                            int add_generation_prompt, unsigned flags, int32_t **ids,
+                            size_t *n_ids)
+{
+    if (!tok || !ids || !n_ids) return dg_fail(DEG_ERR_ARG, "chat: NULL tokenizer or output");
+    *ids = NULL;
+    *n_ids = 0;
+    if (flags & ~DEG_TOKENIZE_DROP_MISSING_BYTES)
+        return dg_fail(DEG_ERR_ARG, "chat: unknown flags 0x%x", flags);
+    DG_TRY(check_messages(layout, m, n));
+    /* at most two content ranges per message (Qwen3: reasoning, answer) and
+     * the default system message */
+    chat_out o = {.ranges = malloc((2 * n + 1) * sizeof *o.ranges)};
+    if (!o.ranges) return dg_fail(DEG_ERR_NOMEM, "chat: out of memory");
+    render(&o, layout, default_system, m, n, add_generation_prompt);
+    deg_status s = DEG_OK;
+    if (o.b.oom) s = dg_fail(DEG_ERR_NOMEM, "chat: out of memory rendering %zu messages", n);
+    size_t cap = 0;
+    int32_t *buf = NULL;
+    while (s == DEG_OK) {
+        size_t got = 0;
+        s = dg_tokenizer_encode_plain(tok, o.b.p, o.b.len, flags | DEG_TOKENIZE_SPECIAL, o.ranges,
+                                      o.n_ranges, buf, cap, &got);
+        if (s == DEG_ERR_RANGE && got > cap) {
+            free(buf);
+            cap = got;
+            buf = malloc((cap ? cap : 1) * sizeof *buf);
+            s = buf ? DEG_OK : dg_fail(DEG_ERR_NOMEM, "chat: out of memory");
+            continue;
+        }
+        if (s == DEG_OK) {
+            *ids = buf ? buf : malloc(sizeof *buf);
+            *n_ids = got;
+            buf = NULL;
+            if (!*ids) s = dg_fail(DEG_ERR_NOMEM, "chat: out of memory");
+        }
+        break;
+    }
+    free(buf);
+    free(o.b.p);
+    free(o.ranges);
+    return s;
 }
 
 /* ---- public ------------------------------------------------------------- */
@@ -264,25 +336,62 @@ deg_status deg_model_stop_ids(const deg_model *model, int32_t *ids, size_t cap, 
     return DEG_OK;
 }
 
+/* The model's layout and default system message (*sys malloc'd or NULL). */
+static deg_status model_layout(const deg_model *model, const char *who, dg_chat_layout *layout,
+                               char **sys)
+{
+    *sys = NULL;
+    deg_model_info info;
+    DG_TRY(deg_model_get_info(model, &info));
+    *layout = dg_chat_layout_of_model(model);
+    if (*layout == DG_CHAT_NONE)
+        return dg_fail(DEG_ERR_UNSUPPORTED,
+                       "%s: no known chat layout for model \"%s\" (arch %s, "
+                       "layout \"%s\"); supported: chatml, qwen3",
+                       who, info.name ? info.name : "", info.arch ? info.arch : "?",
+                       info.chat_layout ? info.chat_layout : "");
+    if (*layout == DG_CHAT_CHATML)
+        DG_TRY(dg_chat_default_system(dg_model_chat_template(model), sys));
+    return DEG_OK;
+}
+
 deg_status deg_chat_format(const deg_model *model, const deg_chat_message *messages,
                            size_t n_messages, int add_generation_prompt, char **out)
 {
     if (out) *out = NULL;
     if (!model || !out) return dg_fail(DEG_ERR_ARG, "deg_chat_format: model or out is NULL");
-    deg_model_info info;
-    DG_TRY(deg_model_get_info(model, &info));
-    const char *tmpl = dg_model_chat_template(model);
-    dg_chat_layout layout = dg_chat_layout_of_model(model);
-    if (layout == DG_CHAT_NONE)
-        return dg_fail(DEG_ERR_UNSUPPORTED,
-                       "deg_chat_format: no known chat layout for model \"%s\" (arch %s, "
-                       "layout \"%s\"); supported: chatml, qwen3",
-                       info.name ? info.name : "", info.arch ? info.arch : "?",
-                       info.chat_layout ? info.chat_layout : "");
+    dg_chat_layout layout;
     char *sys = NULL;
-    if (layout == DG_CHAT_CHATML) DG_TRY(dg_chat_default_system(tmpl, &sys));
+    DG_TRY(model_layout(model, "deg_chat_format", &layout, &sys));
     deg_status s = dg_chat_render(layout, sys, messages, n_messages, add_generation_prompt, out);
     free(sys);
     if (s != DEG_OK) return dg_fail_context(s, "deg_chat_format");
+    return DEG_OK;
+}
+
+deg_status deg_chat_tokenize(const deg_model *model, const deg_chat_message *messages,
+                             size_t n_messages, int add_generation_prompt, unsigned flags,
+                             int32_t *ids, size_t cap, size_t *n_ids)
+{
+    if (n_ids) *n_ids = 0;
+    if (!model || !n_ids || (cap && !ids))
+        return dg_fail(DEG_ERR_ARG, "deg_chat_tokenize: NULL model, n_ids or ids");
+    const dg_tokenizer *t = dg_model_tokenizer(model);
+    if (!t) return dg_fail(DEG_ERR_STATE, "deg_chat_tokenize: the model has no tokenizer");
+    dg_chat_layout layout;
+    char *sys = NULL;
+    DG_TRY(model_layout(model, "deg_chat_tokenize", &layout, &sys));
+    int32_t *all = NULL;
+    size_t n = 0;
+    deg_status s = dg_chat_tokenize(t, layout, sys, messages, n_messages, add_generation_prompt,
+                                    flags, &all, &n);
+    free(sys);
+    if (s != DEG_OK) return dg_fail_context(s, "deg_chat_tokenize");
+    *n_ids = n;
+    if (n && cap) memcpy(ids, all, (n < cap ? n : cap) * sizeof *ids);
+    free(all);
+    if (n > cap)
+        return dg_fail(DEG_ERR_RANGE, "deg_chat_tokenize: %zu ids do not fit in a buffer of %zu",
+                       n, cap);
     return DEG_OK;
 }

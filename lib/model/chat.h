@@ -22,6 +22,7 @@
 #define DG_MODEL_CHAT_H
 
 #include "deg.h"
+#include "tokenizer/tokenizer.h"
 
 typedef enum dg_chat_layout {
     DG_CHAT_NONE = 0,
@@ -52,6 +53,19 @@ deg_status dg_chat_default_system(const char *chat_template, char **out);
 deg_status dg_chat_render(dg_chat_layout layout, const char *default_system,
                           const deg_chat_message *messages, size_t n_messages,
                           int add_generation_prompt, char **out);
+
+/* THE chat tokenization rule: the layout's text (dg_chat_render) encoded
+ * with special tokens parsed in the layout parts and never in message
+ * contents (dg_tokenizer_encode_plain), so a document or message holding
+ * "<|im_start|>" cannot forge a turn. For contents without special-token
+ * text the ids equal Hugging Face's apply_chat_template(tokenize=True)
+ * (pinned by tests/goldens/chat_ids.json). flags: 0 or
+ * DEG_TOKENIZE_DROP_MISSING_BYTES. *ids malloc'd (free). Errors as
+ * dg_chat_render and dg_tokenizer_encode_ex. */
+deg_status dg_chat_tokenize(const dg_tokenizer *tok, dg_chat_layout layout,
+                            const char *default_system, const deg_chat_message *messages,
+                            size_t n_messages, int add_generation_prompt, unsigned flags,
+                            int32_t **ids, size_t *n_ids);
 
 /* The model's chat layout: deg_model_info.chat_layout, else recognised from
  * its chat template; DG_CHAT_NONE if neither. */

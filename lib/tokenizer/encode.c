@@ -41,6 +41,9 @@ typedef struct enc_ctx {
     size_t nb_cap;
     size_t report_base;   /* offset of the current segment in the input */
     int drop_missing;     /* DEG_TOKENIZE_DROP_MISSING_BYTES */
+    const dg_tok_range *plain; /* byte ranges of the input where special tokens are text */
+    size_t n_plain;
+    size_t split_base;    /* offset of split_added's text in the input; SIZE_MAX unknown (NFC) */
     pcre2_match_data *md;
     pcre2_match_context *mctx;
     pcre2_jit_stack *jit;
@@ -283,8 +286,32 @@ static int is_word_cp(enc_ctx *c, const char *s, size_t len, size_t i)
     return rc > 0;
 }
 
+/* Where [s, e) (input offsets) lies against the plain ranges: 0 outside
+ * all, 1 inside one, 2 across a boundary. With an unknown base (the text
+ * was NFC-normalized), any plain range inside the segment counts as 1. */
+static int plain_overlap(const enc_ctx *c, size_t s, size_t e, size_t seg_len)
+{
+    if (c->split_base == SIZE_MAX) {
+        size_t b = c->report_base;
+        for (size_t i = 0; i < c->n_plain; i++)
+            if (c->plain[i].start < b + seg_len && c->plain[i].end > b) return 1;
+        return 0;
+    }
+    s += c->split_base;
+    e += c->split_base;
+    for (size_t i = 0; i < c->n_plain; i++) {
+        const dg_tok_range *r = &c->plain[i];
+        if (r->end <= s || r->start >= e) continue;
+        return r->start <= s && e <= r->end ? 1 : 2;
+    }
+    return 0;
+}
+
 /* Split [off, off+len) of text on the added tokens whose `normalized` flag
- * equals want_normalized; appends segments to *out. */
+ * equals want_normalized; appends segments to *out. A special token inside a
+ * plain range is text (as with parse_special = 0); one across a plain
+ * range's boundary is not a match (the scan moves on by one byte, so a
+ * token right after the range still matches). */
 static deg_status split_added(enc_ctx *c, const char *text, size_t off, size_t len,
                               int want_normalized, int parse_special, seg **out, size_t *n_out,
                               size_t *cap_out)
@@ -302,8 +329,11 @@ static deg_status split_added(enc_ctx *c, const char *text, size_t off, size_t l
         }
         if (!best) { pos++; continue; }
         size_t start = pos, stop = pos + best->len;
+        int plain = best->special && c->n_plain ? plain_overlap(c, off + start, off + stop, len)
+                                                : 0;
+        if (plain == 2) { pos++; continue; }
         pos = stop; /* matches do not overlap, even discarded ones */
-        if (!parse_special && best->special) continue;
+        if ((!parse_special || plain) && best->special) continue;
         if (best->single_word) {
             int start_ok = start == 0 || !is_word_cp(c, s, len, cp_start_before(s, start));
             int stop_ok = stop == len || !is_word_cp(c, s, len, stop);
@@ -355,6 +385,9 @@ static deg_status encode_segment(enc_ctx *c, const char *text, size_t len, int p
         DG_TRY(dg_tok_nfc(text, len, &c->nb, &c->nb_cap, &n));
         text = c->nb;
         len = n;
+        c->split_base = SIZE_MAX;
+    } else {
+        c->split_base = c->report_base;
     }
     if (t->n_added == 0) return encode_text(c, text, 0, len);
     c->s2_n = 0;
@@ -373,6 +406,7 @@ static deg_status encode_all(enc_ctx *c, const char *text, size_t len, int parse
     c->md = pcre2_match_data_create(4, NULL);
     if (!c->md) return dg_fail(DEG_ERR_NOMEM, "tokenize: out of memory");
     if (t->n_added == 0) return encode_segment(c, text, len, parse_special);
+    c->split_base = 0;
     DG_TRY(split_added(c, text, 0, len, 0, parse_special, &c->s1, &c->s1_n, &c->s1_cap));
     for (size_t i = 0; i < c->s1_n; i++) {
         seg g = c->s1[i];
@@ -401,6 +435,13 @@ deg_status dg_tokenizer_encode(const dg_tokenizer *t, const char *text, size_t l
 deg_status dg_tokenizer_encode_ex(const dg_tokenizer *t, const char *text, size_t len,
                                   unsigned flags, int32_t *ids, size_t cap, size_t *n_ids)
 {
+    return dg_tokenizer_encode_plain(t, text, len, flags, NULL, 0, ids, cap, n_ids);
+}
+
+deg_status dg_tokenizer_encode_plain(const dg_tokenizer *t, const char *text, size_t len,
+                                     unsigned flags, const dg_tok_range *plain, size_t n_plain,
+                                     int32_t *ids, size_t cap, size_t *n_ids)
+{
     int parse_special = (flags & DEG_TOKENIZE_SPECIAL) != 0;
     if (!t || !n_ids) return dg_fail(DEG_ERR_ARG, "tokenize: NULL tokenizer or n_ids");
     *n_ids = 0;
@@ -412,7 +453,17 @@ deg_status dg_tokenizer_encode_ex(const dg_tokenizer *t, const char *text, size_
                        bad, (unsigned)(unsigned char)text[bad]);
     if (flags & ~(DEG_TOKENIZE_SPECIAL | DEG_TOKENIZE_DROP_MISSING_BYTES))
         return dg_fail(DEG_ERR_ARG, "tokenize: unknown flags 0x%x", flags);
-    enc_ctx c = {.t = t, .drop_missing = (flags & DEG_TOKENIZE_DROP_MISSING_BYTES) != 0};
+    if (n_plain && !plain) return dg_fail(DEG_ERR_ARG, "tokenize: plain is NULL but n_plain is %zu", n_plain);
+    for (size_t i = 0; i < n_plain; i++)
+        if (plain[i].start > plain[i].end || plain[i].end > len ||
+            (i && plain[i].start < plain[i - 1].end))
+            return dg_fail(DEG_ERR_ARG,
+                           "tokenize: plain range %zu [%zu, %zu) is not ordered inside [0, %zu)",
+                           i, plain[i].start, plain[i].end, len);
+    enc_ctx c = {.t = t,
+                 .drop_missing = (flags & DEG_TOKENIZE_DROP_MISSING_BYTES) != 0,
+                 .plain = plain,
+                 .n_plain = n_plain};
     deg_status s = len ? encode_all(&c, text, len, parse_special) : DEG_OK;
     if (s == DEG_OK) {
         *n_ids = c.n_out;

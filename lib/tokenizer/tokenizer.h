@@ -78,6 +78,21 @@ deg_status dg_tokenizer_encode(const dg_tokenizer *t, const char *text, size_t l
 /* The same with DEG_TOKENIZE_* flags (deg_tokenize_ex). */
 deg_status dg_tokenizer_encode_ex(const dg_tokenizer *t, const char *text, size_t len,
                                   unsigned flags, int32_t *ids, size_t cap, size_t *n_ids);
+/* A byte range [start, end) of an input text. */
+typedef struct dg_tok_range {
+    size_t start, end;
+} dg_tok_range;
+/* dg_tokenizer_encode_ex where, inside the plain ranges (ordered, not
+ * overlapping), special added tokens are text even with
+ * DEG_TOKENIZE_SPECIAL, and a special token across a range boundary is not
+ * matched. Outside them the text is split and pre-tokenized as one piece
+ * with the rest, so the ids equal encode_ex's whenever the plain ranges hold
+ * no special token's text (the chat layout: message contents are plain, the
+ * layout's <|im_start|> are not; see deg_chat_tokenize). Errors as
+ * encode_ex, DEG_ERR_ARG for unordered ranges. */
+deg_status dg_tokenizer_encode_plain(const dg_tokenizer *t, const char *text, size_t len,
+                                     unsigned flags, const dg_tok_range *plain, size_t n_plain,
+                                     int32_t *ids, size_t cap, size_t *n_ids);
 /* 1 if byte b has no token in the vocabulary (dropped under
  * DEG_TOKENIZE_DROP_MISSING_BYTES). */
 int dg_tokenizer_byte_missing(const dg_tokenizer *t, unsigned char b);

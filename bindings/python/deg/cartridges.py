@@ -143,25 +143,11 @@ def load_corpus(model, paths):
     return Corpus(model, docs)
 
 
-# --------------------------------------------------------------------------
-# Chat ids: layout parts tokenized with special tokens, contents without, so
-# a corpus that contains "<|im_start|>" cannot forge a turn.
-# --------------------------------------------------------------------------
-
 def chat_ids(model, messages, add_generation_prompt=True):
-    marks = [f"\x01{i}\x02" for i in range(len(messages))]
-    layout = model.chat_format([{"role": m["role"], "content": mk}
-                                for m, mk in zip(messages, marks)], add_generation_prompt)
-    ids, rest = [], layout
-    for m, mk in zip(messages, marks):
-        head, sep, rest = rest.partition(mk)
-        if not sep:
-            raise FormatError("chat layout dropped a message")
-        ids += model.tokenize(head, special=True) if head else []
-        ids += model.tokenize(m["content"]) if m["content"] else []
-    if rest:
-        ids += model.tokenize(rest, special=True)
-    return ids
+    """Token ids of a chat: the library's one chat tokenization
+    (Model.chat_tokenize, deg_chat_tokenize; a corpus that contains
+    "<|im_start|>" cannot forge a turn)."""
+    return model.chat_tokenize(messages, add_generation_prompt)
 
 
 # --------------------------------------------------------------------------

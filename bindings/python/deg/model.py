@@ -177,6 +177,25 @@ def _stats(s):
                     float(s.decode_seconds), bool(s.stopped))
 
 
+def _chat_messages(messages):
+    """A deg_chat_message[] for [{"role", "content"}, ...]: (array, count,
+    the cffi strings it borrows, to keep alive during the call)."""
+    msgs = list(messages)
+    arr = ffi.new("deg_chat_message[]", max(len(msgs), 1))
+    keep = []
+    for i, m in enumerate(msgs):
+        try:
+            role, content = m["role"], m["content"]
+        except (KeyError, TypeError):
+            raise ArgumentError(f"chat message {i} must be a dict with 'role' and "
+                                f"'content', got {m!r}") from None
+        r = ffi.new("char[]", str(role).encode())
+        c = ffi.new("char[]", str(content).encode("utf-8", "surrogatepass"))
+        keep += [r, c]
+        arr[i].role, arr[i].content = r, c
+    return arr, len(msgs), keep
+
+
 def _sample_params(max_tokens, temperature, top_k, top_p, seed, stop_ids, keep):
     if max_tokens is None or int(max_tokens) <= 0:
         raise ArgumentError(f"max_tokens must be > 0, got {max_tokens!r}")
@@ -290,28 +309,37 @@ class Model(_Handle):
 
     def chat_format(self, messages, add_generation_prompt=True):
         """Render [{"role": ..., "content": ...}, ...] in the model's chat
-        layout (ChatML for SmolLM2/Qwen3); tokenize the result with special=True."""
-        msgs = list(messages)
-        arr = ffi.new("deg_chat_message[]", max(len(msgs), 1))
-        keep = []
-        for i, m in enumerate(msgs):
-            try:
-                role, content = m["role"], m["content"]
-            except (KeyError, TypeError):
-                raise ArgumentError(f"chat message {i} must be a dict with 'role' and "
-                                    f"'content', got {m!r}") from None
-            r = ffi.new("char[]", str(role).encode())
-            c = ffi.new("char[]", str(content).encode("utf-8", "surrogatepass"))
-            keep += [r, c]
-            arr[i].role, arr[i].content = r, c
+        layout (ChatML for SmolLM2/Qwen3) as text (deg_chat_format). To feed
+        the model, use chat_tokenize (contents stay plain text)."""
+        arr, n, _keep = _chat_messages(messages)
         out = ffi.new("char **")
         with self._use() as ptr:
-            check(lib.deg_chat_format(ptr, arr, len(msgs), 1 if add_generation_prompt else 0,
-                                      out))
+            check(lib.deg_chat_format(ptr, arr, n, 1 if add_generation_prompt else 0, out))
         try:
             return ffi.string(out[0]).decode("utf-8", "surrogateescape")
         finally:
             lib.deg_free(out[0])
+
+    def chat_tokenize(self, messages, add_generation_prompt=True, drop_missing_bytes=False):
+        """Token ids of a chat in the model's chat layout (deg_chat_tokenize,
+        the library's one chat tokenization): special tokens are parsed in
+        the layout and never inside message contents, so a message holding
+        "<|im_start|>" cannot forge a turn; otherwise the ids equal Hugging
+        Face's apply_chat_template(..., tokenize=True)."""
+        arr, n_msgs, keep = _chat_messages(messages)
+        fl = lib.DEG_TOKENIZE_DROP_MISSING_BYTES if drop_missing_bytes else 0
+        n = ffi.new("size_t *")
+        cap = 64 + sum(len(k) for k in keep)  # at most one id per content byte
+        with self._use() as ptr:
+            while True:
+                ids = ffi.new("int32_t[]", cap)
+                st = lib.deg_chat_tokenize(ptr, arr, n_msgs, 1 if add_generation_prompt else 0,
+                                           fl, ids, cap, n)
+                if st == lib.DEG_ERR_RANGE and n[0] > cap:
+                    cap = n[0]
+                    continue
+                check(st)
+                return list(ffi.unpack(ids, n[0]))
 
     # --- generation --------------------------------------------------------
 
@@ -321,7 +349,7 @@ class Model(_Handle):
 
         prompt: a str (tokenized as is; special=True parses special tokens),
         a list of chat messages [{"role", "content"}] (rendered with
-        chat_format and the assistant header), or a list of token ids.
+        chat_tokenize with the assistant header), or a list of token ids.
         temperature 0 is greedy; top_k 0 and top_p 1 are off; the same seed
         gives the same text. stop_ids: None = the model's EOS.
         cancel: a deg.CancelToken (cancel() from another thread -> CancelledError);
@@ -331,7 +359,7 @@ class Model(_Handle):
         if isinstance(prompt, str):
             ids = self.tokenize(prompt, special=special)
         elif prompt and all(isinstance(m, dict) for m in prompt):
-            ids = self.tokenize(self.chat_format(prompt), special=True)
+            ids = self.chat_tokenize(prompt)
         else:
             ids = [int(t) for t in prompt]
         keep = []

@@ -5,7 +5,7 @@ question per leaf field, its answers parsed into the field's type.
     sys = ChatBaselineSystem()            # default model; greedy; deg's own runtime
     sys(context, schema) -> {"value", "meta": {}, "usage", "raw": {pointer: answer}}
 
-Prompt: the model's chat layout (deg.Model.chat_format, ChatML with its default
+Prompt: the model's chat layout (deg.Model.chat_tokenize, ChatML with its default
 system turn), one user turn "<document>\\n\\n<question>", greedy decoding to EOS
 or `max_answer_tokens` (32; list questions `max_list_tokens`, 96). The
 document's tokens are prefilled once per record into a deg.Trunk and each
@@ -315,7 +315,7 @@ class ChatBaselineSystem:
 
     def _prompt_ids(self, context, question):
         msgs = [{"role": "user", "content": f"{context}\n\n{question}"}]
-        return self.model.tokenize(self.model.chat_format(msgs), special=True)
+        return self.model.chat_tokenize(msgs)
 
     def _answer(self, ctx, head, trunk, keys, usage):
         """{(question, max_tokens): answer text} for keys: the questions whose
