@@ -3,7 +3,8 @@ adapters (B = 0) start exactly at the init checkpoint (hidden rows, loss and hea
 gradient bitwise those of the heads-only trainer), a few epochs lower the loss and
 move the adapters, the saved checkpoint's own trace (what deg.fill reads) equals
 the trainer's forward bitwise, resume is bitwise, 2 MPI ranks equal one process
-bitwise, and bad options are refused with a message."""
+bitwise, --anchor trains the anchor-mode forks too, and bad options are refused
+with a message."""
 import json
 import os
 
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 
 import deg
+from deg.datagen.record import anchor_gold
 from deg.train import data, features, lora
 from deg.train.cli import main, weights_of
 from deg.train.engine import Heads
@@ -173,7 +175,6 @@ def test_mpi_two_ranks_equal_one_process(dataset, heads_run, lora_run):
     (["--lora-rank", "4", "--lora-alpha", "nan"], "--lora-alpha must be a finite number > 0"),
     (["--lora-rank", "4", "--lora-lr", "-1"], "--lora-lr must be a finite number >= 0"),
     (["--lora-rank", "4", "--lora-targets", "q,qkv"], "unknown LoRA target 'qkv'"),
-    (["--lora-rank", "4", "--anchor"], "--anchor with --lora-rank"),
 ])
 def test_bad_lora_options_are_refused(dataset, capsys, extra, msg):
     with pytest.raises(SystemExit) as e:
@@ -188,3 +189,34 @@ def test_init_with_other_adapters_is_refused(dataset, lora_run, capsys):
     assert "rank 4 (--lora-* gives 2)" in capsys.readouterr().err
     # the same options continue its adapters
     assert main(_argv(dataset, "same", "--init", str(lora_run), *LORA, epochs=1)) == 0
+
+
+def test_anchor_mode_forks_train_too(dataset, heads_run):
+    d = dataset[0]
+    out = d / "lora-anchor"
+    assert main(_argv(dataset, "lora-anchor", "--init", str(heads_run), "--anchor",
+                      "--anchor-count-weight", "0.5", *LORA)) == 0
+    hist = json.loads((out / "train-report.json").read_text())["history"]
+    first, last = hist[0]["train_kind"], hist[-1]["train_kind"]
+    for k in ("anchor", "anchor_count", "extract_anchored"):
+        assert k in first and k in last, k
+    assert hist[-1]["train_loss"] < 0.9 * hist[0]["train_loss"]
+    # the saved checkpoint's anchor-mode trace (deg_fill's anchored forks, trained
+    # adapters) is the trainer's forward, bitwise
+    rec = next(r for r in _records() if r["split"] == "val" and r["value"]["parts"])
+    plan = data.check_record(rec)
+    ck = deg.load(str(out), model_path=TINY)
+    try:
+        ad = lora.Adapters(ck)
+        base = features.extract(ck, rec, tokens=True)
+        anc = features.extract(ck, rec, anchors=features.anchors_of(anchor_gold(rec)),
+                               tokens=True)
+        exs, forks = lora.forward(ad, rec, plan, base, anchor=anc, anchor_count=True)
+        n1 = len(base.forks)
+        kinds = {x.kind for x in exs if x.fork >= n1}
+        assert {data.ANCHOR, data.ANCHOR_COUNT, data.EXTRACT_ANCHORED} <= kinds
+        for u in {x.fork for x in exs}:
+            want = base.forks[u] if u < n1 else anc.forks[u - n1]
+            assert np.array_equal(forks[u]["hidden"], want["hidden"]), want["pointer"]
+    finally:
+        ck.close()

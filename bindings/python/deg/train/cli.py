@@ -174,10 +174,7 @@ def _check_lora_args(p, a, argv):
         parse_targets(a.lora_targets)
     except ValueError as e:
         p.error(f"--lora-targets: {e}")
-    if a.anchor:
-        p.error("--anchor with --lora-rank: anchor-mode traces are not re-run with adapters "
-                "(deg/train/lora.py trains index-mode forks only); train the anchor heads "
-                "without --lora-rank")
+
 
 
 def _bar(it, args, **kw):
@@ -227,10 +224,11 @@ def new_anchor_stats():
             "bad_records": 0, "below_min_tokens": 0, "seconds": 0.0, "traced": 0}
 
 
-def prepare_anchor(rec, plan, base, ckpt, sha, cache, stats, bad_ex, min_tokens):
+def prepare_anchor(rec, plan, base, ckpt, sha, cache, stats, bad_ex, min_tokens, tokens=False):
     """Anchor-mode features of a good record (None when it has no anchored array
     with gold anchors, is shorter than min_tokens context tokens, or its anchor gold
-    or trace is unusable: counted in stats, the record still trains in index mode)."""
+    or trace is unusable: counted in stats, the record still trains in index mode);
+    tokens: a token trace (LoRA)."""
     if base.ctx.shape[0] < min_tokens:
         stats["below_min_tokens"] += 1
         return None
@@ -247,7 +245,7 @@ def prepare_anchor(rec, plan, base, ckpt, sha, cache, stats, bad_ex, min_tokens)
         return None
     t0 = time.time()
     try:
-        feats, hit = features.get_anchored(ckpt, sha, cache, rec, gold)
+        feats, hit = features.get_anchored(ckpt, sha, cache, rec, gold, tokens)
         data.anchor_examples_of(rec, plan, feats)  # targets are checkable now
     except (data.BadRecord, DegError) as e:
         stats["bad_records"] += 1
@@ -298,7 +296,7 @@ def prepare(records, ckpt, sha, cache, n_variants, bad, bad_ex, args, what, anch
         anchor = None
         if anchor_stats is not None:
             anchor = prepare_anchor(rec, plan, base, ckpt, sha, cache, anchor_stats, bad_ex,
-                                    args.anchor_min_tokens or 0)
+                                    args.anchor_min_tokens or 0, tokens)
         items.append(Item(rec, plan, base, variants, anchor))
     return items, time.time() - t0, traced
 
@@ -354,7 +352,7 @@ def lora_batch_loss_grad(comm, heads, ad, batch, args):
     """batch_loss_grad of a LoRA step: batch = [(item, choice variant or None)] in
     batch order; each record's gradient is [heads.n + ad.n] (heads then adapters,
     lora.record_loss_grad), summed in batch order like the heads-only step."""
-    per = [data.examples_of(it.rec, it.plan, it.base, var) for it, var in batch]
+    per = [item_examples(it, args, var) for it, var in batch]
     exs = [x for e in per for x in e]
     w = weights_of(exs, args.anchor_weight, args.anchor_count_weight)
     lo, hi = comm.block(len(batch))
@@ -362,8 +360,9 @@ def lora_batch_loss_grad(comm, heads, ad, batch, args):
 
     def partials():
         for it, var in batch[lo:hi]:
-            tot, gh, gl, ls, _ = lora.record_loss_grad(heads, ad, it.rec, it.plan, it.base, var,
-                                                       w, args.lora_checkpointing == "on")
+            tot, gh, gl, ls, _ = lora.record_loss_grad(
+                heads, ad, it.rec, it.plan, it.base, var, w, args.lora_checkpointing == "on",
+                anchor=it.anchor, anchor_count=args.anchor_count_weight > 0)
             mine.append((tot, [float(x) for x in ls]))
             yield np.concatenate([gh, gl])
     grad = comm.ordered_sum(partials(), heads.n + ad.n)
@@ -375,10 +374,13 @@ def lora_batch_loss_grad(comm, heads, ad, batch, args):
 
 
 def retrace_val(ckpt, items):
-    """LoRA: the val items' features under the current adapters (deg_fill's forks;
-    not cached: the adapters change every step)."""
+    """LoRA: the val items' features (and anchor-mode features) under the current
+    adapters (deg_fill's forks; not cached: the adapters change every step)."""
     for it in items:
         it.base = features.extract(ckpt, it.rec)
+        if it.anchor is not None:
+            it.anchor = features.extract(ckpt, it.rec, anchors=features.anchors_of(
+                anchor_gold(it.rec)))
 
 
 def tensor_slices(meta):

@@ -194,20 +194,28 @@ def anchor_examples_of(rec, plan, feats, anchor_count=False):
     trains them. Raises BadRecord."""
     inside = tuple(f["pointer"] + "/" for f in feats.forks if f["mode"] == "anchor")
     out = []
-    for f in feats.forks:
-        if f["mode"] == "anchor":
-            r0, r1 = f["r0"], f["r1"]
-            out.append(Example(ANCHOR, f["hidden"][-1], f["pointer"], rows=feats.ctx[r0:r1],
-                               pos_start=(np.asarray(f["starts"], dtype=np.int64) - r0).astype(np.int32)))
-        elif f["mode"] == "anchor_count":
-            if anchor_count:
-                lo, hi = f["count_lo"], f["count_hi"]
-                c = min(max(f["count_gold"], lo), hi)
-                out.append(Example(ANCHOR_COUNT, f["hidden"][-1], f["pointer"], lo=lo, hi=hi,
-                                   count=c))
-        elif f["pointer"].startswith(inside):
-            out.extend(_examples(rec, plan, feats, [f]))
+    for fi, f in enumerate(feats.forks):
+        n0 = len(out)
+        _anchor_fork_examples(rec, plan, feats, f, inside, anchor_count, out)
+        for x in out[n0:]:
+            x.fork = fi
     return out
+
+
+def _anchor_fork_examples(rec, plan, feats, f, inside, anchor_count, out):
+    """Append the anchor-mode examples of one fork to out."""
+    if f["mode"] == "anchor":
+        r0, r1 = f["r0"], f["r1"]
+        out.append(Example(ANCHOR, f["hidden"][-1], f["pointer"], rows=feats.ctx[r0:r1],
+                           pos_start=(np.asarray(f["starts"], dtype=np.int64) - r0).astype(np.int32)))
+    elif f["mode"] == "anchor_count":
+        if anchor_count:
+            lo, hi = f["count_lo"], f["count_hi"]
+            c = min(max(f["count_gold"], lo), hi)
+            out.append(Example(ANCHOR_COUNT, f["hidden"][-1], f["pointer"], lo=lo, hi=hi,
+                               count=c))
+    elif f["pointer"].startswith(inside):
+        out.extend(_examples(rec, plan, feats, [f]))
 
 
 def _examples(rec, plan, feats, forks):

@@ -27,8 +27,8 @@ forks with adapters every step, so its traces also keep the tokens
 (deg_features trunk_ids / tokens): `trunk_ids` [n_trunk] int32, `ctx_first`, and
 per fork `ids` [n_tokens] int32, `rows` (the fork token of each hidden row) and
 `head_kind` (DEG_HEAD_*: selects the fork's adapter). They are cached under
-LORA_CACHE_FORMAT (other keys than the frozen-feature entries, which stay as
-they are).
+LORA_CACHE_FORMAT (anchor traces: LORA_ANCHOR_CACHE_FORMAT), other keys than
+the frozen-feature entries, which stay as they are.
 """
 import hashlib
 import json
@@ -42,6 +42,7 @@ from .._native import check, ffi, lib
 CACHE_FORMAT = "deg-features-v1"
 LORA_CACHE_FORMAT = "deg-features-tokens-v1"
 ANCHOR_CACHE_FORMAT = "deg-features-anchor-v1"
+LORA_ANCHOR_CACHE_FORMAT = "deg-features-anchor-tokens-v1"
 CHOICE_ONLY = lib.DEG_FEATURES_CHOICE_ONLY
 ANCHORED_ONLY = lib.DEG_FEATURES_ANCHORED_ONLY
 
@@ -221,8 +222,9 @@ def cache_path(cache_dir, backbone_sha, rec, v, tokens=False):
                                        str(variant_seed(rec, v)).encode()))
 
 
-def anchor_cache_path(cache_dir, backbone_sha, rec, anchors):
-    return _cache_file(cache_dir, "a-", (ANCHOR_CACHE_FORMAT.encode(), backbone_sha.encode(),
+def anchor_cache_path(cache_dir, backbone_sha, rec, anchors, tokens=False):
+    fmt = LORA_ANCHOR_CACHE_FORMAT if tokens else ANCHOR_CACHE_FORMAT
+    return _cache_file(cache_dir, "a-", (fmt.encode(), backbone_sha.encode(),
                                          request_of(rec), gold_of(rec), anchors))
 
 
@@ -236,12 +238,13 @@ def _cached(path, trace):
     return f, False
 
 
-def get_anchored(ckpt, backbone_sha, cache_dir, rec, gold_anchors):
+def get_anchored(ckpt, backbone_sha, cache_dir, rec, gold_anchors, tokens=False):
     """Anchor-mode features of a record under its gold anchors (anchor_gold's
-    result), from the cache, traced and stored if missing."""
+    result), from the cache, traced and stored if missing (tokens: a token trace,
+    as get)."""
     anchors = anchors_of(gold_anchors)
-    path = anchor_cache_path(cache_dir, backbone_sha, rec, anchors) if cache_dir else None
-    return _cached(path, lambda: extract(ckpt, rec, anchors=anchors))
+    path = anchor_cache_path(cache_dir, backbone_sha, rec, anchors, tokens) if cache_dir else None
+    return _cached(path, lambda: extract(ckpt, rec, anchors=anchors, tokens=tokens))
 
 
 def get(ckpt, backbone_sha, cache_dir, rec, v, tokens=False):

@@ -15,10 +15,12 @@ the trunk's tokens and each fork's own tokens exactly as deg_fill feeds them,
 so with the adapters of the trace the hidden rows here are bitwise those the
 trace (and deg_fill) read (tests/python/test_train_lora.py).
 """
+import time
+
 import numpy as np
 
 from .._native import check, ffi, lib
-from . import data
+from . import data, features
 
 SELECTORS = {"kind": lib.DEG_LORA_SELECT_KIND, "shared": lib.DEG_LORA_SELECT_SHARED}
 TARGETS = {"q": lib.DEG_LORA_Q, "k": lib.DEG_LORA_K, "v": lib.DEG_LORA_V, "o": lib.DEG_LORA_O,
@@ -87,11 +89,16 @@ class Adapters:
 
 class Tape:
     """The record's base trunk and a LoRA tape over some of its forks (context
-    manager: frees both). forks: token-trace fork dicts ("ids", "head_kind")."""
+    manager: frees both). forks: token-trace fork dicts ("ids", "head_kind").
+    times: CPU seconds (time.process_time, all threads) of "prefill", "forward",
+    "backward", added to as they run."""
 
-    def __init__(self, adapters, trunk_ids, forks, checkpoint=True):
+    def __init__(self, adapters, trunk_ids, forks, checkpoint=True, times=None):
         self.adapters = adapters
         self.trunk = self.tape = None
+        self.times = times if times is not None else {}
+        for k in ("prefill", "forward", "backward"):
+            self.times.setdefault(k, 0.0)
         with adapters.ckpt._use() as p:
             model = lib.deg_ckpt_model(p)
         self.E = int(_n_embd(model))
@@ -100,8 +107,11 @@ class Tape:
         self.trunk = t[0]
         try:
             tid = np.ascontiguousarray(trunk_ids, dtype=np.int32)
+            t0 = time.process_time()
             check(lib.deg_trunk_prefill(self.trunk, ffi.from_buffer("int32_t[]", tid), len(tid),
                                         ffi.NULL, ffi.NULL))
+            t1 = time.process_time()
+            self.times["prefill"] += t1 - t0
             ids = [np.ascontiguousarray(f["ids"], dtype=np.int32) for f in forks]
             bufs = [ffi.from_buffer("int32_t[]", a) for a in ids]
             ptrs = ffi.new("int32_t *[]", bufs)
@@ -112,6 +122,7 @@ class Tape:
                 check(lib.deg_lora_tape_forward(adapters.ptr, self.trunk, ptrs, nids, ads,
                                                 len(forks), 1 if checkpoint else 0, out))
             self.tape = out[0]
+            self.times["forward"] += time.process_time() - t1
         except BaseException:
             self.close()
             raise
@@ -128,11 +139,13 @@ class Tape:
         """Accumulate (+=) dL/d adapters into grad [adapters.n] f32 from dL/dhidden
         dhidden [len(rows), E] at (rows[g], pos[g])."""
         d = np.ascontiguousarray(dhidden, dtype=np.float32)
+        t0 = time.process_time()
         with self.adapters.ckpt._use():
             check(lib.deg_lora_tape_backward(
                 self.tape, len(rows), ffi.new("size_t[]", [int(r) for r in rows]),
                 ffi.new("size_t[]", [int(p) for p in pos]), ffi.from_buffer("float[]", d),
                 ffi.from_buffer("float[]", grad), len(grad)))
+        self.times["backward"] += time.process_time() - t0
 
     def close(self):
         if self.tape is not None:
@@ -155,11 +168,37 @@ def _n_embd(model):
     return info.n_embd
 
 
-def forward(adapters, rec, plan, base, variant=None, checkpoint=True):
+def record_forks(rec, plan, base, variant=None, anchor=None, anchor_count=False):
+    """(forks, build) of a record: every fork it trains (base's, with a shuffled
+    variant's choice forks in place of base's when given, then those of its
+    anchor-mode token trace when given) and build(forks) -> its examples over
+    such a list (hidden rows replaced), each example's .fork indexing it."""
+    forks = list(data.forks_of(base, variant))
+    n1 = len(forks)
+    if anchor is not None:
+        if not np.array_equal(anchor.trunk_ids, base.trunk_ids):
+            raise ValueError(f"record {rec.get('id')}: the anchor trace has another trunk")
+        forks += anchor.forks
+
+    def build(fs):
+        exs = data.fork_examples(rec, plan, base, fs[:n1])
+        if anchor is not None:
+            view = features.Features(anchor.ctx, anchor.tok_cp, fs[n1:], anchor.n_trunk_tokens,
+                                     anchor.anchor_counts, anchor.trunk_ids, anchor.ctx_first)
+            ax = data.anchor_examples_of(rec, plan, view, anchor_count)
+            for x in ax:
+                x.fork += n1
+            exs += ax
+        return exs
+    return forks, build
+
+
+def forward(adapters, rec, plan, base, variant=None, checkpoint=True, anchor=None,
+            anchor_count=False):
     """(examples, forks) of a record with its forks re-run under the current
     adapters (the forks that have no example are not run). Tests and evaluation."""
-    forks = data.forks_of(base, variant)
-    exs0 = data.fork_examples(rec, plan, base, forks)
+    forks, build = record_forks(rec, plan, base, variant, anchor, anchor_count)
+    exs0 = build(forks)
     used = sorted({x.fork for x in exs0})
     if not used:
         return exs0, forks
@@ -167,27 +206,36 @@ def forward(adapters, rec, plan, base, variant=None, checkpoint=True):
         new = list(forks)
         for ti, u in enumerate(used):
             new[u] = dict(forks[u], hidden=tape.hidden(ti, forks[u]["rows"]))
-    return data.fork_examples(rec, plan, base, new), new
+    return build(new), new
 
 
-def record_loss_grad(heads, adapters, rec, plan, base, variant, weights, checkpoint=True):
+def record_loss_grad(heads, adapters, rec, plan, base, variant, weights, checkpoint=True,
+                     times=None, anchor=None, anchor_count=False):
     """One record's (weighted loss, head gradient [heads.n], adapter gradient
     [adapters.n], per-example losses, examples) under the batch weights, with the
     current heads and adapters. base: the record's token trace; variant: a
-    shuffled token trace whose choice forks replace base's, or None."""
-    forks = data.forks_of(base, variant)
-    exs0 = data.fork_examples(rec, plan, base, forks)
+    shuffled token trace whose choice forks replace base's, or None; anchor: its
+    anchor-mode token trace (deg.train --anchor) or None, anchor_count: with the
+    anchor_count examples. times: a dict given CPU seconds "prefill", "forward",
+    "backward" (Tape), "heads" and fork "tokens" / "rows" run."""
+    forks, build = record_forks(rec, plan, base, variant, anchor, anchor_count)
+    exs0 = build(forks)
     g_lora = np.zeros(adapters.n, dtype=np.float32)
     if not exs0:
         return 0.0, np.zeros(heads.n, dtype=np.float32), g_lora, np.zeros(0), exs0
     used = sorted({x.fork for x in exs0})
     slot = {u: i for i, u in enumerate(used)}
-    with Tape(adapters, base.trunk_ids, [forks[u] for u in used], checkpoint) as tape:
+    if times is not None:
+        times["tokens"] = times.get("tokens", 0) + sum(len(forks[u]["ids"]) for u in used)
+        times["rows"] = times.get("rows", 0) + len(used)
+    with Tape(adapters, base.trunk_ids, [forks[u] for u in used], checkpoint, times) as tape:
         new = list(forks)
         for u in used:
             new[u] = dict(forks[u], hidden=tape.hidden(slot[u], forks[u]["rows"]))
-        exs = data.fork_examples(rec, plan, base, new)
+        exs = build(new)
+        t0 = time.process_time()
         tot, g_heads, losses, d_ans, d_rows = heads.loss_grad_hidden(exs, weights)
+        tape.times["heads"] = tape.times.get("heads", 0.0) + time.process_time() - t0
         rows, pos, dh = [], [], []
         for x, da, dr in zip(exs, d_ans, d_rows):
             r, marks = slot[x.fork], forks[x.fork]["rows"]
