@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/fileio.h"
+#include "base/prevsave.h"
 #include "base/status.h"
 #include "deg/fill.h"
 #include "format/safetensors.h"
@@ -20,43 +21,6 @@
 #include "model/sample.h"
 
 /* ---- backbone hash ------------------------------------------------------ */
-
-static deg_status sha_file(const char *path, struct sha256_ctx *ctx)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return dg_fail(DEG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    enum { CH = 1 << 20 };
-    uint8_t *buf = malloc(CH);
-    if (!buf) {
-        fclose(f);
-        return dg_fail(DEG_ERR_NOMEM, "backbone hash: out of memory");
-    }
-    size_t n;
-    while ((n = fread(buf, 1, CH, f)) > 0) sha256_update(ctx, n, buf);
-    int err = ferror(f);
-    free(buf);
-    fclose(f);
-    if (err) return dg_fail(DEG_ERR_IO, "%s: read error", path);
-    return DEG_OK;
-}
-
-static void hex(const uint8_t *d, size_t n, char *out)
-{
-    for (size_t i = 0; i < n; i++) sprintf(out + 2 * i, "%02x", d[i]);
-    out[2 * n] = 0;
-}
-
-/* SHA-256 hex of one file (deg.json "heads_sha256"). */
-static deg_status file_sha256(const char *path, char out[65])
-{
-    struct sha256_ctx ctx;
-    sha256_init(&ctx);
-    DG_TRY(sha_file(path, &ctx));
-    uint8_t d[SHA256_DIGEST_SIZE];
-    sha256_digest(&ctx, sizeof d, d);
-    hex(d, sizeof d, out);
-    return DEG_OK;
-}
 
 static int cmp_str(const void *a, const void *b)
 {
@@ -71,9 +35,9 @@ deg_status dg_backbone_sha256(const char *path, char out[65])
     struct sha256_ctx ctx;
     sha256_init(&ctx);
     if (!S_ISDIR(sb.st_mode)) {
-        DG_TRY(sha_file(path, &ctx));
+        DG_TRY(dg_sha256_file_update(path, &ctx));
         sha256_digest(&ctx, sizeof d, d);
-        hex(d, sizeof d, out);
+        dg_hex(d, sizeof d, out);
         return DEG_OK;
     }
     DIR *dir = opendir(path);
@@ -104,13 +68,13 @@ deg_status dg_backbone_sha256(const char *path, char out[65])
         sprintf(p, "%s/%s", path, name);
         struct sha256_ctx fc;
         sha256_init(&fc);
-        st = sha_file(p, &fc);
+        st = dg_sha256_file_update(p, &fc);
         free(p);
         if (st != DEG_OK) break;
         uint8_t fd[SHA256_DIGEST_SIZE];
         char fh[65];
         sha256_digest(&fc, sizeof fd, fd);
-        hex(fd, sizeof fd, fh);
+        dg_hex(fd, sizeof fd, fh);
         sha256_update(&ctx, strlen(name) + 1, (const uint8_t *)name);
         sha256_update(&ctx, 64, (const uint8_t *)fh);
         sha256_update(&ctx, 1, (const uint8_t *)"\n");
@@ -119,7 +83,7 @@ deg_status dg_backbone_sha256(const char *path, char out[65])
     free(names);
     if (st != DEG_OK) return st;
     sha256_digest(&ctx, sizeof d, d);
-    hex(d, sizeof d, out);
+    dg_hex(d, sizeof d, out);
     return DEG_OK;
 }
 
@@ -287,29 +251,52 @@ static const char *model_chat_layout(const deg_model *m)
 
 /* Write heads.safetensors (the store, tensors in TABLE layout), the adapters
  * of k (if any: adapters.safetensors, meta["lora"]), then deg.json (meta) into
- * dir, each atomically (temporary file + rename: a reader sees the old or the
- * new file, never a partial one). */
-/* Whole saves (issue 19). deg.json names its heads by SHA-256
- * ("heads_sha256"), and deg.json's rename is the one commit point: under the
- * directory's save lock (dg_dir_lock), the current heads are hard-linked to
- * heads.safetensors.prev, the new heads renamed in, then deg.json, then .prev
- * removed. A save killed before deg.json leaves the old deg.json + new heads
- * + .prev (= the old heads): the loader finds the heads deg.json names in
- * .prev and loads the old checkpoint whole (and puts .prev back when it can
- * take the lock). Temporaries of killed saves are removed by the next save
- * or load. (adapters.safetensors is not covered by .prev yet.) */
+ * dir. Whole saves (issue 19, base/prevsave.h): deg.json names the heads
+ * ("heads_sha256") and the adapters (lora.sha256) by SHA-256 and its rename is
+ * the one commit point; under the directory's save lock the current heads and
+ * adapters are kept as .prev until the new deg.json is in place. A save killed
+ * before deg.json leaves the old deg.json, new files and their .prev (the old
+ * ones): the loader takes the versions deg.json names, and the next save or
+ * load puts them back. Temporaries of killed saves are removed by the next
+ * save or load. */
 #define PREV_NAME "heads.safetensors.prev"
+
+/* With the directory lock held: remove killed saves' temporaries and put
+ * back the .prev files deg.json names (or drop them when it names the
+ * current ones). Best effort: a file neither version matches is left for the
+ * loader to refuse. */
+static void settle_dir(const char *jpath, const char *spath, const char *apath)
+{
+    dg_remove_stale_temps(jpath);
+    dg_remove_stale_temps(spath);
+    dg_remove_stale_temps(apath);
+    json_t *meta = json_load_file(jpath, 0, NULL);
+    const char *want[2] = {json_string_value(json_object_get(meta, "heads_sha256")),
+                           json_string_value(json_object_get(json_object_get(meta, "lora"),
+                                                             "sha256"))};
+    const char *path[2] = {spath, apath};
+    for (int i = 0; i < 2; i++) {
+        char *prev = dg_prev_path(path[i]);
+        int use_prev = 0;
+        if (prev && access(prev, F_OK) == 0 &&
+            (!want[i] || dg_prev_pick(path[i], want[i], jpath, &use_prev) == DEG_OK))
+            dg_prev_settle(path[i], use_prev);
+        free(prev);
+    }
+    dg_clear_error();
+    json_decref(meta);
+}
 
 static deg_status write_files(const float *store, const size_t *off, int E, json_t *meta,
                               const char *dir, const dg_ckpt *k)
 {
     char *jpath = path_join(dir, "deg.json"), *spath = path_join(dir, "heads.safetensors");
-    char *ppath = path_join(dir, PREV_NAME);
+    char *apath = path_join(dir, DG_CKPT_ADAPTERS_FILE);
     char *text = NULL;
     dg_st_writer *w = NULL;
     deg_status st = DEG_OK;
     int lock = -1;
-    if (!jpath || !spath || !ppath) {
+    if (!jpath || !spath || !apath) {
         st = dg_fail(DEG_ERR_NOMEM, "checkpoint write: out of memory");
         goto done;
     }
@@ -319,19 +306,8 @@ static deg_status write_files(const float *store, const size_t *off, int E, json
         goto done;
     }
     lock = dg_dir_lock(dir, 1);
-    dg_remove_stale_temps(jpath);
-    dg_remove_stale_temps(spath);
-    if (unlink(ppath) != 0 && errno != ENOENT) {
-        st = dg_fail(DEG_ERR_IO, "%s: cannot remove: %s", ppath, strerror(errno));
-        goto done;
-    }
-    /* no hard links (some file systems): no .prev, a torn save is then
-     * refused at load by the hash instead of recovered */
-    if (link(spath, ppath) != 0 && errno != ENOENT && errno != EPERM && errno != ENOTSUP &&
-        errno != EOPNOTSUPP) {
-        st = dg_fail(DEG_ERR_IO, "%s: cannot link to %s: %s", spath, ppath, strerror(errno));
-        goto done;
-    }
+    settle_dir(jpath, spath, apath);
+    if ((st = dg_prev_keep(spath)) != DEG_OK || (st = dg_prev_keep(apath)) != DEG_OK) goto done;
     if ((st = dg_st_writer_new(&w)) != DEG_OK) goto done;
     for (size_t i = 0; i < N_TABLE && st == DEG_OK; i++) {
         int64_t shape[2];
@@ -343,7 +319,7 @@ static deg_status write_files(const float *store, const size_t *off, int E, json
     if (st == DEG_OK) st = dg_st_writer_commit(w, spath);
     if (st == DEG_OK && k) st = dg_ckpt_lora_save(k, meta, dir);
     char sha[65];
-    if (st == DEG_OK) st = file_sha256(spath, sha);
+    if (st == DEG_OK) st = dg_file_sha256(spath, sha);
     if (st == DEG_OK) {
         json_object_set_new(meta, "heads_sha256", json_string(sha));
         text = json_dumps(meta, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -353,51 +329,28 @@ static deg_status write_files(const float *store, const size_t *off, int E, json
         dg_chunk c[2] = {{text, strlen(text)}, {"\n", 1}};
         st = dg_write_atomic(jpath, c, 2);
     }
-    if (st == DEG_OK) unlink(ppath);
+    if (st == DEG_OK) {
+        dg_prev_drop(spath);
+        dg_prev_drop(apath);
+    }
 done:
     dg_dir_unlock(lock);
     dg_st_writer_free(w);
     free(text);
     free(jpath);
     free(spath);
-    free(ppath);
+    free(apath);
     return st;
 }
 
-/* The heads file deg.json names (heads_sha256; absent in checkpoints written
- * before it existed: heads.safetensors): *use = spath or ppath. */
-static deg_status find_heads(const json_t *meta, const char *jpath, const char *spath,
-                             const char *ppath, const char **use)
-{
-    *use = spath;
-    const json_t *h = json_object_get(meta, "heads_sha256");
-    if (!h) return DEG_OK;
-    const char *want = json_string_value(h);
-    if (!want || strlen(want) != 64)
-        return dg_fail(DEG_ERR_FORMAT, "%s: heads_sha256 must be 64 hex digits", jpath);
-    char got[65], prev[65];
-    DG_TRY(file_sha256(spath, got));
-    if (strcmp(got, want) == 0) return DEG_OK;
-    if (file_sha256(ppath, prev) == DEG_OK && strcmp(prev, want) == 0) {
-        *use = ppath; /* a save was killed before its deg.json: the old one is whole */
-        return DEG_OK;
-    }
-    return dg_fail(DEG_ERR_FORMAT, "%s: SHA-256 %s, but deg.json names heads with %s: the "
-                   "checkpoint is not whole (a file was replaced, or a save was interrupted "
-                   "where no earlier heads could be kept)", spath, got, want);
-}
-
-/* After a load: with no save running, remove killed saves' temporaries and
- * settle .prev (put back when it holds the named heads, else dropped). */
-static void tidy_dir(const char *dir, const char *jpath, const char *spath, const char *ppath,
-                     const char *used)
+/* After a load: with no save running, settle what killed saves left. */
+static void tidy_dir(const char *dir, const char *jpath, const char *spath)
 {
     int lock = dg_dir_lock(dir, 0);
     if (lock < 0) return;
-    dg_remove_stale_temps(jpath);
-    dg_remove_stale_temps(spath);
-    if (used == ppath) (void)rename(ppath, spath);
-    else (void)unlink(ppath);
+    char *apath = path_join(dir, DG_CKPT_ADAPTERS_FILE);
+    if (apath) settle_dir(jpath, spath, apath);
+    free(apath);
     dg_dir_unlock(lock);
 }
 
@@ -610,7 +563,17 @@ deg_status deg_ckpt_open(const char *dir, const deg_ckpt_params *params, deg_ckp
     deg_model_get_info(k->model, &info);
     size_t off[N_TABLE];
     if ((st = alloc_store(k, info.n_embd, off)) != DEG_OK) goto fail;
-    if ((st = find_heads(meta, jpath, spath, ppath, &hpath)) != DEG_OK) goto fail;
+    {
+        int use_prev = 0;
+        json_t *hs = json_object_get(meta, "heads_sha256");
+        if (hs && !json_is_string(hs)) {
+            st = dg_fail(DEG_ERR_FORMAT, "%s: heads_sha256 must be 64 hex digits", jpath);
+            goto fail;
+        }
+        st = dg_prev_pick(spath, json_string_value(hs), jpath, &use_prev);
+        if (st != DEG_OK) goto fail;
+        if (use_prev) hpath = ppath;
+    }
     if ((st = dg_safetensors_open(hpath, &sf)) != DEG_OK) goto fail;
     for (size_t i = 0; i < N_TABLE; i++) {
         const dg_tensor_view *t = dg_safetensors_find(sf, TABLE[i].name);
@@ -691,7 +654,7 @@ deg_status deg_ckpt_open(const char *dir, const deg_ckpt_params *params, deg_ckp
         goto fail;
     }
     dg_safetensors_close(sf);
-    tidy_dir(dir, jpath, spath, ppath, hpath);
+    tidy_dir(dir, jpath, spath);
     json_decref(meta);
     free(jpath);
     free(spath);

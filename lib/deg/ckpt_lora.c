@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/prevsave.h"
 #include "base/status.h"
 #include "deg/fill.h"
 #include "format/safetensors.h"
@@ -15,7 +16,6 @@ static const char *const TARGET_NAMES[DG_LORA_N_TARGETS] = {"q", "k", "v", "o",
                                                             "gate", "up", "down"};
 static const char *const KIND_NAMES[] = {"decide", "extract"};
 static const char *const SHARED_NAMES[] = {"shared"};
-#define ADAPTERS_FILE "adapters.safetensors"
 
 static const char *const *adapter_names(int32_t selector, int *n)
 {
@@ -81,8 +81,8 @@ static deg_status parse_entry(json_t *e, const char *jpath, deg_lora_params *p, 
     if (ctx && strcmp(ctx, "base"))
         return dg_fail(DEG_ERR_UNSUPPORTED, "%s: lora.context \"%s\": only \"base\" (the context "
                        "read by the base weights, §12.7) is supported", jpath, ctx);
-    if (file && strcmp(file, ADAPTERS_FILE))
-        return dg_fail(DEG_ERR_FORMAT, "%s: lora.file must be \"%s\"", jpath, ADAPTERS_FILE);
+    if (file && strcmp(file, DG_CKPT_ADAPTERS_FILE))
+        return dg_fail(DEG_ERR_FORMAT, "%s: lora.file must be \"%s\"", jpath, DG_CKPT_ADAPTERS_FILE);
     *sel = strcmp(s, "kind") == 0 ? DEG_LORA_SELECT_KIND : DEG_LORA_SELECT_SHARED;
     int n;
     const char *const *names = adapter_names(*sel, &n);
@@ -171,16 +171,27 @@ deg_status dg_ckpt_lora_load(dg_ckpt *k, json_t *meta, const char *dir, const ch
     int32_t sel = DEG_LORA_SELECT_KIND;
     DG_TRY(parse_entry(e, jpath, &p, &sel));
     DG_TRY(deg_ckpt_add_lora(k, &p, sel));
-    char *spath = join(dir, ADAPTERS_FILE);
-    if (!spath) return dg_fail(DEG_ERR_NOMEM, "checkpoint adapters: out of memory");
+    char *spath = join(dir, DG_CKPT_ADAPTERS_FILE), *ppath = spath ? dg_prev_path(spath) : NULL;
+    if (!ppath) {
+        free(spath);
+        return dg_fail(DEG_ERR_NOMEM, "checkpoint adapters: out of memory");
+    }
+    /* the adapters deg.json names (lora.sha256; absent before issue 19's
+     * whole saves): the current file or, after a killed save, its .prev */
+    json_t *sha = json_object_get(e, "sha256");
+    int use_prev = 0;
+    deg_status st = sha && !json_is_string(sha)
+                        ? dg_fail(DEG_ERR_FORMAT, "%s: lora.sha256 must be 64 hex digits", jpath)
+                        : dg_prev_pick(spath, json_string_value(sha), jpath, &use_prev);
     dg_safetensors *sf = NULL;
-    deg_status st = dg_safetensors_open(spath, &sf);
+    if (st == DEG_OK) st = dg_safetensors_open(use_prev ? ppath : spath, &sf);
     if (st == DEG_OK) {
-        rd c = {sf, spath};
+        rd c = {sf, use_prev ? ppath : spath};
         st = visit(k->lora, sel, read_pair, &c);
     }
     dg_safetensors_close(sf);
     free(spath);
+    free(ppath);
     if (st != DEG_OK) {
         deg_lora_free(k->lora);
         k->lora = NULL;
@@ -210,14 +221,18 @@ deg_status dg_ckpt_lora_save(const dg_ckpt *k, json_t *meta, const char *dir)
     json_t *e = json_pack("{s:i, s:f, s:o, s:o, s:s, s:s, s:s}", "rank", (int)l->p.rank,
                           "alpha", (double)l->p.alpha, "targets", tg, "adapters", ad,
                           "selector", k->lora_selector == DEG_LORA_SELECT_KIND ? "kind" : "shared",
-                          "context", "base", "file", ADAPTERS_FILE);
-    char *spath = join(dir, ADAPTERS_FILE);
+                          "context", "base", "file", DG_CKPT_ADAPTERS_FILE);
+    char *spath = join(dir, DG_CKPT_ADAPTERS_FILE);
     dg_st_writer *w = NULL;
     deg_status st = !e || !spath ? dg_fail(DEG_ERR_NOMEM, "checkpoint adapters: out of memory")
                                  : dg_st_writer_new(&w);
     if (st == DEG_OK) st = visit(l, k->lora_selector, add_pair, w);
     if (st == DEG_OK) st = dg_st_writer_meta(w, "format", "deg-lora-v1");
     if (st == DEG_OK) st = dg_st_writer_commit(w, spath);
+    char sha[65];
+    if (st == DEG_OK) st = dg_file_sha256(spath, sha);
+    if (st == DEG_OK) st = json_object_set_new(e, "sha256", json_string(sha)) == 0
+                               ? DEG_OK : dg_fail(DEG_ERR_NOMEM, "checkpoint adapters: oom");
     if (st == DEG_OK) json_object_set(meta, "lora", e);
     json_decref(e);
     dg_st_writer_free(w);

@@ -92,6 +92,8 @@ deg_status dg_backbone_sha256(const char *path, char out[65]);
 /* Read deg.json["lora"] (if any) and dir/adapters.safetensors into k->lora.
  * Errors: DEG_ERR_FORMAT (bad "lora" entry, missing tensor), DEG_ERR_MISMATCH
  * (shape), DEG_ERR_NUMERIC (NaN/Inf), DEG_ERR_IO, DEG_ERR_NOMEM. */
+/* The adapters file of a checkpoint with LoRA (deg.json "lora"). */
+#define DG_CKPT_ADAPTERS_FILE "adapters.safetensors"
 deg_status dg_ckpt_lora_load(dg_ckpt *k, json_t *meta, const char *dir, const char *jpath);
 /* With adapters: write dir/adapters.safetensors (atomically) and set
  * meta["lora"]; without: nothing. */

@@ -5,7 +5,8 @@
  * calibration; every cartridge layer), and after the load no temporary of a
  * killed save is left in the directory. Plus the torn states made by hand:
  * new heads with the old deg.json and no earlier heads kept is refused
- * (FormatError), with the earlier heads kept it loads the earlier save. */
+ * (FormatError), with the earlier heads kept it loads the earlier save. The
+ * same for a checkpoint with LoRA adapters (adapters.safetensors). */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <jansson.h>
@@ -19,6 +20,7 @@
 
 #include "cartridge.h"
 #include "deg.h"
+#include "lora.h"
 
 #define GOLDENS DEG_SOURCE_ROOT "/tests/goldens"
 #define KILLS 35
@@ -66,6 +68,14 @@ static void set_all(deg_ckpt *k, float v)
     float *p = malloc(n * sizeof *p);
     for (size_t i = 0; i < n; i++) p[i] = v;
     cr_assert_eq(deg_ckpt_set_params(k, p, n), DEG_OK);
+    deg_lora *l = deg_ckpt_get_lora(k);
+    if (l) {
+        size_t nl = deg_lora_n_params(l);
+        float *q = malloc(nl * sizeof *q);
+        for (size_t i = 0; i < nl; i++) q[i] = v;
+        cr_assert_eq(deg_lora_set_params(l, q, nl), DEG_OK);
+        free(q);
+    }
     double t[DEG_HEAD_KINDS];
     for (int i = 0; i < DEG_HEAD_KINDS; i++) t[i] = v;
     cr_assert_eq(deg_ckpt_set_calibration(k, t), DEG_OK);
@@ -84,6 +94,15 @@ static float one_save(deg_ckpt *k)
     for (int i = 0; i < DEG_HEAD_KINDS; i++)
         cr_assert_eq((float)t[i], p[0], "calibration %g from another save than heads %g", t[i],
                      p[0]);
+    deg_lora *l = deg_ckpt_get_lora(k);
+    if (l) {
+        size_t nl = deg_lora_n_params(l);
+        float *q = malloc(nl * sizeof *q);
+        cr_assert_eq(deg_lora_get_params(l, q, nl), DEG_OK);
+        for (size_t i = 0; i < nl; i++)
+            cr_assert_eq(q[i], p[0], "adapters %g from another save than heads %g", q[i], p[0]);
+        free(q);
+    }
     float v = p[0];
     free(p);
     return v;
@@ -125,39 +144,53 @@ static void run_and_kill(void (*loop)(const char *, int, int), const char *dir, 
     cr_assert(WIFSIGNALED(wst) && WTERMSIG(wst) == SIGKILL, "saver exited on its own (%d)", wst);
 }
 
-Test(saves, checkpoint_kill9, .timeout = 900)
+/* KILLS kill -9 during checkpoint saves (with_lora: a checkpoint with
+ * LoRA adapters, adapters.safetensors saved with the heads). */
+static void checkpoint_kills(const char *name, int with_lora)
 {
     char dir[512], model[512];
-    dir_of(dir, sizeof dir, "ckpt");
+    dir_of(dir, sizeof dir, name);
     snprintf(model, sizeof model, "%s/tiny-llama", GOLDENS);
     cr_assert_eq(deg_ckpt_create_random(model, 1, dir), DEG_OK, "%s", deg_errmsg());
     deg_ckpt *k0 = NULL;
     cr_assert_eq(deg_ckpt_load(dir, NULL, &k0), DEG_OK);
+    if (with_lora) {
+        deg_lora_params lp = deg_lora_default_params();
+        lp.rank = 2;
+        cr_assert_eq(deg_ckpt_add_lora(k0, &lp, DEG_LORA_SELECT_KIND), DEG_OK, "%s",
+                     deg_errmsg());
+    }
     set_all(k0, 1.0f); /* every part says "save 1" */
     cr_assert_eq(deg_ckpt_save(k0, dir, NULL, 0), DEG_OK);
     deg_ckpt_free(k0);
-    static const char *const keep[] = {"deg.json", "heads.safetensors"};
+    static const char *const keep[] = {"deg.json", "heads.safetensors", "adapters.safetensors"};
+    size_t n_keep = with_lora ? 3 : 2;
     int left_before = 0;
     float last = -1;
     int distinct = 0;
     for (int round = 1; round <= KILLS; round++) {
-        run_and_kill(save_loop, dir, round, 40000);
+        run_and_kill(save_loop, dir, round, with_lora ? 200000 : 40000);
         char names[1024];
-        left_before += count_extra(dir, keep, 2, names, sizeof names) > 0;
+        left_before += count_extra(dir, keep, n_keep, names, sizeof names) > 0;
         deg_ckpt *k = NULL;
         deg_status s = deg_ckpt_load(dir, NULL, &k);
         cr_assert_eq(s, DEG_OK, "kill %d: %s", round, deg_errmsg());
+        cr_assert_eq(deg_ckpt_get_lora(k) != NULL, with_lora, "kill %d: adapters", round);
         float v = one_save(k);
         distinct += v != last;
         last = v;
         deg_ckpt_free(k);
-        int extra = count_extra(dir, keep, 2, names, sizeof names);
+        int extra = count_extra(dir, keep, n_keep, names, sizeof names);
         cr_assert_eq(extra, 0, "kill %d: left after the load: %s", round, names);
     }
-    cr_log_info("checkpoint: %d kills, %d left temporaries or .prev behind (removed by the "
-                "next load), %d distinct saves seen", KILLS, left_before, distinct);
+    cr_log_info("%s: %d kills, %d left temporaries or .prev behind (removed by the next "
+                "load), %d distinct saves seen", name, KILLS, left_before, distinct);
     cr_assert(distinct > 1, "the saver never completed a save: the test kills too early");
 }
+
+Test(saves, checkpoint_kill9, .timeout = 900) { checkpoint_kills("ckpt", 0); }
+
+Test(saves, checkpoint_with_adapters_kill9, .timeout = 900) { checkpoint_kills("ckpt-lora", 1); }
 
 /* Torn states made by hand. */
 Test(saves, checkpoint_torn_by_hand)
@@ -199,7 +232,7 @@ Test(saves, checkpoint_torn_by_hand)
     cr_assert_eq(system(cmd), 0);
     deg_status s = deg_ckpt_load(a, NULL, &k);
     cr_assert_eq(s, DEG_ERR_FORMAT, "%s", deg_status_name(s));
-    cr_assert(strstr(deg_errmsg(), "the checkpoint is not whole"), "%s", deg_errmsg());
+    cr_assert(strstr(deg_errmsg(), "is not whole"), "%s", deg_errmsg());
     /* heads_sha256 is reserved */
     cr_assert_eq(deg_ckpt_load(b, NULL, &k), DEG_OK);
     cr_assert_eq(deg_ckpt_save(k, b, "{\"heads_sha256\": \"x\"}", 0), DEG_ERR_ARG);
