@@ -130,18 +130,24 @@ def test_fill_errors(server, inproc):
     with pytest.raises(deg.SchemaError) as e2:
         deg.fill(DOC, bad, model=inproc)
     assert e2.value.errors == e.value.errors, "the same {loc, msg} list as in-process"
+    # loc: a pointer into the document the caller passed, the request for fill and the
+    # schema for compile_schema (one checker: the same problems, /schema-prefixed)
+    with pytest.raises(deg.SchemaError) as e3:
+        deg.compile_schema(bad)
+    assert ["/schema" + x["loc"] for x in e3.value.errors] == locs
+    assert [x["msg"] for x in e3.value.errors] == [x["msg"] for x in e.value.errors]
     with pytest.raises(deg.RequestError) as e:
         c.fill(DOC, SCHEMA, options={"bogus": 1})
     assert e.value.errors[0]["loc"] == "/options/bogus"
     r = httpx.post(server.url + "/v1/fill", json={"context": DOC, "schema": SCHEMA, "x": 1})
-    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == "/x"
+    assert r.status_code == 422 and r.json()["error"]["errors"][0]["loc"] == "/x"
     r = httpx.post(server.url + "/v1/fill", json={"schema": SCHEMA})
-    assert r.status_code == 422 and "context" in r.json()["detail"][0]["msg"]
+    assert r.status_code == 422 and "context" in r.json()["error"]["errors"][0]["msg"]
     r = httpx.post(server.url + "/v1/fill", json={"context": DOC, "schema": SCHEMA,
                                                   "model": "gpt-6-luna"})
-    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == "/model"
+    assert r.status_code == 422 and r.json()["error"]["errors"][0]["loc"] == "/model"
     r = httpx.post(server.url + "/v1/fill", content=b"{not json")
-    assert r.status_code == 422 and r.json()["error"] == "RequestError"
+    assert r.status_code == 422 and r.json()["error"]["deg_error"] == "RequestError"
     with pytest.raises(deg.FillError):
         c.fill("nothing here", {"type": "object", "required": ["id"], "properties": {
             "id": {"type": "string", "format": "uuid"}}})
@@ -149,7 +155,7 @@ def test_fill_errors(server, inproc):
     bad = b'"a\\ud800b"'
     r = httpx.post(server.url + "/v1/fill", content=b'{"context": ' + bad + b', "schema": ' +
                    json.dumps(SCHEMA).encode() + b"}")
-    assert r.status_code == 422 and r.json()["error"] == "RequestError"
+    assert r.status_code == 422 and r.json()["error"]["deg_error"] == "RequestError"
     r = httpx.post(server.url + "/v1/systemone", content=b'{"state": ' + bad + b', "model": '
                    b'"jev-latest", "questions": {"u": {"type": "noul", "instructions": "?"}}}')
     assert r.status_code == 422 and "UTF-8" in r.json()["detail"][0]["msg"]
@@ -459,7 +465,9 @@ def test_fill_over_its_own_limit_is_422(server):
     r = httpx.post(server.url + "/v1/fill", timeout=120,
                    json={"context": DOC, "schema": SCHEMA, "options": {"max_fields": 1}})
     assert r.status_code == 422, r.text
-    assert r.json()["error"] == "LimitError" and "max_fields" in r.json()["message"]
+    err = r.json()["error"]
+    assert err["deg_error"] == "LimitError" and "max_fields" in err["message"]
+    assert (err["type"], err["code"]) == ("invalid_request_error", "limit_error")
 
 
 def test_running_fill_is_cancelled_when_its_client_goes_away(server):
@@ -495,8 +503,19 @@ def test_api_key_body_limit_and_overload(server, oa):
     url = server.url
     ctx.api_key = "s3cret"
     try:
-        r = httpx.post(url + "/v1/fill", json={"context": DOC, "schema": SCHEMA})
-        assert r.status_code == 401
+        # one 401 body on every route but Jev's, the shape the openai client parses
+        bodies = [httpx.post(url + "/v1/fill", json={"context": DOC, "schema": SCHEMA}),
+                  httpx.get(url + "/v1/models"),
+                  httpx.post(url + "/v1/decisions", json={}),
+                  httpx.post(url + "/v1/chat/completions", json={})]
+        assert {r.status_code for r in bodies} == {401}
+        assert all(r.json() == bodies[0].json() for r in bodies)
+        err = bodies[0].json()["error"]
+        assert set(err) == {"message", "type", "param", "code"}
+        assert (err["type"], err["code"]) == ("invalid_request_error", "invalid_api_key")
+        with pytest.raises(openai.AuthenticationError) as ea:
+            oa.post("/fill", body={"context": DOC, "schema": SCHEMA}, cast_to=object)
+        assert ea.value.code == "invalid_api_key"
         r = httpx.post(url + "/v1/systemone", json={})
         assert (r.status_code, r.json()) == (403, {"detail": "Not authenticated"})
         with pytest.raises(openai.AuthenticationError):
@@ -504,15 +523,27 @@ def test_api_key_body_limit_and_overload(server, oa):
         assert httpx.get(url + "/health").status_code == 200
         ok = openai.OpenAI(base_url=url + "/v1", api_key="s3cret", max_retries=0)
         assert any(m.id == "gpt-6-luna" for m in ok.models.list().data)
-        with pytest.raises(deg.client.ServerError) as e:
+        with pytest.raises(deg.client.AuthenticationError) as e:
             deg.Client(url, api_key="wrong").fill(DOC, SCHEMA)
-        assert e.value.http_status == 401
+        assert e.value.http_status == 401 and e.value.body == bodies[0].json()
+        with pytest.raises(deg.client.AuthenticationError) as e:
+            deg.Client(url).models()
+        with pytest.raises(deg.client.AuthenticationError) as e:
+            deg.Client(url).systemone("x", {"u": {"type": "noul", "instructions": "?"}})
+        assert e.value.http_status == 403
+        assert deg.Client(url, api_key="s3cret").health()["status"] == "ok"
     finally:
         ctx.api_key = None
     ctx.max_body = 2000
     try:
         r = httpx.post(url + "/v1/fill", json={"context": "x" * 3000, "schema": SCHEMA})
-        assert r.status_code == 413
+        assert r.status_code == 413 and r.json()["error"]["code"] == "request_too_large"
+        with pytest.raises(deg.client.RequestTooLarge) as e:
+            deg.Client(url).fill("x" * 3000, SCHEMA)
+        assert e.value.http_status == 413
+        with pytest.raises(openai.APIStatusError) as eo:
+            oa.post("/fill", body={"context": "x" * 3000, "schema": SCHEMA}, cast_to=object)
+        assert eo.value.status_code == 413 and eo.value.code == "request_too_large"
         r = httpx.post(url + "/v1/decisions", content=b"{" + b" " * 3000 + b"}",
                        headers={"content-type": "application/json"})
         assert r.status_code == 413 and r.json()["error"]["code"] == "request_too_large"
@@ -523,13 +554,36 @@ def test_api_key_body_limit_and_overload(server, oa):
     try:
         r = httpx.post(url + "/v1/fill", json={"context": DOC, "schema": SCHEMA})
         assert r.status_code == 429 and r.headers["retry-after"] == "1"
-        with pytest.raises(deg.client.ServerBusy):
+        assert r.json()["error"]["type"] == "rate_limit_error"
+        with pytest.raises(deg.client.RateLimitError) as e:
             deg.Client(url).fill(DOC, SCHEMA)
+        assert e.value.retry_after == 1.0
         with pytest.raises(openai.RateLimitError):
             oa.chat.completions.create(model="deg-latest", max_tokens=2,
                                        messages=[{"role": "user", "content": "hi"}])
     finally:
         eng.max_pending = 256
+
+
+def test_error_shape_of_unknown_routes_and_the_client(server, oa):
+    for r in (httpx.get(server.url + "/v1/nope"), httpx.get(server.url + "/v1/fill")):
+        err = r.json()["error"]
+        assert set(err) == {"message", "type", "param", "code"}
+        assert (r.status_code, err["code"]) in ((404, "not_found"), (405, "method_not_allowed"))
+    with pytest.raises(openai.NotFoundError):
+        oa.post("/nope", body={}, cast_to=object)
+    with pytest.raises(deg.client.NotFoundError):
+        deg.Client(server.url + "/v0").fill(DOC, SCHEMA)
+    # fill's own errors in the same shape, read by the openai client as by deg.Client
+    with pytest.raises(openai.UnprocessableEntityError) as e:
+        oa.post("/fill", body={"context": DOC, "schema": {"type": "object", "properties": {
+            "a": {"type": "strin"}}}}, cast_to=object)
+    assert e.value.code == "schema_error" and e.value.param == "/schema/properties/a/type"
+    assert e.value.body["deg_error"] == "SchemaError"
+    assert e.value.body["errors"][0]["loc"] == "/schema/properties/a/type"
+    with pytest.raises(deg.client.APIConnectionError) as e:
+        deg.Client(f"http://127.0.0.1:{_free_port()}", timeout=5).health()
+    assert e.value.http_status is None
 
 
 def test_models_and_health(server):

@@ -10,10 +10,14 @@
 Errors are the in-process API's: a 422 from /v1/fill raises SchemaError or
 RequestError with the same .errors list ({loc, msg}), a 500 FillError with its
 reasons, other deg errors their own class (UnsupportedError for a byte without a
-token, ...); the decision routes raise deg.api.ApiError (status, body) as
-deg.api.decisions / deg.api.systemone do in-process. Transport problems raise
-ServerError (status, body): 401/403 (API key), 413, 429 (ServerBusy,
-.retry_after), connection failures (status None).
+token, LimitError, ...); the decision routes raise deg.api.ApiError (status, body)
+as deg.api.decisions / deg.api.systemone do in-process. HTTP failures that are
+not the request's deg error raise a ServerError subclass, named as the openai
+client names them (openai-python _exceptions.py): AuthenticationError (401, or
+Jev's 403 without a valid key), RequestTooLarge (413, --max-body-bytes),
+RateLimitError (429, .retry_after; alias ServerBusy), NotFoundError (404),
+InternalServerError (5xx), APIConnectionError (no HTTP answer: .http_status None);
+any other status a plain ServerError.
 """
 import json
 import urllib.error
@@ -24,24 +28,53 @@ from .api.questions import ApiError
 from . import errors as _errors
 from .errors import DegError, RequestError, SchemaError
 
-__all__ = ["Client", "ServerError", "ServerBusy"]
+__all__ = ["Client", "ServerError", "AuthenticationError", "RequestTooLarge", "RateLimitError",
+           "ServerBusy", "NotFoundError", "InternalServerError", "APIConnectionError"]
 
 
 class ServerError(DegError):
-    """An HTTP failure that is not a deg error of the request: .status (None when
-    the server could not be reached) and .body (the decoded JSON body, or text)."""
+    """An HTTP failure that is not a deg error of the request: .http_status (None
+    when the server could not be reached) and .body (the decoded JSON body, or text)."""
 
     def __init__(self, message, status=None, body=None):
         super().__init__(message)
         self.http_status, self.body = status, body
 
 
-class ServerBusy(ServerError):
-    """429: more jobs queued than the server's --max-pending; .retry_after seconds."""
+class AuthenticationError(ServerError):
+    """401 (403 on /v1/systemone, as Jev): no valid `Authorization: Bearer` key."""
+
+
+class RequestTooLarge(ServerError):
+    """413: the request body is over the server's --max-body-bytes."""
+
+
+class RateLimitError(ServerError):
+    """429: more jobs queued than the server's --max-pending; .retry_after seconds
+    (the Retry-After header)."""
 
     def __init__(self, message, status=429, body=None, retry_after=1.0):
         super().__init__(message, status, body)
         self.retry_after = retry_after
+
+
+ServerBusy = RateLimitError  # the earlier name
+
+
+class NotFoundError(ServerError):
+    """404: no such route on this server (an older server, or a wrong base_url)."""
+
+
+class InternalServerError(ServerError):
+    """5xx other than a FillError: the server failed."""
+
+
+class APIConnectionError(ServerError):
+    """No HTTP answer (refused, reset, timed out): .http_status is None."""
+
+
+_BY_STATUS = {401: AuthenticationError, 403: AuthenticationError, 404: NotFoundError,
+              413: RequestTooLarge}
 
 
 #: the "error" names /v1/fill returns -> the in-process exception classes
@@ -70,7 +103,8 @@ class Client:
         except urllib.error.HTTPError as e:
             status, raw, headers = e.code, e.read(), e.headers
         except (urllib.error.URLError, OSError) as e:
-            raise ServerError(f"{self.base_url}{path}: {getattr(e, 'reason', e)}") from None
+            raise APIConnectionError(f"{self.base_url}{path}: {getattr(e, 'reason', e)}") \
+                from None
         try:
             decoded = json.loads(raw.decode("utf-8")) if raw else None
         except ValueError:
@@ -84,8 +118,9 @@ class Client:
                 ra = float(headers.get("Retry-After", "1"))
             except ValueError:
                 ra = 1.0
-            return ServerBusy(msg, status, body, ra)
-        return ServerError(msg, status, body)
+            return RateLimitError(msg, status, body, ra)
+        cls = _BY_STATUS.get(status) or (InternalServerError if status >= 500 else ServerError)
+        return cls(msg, status, body)
 
     def _get(self, path):
         status, body, headers = self._call("GET", path)
@@ -108,13 +143,14 @@ class Client:
             raise RequestError(f"request is not JSON: {e}") from None
         if status == 200:
             return body
-        cls = _FILL_ERRORS.get(body.get("error")) if isinstance(body, dict) else None
+        err = body.get("error") if isinstance(body, dict) else None
+        cls = _FILL_ERRORS.get(err.get("deg_error")) if isinstance(err, dict) else None
         if cls is None:
             raise self._transport_error("/v1/fill", status, body, headers)
-        errors = body.get("detail") or []
+        errors = err.get("errors") or []
         if cls is SchemaError:
-            raise SchemaError(body.get("message", ""), errors=errors)
-        e = cls(body.get("message", ""))
+            raise SchemaError(err.get("message", ""), errors=errors)
+        e = cls(err.get("message", ""))
         e.errors = errors
         raise e
 

@@ -1,11 +1,12 @@
 """The HTTP layer of deg serve (Starlette on uvicorn): routes, request bodies,
 authentication, error shapes. Every model call goes to the Engine's worker.
 
-Error shapes per route (§9, §9.1):
-  /v1/fill             422 {"detail": [{loc, msg}], "error": "SchemaError" |
-                       "RequestError", "message"}; 500 the same with "FillError"
-  /v1/decisions, /v1/chat/completions, /v1/models
-                       {"error": {message, type, param, code}} (OpenAI)
+Error shapes per route (§9, §9.1): one shape, OpenAI's
+  {"error": {message, type, param, code}}, on every route but Jev's:
+  /v1/fill             422/500 add "deg_error" (SchemaError, RequestError,
+                       FillError, LimitError, ...) and "errors" [{loc, msg}]
+                       (code = deg_error in snake case, param = the first loc)
+  401, 413, 429        code invalid_api_key, request_too_large, rate_limit_exceeded
   /v1/systemone        Jev: 400 {"detail": ...}, 422 {"detail": [{type, loc, msg,
                        input}]}, 403 {"detail": "Not authenticated"} without a key
 With an API key set, every route but /health needs `Authorization: Bearer KEY`
@@ -16,9 +17,11 @@ import asyncio
 import contextlib
 import hmac
 import json
+import re
 import time
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
@@ -39,20 +42,33 @@ class _Gone(Exception):
 _INPUT_ERRORS = deg_api.INPUT_ERRORS  # caused by the request's content: 4xx, others 500
 
 
-def _fill_error(status, cls, message, detail):
-    return ApiError(status, {"detail": detail, "error": cls, "message": message})
+def _snake(name):
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def _fill_error(status, cls, message, errors):
+    """A /v1/fill failure in the one error shape: code = deg's class in snake case
+    (schema_error, request_error, fill_error, limit_error, ...), deg_error = the
+    class name (deg.Client raises that class), errors = its [{loc, msg}] list
+    (loc: RFC 6901 pointer into the request, as in-process deg.fill reports it),
+    param = the first loc."""
+    param = errors[0].get("loc") if errors and isinstance(errors[0], dict) else None
+    return chat_api.openai_error(message, param or None, _snake(cls), status,
+                                 "invalid_request_error" if status < 500 else "server_error",
+                                 deg_error=cls, errors=list(errors))
+
+
+_ETYPES = {401: "invalid_request_error", 413: "invalid_request_error",
+           429: "rate_limit_error", 503: "server_error"}
 
 
 def _shape(route):
-    """(error constructor for 401/413/429 messages) per route family."""
-    if route == "fill":
-        return lambda status, msg, code: ApiError(status, {"detail": msg, "error": code})
+    """(error constructor for 401/413/429 messages) per route: Jev's {"detail"} on
+    /v1/systemone (§9.1), the OpenAI shape on every other route."""
     if route == "systemone":
         return lambda status, msg, code: ApiError(status, {"detail": msg})
-    etypes = {401: "invalid_request_error", 413: "invalid_request_error",
-              429: "rate_limit_error", 503: "server_error"}
     return lambda status, msg, code: chat_api.openai_error(msg, None, code, status,
-                                                           etypes.get(status, "server_error"))
+                                                           _ETYPES.get(status, "server_error"))
 
 
 class _Ctx:
@@ -275,6 +291,7 @@ async def chat_route(ctx, request):
         kind, val = await _next_event(queue, gone, job, ctx.engine)
         if kind == "error":
             raise _chat_failure(val)
+        fleet = val.get("fleet")
         cid = chat_api.new_id()
         if not p["stream"]:
             parts = []
@@ -286,13 +303,14 @@ async def chat_route(ctx, request):
                     raise _chat_failure(val)
                 elif kind == "done":
                     return JSONResponse(chat_api.completion(cid, p["model"], "".join(parts),
-                                                            val))
+                                                            val, fleet))
     finally:  # a stream's disconnects are seen by StreamingResponse from here on
         gone.cancel()
 
     async def events():
         try:
-            yield _sse(chat_api.chunk(cid, p["model"], {"role": "assistant", "content": ""}))
+            yield _sse(chat_api.chunk(cid, p["model"], {"role": "assistant", "content": ""},
+                                      fleet=fleet))
             while True:
                 kind, val = await queue.get()
                 if kind == "delta":
@@ -336,6 +354,18 @@ def build_app(engine, names, chat_targets, api_key=None, max_body=4 << 20, on_sh
         if on_shutdown:
             await asyncio.get_running_loop().run_in_executor(None, on_shutdown)
 
-    app = Starlette(routes=routes, lifespan=lifespan)
+    async def http_error(request, exc):  # unknown route (404), wrong method (405)
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code)
+        e = chat_api.openai_error(f"{request.method} {request.url.path}: {exc.detail}", None,
+                                  code, exc.status_code)
+        return JSONResponse(e.body, status_code=e.http_status, headers=exc.headers)
+
+    async def server_error(request, exc):  # a bug: still the one shape, never a traceback
+        e = chat_api.openai_error(f"internal error: {exc!r}", None, "server_error", 500,
+                                  "server_error")
+        return JSONResponse(e.body, status_code=500)
+
+    app = Starlette(routes=routes, lifespan=lifespan,
+                    exception_handlers={HTTPException: http_error, Exception: server_error})
     app.state.ctx = _Ctx(engine, names, chat_targets, api_key, max_body)
     return app

@@ -24,9 +24,12 @@ _NOOP = {"presence_penalty": (0, 0.0, None), "frequency_penalty": (0, 0.0, None)
 MAX_STOPS = 4
 
 
-def openai_error(message, param=None, code=None, status=400, etype="invalid_request_error"):
+def openai_error(message, param=None, code=None, status=400, etype="invalid_request_error",
+                 **extra):
+    """The error body of every deg route but Jev's (openai-python _exceptions.py reads
+    body["error"]); extra: added fields (deg_error, errors on /v1/fill)."""
     return ApiError(status, {"error": {"message": message, "type": etype, "param": param,
-                                       "code": code}})
+                                       "code": code, **extra}})
 
 
 def _num(body, k, lo, hi, lo_open=False):
@@ -130,18 +133,25 @@ def usage(done):
             "completion_tokens_details": {"reasoning_tokens": 0}}
 
 
-def completion(cid, model, text, done):
-    return {"id": cid, "object": "chat.completion", "created": int(time.time()), "model": model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                         "finish_reason": done["finish_reason"], "logprobs": None}],
-            "usage": usage(done), "system_fingerprint": None}
+def completion(cid, model, text, done, fleet=None):
+    """The chat.completion object; fleet ({selected, selection}, --fleet targets):
+    the documents behind the answer, as the extra field "fleet"."""
+    c = {"id": cid, "object": "chat.completion", "created": int(time.time()), "model": model,
+         "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                      "finish_reason": done["finish_reason"], "logprobs": None}],
+         "usage": usage(done), "system_fingerprint": None}
+    if fleet is not None:
+        c["fleet"] = fleet
+    return c
 
 
-def chunk(cid, model, delta=None, finish_reason=None, usage_=None):
+def chunk(cid, model, delta=None, finish_reason=None, usage_=None, fleet=None):
     c = {"id": cid, "object": "chat.completion.chunk", "created": int(time.time()),
          "model": model, "system_fingerprint": None,
          "choices": [] if usage_ is not None else
          [{"index": 0, "delta": delta or {}, "finish_reason": finish_reason, "logprobs": None}]}
     if usage_ is not None:
         c["usage"] = usage_
+    if fleet is not None:
+        c["fleet"] = fleet
     return c
