@@ -23,7 +23,8 @@ from pathlib import Path
 from . import cartridges as cs
 from .errors import ArgumentError, DegIOError, FormatError, StateError
 
-__all__ = ["train", "build_index", "load_index", "select", "ask", "embed_ids", "EMBED_RECIPE"]
+__all__ = ["train", "build_index", "load_index", "doc_scores", "select", "ask", "embed_ids",
+           "EMBED_RECIPE"]
 
 EMBED_RECIPE = "mean-final-norm/1"
 INDEX_FILE = "index.npz"
@@ -184,25 +185,28 @@ def load_index(fleet):
     return Index(z["rows"], z["doc"], int(z["chunk"]))
 
 
+def doc_scores(fleet, query, index=None):
+    """Every document's score for query (text): the cosine of its best chunk
+    (numpy f64 [n_docs]; -inf for a document without chunks)."""
+    np = _np()
+    index = index or load_index(fleet)
+    q = embed_ids(fleet.model, fleet.model.tokenize(query))
+    best = np.full(len(fleet), -np.inf)
+    np.maximum.at(best, index.doc, (index.rows @ q).astype(np.float64))
+    return best
+
+
 def select(fleet, query, k=1, index=None):
     """The k documents best matching query (text), best first: a list of
-    (doc index, cosine of its best chunk)."""
+    (doc index, cosine of its best chunk); ties go to the lower document
+    (the best chunk of each document decides, as a chunk top-k deduplicated
+    to documents in best-chunk order)."""
     np = _np()
     if k < 1:
         raise ArgumentError(f"k must be >= 1, got {k}")
-    index = index or load_index(fleet)
-    q = embed_ids(fleet.model, fleet.model.tokenize(query))
-    scores = index.rows @ q
-    order = np.argsort(-scores, kind="stable")
-    out, seen = [], set()
-    for j in order:
-        d = int(index.doc[j])
-        if d not in seen:
-            seen.add(d)
-            out.append((d, float(scores[j])))
-            if len(out) == k:
-                break
-    return out
+    best = doc_scores(fleet, query, index)
+    order = np.argsort(-best, kind="stable")
+    return [(int(d), float(best[d])) for d in order[:k] if np.isfinite(best[d])]
 
 
 def ask(fleet, question, k=1, oracle=None, max_tokens=200, index=None):

@@ -1,4 +1,5 @@
-"""deg serve: the HTTP server (fill, decision APIs, chat behind cartridges; deg.server)."""
+"""deg serve: the HTTP server (fill, decision APIs, chat behind cartridges and fleets;
+deg.server)."""
 
 
 def register(sub):

@@ -2,13 +2,16 @@
 
 One process holds ONE model: the backbone is loaded once (deg.Model); the fill
 checkpoint runs over it (deg_ckpt_open with params.model) and each cartridge's
-rows become a trunk of that same model, so a cartridge adds only its rows.
+rows become a trunk of that same model, so a cartridge adds only its rows; a
+fleet (--fleet) opens over the same model and composes the selected documents'
+cartridges per conversation (server/fleet.py).
 Routes: POST /v1/fill, /v1/decisions, /v1/systemone, /v1/chat/completions;
 GET /v1/models, /health (server/app.py). All model work runs on one worker
 thread with batching (server/engine.py). SIGTERM/SIGINT: uvicorn stops
 accepting, lets running requests finish, then the worker drains and exits.
 
     deg serve [--ckpt DIR] [--model PATH] [--cartridge [NAME=]FILE ...]
+              [--fleet [NAME=]DIR ... [--rag-docs K] [--rag-adaptive [--rag-margin M]]]
               [--host 127.0.0.1] [--port 8790] [--api-key KEY | $DEG_API_KEY] ...
 """
 import argparse
@@ -20,6 +23,9 @@ from ..errors import ArgumentError, DegError
 __all__ = ["Server", "add_arguments", "main"]
 
 DEFAULT_PORT = 8790
+#: --rag-margin: the cosine lead (best chunk vs best chunk) a document outside a
+#: conversation's selection needs before --rag-adaptive switches to it
+DEFAULT_RAG_MARGIN = 0.05
 API_KEY_ENV = "DEG_API_KEY"
 
 
@@ -29,7 +35,8 @@ class Server:
 
     def __init__(self, ckpt=None, model_path=None, cartridges=(), batch_window_ms=5.0,
                  max_batch=16, max_pending=256, api_key=None, null_margin=None, threads=None,
-                 max_body=4 << 20, chat_cache=16):
+                 max_body=4 << 20, chat_cache=16, fleets=(), rag_docs=1, rag_adaptive=False,
+                 rag_margin=DEFAULT_RAG_MARGIN):
         from ..fill import ckpt_backbone_path, default_checkpoint_path, load
         from ..api import ModelNames
         from ..cartridge import Cartridge
@@ -37,10 +44,13 @@ class Server:
         from ..runtime import set_num_threads
         from .app import build_app
         from .engine import Engine
+        from .fleet import FleetTarget
+        from ..fleet import Fleet
         if threads:
             set_num_threads(int(threads))
         ckpt_dir = ckpt or default_checkpoint_path()
         self._trunks = {}
+        self._fleets = {}
         self.model = load_model(model_path or ckpt_backbone_path(ckpt_dir))
         try:  # a failure frees what was loaded (closing the model closes its children)
             self.ckpt = load(ckpt_dir, model=self.model, null_margin=null_margin)
@@ -52,7 +62,7 @@ class Server:
             targets.setdefault(stem, "")
             self.cartridge_rows = {}
             for spec in cartridges:
-                name, path = _cartridge_spec(spec)
+                name, path = _named_spec(spec, "--cartridge")
                 if name in targets:
                     raise ArgumentError(f"--cartridge {spec}: model name {name!r} is already "
                                         "served")
@@ -60,11 +70,25 @@ class Server:
                     trunks[name] = c.trunk()
                     self.cartridge_rows[name] = len(c)
                 targets[name] = name
+            for spec in fleets:
+                name, path = _named_spec(spec, "--fleet")
+                if name in targets:
+                    raise ArgumentError(f"--fleet {spec}: model name {name!r} is already "
+                                        "served")
+                if int(rag_docs) < 1:
+                    raise ArgumentError(f"--rag-docs must be >= 1, got {rag_docs}")
+                fl = Fleet.open(self.model, path, budget=1)  # serving maps absent parts
+                try:
+                    self._fleets[name] = FleetTarget(fl, rag_docs, rag_adaptive, rag_margin)
+                except BaseException:
+                    fl.close()
+                    raise
+                targets[name] = name
             _trim_heap()  # give back the cartridges' freed load buffers (grads, moments)
             self.engine = Engine(self.ckpt, self.model, trunks,
                                  batch_window=float(batch_window_ms) / 1000.0,
                                  max_batch=int(max_batch), max_pending=int(max_pending),
-                                 chat_cache=int(chat_cache))
+                                 chat_cache=int(chat_cache), fleets=self._fleets)
             self.app = build_app(self.engine, self.names, targets, api_key=api_key,
                                  max_body=int(max_body), on_shutdown=self.close)
         except BaseException:
@@ -77,6 +101,8 @@ class Server:
             eng.stop()
         for t in getattr(self, "_trunks", {}).values():
             t.close()
+        for f in getattr(self, "_fleets", {}).values():
+            f.close()
         if getattr(self, "ckpt", None) is not None:
             self.ckpt.close()
         if getattr(self, "model", None) is not None:
@@ -92,20 +118,20 @@ def _trim_heap():
         pass
 
 
-def _cartridge_spec(spec):
-    """NAME=FILE, or FILE (name = the file name without .cartridge.safetensors /
-    .safetensors)."""
+def _named_spec(spec, flag):
+    """NAME=PATH, or PATH (name = the file or directory name without
+    .cartridge.safetensors / .safetensors)."""
     if "=" in spec and not os.path.exists(spec):
         name, path = spec.split("=", 1)
     else:
         path = spec
-        name = os.path.basename(path)
+        name = os.path.basename(path.rstrip("/"))
         for suf in (".cartridge.safetensors", ".safetensors"):
             if name.endswith(suf):
                 name = name[:-len(suf)]
                 break
     if not name:
-        raise ArgumentError(f"--cartridge {spec!r}: empty model name")
+        raise ArgumentError(f"{flag} {spec!r}: empty model name")
     return name, path
 
 
@@ -133,6 +159,20 @@ def add_arguments(p):
                    help="request body limit, 413 beyond (default 4 MiB)")
     p.add_argument("--chat-cache", type=int, default=16,
                    help="finished conversations whose K/V is kept for follow-ups (default 16)")
+    p.add_argument("--fleet", action="append", default=[], metavar="[NAME=]DIR",
+                   help="serve chat behind a cartridge fleet (deg fleet init/train/index) "
+                   "under model name NAME (default: the directory name): each new "
+                   "conversation runs behind the composed cartridges of the documents "
+                   "retrieval picks; repeatable")
+    p.add_argument("--rag-docs", type=int, default=1,
+                   help="documents composed per conversation under --fleet (default 1)")
+    p.add_argument("--rag-adaptive", action="store_true",
+                   help="--fleet: a follow-up switches documents when one outside the "
+                   "selection beats every selected one by --rag-margin (all user messages "
+                   "as the query)")
+    p.add_argument("--rag-margin", type=float, default=DEFAULT_RAG_MARGIN,
+                   help=f"--rag-adaptive's decisive margin, in cosine (default "
+                   f"{DEFAULT_RAG_MARGIN})")
     p.add_argument("--log-level", default="info")
 
 
@@ -142,13 +182,18 @@ def run(args):
                      ("--chat-cache", 0)):
         if getattr(args, name[2:].replace("-", "_")) < lo:
             raise SystemExit(f"deg serve: {name} must be >= {lo}")
+    if args.rag_docs < 1:
+        raise SystemExit("deg serve: --rag-docs must be >= 1")
+    if not args.rag_margin >= 0:
+        raise SystemExit("deg serve: --rag-margin must be >= 0")
     if args.batch_window_ms < 0:
         raise SystemExit("deg serve: --batch-window-ms must be >= 0")
     key = args.api_key if args.api_key is not None else os.environ.get(API_KEY_ENV) or None
     try:
         srv = Server(args.ckpt, args.model, args.cartridge, args.batch_window_ms,
                      args.max_batch, args.max_pending, key, args.null_margin, args.threads,
-                     args.max_body_bytes, args.chat_cache)
+                     args.max_body_bytes, args.chat_cache, args.fleet, args.rag_docs,
+                     args.rag_adaptive, args.rag_margin)
     except DegError as e:
         raise SystemExit(f"deg serve: error: {e}") from None
     print(f"deg serve: {srv.names.id} on http://{args.host}:{args.port} "

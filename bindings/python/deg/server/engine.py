@@ -91,16 +91,21 @@ class ChatJob:
         self.buf = b""         # reply bytes not yet emitted
         self.text = ""         # emitted text
         self.prompt_tokens = self.cached_tokens = 0
+        self.cache_target = target
+        self.fleet = None      # fleet targets: {selected, selection}
 
 
 class Engine:
     """ckpt: deg.Checkpoint (fills); model: its deg.Model; trunks: {target name:
     deg.Trunk} chat prefixes (the plain model's is empty, a cartridge's holds its
-    rows); n_ctx: positions a conversation may use (prefix + prompt + reply)."""
+    rows); fleets: {target name: FleetTarget} (the prefix is the composition its
+    selection picks per conversation); n_ctx: positions a conversation may use
+    (prefix + prompt + reply)."""
 
     def __init__(self, ckpt, model, trunks, batch_window=0.005, max_batch=16, max_pending=256,
-                 chat_cache=16, n_ctx=None, cache_tokens=32768):
+                 chat_cache=16, n_ctx=None, cache_tokens=32768, fleets=None):
         self.ckpt, self.model, self.trunks = ckpt, model, dict(trunks)
+        self.fleets = dict(fleets or {})  # target name -> server.fleet.FleetTarget
         self.window, self.max_batch, self.max_pending = batch_window, max_batch, max_pending
         self.chat_cache = chat_cache
         self.cache_tokens = cache_tokens  # K/V rows all cached conversations may hold
@@ -153,6 +158,8 @@ class Engine:
             s["queue_depth"] = self._pending()
             s["active_streams"] = len(self._streams)
             s["cached_conversations"] = len(self._cache)
+            for name, ft in self.fleets.items():
+                s.setdefault("fleets", {})[name] = dict(ft.stats)
         s["mean_batch_size"] = s["fill_jobs"] / s["fill_batches"] if s["fill_batches"] else 0.0
         s["mean_decode_batch"] = (s["decode_rows"] / s["decode_steps"]
                                   if s["decode_steps"] else 0.0)
@@ -234,6 +241,19 @@ class Engine:
                 j.future.set_result(r)
 
     # ---------------------------------------------------------------- chat
+    def _prefix(self, job):
+        """The trunk job's conversation continues; sets job.cache_target (the
+        conversation cache's key: the target, and for a fleet its selection) and
+        job.fleet ({selected: document names, selection: how} or None)."""
+        ft = self.fleets.get(job.target)
+        if ft is None:
+            job.cache_target = job.target
+            return self.trunks[job.target]
+        sel, how = ft.select(job.messages)
+        job.cache_target = (job.target, sel)
+        job.fleet = {"selected": ft.doc_names(sel), "selection": how}
+        return ft.trunk(sel)
+
     def _take_cached(self, target, prompt):
         best = None
         for key in self._cache:
@@ -254,7 +274,7 @@ class Engine:
                 continue
             try:
                 prompt = chat_ids(self.model, job.messages)
-                trunk = self.trunks[job.target]
+                trunk = self._prefix(job)
                 room = self.n_ctx - len(trunk) - len(prompt)
                 if room < 1:
                     raise ChatError(f"This model's context is {self.n_ctx} tokens; the prompt "
@@ -266,7 +286,7 @@ class Engine:
                     raise ChatError(f"max_tokens {job.max_tokens} + the prompt's {len(prompt)} "
                                     f"tokens exceed the context of {self.n_ctx}",
                                     "max_tokens", "context_length_exceeded")
-                fork, n_cached = self._take_cached(job.target, prompt)
+                fork, n_cached = self._take_cached(job.cache_target, prompt)
                 if fork is None:
                     fork = trunk.fork()
                 else:
@@ -289,7 +309,7 @@ class Engine:
         for j in rows:
             self.stats["chat_streams"] += 1
             j.emit(("start", {"prompt_tokens": j.prompt_tokens,
-                              "cached_tokens": j.cached_tokens}))
+                              "cached_tokens": j.cached_tokens, "fleet": j.fleet}))
             self._streams.append(j)
 
     def _step(self):
@@ -397,7 +417,7 @@ class Engine:
                 j.emit(("error", error))
             return
         self._flush(j)
-        key = (j.target, tuple(j.ids))
+        key = (j.cache_target, tuple(j.ids))
         if self.chat_cache > 0 and key not in self._cache and len(key[1]) <= self.cache_tokens:
             self._cache[key] = fork
             self._cached_tokens += len(key[1])
