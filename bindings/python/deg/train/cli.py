@@ -348,10 +348,12 @@ def batch_loss_grad(comm, heads, per, args):
     return loss, grad, exs, losses
 
 
-def lora_batch_loss_grad(comm, heads, ad, batch, args):
+def lora_batch_loss_grad(comm, heads, ad, batch, args, times=None):
     """batch_loss_grad of a LoRA step: batch = [(item, choice variant or None)] in
     batch order; each record's gradient is [heads.n + ad.n] (heads then adapters,
-    lora.record_loss_grad), summed in batch order like the heads-only step."""
+    lora.record_loss_grad), summed in batch order like the heads-only step.
+    times: a dict given this rank's CPU seconds and fork tokens (record_loss_grad)
+    and "records"."""
     per = [item_examples(it, args, var) for it, var in batch]
     exs = [x for e in per for x in e]
     w = weights_of(exs, args.anchor_weight, args.anchor_count_weight)
@@ -362,7 +364,9 @@ def lora_batch_loss_grad(comm, heads, ad, batch, args):
         for it, var in batch[lo:hi]:
             tot, gh, gl, ls, _ = lora.record_loss_grad(
                 heads, ad, it.rec, it.plan, it.base, var, w, args.lora_checkpointing == "on",
-                anchor=it.anchor, anchor_count=args.anchor_count_weight > 0)
+                times=times, anchor=it.anchor, anchor_count=args.anchor_count_weight > 0)
+            if times is not None:
+                times["records"] = times.get("records", 0) + 1
             mine.append((tot, [float(x) for x in ls]))
             yield np.concatenate([gh, gl])
     grad = comm.ordered_sum(partials(), heads.n + ad.n)
@@ -610,6 +614,7 @@ def _main(args, argv, comm):
                 params[o:o + n] *= np.float32(args.extract_init_scale)
         set_params()
     history = []
+    lora_times = {}  # LoRA: this rank's CPU seconds per part (not in history: not bitwise)
     first_epoch = 0
     if resume_state:
         with np.load(os.path.join(start_dir, "optim.npz")) as z:
@@ -636,7 +641,8 @@ def _main(args, argv, comm):
                 per = [item_examples(it, args, var) for it, var in batch]
                 loss, grad, exs, losses = batch_loss_grad(comm, heads, per, args)
             else:
-                loss, grad, exs, losses = lora_batch_loss_grad(comm, heads, ad, batch, args)
+                loss, grad, exs, losses = lora_batch_loss_grad(comm, heads, ad, batch, args,
+                                                               lora_times)
             if args.clip > 0:
                 norm = float(np.sqrt(np.dot(grad.astype(np.float64), grad.astype(np.float64))))
                 if norm > args.clip:
@@ -703,6 +709,11 @@ def _main(args, argv, comm):
                          "lora_selector": args.lora_selector, "lora_targets": args.lora_targets,
                          "lora_lr": args.lr if args.lora_lr is None else args.lora_lr})
     heads.save(args.out, extra={"training": training}, backbone_path=not args.no_backbone_path)
+    if lora_times.get("records"):
+        n = lora_times["records"]
+        report["lora_cpu_per_record"] = {
+            "records": n, "note": "rank 0's records of this sitting; CPU s (process_time)",
+            **{k: round(v / n, 3) for k, v in lora_times.items() if k != "records"}}
     report.update({"history": history, "val_accuracy_raw": acc_raw, "temperatures": temps,
                    "val_nll_T1": nll_before, "val_nll_calibrated": nll_after,
                    "train_seconds": round(train_seconds, 1),
