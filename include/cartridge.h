@@ -260,11 +260,18 @@ DEG_API deg_status deg_cartridge_compose_backward(deg_cartridge *const *parts, s
  *   docs/NNNN.txt            a copy of the document's text (self-study and
  *                            the retrieval index read it from here)
  * Every file is written atomically (temp file + fsync + rename, cartridges
- * first, the manifest last): a writer killed at any point leaves a loadable
- * fleet (deg_fleet_open removes leftover temp files). A document's step
- * count is read from its cartridge file, the artifact of record. Reloads
- * map the file (no whole-file heap copy). One process writes a fleet at a
- * time; a fleet handle is used by one thread at a time.
+ * first, the manifest last) and a save is whole: fleet.json names each
+ * cartridge file by SHA-256 ("sha256") and its rename commits the save; the
+ * cartridges a save replaces are kept as docs/NNNN.safetensors.prev until
+ * then, so a writer killed at any point leaves the fleet of the last
+ * completed save, never a mix of two (deg_fleet_open puts .prev files back
+ * and removes leftover temp files). Saves of a fleet (deg_fleet_save,
+ * evict, admit, rotate) hold an flock on DIR: concurrent writers, in one
+ * process or several, are serialized and the last save wins whole
+ * (tests/c/test_fleet.c: 32 rounds of two writers killed with SIGKILL). A
+ * document's step count is read from its cartridge file, the artifact of
+ * record. Reloads map the file (no whole-file heap copy). A fleet handle is
+ * used by one thread at a time.
  * --------------------------------------------------------------------- */
 typedef struct deg_fleet deg_fleet;
 

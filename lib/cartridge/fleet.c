@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/fileio.h"
+#include "base/prevsave.h"
 #include "base/status.h"
 #include "cartridge/fleet_internal.h"
 #include "format/safetensors.h"
@@ -72,18 +73,22 @@ size_t dg_fleet_n_resident(const deg_fleet *f)
     return r;
 }
 
-deg_status dg_fleet_write_manifest(const deg_fleet *f)
+/* Write fleet.json atomically from the handle's state; sha[i] (may be
+ * NULL or "") names doc i's cartridge file. */
+static deg_status write_manifest(const deg_fleet *f, const char *const *sha)
 {
     char fp[65];
     dg_model_fingerprint(f->model, fp);
     json_t *docs = json_array();
     for (size_t i = 0; docs && i < f->n; i++) {
         const dg_fleet_doc *d = &f->docs[i];
-        json_array_append_new(
-            docs, json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:b}", "name", d->name, "cartridge",
-                            d->cart_rel, "text", d->text_rel, "tokens", (json_int_t)d->tokens,
-                            "steps", (json_int_t)d->steps, "since_entry",
-                            (json_int_t)d->since_entry, "resident", d->c != NULL));
+        json_t *jd = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:b}", "name", d->name,
+                               "cartridge", d->cart_rel, "text", d->text_rel, "tokens",
+                               (json_int_t)d->tokens, "steps", (json_int_t)d->steps,
+                               "since_entry", (json_int_t)d->since_entry, "resident",
+                               d->c != NULL);
+        if (jd && sha[i] && sha[i][0]) json_object_set_new(jd, "sha256", json_string(sha[i]));
+        json_array_append_new(docs, jd);
     }
     json_t *root = docs ? json_pack("{s:s, s:I, s:I, s:s, s:o}", "format", FLEET_FORMAT, "p",
                                     (json_int_t)f->p, "rounds", (json_int_t)f->rounds,
@@ -97,6 +102,68 @@ deg_status dg_fleet_write_manifest(const deg_fleet *f)
     deg_status st = path ? dg_write_atomic(path, ch, 2) : dg_fail(DEG_ERR_NOMEM, "fleet: oom");
     free(text);
     free(path);
+    return st;
+}
+
+/* The SHA-256 fleet.json on disk names for each of f's documents (borrowed
+ * from *root, which the caller json_decref's; NULL entries when absent or
+ * when the manifest is missing or unreadable). */
+static const char **disk_shas(const deg_fleet *f, json_t **root)
+{
+    const char **sha = calloc(f->n ? f->n : 1, sizeof *sha);
+    char *mp = join(f->dir, MANIFEST);
+    *root = mp ? json_load_file(mp, 0, NULL) : NULL;
+    free(mp);
+    json_t *docs = json_object_get(*root, "documents");
+    for (size_t i = 0; sha && i < f->n && i < json_array_size(docs); i++)
+        sha[i] = json_string_value(json_object_get(json_array_get(docs, i), "sha256"));
+    return sha;
+}
+
+/* With the fleet's lock held: put back each cartridge's .prev when it is the
+ * version want[i] names (a save killed before its manifest), else drop it.
+ * Errors: DEG_ERR_FORMAT when neither version is the named one. */
+static deg_status settle_docs(const deg_fleet *f, const char *const *want)
+{
+    for (size_t i = 0; i < f->n; i++) {
+        const char *path = f->docs[i].cart_path;
+        char *prev = dg_prev_path(path);
+        if (!prev) return dg_fail(DEG_ERR_NOMEM, "fleet: out of memory");
+        int has_prev = access(prev, F_OK) == 0, use_prev = 0;
+        free(prev);
+        if (!has_prev) continue;
+        if (want[i]) DG_TRY(dg_prev_pick(path, want[i], "fleet " MANIFEST, &use_prev));
+        dg_prev_settle(path, use_prev);
+    }
+    return DEG_OK;
+}
+
+deg_status dg_fleet_commit(deg_fleet *f, const int *save, int save_all)
+{
+    int lock = dg_dir_lock(f->dir, 1);
+    json_t *root = NULL;
+    const char **sha = disk_shas(f, &root);
+    deg_status st = sha ? settle_docs(f, sha) : dg_fail(DEG_ERR_NOMEM, "fleet: out of memory");
+    size_t i = 0;
+    for (; st == DEG_OK && i < f->n; i++) {
+        dg_fleet_doc *d = &f->docs[i];
+        if (!sha[i]) sha[i] = d->sha; /* manifests before whole saves */
+        if (!d->c || !(save_all || (save && save[i]))) continue;
+        st = dg_prev_keep(d->cart_path);
+        if (st == DEG_OK) st = deg_cartridge_save(d->c, d->cart_path, 1);
+        if (st == DEG_OK) st = dg_file_sha256(d->cart_path, d->sha);
+        if (st != DEG_OK) st = dg_fail_context(st, "fleet document %zu (%s)", i, d->name);
+        d->steps = d->c->steps;
+        sha[i] = d->sha;
+    }
+    if (st == DEG_OK) st = write_manifest(f, sha);
+    for (size_t j = 0; st == DEG_OK && j < f->n; j++) {
+        if (f->docs[j].c && (save_all || (save && save[j]))) dg_prev_drop(f->docs[j].cart_path);
+        else if (sha[j] && sha[j] != f->docs[j].sha) snprintf(f->docs[j].sha, 65, "%s", sha[j]);
+    }
+    free(sha);
+    json_decref(root);
+    dg_dir_unlock(lock);
     return st;
 }
 
@@ -141,6 +208,7 @@ static deg_status init_doc(deg_fleet *f, size_t i, const char *name, const char 
     if (st != DEG_OK) return dg_fail_context(st, "deg_fleet_init: document %zu (%s)", i, name);
     st = deg_cartridge_save(c, d->cart_path, 1);
     deg_cartridge_free(c);
+    if (st == DEG_OK) st = dg_file_sha256(d->cart_path, d->sha);
     return st;
 }
 
@@ -169,7 +237,11 @@ deg_status deg_fleet_init(const deg_model *m, const char *dir, const char *const
     if (st == DEG_OK) st = make_dir(docs_dir);
     for (size_t i = 0; st == DEG_OK && i < n_docs; i++)
         st = init_doc(&f, i, names[i], texts[i], lens[i]);
-    if (st == DEG_OK) st = dg_fleet_write_manifest(&f);
+    const char **sha = st == DEG_OK ? calloc(n_docs, sizeof *sha) : NULL;
+    if (st == DEG_OK && !sha) st = dg_fail(DEG_ERR_NOMEM, "%s: out of memory", w);
+    for (size_t i = 0; sha && i < n_docs; i++) sha[i] = f.docs[i].sha;
+    if (st == DEG_OK) st = write_manifest(&f, sha);
+    free(sha);
     free(mp);
     free(docs_dir);
     fleet_free_docs(&f);
@@ -234,7 +306,12 @@ static deg_status read_doc(deg_fleet *f, json_t *jd, size_t i, const char *mp, i
     d->tokens = (size_t)json_integer_value(tok);
     d->since_entry = json_integer_value(se);
     *resident = json_is_true(json_object_get(jd, "resident"));
-    return file_steps(d->cart_path, &d->steps);
+    json_t *sha = json_object_get(jd, "sha256");
+    if (sha && (!json_is_string(sha) || strlen(json_string_value(sha)) != 64))
+        return dg_fail(DEG_ERR_FORMAT, "deg_fleet_open %s: documents[%zu].sha256 must be 64 "
+                       "hex digits", mp, i);
+    if (sha) snprintf(d->sha, sizeof d->sha, "%s", json_string_value(sha));
+    return DEG_OK;
 }
 
 static deg_status check_params(const deg_fleet_params *p)
@@ -321,10 +398,23 @@ deg_status deg_fleet_open(const deg_model *m, const char *dir, const deg_fleet_p
     int *resident = NULL;
     deg_status st = f->dir && docs_dir ? DEG_OK : dg_fail(DEG_ERR_NOMEM, "fleet: oom");
     if (st == DEG_OK) {
+        /* waits for a save in progress; then no save runs while killed
+         * saves' leftovers are settled */
+        int lock = dg_dir_lock(dir, 1);
         remove_stale_temps(dir);
         remove_stale_temps(docs_dir);
         st = open_manifest(f, &resident);
+        if (st == DEG_OK) {
+            const char **want = calloc(f->n, sizeof *want);
+            for (size_t i = 0; want && i < f->n; i++)
+                want[i] = f->docs[i].sha[0] ? f->docs[i].sha : NULL;
+            st = want ? settle_docs(f, want) : dg_fail(DEG_ERR_NOMEM, "fleet: oom");
+            free(want);
+        }
+        dg_dir_unlock(lock);
     }
+    for (size_t i = 0; st == DEG_OK && i < f->n; i++)
+        st = file_steps(f->docs[i].cart_path, &f->docs[i].steps);
     size_t budget = f->prm.budget ? f->prm.budget : f->n;
     for (size_t i = 0; st == DEG_OK && i < f->n && dg_fleet_n_resident(f) < budget; i++)
         if (resident[i]) {

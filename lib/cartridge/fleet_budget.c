@@ -36,24 +36,27 @@ deg_status dg_fleet_load(deg_fleet *f, size_t doc)
     return DEG_OK;
 }
 
-/* Save doc's cartridge with moments and free it (no manifest write). */
-static deg_status unload(deg_fleet *f, size_t doc)
+/* Free doc's cartridge (saved by dg_fleet_commit first). */
+static void unload(deg_fleet *f, size_t doc)
 {
     dg_fleet_doc *d = &f->docs[doc];
-    if (!d->c) return DEG_OK;
-    deg_status st = deg_cartridge_save(d->c, d->cart_path, 1);
-    if (st != DEG_OK) return dg_fail_context(st, "fleet document %zu (%s)", doc, d->name);
     d->steps = d->c->steps;
     deg_cartridge_free(d->c);
     d->c = NULL;
-    return DEG_OK;
 }
 
 deg_status deg_fleet_evict(deg_fleet *f, size_t doc)
 {
     DG_TRY(check_doc(f, doc, "deg_fleet_evict"));
-    DG_TRY(unload(f, doc));
-    return dg_fleet_write_manifest(f);
+    if (!f->docs[doc].c) return DEG_OK;
+    int *save = calloc(f->n, sizeof *save);
+    if (!save) return dg_fail(DEG_ERR_NOMEM, "deg_fleet_evict: out of memory");
+    save[doc] = 1;
+    deg_status st = dg_fleet_commit(f, save, 0);
+    free(save);
+    if (st != DEG_OK) return dg_fail_context(st, "deg_fleet_evict");
+    unload(f, doc);
+    return dg_fleet_commit(f, NULL, 0);
 }
 
 deg_status deg_fleet_admit(deg_fleet *f, size_t doc)
@@ -64,7 +67,7 @@ deg_status deg_fleet_admit(deg_fleet *f, size_t doc)
         return dg_fail(DEG_ERR_STATE, "deg_fleet_admit: %zu documents resident = the budget; "
                        "evict one first", dg_fleet_n_resident(f));
     DG_TRY(dg_fleet_load(f, doc));
-    return dg_fleet_write_manifest(f);
+    return dg_fleet_commit(f, NULL, 0);
 }
 
 deg_status deg_fleet_cartridge(deg_fleet *f, size_t doc, deg_cartridge **out)
@@ -127,14 +130,17 @@ deg_status deg_fleet_rotate(deg_fleet *f)
     if (!evicted) return dg_fail(DEG_ERR_NOMEM, "deg_fleet_rotate: out of memory");
     deg_status st = DEG_OK;
     /* The k most-trained residents (ties to the lower id) go to disk. */
-    for (size_t e = 0; e < k && st == DEG_OK; e++) {
+    for (size_t e = 0; e < k; e++) {
         size_t best = f->n;
         for (size_t i = 0; i < f->n; i++)
-            if (f->docs[i].c && (best == f->n || f->docs[i].c->steps > f->docs[best].c->steps))
+            if (f->docs[i].c && !evicted[i] &&
+                (best == f->n || f->docs[i].c->steps > f->docs[best].c->steps))
                 best = i;
-        st = unload(f, best);
         evicted[best] = 1;
     }
+    st = dg_fleet_commit(f, evicted, 0);
+    for (size_t i = 0; st == DEG_OK && i < f->n; i++)
+        if (evicted[i]) unload(f, i);
     /* The least-trained absentees come in. */
     while (st == DEG_OK && dg_fleet_n_resident(f) < budget(f)) {
         size_t j = dg_fleet_least_trained_absent(f, evicted);
@@ -142,21 +148,14 @@ deg_status deg_fleet_rotate(deg_fleet *f)
         st = dg_fleet_load(f, j);
     }
     free(evicted);
-    if (st == DEG_OK) st = dg_fleet_write_manifest(f);
+    if (st == DEG_OK) st = dg_fleet_commit(f, NULL, 0);
     return st;
 }
 
 deg_status deg_fleet_save(deg_fleet *f)
 {
     if (!f) return dg_fail(DEG_ERR_ARG, "deg_fleet_save: NULL fleet");
-    for (size_t i = 0; i < f->n; i++) {
-        dg_fleet_doc *d = &f->docs[i];
-        if (!d->c) continue;
-        deg_status st = deg_cartridge_save(d->c, d->cart_path, 1);
-        if (st != DEG_OK) return dg_fail_context(st, "fleet document %zu (%s)", i, d->name);
-        d->steps = d->c->steps;
-    }
-    return dg_fleet_write_manifest(f);
+    return dg_fleet_commit(f, NULL, 1);
 }
 
 deg_status deg_fleet_trunk(const deg_fleet *f, const size_t *docs, size_t n, deg_trunk **out)

@@ -14,6 +14,7 @@ typedef struct dg_fleet_doc {
     int64_t steps;         /* the cartridge file's adam_steps; live when resident */
     int64_t since_entry;
     deg_cartridge *c;      /* NULL when on disk */
+    char sha[65];          /* SHA-256 of the cartridge file the manifest names; "" unknown */
 } dg_fleet_doc;
 
 struct deg_fleet {
@@ -26,8 +27,14 @@ struct deg_fleet {
     dg_fleet_doc *docs;
 };
 
-/* Write fleet.json atomically from the handle's state (fleet.c). */
-deg_status dg_fleet_write_manifest(const deg_fleet *f);
+/* One whole fleet save (fleet.c; base/prevsave.h protocol): under the fleet
+ * directory's lock, settle what killed saves left, write the cartridge (with
+ * moments) of every resident doc i with save[i] != 0 (save may be NULL;
+ * save_all: every resident), keeping the old files as .prev, then fleet.json (naming every
+ * cartridge by SHA-256; its rename commits), then drop the .prev files. A
+ * concurrent writer's save is serialized by the lock; the last one wins,
+ * each whole. */
+deg_status dg_fleet_commit(deg_fleet *f, const int *save, int save_all);
 /* Least-trained absentee (ties to the lower id), skipping skip[i] != 0
  * (skip may be NULL); f->n if none. */
 size_t dg_fleet_least_trained_absent(const deg_fleet *f, const int *skip);
