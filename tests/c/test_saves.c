@@ -169,7 +169,7 @@ static void checkpoint_kills(const char *name, int with_lora)
     float last = -1;
     int distinct = 0;
     for (int round = 1; round <= KILLS; round++) {
-        run_and_kill(save_loop, dir, round, with_lora ? 200000 : 40000);
+        run_and_kill(save_loop, dir, round, 200000);
         char names[1024];
         left_before += count_extra(dir, keep, n_keep, names, sizeof names) > 0;
         deg_ckpt *k = NULL;
