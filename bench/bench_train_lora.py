@@ -2,7 +2,7 @@
 """LoRA training step cost (deg.train --lora-rank, deg/train/lora.py) against the forward-only feature extraction of the same records.
 
   python bench/bench_train_lora.py --data /tmp/dg2/records.jsonl \\
-      [--ckpt checkpoints/smollm2-135m-v3] [--records 4] [--split train] [--rank 8] \\
+      [--ckpt checkpoints/smollm2-135m-v4] [--records 4] [--split train] [--rank 8] \\
       [--threads 1] [--checkpointing on|off] [--seed 0]
 
 For each of --records records (a stratified sample of --split, as deg.train
@@ -41,7 +41,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", required=True)
-    p.add_argument("--ckpt", default=os.path.join(ROOT, "checkpoints", "smollm2-135m-v3"))
+    p.add_argument("--ckpt", default=os.path.join(ROOT, "checkpoints", "smollm2-135m-v4"))
     p.add_argument("--model", help="backbone path (default: the checkpoint's)")
     p.add_argument("--records", type=int, default=4)
     p.add_argument("--split", default="train")

@@ -29,7 +29,7 @@ _OK = 0
 
 # The shipped checkpoint (trained heads for SmolLM2-135M-Instruct Q4_1, issue 6):
 # checkpoints/<name>/ in the source tree, deg/checkpoints/<name>/ in the wheel.
-DEFAULT_CHECKPOINT = "smollm2-135m-v3"
+DEFAULT_CHECKPOINT = "smollm2-135m-v4"
 
 
 def default_checkpoint_path():
