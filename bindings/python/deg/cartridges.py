@@ -55,6 +55,7 @@ from .errors import ArgumentError, DegIOError, FormatError, RangeError
 from .model import Model, _ids_buffer, feed_forks, generate_forks
 
 __all__ = ["Corpus", "load_corpus", "SEED_PROMPTS", "Conversation", "SelfStudy", "train",
+           "RECIPE", "budget_steps",
            "heldout_set", "heldout_key", "nll_cartridge",
            "ask", "evaluate", "Evaluation", "TrainReport"]
 
@@ -226,18 +227,34 @@ def _generate_rows(model, forks, max_tokens, temperatures, seeds, stop_ids):
 class SelfStudy:
     """Synthesises self-study conversations for a corpus (deterministic for a
     seed: the chunk, the seed type and bot A's sampling stream all derive
-    from it; bot B is greedy)."""
+    from it; bot B is greedy).
+
+    recall: the fraction of conversations that are corpus-recall ones
+    (issue 13): the user message is a span of the corpus (recall_q tokens,
+    uniform in [recall_q[0], recall_q[1]]) and the answer is the corpus
+    text that follows it (up to max_a tokens), teacher-forced behind the
+    chunk holding both. No decoding: the targets are the teacher's
+    distributions over the document's own words, so the rows learn what the
+    document says rather than what the model would write about it
+    (bench/README.md "Human-written Q&A"). recall = 0 draws nothing extra
+    from the seed stream: conversations are those of earlier versions."""
 
     def __init__(self, model, corpus, seed=0, chunk_min=256, chunk_max=512, max_q=64,
-                 max_a=160, top_k=20, min_mass=0.99, temperature_a=0.6):
+                 max_a=160, top_k=20, min_mass=0.99, temperature_a=0.6, recall=0.0,
+                 recall_q=(16, 48)):
         if chunk_min < 1 or chunk_max < chunk_min:
             raise ArgumentError(f"chunk sizes need 1 <= chunk_min <= chunk_max, got "
                                 f"{chunk_min}, {chunk_max}")
+        if not 0.0 <= recall <= 1.0:
+            raise ArgumentError(f"recall is a fraction in [0, 1], got {recall}")
+        if not 1 <= recall_q[0] <= recall_q[1]:
+            raise ArgumentError(f"recall_q needs 1 <= min <= max, got {recall_q}")
         self.model, self.corpus = model, corpus
         self.rng = random.Random(seed)
         self.chunk_min, self.chunk_max = chunk_min, chunk_max
         self.max_q, self.max_a = max_q, max_a
         self.top_k, self.min_mass, self.temperature_a = top_k, min_mass, temperature_a
+        self.recall, self.recall_q = float(recall), tuple(recall_q)
         self.stop_ids = _stop_ids(model)
         # wall seconds, and CPU seconds of the process (all threads): on a
         # shared machine the CPU figures are the stable ones
@@ -245,9 +262,12 @@ class SelfStudy:
 
     def settings(self):
         """The synthesis settings (what a seed's conversations depend on)."""
-        return {"chunk_min": self.chunk_min, "chunk_max": self.chunk_max, "max_q": self.max_q,
-                "max_a": self.max_a, "top_k": self.top_k, "min_mass": self.min_mass,
-                "temperature_a": self.temperature_a}
+        out = {"chunk_min": self.chunk_min, "chunk_max": self.chunk_max, "max_q": self.max_q,
+               "max_a": self.max_a, "top_k": self.top_k, "min_mass": self.min_mass,
+               "temperature_a": self.temperature_a}
+        if self.recall:
+            out.update(recall=self.recall, recall_q=list(self.recall_q))
+        return out
 
     def _plan(self):
         n = len(self.corpus)
@@ -255,7 +275,11 @@ class SelfStudy:
         first = self.rng.randint(0, n - size)
         kind = self.rng.choice(SEED_TYPES)
         prompt = self.rng.choice(SEED_PROMPTS[kind])
-        return first, first + size, kind, prompt, self.rng.getrandbits(63)
+        plan = [first, first + size, kind, prompt, self.rng.getrandbits(63)]
+        if self.recall and self.rng.random() < self.recall:
+            q = min(self.rng.randint(*self.recall_q), max(1, size // 2))
+            plan[2], plan[3] = "recall", q
+        return tuple(plan)
 
     def generate(self, n):
         """n conversations, synthesised as one lockstep batch."""
@@ -266,6 +290,30 @@ class SelfStudy:
         for first, end, _, _, _ in plans:
             text = model.detokenize(self.corpus.ids[first:end], errors="replace")
             systems.append(_chunk_system(self.corpus, first, end, text))
+        messages, answers, trunks, lasts = [None] * n, [None] * n, [None] * n, [None] * n
+        for i, (first, end, kind, q, _) in enumerate(plans):
+            if kind == "recall":  # the corpus continues its own text
+                messages[i] = model.detokenize(self.corpus.ids[first:first + q],
+                                               errors="replace").strip() or "..."
+                answers[i] = self.corpus.ids[first + q:min(first + q + self.max_a, end)]
+        chat = [i for i in range(n) if plans[i][2] != "recall"]
+        if chat:
+            self._bots([plans[i] for i in chat], [systems[i] for i in chat], chat, messages,
+                       answers, trunks, lasts)
+        t1, c1 = time.perf_counter(), time.process_time()
+        convs = self._teach(plans, systems, messages, answers, trunks, lasts)
+        self.timing["generate"] += t1 - t0
+        self.timing["teacher"] += time.perf_counter() - t1
+        self.timing["generate_cpu"] += c1 - c0
+        self.timing["teacher_cpu"] += time.process_time() - c1
+        return convs
+
+    def _bots(self, plans, systems, slots, messages, answers, trunks, lasts):
+        """Bot A's messages and bot B's answers for plans, into the slots of
+        messages / answers (one lockstep decode batch per bot); bot B's
+        prompt trunks and their last logits go into trunks / lasts for the
+        teacher pass."""
+        model, n = self.model, len(plans)
         # bot A: writes a message about the chunk (temperature 0.6)
         trunks_a = [model.trunk(chat_ids(model, [{"role": "system", "content": s},
                                                  {"role": "user", "content": pl[3]}]))
@@ -277,30 +325,39 @@ class SelfStudy:
             f.close()
         for t in trunks_a:
             t.close()
-        messages = []
-        for ids in a_ids:
+        for slot, ids in zip(slots, a_ids):
             ids = [i for i in ids if i not in self.stop_ids]
             msg = _THINK.sub("", model.detokenize(ids, errors="replace")).strip()
-            messages.append(msg or "Explain the excerpt.")
+            messages[slot] = msg or "Explain the excerpt."
         # bot B: answers with the chunk in context (greedy)
-        prompts_b = [chat_ids(model, [{"role": "system", "content": s},
-                                      {"role": "user", "content": m}])
-                     for s, m in zip(systems, messages)]
-        trunks_b = [model.trunk() for _ in range(n)]
-        last = [t.prefill(p, logits="last") for t, p in zip(trunks_b, prompts_b)]
-        forks = [t.fork() for t in trunks_b]
+        for s, k in zip(systems, slots):
+            trunks[k] = model.trunk()
+            lasts[k] = trunks[k].prefill(chat_ids(model, [{"role": "system", "content": s},
+                                                          {"role": "user", "content":
+                                                           messages[k]}]), logits="last")
+        forks = [trunks[k].fork() for k in slots]
         b_ids = _generate_rows(model, forks, self.max_a, [0.0] * n, [0] * n, self.stop_ids)
         for f in forks:
             f.close()
-        answers = []
-        for ids in b_ids:
+        for slot, ids in zip(slots, b_ids):
             text = model.detokenize([i for i in ids if i not in self.stop_ids], errors="replace")
             if "<think>" in text:  # strip marked think spans, re-tokenize the rest
                 stop = [i for i in ids if i in self.stop_ids]
                 ids = model.tokenize(_THINK.sub("", text).lstrip()) + stop
-            answers.append(ids)
-        t1, c1 = time.perf_counter(), time.process_time()
-        # teacher pass: B's tokens teacher-forced behind the chunk, all rows in one batch
+            answers[slot] = ids
+
+    def _teach(self, plans, systems, messages, answers, trunks_b, last):
+        """The teacher pass: every answer teacher-forced behind its chunk, all
+        rows in one batch; top-k targets per answer position. trunks_b /
+        last: bot B's prompt trunks and last logits where they exist (None
+        elsewhere: prefilled here); every trunk is closed here."""
+        model, n = self.model, len(plans)
+        for i in range(n):
+            if trunks_b[i] is None:
+                trunks_b[i] = model.trunk()
+                last[i] = trunks_b[i].prefill(
+                    chat_ids(model, [{"role": "system", "content": systems[i]},
+                                     {"role": "user", "content": messages[i]}]), logits="last")
         forks = [t.fork() for t in trunks_b]
         rows = feed_forks(forks, [a[:-1] for a in answers], logits="all")
         for f in forks:
@@ -320,10 +377,6 @@ class SelfStudy:
             first, end, kind = plans[i][:3]
             convs.append(Conversation(kind, (first, end), messages[i], ans,
                                       student_prompt + ans, targets, len(ans)))
-        self.timing["generate"] += t1 - t0
-        self.timing["teacher"] += time.perf_counter() - t1
-        self.timing["generate_cpu"] += c1 - c0
-        self.timing["teacher_cpu"] += time.process_time() - c1
         return convs
 
 
@@ -539,6 +592,24 @@ def evaluate(cartridge, corpus, convs, icl=True):
 # Training
 # --------------------------------------------------------------------------
 
+#: The `--budget` recipe (issue 13; bench/README.md "Human-written Q&A"):
+#: settings measured on three FAQs with human-written questions. budget is a
+#: coverage: supervised answer tokens per corpus token over the synthesised
+#: conversations (budget_steps); every other value is fixed here.
+RECIPE = dict(recall=0.5, lr=1e-2, epochs=4, accum=4, chunk_min=128, chunk_max=256, max_q=40,
+              max_a=96)
+
+
+def budget_steps(corpus_tokens, budget, max_a, accum):
+    """Optimizer steps per pass for a coverage budget: ceil(budget *
+    corpus_tokens / max_a) conversations (each supervises up to max_a
+    answer tokens), accum per step."""
+    if not budget > 0:
+        raise ArgumentError(f"budget must be > 0, got {budget}")
+    conversations = math.ceil(budget * corpus_tokens / max_a)
+    return max(1, math.ceil(conversations / accum))
+
+
 #: conversations: synthesised (unique); steps: optimizer steps (all epochs);
 #: seconds_per_conversation: wall time / conversations (replays included).
 TrainReport = namedtuple("TrainReport", "cartridge conversations steps seconds "
@@ -548,7 +619,8 @@ TrainReport = namedtuple("TrainReport", "cartridge conversations steps seconds "
 def train(model, corpus, p=256, steps=8, accum=4, gen_batch=None, lr=2e-3, seed=0,
           save=None, chunk_min=256, chunk_max=512, max_q=64, max_a=160, eval_every=0,
           n_eval=4, pack=True, checkpoint=False, init="corpus", progress=None,
-          save_every=1, log=None, heldout_cache=None, epochs=1):
+          save_every=1, log=None, heldout_cache=None, epochs=1, recall=0.0,
+          recall_q=(16, 48)):
     """Self-study training of a p-row cartridge for corpus (a Corpus, or
     paths). Returns a TrainReport. One optimizer step per `accum`
     conversations; conversations are synthesised `gen_batch` at a time (one
@@ -564,6 +636,8 @@ def train(model, corpus, p=256, steps=8, accum=4, gen_batch=None, lr=2e-3, seed=
     in a new seeded order (the reference trains on a fixed synthetic set for
     a number of epochs; a replay costs only the training step, synthesis
     ~3x more, bench/README.md), so steps * epochs optimizer steps in all.
+    recall / recall_q: the fraction of corpus-recall conversations and
+    their prompt lengths (SelfStudy).
     """
     if not isinstance(model, Model):
         model = Model(model)
@@ -588,6 +662,8 @@ def train(model, corpus, p=256, steps=8, accum=4, gen_batch=None, lr=2e-3, seed=
     else:
         raise ArgumentError(f"init must be 'corpus' or 'random-text', got {init!r}")
     kw = dict(chunk_min=chunk_min, chunk_max=chunk_max, max_q=max_q, max_a=max_a)
+    if recall:
+        kw.update(recall=recall, recall_q=recall_q)
     study = SelfStudy(model, corpus, seed=seed, **kw)
     heldout = (heldout_set(model, corpus, seed + 0x5EED0000, n_eval, cache=heldout_cache, **kw)
                if eval_every else [])

@@ -34,17 +34,41 @@ def _common(p, model=True):
     p.add_argument("--threads", type=int, default=0, help="compute threads (default: all)")
 
 
-def _study_opts(p):
-    p.add_argument("--chunk-min", type=int, default=256, help="chunk tokens, min (256)")
-    p.add_argument("--chunk-max", type=int, default=512, help="chunk tokens, max (512)")
-    p.add_argument("--max-q", type=int, default=64, help="bot A message tokens (64)")
-    p.add_argument("--max-a", type=int, default=160, help="bot B answer tokens (160)")
+def _study_opts(p, recipe=False):
+    """Synthesis options; with recipe=True they default to None (filled by
+    _fill_defaults from the --budget recipe or the plain defaults)."""
+    d = (lambda v: None) if recipe else (lambda v: v)
+    p.add_argument("--chunk-min", type=int, default=d(256), help="chunk tokens, min (256)")
+    p.add_argument("--chunk-max", type=int, default=d(512), help="chunk tokens, max (512)")
+    p.add_argument("--max-q", type=int, default=d(64), help="bot A message tokens (64)")
+    p.add_argument("--max-a", type=int, default=d(160), help="bot B answer tokens (160)")
+
+
+def _fill_defaults(args, corpus_tokens):
+    """Options left unset take the --budget recipe's value (deg.cartridges.RECIPE)
+    or deg.cartridges.train's default; --budget also picks --steps from the
+    corpus length."""
+    import inspect
+    from .. import cartridges as cs
+    plain = {k: v.default for k, v in inspect.signature(cs.train).parameters.items()}
+    base = cs.RECIPE if args.budget else plain
+    for k in cs.RECIPE:
+        v = base[k]
+        if getattr(args, k) is None:
+            setattr(args, k, v)
+    if args.budget:
+        if args.steps is not None:
+            raise ArgumentError("--budget picks --steps from the corpus length; give one of them")
+        args.steps = cs.budget_steps(corpus_tokens, args.budget, args.max_a, args.accum)
+    elif args.steps is None:
+        args.steps = plain["steps"]
 
 
 def cmd_train(args):
     from .. import cartridges as cs
     model = _model(args)
     corpus = cs.load_corpus(model, args.corpus)
+    _fill_defaults(args, len(corpus))
     bar = None
     try:
         from tqdm import tqdm
@@ -72,13 +96,16 @@ def cmd_train(args):
     ratio = f" ({len(corpus) / args.p:.1f}x fewer KV rows than the corpus)" if args.p > 0 else ""
     print(f"corpus: {len(corpus.documents)} document(s), {len(corpus)} tokens; p = {args.p}{ratio}",
           file=sys.stderr)
+    if args.budget:
+        print(f"budget {args.budget:g}: {args.steps} steps x {args.accum} conversations, "
+              f"{args.epochs} passes, lr {args.lr:g}, recall {args.recall:g}", file=sys.stderr)
     try:
         rep = cs.train(model, corpus, p=args.p, steps=args.steps, accum=args.accum,
                        gen_batch=args.gen_batch, lr=args.lr, seed=args.seed, save=args.save,
                        chunk_min=args.chunk_min, chunk_max=args.chunk_max, max_q=args.max_q,
                        max_a=args.max_a, eval_every=args.eval_every, n_eval=args.n_eval,
                        pack=not args.no_pack, checkpoint=args.checkpoint, init=args.init,
-                       progress=progress, epochs=args.epochs)
+                       progress=progress, epochs=args.epochs, recall=args.recall)
     except KeyboardInterrupt:
         if bar is not None:
             bar.close()
@@ -120,9 +147,46 @@ def cmd_ask(args):
     return 0
 
 
+def cmd_eval_qa(args):
+    """Human-written Q&A: bare / untrained control / trained / in context."""
+    import json
+    from .. import cartridges as cs
+    from .. import cartridge_qa as qa
+    from ..cartridge import Cartridge
+    model = _model(args)
+    meta, items = qa.load_qa(args.qa)
+    if args.json and not os.path.isdir(os.path.dirname(os.path.abspath(args.json))):
+        raise ArgumentError(f"--json {args.json!r}: its directory does not exist")
+    if args.limit:
+        items = items[:args.limit]
+    if args.corpus:
+        corpus = cs.load_corpus(model, args.corpus)
+    else:
+        corpus = cs.Corpus(model, [qa.qa_corpus(meta)])
+    cart = Cartridge.load(model, args.load) if args.load else None
+    if cart is None and not args.p:
+        raise ArgumentError("eval --qa needs --load (the trained cartridge) or --p (the "
+                            "control's rows, trained arm skipped)")
+    arms = [a for a in qa.ARMS if not (args.no_icl and a == "in_context")]
+    rep = qa.qa_evaluate(model, corpus, items, trained=cart, p=args.p or None,
+                         max_tokens=args.max_tokens, arms=arms)
+    rep["qa"] = str(args.qa)
+    rep["cartridge"] = args.load
+    if args.json:
+        from ..train.cli import _atomic_write
+        _atomic_write(args.json, lambda fh: fh.write(json.dumps(rep, indent=1).encode()))
+    print(qa.format_table(rep, f"{meta.get('name', args.qa)}: corpus {rep['corpus_tokens']} "
+                                f"tokens, p = {rep['p']}"))
+    return 0
+
+
 def cmd_eval(args):
     from .. import cartridges as cs
     from ..cartridge import Cartridge
+    if args.qa:
+        return cmd_eval_qa(args)
+    if not args.load or not args.corpus:
+        raise ArgumentError("eval needs --load and --corpus (or --qa FILE)")
     model = _model(args)
     cart = Cartridge.load(model, args.load)
     corpus = cs.load_corpus(model, args.corpus)
@@ -206,15 +270,22 @@ def register(sub):
     _common(t)
     t.add_argument("--corpus", nargs="+", required=True, help="text files or directories")
     t.add_argument("--p", type=int, default=256, help="cartridge rows (256)")
-    t.add_argument("--steps", type=int, default=8,
+    t.add_argument("--steps", type=int, default=None,
                    help="optimizer steps per pass; steps x accum conversations are "
                         "synthesised (8)")
-    t.add_argument("--epochs", type=int, default=1,
+    t.add_argument("--budget", type=float, default=0,
+                   help="the issue-13 recipe: coverage in supervised tokens per corpus token; "
+                        "picks --steps from the corpus length and defaults every option "
+                        "below that is not given to deg.cartridges.RECIPE")
+    t.add_argument("--epochs", type=int, default=None,
                    help="passes over the synthesised conversations (1)")
-    t.add_argument("--accum", type=int, default=4, help="conversations per step (4)")
+    t.add_argument("--accum", type=int, default=None, help="conversations per step (4)")
+    t.add_argument("--recall", type=float, default=None,
+                   help="fraction of corpus-recall conversations: a corpus span asks, the "
+                        "text that follows it answers, no decoding (0)")
     t.add_argument("--gen-batch", type=int, default=0,
                    help="conversations synthesised per lockstep batch (default: --accum)")
-    t.add_argument("--lr", type=float, default=2e-3, help="Adam learning rate (2e-3)")
+    t.add_argument("--lr", type=float, default=None, help="Adam learning rate (2e-3)")
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--save", help="output .safetensors (written atomically after each step)")
     t.add_argument("--eval-every", type=int, default=0,
@@ -226,7 +297,7 @@ def register(sub):
     t.add_argument("--checkpoint", action="store_true", help="recompute layers in backward")
     t.add_argument("--init", default="corpus", choices=["corpus", "random-text"])
     t.add_argument("--quiet", action="store_true")
-    _study_opts(t)
+    _study_opts(t, recipe=True)
     t.set_defaults(func=cmd_train)
 
     a = s.add_parser("ask", help="answer behind a cartridge, bare, and with the corpus")
@@ -239,8 +310,18 @@ def register(sub):
 
     e = s.add_parser("eval", help="held-out NLL: bare vs cartridge vs corpus in context")
     _common(e)
-    e.add_argument("--load", required=True)
-    e.add_argument("--corpus", nargs="+", required=True)
+    e.add_argument("--load", help="the trained cartridge")
+    e.add_argument("--corpus", nargs="+",
+                   help="text files or directories (with --qa: default the Q&A file's source)")
+    e.add_argument("--qa", help="human-written Q&A file (deg-qa/1, bench/qa/): score the "
+                                "references under bare / untrained control / trained / in "
+                                "context, NLL and key-fact correctness")
+    e.add_argument("--p", type=int, default=0,
+                   help="with --qa and no --load: the control's rows")
+    e.add_argument("--max-tokens", type=int, default=64,
+                   help="with --qa: greedy answer tokens per question (0 = NLL only)")
+    e.add_argument("--limit", type=int, default=0, help="with --qa: first N items only")
+    e.add_argument("--json", help="with --qa: write the full report (per item) here")
     e.add_argument("--n-eval", type=int, default=8)
     e.add_argument("--seed", type=int, default=0x5EED0000)
     e.add_argument("--no-icl", action="store_true",

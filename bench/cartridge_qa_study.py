@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Train one self-study variant and score it on a human-written Q&A set (issue 13).
+
+  python bench/cartridge_qa_study.py --qa bench/qa/procps-faq.json --p 64 \\
+      --conversations 16 --accum 4 --lr 2e-3 --recall 0.5 [--answers] [--json OUT]
+
+Prints one line: the variant's settings, its NLL per reference token (all
+items and the items beyond the first p tokens), the control arms (bare,
+untrained corpus init, whole document in context; computed once per
+(set, p) and cached next to --cache), gap closures, and the training cost
+in CPU seconds split into generation / teacher / training. The runs of
+bench/README.md "Human-written Q&A" are calls of this script.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--qa", required=True)
+    ap.add_argument("--model", default=os.environ.get("DEG_MODEL"))
+    ap.add_argument("--p", type=int, default=64)
+    ap.add_argument("--conversations", type=int, default=16)
+    ap.add_argument("--budget", type=float, default=0,
+                    help="coverage: conversations = ceil(budget * corpus tokens / mean "
+                         "answer tokens) (overrides --conversations)")
+    ap.add_argument("--accum", type=int, default=4)
+    ap.add_argument("--gen-batch", type=int, default=8)
+    ap.add_argument("--lr", type=float, default=2e-3)
+    ap.add_argument("--epochs", type=int, default=1)
+    ap.add_argument("--recall", type=float, default=0.0)
+    ap.add_argument("--chunk-min", type=int, default=128)
+    ap.add_argument("--chunk-max", type=int, default=256)
+    ap.add_argument("--max-q", type=int, default=40)
+    ap.add_argument("--max-a", type=int, default=96)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--answers", action="store_true", help="also greedy answers (64 tokens)")
+    ap.add_argument("--json", help="append the result (one JSON line) here")
+    ap.add_argument("--save", help="save the trained cartridge here")
+    ap.add_argument("--cache", default="/tmp/deg-qa-controls")
+    a = ap.parse_args()
+
+    import deg
+    from deg import cartridges as cs
+    from deg import cartridge_qa as qa
+    model = deg.load_model(a.model or deg.default_model_path())
+    meta, items = qa.load_qa(a.qa)
+    corpus = cs.Corpus(model, [qa.qa_corpus(meta)])
+    max_tok = 64 if a.answers else 0
+    # control arms, once per (set, p, answers)
+    Path(a.cache).mkdir(parents=True, exist_ok=True)
+    cf = Path(a.cache) / f"{meta['name']}-p{a.p}-t{max_tok}.json"
+    if cf.exists():
+        base = json.loads(cf.read_text())
+    else:
+        base = qa.qa_evaluate(model, corpus, items, p=a.p, max_tokens=max_tok,
+                              arms=("bare", "untrained", "in_context"))
+        cf.write_text(json.dumps(base))
+    n_conv = a.conversations
+    if a.budget:
+        n_conv = -(-int(a.budget * len(corpus)) // a.max_a)
+    steps = -(-n_conv // a.accum)
+    t0 = time.process_time()
+    rep = cs.train(model, corpus, p=a.p, steps=steps, accum=a.accum, gen_batch=a.gen_batch,
+                   lr=a.lr, seed=a.seed, chunk_min=a.chunk_min, chunk_max=a.chunk_max,
+                   max_q=a.max_q, max_a=a.max_a, epochs=a.epochs, recall=a.recall,
+                   save=a.save)
+    cpu_train = time.process_time() - t0
+    got = qa.qa_evaluate(model, corpus, items, trained=rep.cartridge, max_tokens=max_tok,
+                         arms=("trained",))
+    out = {"set": meta["name"], "p": a.p, "corpus_tokens": len(corpus),
+           "conversations": rep.conversations, "steps": rep.steps, "accum": a.accum,
+           "lr": a.lr, "epochs": a.epochs, "recall": a.recall, "chunk": [a.chunk_min, a.chunk_max],
+           "max_a": a.max_a, "seed": a.seed, "cpu_total": cpu_train,
+           "cpu": {k: rep.timing[k] for k in ("generate_cpu", "teacher_cpu", "train_cpu")},
+           "supervised_tokens": None, "loss_first": rep.losses[0] if rep.losses else None,
+           "loss_last": rep.losses[-1] if rep.losses else None}
+    for part in ("all", "beyond_init"):
+        arms = dict(base[part]["arms"])
+        arms.update(got[part]["arms"])
+        b, i = arms["bare"]["nll"], arms["in_context"]["nll"]
+        out[part] = {k: round(v["nll"], 4) for k, v in arms.items()}
+        out[part]["gap_untrained"] = round((b - arms["untrained"]["nll"]) / (b - i), 3)
+        out[part]["gap_trained"] = round((b - arms["trained"]["nll"]) / (b - i), 3)
+        if a.answers:
+            out[part]["correct"] = {k: v.get("correct") for k, v in arms.items()}
+    if a.answers:
+        out["items"] = [dict(x, answers=dict(x["answers"], **y["answers"]),
+                             nll=dict(x["nll"], **y["nll"]))
+                        for x, y in zip(base["items"], got["items"])]
+    print(json.dumps({k: v for k, v in out.items() if k != "items"}), flush=True)
+    if a.json:
+        with open(a.json, "a") as f:
+            f.write(json.dumps(out) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

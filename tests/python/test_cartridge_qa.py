@@ -1,0 +1,251 @@
+"""`deg cartridge eval --qa` (deg.cartridge_qa) and corpus-recall self-study
+(issue 13) on the tiny random qwen3 of tests/goldens; the committed Q&A sets
+re-extracted from this machine's FAQs (skipped where the packages are absent)."""
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import deg
+from deg import cartridge_qa as qa
+from deg import cartridges as cs
+
+from conftest import ROOT, needs, run_cli
+
+pytestmark = needs("deg_tokenize", "deg_chat_format", "deg_forks_generate",
+                   "deg_cartridge_init_corpus")
+
+TINY = ROOT / "tests" / "goldens" / "tiny-qwen3"
+TEXT = ("Why is the sky blue? Rayleigh scattering of sunlight by the air. "
+        "What is the capital of Peru? Lima, on the Pacific coast. "
+        "Who wrote the FAQ? Nobody in this project. ") * 3
+ITEMS = [("Why is the sky blue?", "Rayleigh scattering of sunlight by the air."),
+         ("What is the capital of Peru?", "Lima, on the Pacific coast."),
+         ("Who wrote the FAQ?", "Nobody in this project.")]
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    m = deg.load_model(TINY)
+    yield m
+    m.close()
+
+
+def _qa_file(tmp_path, items=ITEMS, source=None):
+    d = {"format": "deg-qa/1", "name": "tiny", "items":
+         [{"id": i, "question": q, "answer": a} for i, (q, a) in enumerate(items)]}
+    if source:
+        d["source"] = str(source)
+    f = tmp_path / "tiny-qa.json"
+    f.write_text(json.dumps(d))
+    return f
+
+
+def test_key_facts_rule():
+    # first sentence only, stop words and the question's own words dropped
+    assert qa.key_facts("Is zlib Y2K-compliant?", "Yes. zlib doesn't handle dates.") == ["yes"]
+    assert qa.key_facts("Can zlib handle .zip archives?",
+                        "Not by itself, no. See the directory contrib/minizip.") == \
+        ["not", "no"]
+    assert qa.key_facts("Where are the docs?", "It's in zlib.h .") == ["zlib.h"]
+    assert qa.key_facts("How?", "The the.") == ["the"]  # fallback: every word
+    assert qa.is_correct("No, it does not by itself.", ["not", "no"]) == (True, 1.0)
+    assert qa.is_correct("Yes, it can.", ["not", "no"]) == (False, 0.0)
+    assert qa.is_correct("nothing", ["a", "b", "c", "d"]) == (False, 0.0)
+    assert qa.is_correct("A and b", ["a", "b", "c", "d"]) == (True, 0.5)  # half is enough
+    assert qa.is_correct("Lima", []) == (False, 0.0)
+
+
+def test_load_qa_errors(tmp_path):
+    f = tmp_path / "x.json"
+    f.write_text("{")
+    with pytest.raises(deg.FormatError, match="not JSON"):
+        qa.load_qa(f)
+    f.write_text(json.dumps({"format": "other", "items": []}))
+    with pytest.raises(deg.FormatError, match="deg-qa/1"):
+        qa.load_qa(f)
+    f.write_text(json.dumps({"format": "deg-qa/1", "items": []}))
+    with pytest.raises(deg.FormatError, match="non-empty list"):
+        qa.load_qa(f)
+    f.write_text(json.dumps({"format": "deg-qa/1", "items": [{"question": "q", "answer": ""}]}))
+    with pytest.raises(deg.FormatError, match="item 0"):
+        qa.load_qa(f)
+    with pytest.raises(deg.DegIOError, match="cannot read"):
+        qa.load_qa(tmp_path / "missing.json")
+    g = _qa_file(tmp_path, source=tmp_path / "src.txt")
+    (tmp_path / "src.txt").write_text(TEXT)
+    meta, items = qa.load_qa(g)
+    assert [i.question for i in items] == [q for q, _ in ITEMS]
+    assert qa.qa_corpus(meta) == (str(tmp_path / "src.txt"), TEXT)
+    meta["source_sha256"] = "0" * 64
+    with pytest.raises(deg.FormatError, match="not the text"):
+        qa.qa_corpus(meta)
+
+
+def _nll_prefill(model, prefix_ids, q, a):
+    """NLL/token of answer a after question q behind prefix_ids, by one real
+    prefill of the whole sequence (a path independent of the arms' forks)."""
+    head = cs.chat_ids(model, [{"role": "user", "content": q}])
+    ans = model.tokenize(a)
+    seq = prefix_ids + head + ans
+    t = model.trunk()
+    rows = t.prefill(seq[:-1], logits="all")
+    t.close()
+    nv = model.info.n_vocab
+    start = len(prefix_ids) + len(head) - 1
+    return -cs._logprob_rows(rows[start * nv:], nv, ans), len(ans)
+
+
+def test_arms_match_independent_prefills(tiny):
+    """Each arm's NLL equals a real prefill of [prefix + question + answer]:
+    bare (no prefix), untrained (the first p wrapped corpus tokens: the
+    equivalence gate), in context (the whole corpus as a system message);
+    the trained arm equals the training forward (Cartridge.eval)."""
+    corpus = cs.Corpus(tiny, [("doc", TEXT)])
+    items = [qa.QAItem(i, q, a, None) for i, (q, a) in enumerate(ITEMS)]
+    p = 12
+    trained = deg.Cartridge.from_corpus(tiny, corpus.text, p)
+    convs = cs.SelfStudy(tiny, corpus, seed=2, chunk_min=24, chunk_max=40, max_q=6,
+                         max_a=8).generate(2)
+    cs.packed_backward(trained, convs)
+    trained.adam_step(lr=1e-2)
+    rep = qa.qa_evaluate(tiny, corpus, items, trained=trained, max_tokens=5, batch=2)
+    wrapped = cs.chat_ids(tiny, [{"role": "system", "content": corpus.text}],
+                          add_generation_prompt=False)
+    ref = {"bare": [], "untrained": wrapped[:p], "in_context": wrapped}
+    for arm, prefix in ref.items():
+        lp = [_nll_prefill(tiny, prefix, q, a) for q, a in ITEMS]
+        want = sum(x for x, _ in lp) / sum(n for _, n in lp)
+        assert rep["all"]["arms"][arm]["nll"] == pytest.approx(want, rel=2e-5), arm
+    tok = 0
+    s = 0.0
+    for q, a in ITEMS:
+        head = cs.chat_ids(tiny, [{"role": "user", "content": q}])
+        ans = tiny.tokenize(a)
+        one_hot = [cs.DistillTarget(len(head) + j, t, 0.0) for j, t in enumerate(ans)]
+        s += trained.eval(head + ans, one_hot) * len(ans)
+        tok += len(ans)
+    assert rep["all"]["arms"]["trained"]["nll"] == pytest.approx(s / tok, rel=2e-5)
+    # the trained rows moved: its NLL is not the control's
+    assert rep["all"]["arms"]["trained"]["nll"] != rep["all"]["arms"]["untrained"]["nll"]
+    # KV rows: prefix + question + answer, mean over items
+    n_q = [len(cs.chat_ids(tiny, [{"role": "user", "content": q}])) + len(tiny.tokenize(a))
+           for q, a in ITEMS]
+    assert rep["all"]["arms"]["bare"]["kv_rows"] == pytest.approx(sum(n_q) / 3)
+    assert rep["all"]["arms"]["trained"]["kv_rows"] == pytest.approx(p + sum(n_q) / 3)
+    b, i = rep["all"]["arms"]["bare"]["nll"], rep["all"]["arms"]["in_context"]["nll"]
+    assert rep["all"]["gap_closure"]["trained"] == pytest.approx(
+        (b - rep["all"]["arms"]["trained"]["nll"]) / (b - i))
+    # greedy answers: the bare arm's equal deg.cartridges.ask on the bare model
+    for it, rec in zip(ITEMS, rep["items"]):
+        assert rec["answers"]["bare"] == cs.ask(tiny, it[0], max_tokens=5)
+        assert rec["answers"]["trained"] == trained.ask(it[0], max_tokens=5)
+        assert rec["correct"]["bare"] == qa.is_correct(rec["answers"]["bare"],
+                                                       rec["key_facts"])[0]
+    # answer positions: where each answer starts in the wrapped corpus
+    for it, rec in zip(ITEMS, rep["items"]):
+        k = corpus.text.index(it[1])
+        assert rec["answer_token"] == len(tiny.tokenize(corpus.text[:k])) + 3
+    assert rep["beyond_init"]["n_items"] == sum(r["answer_token"] >= p for r in rep["items"])
+
+
+def test_recall_conversations(tiny):
+    """recall = 1: the user message is a corpus span, the answer the corpus
+    tokens that follow it, teacher-forced behind the chunk (no decoding)."""
+    corpus = cs.Corpus(tiny, [("doc", TEXT)])
+    study = cs.SelfStudy(tiny, corpus, seed=3, chunk_min=24, chunk_max=40, max_q=6, max_a=8,
+                         recall=1.0, recall_q=(4, 6))
+    convs = study.generate(3)
+    for v in convs:
+        first, end = v.chunk_span
+        assert v.seed_type == "recall"
+        q = next(n for n in range(4, 7)
+                 if tiny.detokenize(corpus.ids[first:first + n], errors="replace").strip()
+                 == v.message and corpus.ids[first + n:first + n + len(v.answer_ids)]
+                 == v.answer_ids)
+        assert len(v.answer_ids) == min(8, end - first - q)
+        head = cs.chat_ids(tiny, [{"role": "user", "content": v.message}])
+        assert v.student_ids == head + v.answer_ids
+        assert {t.position for t in v.targets} == set(range(len(head), len(v.student_ids)))
+    # recall = 0 draws nothing extra: the same conversations as before the option
+    a = cs.SelfStudy(tiny, corpus, seed=3, chunk_min=24, chunk_max=40, max_q=6,
+                     max_a=8).generate(2)
+    b = cs.SelfStudy(tiny, corpus, seed=3, chunk_min=24, chunk_max=40, max_q=6, max_a=8,
+                     recall=0.0).generate(2)
+    assert a == b
+    with pytest.raises(deg.ArgumentError, match="recall"):
+        cs.SelfStudy(tiny, corpus, recall=1.5)
+
+
+def test_cli_eval_qa(tmp_path):
+    src = tmp_path / "src.txt"
+    src.write_text(TEXT)
+    f = _qa_file(tmp_path, source=src)
+    out = tmp_path / "cart.safetensors"
+    run_cli("cartridge", "train", "--model", TINY, "--corpus", src, "--p", 12, "--steps", 1,
+            "--accum", 2, "--chunk-min", 24, "--chunk-max", 40, "--max-q", 6, "--max-a", 8,
+            "--save", out)
+    js = tmp_path / "rep.json"
+    r = run_cli("cartridge", "eval", "--model", TINY, "--qa", f, "--load", out,
+                "--max-tokens", 4, "--json", js).stdout
+    for arm in qa.ARMS:
+        assert f"  {arm} " in r
+    rep = json.loads(js.read_text())
+    assert set(rep["all"]["arms"]) == set(qa.ARMS) and rep["p"] == 12
+    assert len(rep["items"]) == 3 and all(len(x["answers"]) == 4 for x in rep["items"])
+    assert all(math.isfinite(a["nll"]) for a in rep["all"]["arms"].values())
+    # no cartridge: --p gives the control, the trained arm is left out
+    r = run_cli("cartridge", "eval", "--model", TINY, "--qa", f, "--p", 12,
+                "--max-tokens", 0).stdout
+    assert "  untrained " in r and "  trained " not in r
+    bad = run_cli("cartridge", "eval", "--model", TINY, "--qa", f, check=False)
+    assert bad.returncode == 1 and "--load" in bad.stderr
+    bad = run_cli("cartridge", "eval", "--model", TINY, "--qa", f, "--p", 12, "--json",
+                  tmp_path / "no" / "x.json", check=False)
+    assert bad.returncode == 1 and "does not exist" in bad.stderr
+
+
+@pytest.mark.skipif(not all(Path(p).exists() for p in (
+    "/usr/share/doc/procps/FAQ.gz", "/usr/share/doc/xz-utils/faq.txt.gz",
+    "/usr/share/doc/zlib1g-dev/FAQ.gz")), reason="the FAQs' Debian packages are not installed")
+def test_committed_qa_sets_reextract():
+    """bench/qa/*.json are what extract_qa.py makes from the FAQs (same
+    package versions: the source sha256 is pinned in each file)."""
+    r = subprocess.run([sys.executable, str(ROOT / "bench" / "qa" / "extract_qa.py"),
+                        "--check"], capture_output=True, text=True)
+    if "DIFFERENT" in r.stdout:
+        for f in ("procps-faq", "xz-faq", "zlib-faq"):
+            meta, _ = qa.load_qa(ROOT / "bench" / "qa" / f"{f}.json")
+            try:
+                qa.qa_corpus(meta)
+            except deg.FormatError:
+                pytest.skip(f"{meta['source']} is another version than the set's")
+    assert r.returncode == 0, r.stdout + r.stderr
+    for f in ("procps-faq", "xz-faq", "zlib-faq"):
+        meta, items = qa.load_qa(ROOT / "bench" / "qa" / f"{f}.json")
+        assert len(items) >= 10
+
+
+def test_cli_train_budget(tiny, tmp_path):
+    """--budget picks the steps from the corpus length (budget_steps) and the
+    recipe's settings for every option not given."""
+    src = tmp_path / "src.txt"
+    src.write_text(TEXT)
+    n = len(cs.load_corpus(tiny, [src]))
+    steps = cs.budget_steps(n, 3, 8, 2)
+    assert steps == math.ceil(math.ceil(3 * n / 8) / 2)
+    out = tmp_path / "b.safetensors"
+    r = run_cli("cartridge", "train", "--model", TINY, "--corpus", src, "--p", 12,
+                "--budget", 3, "--max-a", 8, "--accum", 2, "--epochs", 1, "--chunk-min", 24,
+                "--chunk-max", 40, "--max-q", 6, "--save", out)
+    assert (f"budget 3: {steps} steps x 2 conversations, 1 passes, "
+            f"lr {cs.RECIPE['lr']:g}, recall {cs.RECIPE['recall']:g}") in r.stderr
+    assert deg.Cartridge.load(tiny, out).steps == steps
+    bad = run_cli("cartridge", "train", "--model", TINY, "--corpus", src, "--p", 12,
+                  "--budget", 3, "--steps", 2, check=False)
+    assert bad.returncode == 1 and "give one of them" in bad.stderr
+    with pytest.raises(deg.ArgumentError, match="budget"):
+        cs.budget_steps(100, 0, 8, 2)
