@@ -30,6 +30,10 @@ deg cartridge equiv "${model[@]}" --corpus "$corpus" --p 256 --suffix-max 64
 # the same ones); --untrained adds the corpus-init control arm
 deg cartridge eval "${model[@]}" --load "$out/cartridge.safetensors" --corpus "$corpus" \
   --n-eval "${N_EVAL:-16}" --untrained "${study[@]}" | tee "$out/eval.log"
+# the FAQ's own human-written questions and answers (bench/qa/zlib-faq.json):
+# bare / untrained control / trained / whole FAQ in context, NLL and correctness
+deg cartridge eval "${model[@]}" --load "$out/cartridge.safetensors" \
+  --qa "$(dirname "$0")/qa/zlib-faq.json" --json "$out/qa.json" | tee "$out/qa.log"
 for q in "Is zlib Y2K-compliant?" "Can zlib handle .zip archives?" \
          "Where can I get a Windows DLL version of zlib?"; do
   deg cartridge ask "${model[@]}" --load "$out/cartridge.safetensors" --corpus "$corpus" \

@@ -235,17 +235,17 @@ def test_cli_train_budget(tiny, tmp_path):
     src = tmp_path / "src.txt"
     src.write_text(TEXT)
     n = len(cs.load_corpus(tiny, [src]))
-    steps = cs.budget_steps(n, 3, 8, 2)
-    assert steps == math.ceil(math.ceil(3 * n / 8) / 2)
+    steps = cs.budget_steps(n, 0.1, 8, 2)
+    assert steps == math.ceil(math.ceil(0.1 * n / 8) / 2) and 1 <= steps <= 3
     out = tmp_path / "b.safetensors"
     r = run_cli("cartridge", "train", "--model", TINY, "--corpus", src, "--p", 12,
-                "--budget", 3, "--max-a", 8, "--accum", 2, "--epochs", 1, "--chunk-min", 24,
+                "--budget", 0.1, "--max-a", 8, "--accum", 2, "--epochs", 1, "--chunk-min", 24,
                 "--chunk-max", 40, "--max-q", 6, "--save", out)
-    assert (f"budget 3: {steps} steps x 2 conversations, 1 passes, "
+    assert (f"budget 0.1: {steps} steps x 2 conversations, 1 passes, "
             f"lr {cs.RECIPE['lr']:g}, recall {cs.RECIPE['recall']:g}") in r.stderr
     assert deg.Cartridge.load(tiny, out).steps == steps
     bad = run_cli("cartridge", "train", "--model", TINY, "--corpus", src, "--p", 12,
-                  "--budget", 3, "--steps", 2, check=False)
+                  "--budget", 0.1, "--steps", 2, check=False)
     assert bad.returncode == 1 and "give one of them" in bad.stderr
     with pytest.raises(deg.ArgumentError, match="budget"):
         cs.budget_steps(100, 0, 8, 2)

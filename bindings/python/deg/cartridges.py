@@ -592,8 +592,10 @@ def evaluate(cartridge, corpus, convs, icl=True):
 # Training
 # --------------------------------------------------------------------------
 
-#: The `--budget` recipe (issue 13; bench/README.md "Human-written Q&A"):
-#: settings measured on three FAQs with human-written questions. budget is a
+#: The `--budget` recipe (issue 13; bench/README.md "Human-written Q&A").
+#: PROVISIONAL: the settings the measured findings point to (corpus-recall
+#: targets beat bot B's answers at equal budget; lr x steps bounds how far
+#: the rows move), not yet shown to reach the issue's target. budget is a
 #: coverage: supervised answer tokens per corpus token over the synthesised
 #: conversations (budget_steps); every other value is fixed here.
 RECIPE = dict(recall=0.5, lr=1e-2, epochs=4, accum=4, chunk_min=128, chunk_max=256, max_q=40,
