@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "deg.h"
 #include "format/gguf.h"
 #include "format/safetensors.h"
@@ -81,12 +83,23 @@ struct deg_model {
     size_t n_owned, cap_owned;
     size_t weight_bytes;
     int native_weights;        /* 1: DEG_WEIGHTS_NATIVE (typed weights keep the file's dtype) */
+    void *arch_hp;             /* architecture-specific hyper-parameters (arch_<name>.c; owned) */
+    size_t scratch_per_token;  /* floats of pass scratch per token its layers need beyond
+                                  dg_batch's (dg_batch.rbuf); set by the architecture */
 };
 
 /* Architecture descriptor. Names in GGUF follow llama.cpp (blk.N.attn_q...),
  * in HF directories transformers (model.layers.N.self_attn.q_proj...). */
 struct dg_arch {
     const char *name;          /* GGUF general.architecture / HF model_type */
+    /* Optional: read the architecture's own config.json keys after the
+     * common ones (may adjust m->hp, sets m->arch_hp). NULL: none. */
+    deg_status (*hf_config)(deg_model *m, json_t *cfg, const char *cfg_path);
+    /* 1: GGUF files of this architecture are refused (conventions not
+     * implemented); the HF directory loads. */
+    int no_gguf;
+    /* HF name of the final norm; NULL = "model.norm.weight". */
+    const char *hf_out_norm;
     /* Load layer il's weights into *out (shape-checked). */
     deg_status (*load_layer)(deg_model *m, int il, dg_layer *out);
     /* Run layer il on the batch: x [n_tokens, n_embd] residual stream, in place. */
@@ -118,6 +131,16 @@ deg_status dg_weight_get(deg_model *m, const char *gguf_name, const char *hf_nam
  * dg_weight_get. Same errors. */
 deg_status dg_weight_get_matrix(deg_model *m, const char *gguf_name, const char *hf_name, int il,
                                 int64_t rows, int64_t cols, int permute_heads, dg_weight *out);
+/* Layer kinds from config.json: "layer_types" (an array of n_layer strings,
+ * attn_name -> 1, other_name -> 0, anything else DEG_ERR_UNSUPPORTED), else
+ * idx_key (may be NULL; an array of attention layer indices); *found = 0 if
+ * neither is there (is_attn untouched). Errors: DEG_ERR_FORMAT naming the key. */
+deg_status dg_hf_layer_types(const deg_model *m, json_t *cfg, const char *path,
+                             const char *attn_name, const char *other_name, const char *idx_key,
+                             unsigned char *is_attn, int *found);
+/* Hand a malloc'd buffer to the model (freed with it); on failure p is
+ * freed. Errors: DEG_ERR_NOMEM. */
+deg_status dg_model_own(deg_model *m, void *p);
 /* 1 if the tensor exists in the model's source. */
 int dg_weight_has(const deg_model *m, const char *gguf_name, const char *hf_name, int il);
 
@@ -126,8 +149,24 @@ int dg_weight_has(const deg_model *m, const char *gguf_name, const char *hf_name
  * residual -> RMSNorm -> SwiGLU MLP -> residual. In layer_std.c (batch
  * layout: layer.h); its backward is lib/grad/layer_std_bwd.c. */
 void dg_forward_std_layer(const deg_model *m, int il, dg_batch *b, float *x);
-/* Loads the tensors of the standard layer; with_qk_norm loads q/k norms. */
+/* The SwiGLU feed-forward half of a layer (RMSNorm ffn_norm -> w_down(silu(
+ * w_gate x) * w_up x) -> residual), in layer_std.c: shared by every
+ * architecture whose layers end with it (llama, qwen3, lfm2, qwen3_5). */
+void dg_forward_mlp(const deg_model *m, int il, dg_batch *b, float *x);
+/* HF tensor names (with one "%d" = the layer) of the standard layer's
+ * tensors; the GGUF names are llama.cpp's (blk.%d.attn_q.weight ...) for
+ * every architecture. dg_std_names_llama: transformers' llama/qwen3 names. */
+typedef struct dg_std_names {
+    const char *attn_norm, *q, *k, *v, *o, *q_norm, *k_norm, *ffn_norm, *gate, *up, *down;
+} dg_std_names;
+extern const dg_std_names dg_std_names_llama;
+/* Loads the tensors of the standard layer (clears *out first, sets has_kv);
+ * with_qk_norm loads q/k norms. dg_load_std_layer: with the llama names. */
+deg_status dg_load_std_layer_named(deg_model *m, int il, const dg_std_names *names,
+                                   int with_qk_norm, int gguf_permuted_qk, dg_layer *out);
 deg_status dg_load_std_layer(deg_model *m, int il, int with_qk_norm, int gguf_permuted_qk,
                              dg_layer *out);
+/* Loads ffn_norm and the SwiGLU MLP (names->ffn_norm, gate, up, down). */
+deg_status dg_load_mlp(deg_model *m, int il, const dg_std_names *names, dg_layer *out);
 
 #endif

@@ -6,8 +6,9 @@
 
 extern const dg_arch dg_arch_llama;
 extern const dg_arch dg_arch_qwen3;
+extern const dg_arch dg_arch_lfm2;
 
-static const dg_arch *const dg_archs[] = {&dg_arch_llama, &dg_arch_qwen3};
+static const dg_arch *const dg_archs[] = {&dg_arch_llama, &dg_arch_qwen3, &dg_arch_lfm2};
 
 const dg_arch *dg_arch_find(const char *name)
 {

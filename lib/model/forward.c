@@ -56,6 +56,7 @@ static deg_status arena_init(dg_arena *a, const deg_model *m, size_t P, size_t m
         (size_t)nt * max_ctx, /* scores */
         LR * (size_t)hp->n_vocab, /* logits */
         LR * E,                   /* lhid */
+        P * m->scratch_per_token, /* rbuf */
     };
     size_t total = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) total += (sizes[i] + 15) & ~(size_t)15;
@@ -73,7 +74,7 @@ static deg_status arena_init(dg_arena *a, const deg_model *m, size_t P, size_t m
     float *p = a->block;
     float **dst[] = {&a->x, &a->hn, &a->rope_cos, &a->rope_sin, &a->b.xn, &a->b.q, &a->b.k,
                      &a->b.v, &a->b.att, &a->b.gate, &a->b.up, &a->b.tmp, &a->b.scores,
-                     &a->logits, &a->lhid};
+                     &a->logits, &a->lhid, &a->b.rbuf};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         *dst[i] = p;
         p += (sizes[i] + 15) & ~(size_t)15;

@@ -62,6 +62,7 @@ struct dg_batch {
     float *att;          /* [M, n_head*head_dim] */
     float *gate, *up;    /* [M, n_ff] */
     float *tmp;          /* [M, n_embd] */
+    float *rbuf;         /* [M, scratch_per_token] (deg_model): recurrent layers' scratch */
     float *scores;       /* [n_threads, max_ctx] */
     size_t max_ctx;
     int n_threads;

@@ -87,9 +87,8 @@ void dg_forward_std_layer(const deg_model *m, int il, dg_batch *b, float *x)
     const dg_layer *L = &m->layers[il];
     dg_layer_acts *sv = b->save;
     size_t M = b->n_tokens, E = (size_t)hp->n_embd, D = (size_t)hp->head_dim;
-    size_t QD = (size_t)hp->n_head * D, KD = (size_t)hp->n_head_kv * D, F = (size_t)hp->n_ff;
+    size_t QD = (size_t)hp->n_head * D, KD = (size_t)hp->n_head_kv * D;
     float *q = sv ? sv->q : b->q, *k = sv ? sv->k : b->k, *v = sv ? sv->v : b->v;
-    float *gate = sv ? sv->gate : b->gate, *up = sv ? sv->up : b->up;
     float *q_pre = sv && L->q_norm ? sv->q_pre : q, *k_pre = sv && L->k_norm ? sv->k_pre : k;
     if (sv) memcpy(sv->x_in, x, sizeof(float) * M * E);
 
@@ -120,8 +119,16 @@ void dg_forward_std_layer(const deg_model *m, int il, dg_batch *b, float *x)
     lora_add(b, il, DG_LORA_O, b->att, QD, b->tmp, E);
     for (size_t i = 0; i < M * E; i++) x[i] += b->tmp[i];
     if (sv) memcpy(sv->x_mid, x, sizeof(float) * M * E);
+    dg_forward_mlp(m, il, b, x);
+}
 
-    /* --- MLP ------------------------------------------------------------ */
+void dg_forward_mlp(const deg_model *m, int il, dg_batch *b, float *x)
+{
+    const dg_hparams *hp = &m->hp;
+    const dg_layer *L = &m->layers[il];
+    dg_layer_acts *sv = b->save;
+    size_t M = b->n_tokens, E = (size_t)hp->n_embd, F = (size_t)hp->n_ff;
+    float *gate = sv ? sv->gate : b->gate, *up = sv ? sv->up : b->up;
     dg_rmsnorm_rows(b->xn, x, L->ffn_norm, M, E, hp->rms_eps);
     mm_nt(M, b->xn, E, &L->w_gate, gate, F);
     mm_nt(M, b->xn, E, &L->w_up, up, F);

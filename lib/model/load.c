@@ -238,6 +238,43 @@ static deg_status hf_hparams(deg_model *m, json_t *cfg, const char *cfg_path)
     return check_hparams(hp, cfg_path);
 }
 
+deg_status dg_hf_layer_types(const deg_model *m, json_t *cfg, const char *path,
+                             const char *attn_name, const char *other_name, const char *idx_key,
+                             unsigned char *is_attn, int *found)
+{
+    int32_t n = m->hp.n_layer;
+    json_t *lt = json_object_get(cfg, "layer_types");
+    json_t *ix = idx_key ? json_object_get(cfg, idx_key) : NULL;
+    *found = 1;
+    if (json_is_array(lt)) {
+        if (json_array_size(lt) != (size_t)n)
+            return dg_fail(DEG_ERR_FORMAT, "%s: layer_types has %zu entries for %d layers", path,
+                           json_array_size(lt), (int)n);
+        for (int32_t i = 0; i < n; i++) {
+            const char *s = json_string_value(json_array_get(lt, (size_t)i));
+            if (s && !strcmp(s, attn_name)) is_attn[i] = 1;
+            else if (s && !strcmp(s, other_name)) is_attn[i] = 0;
+            else
+                return dg_fail(DEG_ERR_UNSUPPORTED, "%s: layer_types[%d] = '%s' (expected '%s' "
+                               "or '%s')", path, (int)i, s ? s : "?", attn_name, other_name);
+        }
+        return DEG_OK;
+    }
+    if (json_is_array(ix)) {
+        memset(is_attn, 0, (size_t)n);
+        for (size_t i = 0; i < json_array_size(ix); i++) {
+            json_t *v = json_array_get(ix, i);
+            if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= n)
+                return dg_fail(DEG_ERR_FORMAT, "%s: %s[%zu] is not a layer index", path, idx_key,
+                               i);
+            is_attn[json_integer_value(v)] = 1;
+        }
+        return DEG_OK;
+    }
+    *found = 0;
+    return DEG_OK;
+}
+
 /* ---------------------------------------------------------- the sources */
 
 static const dg_arch *find_arch(const char *name, size_t len, const char *where,
@@ -268,6 +305,9 @@ static deg_status load_gguf(deg_model *m, const char *path)
     if (st != DEG_OK) return st;
     m->arch = find_arch(s.ptr, (size_t)s.len, path, &st);
     if (!m->arch) return st;
+    if (m->arch->no_gguf)
+        return dg_fail(DEG_ERR_UNSUPPORTED, "%s: GGUF files of architecture '%s' are not "
+                       "supported (load its Hugging Face directory)", path, m->arch->name);
     DG_TRY(gguf_hparams(m, m->arch->name));
     if (dg_gguf_get_str(g, "general.name", &s) == DEG_OK) m->name = dup_n(s.ptr, (size_t)s.len);
     if (dg_gguf_get_str(g, "tokenizer.chat_template", &s) == DEG_OK) {
@@ -310,6 +350,7 @@ static deg_status load_hf(deg_model *m, const char *dir)
     m->arch = find_arch(json_string_value(mt), strlen(json_string_value(mt)), cfg_path, &st);
     if (!m->arch) goto done;
     if ((st = hf_hparams(m, cfg, cfg_path)) != DEG_OK) goto done;
+    if (m->arch->hf_config && (st = m->arch->hf_config(m, cfg, cfg_path)) != DEG_OK) goto done;
     json_t *nm = json_object_get(cfg, "_name_or_path");
     if (json_is_string(nm)) m->name = strdup(json_string_value(nm));
     json_t *tie = json_object_get(cfg, "tie_word_embeddings");
@@ -376,7 +417,9 @@ static deg_status load_weights(deg_model *m)
     m->layers = calloc((size_t)hp->n_layer, sizeof *m->layers);
     if (!m->layers) return dg_fail(DEG_ERR_NOMEM, "model: out of memory");
     for (int il = 0; il < hp->n_layer; il++) DG_TRY(m->arch->load_layer(m, il, &m->layers[il]));
-    DG_TRY(dg_weight_get(m, "output_norm.weight", "model.norm.weight", 0, 1, E, 0, &m->out_norm));
+    DG_TRY(dg_weight_get(m, "output_norm.weight",
+                         m->arch->hf_out_norm ? m->arch->hf_out_norm : "model.norm.weight", 0, 1,
+                         E, 0, &m->out_norm));
     if (!m->tied_lm_head && dg_weight_has(m, "output.weight", "lm_head.weight", 0)) {
         DG_TRY(dg_weight_get_matrix(m, "output.weight", "lm_head.weight", 0, hp->n_vocab,
                                     hp->n_embd, 0, &m->lm_head));

@@ -38,7 +38,7 @@ int dg_weight_has(const deg_model *m, const char *gguf_name, const char *hf_name
     return src_find(&m->src, name) != NULL;
 }
 
-static deg_status own(deg_model *m, void *p)
+deg_status dg_model_own(deg_model *m, void *p)
 {
     if (m->n_owned == m->cap_owned) {
         size_t cap = m->cap_owned ? 2 * m->cap_owned : 64;
@@ -125,7 +125,7 @@ deg_status dg_weight_get(deg_model *m, const char *gguf_name, const char *hf_nam
         free(buf);
         return st;
     }
-    DG_TRY(own(m, buf));
+    DG_TRY(dg_model_own(m, buf));
     *out = buf;
     return DEG_OK;
 }
@@ -141,7 +141,7 @@ static deg_status head_row_map(deg_model *m, int64_t rows, int heads, const int3
         for (int64_t a = 0; a < 2; a++)
             for (int64_t b = 0; b < half; b++)
                 map[h * D + a * half + b] = (int32_t)(h * D + 2 * b + a);
-    DG_TRY(own(m, map));
+    DG_TRY(dg_model_own(m, map));
     *out = map;
     return DEG_OK;
 }
@@ -178,41 +178,60 @@ deg_status dg_weight_get_matrix(deg_model *m, const char *gguf_name, const char 
     return DEG_OK;
 }
 
-deg_status dg_load_std_layer(deg_model *m, int il, int with_qk_norm, int gguf_permuted_qk,
-                             dg_layer *L)
+const dg_std_names dg_std_names_llama = {
+    .attn_norm = "model.layers.%d.input_layernorm.weight",
+    .q = "model.layers.%d.self_attn.q_proj.weight",
+    .k = "model.layers.%d.self_attn.k_proj.weight",
+    .v = "model.layers.%d.self_attn.v_proj.weight",
+    .o = "model.layers.%d.self_attn.o_proj.weight",
+    .q_norm = "model.layers.%d.self_attn.q_norm.weight",
+    .k_norm = "model.layers.%d.self_attn.k_norm.weight",
+    .ffn_norm = "model.layers.%d.post_attention_layernorm.weight",
+    .gate = "model.layers.%d.mlp.gate_proj.weight",
+    .up = "model.layers.%d.mlp.up_proj.weight",
+    .down = "model.layers.%d.mlp.down_proj.weight",
+};
+
+deg_status dg_load_mlp(deg_model *m, int il, const dg_std_names *nm, dg_layer *L)
+{
+    const dg_hparams *hp = &m->hp;
+    int64_t E = hp->n_embd, F = hp->n_ff;
+    DG_TRY(dg_weight_get(m, "blk.%d.ffn_norm.weight", nm->ffn_norm, il, 1, &E, 0, &L->ffn_norm));
+    DG_TRY(dg_weight_get_matrix(m, "blk.%d.ffn_gate.weight", nm->gate, il, F, E, 0, &L->w_gate));
+    DG_TRY(dg_weight_get_matrix(m, "blk.%d.ffn_up.weight", nm->up, il, F, E, 0, &L->w_up));
+    DG_TRY(dg_weight_get_matrix(m, "blk.%d.ffn_down.weight", nm->down, il, E, F, 0, &L->w_down));
+    return DEG_OK;
+}
+
+deg_status dg_load_std_layer_named(deg_model *m, int il, const dg_std_names *nm, int with_qk_norm,
+                                   int gguf_permuted_qk, dg_layer *L)
 {
     const dg_hparams *hp = &m->hp;
     int64_t E = hp->n_embd, D = hp->head_dim, QD = (int64_t)hp->n_head * D,
-            KD = (int64_t)hp->n_head_kv * D, F = hp->n_ff;
+            KD = (int64_t)hp->n_head_kv * D;
     int perm = gguf_permuted_qk && m->src.gguf;
     memset(L, 0, sizeof *L);
-#define GET(field, g, h, nd, perm_heads, ...)                                           \
-    do {                                                                                \
-        int64_t shp_[] = {__VA_ARGS__};                                                 \
-        DG_TRY(dg_weight_get(m, g, h, il, nd, shp_, perm_heads, &L->field));            \
-    } while (0)
-#define GETW(field, g, h, perm_heads, rows, cols)                                        \
-    DG_TRY(dg_weight_get_matrix(m, g, h, il, rows, cols, perm_heads, &L->field))
-    GET(attn_norm, "blk.%d.attn_norm.weight", "model.layers.%d.input_layernorm.weight", 1, 0, E);
-    GETW(wq, "blk.%d.attn_q.weight", "model.layers.%d.self_attn.q_proj.weight",
-        perm ? hp->n_head : 0, QD, E);
-    GETW(wk, "blk.%d.attn_k.weight", "model.layers.%d.self_attn.k_proj.weight",
-        perm ? hp->n_head_kv : 0, KD, E);
-    GETW(wv, "blk.%d.attn_v.weight", "model.layers.%d.self_attn.v_proj.weight", 0, KD, E);
-    GETW(wo, "blk.%d.attn_output.weight", "model.layers.%d.self_attn.o_proj.weight", 0, E, QD);
+    DG_TRY(dg_weight_get(m, "blk.%d.attn_norm.weight", nm->attn_norm, il, 1, &E, 0,
+                         &L->attn_norm));
+    DG_TRY(dg_weight_get_matrix(m, "blk.%d.attn_q.weight", nm->q, il, QD, E,
+                                perm ? hp->n_head : 0, &L->wq));
+    DG_TRY(dg_weight_get_matrix(m, "blk.%d.attn_k.weight", nm->k, il, KD, E,
+                                perm ? hp->n_head_kv : 0, &L->wk));
+    DG_TRY(dg_weight_get_matrix(m, "blk.%d.attn_v.weight", nm->v, il, KD, E, 0, &L->wv));
+    DG_TRY(dg_weight_get_matrix(m, "blk.%d.attn_output.weight", nm->o, il, E, QD, 0, &L->wo));
     if (with_qk_norm) {
-        GET(q_norm, "blk.%d.attn_q_norm.weight", "model.layers.%d.self_attn.q_norm.weight", 1,
-            0, D);
-        GET(k_norm, "blk.%d.attn_k_norm.weight", "model.layers.%d.self_attn.k_norm.weight", 1,
-            0, D);
+        DG_TRY(dg_weight_get(m, "blk.%d.attn_q_norm.weight", nm->q_norm, il, 1, &D, 0,
+                             &L->q_norm));
+        DG_TRY(dg_weight_get(m, "blk.%d.attn_k_norm.weight", nm->k_norm, il, 1, &D, 0,
+                             &L->k_norm));
     }
-    GET(ffn_norm, "blk.%d.ffn_norm.weight", "model.layers.%d.post_attention_layernorm.weight",
-        1, 0, E);
-    GETW(w_gate, "blk.%d.ffn_gate.weight", "model.layers.%d.mlp.gate_proj.weight", 0, F, E);
-    GETW(w_up, "blk.%d.ffn_up.weight", "model.layers.%d.mlp.up_proj.weight", 0, F, E);
-    GETW(w_down, "blk.%d.ffn_down.weight", "model.layers.%d.mlp.down_proj.weight", 0, E, F);
-#undef GET
-#undef GETW
+    DG_TRY(dg_load_mlp(m, il, nm, L));
     L->has_kv = 1;
     return DEG_OK;
+}
+
+deg_status dg_load_std_layer(deg_model *m, int il, int with_qk_norm, int gguf_permuted_qk,
+                             dg_layer *L)
+{
+    return dg_load_std_layer_named(m, il, &dg_std_names_llama, with_qk_norm, gguf_permuted_qk, L);
 }

@@ -15,6 +15,12 @@
 static const char *const TINY[] = {"tiny-llama", "tiny-llama-tied", "tiny-qwen3",
                                    "tiny-qwen3-untied"};
 #define N_TINY (sizeof TINY / sizeof TINY[0])
+/* Hybrids (tests/goldens/gen_hybrid_goldens.py): recurrent + attention layers. */
+static const char *const HYBRID[] = {"tiny-lfm2"};
+#define N_HYBRID (sizeof HYBRID / sizeof HYBRID[0])
+/* Every tiny model with transformers goldens: TINY then HYBRID. */
+#define N_ALL (N_TINY + N_HYBRID)
+static const char *all_name(size_t k) { return k < N_TINY ? TINY[k] : HYBRID[k - N_TINY]; }
 
 typedef struct golden {
     dg_safetensors *st;
@@ -94,15 +100,20 @@ Test(model, tiny_info)
 /* Full prefill of each sequence: logits of every position. */
 Test(model, tiny_prefill_matches_transformers)
 {
-    for (size_t k = 0; k < N_TINY; k++) {
-        deg_model *m = load_tiny(TINY[k]);
-        golden g = golden_open(TINY[k]);
+    for (size_t k = 0; k < N_ALL; k++) {
+        const char *name_k = all_name(k);
+        deg_model *m = load_tiny(name_k);
+        golden g = golden_open(name_k);
         int V = n_vocab(m);
         float worst = 0.0f;
-        for (int i = 0; i < 4; i++) {
+        for (int i = 0;; i++) {
             char name[64];
             size_t n, nl;
             snprintf(name, sizeof name, "prefill.%d.ids", i);
+            if (!dg_safetensors_find(g.st, name)) {
+                cr_assert_geq(i, 4, "%s: %s missing", name_k, name);
+                break;
+            }
             const int32_t *ids = gt(&g, name, &n);
             snprintf(name, sizeof name, "prefill.%d.logits", i);
             const float *want = gt(&g, name, &nl);
@@ -113,13 +124,13 @@ Test(model, tiny_prefill_matches_transformers)
             cr_assert_eq(deg_trunk_prefill(t, ids, n, got, last), DEG_OK, "%s", deg_errmsg());
             cr_assert_eq(deg_trunk_len(t), n);
             float d = max_abs_diff(got, want, nl);
-            cr_assert(d <= 1e-4f, "%s prefill.%d: max |diff| %g", TINY[k], i, d);
+            cr_assert(d <= 1e-4f, "%s prefill.%d: max |diff| %g", name_k, i, d);
             cr_assert(memcmp(last, got + (n - 1) * V, sizeof(float) * V) == 0);
             if (d > worst) worst = d;
             deg_trunk_free(t);
             free(got);
         }
-        cr_log_info("%s prefill max |diff| %g", TINY[k], worst);
+        cr_log_info("%s prefill max |diff| %g", name_k, worst);
         dg_safetensors_close(g.st);
         deg_model_free(m);
     }
@@ -129,9 +140,10 @@ Test(model, tiny_prefill_matches_transformers)
  * fork fed one token per call. */
 Test(model, tiny_decode_matches_transformers)
 {
-    for (size_t k = 0; k < N_TINY; k++) {
-        deg_model *m = load_tiny(TINY[k]);
-        golden g = golden_open(TINY[k]);
+    for (size_t k = 0; k < N_ALL; k++) {
+        const char *name_k = all_name(k);
+        deg_model *m = load_tiny(name_k);
+        golden g = golden_open(name_k);
         int V = n_vocab(m);
         size_t n;
         const int32_t *ids = gt(&g, "decode.ids", &n);
@@ -147,15 +159,15 @@ Test(model, tiny_decode_matches_transformers)
         for (size_t i = 0; i < n; i++) {
             cr_assert_eq(deg_trunk_prefill(t, ids + i, 1, NULL, row), DEG_OK);
             float d = max_abs_diff(row, want + i * V, V);
-            cr_assert(d <= 1e-4f, "%s trunk decode step %zu: %g", TINY[k], i, d);
+            cr_assert(d <= 1e-4f, "%s trunk decode step %zu: %g", name_k, i, d);
             if (d > worst) worst = d;
             cr_assert_eq(deg_fork_feed(f, ids + i, 1, row), DEG_OK);
             d = max_abs_diff(row, want + i * V, V);
-            cr_assert(d <= 1e-4f, "%s fork decode step %zu: %g", TINY[k], i, d);
+            cr_assert(d <= 1e-4f, "%s fork decode step %zu: %g", name_k, i, d);
             if (d > worst) worst = d;
         }
         cr_assert_eq(deg_fork_len(f), n);
-        cr_log_info("%s decode max |diff| %g", TINY[k], worst);
+        cr_log_info("%s decode max |diff| %g", name_k, worst);
         free(row);
         deg_fork_free(f);
         deg_trunk_free(t);
@@ -169,9 +181,10 @@ Test(model, tiny_decode_matches_transformers)
  * full forward of trunk + fork tokens. */
 Test(model, tiny_forks_match_transformers)
 {
-    for (size_t k = 0; k < N_TINY; k++) {
-        deg_model *m = load_tiny(TINY[k]);
-        golden g = golden_open(TINY[k]);
+    for (size_t k = 0; k < N_ALL; k++) {
+        const char *name_k = all_name(k);
+        deg_model *m = load_tiny(name_k);
+        golden g = golden_open(name_k);
         int V = n_vocab(m);
         size_t nt;
         const int32_t *trunk_ids = gt(&g, "trunk.ids", &nt);
@@ -196,7 +209,7 @@ Test(model, tiny_forks_match_transformers)
         float worst = 0.0f;
         for (int j = 0; j < 3; j++) {
             float d = max_abs_diff(logits[j], want[j], n[j] * V);
-            cr_assert(d <= 1e-4f, "%s fork %d: %g", TINY[k], j, d);
+            cr_assert(d <= 1e-4f, "%s fork %d: %g", name_k, j, d);
             if (d > worst) worst = d;
             float *last = malloc(sizeof(float) * V);
             cr_assert_eq(deg_fork_logits(forks[j], last), DEG_OK);
@@ -205,7 +218,58 @@ Test(model, tiny_forks_match_transformers)
             deg_fork_free(forks[j]);
             free(logits[j]);
         }
-        cr_log_info("%s forks max |diff| %g", TINY[k], worst);
+        cr_log_info("%s forks max |diff| %g", name_k, worst);
+        deg_trunk_free(t);
+        dg_safetensors_close(g.st);
+        deg_model_free(m);
+    }
+}
+
+static size_t argmax(const float *x, size_t n)
+{
+    size_t b = 0;
+    for (size_t i = 1; i < n; i++)
+        if (x[i] > x[b]) b = i;
+    return b;
+}
+
+/* Hybrids: transformers' greedy continuation (model.generate) is reproduced
+ * token for token by a trunk (the prompt) and a fork decoding one token per
+ * call, and their hyper-parameters read from config.json. */
+Test(model, hybrid_greedy_and_info)
+{
+    for (size_t k = 0; k < N_HYBRID; k++) {
+        deg_model *m = load_tiny(HYBRID[k]);
+        deg_model_info info;
+        cr_assert_eq(deg_model_get_info(m, &info), DEG_OK);
+        cr_assert_str_eq(info.arch, HYBRID[k] + 5);
+        cr_assert_eq(info.n_embd, 64);
+        if (!strcmp(info.arch, "lfm2")) {
+            cr_assert_eq(info.n_layer, 5);
+            cr_assert_eq(info.n_ff, 96); /* 144 -> int(2*144/3) = 96, multiple of 32 */
+            cr_assert_eq(info.head_dim, 16);
+            cr_assert_float_eq(info.rms_eps, 1e-5f, 1e-12f);
+            cr_assert_eq(info.tied_lm_head, 1);
+        }
+        golden g = golden_open(HYBRID[k]);
+        int V = n_vocab(m);
+        size_t np, nout;
+        const int32_t *prompt = gt(&g, "greedy.ids", &np);
+        const int32_t *want = gt(&g, "greedy.out", &nout);
+        float *row = malloc(sizeof(float) * V);
+        deg_trunk *t;
+        deg_fork *f;
+        cr_assert_eq(deg_trunk_new(m, &t), DEG_OK);
+        cr_assert_eq(deg_trunk_prefill(t, prompt, np, NULL, row), DEG_OK);
+        cr_assert_eq(deg_fork_new(t, &f), DEG_OK);
+        for (size_t i = 0; i < nout; i++) {
+            int32_t next = (int32_t)argmax(row, (size_t)V);
+            cr_assert_eq(next, want[i], "%s greedy token %zu: %d, transformers %d", HYBRID[k], i,
+                         (int)next, (int)want[i]);
+            cr_assert_eq(deg_fork_feed(f, &next, 1, row), DEG_OK);
+        }
+        free(row);
+        deg_fork_free(f);
         deg_trunk_free(t);
         dg_safetensors_close(g.st);
         deg_model_free(m);
@@ -274,9 +338,9 @@ static void fill_ids(int32_t *ids, size_t n, unsigned seed, int V)
 
 /* A fork's logits and hidden states equal a fresh trunk prefilled with
  * trunk + fork tokens (the hidden states via a fork of an empty trunk). */
-Test(model, fork_exactness)
+static void fork_exactness_on(const char *name)
 {
-    deg_model *m = load_tiny("tiny-qwen3");
+    deg_model *m = load_tiny(name);
     int V = n_vocab(m), E = 64;
     int32_t all[40];
     fill_ids(all, 40, 11, V);
@@ -293,7 +357,7 @@ Test(model, fork_exactness)
     cr_assert_eq(deg_fork_feed(f, all + T + 5, F - 5, fl + 5 * V), DEG_OK);
     cr_assert_eq(deg_trunk_prefill(full, all, T + F, rl, NULL), DEG_OK);
     float d = max_abs_diff(fl, rl + T * V, F * V);
-    cr_assert(d <= 1e-5f, "fork vs full logits: %g", d);
+    cr_assert(d <= 1e-5f, "%s fork vs full logits: %g", name, d);
 
     cr_assert_eq(deg_fork_new(empty, &g), DEG_OK);
     cr_assert_eq(deg_fork_feed(g, all, T + F, NULL), DEG_OK);
@@ -321,10 +385,16 @@ Test(model, fork_exactness)
     deg_model_free(m);
 }
 
-/* Prefill longer than one pass, in pieces vs in one call. */
-Test(model, chunked_prefill_equals_one_shot)
+Test(model, fork_exactness)
 {
-    deg_model *m = load_tiny("tiny-llama");
+    fork_exactness_on("tiny-qwen3");
+    for (size_t k = 0; k < N_HYBRID; k++) fork_exactness_on(HYBRID[k]);
+}
+
+/* Prefill longer than one pass, in pieces vs in one call. */
+static void chunked_prefill_equals_one_shot_on(const char *name)
+{
+    deg_model *m = load_tiny(name);
     int V = n_vocab(m);
     size_t N = 700;
     int32_t *ids = malloc(sizeof(int32_t) * N);
@@ -340,7 +410,7 @@ Test(model, chunked_prefill_equals_one_shot)
                                        b + cuts[i] * V, NULL), DEG_OK);
     cr_assert_eq(deg_trunk_len(t2), N);
     float d = max_abs_diff(a, b, N * V);
-    cr_assert(d <= 1e-5f, "chunked vs one-shot: %g", d);
+    cr_assert(d <= 1e-5f, "%s chunked vs one-shot: %g", name, d);
     free(a);
     free(b);
     free(ids);
@@ -349,11 +419,17 @@ Test(model, chunked_prefill_equals_one_shot)
     deg_model_free(m);
 }
 
+Test(model, chunked_prefill_equals_one_shot)
+{
+    chunked_prefill_equals_one_shot_on("tiny-llama");
+    for (size_t k = 0; k < N_HYBRID; k++) chunked_prefill_equals_one_shot_on(HYBRID[k]);
+}
+
 /* A fork's logits are bitwise equal alone and inside batches of 1..16 rows of
  * mixed lengths, with forks of another trunk mixed in. */
-Test(model, batch_invariance)
+static void batch_invariance_on(const char *name)
 {
-    deg_model *m = load_tiny("tiny-llama");
+    deg_model *m = load_tiny(name);
     int V = n_vocab(m);
     int32_t pa[30], pb[17], probe[6];
     fill_ids(pa, 30, 1, V);
@@ -407,7 +483,7 @@ Test(model, batch_invariance)
                 if (r != pos) free(lg[r]);
         }
         cr_assert(memcmp(got, ref, sizeof(float) * 6 * V) == 0,
-                  "batch of %zu: probe logits differ (max %g)", B, max_abs_diff(got, ref, 6 * V));
+                  "%s batch of %zu: probe logits differ (max %g)", name, B, max_abs_diff(got, ref, 6 * V));
         for (size_t r = 0; r < B; r++) deg_fork_free(forks[r]);
     }
     /* With a long row the batch spans several passes: the probe lands in
@@ -435,7 +511,7 @@ Test(model, batch_invariance)
             lg[pr] = got + 2 * V;
             cr_assert_eq(deg_forks_feed(fs, 2, ids, n, lg), DEG_OK);
             cr_assert(memcmp(got, ref, sizeof(float) * 6 * V) == 0,
-                      "with a %zu-token row: probe logits differ", long_n[k]);
+                      "%s with a %zu-token row: probe logits differ", name, long_n[k]);
             deg_fork_free(fs[0]);
             deg_fork_free(fs[1]);
         }
@@ -445,6 +521,12 @@ Test(model, batch_invariance)
     deg_trunk_free(ta);
     deg_trunk_free(tb);
     deg_model_free(m);
+}
+
+Test(model, batch_invariance)
+{
+    batch_invariance_on("tiny-llama");
+    for (size_t k = 0; k < N_HYBRID; k++) batch_invariance_on(HYBRID[k]);
 }
 
 Test(model, bad_calls)

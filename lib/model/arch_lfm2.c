@@ -1,0 +1,179 @@
+/* `lfm2` (LiquidAI LFM2 / LFM2.5; transformers modeling_lfm2.py): a hybrid of
+ * gated short-convolution layers and GQA attention layers, both followed by
+ * the SwiGLU MLP. Conv layer: B, C, x = in_proj(operator_norm(h)) (three
+ * [E] chunks), y = C * conv(B * x) (depthwise causal conv of conv_L_cache
+ * taps, no activation), h += out_proj(y). Attention layer: the standard
+ * layer with per-head q/k RMSNorm (q_layernorm, k_layernorm) and rotate-half
+ * RoPE. Norms are w * norm(x); the final norm is model.embedding_norm.
+ * State: a conv layer keeps the last conv_L_cache - 1 values of B * x
+ * (dg_layer.state_floats = (K-1) * E); attention layers keep K/V.
+ * GGUF (llama.cpp: blk.N.shortconv.{in_proj,conv,out_proj}, final norm
+ * token_embd_norm, per-layer head_count_kv = 0 on conv layers) is not read. */
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/status.h"
+#include "model/arch.h"
+#include "model/conv.h"
+#include "model/layer.h"
+#include "model/ops.h"
+#include "tensor/blas.h"
+
+typedef struct lfm2_hp {
+    int32_t conv_K;          /* conv_L_cache: taps of the short convolution */
+    unsigned char *is_attn;  /* [n_layer] 1: full_attention layer, 0: conv layer */
+} lfm2_hp;
+
+/* Weights of a conv layer (dg_layer.arch_data). */
+typedef struct lfm2_conv {
+    dg_weight in_proj;   /* [3E, E] */
+    const float *conv;   /* [E, 1, K] */
+    dg_weight out_proj;  /* [E, E] */
+} lfm2_conv;
+
+static const dg_std_names lfm2_names = {
+    .attn_norm = "model.layers.%d.operator_norm.weight",
+    .q = "model.layers.%d.self_attn.q_proj.weight",
+    .k = "model.layers.%d.self_attn.k_proj.weight",
+    .v = "model.layers.%d.self_attn.v_proj.weight",
+    .o = "model.layers.%d.self_attn.out_proj.weight",
+    .q_norm = "model.layers.%d.self_attn.q_layernorm.weight",
+    .k_norm = "model.layers.%d.self_attn.k_layernorm.weight",
+    .ffn_norm = "model.layers.%d.ffn_norm.weight",
+    .gate = "model.layers.%d.feed_forward.w1.weight",
+    .up = "model.layers.%d.feed_forward.w3.weight",
+    .down = "model.layers.%d.feed_forward.w2.weight",
+};
+
+/* Lfm2MLP: with block_auto_adjust_ff_dim the width is int(2 * ff / 3), then
+ * int(multiplier * that) rounded up to a multiple of block_multiple_of. */
+static deg_status lfm2_ff_dim(dg_hparams *hp, json_t *cfg, const char *path)
+{
+    json_t *ff = json_object_get(cfg, "block_ff_dim");
+    if (json_is_integer(ff)) hp->n_ff = (int32_t)json_integer_value(ff);
+    json_t *adj = json_object_get(cfg, "block_auto_adjust_ff_dim");
+    if (adj && json_is_false(adj)) return DEG_OK;
+    double f = (double)(int64_t)(2.0 * hp->n_ff / 3.0);
+    json_t *mul = json_object_get(cfg, "block_ffn_dim_multiplier");
+    if (!mul || !json_is_null(mul)) {
+        double mv = mul ? json_number_value(mul) : 1.0;
+        json_t *mo = json_object_get(cfg, "block_multiple_of");
+        int64_t mult = mo ? json_integer_value(mo) : 256;
+        if ((mul && !json_is_number(mul)) || mult <= 0)
+            return dg_fail(DEG_ERR_FORMAT, "%s: invalid block_ffn_dim_multiplier / "
+                           "block_multiple_of", path);
+        int64_t v = (int64_t)(mv * f);
+        f = (double)(mult * ((v + mult - 1) / mult));
+    }
+    if (f <= 0 || f > (1 << 24))
+        return dg_fail(DEG_ERR_FORMAT, "%s: MLP width %g out of range", path, f);
+    hp->n_ff = (int32_t)f;
+    return DEG_OK;
+}
+
+static deg_status lfm2_hf_config(deg_model *m, json_t *cfg, const char *path)
+{
+    dg_hparams *hp = &m->hp;
+    lfm2_hp *a = calloc(1, sizeof *a);
+    unsigned char *is_attn = calloc((size_t)hp->n_layer, 1);
+    if (!a || !is_attn) {
+        free(a);
+        free(is_attn);
+        return dg_fail(DEG_ERR_NOMEM, "lfm2: out of memory");
+    }
+    DG_TRY(dg_model_own(m, a));
+    DG_TRY(dg_model_own(m, is_attn));
+    a->is_attn = is_attn;
+    m->arch_hp = a;
+    json_t *eps = json_object_get(cfg, "norm_eps");
+    hp->rms_eps = json_is_number(eps) ? (float)json_number_value(eps) : 1e-5f;
+    json_t *k = json_object_get(cfg, "conv_L_cache");
+    a->conv_K = json_is_integer(k) ? (int32_t)json_integer_value(k) : 3;
+    if (a->conv_K < 1 || a->conv_K > 64)
+        return dg_fail(DEG_ERR_FORMAT, "%s: conv_L_cache %d out of [1, 64]", path, a->conv_K);
+    if (json_is_true(json_object_get(cfg, "conv_bias")))
+        return dg_fail(DEG_ERR_UNSUPPORTED, "%s: conv_bias = true is not supported", path);
+    json_t *tie = json_object_get(cfg, "tie_embedding");
+    if (!json_object_get(cfg, "tie_word_embeddings") && tie) m->tied_lm_head = json_is_true(tie);
+    if (!json_object_get(cfg, "tie_word_embeddings") && !tie) m->tied_lm_head = 1;
+    DG_TRY(lfm2_ff_dim(hp, cfg, path));
+    int found;
+    DG_TRY(dg_hf_layer_types(m, cfg, path, "full_attention", "conv", "full_attn_idxs", is_attn,
+                             &found));
+    if (!found) memset(is_attn, 1, (size_t)hp->n_layer); /* Lfm2Config: all attention */
+    m->scratch_per_token = 3 * (size_t)hp->n_embd;
+    return DEG_OK;
+}
+
+static deg_status lfm2_load_layer(deg_model *m, int il, dg_layer *L)
+{
+    const lfm2_hp *a = m->arch_hp;
+    if (a->is_attn[il]) return dg_load_std_layer_named(m, il, &lfm2_names, 1, 0, L);
+    memset(L, 0, sizeof *L);
+    int64_t E = m->hp.n_embd;
+    lfm2_conv *c = calloc(1, sizeof *c);
+    if (!c) return dg_fail(DEG_ERR_NOMEM, "lfm2: out of memory");
+    DG_TRY(dg_model_own(m, c));
+    int64_t cshape[] = {E, 1, a->conv_K};
+    DG_TRY(dg_weight_get(m, NULL, lfm2_names.attn_norm, il, 1, &E, 0, &L->attn_norm));
+    DG_TRY(dg_weight_get_matrix(m, NULL, "model.layers.%d.conv.in_proj.weight", il, 3 * E, E, 0,
+                                &c->in_proj));
+    DG_TRY(dg_weight_get(m, NULL, "model.layers.%d.conv.conv.weight", il, 3, cshape, 0,
+                         &c->conv));
+    DG_TRY(dg_weight_get_matrix(m, NULL, "model.layers.%d.conv.out_proj.weight", il, E, E, 0,
+                                &c->out_proj));
+    DG_TRY(dg_load_mlp(m, il, &lfm2_names, L));
+    L->arch_data = c;
+    L->state_floats = (size_t)(a->conv_K - 1) * (size_t)E;
+    return DEG_OK;
+}
+
+/* The gated short convolution of a conv layer, x += out_proj(C * conv(B * x)). */
+static void lfm2_conv_block(const deg_model *m, int il, dg_batch *b, float *x)
+{
+    const dg_layer *L = &m->layers[il];
+    const lfm2_conv *c = L->arch_data;
+    int K = ((const lfm2_hp *)m->arch_hp)->conv_K;
+    size_t M = b->n_tokens, E = (size_t)m->hp.n_embd;
+    float *bcx = b->rbuf; /* [M, 3E]: B | C | x */
+    dg_rmsnorm_rows(b->xn, x, L->attn_norm, M, E, m->hp.rms_eps);
+    dg_weight_matmul(&c->in_proj, (int64_t)M, b->xn, (int64_t)E, bcx, (int64_t)(3 * E));
+    float *bx = b->xn; /* [M, E] B * x (xn is free once projected) */
+    for (size_t i = 0; i < M; i++)
+        for (size_t e = 0; e < E; e++) bx[i * E + e] = bcx[i * 3 * E + e] * bcx[i * 3 * E + 2 * E + e];
+    /* Tasks: (segment, block of channels); a channel's taps and tail are its own. */
+    const size_t CB = 256;
+    size_t nblk = (E + CB - 1) / CB;
+    long n_tasks = (long)(b->n_segs * nblk);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(b->n_threads) if (M * E >= 16384)
+    for (long t = 0; t < n_tasks; t++) {
+        const dg_seg *s = &b->segs[(size_t)t / nblk];
+        size_t c0 = ((size_t)t % nblk) * CB, c1 = c0 + CB < E ? c0 + CB : E;
+        dg_causal_conv(b->tmp + s->t0 * E, E, bx + s->t0 * E, E, s->n, c0, c1, E, K, c->conv,
+                       NULL, s->rec[il], 0);
+    }
+    for (size_t i = 0; i < M; i++)
+        for (size_t e = 0; e < E; e++) b->tmp[i * E + e] *= bcx[i * 3 * E + E + e];
+    dg_weight_matmul(&c->out_proj, (int64_t)M, b->tmp, (int64_t)E, b->xn, (int64_t)E);
+    for (size_t i = 0; i < M * E; i++) x[i] += b->xn[i];
+}
+
+static void lfm2_forward_layer(const deg_model *m, int il, dg_batch *b, float *x)
+{
+    if (m->layers[il].has_kv) {
+        dg_forward_std_layer(m, il, b, x);
+        return;
+    }
+    lfm2_conv_block(m, il, b, x);
+    dg_forward_mlp(m, il, b, x);
+}
+
+const dg_arch dg_arch_lfm2 = {
+    .name = "lfm2",
+    .hf_config = lfm2_hf_config,
+    .no_gguf = 1,
+    .hf_out_norm = "model.embedding_norm.weight",
+    .load_layer = lfm2_load_layer,
+    .forward_layer = lfm2_forward_layer,
+};

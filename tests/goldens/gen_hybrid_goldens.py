@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Regenerate the hybrid-backbone goldens from Hugging Face transformers 5.x
+(torch, CPU, f32): tiny random models with recurrent layers, saved as HF
+directories with their golden logits.
+
+  tests/goldens/tiny-lfm2/     Lfm2ForCausalLM: conv, attention, conv, conv, attention
+                               layers (gated short conv, 3 taps), tied LM head, f32
+  tests/goldens/tiny-qwen3_5/  Qwen3_5ForCausalLM (model_type qwen3_5_text): 3 Gated
+                               DeltaNet layers + 1 gated attention layer, f32
+
+Each golden.safetensors holds, for transformers' forward:
+  prefill.<i>.ids [L] i32, prefill.<i>.logits [L, V]  full forward (L up to 300: deg's
+                                                      passes hold 256 tokens, so the
+                                                      longest crosses a pass boundary)
+  decode.ids [L] i32, decode.logits [L, V]            one token at a time with the cache
+                                                      (recurrent state + K/V)
+  trunk.ids [T] i32, fork.<j>.ids [F] i32,
+  fork.<j>.logits [F, V]                              full forward of trunk + fork j,
+                                                      rows of the fork's tokens
+  greedy.ids [P] i32, greedy.out [N] i32              model.generate greedy continuation
+
+Usage: /tmp/lora-torch/bin/python tests/goldens/gen_hybrid_goldens.py
+(needs torch and transformers 5.x; the tests never import them).
+"""
+import os
+import shutil
+import sys
+
+import numpy as np
+import torch
+from safetensors.torch import save_file
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gen_model_goldens import (HERE, VOCAB, decode_logits, logits_of, randomize,  # noqa: E402
+                               tiny_tokenizer, tokenizer_config)
+
+
+def lfm2_model():
+    from transformers import Lfm2Config, Lfm2ForCausalLM
+
+    cfg = Lfm2Config(vocab_size=VOCAB, hidden_size=64, intermediate_size=144,
+                     num_hidden_layers=5, num_attention_heads=4, num_key_value_heads=2,
+                     max_position_embeddings=512, norm_eps=1e-5, conv_L_cache=3,
+                     block_multiple_of=32, block_ffn_dim_multiplier=1.0,
+                     layer_types=["conv", "full_attention", "conv", "conv", "full_attention"],
+                     rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+                     tie_word_embeddings=True, bos_token_id=1, eos_token_id=2, pad_token_id=0)
+    return Lfm2ForCausalLM(cfg)
+
+
+def qwen3_5_model():
+    from transformers import Qwen3_5ForCausalLM, Qwen3_5TextConfig
+
+    cfg = Qwen3_5TextConfig(
+        vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=4,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=32,
+        linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=16,
+        linear_value_head_dim=16, linear_conv_kernel_dim=4,
+        layer_types=["linear_attention", "linear_attention", "full_attention",
+                     "linear_attention"],
+        max_position_embeddings=512, rms_norm_eps=1e-6, tie_word_embeddings=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000000.0,
+                         "partial_rotary_factor": 0.25},
+        bos_token_id=1, eos_token_id=2, pad_token_id=0)
+    return Qwen3_5ForCausalLM(cfg)
+
+
+def make(name, build, seed):
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(seed)
+    model = build()
+    model.eval()
+    randomize(model, seed)
+    out_dir = os.path.join(HERE, name)
+    shutil.rmtree(out_dir, ignore_errors=True)
+    os.makedirs(out_dir)
+    model.save_pretrained(out_dir)
+    model = AutoModelForCausalLM.from_pretrained(out_dir, dtype=torch.float32)
+    model.eval()
+    p = os.path.join(out_dir, "generation_config.json")
+    if os.path.exists(p):
+        os.remove(p)
+    tiny_tokenizer(out_dir)
+    tokenizer_config(out_dir)
+
+    rng = np.random.default_rng(seed)
+    gold = {}
+    for i, L in enumerate([1, 7, 20, 45, 300]):
+        ids = rng.integers(0, VOCAB, L).tolist()
+        gold[f"prefill.{i}.ids"] = torch.tensor(ids, dtype=torch.int32)
+        gold[f"prefill.{i}.logits"] = logits_of(model, ids)
+    ids = rng.integers(0, VOCAB, 12).tolist()
+    gold["decode.ids"] = torch.tensor(ids, dtype=torch.int32)
+    gold["decode.logits"] = decode_logits(model, ids)
+    trunk = rng.integers(0, VOCAB, 23).tolist()
+    gold["trunk.ids"] = torch.tensor(trunk, dtype=torch.int32)
+    for j, F in enumerate([1, 3, 9]):
+        fk = rng.integers(0, VOCAB, F).tolist()
+        gold[f"fork.{j}.ids"] = torch.tensor(fk, dtype=torch.int32)
+        gold[f"fork.{j}.logits"] = logits_of(model, trunk + fk)[len(trunk):].contiguous()
+    prompt = rng.integers(0, VOCAB, 10).tolist()
+    with torch.no_grad():
+        out = model.generate(torch.tensor([prompt]), attention_mask=torch.ones(1, 10, dtype=torch.long),
+                             max_new_tokens=24, min_new_tokens=24, do_sample=False,
+                             eos_token_id=None, pad_token_id=0)
+    gold["greedy.ids"] = torch.tensor(prompt, dtype=torch.int32)
+    gold["greedy.out"] = out[0, 10:].to(torch.int32).contiguous()
+    # Sanity: the full forward agrees with transformers' own incremental decode.
+    full = logits_of(model, gold["decode.ids"].tolist())
+    d = (full - gold["decode.logits"]).abs().max().item()
+    assert d < 1e-4, d
+    save_file(gold, os.path.join(out_dir, "golden.safetensors"))
+    print(f"{name}: wrote {out_dir} (decode vs full {d:.2e})")
+
+
+def main():
+    which = sys.argv[1:] or ["lfm2", "qwen3_5"]
+    if "lfm2" in which:
+        make("tiny-lfm2", lfm2_model, seed=11)
+    if "qwen3_5" in which:
+        make("tiny-qwen3_5", qwen3_5_model, seed=12)
+
+
+if __name__ == "__main__":
+    main()
