@@ -20,7 +20,9 @@ void dg_rmsnorm_backward_rows(float *dx, const float *dy, const float *x, const 
 
 dg_layer_backward_fn dg_layer_backward_for(const deg_model *m)
 {
-    if (m->arch->forward_layer == dg_forward_std_layer) return dg_backward_std_layer;
+    /* (the RoPE backward rotates whole heads: no partial rotary) */
+    if (m->arch->forward_layer == dg_forward_std_layer && m->hp.rope_dim == m->hp.head_dim)
+        return dg_backward_std_layer;
     return NULL;
 }
 

@@ -144,7 +144,7 @@ static deg_status state_init(dg_train_state *r, const deg_model *m, const dg_tra
         for (size_t i = 0; i < n; i++) r->pos[t0 + i] = (int64_t)(a->P + i);
         t0 += n;
     }
-    dg_rope_table(cs, sn, r->pos, T, hp->head_dim, hp->rope_theta);
+    dg_rope_table(cs, sn, r->pos, T, hp->rope_dim, hp->rope_theta);
     return DEG_OK;
 }
 

@@ -25,6 +25,7 @@ typedef struct dg_batch dg_batch;
 typedef struct dg_hparams {
     int32_t n_vocab, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, n_ctx_train;
     float rope_theta, rms_eps;
+    int32_t rope_dim;   /* rotary dims per head (<= head_dim; partial RoPE below it) */
 } dg_hparams;
 
 /* Weights of one decoder layer, shapes as in PyTorch (Linear weight =
@@ -149,6 +150,14 @@ int dg_weight_has(const deg_model *m, const char *gguf_name, const char *hf_name
  * residual -> RMSNorm -> SwiGLU MLP -> residual. In layer_std.c (batch
  * layout: layer.h); its backward is lib/grad/layer_std_bwd.c. */
 void dg_forward_std_layer(const deg_model *m, int il, dg_batch *b, float *x);
+/* The attention pieces of the standard layer (layer_std.c), for
+ * architectures with their own attention variant (qwen3_5's gated one):
+ * dg_kv_append_segs writes the pass's K/V rows k, v [M, KD] (after norm and
+ * RoPE) to each segment's own cache; dg_attention_segs runs causal GQA
+ * attention of every (segment, head) of q [M, n_head*head_dim] into b->att
+ * (stats: the training forward's softmax statistics, or NULL). */
+void dg_kv_append_segs(const dg_batch *b, int il, const float *k, const float *v, size_t KD);
+void dg_attention_segs(const deg_model *m, int il, dg_batch *b, const float *q, float *stats);
 /* The SwiGLU feed-forward half of a layer (RMSNorm ffn_norm -> w_down(silu(
  * w_gate x) * w_up x) -> residual), in layer_std.c: shared by every
  * architecture whose layers end with it (llama, qwen3, lfm2, qwen3_5). */

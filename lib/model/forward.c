@@ -146,7 +146,7 @@ static deg_status run_pass(const deg_model *m, dg_arena *a, size_t n_segs)
         M += s->n;
     }
     b->n_tokens = M;
-    dg_rope_table(a->rope_cos, a->rope_sin, a->pos, M, hp->head_dim, hp->rope_theta);
+    dg_rope_table(a->rope_cos, a->rope_sin, a->pos, M, hp->rope_dim, hp->rope_theta);
     for (int il = 0; il < hp->n_layer; il++) {
         /* a call under work limits (base/run.h) stops between layers too: a
          * 256-token pass deep in a long context takes seconds. Nothing of the

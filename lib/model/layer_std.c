@@ -58,8 +58,7 @@ static void attend_head(const dg_seg *s, int il, const float *q, float *out, flo
                    s->prefix_len, ko + g, vo + g, s->own_len0, s->n, kvrow, D, scores);
 }
 
-/* Attention of every (segment, head) of the pass into b->att. */
-static void attention(const deg_model *m, int il, dg_batch *b, const float *q, float *stats)
+void dg_attention_segs(const deg_model *m, int il, dg_batch *b, const float *q, float *stats)
 {
     const dg_hparams *hp = &m->hp;
     size_t D = (size_t)hp->head_dim;
@@ -78,6 +77,17 @@ static void attention(const deg_model *m, int il, dg_batch *b, const float *q, f
         float *scores = b->scores + (size_t)omp_get_thread_num() * b->max_ctx;
         attend_head(s, il, q, b->att, stats, (int)(t % hp->n_head), hp->n_head, hp->n_head_kv,
                     (int)D, scores);
+    }
+}
+
+void dg_kv_append_segs(const dg_batch *b, int il, const float *k, const float *v, size_t KD)
+{
+    for (size_t si = 0; si < b->n_segs; si++) {
+        const dg_seg *s = &b->segs[si];
+        float *ko = s->ok[il] + (s->own_base + s->own_len0) * KD;
+        float *vo = s->ov[il] + (s->own_base + s->own_len0) * KD;
+        if (ko != k + s->t0 * KD) memcpy(ko, k + s->t0 * KD, sizeof(float) * KD * s->n);
+        if (vo != v + s->t0 * KD) memcpy(vo, v + s->t0 * KD, sizeof(float) * KD * s->n);
     }
 }
 
@@ -102,18 +112,11 @@ void dg_forward_std_layer(const deg_model *m, int il, dg_batch *b, float *x)
     lora_add(b, il, DG_LORA_V, b->xn, E, v, KD);
     if (L->q_norm) dg_rmsnorm_rows(q, q_pre, L->q_norm, M * hp->n_head, D, hp->rms_eps);
     if (L->k_norm) dg_rmsnorm_rows(k, k_pre, L->k_norm, M * hp->n_head_kv, D, hp->rms_eps);
-    dg_rope_apply(q, b->rope_cos, b->rope_sin, M, hp->n_head, (int)D);
-    dg_rope_apply(k, b->rope_cos, b->rope_sin, M, hp->n_head_kv, (int)D);
+    dg_rope_apply_partial(q, b->rope_cos, b->rope_sin, M, hp->n_head, (int)D, hp->rope_dim);
+    dg_rope_apply_partial(k, b->rope_cos, b->rope_sin, M, hp->n_head_kv, (int)D, hp->rope_dim);
 
-    /* Append this pass's K/V to each segment's own cache. */
-    for (size_t si = 0; si < b->n_segs; si++) {
-        const dg_seg *s = &b->segs[si];
-        float *ko = s->ok[il] + (s->own_base + s->own_len0) * KD;
-        float *vo = s->ov[il] + (s->own_base + s->own_len0) * KD;
-        if (ko != k + s->t0 * KD) memcpy(ko, k + s->t0 * KD, sizeof(float) * KD * s->n);
-        if (vo != v + s->t0 * KD) memcpy(vo, v + s->t0 * KD, sizeof(float) * KD * s->n);
-    }
-    attention(m, il, b, q, sv ? sv->stats : NULL);
+    dg_kv_append_segs(b, il, k, v, KD);
+    dg_attention_segs(m, il, b, q, sv ? sv->stats : NULL);
     if (sv && sv->att) memcpy(sv->att, b->att, sizeof(float) * M * QD);
     mm_nt(M, b->att, QD, &L->wo, b->tmp, E);
     lora_add(b, il, DG_LORA_O, b->att, QD, b->tmp, E);

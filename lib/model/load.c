@@ -74,8 +74,9 @@ static char *read_text_file(const char *path)
 
 /* ------------------------------------------------------------- hparams */
 
-static deg_status check_hparams(const dg_hparams *hp, const char *where)
+static deg_status check_hparams(dg_hparams *hp, const char *where)
 {
+    if (hp->rope_dim == 0) hp->rope_dim = hp->head_dim;
     struct { const char *name; int32_t v; } pos[] = {
         {"n_embd", hp->n_embd}, {"n_layer", hp->n_layer}, {"n_head", hp->n_head},
         {"n_head_kv", hp->n_head_kv}, {"head_dim", hp->head_dim}, {"n_ff", hp->n_ff}};
@@ -227,6 +228,17 @@ static deg_status hf_hparams(deg_model *m, json_t *cfg, const char *cfg_path)
         if (!json_float(rope, "rope_theta", theta_top, &hp->rope_theta))
             return dg_fail(DEG_ERR_FORMAT, "%s: invalid rope_theta", cfg_path);
     }
+    /* Partial rotary (transformers' default RoPE: dim = int(head_dim *
+     * partial_rotary_factor), the first dim floats of each head rotate). */
+    float prf = 1.0f;
+    if (!json_float(rope ? rope : cfg, "partial_rotary_factor", 1.0f, &prf) ||
+        !json_float(cfg, "partial_rotary_factor", prf, &prf) || !(prf > 0.0f && prf <= 1.0f))
+        return dg_fail(DEG_ERR_FORMAT, "%s: invalid partial_rotary_factor", cfg_path);
+    hp->rope_dim = (int32_t)((float)hp->head_dim * prf);
+    if (hp->rope_dim < 2 || hp->rope_dim % 2)
+        return dg_fail(DEG_ERR_UNSUPPORTED, "%s: rotary dims %d (head_dim %d x "
+                       "partial_rotary_factor %g) must be even and >= 2", cfg_path,
+                       (int)hp->rope_dim, (int)hp->head_dim, (double)prf);
     json_t *act = json_object_get(cfg, "hidden_act");
     if (act && (!json_is_string(act) || strcmp(json_string_value(act), "silu")))
         return dg_fail(DEG_ERR_UNSUPPORTED, "%s: hidden_act '%s' is not supported (silu only)",

@@ -37,11 +37,11 @@ void dg_rope_table(float *cos_t, float *sin_t, const int64_t *pos, size_t n, int
     }
 }
 
-/* x: [n, H, D]; cos_t, sin_t: [n, D/2] */
+/* x: [n, H, D]; cos_t, sin_t: [n, R/2]; the first R = rot_dim of each head rotate */
 DG_HOT static void dg_rope_apply_impl(float *x, const float *cos_t, const float *sin_t, size_t n, int n_heads,
-                   int head_dim)
+                   int head_dim, int rot_dim)
 {
-    int half = head_dim / 2;
+    int half = rot_dim / 2;
     for (size_t i = 0; i < n; i++) {
         const float *c = cos_t + i * half, *s = sin_t + i * half;
         for (int h = 0; h < n_heads; h++) {
@@ -202,7 +202,13 @@ void dg_rmsnorm(float *out, const float *x, const float *w, size_t n, size_t dim
 
 void dg_rope_apply(float *x, const float *cos_t, const float *sin_t, size_t n, int n_heads, int head_dim)
 {
-    dg_rope_apply_impl(x, cos_t, sin_t, n, n_heads, head_dim);
+    dg_rope_apply_impl(x, cos_t, sin_t, n, n_heads, head_dim, head_dim);
+}
+
+void dg_rope_apply_partial(float *x, const float *cos_t, const float *sin_t, size_t n,
+                           int n_heads, int head_dim, int rot_dim)
+{
+    dg_rope_apply_impl(x, cos_t, sin_t, n, n_heads, head_dim, rot_dim);
 }
 
 void dg_swiglu(float *g, const float *u, size_t n)

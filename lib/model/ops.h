@@ -27,6 +27,13 @@ void dg_rope_table(float *cos_t, float *sin_t, const int64_t *pos, size_t n, int
 void dg_rope_apply(float *x, const float *cos_t, const float *sin_t, size_t n, int n_heads,
                    int head_dim);
 
+/* Partial rotary (transformers apply_rotary_pos_emb with rotary_dim <
+ * head_dim, e.g. qwen3_5's partial_rotary_factor): dg_rope_apply on the
+ * first rot_dim floats of each head (tables of dg_rope_table(rot_dim)), the
+ * rest passes through. dg_rope_apply = rot_dim == head_dim. */
+void dg_rope_apply_partial(float *x, const float *cos_t, const float *sin_t, size_t n,
+                           int n_heads, int head_dim, int rot_dim);
+
 /* SwiGLU gate: g[i] = silu(g[i]) * u[i], silu(z) = z / (1 + exp(-z)).
  * g, u: [n]. */
 void dg_swiglu(float *g, const float *u, size_t n);
