@@ -101,6 +101,11 @@ struct dg_arch {
     int no_gguf;
     /* HF name of the final norm; NULL = "model.norm.weight". */
     const char *hf_out_norm;
+    /* Optional: run after every weight is loaded (e.g. rewrite norms). */
+    deg_status (*finish)(deg_model *m);
+    /* deg_model_info.chat_layout of the family (NULL: recognised from the
+     * chat template: "chatml" if it writes <|im_start|> turns, else "none"). */
+    const char *chat_layout;
     /* Load layer il's weights into *out (shape-checked). */
     deg_status (*load_layer)(deg_model *m, int il, dg_layer *out);
     /* Run layer il on the batch: x [n_tokens, n_embd] residual stream, in place. */

@@ -11,6 +11,7 @@ static deg_status qwen3_load_layer(deg_model *m, int il, dg_layer *out)
 
 const dg_arch dg_arch_qwen3 = {
     .name = "qwen3",
+    .chat_layout = "qwen3",
     .load_layer = qwen3_load_layer,
     .forward_layer = dg_forward_std_layer,
 };

@@ -7,8 +7,10 @@
 extern const dg_arch dg_arch_llama;
 extern const dg_arch dg_arch_qwen3;
 extern const dg_arch dg_arch_lfm2;
+extern const dg_arch dg_arch_qwen3_5;
 
-static const dg_arch *const dg_archs[] = {&dg_arch_llama, &dg_arch_qwen3, &dg_arch_lfm2};
+static const dg_arch *const dg_archs[] = {&dg_arch_llama, &dg_arch_qwen3, &dg_arch_lfm2,
+                                          &dg_arch_qwen3_5};
 
 const dg_arch *dg_arch_find(const char *name)
 {

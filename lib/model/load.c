@@ -439,6 +439,7 @@ static deg_status load_weights(deg_model *m)
         m->tied_lm_head = 1;
         m->lm_head = m->tok_embd;
     }
+    if (m->arch->finish) DG_TRY(m->arch->finish(m));
     return DEG_OK;
 }
 
@@ -508,8 +509,8 @@ deg_status deg_model_load_with_params(const char *path, const deg_model_params *
         deg_model_free(m);
         return dg_fail(DEG_ERR_NOMEM, "deg_model_load: out of memory");
     }
-    if (!strcmp(m->arch->name, "qwen3"))
-        m->chat_layout = "qwen3";
+    if (m->arch->chat_layout)
+        m->chat_layout = m->arch->chat_layout;
     else if (m->chat_template && strstr(m->chat_template, "<|im_start|>"))
         m->chat_layout = "chatml";
     else

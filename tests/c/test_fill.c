@@ -20,7 +20,7 @@
 
 #define GOLDENS DEG_SOURCE_ROOT "/tests/goldens"
 
-static const char *TINY[] = {"tiny-llama", "tiny-qwen3", "tiny-lfm2"};
+static const char *TINY[] = {"tiny-llama", "tiny-qwen3", "tiny-lfm2", "tiny-qwen3_5"};
 #define N_TINY (sizeof TINY / sizeof TINY[0])
 
 static char tmpdir_buf[256];

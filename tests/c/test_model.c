@@ -16,7 +16,7 @@ static const char *const TINY[] = {"tiny-llama", "tiny-llama-tied", "tiny-qwen3"
                                    "tiny-qwen3-untied"};
 #define N_TINY (sizeof TINY / sizeof TINY[0])
 /* Hybrids (tests/goldens/gen_hybrid_goldens.py): recurrent + attention layers. */
-static const char *const HYBRID[] = {"tiny-lfm2"};
+static const char *const HYBRID[] = {"tiny-lfm2", "tiny-qwen3_5"};
 #define N_HYBRID (sizeof HYBRID / sizeof HYBRID[0])
 /* Every tiny model with transformers goldens: TINY then HYBRID. */
 #define N_ALL (N_TINY + N_HYBRID)
@@ -242,7 +242,8 @@ Test(model, hybrid_greedy_and_info)
         deg_model *m = load_tiny(HYBRID[k]);
         deg_model_info info;
         cr_assert_eq(deg_model_get_info(m, &info), DEG_OK);
-        cr_assert_str_eq(info.arch, HYBRID[k] + 5);
+        static const char *const arch[] = {"lfm2", "qwen3_5_text"};
+        cr_assert_str_eq(info.arch, arch[k]);
         cr_assert_eq(info.n_embd, 64);
         if (!strcmp(info.arch, "lfm2")) {
             cr_assert_eq(info.n_layer, 5);
@@ -250,6 +251,12 @@ Test(model, hybrid_greedy_and_info)
             cr_assert_eq(info.head_dim, 16);
             cr_assert_float_eq(info.rms_eps, 1e-5f, 1e-12f);
             cr_assert_eq(info.tied_lm_head, 1);
+            cr_assert_str_eq(info.chat_layout, "chatml");
+        } else {
+            cr_assert_eq(info.n_layer, 4);
+            cr_assert_eq(info.head_dim, 32);
+            cr_assert_eq(info.tied_lm_head, 0);
+            cr_assert_str_eq(info.chat_layout, "qwen3"); /* §12.8: the empty think block */
         }
         golden g = golden_open(HYBRID[k]);
         int V = n_vocab(m);

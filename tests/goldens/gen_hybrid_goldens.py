@@ -65,13 +65,27 @@ def qwen3_5_model():
     return Qwen3_5ForCausalLM(cfg)
 
 
-def make(name, build, seed):
+def slow_decay(model, seed):
+    """DeltaNet decay close to 1 (exp(g) ~ 0.7..0.97 per token), so the
+    recurrent state carries far and a lost or doubled state shows."""
+    g = torch.Generator().manual_seed(seed + 100)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("A_log"):
+                p.copy_(torch.log(torch.empty(p.shape).uniform_(0.05, 0.3, generator=g)))
+            elif name.endswith("dt_bias"):
+                p.copy_(-1.0 + 0.5 * torch.randn(p.shape, generator=g))
+
+
+def make(name, build, seed, post=None):
     from transformers import AutoModelForCausalLM
 
     torch.manual_seed(seed)
     model = build()
     model.eval()
     randomize(model, seed)
+    if post:
+        post(model, seed)
     out_dir = os.path.join(HERE, name)
     shutil.rmtree(out_dir, ignore_errors=True)
     os.makedirs(out_dir)
@@ -119,7 +133,7 @@ def main():
     if "lfm2" in which:
         make("tiny-lfm2", lfm2_model, seed=11)
     if "qwen3_5" in which:
-        make("tiny-qwen3_5", qwen3_5_model, seed=12)
+        make("tiny-qwen3_5", qwen3_5_model, seed=12, post=slow_decay)
 
 
 if __name__ == "__main__":
