@@ -75,4 +75,30 @@ deg_status dg_attention_backward(float *dq, float *dkp, float *dvp, float *dko, 
                                  size_t T, int H, int Hkv, int D, const float *stats,
                                  int n_threads);
 
+/* Depthwise causal convolution backward (forward: dg_causal_conv,
+ * lib/model/conv.h) of one row's n tokens, all C channels, from the tail
+ * [K-1, C] the forward started from:
+ *   g_i = dy_i (or dy_i * silu'(a_i) with silu, a_i recomputed)
+ *   dx[t] = sum_j w[j] g[t + K-1 - j];  dtail[r] = sum_{j<=r} w[j] g[r - j]
+ *   dw[c][j] += sum_i g_i x(i - (K-1) + j)
+ * x, dx, dy: [n, C]; w, dw: [C, K]; tail, dtail: [K-1, C]. dx and dtail
+ * are overwritten (dtail may be NULL), dw accumulated (may be NULL). */
+void dg_causal_conv_backward(float *dx, float *dw, float *dtail, const float *dy,
+                             const float *x, const float *tail, size_t n, size_t C, int K,
+                             const float *w, int silu);
+
+/* Gated delta rule backward (forward: dg_delta_rule_step,
+ * lib/model/delta_rule.h) of one value head over n tokens from the initial
+ * state S0 [dk, dv]: recomputes every state, then runs the recurrence
+ * backwards (dS_t += q_t do_t^T; dq_t = S_t do_t; through S_t = S' + k d^T,
+ * d = (v - u) beta, u = S'^T k, S' = decay S_{t-1}).
+ * q, k, dq, dk: [n, dk]; v, dout, dv: [n, dv]; beta, decay, dbeta, ddecay:
+ * [n] (gradients w.r.t. beta and the decay factor exp(g)); dS0 [dk, dv] the
+ * gradient into the initial state (may be NULL). Outputs are overwritten.
+ * Workspace (n + 1) dk dv floats. Errors: DEG_ERR_NOMEM. */
+deg_status dg_delta_rule_backward(float *dq, float *dk, float *dv, float *dbeta, float *ddecay,
+                                  float *dS0, const float *dout, const float *q, const float *k,
+                                  const float *v, const float *beta, const float *decay,
+                                  const float *S0, size_t n, size_t dk_dim, size_t dv_dim);
+
 #endif

@@ -147,6 +147,8 @@ deg_status dg_hf_layer_types(const deg_model *m, json_t *cfg, const char *path,
 /* Hand a malloc'd buffer to the model (freed with it); on failure p is
  * freed. Errors: DEG_ERR_NOMEM. */
 deg_status dg_model_own(deg_model *m, void *p);
+/* *out = a zeroed block of bytes owned by the model. Errors: DEG_ERR_NOMEM. */
+deg_status dg_model_alloc(deg_model *m, size_t bytes, void **out);
 /* 1 if the tensor exists in the model's source. */
 int dg_weight_has(const deg_model *m, const char *gguf_name, const char *hf_name, int il);
 

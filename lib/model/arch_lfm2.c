@@ -75,15 +75,10 @@ static deg_status lfm2_ff_dim(dg_hparams *hp, json_t *cfg, const char *path)
 static deg_status lfm2_hf_config(deg_model *m, json_t *cfg, const char *path)
 {
     dg_hparams *hp = &m->hp;
-    lfm2_hp *a = calloc(1, sizeof *a);
-    unsigned char *is_attn = calloc((size_t)hp->n_layer, 1);
-    if (!a || !is_attn) {
-        free(a);
-        free(is_attn);
-        return dg_fail(DEG_ERR_NOMEM, "lfm2: out of memory");
-    }
-    DG_TRY(dg_model_own(m, a));
-    DG_TRY(dg_model_own(m, is_attn));
+    lfm2_hp *a;
+    unsigned char *is_attn;
+    DG_TRY(dg_model_alloc(m, sizeof *a, (void **)&a));
+    DG_TRY(dg_model_alloc(m, (size_t)hp->n_layer, (void **)&is_attn));
     a->is_attn = is_attn;
     m->arch_hp = a;
     json_t *eps = json_object_get(cfg, "norm_eps");
@@ -112,9 +107,8 @@ static deg_status lfm2_load_layer(deg_model *m, int il, dg_layer *L)
     if (a->is_attn[il]) return dg_load_std_layer_named(m, il, &lfm2_names, 1, 0, L);
     memset(L, 0, sizeof *L);
     int64_t E = m->hp.n_embd;
-    lfm2_conv *c = calloc(1, sizeof *c);
-    if (!c) return dg_fail(DEG_ERR_NOMEM, "lfm2: out of memory");
-    DG_TRY(dg_model_own(m, c));
+    lfm2_conv *c;
+    DG_TRY(dg_model_alloc(m, sizeof *c, (void **)&c));
     int64_t cshape[] = {E, 1, a->conv_K};
     DG_TRY(dg_weight_get(m, NULL, lfm2_names.attn_norm, il, 1, &E, 0, &L->attn_norm));
     DG_TRY(dg_weight_get_matrix(m, NULL, "model.layers.%d.conv.in_proj.weight", il, 3 * E, E, 0,

@@ -24,6 +24,7 @@
 #include "base/status.h"
 #include "model/arch.h"
 #include "model/conv.h"
+#include "model/delta_rule.h"
 #include "model/layer.h"
 #include "model/ops.h"
 #include "tensor/blas.h"
@@ -44,8 +45,6 @@ typedef struct q35_dn {
     dg_weight out;                /* [E, nv dv] */
 } q35_dn;
 
-#define DG_DN_MAX_HEAD_DIM 512
-
 static size_t conv_dim(const q35_hp *a)
 {
     return 2 * (size_t)a->nk * (size_t)a->dk + (size_t)a->nv * (size_t)a->dv;
@@ -64,15 +63,10 @@ static deg_status cfg_int(json_t *cfg, const char *key, int32_t dflt, int32_t *o
 static deg_status q35_hf_config(deg_model *m, json_t *cfg, const char *path)
 {
     dg_hparams *hp = &m->hp;
-    q35_hp *a = calloc(1, sizeof *a);
-    unsigned char *is_attn = calloc((size_t)hp->n_layer, 1);
-    if (!a || !is_attn) {
-        free(a);
-        free(is_attn);
-        return dg_fail(DEG_ERR_NOMEM, "qwen3_5: out of memory");
-    }
-    DG_TRY(dg_model_own(m, a));
-    DG_TRY(dg_model_own(m, is_attn));
+    q35_hp *a;
+    unsigned char *is_attn;
+    DG_TRY(dg_model_alloc(m, sizeof *a, (void **)&a));
+    DG_TRY(dg_model_alloc(m, (size_t)hp->n_layer, (void **)&is_attn));
     a->is_attn = is_attn;
     m->arch_hp = a;
     DG_TRY(cfg_int(cfg, "linear_num_key_heads", 16, &a->nk, path));
@@ -100,18 +94,22 @@ static deg_status q35_hf_config(deg_model *m, json_t *cfg, const char *path)
     return DEG_OK;
 }
 
-/* A zero-centred norm weight stored as 1 + w (owned f32 copy). */
+/* *w (n floats, a zero-centred norm weight) replaced by an owned 1 + w. */
+static deg_status plus_one(deg_model *m, int64_t n, const float **w)
+{
+    float *p;
+    DG_TRY(dg_model_alloc(m, sizeof(float) * (size_t)n, (void **)&p));
+    for (int64_t i = 0; i < n; i++) p[i] = 1.0f + (*w)[i];
+    *w = p;
+    return DEG_OK;
+}
+
+/* A zero-centred norm weight, loaded and stored as 1 + w. */
 static deg_status norm_plus_one(deg_model *m, const char *hf, int il, int64_t n,
                                 const float **out)
 {
-    const float *w;
-    DG_TRY(dg_weight_get(m, NULL, hf, il, 1, &n, 0, &w));
-    float *p = malloc(sizeof(float) * (size_t)n);
-    if (!p) return dg_fail(DEG_ERR_NOMEM, "qwen3_5: out of memory");
-    for (int64_t i = 0; i < n; i++) p[i] = 1.0f + w[i];
-    DG_TRY(dg_model_own(m, p));
-    *out = p;
-    return DEG_OK;
+    DG_TRY(dg_weight_get(m, NULL, hf, il, 1, &n, 0, out));
+    return plus_one(m, n, out);
 }
 
 #define Q35 "model.layers.%d."
@@ -140,9 +138,8 @@ static deg_status q35_load_deltanet(deg_model *m, int il, dg_layer *L)
     const q35_hp *a = m->arch_hp;
     int64_t E = m->hp.n_embd, CD = (int64_t)conv_dim(a), VD = (int64_t)a->nv * a->dv,
             NV = a->nv, DV = a->dv;
-    q35_dn *d = calloc(1, sizeof *d);
-    if (!d) return dg_fail(DEG_ERR_NOMEM, "qwen3_5: out of memory");
-    DG_TRY(dg_model_own(m, d));
+    q35_dn *d;
+    DG_TRY(dg_model_alloc(m, sizeof *d, (void **)&d));
     int64_t cshape[] = {CD, 1, a->conv_K};
     DG_TRY(dg_weight_get_matrix(m, NULL, Q35 "linear_attn.in_proj_qkv.weight", il, CD, E, 0,
                                 &d->in_qkv));
@@ -171,24 +168,10 @@ static deg_status q35_load_layer(deg_model *m, int il, dg_layer *L)
     DG_TRY(norm_plus_one(m, Q35 "input_layernorm.weight", il, m->hp.n_embd, &L->attn_norm));
     DG_TRY(a->is_attn[il] ? q35_load_attn(m, il, L) : q35_load_deltanet(m, il, L));
     DG_TRY(dg_load_mlp(m, il, &q35_mlp_names, L));
-    const float *w = L->ffn_norm;
-    float *p = malloc(sizeof(float) * (size_t)m->hp.n_embd);
-    if (!p) return dg_fail(DEG_ERR_NOMEM, "qwen3_5: out of memory");
-    for (int32_t i = 0; i < m->hp.n_embd; i++) p[i] = 1.0f + w[i];
-    DG_TRY(dg_model_own(m, p));
-    L->ffn_norm = p;
-    return DEG_OK;
+    return plus_one(m, m->hp.n_embd, &L->ffn_norm);
 }
 
-static deg_status q35_finish(deg_model *m)
-{
-    float *p = malloc(sizeof(float) * (size_t)m->hp.n_embd);
-    if (!p) return dg_fail(DEG_ERR_NOMEM, "qwen3_5: out of memory");
-    for (int32_t i = 0; i < m->hp.n_embd; i++) p[i] = 1.0f + m->out_norm[i];
-    DG_TRY(dg_model_own(m, p));
-    m->out_norm = p;
-    return DEG_OK;
-}
+static deg_status q35_finish(deg_model *m) { return plus_one(m, m->hp.n_embd, &m->out_norm); }
 
 /* Gated attention block: x += o_proj(attention(q, k, v) * sigmoid(gate)). */
 static void q35_attn_block(const deg_model *m, int il, dg_batch *b, float *x)
@@ -240,7 +223,7 @@ static void delta_rule_head(const q35_hp *a, const q35_dn *d, int h, size_t n, f
     size_t dk = (size_t)a->dk, dv = (size_t)a->dv, kh = (size_t)(h / (a->nv / a->nk));
     size_t KD = (size_t)a->nk * dk;
     float sq = sqrtf((float)dk), negA = -expf(d->A_log[h]);
-    float q[DG_DN_MAX_HEAD_DIM], k[DG_DN_MAX_HEAD_DIM], kv[DG_DN_MAX_HEAD_DIM];
+    float q[DG_DN_MAX_HEAD_DIM], k[DG_DN_MAX_HEAD_DIM];
     for (size_t t = 0; t < n; t++) {
         const float *row = qkv + t * ldq;
         memcpy(q, row + kh * dk, sizeof(float) * dk);
@@ -251,24 +234,7 @@ static void delta_rule_head(const q35_hp *a, const q35_dn *d, int h, size_t n, f
         l2norm(k, dk);
         float beta = 1.0f / (1.0f + expf(-bb[t * ldab + (size_t)h]));
         float decay = expf(negA * softplus(aa[t * ldab + (size_t)h] + d->dt_bias[h]));
-        for (size_t j = 0; j < dv; j++) kv[j] = 0.0f;
-        for (size_t i = 0; i < dk; i++) {
-            float *Si = S + i * dv;
-            for (size_t j = 0; j < dv; j++) {
-                Si[j] *= decay;
-                kv[j] += Si[j] * k[i];
-            }
-        }
-        for (size_t j = 0; j < dv; j++) kv[j] = (v[j] - kv[j]) * beta; /* delta */
-        float *o = out + t * ldo + (size_t)h * dv;
-        for (size_t j = 0; j < dv; j++) o[j] = 0.0f;
-        for (size_t i = 0; i < dk; i++) {
-            float *Si = S + i * dv;
-            for (size_t j = 0; j < dv; j++) {
-                Si[j] += k[i] * kv[j];
-                o[j] += Si[j] * q[i];
-            }
-        }
+        dg_delta_rule_step(S, q, k, v, decay, beta, dk, dv, NULL, out + t * ldo + (size_t)h * dv);
     }
 }
 

@@ -38,6 +38,16 @@ int dg_weight_has(const deg_model *m, const char *gguf_name, const char *hf_name
     return src_find(&m->src, name) != NULL;
 }
 
+deg_status dg_model_alloc(deg_model *m, size_t bytes, void **out)
+{
+    *out = NULL;
+    void *p = calloc(1, bytes ? bytes : 1);
+    if (!p) return dg_fail(DEG_ERR_NOMEM, "model: out of memory (%zu bytes)", bytes);
+    DG_TRY(dg_model_own(m, p));
+    *out = p;
+    return DEG_OK;
+}
+
 deg_status dg_model_own(deg_model *m, void *p)
 {
     if (m->n_owned == m->cap_owned) {

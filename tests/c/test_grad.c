@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "grad/kernels.h"
+#include "model/conv.h"
+#include "model/delta_rule.h"
 #include "model/ops.h"
 
 static uint64_t rs = 88172645463325252ull;
@@ -281,3 +283,140 @@ Test(grad, attention_prefix_gqa) { check_attention(5, 4, 4, 2, 8, 1); }
 Test(grad, attention_prefix_gqa_threads) { check_attention(6, 3, 6, 2, 4, 2); }
 Test(grad, attention_no_prefix) { check_attention(0, 5, 2, 1, 8, 1); }
 Test(grad, attention_mha) { check_attention(3, 2, 2, 2, 6, 1); }
+
+/* ------------------------------------------- causal conv (lfm2, DeltaNet) */
+typedef struct { const float *w, *dy; size_t n, C; int K, silu, which; const double *x, *tail, *wd; } conv_ctx;
+/* sum(dy * conv(x)) in f64; `which` picks the variable: 0 x, 1 tail, 2 w. */
+static double conv_loss(const double *var, void *vc)
+{
+    conv_ctx *c = vc;
+    const double *x = c->which == 0 ? var : c->x, *tail = c->which == 1 ? var : c->tail;
+    const double *w = c->which == 2 ? var : c->wd;
+    size_t T = (size_t)(c->K - 1);
+    double L = 0;
+    for (size_t ch = 0; ch < c->C; ch++)
+        for (size_t i = 0; i < c->n; i++) {
+            double a = 0;
+            for (size_t j = 0; j < (size_t)c->K; j++) {
+                size_t t = i + j;
+                a += w[ch * c->K + j] * (t < T ? tail[t * c->C + ch] : x[(t - T) * c->C + ch]);
+            }
+            if (c->silu) a = a / (1 + exp(-a));
+            L += c->dy[i * c->C + ch] * a;
+        }
+    return L;
+}
+
+static void check_conv(size_t n, size_t C, int K, int silu)
+{
+    size_t T = (size_t)(K - 1);
+    float *x = malloc(sizeof(float) * n * C), *tail = malloc(sizeof(float) * T * C);
+    float *w = malloc(sizeof(float) * C * K), *dy = malloc(sizeof(float) * n * C);
+    float *dx = malloc(sizeof(float) * n * C), *dt = malloc(sizeof(float) * T * C);
+    float *dw = calloc(C * K, sizeof(float));
+    fill(x, n * C, 2.0); fill(tail, T * C, 2.0); fill(w, C * K, 1.0); fill(dy, n * C, 1.0);
+    dg_causal_conv_backward(dx, dw, dt, dy, x, tail, n, C, K, w, silu);
+    double *xd = to_d(x, n * C), *td = to_d(tail, T * C), *wd = to_d(w, C * K);
+    double *gx = malloc(sizeof(double) * n * C), *gt = malloc(sizeof(double) * T * C);
+    double *gw = malloc(sizeof(double) * C * K);
+    conv_ctx c = {w, dy, n, C, K, silu, 0, xd, td, wd};
+    num_grad(gx, xd, n * C, conv_loss, &c);
+    c.which = 1;
+    num_grad(gt, td, T * C, conv_loss, &c);
+    c.which = 2;
+    num_grad(gw, wd, C * K, conv_loss, &c);
+    double ex = rel_err(dx, gx, n * C), et = rel_err(dt, gt, T * C), ew = rel_err(dw, gw, C * K);
+    cr_log_info("gradcheck causal conv n=%zu K=%d silu=%d: dx %.3g dtail %.3g dw %.3g", n, K,
+                silu, ex, et, ew);
+    cr_expect_lt(ex, 1e-5);
+    cr_expect_lt(et, 1e-5);
+    cr_expect_lt(ew, 1e-5);
+    /* the forward it differentiates: dg_causal_conv from the same tail */
+    float *y = malloc(sizeof(float) * n * C), *tl = malloc(sizeof(float) * T * C);
+    memcpy(tl, tail, sizeof(float) * T * C);
+    dg_causal_conv(y, C, x, C, n, 0, C, C, K, w, NULL, tl, silu);
+    double L = 0;
+    for (size_t i = 0; i < n * C; i++) L += (double)dy[i] * y[i];
+    c.which = 0;
+    cr_expect_lt(fabs(L - conv_loss(xd, &c)), 1e-4 * (1 + fabs(L)));
+    free(x); free(tail); free(w); free(dy); free(dx); free(dt); free(dw); free(y); free(tl);
+    free(xd); free(td); free(wd); free(gx); free(gt); free(gw);
+}
+
+Test(grad, causal_conv_short) { check_conv(5, 6, 3, 0); }      /* lfm2: no activation */
+Test(grad, causal_conv_silu_short_row) { check_conv(2, 5, 4, 1); } /* fewer tokens than taps */
+Test(grad, causal_conv_silu) { check_conv(7, 4, 4, 1); }        /* DeltaNet: conv + SiLU */
+
+/* ---------------------------------------------------- gated delta rule */
+typedef struct {
+    const float *dy; size_t n, dk, dv; int which;
+    const double *q, *k, *v, *beta, *decay, *S0;
+} dr_ctx;
+/* sum(dy * o) in f64; `which`: 0 q, 1 k, 2 v, 3 beta, 4 decay, 5 S0. */
+static double dr_loss(const double *var, void *vc)
+{
+    dr_ctx *c = vc;
+    const double *in[6] = {c->q, c->k, c->v, c->beta, c->decay, c->S0};
+    in[c->which] = var;
+    size_t dk = c->dk, dv = c->dv;
+    double *S = malloc(sizeof(double) * dk * dv), u[16], L = 0;
+    memcpy(S, in[5], sizeof(double) * dk * dv);
+    for (size_t t = 0; t < c->n; t++) {
+        const double *q = in[0] + t * dk, *k = in[1] + t * dk, *v = in[2] + t * dv;
+        for (size_t j = 0; j < dv; j++) u[j] = 0;
+        for (size_t i = 0; i < dk; i++)
+            for (size_t j = 0; j < dv; j++) {
+                S[i * dv + j] *= in[4][t];
+                u[j] += S[i * dv + j] * k[i];
+            }
+        for (size_t i = 0; i < dk; i++)
+            for (size_t j = 0; j < dv; j++) S[i * dv + j] += k[i] * (v[j] - u[j]) * in[3][t];
+        for (size_t j = 0; j < dv; j++) {
+            double o = 0;
+            for (size_t i = 0; i < dk; i++) o += S[i * dv + j] * q[i];
+            L += c->dy[t * dv + j] * o;
+        }
+    }
+    free(S);
+    return L;
+}
+
+Test(grad, delta_rule)
+{
+    size_t n = 6, dk = 4, dv = 5;
+    float q[24], k[24], v[30], beta[6], decay[6], S0[20], dy[30];
+    fill(q, 24, 0.6); fill(k, 24, 0.6); fill(v, 30, 1.0); fill(S0, 20, 0.5); fill(dy, 30, 1.0);
+    for (size_t t = 0; t < n; t++) {
+        beta[t] = (float)(0.5 + 0.4 * urand());
+        decay[t] = (float)(0.8 + 0.15 * urand());
+    }
+    float dq[24], dk_[24], dv_[30], db[6], dd[6], dS0[20];
+    cr_assert_eq(dg_delta_rule_backward(dq, dk_, dv_, db, dd, dS0, dy, q, k, v, beta, decay, S0,
+                                        n, dk, dv), DEG_OK);
+    double *d[6] = {to_d(q, 24), to_d(k, 24), to_d(v, 30), to_d(beta, 6), to_d(decay, 6),
+                    to_d(S0, 20)};
+    const float *ana[6] = {dq, dk_, dv_, db, dd, dS0};
+    size_t len[6] = {24, 24, 30, 6, 6, 20};
+    const char *nm[6] = {"q", "k", "v", "beta", "decay", "S0"};
+    dr_ctx c = {dy, n, dk, dv, 0, d[0], d[1], d[2], d[3], d[4], d[5]};
+    for (int w = 0; w < 6; w++) {
+        double g[30];
+        c.which = w;
+        num_grad(g, d[w], len[w], dr_loss, &c);
+        double e = rel_err(ana[w], g, len[w]);
+        cr_log_info("gradcheck delta rule: d%s rel err %.3g", nm[w], e);
+        cr_expect_lt(e, 1e-5, "d%s rel err %g", nm[w], e);
+    }
+    /* the forward it differentiates: dg_delta_rule_step from S0 */
+    float S[20], o[5];
+    double L = 0;
+    memcpy(S, S0, sizeof S);
+    for (size_t t = 0; t < n; t++) {
+        dg_delta_rule_step(S, q + t * dk, k + t * dk, v + t * dv, decay[t], beta[t], dk, dv, NULL,
+                           o);
+        for (size_t j = 0; j < dv; j++) L += (double)dy[t * dv + j] * o[j];
+    }
+    c.which = 0;
+    cr_expect_lt(fabs(L - dr_loss(d[0], &c)), 1e-4 * (1 + fabs(L)));
+    for (int w = 0; w < 6; w++) free(d[w]);
+}

@@ -31,7 +31,7 @@ import torch
 from safetensors.torch import save_file
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gen_model_goldens import (HERE, VOCAB, decode_logits, logits_of, randomize,  # noqa: E402
+from gen_model_goldens import (HERE, VOCAB, common_goldens, logits_of, randomize,  # noqa: E402
                                tiny_tokenizer, tokenizer_config)
 
 
@@ -99,20 +99,7 @@ def make(name, build, seed, post=None):
     tokenizer_config(out_dir)
 
     rng = np.random.default_rng(seed)
-    gold = {}
-    for i, L in enumerate([1, 7, 20, 45, 300]):
-        ids = rng.integers(0, VOCAB, L).tolist()
-        gold[f"prefill.{i}.ids"] = torch.tensor(ids, dtype=torch.int32)
-        gold[f"prefill.{i}.logits"] = logits_of(model, ids)
-    ids = rng.integers(0, VOCAB, 12).tolist()
-    gold["decode.ids"] = torch.tensor(ids, dtype=torch.int32)
-    gold["decode.logits"] = decode_logits(model, ids)
-    trunk = rng.integers(0, VOCAB, 23).tolist()
-    gold["trunk.ids"] = torch.tensor(trunk, dtype=torch.int32)
-    for j, F in enumerate([1, 3, 9]):
-        fk = rng.integers(0, VOCAB, F).tolist()
-        gold[f"fork.{j}.ids"] = torch.tensor(fk, dtype=torch.int32)
-        gold[f"fork.{j}.logits"] = logits_of(model, trunk + fk)[len(trunk):].contiguous()
+    gold = common_goldens(model, rng, lengths=(1, 7, 20, 45, 300))
     prompt = rng.integers(0, VOCAB, 10).tolist()
     with torch.no_grad():
         out = model.generate(torch.tensor([prompt]), attention_mask=torch.ones(1, 10, dtype=torch.long),

@@ -112,6 +112,25 @@ def decode_logits(model, ids):
     return torch.stack(rows).contiguous()
 
 
+def common_goldens(model, rng, lengths=(1, 7, 20, 45)):
+    """prefill.<i>, decode, trunk + fork.<j> goldens (module docstring)."""
+    gold = {}
+    for i, L in enumerate(lengths):
+        ids = rng.integers(0, VOCAB, L).tolist()
+        gold[f"prefill.{i}.ids"] = torch.tensor(ids, dtype=torch.int32)
+        gold[f"prefill.{i}.logits"] = logits_of(model, ids)
+    ids = rng.integers(0, VOCAB, 12).tolist()
+    gold["decode.ids"] = torch.tensor(ids, dtype=torch.int32)
+    gold["decode.logits"] = decode_logits(model, ids)
+    trunk = rng.integers(0, VOCAB, 23).tolist()
+    gold["trunk.ids"] = torch.tensor(trunk, dtype=torch.int32)
+    for j, F in enumerate([1, 3, 9]):
+        fk = rng.integers(0, VOCAB, F).tolist()
+        gold[f"fork.{j}.ids"] = torch.tensor(fk, dtype=torch.int32)
+        gold[f"fork.{j}.logits"] = logits_of(model, trunk + fk)[len(trunk):].contiguous()
+    return gold
+
+
 def make_tiny(name, arch, tied, dtype, seed):
     from transformers import (AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM, Qwen3Config,
                               Qwen3ForCausalLM)
@@ -145,20 +164,7 @@ def make_tiny(name, arch, tied, dtype, seed):
     tokenizer_config(out_dir)
 
     rng = np.random.default_rng(seed)
-    gold = {}
-    for i, L in enumerate([1, 7, 20, 45]):
-        ids = rng.integers(0, VOCAB, L).tolist()
-        gold[f"prefill.{i}.ids"] = torch.tensor(ids, dtype=torch.int32)
-        gold[f"prefill.{i}.logits"] = logits_of(model, ids)
-    ids = rng.integers(0, VOCAB, 12).tolist()
-    gold["decode.ids"] = torch.tensor(ids, dtype=torch.int32)
-    gold["decode.logits"] = decode_logits(model, ids)
-    trunk = rng.integers(0, VOCAB, 23).tolist()
-    gold["trunk.ids"] = torch.tensor(trunk, dtype=torch.int32)
-    for j, F in enumerate([1, 3, 9]):
-        fk = rng.integers(0, VOCAB, F).tolist()
-        gold[f"fork.{j}.ids"] = torch.tensor(fk, dtype=torch.int32)
-        gold[f"fork.{j}.logits"] = logits_of(model, trunk + fk)[len(trunk):].contiguous()
+    gold = common_goldens(model, rng)
     # Sanity: the full forward agrees with transformers' own incremental decode.
     full = logits_of(model, gold["decode.ids"].tolist())
     d = (full - gold["decode.logits"]).abs().max().item()
