@@ -167,6 +167,8 @@ DEG_API deg_status deg_cartridge_train_step(deg_cartridge *cartridge, const int3
 /* Save as safetensors (atomic write): tensors "layers.<i>.keys" and
  * "layers.<i>.values" [p, n_head_kv, head_dim] F32, and with_optimizer != 0
  * the Adam moments "adam.m.layers.<i>.keys" ... "adam.v.layers.<i>.values";
+ * with a draft reference (deg_cartridge_set_draft_ref) the I64 tensor
+ * "draft_reference" [n] of its token ids;
  * metadata "format" = "deg-cartridge/1", "frozen_prefix", "adam_steps",
  * and the model identity (arch, n_layer, n_head_kv, head_dim, n_embd,
  * n_vocab, rope_theta, weights_fingerprint: SHA-256 over the
@@ -181,12 +183,27 @@ DEG_API deg_status deg_cartridge_train_step(deg_cartridge *cartridge, const int3
 DEG_API deg_status deg_cartridge_save(const deg_cartridge *cartridge, const char *path,
                                       int with_optimizer);
 
-/* Load a saved cartridge for model (moments restored when present).
+/* Load a saved cartridge for model (moments and the draft reference, with
+ * its index built, restored when present).
  * Errors: DEG_ERR_IO, DEG_ERR_FORMAT (not a cartridge file, corrupt or
  * inconsistent tensors), DEG_ERR_MISMATCH (saved for another model: the
  * differing field is named), DEG_ERR_NUMERIC (non-finite rows). */
 DEG_API deg_status deg_cartridge_load(const deg_model *model, const char *path,
                                       deg_cartridge **out);
+
+/* Draft reference (spec cartridges.md, "--spec-serve", "--draft-ref"): the
+ * corpus token ids stored IN the artifact, the reference speculative
+ * serving drafts from (deg_forks_generate_spec). Set replaces it (ids in
+ * [0, n_vocab), copied; n_ids = 0 removes it) and builds its suffix index
+ * once; deg_cartridge_save writes it as the frozen I64 tensor
+ * "draft_reference" [n] (8 bytes a token) and deg_cartridge_load rebuilds
+ * the index at load, so nothing is built per answer. Files without it load
+ * as before (no reference). Errors: as deg_draft_ref_new. */
+DEG_API deg_status deg_cartridge_set_draft_ref(deg_cartridge *cartridge, const int32_t *ids,
+                                               size_t n_ids);
+/* The cartridge's reference (borrowed: valid until it is replaced or the
+ * cartridge freed; read-only, shareable between threads) or NULL. */
+DEG_API const deg_draft_ref *deg_cartridge_draft_ref(const deg_cartridge *cartridge);
 
 /* Serving: a new trunk whose K/V rows are the cartridge's (rows 0..p-1);
  * forks of it decode at positions p... exactly as in training. The trunk is

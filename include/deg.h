@@ -354,6 +354,13 @@ DEG_API size_t deg_fork_len(const deg_fork *fork);
 DEG_API deg_status deg_forks_feed(deg_fork *const *forks, size_t n_forks,
                                   const int32_t *const *ids, const size_t *n_ids,
                                   float *const *logits);
+/* Rewind a fork to its first n own tokens (n <= deg_fork_len): the K/V
+ * rows and hidden states of the later ones are dropped, as if they had never
+ * been fed (feeding them again gives bitwise the same numbers; speculative
+ * decoding's rejected drafts). DEG_ERR_RANGE if n > deg_fork_len;
+ * DEG_ERR_UNSUPPORTED for a model with recurrent layers (their state is
+ * updated in place, §12.2). */
+DEG_API deg_status deg_fork_truncate(deg_fork *fork, size_t n);
 /* Single-fork convenience form of deg_forks_feed. */
 DEG_API deg_status deg_fork_feed(deg_fork *fork, const int32_t *ids, size_t n_ids,
                                  float *logits);
@@ -436,6 +443,95 @@ DEG_API deg_status deg_generate_ex(const deg_model *model, const int32_t *prompt
                                    size_t n_prompt, const deg_sample_params *params,
                                    int32_t *out_ids, size_t cap, size_t *n_out,
                                    deg_gen_stats *stats, const deg_run_limits *limits);
+
+/* ------------------------------------------------------------------------ */
+/* Speculative decoding (greedy)                                            */
+/* ------------------------------------------------------------------------ */
+
+/* Lossless speculative greedy decoding (spec cartridges.md, "Batched
+ * self-study": --spec-b, --spec-serve). Each stream drafts up to draft_max
+ * tokens from suffix indexes (lib/model/draft.h): its OWN text (seed ids,
+ * e.g. its prompt, then every id it emits) and optionally a shared reference
+ * (deg_draft_ref: e.g. a cartridge's corpus). The draft is the continuation
+ * of the longest suffix of the stream's text found in either (the reference
+ * on a tie), if at least min_match long. Every live stream then feeds
+ * [last emitted id ++ draft] as one row of a single deg_forks_feed (ragged
+ * rows, one weight pass), and the drafts are verified by exact argmax
+ * equality, row by row: drafted token j is kept while it equals the argmax
+ * of the logits after the tokens before it; at the first mismatch the
+ * argmax is emitted instead and the fork is rewound past the rejected
+ * drafts (deg_fork_truncate). Rows of one feed are bitwise those of
+ * one-token feeds (rows and tokens are batch-invariant: state.h, BLIS row
+ * invariance, per-row attention), so the ids are byte-identical to
+ * deg_forks_generate with temperature 0, whatever the drafts, the gate or
+ * the other streams. Models with recurrent layers cannot rewind a fork: on
+ * them nothing is drafted (plain greedy decoding, the same ids).
+ *
+ * Acceptance gate (per stream; on by default): once gate_window drafted
+ * tokens have been verified since drafting (re)started, drafting turns off
+ * whenever the acceptance over the last gate_window drafted tokens (kept /
+ * drafted; every drafted token counts, the ones after a rejection as not
+ * kept) is below gate_min_acceptance; after gate_reprobe ids decoded with
+ * drafting off it turns back on with an empty window (the spec's lean gate:
+ * 35% over 16 drafted tokens, 32-token re-probe). */
+typedef struct deg_draft_ref deg_draft_ref;
+
+/* Index ids[0..n_ids) (ids in [0, n_vocab) of model, which is only read
+ * here) as a draft reference: a suffix automaton built once (linear time;
+ * about 60 bytes a token), read-only afterwards, so one reference may serve
+ * many threads at once. Errors: DEG_ERR_ARG, DEG_ERR_RANGE (bad id, more
+ * than 2^30 ids), DEG_ERR_NOMEM. Owned by the caller (deg_draft_ref_free). */
+DEG_API deg_status deg_draft_ref_new(const deg_model *model, const int32_t *ids, size_t n_ids,
+                                     deg_draft_ref **out);
+DEG_API void deg_draft_ref_free(deg_draft_ref *ref);
+/* Number of indexed ids (0 for NULL); the ids themselves (borrowed, valid
+ * until the reference is freed; NULL when empty). */
+DEG_API size_t deg_draft_ref_len(const deg_draft_ref *ref);
+DEG_API const int32_t *deg_draft_ref_ids(const deg_draft_ref *ref);
+
+typedef struct deg_spec_params {
+    int32_t draft_max;          /* max drafted tokens per verification; default 8, >= 1 */
+    int32_t min_match;          /* min suffix match length to draft; default 2, >= 1 */
+    int32_t gate;               /* 1 = acceptance gate on (default), 0 = always draft */
+    int32_t gate_window;        /* drafted tokens the acceptance is taken over; 16, 1..64 */
+    float gate_min_acceptance;  /* off below this acceptance; 0.35, in [0, 1] */
+    int32_t gate_reprobe;       /* ids decoded with drafting off before it turns back on;
+                                   32, >= 1 */
+} deg_spec_params;
+DEG_API deg_spec_params deg_spec_default_params(void);
+
+/* Per-stream input: seed_ids[0..n_seed_ids) (borrowed; may be empty) is the
+ * stream's text so far (typically its prompt, whose K/V the fork already
+ * holds: seeds its own index); ref (borrowed, may be NULL) its reference. */
+typedef struct deg_spec_stream {
+    const int32_t *seed_ids;
+    size_t n_seed_ids;
+    const deg_draft_ref *ref;
+} deg_spec_stream;
+
+typedef struct deg_spec_stats {
+    size_t forwards;        /* feeds the stream took part in */
+    size_t drafted;         /* drafted tokens verified */
+    size_t accepted;        /* drafted tokens kept */
+    size_t gate_offs;       /* times the gate turned drafting off */
+} deg_spec_stats;
+
+/* As deg_forks_generate_ex, speculatively. params[i] must be greedy
+ * (temperature 0; DEG_ERR_ARG otherwise). streams: n_forks entries. spec
+ * NULL = defaults. spec_stats: NULL or n_forks entries. The outputs
+ * (out_ids, n_out, stats other than timing, the forks' state afterwards:
+ * every generated id but the last fed) are those of deg_forks_generate_ex.
+ * Limits are polled before every verification feed. Errors: as
+ * deg_forks_generate_ex; DEG_ERR_ARG for bad spec params or a NULL
+ * seed_ids with n_seed_ids > 0; DEG_ERR_RANGE for a seed id outside the
+ * vocabulary. */
+DEG_API deg_status deg_forks_generate_spec(deg_fork *const *forks, size_t n_forks,
+                                           const deg_sample_params *params,
+                                           const deg_spec_stream *streams,
+                                           const deg_spec_params *spec, int32_t *const *out_ids,
+                                           size_t *n_out, deg_gen_stats *stats,
+                                           deg_spec_stats *spec_stats,
+                                           const deg_run_limits *limits);
 
 /* ------------------------------------------------------------------------ */
 /* Schema fill: contract (schema compiler, fill plan, parsers, validator)   */

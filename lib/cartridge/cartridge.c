@@ -37,6 +37,7 @@ void deg_cartridge_free(deg_cartridge *c)
     if (!c) return;
     float **all[] = {c->k, c->v, c->gk, c->gv, c->mk, c->mv, c->sk, c->sv};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) rows_free(all[i], c->n_layer);
+    deg_draft_ref_free(c->draft);
     free(c);
 }
 
@@ -266,4 +267,19 @@ deg_status deg_trunk_from_cartridge(const deg_cartridge *c, deg_trunk **out)
 {
     if (!c || !out) return dg_fail(DEG_ERR_ARG, "deg_trunk_from_cartridge: NULL argument");
     return deg_trunk_from_cartridges(&c, 1, out);
+}
+
+deg_status deg_cartridge_set_draft_ref(deg_cartridge *c, const int32_t *ids, size_t n_ids)
+{
+    if (!c) return dg_fail(DEG_ERR_ARG, "deg_cartridge_set_draft_ref: cartridge is NULL");
+    deg_draft_ref *r = NULL;
+    if (n_ids) DG_TRY(deg_draft_ref_new(c->model, ids, n_ids, &r));
+    deg_draft_ref_free(c->draft);
+    c->draft = r;
+    return DEG_OK;
+}
+
+const deg_draft_ref *deg_cartridge_draft_ref(const deg_cartridge *c)
+{
+    return c ? c->draft : NULL;
 }

@@ -19,6 +19,7 @@ struct deg_cartridge {
     float **mk, **mv;         /* Adam first moments */
     float **sk, **sv;         /* Adam second moments */
     int64_t steps;
+    deg_draft_ref *draft;     /* draft reference (corpus ids) or NULL; owned */
 };
 
 /* Empty cartridge of p rows (zeroed rows, grads, moments). */

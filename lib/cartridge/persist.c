@@ -14,6 +14,7 @@
 #include "model/arch.h"
 
 #define FORMAT_NAME "deg-cartridge/1"
+#define DRAFT_NAME "draft_reference"
 
 static void sha_floats(struct sha256_ctx *ctx, const float *x, size_t n)
 {
@@ -122,6 +123,17 @@ deg_status deg_cartridge_save(const deg_cartridge *c, const char *path, int with
                 st = dg_st_writer_add(w, name, DG_F32, 3, shape, kv ? c->sv[il] : c->sk[il]);
             }
         }
+    /* the draft reference as I64 (the entry the spec names; 8 bytes a token) */
+    size_t n_draft = deg_draft_ref_len(c->draft);
+    int64_t *draft = n_draft ? malloc(n_draft * sizeof *draft) : NULL;
+    if (n_draft && !draft && st == DEG_OK)
+        st = dg_fail(DEG_ERR_NOMEM, "out of memory for %zu draft ids", n_draft);
+    if (draft && st == DEG_OK) {
+        const int32_t *ids = deg_draft_ref_ids(c->draft);
+        for (size_t i = 0; i < n_draft; i++) draft[i] = ids[i];
+        int64_t dshape[1] = {(int64_t)n_draft};
+        st = dg_st_writer_add(w, DRAFT_NAME, DG_I64, 1, dshape, draft);
+    }
     meta_kv mk[12];
     size_t nm = model_meta(c->model, mk);
     char buf[64];
@@ -140,6 +152,7 @@ deg_status deg_cartridge_save(const deg_cartridge *c, const char *path, int with
     dg_dir_unlock(lock);
     free(dir);
     dg_st_writer_free(w);
+    free(draft);
     if (st != DEG_OK) return dg_fail_context(st, "deg_cartridge_save %s", path);
     return DEG_OK;
 }
@@ -192,6 +205,37 @@ static deg_status read_rows(const dg_safetensors *st, const char *name, const in
                        dg_dtype_name(t->dtype), t->n_dims, shape[0], shape[1], shape[2]);
     memcpy(dst, t->data, (size_t)(shape[0] * shape[1] * shape[2]) * sizeof(float));
     return DEG_OK;
+}
+
+/* The optional draft reference: I64 [n >= 1], ids in the vocabulary; its
+ * suffix index is built here, once. */
+static deg_status read_draft(const dg_safetensors *st, deg_cartridge *c, const char *path,
+                             int *found)
+{
+    const dg_tensor_view *t = dg_safetensors_find(st, DRAFT_NAME);
+    *found = t != NULL;
+    if (!t) return DEG_OK;
+    if (t->dtype != DG_I64 || t->n_dims != 1 || t->shape[0] < 1)
+        return dg_fail(DEG_ERR_FORMAT, "deg_cartridge_load %s: tensor " DRAFT_NAME " is %s "
+                       "with %d dims, expected I64 [n] with n >= 1", path,
+                       dg_dtype_name(t->dtype), t->n_dims);
+    size_t n = (size_t)t->shape[0];
+    int32_t *ids = malloc(n * sizeof *ids);
+    if (!ids) return dg_fail(DEG_ERR_NOMEM, "deg_cartridge_load %s: out of memory for %zu "
+                             "draft ids", path, n);
+    deg_status s = DEG_OK;
+    for (size_t i = 0; i < n && s == DEG_OK; i++) {
+        int64_t v;
+        memcpy(&v, (const uint8_t *)t->data + i * sizeof v, sizeof v); /* may be unaligned */
+        if (v < 0 || v >= c->model->hp.n_vocab)
+            s = dg_fail(DEG_ERR_FORMAT, "deg_cartridge_load %s: " DRAFT_NAME "[%zu] = %" PRId64
+                        " is not a token id of the model (n_vocab %d)", path, i, v,
+                        (int)c->model->hp.n_vocab);
+        ids[i] = (int32_t)v;
+    }
+    if (s == DEG_OK) s = deg_cartridge_set_draft_ref(c, ids, n);
+    free(ids);
+    return s;
 }
 
 deg_status deg_cartridge_load(const deg_model *m, const char *path, deg_cartridge **out)
@@ -266,7 +310,9 @@ deg_status deg_cartridge_load(const deg_model *m, const char *path, deg_cartridg
         (have_m != 2 * c->n_layer || have_v != 2 * c->n_layer))
         s = dg_fail(DEG_ERR_FORMAT, "deg_cartridge_load %s: optimizer moments incomplete",
                     path);
-    size_t expect = (size_t)(2 * c->n_layer) * (have_m ? 3 : 1);
+    int have_draft = 0;
+    if (s == DEG_OK) s = read_draft(st, c, path, &have_draft);
+    size_t expect = (size_t)(2 * c->n_layer) * (have_m ? 3 : 1) + (size_t)have_draft;
     if (s == DEG_OK && dg_safetensors_n_tensors(st) != expect)
         s = dg_fail(DEG_ERR_FORMAT, "deg_cartridge_load %s: %zu tensors, expected %zu for %d "
                     "layers", path, dg_safetensors_n_tensors(st), expect, c->n_layer);

@@ -12,6 +12,7 @@
 #include "base/run.h"
 #include "base/status.h"
 #include "model/chat.h"
+#include "model/generate.h"
 #include "model/model.h"
 #include "model/sample.h"
 #include "model/state.h"
@@ -35,9 +36,7 @@ typedef struct gen_row {
 
 static int is_stop(const gen_row *r, int32_t id)
 {
-    for (size_t j = 0; j < r->n_stops; j++)
-        if (r->stops[j] == id) return 1;
-    return 0;
+    return dg_is_stop(r->stops, r->n_stops, id);
 }
 
 deg_status deg_forks_generate(deg_fork *const *forks, size_t n_forks,
@@ -61,36 +60,42 @@ deg_status deg_forks_generate_ex(deg_fork *const *forks, size_t n_forks,
     return forks_generate(forks, n_forks, params, out_ids, n_out, stats, &lim);
 }
 
+deg_status dg_generate_check(deg_fork *const *forks, size_t n_forks,
+                             const deg_sample_params *params, int32_t *const *out_ids,
+                             size_t *n_out, const char *w)
+{
+    if (!forks || !params || !out_ids || !n_out)
+        return dg_fail(DEG_ERR_ARG, "%s: NULL forks, params, out_ids or n_out", w);
+    for (size_t i = 0; i < n_forks; i++) n_out[i] = 0;
+    if (!forks[0]) return dg_fail(DEG_ERR_ARG, "%s: fork 0 is NULL", w);
+    const deg_model *m = forks[0]->trunk->model;
+    for (size_t i = 0; i < n_forks; i++) {
+        if (!forks[i]) return dg_fail(DEG_ERR_ARG, "%s: fork %zu is NULL", w, i);
+        if (forks[i]->trunk->model != m)
+            return dg_fail(DEG_ERR_ARG, "%s: fork %zu belongs to another model", w, i);
+        for (size_t j = 0; j < i; j++)
+            if (forks[j] == forks[i])
+                return dg_fail(DEG_ERR_ARG, "%s: fork %zu is also row %zu", w, i, j);
+        deg_status s = dg_sample_check(&params[i]);
+        if (s != DEG_OK) return dg_fail_context(s, "%s: row %zu", w, i);
+        if (params[i].max_tokens <= 0)
+            return dg_fail(DEG_ERR_ARG, "%s: row %zu: max_tokens %d must be > 0", w, i,
+                           (int)params[i].max_tokens);
+        if (params[i].n_stop_ids && !params[i].stop_ids)
+            return dg_fail(DEG_ERR_ARG, "%s: row %zu: stop_ids is NULL with n_stop_ids %zu", w,
+                           i, params[i].n_stop_ids);
+        if (!out_ids[i]) return dg_fail(DEG_ERR_ARG, "%s: out_ids[%zu] is NULL", w, i);
+    }
+    return DEG_OK;
+}
+
 static deg_status forks_generate(deg_fork *const *forks, size_t n_forks,
                                  const deg_sample_params *params, int32_t *const *out_ids,
                                  size_t *n_out, deg_gen_stats *stats, const dg_limits *lim)
 {
     if (n_forks == 0) return DEG_OK;
-    if (!forks || !params || !out_ids || !n_out)
-        return dg_fail(DEG_ERR_ARG, "deg_forks_generate: NULL forks, params, out_ids or n_out");
-    for (size_t i = 0; i < n_forks; i++) n_out[i] = 0;
-    if (!forks[0]) return dg_fail(DEG_ERR_ARG, "deg_forks_generate: fork 0 is NULL");
+    DG_TRY(dg_generate_check(forks, n_forks, params, out_ids, n_out, "deg_forks_generate"));
     const deg_model *m = forks[0]->trunk->model;
-    for (size_t i = 0; i < n_forks; i++) {
-        if (!forks[i]) return dg_fail(DEG_ERR_ARG, "deg_forks_generate: fork %zu is NULL", i);
-        if (forks[i]->trunk->model != m)
-            return dg_fail(DEG_ERR_ARG, "deg_forks_generate: fork %zu belongs to another model",
-                           i);
-        for (size_t j = 0; j < i; j++)
-            if (forks[j] == forks[i])
-                return dg_fail(DEG_ERR_ARG, "deg_forks_generate: fork %zu is also row %zu", i, j);
-        deg_status s = dg_sample_check(&params[i]);
-        if (s != DEG_OK) return dg_fail_context(s, "deg_forks_generate: row %zu", i);
-        if (params[i].max_tokens <= 0)
-            return dg_fail(DEG_ERR_ARG, "deg_forks_generate: row %zu: max_tokens %d must be > 0",
-                           i, (int)params[i].max_tokens);
-        if (params[i].n_stop_ids && !params[i].stop_ids)
-            return dg_fail(DEG_ERR_ARG,
-                           "deg_forks_generate: row %zu: stop_ids is NULL with n_stop_ids %zu",
-                           i, params[i].n_stop_ids);
-        if (!out_ids[i])
-            return dg_fail(DEG_ERR_ARG, "deg_forks_generate: out_ids[%zu] is NULL", i);
-    }
 
     deg_model_info info;
     DG_TRY(deg_model_get_info(m, &info));

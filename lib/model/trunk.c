@@ -194,3 +194,20 @@ deg_status deg_fork_hidden(const deg_fork *fork, size_t first, size_t n, float *
     if (n) memcpy(hidden, fork->hidden + first * E, sizeof(float) * E * n);
     return DEG_OK;
 }
+
+deg_status deg_fork_truncate(deg_fork *fork, size_t n)
+{
+    if (!fork) return dg_fail(DEG_ERR_ARG, "deg_fork_truncate: fork is NULL");
+    if (n > fork->st.len)
+        return dg_fail(DEG_ERR_RANGE, "deg_fork_truncate: %zu tokens asked, the fork has %zu",
+                       n, fork->st.len);
+    if (n == fork->st.len) return DEG_OK;
+    if (dg_model_has_recurrent(fork->trunk->model))
+        return dg_fail(DEG_ERR_UNSUPPORTED, "deg_fork_truncate: the model has recurrent layers, "
+                       "whose state is updated in place and cannot be rewound");
+    /* K/V rows [n, len) become free space: the next feed overwrites them;
+     * the last-logits cache described the dropped last token */
+    fork->st.len = n;
+    fork->has_last_logits = 0;
+    return DEG_OK;
+}
