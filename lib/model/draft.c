@@ -32,6 +32,23 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
     return 0;
 }
 
+/* Grow parallel arrays (*arr[i], elem[i] bytes each) from *cap to at least
+ * need entries; on failure *cap is unchanged (arrays that grew keep their
+ * contents). */
+static int grow_all(void **const *arr, const size_t *elem, size_t n_arr, size_t *cap,
+                    size_t need)
+{
+    if (need <= *cap) return 0;
+    size_t c = *cap ? *cap : 64, c2 = 0;
+    while (c < need) c *= 2;
+    for (size_t i = 0; i < n_arr; i++) {
+        c2 = *cap;
+        if (grow(arr[i], &c2, c, elem[i])) return -1;
+    }
+    *cap = c;
+    return 0;
+}
+
 /* Edge index of (state, tok), -1 if none. */
 static int32_t find_edge(const dg_sam *s, int32_t state, int32_t tok)
 {
@@ -66,18 +83,11 @@ static int hash_reserve(dg_sam *s, size_t n_edges)
 
 static int add_edge(dg_sam *s, int32_t from, int32_t tok, int32_t to)
 {
-    size_t n = s->n_edges + 1, c = s->cap_edges;
-    if (n > c) {
-        size_t c2 = c;
-        if (grow((void **)&s->e_from, &c2, n, sizeof(int32_t))) return -1;
-        c2 = c;
-        if (grow((void **)&s->e_tok, &c2, n, sizeof(int32_t))) return -1;
-        c2 = c;
-        if (grow((void **)&s->e_to, &c2, n, sizeof(int32_t))) return -1;
-        c2 = c;
-        if (grow((void **)&s->e_next, &c2, n, sizeof(int32_t))) return -1;
-        s->cap_edges = c2;
-    }
+    size_t n = s->n_edges + 1;
+    void **const arr[] = {(void **)&s->e_from, (void **)&s->e_tok, (void **)&s->e_to,
+                          (void **)&s->e_next};
+    const size_t el[] = {4, 4, 4, 4};
+    if (grow_all(arr, el, 4, &s->cap_edges, n)) return -1;
     if (hash_reserve(s, n)) return -1;
     int32_t e = (int32_t)s->n_edges++;
     s->e_from[e] = from;
@@ -91,18 +101,10 @@ static int add_edge(dg_sam *s, int32_t from, int32_t tok, int32_t to)
 
 static int32_t new_state(dg_sam *s, int32_t len, int64_t firstpos)
 {
-    size_t n = s->n_states + 1, c = s->cap_states;
-    if (n > c) {
-        size_t c2 = c;
-        if (grow((void **)&s->len, &c2, n, sizeof(int32_t))) return -1;
-        c2 = c;
-        if (grow((void **)&s->link, &c2, n, sizeof(int32_t))) return -1;
-        c2 = c;
-        if (grow((void **)&s->first_edge, &c2, n, sizeof(int32_t))) return -1;
-        c2 = c;
-        if (grow((void **)&s->firstpos, &c2, n, sizeof(int64_t))) return -1;
-        s->cap_states = c2;
-    }
+    void **const arr[] = {(void **)&s->len, (void **)&s->link, (void **)&s->first_edge,
+                          (void **)&s->firstpos};
+    const size_t el[] = {4, 4, 4, 8};
+    if (grow_all(arr, el, 4, &s->cap_states, s->n_states + 1)) return -1;
     int32_t v = (int32_t)s->n_states++;
     s->len[v] = len;
     s->link[v] = -1;
