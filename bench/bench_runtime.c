@@ -12,6 +12,9 @@
  *                      [--batch 8] [--threads N] [--reps 2]
  *                      [--weights f32|native]   (deg_model_params.weights;
  *                                                default: $DEG_WEIGHTS, else f32)
+ *                      [--no-reference]         (skip the sgemm and memory
+ *                                                references: bench/vs_llamacpp.py)
+ * --batch 1 measures batch-1 decode once (the batch-B figure is the same run).
  * Not a test: it prints a table and exits 0 unless something failed.
  */
 #include <blis.h>
@@ -217,6 +220,7 @@ int main(int argc, char **argv)
 {
     const char *model_path = NULL;
     int P = 512, D = 64, B = 8, threads = 0, reps = 2, weights = DEG_WEIGHTS_DEFAULT;
+    int refs = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -226,6 +230,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--batch") && v) B = atoi(argv[++i]);
         else if (!strcmp(a, "--threads") && v) threads = atoi(argv[++i]);
         else if (!strcmp(a, "--reps") && v) reps = atoi(argv[++i]);
+        else if (!strcmp(a, "--no-reference")) refs = 0;
         else if (!strcmp(a, "--weights") && v && (!strcmp(v, "f32") || !strcmp(v, "native"))) {
             weights = strcmp(v, "f32") ? DEG_WEIGHTS_NATIVE : DEG_WEIGHTS_F32;
             i++;
@@ -233,7 +238,7 @@ int main(int argc, char **argv)
         else {
             fprintf(stderr,
                     "usage: %s --model PATH [--prompt 512] [--decode 64] [--batch 8] "
-                    "[--threads N] [--reps 2] [--weights f32|native]\n",
+                    "[--threads N] [--reps 2] [--weights f32|native] [--no-reference]\n",
                     argv[0]);
             return 2;
         }
@@ -298,7 +303,7 @@ int main(int argc, char **argv)
 
     /* sgemm reference: the same projection shapes, M = P */
     double ref_time = 0.0, lib_time = 0.0, ref_flop = 0.0;
-    for (int s = 0; s < 7; s++) {
+    for (int s = 0; s < 7 && refs; s++) {
         ref_time += time_sgemm(P, shapes[s][0], shapes[s][1], 3 * reps, 0);
         lib_time += time_sgemm(P, shapes[s][0], shapes[s][1], 3 * reps, 1);
         ref_flop += 2.0 * Mt * shapes[s][0] * shapes[s][1];
@@ -308,8 +313,8 @@ int main(int argc, char **argv)
     /* ---- decode ---- */
     size_t ctx = (size_t)P;
     double step1 = best_decode(m, ids, ctx, 1, D, reps);
-    double stepB = best_decode(m, ids, ctx, B, D, reps);
-    double mem_bw = mem_read_bandwidth((size_t)256 << 20, threads, 3);
+    double stepB = B > 1 ? best_decode(m, ids, ctx, B, D, reps) : step1;
+    double mem_bw = refs ? mem_read_bandwidth((size_t)256 << 20, threads, 3) : NAN;
     double dec_bw1 = (double)mi.weight_bytes / step1;
     double dec_bwB = (double)mi.weight_bytes / stepB;
 
@@ -356,18 +361,24 @@ int main(int argc, char **argv)
            "parallel sum over 256 MiB.\n",
            ctx, D);
 
-    /* one JSON line, as the other bench programs print */
+    /* one JSON line, as the other bench programs print (skipped references: null) */
+    char js[5][32];
+    const double jv[5] = {ref_flops * 1e-9, lib_flops * 1e-9, prefill_flops / ref_flops,
+                          mem_bw * 1e-9, dec_bw1 / mem_bw};
+    for (int i = 0; i < 5; i++) {
+        if (isfinite(jv[i])) snprintf(js[i], sizeof js[i], "%.3f", jv[i]);
+        else snprintf(js[i], sizeof js[i], "null");
+    }
     printf("{\"bench\":\"runtime\",\"blas_arch\":\"%s\",\"threads\":%d,\"loadavg1\":%.2f,"
            "\"prompt\":%d,\"prefill_tok_s\":%.2f,\"prefill_gflop_s\":%.3f,"
-           "\"sgemm_gflop_s\":%.3f,\"dg_sgemm_gflop_s\":%.3f,\"prefill_vs_sgemm\":%.3f,"
+           "\"sgemm_gflop_s\":%s,\"dg_sgemm_gflop_s\":%s,\"prefill_vs_sgemm\":%s,"
            "\"decode_b1_tok_s\":%.2f,\"batch\":%d,\"decode_bn_tok_s\":%.2f,"
-           "\"decode_b1_gb_s\":%.3f,\"mem_read_gb_s\":%.3f,\"decode_vs_mem\":%.3f,"
+           "\"decode_b1_gb_s\":%.3f,\"mem_read_gb_s\":%s,\"decode_vs_mem\":%s,"
            "\"peak_rss_mib\":%.1f,\"weight_bytes\":%zu,\"weights\":\"%s\","
-           "\"load_rss_mib\":%.1f}\n",
-           arch, threads, load1, P, P / t_prefill, prefill_flops * 1e-9, ref_flops * 1e-9,
-           lib_flops * 1e-9, prefill_flops / ref_flops, 1.0 / step1, B, B / stepB,
-           dec_bw1 * 1e-9, mem_bw * 1e-9, dec_bw1 / mem_bw, rss_mib, mi.weight_bytes, weights_name(weights),
-           load_rss_mib);
+           "\"qkernel\":\"%s\",\"load_rss_mib\":%.1f}\n",
+           arch, threads, load1, P, P / t_prefill, prefill_flops * 1e-9, js[0], js[1], js[2],
+           1.0 / step1, B, B / stepB, dec_bw1 * 1e-9, js[3], js[4], rss_mib, mi.weight_bytes,
+           weights_name(weights), dg_qdot_kernel(), load_rss_mib);
 
     free(ids);
     deg_model_free(m);

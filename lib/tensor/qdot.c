@@ -206,11 +206,93 @@ static inline uint16_t ld_u16(const uint8_t *p)
         return qdot_from(t, w, x, a, g);                                                  \
     }
 
+/* The K-quants, one 256-element super-block (8 blocks of 32, lanes j = b mod 8)
+ * per step: the integer sums are the scalar kernel's (integer arithmetic is
+ * exact in any order), then the same f32 operations lane by lane.
+ *  Q4_K: lane j = block j's isum (low nibbles of bytes 32 (j / 2).. for even
+ *        j, high for odd), times its 6-bit scale sc_j and min mn_j (unpacked
+ *        from the 12 scale bytes with ggml's masks, exactly dg_q4k_scale_min).
+ *  Q6_K: the 6-bit values w in [0, 63] (w - 32 is the weight): DOT(w, x) -
+ *        DOT(32, x) per 4 elements; the first four int32 lanes cover the
+ *        block's elements 0..15 (scale s0), the last four 16..31 (s1), so a
+ *        lane-wise multiply by (s0 x4, s1 x4) and the horizontal sum give
+ *        s0 * isum0 + s1 * isum1. */
+#define DG_QDOTK_SIMD(NAME, TARGET, DOT)                                                  \
+    __attribute__((target(TARGET))) static float NAME(dg_dtype t, const uint8_t *w,       \
+                                                      const dg_q8_row *x)                 \
+    {                                                                                     \
+        const __m256i m4 = _mm256_set1_epi8(15), m3 = _mm256_set1_epi8(3);                \
+        const __m256i k32 = _mm256_set1_epi8(32);                                         \
+        __m256 acc = _mm256_setzero_ps();                                                 \
+        int64_t g = 0;                                                                    \
+        for (; g + 8 <= x->nb; g += 8) {                                                  \
+            __m256i p[8];                                                                 \
+            const int8_t *xq = x->q + g * 32;                                             \
+            __m256 dx = _mm256_loadu_ps(x->d + g), c;                                     \
+            if (t == DG_Q4_K) {                                                           \
+                const uint8_t *blk = w + (g / 8) * 144;                                   \
+                for (int i = 0; i < 4; i++) {                                             \
+                    __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * i)); \
+                    __m256i x0 = _mm256_loadu_si256((const __m256i *)(xq + 64 * i));      \
+                    __m256i x1 = _mm256_loadu_si256((const __m256i *)(xq + 64 * i + 32)); \
+                    p[2 * i] = DOT(_mm256_and_si256(v, m4), x0);                          \
+                    p[2 * i + 1] = DOT(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), x1);\
+                }                                                                         \
+                __m256i is;                                                               \
+                DG_HSUM8(p, is);                                                          \
+                uint32_t u[4];                                                            \
+                memcpy(u, blk + 4, 12);                                                   \
+                u[3] = ((u[2] >> 4) & 0x0f0f0f0fu) | (((u[1] >> 6) & 0x03030303u) << 4);  \
+                uint32_t mlo = u[1] & 0x3f3f3f3fu;                                        \
+                u[1] = (u[2] & 0x0f0f0f0fu) | (((u[0] >> 6) & 0x03030303u) << 4);         \
+                u[2] = mlo;                                                               \
+                u[0] &= 0x3f3f3f3fu;                                                      \
+                __m256i sc = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)u));   \
+                __m256i mn = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(u + 2))); \
+                __m256i xs = _mm256_loadu_si256((const __m256i *)(x->s + g));             \
+                __m256 t1 = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(ld_f16(blk)), dx),  \
+                                          _mm256_cvtepi32_ps(_mm256_mullo_epi32(sc, is))); \
+                __m256 t2 = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(ld_f16(blk + 2)), dx), \
+                                          _mm256_cvtepi32_ps(_mm256_mullo_epi32(mn, xs))); \
+                c = _mm256_sub_ps(t1, t2);                                                \
+            } else {                                                                      \
+                const uint8_t *blk = w + (g / 8) * 210, *qh = blk + 128;                  \
+                const int8_t *scs = (const int8_t *)(blk + 192);                          \
+                for (int n = 0; n < 2; n++) {                                             \
+                    __m256i l0 = _mm256_loadu_si256((const __m256i *)(blk + 64 * n));     \
+                    __m256i l1 = _mm256_loadu_si256((const __m256i *)(blk + 64 * n + 32)); \
+                    __m256i h = _mm256_loadu_si256((const __m256i *)(qh + 32 * n));       \
+                    for (int k = 0; k < 4; k++) {                                         \
+                        __m256i lb = k & 1 ? l1 : l0;                                     \
+                        __m256i lo = _mm256_and_si256(k < 2 ? lb : _mm256_srli_epi16(lb, 4), m4); \
+                        __m256i hi = _mm256_and_si256(_mm256_srl_epi16(h, _mm_cvtsi32_si128(2 * k)), m3); \
+                        __m256i w6 = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));       \
+                        __m256i xv = _mm256_loadu_si256((const __m256i *)(xq + 32 * (4 * n + k))); \
+                        __m256i d4 = _mm256_sub_epi32(DOT(w6, xv), DOT(k32, xv));         \
+                        __m256i s2 = _mm256_set_m128i(_mm_set1_epi32(scs[8 * n + 2 * k + 1]), \
+                                                      _mm_set1_epi32(scs[8 * n + 2 * k])); \
+                        p[4 * n + k] = _mm256_mullo_epi32(d4, s2);                        \
+                    }                                                                     \
+                }                                                                         \
+                __m256i is;                                                               \
+                DG_HSUM8(p, is);                                                          \
+                c = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(ld_f16(blk + 208)), dx),    \
+                                  _mm256_cvtepi32_ps(is));                                \
+            }                                                                             \
+            acc = _mm256_add_ps(acc, c);                                                  \
+        }                                                                                 \
+        float a[8];                                                                       \
+        _mm256_storeu_ps(a, acc);                                                         \
+        return qdot_from(t, w, x, a, g);                                                  \
+    }
+
 #define DG_DOT_AVX2(u, s) _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1))
 #define DG_DOT_VNNI(u, s) _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s)
 
 DG_QDOT_SIMD(qdot_avx2, "avx2,f16c", DG_DOT_AVX2)
 DG_QDOT_SIMD(qdot_vnni, "avx2,f16c,avx512f,avx512vl,avx512vnni", DG_DOT_VNNI)
+DG_QDOTK_SIMD(qdotk_avx2, "avx2,f16c", DG_DOT_AVX2)
+DG_QDOTK_SIMD(qdotk_vnni, "avx2,f16c,avx512f,avx512vl,avx512vnni", DG_DOT_VNNI)
 #endif
 
 /* ---- choice ----------------------------------------------------------------- */
@@ -259,6 +341,10 @@ float dg_qdot(dg_dtype t, const uint8_t *w, const dg_q8_row *x)
     if (t == DG_Q8_0 || t == DG_Q4_0 || t == DG_Q4_1) {
         if (g_kernel == K_VNNI) return qdot_vnni(t, w, x);
         if (g_kernel == K_AVX2) return qdot_avx2(t, w, x);
+    }
+    if (t == DG_Q4_K || t == DG_Q6_K) {
+        if (g_kernel == K_VNNI) return qdotk_vnni(t, w, x);
+        if (g_kernel == K_AVX2) return qdotk_avx2(t, w, x);
     }
 #endif
     return dg_qdot_scalar(t, w, x);

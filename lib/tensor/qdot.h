@@ -21,9 +21,11 @@
  * y = ((acc0 + acc1) + (acc2 + acc3)) + ((acc4 + acc5) + (acc6 + acc7)),
  * every operation one f32 rounding (no FMA contraction: this file is built
  * with fp-contract off). The SIMD kernels (AVX2; AVX-512 VNNI for the
- * integer dot) compute the same integers and the same f32 operations lane
+ * integer dot; every format above, eight blocks per step with block b in
+ * lane b mod 8) compute the same integers and the same f32 operations lane
  * by lane, so they are bitwise equal to the portable scalar kernel (tested
- * in tests/c/test_qmatmul.c); a row's result depends only on its own x row
+ * in tests/c/test_qmatmul.c, the AVX2 set again under DEG_QKERNEL=avx2 in
+ * the qmatmul_avx2 test); a row's result depends only on its own x row
  * and the weight row, never on how many rows or threads a call has.
  *
  * Error bound against the f32 product of the dequantized weights: the
