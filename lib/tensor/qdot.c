@@ -163,21 +163,37 @@ static inline uint16_t ld_u16(const uint8_t *p)
     return v;
 }
 
+/* The 8 f16 values at p, p + stride, ... as f32; lanes >= nv are 0 (not read). */
+#define DG_F16XN(p, stride, nv, out)                                                      \
+    do {                                                                                  \
+        uint16_t h_[8] = {0};                                                             \
+        for (int i_ = 0; i_ < (nv); i_++) h_[i_] = ld_u16((p) + i_ * (stride));           \
+        out = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h_));                      \
+    } while (0)
+
 /* One kernel body per instruction set: DOT(u, s) is the int32x8 of 4-byte
- * group sums of unsigned u times signed s. */
+ * group sums of unsigned u times signed s. Eight blocks per step, block b in
+ * lane b mod 8; the last step of a row with nb mod 8 = r > 0 blocks fills
+ * lanes 0..r-1 and leaves the other lanes' sums untouched (blend), exactly
+ * the scalar kernel's acc[b mod 8] += c_b (SmolLM2's 576-wide rows end so). */
 #define DG_QDOT_SIMD(NAME, TARGET, DOT)                                                   \
     __attribute__((target(TARGET))) static float NAME(dg_dtype t, const uint8_t *w,       \
                                                       const dg_q8_row *x)                 \
     {                                                                                     \
         size_t bb = t == DG_Q8_0 ? 34 : t == DG_Q4_0 ? 18 : 20;                           \
         const __m128i m4 = _mm_set1_epi8(15);                                             \
+        const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);                   \
         __m256 acc = _mm256_setzero_ps();                                                 \
-        int64_t g = 0;                                                                    \
-        for (; g + 8 <= x->nb; g += 8) {                                                  \
+        for (int64_t g = 0; g < x->nb; g += 8) {                                          \
+            int nv = x->nb - g < 8 ? (int)(x->nb - g) : 8;                                \
             __m256i p[8];                                                                 \
             const uint8_t *blk = w + g * bb;                                              \
             for (int i = 0; i < 8; i++) {                                                 \
                 const uint8_t *bi = blk + i * bb;                                         \
+                if (i >= nv) {                                                            \
+                    p[i] = _mm256_setzero_si256();                                        \
+                    continue;                                                             \
+                }                                                                         \
                 __m256i xv = _mm256_loadu_si256((const __m256i *)(x->q + (g + i) * 32));  \
                 if (t == DG_Q8_0) {                                                       \
                     __m256i wv = _mm256_loadu_si256((const __m256i *)(bi + 2));           \
@@ -189,21 +205,27 @@ static inline uint16_t ld_u16(const uint8_t *p)
                     p[i] = DOT(wv, xv);                                                   \
                 }                                                                         \
             }                                                                             \
-            __m256i is;                                                                   \
+            __m256i is, live = _mm256_cmpgt_epi32(_mm256_set1_epi32(nv), lane);           \
             DG_HSUM8(p, is);                                                              \
-            __m256i xs = _mm256_loadu_si256((const __m256i *)(x->s + g));                 \
+            __m256i xs = _mm256_maskload_epi32((const int *)(x->s + g), live);            \
             if (t == DG_Q4_0) is = _mm256_sub_epi32(is, _mm256_slli_epi32(xs, 3));        \
-            __m256 dx = _mm256_loadu_ps(x->d + g);                                        \
-            __m256 c = _mm256_mul_ps(_mm256_mul_ps(DG_F16X8(blk, bb), dx),                \
-                                     _mm256_cvtepi32_ps(is));                             \
-            if (t == DG_Q4_1)                                                             \
-                c = _mm256_add_ps(c, _mm256_mul_ps(_mm256_mul_ps(DG_F16X8(blk + 2, bb), dx), \
+            __m256 dx = _mm256_maskload_ps(x->d + g, live), dw, c;                        \
+            if (nv == 8) dw = DG_F16X8(blk, bb);                                          \
+            else DG_F16XN(blk, bb, nv, dw);                                               \
+            c = _mm256_mul_ps(_mm256_mul_ps(dw, dx), _mm256_cvtepi32_ps(is));             \
+            if (t == DG_Q4_1) {                                                           \
+                __m256 mw;                                                                \
+                if (nv == 8) mw = DG_F16X8(blk + 2, bb);                                  \
+                else DG_F16XN(blk + 2, bb, nv, mw);                                       \
+                c = _mm256_add_ps(c, _mm256_mul_ps(_mm256_mul_ps(mw, dx),                 \
                                                    _mm256_cvtepi32_ps(xs)));              \
-            acc = _mm256_add_ps(acc, c);                                                  \
+            }                                                                             \
+            __m256 sum = _mm256_add_ps(acc, c);                                           \
+            acc = nv == 8 ? sum : _mm256_blendv_ps(acc, sum, _mm256_castsi256_ps(live));  \
         }                                                                                 \
         float a[8];                                                                       \
         _mm256_storeu_ps(a, acc);                                                         \
-        return qdot_from(t, w, x, a, g);                                                  \
+        return finish(a);                                                                 \
     }
 
 /* The K-quants, one 256-element super-block (8 blocks of 32, lanes j = b mod 8)
