@@ -1,73 +1,112 @@
 #!/usr/bin/env python3
 """deg against llama.cpp on the same GGUF and thread count, in one run.
 
-Runs deg's bench_runtime (native weights by default) and llama.cpp's
-llama-bench / llama-batched-bench alternately, `--runs` times each, and prints
-the median of each figure and the ratio deg / llama.cpp:
+Runs deg's bench_runtime (f32 and native weights) and llama.cpp's llama-bench
+(and llama-batched-bench for decode at batch 8, when present) alternately,
+`--runs` times each (the order rotates every run), and prints the median of
+each figure for each engine and the ratios deg / llama.cpp:
 
   prefill P tokens [tok/s]   for each P in --prefill (default 512,4096)
-  decode batch 1 [tok/s]     after a --context-token prompt (default 512)
-  decode batch 8 [tok/s]     8 sequences decoded together (tokens of all 8)
+  decode batch 1 [tok/s]     D = --decode tokens after a --context-token
+                             prompt (default 512; llama-bench -d, its depth)
+  decode batch 8 [tok/s]     8 sequences decoded together (tokens of all 8),
+                             after the same context (llama-batched-bench)
   resident after load [MiB]  deg: RSS growth over load + a 1-token forward;
                              shown against the GGUF file size
 
-llama.cpp: --llama-bin DIR (holding llama-bench and llama-batched-bench),
-else $LLAMA_CPP_BIN, else on PATH, else built from the llama-cpp-python
-sdist on PyPI (it vendors llama.cpp; `pip download` + CMake, CPU only) into
---cache (default ~/.cache/deg/llama.cpp).  deg: --deg-bench (default
-build/bench/bench_runtime).
+Same model file, same thread count (--threads), llama.cpp on its defaults
+otherwise (CPU build, its flash-attention setting as llama-bench reports it).
+
+Where llama.cpp comes from: --llama-bin DIR or $DEG_LLAMA_CPP_BIN, a directory
+holding llama-bench (a CMake build dir's bin/ or the build dir itself). Without
+one the script says how to get one and exits 2; `--build-llama DIR` builds it
+there from the llama-cpp-python sdist on PyPI (it vendors llama.cpp; `pip
+download` + CMake, CPU only, GGML_NATIVE) -- keep DIR outside the repository;
+the build takes an hour or more at -j 1 on a busy 2-core machine.
+deg: --deg-bench (default build/bench/bench_runtime); --no-llama measures
+deg alone (f32 and native).
 
 Not a test: timings mean something only on an otherwise idle machine (the
-load average of each run is printed). Example:
+load average around each run is printed). Example:
 
-  OMP_WAIT_POLICY=passive python3 bench/vs_llamacpp.py \\
+  OMP_WAIT_POLICY=passive DEG_LLAMA_CPP_BIN=/work/llamacpp/build/bin \\
+    python3 bench/vs_llamacpp.py \\
       --model ~/.cache/deg/models/SmolLM2-135M-Instruct.Q4_1.gguf --threads 2
+Quick end-to-end check (meaningless numbers):
+  ... --runs 1 --prefill 64 --context 64 --decode 8
 """
 import argparse
 import glob
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
 import tarfile
 
+LLAMA_BENCH, LLAMA_BATCHED = "llama-bench", "llama-batched-bench"
+
+
+def die(msg):
+    print("vs_llamacpp: " + msg, file=sys.stderr)
+    sys.exit(2)
+
 
 def sh(cmd, **kw):
-    print("+ " + " ".join(cmd), file=sys.stderr)
+    print("+ " + " ".join(cmd), file=sys.stderr, flush=True)
     return subprocess.run(cmd, check=True, text=True, stdout=subprocess.PIPE, **kw).stdout
 
 
-def find_llama(args):
-    for d in [args.llama_bin, os.environ.get("LLAMA_CPP_BIN")]:
-        if d and os.path.exists(os.path.join(d, "llama-bench")):
-            return d
-    exe = shutil.which("llama-bench")
-    if exe and shutil.which("llama-batched-bench"):
-        return os.path.dirname(exe)
-    cache = os.path.expanduser(args.cache)
-    built = os.path.join(cache, "build", "bin")
-    if os.path.exists(os.path.join(built, "llama-batched-bench")):
-        return built
-    os.makedirs(cache, exist_ok=True)
-    sdists = glob.glob(os.path.join(cache, "llama_cpp_python-*.tar.gz"))
+def llama_dir(d):
+    """d, or d/bin, when it holds llama-bench; else None."""
+    for c in (d, os.path.join(d, "bin")):
+        if os.access(os.path.join(c, LLAMA_BENCH), os.X_OK):
+            return c
+    return None
+
+
+def build_llama(dest, jobs):
+    """llama-bench and llama-batched-bench built under dest from the
+    llama-cpp-python sdist (downloaded with pip). Returns the bin dir."""
+    dest = os.path.abspath(os.path.expanduser(dest))
+    os.makedirs(dest, exist_ok=True)
+    sdists = glob.glob(os.path.join(dest, "llama_cpp_python-*.tar.gz"))
     if not sdists:
-        sh([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-            "-d", cache, "llama-cpp-python"])
-        sdists = glob.glob(os.path.join(cache, "llama_cpp_python-*.tar.gz"))
-    src = os.path.join(cache, "src")
-    if not os.path.isdir(src):
-        with tarfile.open(sorted(sdists)[-1]) as t:
-            t.extractall(src, filter="data")
-    top = glob.glob(os.path.join(src, "llama_cpp_python-*", "vendor", "llama.cpp"))[0]
-    bdir = os.path.join(cache, "build")
-    sh(["cmake", "-S", top, "-B", bdir, "-DCMAKE_BUILD_TYPE=Release", "-DGGML_NATIVE=ON",
-        "-DLLAMA_CURL=OFF", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_SERVER=OFF",
+        # --no-binary for this package only: with ":all:" pip also builds the
+        # sdist's build requirements (CMake itself) from source.
+        sh([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary",
+            "llama-cpp-python", "-d", dest, "llama-cpp-python"])
+        sdists = glob.glob(os.path.join(dest, "llama_cpp_python-*.tar.gz"))
+    sdist = sorted(sdists)[-1]
+    top = sdist[: -len(".tar.gz")]
+    if not os.path.isdir(top):
+        with tarfile.open(sdist) as t:
+            t.extractall(dest, filter="data")
+    src = os.path.join(top, "vendor", "llama.cpp")
+    bdir = os.path.join(dest, "build")
+    sh(["cmake", "-S", src, "-B", bdir, "-DCMAKE_BUILD_TYPE=Release", "-DGGML_NATIVE=ON",
+        "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF", "-DLLAMA_BUILD_TESTS=OFF",
+        "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_SERVER=OFF", "-DLLAMA_BUILD_APP=OFF",
         "-DBUILD_SHARED_LIBS=OFF"])
-    sh(["cmake", "--build", bdir, "-j", str(args.jobs), "--target", "llama-bench",
-        "llama-batched-bench"])
-    return built
+    sh(["nice", "-n", "19", "cmake", "--build", bdir, "-j", str(jobs), "--target",
+        LLAMA_BENCH, LLAMA_BATCHED])
+    return llama_dir(bdir)
+
+
+def find_llama(args):
+    if args.build_llama:
+        return build_llama(args.build_llama, args.jobs)
+    for src, d in (("--llama-bin", args.llama_bin),
+                   ("$DEG_LLAMA_CPP_BIN", os.environ.get("DEG_LLAMA_CPP_BIN"))):
+        if d:
+            found = llama_dir(os.path.expanduser(d))
+            if not found:
+                die(f"{src} = {d}: no executable {LLAMA_BENCH} there (nor in {d}/bin)")
+            return found
+    die("llama.cpp's llama-bench not found: pass --llama-bin DIR or set DEG_LLAMA_CPP_BIN=DIR "
+        "(a llama.cpp build's bin/), or build one outside the repository with --build-llama "
+        "DIR (llama-cpp-python sdist + CMake, CPU only; an hour or more on a busy machine), "
+        "or measure deg alone with --no-llama")
 
 
 def loadavg():
@@ -75,27 +114,60 @@ def loadavg():
         return float(f.read().split()[0])
 
 
-def run_deg(args, prompt, batch):
+def run_deg(args, weights, prompt, decode, batch):
     out = sh([args.deg_bench, "--model", args.model, "--prompt", str(prompt), "--decode",
-              str(args.decode), "--batch", str(batch), "--threads", str(args.threads),
-              "--reps", "1", "--weights", args.weights])
+              str(decode), "--batch", str(batch), "--threads", str(args.threads), "--reps", "1",
+              "--weights", weights, "--no-reference"])
     return json.loads([l for l in out.splitlines() if l.startswith("{")][-1])
 
 
-def run_llama_prefill(bindir, args, prompt):
-    out = sh([os.path.join(bindir, "llama-bench"), "-m", args.model, "-t", str(args.threads),
-              "-p", str(prompt), "-n", "0", "-r", "1", "-o", "json"])
-    return json.loads(out)[0]["avg_ts"]
+def run_llama_bench(bindir, args, extra):
+    out = sh([os.path.join(bindir, LLAMA_BENCH), "-m", args.model, "-t", str(args.threads),
+              "-r", "1", "-o", "json"] + extra)
+    rows = json.loads(out)
+    return rows[-1]
 
 
-def run_llama_decode(bindir, args, batch):
+def run_llama_batched(bindir, args, batch):
     ctx = (args.context + args.decode) * batch + 64
-    out = sh([os.path.join(bindir, "llama-batched-bench"), "-m", args.model, "-t",
-              str(args.threads), "-c", str(ctx), "-b", "2048", "-ub", "512",
-              "-npp", str(args.context), "-ntg", str(args.decode), "-npl", str(batch),
-              "--output-format", "jsonl"])
+    out = sh([os.path.join(bindir, LLAMA_BATCHED), "-m", args.model, "-t", str(args.threads),
+              "-c", str(ctx), "-b", "2048", "-ub", "512", "-npp", str(args.context),
+              "-ntg", str(args.decode), "-npl", str(batch), "--output-format", "jsonl"],
+             stderr=subprocess.DEVNULL)
     row = [json.loads(l) for l in out.splitlines() if l.startswith("{")][-1]
     return row["speed_tg"]
+
+
+ENGINES = ("deg f32", "deg native", "llama.cpp")
+
+
+def one_run(args, bindir, order, prefills, add, notes):
+    """One measurement of every figure for every engine, engines in `order`."""
+    batched = bindir and os.access(os.path.join(bindir, LLAMA_BATCHED), os.X_OK)
+    for who in order:
+        notes["load"].append(loadavg())
+        if who.startswith("deg"):
+            w = who.split()[1]
+            j = run_deg(args, w, args.context, args.decode, 8)
+            add(f"decode batch 1 [tok/s]", who, j["decode_b1_tok_s"])
+            add(f"decode batch 8 [tok/s]", who, j["decode_bn_tok_s"])
+            notes["rss " + w].append(j["load_rss_mib"])
+            notes["kernel"] = j.get("qkernel", "?")
+            for p in prefills:
+                jp = j if p == args.context else run_deg(args, w, p, 2, 1)
+                add(f"prefill {p} tokens [tok/s]", who, jp["prefill_tok_s"])
+        else:
+            for p in prefills:
+                r = run_llama_bench(bindir, args, ["-p", str(p), "-n", "0"])
+                add(f"prefill {p} tokens [tok/s]", who, r["avg_ts"])
+                notes["llama"] = {k: r.get(k) for k in ("build_commit", "cpu_info", "flash_attn",
+                                                         "type_k", "n_batch", "n_ubatch")}
+            r = run_llama_bench(bindir, args, ["-p", "0", "-n", str(args.decode), "-d",
+                                               str(args.context)])
+            add(f"decode batch 1 [tok/s]", who, r["avg_ts"])
+            if batched:
+                add(f"decode batch 8 [tok/s]", who, run_llama_batched(bindir, args, 8))
+        notes["load"].append(loadavg())
 
 
 def main():
@@ -106,63 +178,63 @@ def main():
     ap.add_argument("--prefill", default="512,4096", help="comma-separated prompt lengths")
     ap.add_argument("--context", type=int, default=512, help="prompt before decode")
     ap.add_argument("--decode", type=int, default=64)
-    ap.add_argument("--weights", default="native", choices=["native", "f32"])
     ap.add_argument("--deg-bench", default="build/bench/bench_runtime")
-    ap.add_argument("--llama-bin")
-    ap.add_argument("--cache", default="~/.cache/deg/llama.cpp")
-    ap.add_argument("--jobs", type=int, default=2, help="build parallelism for llama.cpp")
+    ap.add_argument("--llama-bin", help="dir holding llama-bench (else $DEG_LLAMA_CPP_BIN)")
+    ap.add_argument("--build-llama", metavar="DIR",
+                    help="build llama-bench under DIR from the llama-cpp-python sdist first")
+    ap.add_argument("--jobs", type=int, default=1, help="build parallelism for llama.cpp")
+    ap.add_argument("--no-llama", action="store_true", help="deg f32 and native only")
     args = ap.parse_args()
-    bindir = find_llama(args)
+    if not os.path.isfile(args.model):
+        die(f"--model {args.model}: no such file")
+    if not os.access(args.deg_bench, os.X_OK):
+        die(f"--deg-bench {args.deg_bench}: not an executable (build deg first: "
+            "meson setup build && ninja -C build)")
+    if args.runs < 1 or args.decode < 2 or args.context < 1:
+        die("--runs >= 1, --decode >= 2, --context >= 1")
+    bindir = None if args.no_llama else find_llama(args)
+    engines = ENGINES[:2] if args.no_llama else ENGINES
     prefills = [int(p) for p in args.prefill.split(",") if p]
-    rows = {}  # measure -> (deg values, llama values)
+    rows = {}  # measure -> engine -> values
+    notes = {"load": [], "rss f32": [], "rss native": []}
 
-    def add(name, d, l):
-        rows.setdefault(name, ([], []))
-        rows[name][0].append(d)
-        rows[name][1].append(l)
+    def add(name, who, v):
+        rows.setdefault(name, {}).setdefault(who, []).append(v)
 
-    loads, rss = [], []
     for r in range(args.runs):
-        deg_first = r % 2 == 0  # alternate who goes first
-        for p in prefills:
-            pair = {}
-            for who in (["deg", "llama"] if deg_first else ["llama", "deg"]):
-                loads.append(loadavg())
-                if who == "deg":
-                    j = run_deg(args, p, 1)
-                    pair[who] = j["prefill_tok_s"]
-                    rss.append(j["load_rss_mib"])
-                else:
-                    pair[who] = run_llama_prefill(bindir, args, p)
-            add(f"prefill {p} tokens [tok/s]", pair["deg"], pair["llama"])
-        for b in (1, 8):
-            pair = {}
-            for who in (["deg", "llama"] if deg_first else ["llama", "deg"]):
-                loads.append(loadavg())
-                if who == "deg":
-                    j = run_deg(args, args.context, b)
-                    pair[who] = j["decode_b1_tok_s"] if b == 1 else j["decode_bn_tok_s"]
-                else:
-                    pair[who] = run_llama_decode(bindir, args, b)
-            add(f"decode batch {b} [tok/s]", pair["deg"], pair["llama"])
+        k = r % len(engines)
+        order = engines[k:] + engines[:k]  # rotate who goes first
+        one_run(args, bindir, order, prefills, add, notes)
 
     size_mib = os.path.getsize(args.model) / 1048576.0
-    print(f"model {args.model} ({size_mib:.1f} MiB), threads {args.threads}, "
-          f"deg weights {args.weights}, {args.runs} alternating runs, "
-          f"load average {min(loads):.2f}..{max(loads):.2f}")
-    print(f"{'measure':32s} {'deg':>10s} {'llama.cpp':>10s} {'ratio':>7s}")
+    print(f"\nmodel {args.model} ({size_mib:.1f} MiB), threads {args.threads}, "
+          f"{args.runs} alternating runs (medians), context {args.context}, decode "
+          f"{args.decode}, deg quantized kernel {notes.get('kernel')}, load average "
+          f"{min(notes['load']):.2f}..{max(notes['load']):.2f}")
+    print(f"llama.cpp: {bindir} {notes.get('llama')}")
+    print(f"{'measure':28s} {'deg f32':>9s} {'native':>9s} {'llama.cpp':>9s} "
+          f"{'f32/llama':>9s} {'nat/llama':>9s}")
     summary = {}
-    for name, (d, l) in rows.items():
-        md, ml = statistics.median(d), statistics.median(l)
-        summary[name] = {"deg": md, "llama_cpp": ml, "ratio": md / ml}
-        print(f"{name:32s} {md:10.1f} {ml:10.1f} {md / ml:7.2f}")
-    mr = statistics.median(rss)
-    print(f"{'resident after load [MiB]':32s} {mr:10.1f} {'file':>5s} {size_mib:4.1f} "
-          f"{mr / size_mib:7.2f}")
-    summary["resident_after_load_mib"] = mr
+    for name, per in rows.items():
+        med = {who: statistics.median(v) for who, v in per.items()}
+        ll = med.get("llama.cpp")
+        rf = med["deg f32"] / ll if ll else None
+        rn = med["deg native"] / ll if ll else None
+        summary[name] = {"deg_f32": med["deg f32"], "deg_native": med["deg native"],
+                         "llama_cpp": ll, "ratio_f32": rf, "ratio_native": rn}
+        fmt = lambda v, p: f"{v:9.{p}f}" if v is not None else f"{'-':>9s}"
+        print(f"{name:28s} {fmt(med['deg f32'], 1)} {fmt(med['deg native'], 1)} "
+              f"{fmt(ll, 1)} {fmt(rf, 2)} {fmt(rn, 2)}")
+    rss = {w: statistics.median(notes["rss " + w]) for w in ("f32", "native")}
+    print(f"{'resident after load [MiB]':28s} {rss['f32']:9.1f} {rss['native']:9.1f} "
+          f"{'file':>5s}{size_mib:5.1f} {rss['f32'] / size_mib:9.2f} "
+          f"{rss['native'] / size_mib:9.2f}  (ratios: to the file size)")
+    summary["resident_after_load_mib"] = rss
     summary["file_mib"] = size_mib
     print(json.dumps({"bench": "vs_llamacpp", "threads": args.threads, "runs": args.runs,
-                      "weights": args.weights, "figures": summary}))
+                      "context": args.context, "decode": args.decode,
+                      "load_min_max": [min(notes["load"]), max(notes["load"])],
+                      "figures": summary}))
 
 
 if __name__ == "__main__":
