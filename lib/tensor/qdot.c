@@ -171,60 +171,66 @@ static inline uint16_t ld_u16(const uint8_t *p)
         out = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h_));                      \
     } while (0)
 
-/* One kernel body per instruction set: DOT(u, s) is the int32x8 of 4-byte
- * group sums of unsigned u times signed s. Eight blocks per step, block b in
- * lane b mod 8; the last step of a row with nb mod 8 = r > 0 blocks fills
- * lanes 0..r-1 and leaves the other lanes' sums untouched (blend), exactly
- * the scalar kernel's acc[b mod 8] += c_b (SmolLM2's 576-wide rows end so). */
+/* Eight blocks g..g+7 of the row into acc (lane i: block g + i).
+ * DOT(u, s) is the int32x8 of 4-byte group sums of unsigned u times signed s;
+ * WV(bi) the block's weights as 32 bytes (unsigned nibbles, or Q8_0's |w|
+ * with its signs moved onto x: DG_QX). */
+#define DG_Q4V(bi)                                                                         \
+    _mm256_set_m128i(                                                                     \
+        _mm_and_si128(_mm_srli_epi16(_mm_loadu_si128((const __m128i *)((bi) + qoff)), 4), m4), \
+        _mm_and_si128(_mm_loadu_si128((const __m128i *)((bi) + qoff)), m4))
+#define DG_BLOCK_DOT(DOT, bi, xv)                                                          \
+    (t == DG_Q8_0 ? DOT(_mm256_abs_epi8(_mm256_loadu_si256((const __m256i *)((bi) + 2))),  \
+                        _mm256_sign_epi8(xv, _mm256_loadu_si256((const __m256i *)((bi) + 2)))) \
+                  : DOT(DG_Q4V(bi), xv))
+
+/* One kernel body per instruction set (Q8_0, Q4_0, Q4_1): eight blocks per
+ * step; a row's last nb mod 8 blocks (SmolLM2's 576-wide rows end in 2) get
+ * their integer sums from the same DOT and the scalar kernel's f32
+ * expression (block_c's), so every c_b and acc[b mod 8] += c_b is the
+ * scalar kernel's. */
 #define DG_QDOT_SIMD(NAME, TARGET, DOT)                                                   \
     __attribute__((target(TARGET))) static float NAME(dg_dtype t, const uint8_t *w,       \
                                                       const dg_q8_row *x)                 \
     {                                                                                     \
         size_t bb = t == DG_Q8_0 ? 34 : t == DG_Q4_0 ? 18 : 20;                           \
+        int qoff = t == DG_Q4_1 ? 4 : 2;                                                  \
         const __m128i m4 = _mm_set1_epi8(15);                                             \
-        const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);                   \
         __m256 acc = _mm256_setzero_ps();                                                 \
-        for (int64_t g = 0; g < x->nb; g += 8) {                                          \
-            int nv = x->nb - g < 8 ? (int)(x->nb - g) : 8;                                \
+        int64_t g = 0;                                                                    \
+        for (; g + 8 <= x->nb; g += 8) {                                                  \
             __m256i p[8];                                                                 \
             const uint8_t *blk = w + g * bb;                                              \
             for (int i = 0; i < 8; i++) {                                                 \
-                const uint8_t *bi = blk + i * bb;                                         \
-                if (i >= nv) {                                                            \
-                    p[i] = _mm256_setzero_si256();                                        \
-                    continue;                                                             \
-                }                                                                         \
                 __m256i xv = _mm256_loadu_si256((const __m256i *)(x->q + (g + i) * 32));  \
-                if (t == DG_Q8_0) {                                                       \
-                    __m256i wv = _mm256_loadu_si256((const __m256i *)(bi + 2));           \
-                    p[i] = DOT(_mm256_abs_epi8(wv), _mm256_sign_epi8(xv, wv));            \
-                } else {                                                                  \
-                    __m128i q = _mm_loadu_si128((const __m128i *)(bi + (t == DG_Q4_1 ? 4 : 2))); \
-                    __m256i wv = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m4), \
-                                                  _mm_and_si128(q, m4));                  \
-                    p[i] = DOT(wv, xv);                                                   \
-                }                                                                         \
+                p[i] = DG_BLOCK_DOT(DOT, blk + i * bb, xv);                               \
             }                                                                             \
-            __m256i is, live = _mm256_cmpgt_epi32(_mm256_set1_epi32(nv), lane);           \
+            __m256i is;                                                                   \
             DG_HSUM8(p, is);                                                              \
-            __m256i xs = _mm256_maskload_epi32((const int *)(x->s + g), live);            \
+            __m256i xs = _mm256_loadu_si256((const __m256i *)(x->s + g));                 \
             if (t == DG_Q4_0) is = _mm256_sub_epi32(is, _mm256_slli_epi32(xs, 3));        \
-            __m256 dx = _mm256_maskload_ps(x->d + g, live), dw, c;                        \
-            if (nv == 8) dw = DG_F16X8(blk, bb);                                          \
-            else DG_F16XN(blk, bb, nv, dw);                                               \
-            c = _mm256_mul_ps(_mm256_mul_ps(dw, dx), _mm256_cvtepi32_ps(is));             \
-            if (t == DG_Q4_1) {                                                           \
-                __m256 mw;                                                                \
-                if (nv == 8) mw = DG_F16X8(blk + 2, bb);                                  \
-                else DG_F16XN(blk + 2, bb, nv, mw);                                       \
-                c = _mm256_add_ps(c, _mm256_mul_ps(_mm256_mul_ps(mw, dx),                 \
+            __m256 dx = _mm256_loadu_ps(x->d + g);                                        \
+            __m256 c = _mm256_mul_ps(_mm256_mul_ps(DG_F16X8(blk, bb), dx),                \
+                                     _mm256_cvtepi32_ps(is));                             \
+            if (t == DG_Q4_1)                                                             \
+                c = _mm256_add_ps(c, _mm256_mul_ps(_mm256_mul_ps(DG_F16X8(blk + 2, bb), dx), \
                                                    _mm256_cvtepi32_ps(xs)));              \
-            }                                                                             \
-            __m256 sum = _mm256_add_ps(acc, c);                                           \
-            acc = nv == 8 ? sum : _mm256_blendv_ps(acc, sum, _mm256_castsi256_ps(live));  \
+            acc = _mm256_add_ps(acc, c);                                                  \
         }                                                                                 \
         float a[8];                                                                       \
         _mm256_storeu_ps(a, acc);                                                         \
+        for (int64_t b = g; b < x->nb; b++) {                                             \
+            const uint8_t *bi = w + b * bb;                                               \
+            __m256i xv = _mm256_loadu_si256((const __m256i *)(x->q + b * 32));            \
+            __m256i v = DG_BLOCK_DOT(DOT, bi, xv);                                        \
+            __m128i h = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)); \
+            h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4E));                              \
+            h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xB1));                              \
+            int32_t isum = _mm_cvtsi128_si32(h) - (t == DG_Q4_0 ? 8 * x->s[b] : 0);       \
+            float c = (ld_f16(bi) * x->d[b]) * (float)isum;                               \
+            if (t == DG_Q4_1) c = c + (ld_f16(bi + 2) * x->d[b]) * (float)x->s[b];        \
+            a[b & 7] += c;                                                                \
+        }                                                                                 \
         return finish(a);                                                                 \
     }
 
