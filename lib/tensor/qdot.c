@@ -227,8 +227,8 @@ static inline uint16_t ld_u16(const uint8_t *p)
             h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4E));                              \
             h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xB1));                              \
             int32_t isum = _mm_cvtsi128_si32(h) - (t == DG_Q4_0 ? 8 * x->s[b] : 0);       \
-            float c = (ld_f16(bi) * x->d[b]) * (float)isum;                               \
-            if (t == DG_Q4_1) c = c + (ld_f16(bi + 2) * x->d[b]) * (float)x->s[b];        \
+            float c = (_cvtsh_ss(ld_u16(bi)) * x->d[b]) * (float)isum;                    \
+            if (t == DG_Q4_1) c = c + (_cvtsh_ss(ld_u16(bi + 2)) * x->d[b]) * (float)x->s[b]; \
             a[b & 7] += c;                                                                \
         }                                                                                 \
         return finish(a);                                                                 \
