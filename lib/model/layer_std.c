@@ -104,9 +104,12 @@ void dg_forward_std_layer(const deg_model *m, int il, dg_batch *b, float *x)
 
     /* --- attention ------------------------------------------------------ */
     dg_rmsnorm_rows(b->xn, x, L->attn_norm, M, E, hp->rms_eps);
-    mm_nt(M, b->xn, E, &L->wq, q_pre, QD);
-    mm_nt(M, b->xn, E, &L->wk, k_pre, KD);
-    mm_nt(M, b->xn, E, &L->wv, v, KD);
+    {
+        const dg_weight *ws[3] = {&L->wq, &L->wk, &L->wv};
+        float *ys[3] = {q_pre, k_pre, v};
+        const int64_t ld[3] = {(int64_t)QD, (int64_t)KD, (int64_t)KD};
+        dg_weight_matmul_multi(ws, 3, (int64_t)M, b->xn, (int64_t)E, ys, ld);
+    }
     lora_add(b, il, DG_LORA_Q, b->xn, E, q_pre, QD);
     lora_add(b, il, DG_LORA_K, b->xn, E, k_pre, KD);
     lora_add(b, il, DG_LORA_V, b->xn, E, v, KD);
@@ -133,8 +136,12 @@ void dg_forward_mlp(const deg_model *m, int il, dg_batch *b, float *x)
     size_t M = b->n_tokens, E = (size_t)hp->n_embd, F = (size_t)hp->n_ff;
     float *gate = sv ? sv->gate : b->gate, *up = sv ? sv->up : b->up;
     dg_rmsnorm_rows(b->xn, x, L->ffn_norm, M, E, hp->rms_eps);
-    mm_nt(M, b->xn, E, &L->w_gate, gate, F);
-    mm_nt(M, b->xn, E, &L->w_up, up, F);
+    {
+        const dg_weight *ws[2] = {&L->w_gate, &L->w_up};
+        float *ys[2] = {gate, up};
+        const int64_t ld[2] = {(int64_t)F, (int64_t)F};
+        dg_weight_matmul_multi(ws, 2, (int64_t)M, b->xn, (int64_t)E, ys, ld);
+    }
     lora_add(b, il, DG_LORA_GATE, b->xn, E, gate, F);
     lora_add(b, il, DG_LORA_UP, b->xn, E, up, F);
     /* SwiGLU into b->gate (in place in inference; training keeps gate). */

@@ -43,11 +43,14 @@ static void dot_tile(const dg_weight *w, int64_t M, const dg_q8_row *xr, const f
         }
 }
 
-/* M rows whose quantized x rows are in q/d/s (NULL for F16/BF16). */
-static void matmul_rows(const dg_weight *w, int64_t M, const float *x, int64_t ldx, float *y,
-                        int64_t ldy, int8_t *q, float *d, int32_t *s)
+/* M rows whose quantized x rows are in q/d/s (NULL for F16/BF16), through
+ * the nw weights ws (same cols), outputs ys[i] (row stride ldys[i]): the
+ * weights' row tiles share one parallel loop. */
+static void matmul_rows(const dg_weight *const *ws, int nw, int64_t M, const float *x,
+                        int64_t ldx, float *const *ys, const int64_t *ldys, int8_t *q, float *d,
+                        int32_t *s)
 {
-    int64_t K = w->cols, nb = K / DG_QK, N = w->rows;
+    int64_t K = ws[0]->cols, nb = K / DG_QK;
     dg_q8_row xr[ROW_CHUNK];
     int nt = dg_num_threads();
     int quant = q != NULL;
@@ -55,13 +58,71 @@ static void matmul_rows(const dg_weight *w, int64_t M, const float *x, int64_t l
         xr[m] = (dg_q8_row){q + m * K, d + m * nb, s + m * nb, nb};
 #pragma omp parallel for schedule(static) num_threads(nt) if (quant && M > 4 && nt > 1)
     for (int64_t m = 0; m < (quant ? M : 0); m++) dg_q8_quantize(x + m * ldx, &xr[m]);
-    int64_t n_tiles = (N + N_TILE - 1) / N_TILE;
+    int64_t n_tiles = 0, N = 0;
+    for (int i = 0; i < nw; i++) {
+        n_tiles += (ws[i]->rows + N_TILE - 1) / N_TILE;
+        N += ws[i]->rows;
+    }
     int par = nt > 1 && M * N * K >= (1 << 16);
 #pragma omp parallel for schedule(static) num_threads(nt) if (par)
     for (int64_t t = 0; t < n_tiles; t++) {
-        int64_t n0 = t * N_TILE, n1 = n0 + N_TILE < N ? n0 + N_TILE : N;
-        dot_tile(w, M, xr, x, ldx, y, ldy, n0, n1);
+        int i = 0;
+        int64_t tt = t, wt;
+        while (tt >= (wt = (ws[i]->rows + N_TILE - 1) / N_TILE)) tt -= wt, i++;
+        int64_t n0 = tt * N_TILE, n1 = n0 + N_TILE < ws[i]->rows ? n0 + N_TILE : ws[i]->rows;
+        dot_tile(ws[i], M, xr, x, ldx, ys[i], ldys[i], n0, n1);
     }
+}
+
+void dg_weight_matmul_multi(const dg_weight *const *ws, int nw, int64_t M, const float *x,
+                            int64_t ldx, float *const *ys, const int64_t *ldys)
+{
+    if (M <= 0 || nw <= 0) return;
+    /* All quantized (one quantized copy of x serves them all) or all F16/BF16
+     * (f32 x rows): one pass; otherwise (F32 among them, or a mix) each alone. */
+    int allq = 1, allh = 1;
+    for (int i = 0; i < nw; i++) {
+        dg_dtype t = ws[i]->dtype;
+        allq &= dg_dtype_is_quantized(t);
+        allh &= t == DG_F16 || t == DG_BF16;
+    }
+    if ((!allq && !allh) || nw > DG_WEIGHT_MAX_MULTI) {
+        for (int i = 0; i < nw; i++) dg_weight_matmul(ws[i], M, x, ldx, ys[i], ldys[i]);
+        return;
+    }
+    if (allh) {
+        for (int64_t m0 = 0; m0 < M; m0 += ROW_CHUNK) {
+            int64_t mc = M - m0 < ROW_CHUNK ? M - m0 : ROW_CHUNK;
+            float *yo[DG_WEIGHT_MAX_MULTI];
+            for (int i = 0; i < nw; i++) yo[i] = ys[i] + m0 * ldys[i];
+            matmul_rows(ws, nw, mc, x + m0 * ldx, ldx, yo, ldys, NULL, NULL, NULL);
+        }
+        return;
+    }
+    int64_t K = ws[0]->cols, nb = K / DG_QK;
+    int64_t cap = M < ROW_CHUNK ? M : ROW_CHUNK;
+    int8_t *q = malloc((size_t)(cap * K));
+    float *d = malloc(sizeof(float) * (size_t)(cap * nb));
+    int32_t *s = malloc(sizeof(int32_t) * (size_t)(cap * nb));
+    float *yo[DG_WEIGHT_MAX_MULTI];
+    if (!q || !d || !s) {
+        /* Out of memory: one row at a time on the stack (same numbers). */
+        free(q), free(d), free(s);
+        int8_t q1[DG_WEIGHT_MAX_COLS];
+        float d1[DG_WEIGHT_MAX_COLS / DG_QK];
+        int32_t s1[DG_WEIGHT_MAX_COLS / DG_QK];
+        for (int64_t m = 0; m < M; m++) {
+            for (int i = 0; i < nw; i++) yo[i] = ys[i] + m * ldys[i];
+            matmul_rows(ws, nw, 1, x + m * ldx, ldx, yo, ldys, q1, d1, s1);
+        }
+        return;
+    }
+    for (int64_t m0 = 0; m0 < M; m0 += cap) {
+        int64_t mc = M - m0 < cap ? M - m0 : cap;
+        for (int i = 0; i < nw; i++) yo[i] = ys[i] + m0 * ldys[i];
+        matmul_rows(ws, nw, mc, x + m0 * ldx, ldx, yo, ldys, q, d, s);
+    }
+    free(q), free(d), free(s);
 }
 
 void dg_weight_matmul(const dg_weight *w, int64_t M, const float *x, int64_t ldx, float *y,
@@ -72,33 +133,7 @@ void dg_weight_matmul(const dg_weight *w, int64_t M, const float *x, int64_t ldx
         dg_sgemm_nt(M, w->rows, w->cols, x, ldx, w->data, w->cols, y, ldy, 0.0f);
         return;
     }
-    if (!dg_dtype_is_quantized(w->dtype)) {
-        for (int64_t m0 = 0; m0 < M; m0 += ROW_CHUNK) {
-            int64_t mc = M - m0 < ROW_CHUNK ? M - m0 : ROW_CHUNK;
-            matmul_rows(w, mc, x + m0 * ldx, ldx, y + m0 * ldy, ldy, NULL, NULL, NULL);
-        }
-        return;
-    }
-    int64_t K = w->cols, nb = K / DG_QK;
-    int64_t cap = M < ROW_CHUNK ? M : ROW_CHUNK;
-    int8_t *q = malloc((size_t)(cap * K));
-    float *d = malloc(sizeof(float) * (size_t)(cap * nb));
-    int32_t *s = malloc(sizeof(int32_t) * (size_t)(cap * nb));
-    if (!q || !d || !s) {
-        /* Out of memory: one row at a time on the stack (same numbers). */
-        free(q), free(d), free(s);
-        int8_t q1[DG_WEIGHT_MAX_COLS];
-        float d1[DG_WEIGHT_MAX_COLS / DG_QK];
-        int32_t s1[DG_WEIGHT_MAX_COLS / DG_QK];
-        for (int64_t m = 0; m < M; m++)
-            matmul_rows(w, 1, x + m * ldx, ldx, y + m * ldy, ldy, q1, d1, s1);
-        return;
-    }
-    for (int64_t m0 = 0; m0 < M; m0 += cap) {
-        int64_t mc = M - m0 < cap ? M - m0 : cap;
-        matmul_rows(w, mc, x + m0 * ldx, ldx, y + m0 * ldy, ldy, q, d, s);
-    }
-    free(q), free(d), free(s);
+    dg_weight_matmul_multi(&w, 1, M, x, ldx, &y, &ldy);
 }
 
 deg_status dg_weight_backward_x(const dg_weight *w, int64_t M, const float *dy, int64_t lddy,

@@ -56,6 +56,17 @@ static inline const uint8_t *dg_weight_row_data(const dg_weight *w, int64_t r)
 void dg_weight_matmul(const dg_weight *w, int64_t M, const float *x, int64_t ldx, float *y,
                       int64_t ldy);
 
+/* Most weights in one dg_weight_matmul_multi call. */
+#define DG_WEIGHT_MAX_MULTI 4
+
+/* ys[i][M, ws[i]->rows] = x[M, cols] . W_i^T for nw (1..DG_WEIGHT_MAX_MULTI)
+ * weights of the same cols (q/k/v, gate/up): bitwise what nw dg_weight_matmul
+ * calls give (the same quantized x rows and per-row dots), with x quantized
+ * once and the weights' row tiles in one parallel loop (a decode step's
+ * thread wake-ups and quantizations per layer: 7 -> 4). */
+void dg_weight_matmul_multi(const dg_weight *const *ws, int nw, int64_t M, const float *x,
+                            int64_t ldx, float *const *ys, const int64_t *ldys);
+
 /* dx[M, cols] (+)= dy[M, rows] . W (accumulate != 0 adds into dx).
  * Errors: DEG_ERR_NOMEM (the 64-row dequantized tile). */
 deg_status dg_weight_backward_x(const dg_weight *w, int64_t M, const float *dy, int64_t lddy,

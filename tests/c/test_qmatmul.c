@@ -4,7 +4,8 @@
  * block tails; a row's result bitwise the same alone, batched (1..16, 100
  * rows) and at 1..3 threads; accuracy against a double product of the
  * dequantized weights within the bound qdot.h derives; the backward
- * dX = dY . W against a double reference; row maps. */
+ * dX = dY . W against a double reference; row maps; several weights in one
+ * dg_weight_matmul_multi call bitwise equal to separate calls. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
@@ -274,5 +275,49 @@ Test(qmatmul, activation_quantization)
             sum += q[b * 32 + i];
         }
         cr_assert_eq(s[b], sum);
+    }
+}
+
+/* q/k/v- and gate/up-style groups (one shared quantized x, one parallel
+ * loop) against one dg_weight_matmul per weight: bitwise, for batches
+ * 1, 5 and 70 (> the 64-row chunk) at 1 and 2 threads; all-quantized with
+ * mixed dtypes, all-16-bit, and a mix with F16 (each alone). */
+Test(qmatmul, multi_equals_separate_products)
+{
+    rng_state = 0x3117;
+    const dg_dtype groups[3][3] = {{DG_Q4_1, DG_Q8_0, DG_Q4_0}, {DG_F16, DG_BF16, DG_F16},
+                                   {DG_Q4_1, DG_F16, DG_Q8_0}};
+    const int64_t K = 288, rows[3] = {7, 67, 16}, Ms[3] = {1, 5, 70};
+    for (int gi = 0; gi < 3; gi++) {
+        dg_weight w[3];
+        uint8_t *data[3];
+        for (int i = 0; i < 3; i++) data[i] = make_weight(groups[gi][i], rows[i], K, &w[i]);
+        const dg_weight *ws[3] = {&w[0], &w[1], &w[2]};
+        float *x = malloc(sizeof(float) * (size_t)(70 * K));
+        fill_x(x, (size_t)(70 * K), 3.0f);
+        for (int mi = 0; mi < 3; mi++)
+            for (int threads = 1; threads <= 2; threads++) {
+                deg_set_num_threads(threads);
+                int64_t M = Ms[mi], ld[3];
+                float *ys[3], *ref[3];
+                for (int i = 0; i < 3; i++) {
+                    ld[i] = rows[i] + 3; /* a row stride wider than the row */
+                    ys[i] = malloc(sizeof(float) * (size_t)(M * ld[i]));
+                    ref[i] = malloc(sizeof(float) * (size_t)(M * ld[i]));
+                    memset(ys[i], 0, sizeof(float) * (size_t)(M * ld[i]));
+                    memset(ref[i], 0, sizeof(float) * (size_t)(M * ld[i]));
+                    dg_weight_matmul(&w[i], M, x, K, ref[i], ld[i]);
+                }
+                dg_weight_matmul_multi(ws, 3, M, x, K, ys, ld);
+                for (int i = 0; i < 3; i++) {
+                    cr_assert(memcmp(ys[i], ref[i], sizeof(float) * (size_t)(M * ld[i])) == 0,
+                              "group %d weight %d (%s) M=%lld threads %d: multi != separate", gi,
+                              i, dg_dtype_name(groups[gi][i]), (long long)M, threads);
+                    free(ys[i]), free(ref[i]);
+                }
+            }
+        deg_set_num_threads(0);
+        free(x);
+        for (int i = 0; i < 3; i++) free(data[i]);
     }
 }
