@@ -2454,9 +2454,10 @@ static deg_status trace_anchors(const dg_ckpt *k, freq *r, const job *j, jobs *n
     qsort(ga, (size_t)n, sizeof *ga, cmp_gold_anchor);
     for (int64_t i = 0; i < n; i++) {
         if (ga[i].tok < I->r0 || ga[i].tok >= I->r1 || (i && ga[i].tok == ga[i - 1].tok)) {
+            size_t tok = ga[i].tok; /* read before free: the message names it */
             free(ga);
             return dg_fail(DEG_ERR_INTERNAL, "fill trace: gold anchor token %zu repeated or "
-                           "outside the region [%zu, %zu)", ga[i].tok, I->r0, I->r1);
+                           "outside the region [%zu, %zu)", tok, I->r0, I->r1);
         }
         I->anchor[i] = ga[i].tok;
         I->gold_idx[i] = ga[i].item;
