@@ -290,7 +290,10 @@ def test_cli_sigint_keeps_last_artifact(corpus_file, tmp_path):
          "--corpus", str(corpus_file), "--p", "12", "--steps", "100000", "--accum", "1",
          "--seed", "2", "--chunk-min", "24", "--chunk-max", "48", "--max-q", "6",
          "--max-a", "8", "--quiet", "--save", str(out)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # a runner started in the background (nohup, `&`) passes SIGINT ignored,
+        # and a Python started that way never raises KeyboardInterrupt
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         with deg.load_model(TINY) as m:
             deadline = time.monotonic() + 120
