@@ -13,7 +13,7 @@ import pytest
 import deg
 from deg._native import has
 from deg.datagen import guard
-from deg.datagen.facts import Fact, gold_of, make_schema, pointers
+from deg.datagen.facts import OMIT, Fact, gold_of, make_schema, pointers
 from deg.datagen.record import build, concrete
 from deg.datagen.render import LANGS, LAYOUTS, render, usable
 
@@ -387,3 +387,81 @@ def test_copies_are_one_document(tmp_path):
         (tmp_path / "doc" / pkg).mkdir(parents=True)
         shutil.copy(f"{FIX}/doc/frob/README", tmp_path / "doc" / pkg / "README")
     assert len(docs.README.entities(docs.README.find(str(tmp_path / "doc")), random.Random(0), 10)) == 1
+
+
+def test_withheld_fields_are_hard_negatives():
+    """--withhold: a rendered document leaves one fact out and the schema asks
+    for it anyway; gold null / omitted / [] and the value is not in the text,
+    while the record stays checked (gold of every other field located)."""
+    from deg.datagen.v2 import KINDS, _withhold_pick, generate_v2
+    kinds = sorted(ROOTS)
+    records, stats = generate_v2(5, {k: 10 for k in kinds}, roots={k: ROOTS[k] for k in kinds},
+                                 records_per_doc=(2, 2), withhold=1.0)
+    # the title "frobmod.count_widgets" writes a left-out module name: skipped, counted
+    assert stats["bad"] == {"withheld-value-written": 1}
+    held = [r for r in records if "withheld" in r]
+    assert len(held) >= 0.5 * len(records)
+    assert all(r["id"].endswith("/withheld") == ("withheld" in r) for r in records)
+    ents = {}
+    for kind in kinds:
+        mod = KINDS[kind]
+        for e in mod.entities(mod.find(ROOTS[kind]), random.Random(f"5:{kind}:pick"), 10):
+            ents[(kind, e.doc)] = e
+    checked_absent = 0
+    for r in held:
+        _check_record(r)
+        assert r["template"] != "raw"  # nothing can be left out of a source's own text
+        name = r["withheld"][1:]
+        spec = r["schema"]["properties"][name]
+        gold = r["value"].get(name, "omitted")
+        if spec.get("type") == "array":
+            assert gold == []
+        else:
+            assert gold in (None, "omitted")
+            assert (gold is None) == ("null" in json.dumps(spec))
+        jsonschema.validate(r["value"], r["schema"])
+        # the left-out value is not written (unless a shown fact contains it)
+        ent = ents[(r["source"], r["doc"])]
+        k = int(r["id"].split("/")[-2])
+        hidden = _withhold_pick(ent.facts, random.Random(f"withhold-pick:{r['source']}:{ent.doc}:{k}"))
+        if isinstance(hidden.value, str) and hidden.kind != "enum" and not any(
+                g is not hidden and hidden.value in json.dumps(g.value, ensure_ascii=False)
+                for g in ent.facts):
+            assert hidden.value not in r["context"], (r["id"], hidden)
+            checked_absent += 1
+    assert checked_absent >= 10
+    # a left-out choice: null is an option and the gold; choices the text answers get
+    # a null option too at times (null among the options gives nothing away)
+    def options(p):
+        return p.get("enum") or [o.get("const") for o in p.get("oneOf", [{"const": "x"}])]
+
+    choice = [(r, k, p) for r in held for k, p in r["schema"]["properties"].items()
+              if "enum" in p or "oneOf" in p]
+    enum_held = [(r, k, p) for r, k, p in choice if "/" + k == r["withheld"]]
+    assert enum_held and all(None in options(p) for _, _, p in enum_held)
+    from deg.datagen.facts import withheld
+    color = Fact("color", "enum", "red", options=["red", "green", "blue", "cyan"])
+    size = Fact("size", "span", "large")
+    n_null = 0
+    for i in range(200):
+        must = withheld(size)
+        _, fields = make_schema([color, must], random.Random(i), must=must)
+        assert must in [f.fact for f in fields if f.value is None or f.value is OMIT]
+        spec = next(f.spec for f in fields if f.fact is color)
+        n_null += None in options(spec)
+    assert 50 < n_null < 110  # p = 0.4
+
+
+def test_withhold_zero_is_datagen_v2():
+    from deg.datagen.v2 import generate_v2
+    kinds = ["manpage", "readme"]
+    kw = dict(roots={k: ROOTS[k] for k in kinds}, records_per_doc=(1, 2))
+    a, _ = generate_v2(3, {k: 10 for k in kinds}, **kw)
+    b, _ = generate_v2(3, {k: 10 for k in kinds}, withhold=0.0, **kw)
+    c, _ = generate_v2(3, {k: 10 for k in kinds}, withhold=0.5, **kw)
+    assert json.dumps(a) == json.dumps(b) and not any("withheld" in r for r in a)
+    assert any("withheld" in r for r in c)
+    # records whose coin said no are the v2 records, bitwise
+    plain = {r["id"]: r for r in a}
+    same = [r for r in c if "withheld" not in r]
+    assert same and all(json.dumps(plain[r["id"]]) == json.dumps(r) for r in same)

@@ -30,6 +30,10 @@ def main(argv=None):
     ap.add_argument("--kind", action="append", type=_kind_count, default=[], metavar="KIND=N",
                     help="v2: documents of one kind (repeatable; KIND=0 drops it; default "
                          "deg.datagen.v2.DEFAULT_PER_KIND)")
+    ap.add_argument("--withhold", type=float, default=0.0, metavar="P",
+                    help="v2: probability that a rendered document leaves one fact out and the "
+                         "schema asks for it anyway (hard negatives: gold null / omitted / []; "
+                         "0 = datagen v2 as published)")
     ap.add_argument("--packages", type=int, default=None, help="Debian package documents")
     ap.add_argument("--changelogs", type=int, default=None, help="Debian changelog documents")
     ap.add_argument("--synthetic", type=int, default=None, help="documents per synthetic source")
@@ -37,6 +41,8 @@ def main(argv=None):
                     help="apt Packages list (repeatable; default /var/lib/apt/lists/*_Packages*)")
     ap.add_argument("--changelog-glob", default=debian.CHANGELOG_GLOB)
     a = ap.parse_args(argv)
+    if not 0.0 <= a.withhold <= 1.0:
+        ap.error(f"--withhold {a.withhold}: a probability in [0, 1]")
     from . import v2
     unknown = [k for k, _ in a.kind if k not in v2.KINDS]
     if unknown:
@@ -54,7 +60,7 @@ def main(argv=None):
     if a.v2:
         per_kind = dict(v2.DEFAULT_PER_KIND)
         per_kind.update(dict(a.kind))
-        records, stats = v2.generate_v2(a.seed, per_kind)
+        records, stats = v2.generate_v2(a.seed, per_kind, withhold=a.withhold)
         v2.merge_v1(records, stats, v1_records, a.seed)
         for k, c in v1_stats["bad"].items():
             stats["bad"][k] = stats["bad"].get(k, 0) + c

@@ -184,7 +184,7 @@ def _enum_spec(fact, rng):
     opts = [o for o in fact.options if o != fact.value]
     rng.shuffle(opts)
     k = rng.randint(1, min(len(opts), rng.choice([2, 4, 7, 11])))
-    chosen = opts[:k] + [fact.value]
+    chosen = opts[:k] + ([fact.value] if fact.value is not None else [])
     rng.shuffle(chosen)
     if fact.option_desc and rng.random() < 0.3:
         return {"oneOf": [{"const": o, "description": fact.option_desc[o]} if o in fact.option_desc
@@ -321,20 +321,44 @@ def _array_field(fact, rng, namer, hint_only):
     return Field(fact, namer(fact.names, hint_only), spec, value, subnames=subnames)
 
 
-def make_schema(facts, rng, max_fields=8):
+def withheld(fact):
+    """A copy of `fact` for a document that does not show it (a hard negative:
+    the document keeps its other facts, often of the same type): value None
+    (scalars, enums: gold null or omitted) or [] (lists: an empty array)."""
+    return Fact(fact.key, fact.kind, [] if fact.kind == "list" else None,
+                names=fact.names, label=fact.label, desc=fact.desc, options=fact.options,
+                option_desc=fact.option_desc, derive=False)
+
+
+def make_schema(facts, rng, max_fields=8, must=None):
     """(schema, fields): a varied schema over some of `facts` (see the module
     docstring). fields: [Field] in schema order; gold value = {name: value}
-    for fields whose value is not OMIT."""
+    for fields whose value is not OMIT. `must`: a fact of `facts` always asked
+    (a withheld fact, see `withheld`), at a random place among the fields."""
     namer = Namer(rng)
-    usable = [f for f in facts if f.value is not None or f.kind in ("span", "email", "uri",
-                                                                      "int", "number", "date")]
+    usable = [f for f in facts if f is not must and (
+        f.value is not None or f.kind in ("span", "email", "uri", "int", "number", "date"))]
     rng.shuffle(usable)
-    n = rng.randint(min(3, len(usable)), min(max_fields, len(usable)))
+    if must is not None:
+        n = rng.randint(min(2, len(usable)), min(max_fields - 1, len(usable)))
+        usable = usable[:n]
+        usable.insert(rng.randrange(n + 1), must)
+        n += 1
+    else:
+        n = rng.randint(min(3, len(usable)), min(max_fields, len(usable)))
     fields = []
     for fact in usable[:n]:
         hint_only = rng.random() < 0.1
         k = fact.kind
-        if fact.value is None:  # a fact the document lacks: null or omitted
+        if fact.value is None and k == "enum":  # withheld: a nullable choice, gold null
+            spec = _enum_spec(fact, rng)
+            if "enum" in spec:
+                spec["enum"].append(None)
+            else:
+                spec["oneOf"].append({"const": None})
+            fields.append(Field(fact, namer(fact.names, hint_only),
+                                _describe(spec, fact, rng, hint_only), None))
+        elif fact.value is None:  # a fact the document lacks: null or omitted
             nullable = rng.random() < 0.6
             spec = _describe(_spec_of(k, nullable), fact, rng, hint_only)
             fields.append(Field(fact, namer(fact.names, hint_only), spec,
@@ -356,7 +380,13 @@ def make_schema(facts, rng, max_fields=8):
             if fact.derive and rng.random() < 0.3:
                 fields.append(_equality_bool(fact, rng, namer))
             else:
-                spec = _describe(_enum_spec(fact, rng), fact, rng, hint_only)
+                spec = _enum_spec(fact, rng)
+                if must is not None and rng.random() < 0.4:
+                    # null among the options of a choice the text does answer too,
+                    # so a null option is no sign that the withheld one is this one
+                    (spec["enum"] if "enum" in spec else spec["oneOf"]).append(
+                        None if "enum" in spec else {"const": None})
+                spec = _describe(spec, fact, rng, hint_only)
                 fields.append(Field(fact, namer(fact.names, hint_only), spec, fact.value))
         elif k == "bool":
             fields.append(_bool_field(fact, rng, namer, hint_only))

@@ -27,7 +27,7 @@ import json
 import random
 
 from . import kinds as _k
-from .facts import gold_of, make_schema, pointers
+from .facts import gold_of, make_schema, pointers, withheld
 from .kinds import conf, data, docs, locale, man, pydoc, tabs
 from .record import BadRecord, build, count_record
 from .render import LANGS, LAYOUTS, render, usable
@@ -68,29 +68,88 @@ def _layout(rng, split, has_raw):
     return layout, lang
 
 
-def record_of(kind, ent, split, rng, k):
-    """One checked record of entity `ent` (raise BadRecord)."""
-    layout, lang = _layout(rng, split, ent.raw is not None)
+# fact kinds a withheld field can have, and the families whose other shown
+# facts make it a hard negative (a value of the asked type is in the text)
+WITHHOLD_KINDS = {"span": "str", "email": "str", "uri": "str", "int": "num", "number": "num",
+                  "date": "date", "enum": "enum", "list": "list"}
+
+
+def _texts(f):
+    """The strings a fact can put in a document (value, written surface, list
+    items, its items' sub-facts)."""
+    out = [x for x in (f.value, f.surface) if isinstance(x, str) and x]
+    if f.kind == "list" and f.value:
+        out += [x for x in f.value if isinstance(x, str)]
+    for it in f.items or ():
+        for g in it.values():
+            if g is not None:
+                out += _texts(g)
+    return out
+
+
+def _withhold_pick(facts, rng):
+    """The fact to withhold (or None): one whose value no other fact writes
+    (a left-out first name must not stand in a list of names); facts whose
+    type family has another shown fact weigh 3, others 1."""
+    def written_elsewhere(f):
+        own = [t for t in _texts(f) if f.kind != "list"]
+        others = [t for g in facts if g is not f for t in _texts(g)]
+        return any(a in b for a in own for b in others)
+    cand = [f for f in facts if f.kind in WITHHOLD_KINDS and f.value and
+            not written_elsewhere(f)]
+    if len(cand) < 3:
+        return None
+    fam = {}
+    for f in cand:
+        fam[WITHHOLD_KINDS[f.kind]] = fam.get(WITHHOLD_KINDS[f.kind], 0) + 1
+    weights = [3 if fam[WITHHOLD_KINDS[f.kind]] > 1 else 1 for f in cand]
+    return rng.choices(cand, weights)[0]
+
+
+def record_of(kind, ent, split, rng, k, withhold=0.0):
+    """One checked record of entity `ent` (raise BadRecord). `withhold`: the
+    probability that one fact is left out of a rendered document and asked
+    anyway (gold null / omitted / []; deg.datagen.facts.withheld): hard
+    negatives for optional fields, whose every other value stays in the text.
+    0 draws nothing extra (records as before, bitwise)."""
+    hidden = None
+    if withhold and random.Random(f"withhold:{kind}:{ent.doc}:{k}").random() < withhold:
+        hidden = _withhold_pick(ent.facts, random.Random(f"withhold-pick:{kind}:{ent.doc}:{k}"))
+    layout, lang = _layout(rng, split, ent.raw is not None and hidden is None)
     if layout == "raw":
         facts = [f for f in ent.facts if f.pos is not None or f.kind in ("bool", "enum", "gen")]
     else:
         facts = ent.facts
         if not usable(facts, layout):
             layout = "kv"
-    schema, fields = make_schema(facts, rng)
+    must = None
+    if hidden is not None:
+        must = withheld(hidden)
+        facts = [must if f is hidden else f for f in facts]
+    schema, fields = make_schema(facts, rng, must=must)
     ptrs = pointers(fields)
-    d = _k.raw_doc(ent, ptrs) if layout == "raw" else render(ent.facts, ptrs, layout, lang, rng,
+    shown = [f for f in ent.facts if f is not hidden]
+    d = _k.raw_doc(ent, ptrs) if layout == "raw" else render(shown, ptrs, layout, lang, rng,
                                                              title=ent.title)
     ctx, marks, regions = d.finish()
+    if hidden is not None and any(t in ctx for t in _texts(hidden)
+                                  if hidden.kind != "enum" and len(t) >= 3):
+        raise BadRecord("withheld-value-written", hidden.key)
     template = layout if layout == "raw" else f"{layout}-{lang}"
-    return build(rid=f"{kind}/{ent.doc}/{k}", split=split, source=kind, template=template,
-                 doc=ent.doc, context=ctx, schema=schema, value=gold_of(fields), marks=marks,
-                 regions=regions)
+    rid = f"{kind}/{ent.doc}/{k}" + ("/withheld" if hidden is not None else "")
+    rec = build(rid=rid, split=split, source=kind, template=template,
+                doc=ent.doc, context=ctx, schema=schema, value=gold_of(fields), marks=marks,
+                regions=regions)
+    if hidden is not None:  # the asked field the document does not show
+        rec["withheld"] = "/" + next(f.name for f in fields if f.fact is must)
+    return rec
 
 
-def generate_v2(seed=0, per_kind=None, roots=None, records_per_doc=(1, 2), progress=None):
+def generate_v2(seed=0, per_kind=None, roots=None, records_per_doc=(1, 2), progress=None,
+                withhold=0.0):
     """(records, stats) over the KINDS in `per_kind` ({kind: documents});
-    roots: {kind: path} overrides a kind's default source location (tests).
+    roots: {kind: path} overrides a kind's default source location (tests);
+    withhold: see record_of (hard negatives; 0 = datagen v2 as published).
     Kinds whose sources are missing give no records (counted in stats["missing"])."""
     per_kind = dict(DEFAULT_PER_KIND if per_kind is None else per_kind)
     roots = roots or {}
@@ -109,7 +168,7 @@ def generate_v2(seed=0, per_kind=None, roots=None, records_per_doc=(1, 2), progr
             for k in range(rng0.randint(*records_per_doc)):
                 rng = random.Random(f"{seed}:{kind}:{ent.doc}:{k}")
                 try:
-                    rec = record_of(kind, ent, split, rng, k)
+                    rec = record_of(kind, ent, split, rng, k, withhold)
                 except BadRecord as e:
                     stats["bad"][e.reason] = stats["bad"].get(e.reason, 0) + 1
                     if len(stats["bad_examples"]) < 20:
