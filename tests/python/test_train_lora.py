@@ -149,6 +149,32 @@ def test_resume_is_bitwise(dataset, heads_run, lora_run):
     assert main(argv[:-len(LORA)] + ["--lora-rank", "2", "--resume"]) == 2
 
 
+def test_resume_inside_an_epoch_is_bitwise(dataset, heads_run, lora_run):
+    """--snapshot-every 1: a run killed inside epoch 2 resumes from its newest step
+    snapshot and ends bitwise as the uninterrupted run; one step snapshot is kept per
+    epoch and an epoch's end removes them."""
+    d = dataset[0]
+    argv = _argv(dataset, "lora-steps", "--init", str(heads_run), *LORA) + ["--snapshot-every", "1"]
+    spe = json.loads((lora_run / "train-report.json").read_text())["history"][0]["step"]
+    assert spe >= 2  # steps per epoch: the stop below lands inside epoch 2
+    assert main(argv + ["--stop-after-step", str(spe + 1)]) == 0
+    snaps = sorted(p.name for p in (d / "lora-steps" / "epochs").iterdir())
+    assert snaps == ["epoch-001", "epoch-002-step-000001"], snaps
+    state = json.loads((d / "lora-steps" / "epochs" / snaps[-1] / "state.json").read_text())
+    assert state["epoch"] == 1 and state["step"] == spe + 1 and state["partial"]["steps_done"] == 1
+    assert main(argv + ["--resume"]) == 0
+    for f in ("heads.safetensors", "adapters.safetensors"):
+        assert _bytes(d / "lora-steps" / f) == _bytes(lora_run / f), f
+    h1 = json.loads((d / "lora-steps" / "train-report.json").read_text())["history"]
+    h2 = json.loads((lora_run / "train-report.json").read_text())["history"]
+    assert h1 == h2
+    assert sorted(p.name for p in (d / "lora-steps" / "epochs").iterdir()) == [
+        "epoch-001", "epoch-002", "epoch-003"]
+    with pytest.raises(SystemExit) as e:
+        main(argv + ["--snapshot-every", "-1"])
+    assert e.value.code == 2
+
+
 def test_mpi_two_ranks_equal_one_process(dataset, heads_run, lora_run):
     from test_train_mpi import _mpi_missing, mpirun
     why = _mpi_missing()

@@ -22,9 +22,11 @@ the random start checkpoint's deg.json (so the result fills in anchor mode);
 records under N context tokens then get no anchor trace (index mode, §12.6).
 
 Every epoch writes OUT/epochs/epoch-NNN/ (deg.json, heads.safetensors, optim.npz,
-state.json); --resume continues from the newest one and gives bitwise the
-uninterrupted run (the epoch's shuffling comes from a generator seeded by (seed,
-epoch)). At the end one temperature per head kind is fit on val (§12.3) and the
+state.json); with --snapshot-every S also OUT/epochs/epoch-NNN-step-SSSSSS/ every
+S steps inside an epoch (the newest one kept, plus the epoch's running loss sums),
+so a LoRA epoch of hours survives a kill. --resume continues from the newest
+snapshot and gives bitwise the uninterrupted run (the epoch's shuffling comes from
+a generator seeded by (seed, epoch), so steps already done are skipped exactly). At the end one temperature per head kind is fit on val (§12.3) and the
 checkpoint is written to OUT (deg.json with "calibration" and "training",
 heads.safetensors) with OUT/train-report.json.
 
@@ -54,6 +56,7 @@ import glob
 import json
 import math
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -131,13 +134,19 @@ def parse_args(argv):
                    "many train records")
     p.add_argument("--max-val-records", type=int, help="calibrate/validate on this many val records")
     p.add_argument("--cache", help="feature cache directory (default OUT/cache)")
-    p.add_argument("--resume", action="store_true", help="continue from OUT's newest epoch")
+    p.add_argument("--resume", action="store_true",
+                   help="continue from OUT's newest epoch or step snapshot")
+    p.add_argument("--snapshot-every", type=int, default=0, metavar="STEPS",
+                   help="also snapshot inside an epoch every STEPS optimizer steps (0 = at epoch "
+                   "ends only), so a long epoch (LoRA) survives a kill; --resume continues from "
+                   "the newest snapshot bitwise; an epoch's end removes its step snapshots")
     p.add_argument("--threads", type=int, default=0, help="libdeg threads (0 = default)")
     p.add_argument("--no-backbone-path", action="store_true",
                    help="leave backbone.path out of the final deg.json (shipped checkpoints)")
     p.add_argument("--features-only", action="store_true",
                    help="trace and cache the selected records' features, then stop")
     p.add_argument("--stop-after-epoch", type=int, help=argparse.SUPPRESS)  # tests: interruption
+    p.add_argument("--stop-after-step", type=int, help=argparse.SUPPRESS)  # tests: interruption
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     a = p.parse_args(argv)
     if not a.model and not a.init:
@@ -147,6 +156,8 @@ def parse_args(argv):
             p.error(f"--{k} must be >= 1")
     if a.variants < 0 or a.warmup < 0:
         p.error("--variants and --warmup must be >= 0")
+    if a.snapshot_every < 0:
+        p.error("--snapshot-every must be >= 0 (0 = epoch ends only)")
     if a.anchor_min_tokens is not None and a.anchor_min_tokens < 0:
         p.error("--anchor-min-tokens must be >= 0")
     if a.anchor_weight < 0 or a.anchor_count_weight < 0:
@@ -472,6 +483,8 @@ def accuracy(heads, items):
 
 
 def _epoch_dirs(out):
+    """state.json of every complete snapshot, oldest first: epoch-NNN (after
+    epoch NNN) sorts after epoch-NNN-step-SSSSSS (inside epoch NNN, '-' < '/')."""
     return sorted(glob.glob(os.path.join(out, "epochs", "epoch-*", "state.json")))
 
 
@@ -615,13 +628,19 @@ def _main(args, argv, comm):
         set_params()
     history = []
     lora_times = {}  # LoRA: this rank's CPU seconds per part (not in history: not bitwise)
-    first_epoch = 0
+    first_epoch, first_step, partial = 0, 0, None
     if resume_state:
         with np.load(os.path.join(start_dir, "optim.npz")) as z:
             opt.load(z)
-        first_epoch = resume_state["epoch"] + 1
         history = resume_state["history"]
-        _log(f"deg.train: resumed after epoch {resume_state['epoch'] + 1} (step {opt.t})")
+        partial = resume_state.get("partial")  # a step snapshot inside an epoch
+        if partial:
+            first_epoch, first_step = resume_state["epoch"], partial["steps_done"]
+            _log(f"deg.train: resumed inside epoch {first_epoch + 1} after its step "
+                 f"{first_step} (step {opt.t})")
+        else:
+            first_epoch = resume_state["epoch"] + 1
+            _log(f"deg.train: resumed after epoch {resume_state['epoch'] + 1} (step {opt.t})")
     t_train = time.time()
     for epoch in range(first_epoch, args.epochs):
         rng = np.random.default_rng([args.seed, epoch])
@@ -629,7 +648,11 @@ def _main(args, argv, comm):
         shuffles = rng.random(len(train)) < 0.5
         picks = rng.integers(0, max(args.variants, 1), size=len(train))
         ep_loss, ep_steps, ep_kind = 0.0, 0, {}
-        bar = _bar(range(steps_per_epoch), args, desc=f"epoch {epoch + 1}/{args.epochs}",
+        skip = 0
+        if partial and epoch == first_epoch:  # the epoch's running sums at the snapshot
+            ep_loss, ep_steps, ep_kind = partial["ep_loss"], partial["ep_steps"], partial["ep_kind"]
+            skip = first_step
+        bar = _bar(range(skip, steps_per_epoch), args, desc=f"epoch {epoch + 1}/{args.epochs}",
                    unit="step")
         for s in bar:
             idx = perm[s * args.batch:(s + 1) * args.batch]
@@ -661,6 +684,14 @@ def _main(args, argv, comm):
                 ep_kind.setdefault(k, []).append(v)
             if hasattr(bar, "set_postfix"):
                 bar.set_postfix(loss=f"{loss:.3f}")
+            if args.snapshot_every and opt.t % args.snapshot_every == 0 \
+                    and s + 1 < steps_per_epoch and comm.rank == 0:
+                _save_epoch(args, heads, opt, epoch, history,
+                            partial={"steps_done": s + 1, "ep_loss": ep_loss,
+                                     "ep_steps": ep_steps, "ep_kind": ep_kind})
+            if args.stop_after_step is not None and opt.t >= args.stop_after_step:
+                _log(f"deg.train: stopping after step {opt.t} (--stop-after-step)")
+                return 0
         if ad is not None and comm.rank == 0:
             retrace_val(ckpt, val)
         val_loss, val_kind = comm.bcast(evaluate(heads, val, args) if comm.rank == 0 else None)
@@ -752,19 +783,28 @@ def _write_report(out, report):
                   lambda fh: fh.write((json.dumps(report, indent=1, sort_keys=True) + "\n").encode()))
 
 
-def _save_epoch(args, heads, opt, epoch, history):
-    d = os.path.join(args.out, "epochs", f"epoch-{epoch + 1:03d}")
+def _save_epoch(args, heads, opt, epoch, history, partial=None):
+    """OUT/epochs/epoch-NNN after epoch NNN, or epoch-NNN-step-SSSSSS inside it
+    (partial: steps done in the epoch and its running loss sums). Older step
+    snapshots of the epoch go once this one is complete."""
+    name = f"epoch-{epoch + 1:03d}"
+    if partial:
+        name += f"-step-{partial['steps_done']:06d}"
+    d = os.path.join(args.out, "epochs", name)
     os.makedirs(d, exist_ok=True)
     heads.save(d, extra={"epoch": epoch + 1})
     st = opt.state()
     _atomic_write(os.path.join(d, "optim.npz"), lambda fh: np.savez(fh, **st))
-    state = {"epoch": epoch, "step": opt.t, "history": history,
+    state = {"epoch": epoch, "step": opt.t, "history": history, "partial": partial,
              "args": {k: getattr(args, k) for k in _RESUME_KEYS},
              "rng": {"kind": "numpy default_rng([seed, epoch]) per epoch", "seed": args.seed,
                      "next_epoch": epoch + 1}}
     # state.json last: an epoch directory without it is incomplete and ignored
     _atomic_write(os.path.join(d, "state.json"),
                   lambda fh: fh.write(json.dumps(state, indent=1).encode()))
+    for old in glob.glob(os.path.join(args.out, "epochs", f"epoch-{epoch + 1:03d}-step-*")):
+        if old != d:
+            shutil.rmtree(old)
 
 
 if __name__ == "__main__":
