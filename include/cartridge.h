@@ -157,6 +157,22 @@ DEG_API deg_adam_params deg_adam_params_default(void);
 DEG_API deg_status deg_cartridge_adam_step(deg_cartridge *cartridge,
                                            const deg_adam_params *params);
 
+/* The same update over a caller's fp32 vectors (the Python trainer's AdamW,
+ * deg.train.optim, steps heads and LoRA adapters with it): params, grad, m
+ * (first moments), v (second moments) are n floats each; m and v start at 0
+ * and are updated in place with params. step = this step's number (1 for the
+ * first). lr_each = n per-element rates, or NULL for hp->lr everywhere.
+ * decoupled = 1: AdamW (torch.optim.AdamW: params *= 1 - lr * weight_decay
+ * before the step); 0: Adam with L2 (weight_decay * params added to the
+ * gradient, as torch.optim.Adam and deg_cartridge_adam_step). The rule, in
+ * fp32 with the bias corrections in double, is the one in lib/grad/adam.h.
+ * Errors: DEG_ERR_ARG (NULL vector, step < 1, hp out of range as for
+ * deg_cartridge_adam_step, a negative or non-finite rate); DEG_ERR_NUMERIC
+ * when an element would become non-finite (nothing is changed). */
+DEG_API deg_status deg_adam_update(float *params, const float *grad, float *m, float *v,
+                                   size_t n, int64_t step, const float *lr_each,
+                                   const deg_adam_params *hp, int decoupled);
+
 /* The training step of self-study: zero gradients, backward (as above), Adam
  * step. *loss (may be NULL) = the loss before the step. */
 DEG_API deg_status deg_cartridge_train_step(deg_cartridge *cartridge, const int32_t *ids,

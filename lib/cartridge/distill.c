@@ -1,11 +1,14 @@
 /* Training behind a cartridge: sparse distillation targets, forward/loss,
  * backward into the rows (lib/grad/train.c), Adam over the trainable rows. */
 #include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/status.h"
 #include "cartridge/cartridge_internal.h"
+#include "grad/adam.h"
 #include "grad/train.h"
 #include "model/arch.h"
 
@@ -127,19 +130,49 @@ deg_status deg_cartridge_backward(deg_cartridge *c, const int32_t *ids, size_t n
     return DEG_OK;
 }
 
+/* The rule of prm, or DEG_ERR_ARG naming fn when a hyperparameter is out of range. */
+static deg_status adam_rule(const deg_adam_params *prm, bool decoupled, const char *fn,
+                            dg_adam_rule *rule)
+{
+    if (!(prm->lr >= 0) || !isfinite(prm->lr) || !(prm->beta1 >= 0 && prm->beta1 < 1) ||
+        !(prm->beta2 >= 0 && prm->beta2 < 1) || !(prm->eps > 0) || !(prm->weight_decay >= 0) ||
+        !isfinite(prm->weight_decay))
+        return dg_fail(DEG_ERR_ARG, "%s: need lr >= 0, betas in [0, 1), eps > 0, "
+                       "weight_decay >= 0", fn);
+    *rule = (dg_adam_rule){.beta1 = prm->beta1, .beta2 = prm->beta2, .eps = prm->eps,
+                           .weight_decay = prm->weight_decay, .decoupled = decoupled};
+    return DEG_OK;
+}
+
+deg_status deg_adam_update(float *params, const float *grad, float *m, float *v, size_t n,
+                           int64_t step, const float *lr_each, const deg_adam_params *hp,
+                           int decoupled)
+{
+    if (!hp || (n && (!params || !grad || !m || !v)))
+        return dg_fail(DEG_ERR_ARG, "deg_adam_update: NULL argument");
+    if (step < 1) return dg_fail(DEG_ERR_ARG, "deg_adam_update: step %lld < 1", (long long)step);
+    dg_adam_rule rule;
+    DG_TRY(adam_rule(hp, decoupled != 0, "deg_adam_update", &rule));
+    for (size_t i = 0; lr_each && i < n; i++)
+        if (!(lr_each[i] >= 0) || !isfinite(lr_each[i]))
+            return dg_fail(DEG_ERR_ARG, "deg_adam_update: lr_each[%zu] = %g is not a finite "
+                           "rate >= 0", i, (double)lr_each[i]);
+    size_t bad = dg_adam_update(params, grad, m, v, n, hp->lr, lr_each, step, &rule, false);
+    if (bad != SIZE_MAX)
+        return dg_fail(DEG_ERR_NUMERIC, "deg_adam_update: element %zu would become non-finite "
+                       "(gradient %g, step %lld); nothing was changed", bad, (double)grad[bad],
+                       (long long)step);
+    dg_adam_update(params, grad, m, v, n, hp->lr, lr_each, step, &rule, true);
+    return DEG_OK;
+}
+
 deg_status deg_cartridge_adam_step(deg_cartridge *c, const deg_adam_params *prm)
 {
     if (!c || !prm) return dg_fail(DEG_ERR_ARG, "deg_cartridge_adam_step: NULL argument");
-    if (!(prm->lr >= 0) || !isfinite(prm->lr) || !(prm->beta1 >= 0 && prm->beta1 < 1) ||
-        !(prm->beta2 >= 0 && prm->beta2 < 1) || !(prm->eps > 0) || !(prm->weight_decay >= 0))
-        return dg_fail(DEG_ERR_ARG, "deg_cartridge_adam_step: need lr >= 0, betas in [0, 1), "
-                       "eps > 0, weight_decay >= 0");
+    dg_adam_rule rule;
+    DG_TRY(adam_rule(prm, false, "deg_cartridge_adam_step", &rule));
     size_t o = c->frozen * c->row, n = c->p * c->row;
     int64_t t = c->steps + 1;
-    double bc1 = 1.0 - pow(prm->beta1, (double)t), bc2 = 1.0 - pow(prm->beta2, (double)t);
-    float step_size = (float)(prm->lr / bc1);
-    float bc2_sqrt = (float)sqrt(bc2);
-    float b1 = prm->beta1, b2 = prm->beta2, wd = prm->weight_decay, eps = prm->eps;
     /* Two passes: check that every update is finite, then apply; a failed
      * step changes nothing. */
     for (int pass = 0; pass < 2; pass++) {
@@ -147,25 +180,16 @@ deg_status deg_cartridge_adam_step(deg_cartridge *c, const deg_adam_params *prm)
             for (int kv = 0; kv < 2; kv++) {
                 float *w = kv ? c->v[il] : c->k[il], *g = kv ? c->gv[il] : c->gk[il];
                 float *m1 = kv ? c->mv[il] : c->mk[il], *m2 = kv ? c->sv[il] : c->sk[il];
-                for (size_t i = o; i < n; i++) {
-                    float gi = g[i] + wd * w[i];
-                    float mi = b1 * m1[i] + (1.0f - b1) * gi;
-                    float vi = b2 * m2[i] + (1.0f - b2) * gi * gi;
-                    float wi = w[i] - step_size * mi / (sqrtf(vi) / bc2_sqrt + eps);
-                    if (pass == 0) {
-                        if (!isfinite(wi) || !isfinite(mi) || !isfinite(vi)) {
-                            deg_cartridge_zero_grads(c);
-                            return dg_fail(DEG_ERR_NUMERIC,
-                                           "deg_cartridge_adam_step: layer %d %s row %zu "
-                                           "would become non-finite (gradient %g); nothing "
-                                           "was changed", il, kv ? "value" : "key",
-                                           i / c->row, (double)g[i]);
-                        }
-                    } else {
-                        m1[i] = mi;
-                        m2[i] = vi;
-                        w[i] = wi;
-                    }
+                size_t bad = dg_adam_update(w + o, g + o, m1 + o, m2 + o, n - o, prm->lr, NULL, t,
+                                            &rule, pass == 1);
+                if (pass == 0 && bad != SIZE_MAX) {
+                    size_t i = o + bad;
+                    deg_cartridge_zero_grads(c);
+                    return dg_fail(DEG_ERR_NUMERIC,
+                                   "deg_cartridge_adam_step: layer %d %s row %zu "
+                                   "would become non-finite (gradient %g); nothing "
+                                   "was changed", il, kv ? "value" : "key",
+                                   i / c->row, (double)g[i]);
                 }
             }
     }

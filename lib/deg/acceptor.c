@@ -9,7 +9,7 @@
 
 #include "base/status.h"
 #include "deg/parse.h"
-#include "deg/plan.h"
+#include "deg/pattern.h"
 
 struct deg_acceptor {
     pcre2_code *code;          /* NULL = no pattern */
@@ -39,25 +39,17 @@ DEG_API deg_status deg_acceptor_new(const char *pattern, size_t min_length, size
             return dg_fail(DEG_ERR_SCHEMA, "pattern of %zu bytes is longer than the %d-byte limit", pl,
                            DG_PATTERN_MAX_BYTES);
         }
-        pcre2_compile_context *cc = pcre2_compile_context_create(NULL);
-        if (!cc) { free(a); return dg_fail(DEG_ERR_NOMEM, "deg_acceptor_new: out of memory"); }
-        pcre2_set_compile_extra_options(cc, DG_PATTERN_PCRE2_EXTRA_OPTIONS);
-        int ec;
-        PCRE2_SIZE eo;
-        /* First the pattern alone, so an error offset points into it. */
-        a->code = pcre2_compile((PCRE2_SPTR)pattern, pl, DG_PATTERN_PCRE2_OPTIONS | PCRE2_UCP, &ec,
-                                &eo, cc);
-        pcre2_compile_context_free(cc);
+        dg_regex_error e;
+        a->code = dg_pattern_compile(pattern, pl, PCRE2_JIT_COMPLETE | PCRE2_JIT_PARTIAL_HARD, &e);
         if (!a->code) {
-            char m[256];
-            pcre2_get_error_message(ec, (PCRE2_UCHAR *)m, sizeof m);
             free(a);
-            return dg_fail(DEG_ERR_SCHEMA, "pattern does not compile: %s at offset %zu", m, (size_t)eo);
+            if (e.code == PCRE2_ERROR_NOMEMORY)
+                return dg_fail(DEG_ERR_NOMEM, "deg_acceptor_new: out of memory");
+            return dg_fail(DEG_ERR_SCHEMA, "pattern does not compile: %s at offset %zu", e.msg, e.offset);
         }
         uint32_t opts = 0;
         pcre2_pattern_info(a->code, PCRE2_INFO_ALLOPTIONS, &opts);
         a->anchored = (opts & PCRE2_ANCHORED) != 0;
-        pcre2_jit_compile(a->code, PCRE2_JIT_COMPLETE | PCRE2_JIT_PARTIAL_HARD);
         a->md = pcre2_match_data_create(1, NULL);
         a->mc = pcre2_match_context_create(NULL);
         if (!a->md || !a->mc) { deg_acceptor_free(a); return dg_fail(DEG_ERR_NOMEM, "deg_acceptor_new: out of memory"); }

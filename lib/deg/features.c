@@ -11,6 +11,7 @@
 #include "base/status.h"
 #include "base/strmap.h"
 #include "deg/fill.h"
+#include "deg/jsonptr.h"
 #include "deg/plan.h"
 #include "model/sample.h"
 
@@ -34,31 +35,8 @@ typedef struct tracer {
     int E;
 } tracer;
 
-/* The value at RFC 6901 pointer p in v (borrowed), NULL if absent. */
-static json_t *resolve(json_t *v, const char *p)
-{
-    if (!*p) return v;
-    if (*p != '/') return NULL;
-    char tok[512];
-    while (v && *p == '/') {
-        p++;
-        size_t n = 0;
-        while (*p && *p != '/' && n + 1 < sizeof tok) {
-            if (p[0] == '~' && p[1] == '0') { tok[n++] = '~'; p += 2; }
-            else if (p[0] == '~' && p[1] == '1') { tok[n++] = '/'; p += 2; }
-            else tok[n++] = *p++;
-        }
-        tok[n] = 0;
-        if (*p && *p != '/') return NULL; /* segment too long */
-        if (json_is_object(v)) v = json_object_get(v, tok);
-        else if (json_is_array(v)) {
-            char *end;
-            unsigned long i = strtoul(tok, &end, 10);
-            v = (*tok && !*end) ? json_array_get(v, i) : NULL;
-        } else v = NULL;
-    }
-    return v;
-}
+/* The value at JSON pointer p in v (borrowed), NULL if absent. */
+static json_t *resolve(json_t *v, const char *p) { return (json_t *)dg_jsonptr_get(v, p, NULL); }
 
 static int64_t gold_items(const tracer *t, const char *pointer)
 {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "deg/jsonptr.h"
 #include "deg/plan_internal.h"
 #include "deg/schema_check.h"
 
@@ -60,7 +61,8 @@ const char *dg_type_name(dg_type t)
 static char *pointer_of(const dg_path *path, const size_t *idx, size_t n_idx, bool display)
 {
     size_t cap = 1, used = 0;
-    for (size_t i = 0; i < path->n; i++) cap += 2 + (path->seg[i] ? 2 * strlen(path->seg[i]) : 24);
+    for (size_t i = 0; i < path->n; i++)
+        cap += 1 + (path->seg[i] ? dg_jsonptr_escaped_len(path->seg[i], strlen(path->seg[i])) : 24);
     char *s = malloc(cap), *p = s;
     if (!s) return NULL;
     for (size_t i = 0; i < path->n; i++) {
@@ -73,11 +75,7 @@ static char *pointer_of(const dg_path *path, const size_t *idx, size_t n_idx, bo
             else { free(s); return NULL; }
             continue;
         }
-        for (; *g; g++) {
-            if (*g == '~') { *p++ = '~'; *p++ = '0'; }
-            else if (*g == '/') { *p++ = '~'; *p++ = '1'; }
-            else *p++ = *g;
-        }
+        p = dg_jsonptr_escape(p, g, strlen(g));
     }
     *p = '\0';
     if (!display && used != n_idx) { free(s); return NULL; }

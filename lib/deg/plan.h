@@ -68,16 +68,6 @@ typedef enum dg_type {
     DG_TYPE_ANY
 } dg_type;
 
-/* Compile options for patterns, shared by the compiler's check and every matcher
- * (validator, candidate filter, acceptor) so they agree on what a pattern means:
- * UTF-8 code points, JavaScript-style \uXXXX escapes (JSON Schema patterns are
- * ECMA-262 regular expressions). Include <pcre2.h> with PCRE2_CODE_UNIT_WIDTH 8. */
-#define DG_PATTERN_PCRE2_OPTIONS (PCRE2_UTF | PCRE2_ALT_BSUX | PCRE2_NO_UTF_CHECK)
-/* Extra compile options (pcre2_set_compile_extra_options): \u{hhhh} as in JS. */
-#define DG_PATTERN_PCRE2_EXTRA_OPTIONS (PCRE2_EXTRA_ALT_BSUX)
-/* Longest pattern accepted, in bytes: bounds compile time and memory. */
-#define DG_PATTERN_MAX_BYTES 65536
-
 /* A path from the root: seg[i] is a property name, or NULL for "each item". */
 typedef struct dg_path {
     size_t n;

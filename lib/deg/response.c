@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/status.h"
+#include "deg/jsonptr.h"
 #include "deg/render.h"
 #include "deg/validate.h"
 
@@ -28,55 +29,19 @@ static deg_status fail_nomem(actx *c)
     return c->st;
 }
 
-static char *join(const char *base, const char *seg_escaped)
-{
-    size_t a = strlen(base), b = strlen(seg_escaped);
-    char *o = malloc(a + b + 2);
-    if (!o) return NULL;
-    memcpy(o, base, a);
-    o[a] = '/';
-    memcpy(o + a + 1, seg_escaped, b + 1);
-    return o;
-}
-
-static char *escape(const char *k)
-{
-    size_t n = strlen(k), m = 0;
-    char *o = malloc(2 * n + 1);
-    if (!o) return NULL;
-    for (size_t i = 0; i < n; i++) {
-        if (k[i] == '~') { o[m++] = '~'; o[m++] = '0'; }
-        else if (k[i] == '/') { o[m++] = '~'; o[m++] = '1'; }
-        else o[m++] = k[i];
-    }
-    o[m] = 0;
-    return o;
-}
-
-/* The schema node at an RFC 6901 pointer, following local $refs. */
+/* The schema node at a (decoded) JSON pointer, following local $refs of nodes that
+ * have no "properties" of their own. */
 static const json_t *schema_at(const json_t *root, const char *ptr)
 {
-    const json_t *cur = root;
-    const char *p = ptr;
-    while (*p == '/' && cur) {
-        p++;
-        char seg[1024];
-        size_t k = 0;
-        while (*p && *p != '/' && k + 1 < sizeof seg) {
-            if (*p == '~' && (p[1] == '0' || p[1] == '1')) { seg[k++] = p[1] == '0' ? '~' : '/'; p += 2; }
-            else seg[k++] = *p++;
-        }
-        seg[k] = 0;
-        if (json_is_object(cur)) cur = json_object_get(cur, seg);
-        else if (json_is_array(cur)) cur = json_array_get(cur, strtoul(seg, NULL, 10));
-        else cur = NULL;
-    }
+    const json_t *cur = dg_jsonptr_get(root, ptr, NULL);
     for (int hops = 0; cur && hops < 64; hops++) {
         const json_t *ref = json_object_get(cur, "$ref");
         if (!json_is_string(ref) || json_object_get(cur, "properties")) break;
         const char *r = json_string_value(ref);
         if (r[0] != '#') break;
-        cur = schema_at(root, r + 1);
+        char why[320], *tloc;
+        cur = dg_ref_resolve(root, r, &tloc, why, sizeof why);
+        free(tloc);
     }
     return cur;
 }
@@ -162,7 +127,7 @@ static json_t *build_node(actx *c, int kind, size_t i, size_t *idx, size_t n_idx
         free(ptr);
         return NULL;
     }
-    char *item_display = join(a->pointer, "*");
+    char *item_display = dg_loc_key(a->pointer, "*");
     free(ptr);
     if (!item_display) { fail_nomem(c); return NULL; }
     size_t ci;
@@ -204,9 +169,7 @@ static json_t *build_object(actx *c, size_t obj, size_t *idx, size_t n_idx)
     json_t *sub;
     json_object_foreach((json_t *)props, key, sub) {
         if (c->st != DEG_OK) break;
-        char *esc = escape(key);
-        char *disp = esc ? join(o->pointer, esc) : NULL;
-        free(esc);
+        char *disp = dg_loc_key(o->pointer, key);
         if (!disp) { fail_nomem(c); break; }
         size_t ni;
         int kind = lookup(c, disp, &ni);

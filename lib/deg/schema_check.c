@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "deg/pattern.h"
 #include "deg/plan.h"
 #include "deg/validate.h"
 
@@ -52,32 +53,6 @@ void dg_err_dedupe(dg_errlist *e)
     }
     json_decref(e->list);
     e->list = out;
-}
-
-char *dg_loc_key(const char *loc, const char *key)
-{
-    size_t n = strlen(loc), k = strlen(key), extra = 0;
-    for (size_t i = 0; i < k; i++) extra += key[i] == '~' || key[i] == '/';
-    char *s = malloc(n + 1 + k + extra + 1);
-    if (!s) return NULL;
-    memcpy(s, loc, n);
-    char *p = s + n;
-    *p++ = '/';
-    for (size_t i = 0; i < k; i++) {
-        if (key[i] == '~') { *p++ = '~'; *p++ = '0'; }
-        else if (key[i] == '/') { *p++ = '~'; *p++ = '1'; }
-        else *p++ = key[i];
-    }
-    *p = '\0';
-    return s;
-}
-
-char *dg_loc_index(const char *loc, size_t i)
-{
-    size_t n = strlen(loc) + 24;
-    char *s = malloc(n);
-    if (s) snprintf(s, n, "%s/%zu", loc, i);
-    return s;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -363,111 +338,6 @@ int64_t dg_integer_levels(const dg_bounds *b, int64_t *levels, int64_t cap)
         if (n > cap) return cap + 1;
     }
     return n;
-}
-
-/* ------------------------------------------------------------------------ */
-/* $ref                                                                      */
-/* ------------------------------------------------------------------------ */
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
-const json_t *dg_ref_resolve(const json_t *root, const char *ref, char **tloc, char *why,
-                             size_t why_cap)
-{
-    *tloc = NULL;
-    if (ref[0] != '#') {
-        snprintf(why, why_cap, "$ref \"%.200s\" is not local: only \"#\" and \"#/...\" "
-                 "references are supported", ref);
-        return NULL;
-    }
-    /* URI fragment: percent-decode first, then read it as a JSON pointer. */
-    size_t n = strlen(ref + 1);
-    char *frag = malloc(n + 1);
-    if (!frag) {
-        snprintf(why, why_cap, "out of memory");
-        return NULL;
-    }
-    size_t o = 0;
-    for (const char *p = ref + 1; *p; p++) {
-        if (*p == '%') {
-            int h = hexval(p[1]), l = h >= 0 ? hexval(p[2]) : -1;
-            if (h < 0 || l < 0) {
-                snprintf(why, why_cap, "$ref \"%.200s\": bad percent-encoding", ref);
-                free(frag);
-                return NULL;
-            }
-            frag[o++] = (char)(h * 16 + l);
-            p += 2;
-        } else {
-            frag[o++] = *p;
-        }
-    }
-    frag[o] = '\0';
-    if (o == 0) {
-        *tloc = frag;
-        return root;
-    }
-    if (frag[0] != '/') {
-        snprintf(why, why_cap, "$ref \"%.200s\": plain-name fragments are not supported; "
-                 "use a JSON pointer \"#/...\"", ref);
-        free(frag);
-        return NULL;
-    }
-    const json_t *cur = root;
-    char *tok = malloc(o + 1);
-    const char *p = frag + 1;
-    while (cur && tok) {
-        size_t t = 0;
-        bool bad = false;
-        for (; *p && *p != '/'; p++) {
-            if (*p == '~') {
-                if (p[1] == '0') tok[t++] = '~';
-                else if (p[1] == '1') tok[t++] = '/';
-                else bad = true;
-                p++;
-                if (!*p) break;
-            } else {
-                tok[t++] = *p;
-            }
-        }
-        tok[t] = '\0';
-        if (bad) {
-            snprintf(why, why_cap, "$ref \"%.200s\": bad JSON pointer escape (~ must be "
-                     "followed by 0 or 1)", ref);
-            cur = NULL;
-            break;
-        }
-        if (json_is_object(cur)) {
-            cur = json_object_get(cur, tok);
-        } else if (json_is_array(cur)) {
-            char *end;
-            unsigned long long i = strtoull(tok, &end, 10);
-            bool ok = t > 0 && *end == '\0' && (tok[0] != '0' || t == 1) && tok[0] != '-' &&
-                      tok[0] != '+';
-            cur = ok && i < json_array_size(cur) ? json_array_get(cur, (size_t)i) : NULL;
-        } else {
-            cur = NULL;
-        }
-        if (!cur) {
-            snprintf(why, why_cap, "$ref \"%.200s\" points to nothing in this schema", ref);
-            break;
-        }
-        if (!*p) break;
-        p++;
-    }
-    free(tok);
-    if (!cur) {
-        free(frag);
-        return NULL;
-    }
-    *tloc = frag;
-    return cur;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -850,21 +720,10 @@ static void check_pattern(lint *L, const json_t *v, const char *loc)
                    n, DG_PATTERN_MAX_BYTES);
         return;
     }
-    int code;
-    PCRE2_SIZE off;
-    pcre2_compile_context *cctx = pcre2_compile_context_create(NULL);
-    if (cctx) pcre2_set_compile_extra_options(cctx, DG_PATTERN_PCRE2_EXTRA_OPTIONS);
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR)json_string_value(v), n,
-                                   DG_PATTERN_PCRE2_OPTIONS & ~PCRE2_NO_UTF_CHECK, &code,
-                                   &off, cctx);
-    if (!re) {
-        PCRE2_UCHAR msg[256];
-        pcre2_get_error_message(code, msg, sizeof msg);
-        dg_err_add(L->errs, loc, "invalid pattern: %s at offset %zu", (const char *)msg,
-                   (size_t)off);
-    }
+    dg_regex_error e;
+    pcre2_code *re = dg_pattern_compile(json_string_value(v), n, 0, &e);
+    if (!re) dg_err_add(L->errs, loc, "invalid pattern: %s at offset %zu", e.msg, e.offset);
     pcre2_code_free(re);
-    pcre2_compile_context_free(cctx);
 }
 
 /* Checks that need only this node's keywords (type applicability, bounds, ...). */

@@ -18,6 +18,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "deg/jsonptr.h" /* dg_loc_key, dg_loc_index, dg_ref_resolve */
+
 /* Subschema nesting limit (objects, arrays, branches and $ref hops each count one).
  * Deeper schemas are an error, which also bounds recursion on any input. */
 #define DG_SCHEMA_MAX_DEPTH 64
@@ -44,9 +46,6 @@ void dg_err_add(dg_errlist *e, const char *loc, const char *fmt, ...)
 /* Remove repeated (loc, msg) pairs, keeping first occurrences. */
 void dg_err_dedupe(dg_errlist *e);
 
-/* loc + "/" + escaped key (RFC 6901), or loc + "/" + index. malloc'd. */
-char *dg_loc_key(const char *loc, const char *key);
-char *dg_loc_index(const char *loc, size_t i);
 
 /* Keyword classes. */
 bool dg_kw_is_annotation(const char *k);   /* §5 allowed annotations */
@@ -89,10 +88,6 @@ dg_bounds dg_bounds_of(const json_t *node, dg_draft draft);
  * at cap+1 ("more than cap"); fills levels[0..min(count,cap)) ascending if non-NULL. */
 int64_t dg_integer_levels(const dg_bounds *b, int64_t *levels, int64_t cap);
 
-/* Resolve a local $ref against root. Returns the target or NULL with why set; *tloc
- * receives the target's location (malloc'd) on success. */
-const json_t *dg_ref_resolve(const json_t *root, const char *ref, char **tloc,
-                             char *why, size_t why_cap);
 
 /* Pass 1 over the whole document (see the top of this file). */
 void dg_schema_lint(const json_t *root, dg_draft draft, dg_errlist *errs);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/regex.h"
 #include "base/status.h"
 #include "deg/parse.h"
 
@@ -231,27 +232,23 @@ static char re_errmsg[256];
 
 static void compile_all(void)
 {
-    int ec;
-    PCRE2_SIZE eo;
-    uri_code = pcre2_compile((PCRE2_SPTR)URI_RE, PCRE2_ZERO_TERMINATED, 0, &ec, &eo, NULL);
+    dg_regex_error e;
+    uri_code = dg_regex_compile(URI_RE, PCRE2_ZERO_TERMINATED, 0, 0, PCRE2_JIT_COMPLETE, &e);
     if (!uri_code) {
         re_error = 1;
-        pcre2_get_error_message(ec, (PCRE2_UCHAR *)re_errmsg, sizeof re_errmsg);
+        snprintf(re_errmsg, sizeof re_errmsg, "%s", e.msg);
         return;
     }
-    pcre2_jit_compile(uri_code, PCRE2_JIT_COMPLETE);
     for (int k = 0; k < K_COUNT; k++) {
         for (int r = 0; KIND_RES[k][r]; r++) {
-            kind_code[k][r] = pcre2_compile((PCRE2_SPTR)KIND_RES[k][r], PCRE2_ZERO_TERMINATED,
-                                            PCRE2_UTF | PCRE2_UCP | PCRE2_DUPNAMES, &ec, &eo, NULL);
+            kind_code[k][r] = dg_regex_compile(KIND_RES[k][r], PCRE2_ZERO_TERMINATED,
+                                               PCRE2_UTF | PCRE2_UCP | PCRE2_DUPNAMES, 0,
+                                               PCRE2_JIT_COMPLETE, &e);
             if (!kind_code[k][r]) {
                 re_error = 100 * (k + 1) + r;
-                char m[200];
-                pcre2_get_error_message(ec, (PCRE2_UCHAR *)m, sizeof m);
-                snprintf(re_errmsg, sizeof re_errmsg, "%s at offset %zu", m, (size_t)eo);
+                snprintf(re_errmsg, sizeof re_errmsg, "%.200s at offset %zu", e.msg, e.offset);
                 return;
             }
-            pcre2_jit_compile(kind_code[k][r], PCRE2_JIT_COMPLETE);
         }
     }
 }

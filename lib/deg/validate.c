@@ -10,7 +10,9 @@
 #include <string.h>
 
 #include "base/status.h"
+#include "deg/jsonptr.h"
 #include "deg/parse.h"
+#include "deg/pattern.h"
 #include "deg/plan.h"
 #include "deg/render.h"
 #include "deg/schema_check.h"
@@ -39,13 +41,9 @@ static int sb_reserve(sbuf *b, size_t extra)
 static size_t sb_push(sbuf *b, const char *seg, size_t len)
 {
     size_t old = b->n;
-    if (sb_reserve(b, 2 * len + 1) < 0) return (size_t)-1;
+    if (sb_reserve(b, 1 + dg_jsonptr_escaped_len(seg, len)) < 0) return (size_t)-1;
     b->s[b->n++] = '/';
-    for (size_t i = 0; i < len; i++) {
-        if (seg[i] == '~') { b->s[b->n++] = '~'; b->s[b->n++] = '0'; }
-        else if (seg[i] == '/') { b->s[b->n++] = '~'; b->s[b->n++] = '1'; }
-        else b->s[b->n++] = seg[i];
-    }
+    b->n = (size_t)(dg_jsonptr_escape(b->s + b->n, seg, len) - b->s);
     b->s[b->n] = 0;
     return old;
 }
@@ -249,25 +247,19 @@ static pcre2_code *get_pattern(vctx *c, const json_t *pat)
 {
     for (size_t i = 0; i < c->n_pats; i++)
         if (c->pats[i].schema == pat) return c->pats[i].code;
-    int ec;
-    PCRE2_SIZE eo;
-    pcre2_compile_context *cc = pcre2_compile_context_create(NULL);
-    if (!cc) { c->fatal = dg_fail(DEG_ERR_NOMEM, "validate: out of memory"); return NULL; }
-    pcre2_set_compile_extra_options(cc, DG_PATTERN_PCRE2_EXTRA_OPTIONS);
+    dg_regex_error e;
     pcre2_code *code = NULL;
     if (dg_parse_utf8_check(json_string_value(pat), json_string_length(pat), "pattern", NULL) == DEG_OK)
-        code = pcre2_compile((PCRE2_SPTR)json_string_value(pat), json_string_length(pat),
-                             DG_PATTERN_PCRE2_OPTIONS | PCRE2_UCP, &ec, &eo, cc);
-    else { ec = PCRE2_ERROR_UTF8_ERR1; eo = 0; }
-    pcre2_compile_context_free(cc);
+        code = dg_pattern_compile(json_string_value(pat), json_string_length(pat), PCRE2_JIT_COMPLETE, &e);
+    else {
+        e.offset = 0;
+        pcre2_get_error_message(PCRE2_ERROR_UTF8_ERR1, (PCRE2_UCHAR *)e.msg, sizeof e.msg);
+    }
     if (!code) {
-        char m[256];
-        pcre2_get_error_message(ec, (PCRE2_UCHAR *)m, sizeof m);
         c->fatal = dg_fail(DEG_ERR_SCHEMA, "validate: pattern at %s does not compile: %s at offset %zu",
-                           c->sp.s ? c->sp.s : "", m, (size_t)eo);
+                           c->sp.s ? c->sp.s : "", e.msg, e.offset);
         return NULL;
     }
-    pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);
     if (c->n_pats == c->cap_pats) {
         size_t nc = c->cap_pats ? 2 * c->cap_pats : 8;
         pat_entry *np = realloc(c->pats, nc * sizeof *np);
@@ -279,53 +271,6 @@ static pcre2_code *get_pattern(vctx *c, const json_t *pat)
     c->pats[c->n_pats].code = code;
     c->n_pats++;
     return code;
-}
-
-/* Resolve a local $ref. */
-static const json_t *resolve_ref(vctx *c, const char *ref)
-{
-    if (ref[0] != '#') return NULL;
-    const json_t *cur = c->root;
-    const char *p = ref + 1;
-    if (*p == 0) return cur;
-    if (*p != '/') return NULL;
-    while (*p == '/' && cur) {
-        p++;
-        char seg[1024];
-        size_t k = 0;
-        while (*p && *p != '/') {
-            char ch = *p++;
-            if (ch == '%' && p[0] && p[1]) {
-                char h[3] = {p[0], p[1], 0};
-                char *e;
-                long v = strtol(h, &e, 16);
-                if (*e) return NULL;
-                ch = (char)v;
-                p += 2;
-            }
-            if (ch == '~') {
-                char nx = *p;
-                if (nx == '%' && p[1] == '3' && p[2] == '0') { nx = '0'; p += 2; }
-                else if (nx == '%' && p[1] == '3' && p[2] == '1') { nx = '1'; p += 2; }
-                if (nx == '0') ch = '~';
-                else if (nx == '1') ch = '/';
-                else return NULL;
-                p++;
-            }
-            if (k + 1 >= sizeof seg) return NULL;
-            seg[k++] = ch;
-        }
-        seg[k] = 0;
-        if (json_is_object(cur)) cur = json_object_get(cur, seg);
-        else if (json_is_array(cur)) {
-            char *e;
-            if (!k || (seg[0] == '0' && k > 1)) return NULL;
-            unsigned long idx = strtoul(seg, &e, 10);
-            if (*e) return NULL;
-            cur = json_array_get(cur, idx);
-        } else return NULL;
-    }
-    return cur;
 }
 
 static void validate_node(vctx *c, const json_t *s, const json_t *v);
@@ -358,10 +303,12 @@ static void validate_node(vctx *c, const json_t *s, const json_t *v)
     const json_t *k;
 
     if ((k = json_object_get(s, "$ref")) && json_is_string(k)) {
-        const json_t *t = resolve_ref(c, json_string_value(k));
+        char why[320], *tloc;
+        const json_t *t = dg_ref_resolve(c->root, json_string_value(k), &tloc, why, sizeof why);
+        free(tloc);
         if (!t) {
-            c->fatal = dg_fail(DEG_ERR_SCHEMA, "validate: $ref \"%s\" at %s is not a resolvable local reference",
-                               json_string_value(k), c->sp.s ? c->sp.s : "");
+            c->fatal = dg_fail(DEG_ERR_SCHEMA, "validate: $ref \"%s\" at %s is not a resolvable local reference (%s)",
+                               json_string_value(k), c->sp.s ? c->sp.s : "", why);
         } else {
             old = sb_push(&c->sp, "$ref", 4);
             validate_node(c, t, v);

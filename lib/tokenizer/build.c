@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/regex.h"
 #include "base/status.h"
 #include "tokenizer/tok_internal.h"
 
@@ -444,22 +445,16 @@ static char *rewrite_space_classes(const char *p, size_t len, size_t *out_len)
 deg_status dg_tokb_pre_regex(dg_tokenizer *t, const char *pattern, size_t len, int literal,
                              dg_split_behavior behavior, int invert)
 {
-    int err;
-    PCRE2_SIZE erroff;
     uint32_t opts = PCRE2_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
     size_t plen = len;
     char *pat = literal ? NULL : rewrite_space_classes(pattern, len, &plen);
     if (!literal && !pat) return dg_fail(DEG_ERR_NOMEM, "tokenizer: out of memory");
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR)(pat ? pat : pattern), plen, opts, &err, &erroff,
-                                   NULL);
+    dg_regex_error e;
+    pcre2_code *re = dg_regex_compile(pat ? pat : pattern, plen, opts, 0, PCRE2_JIT_COMPLETE, &e);
     free(pat);
-    if (!re) {
-        PCRE2_UCHAR msg[256];
-        pcre2_get_error_message(err, msg, sizeof msg);
+    if (!re)
         return dg_fail(DEG_ERR_FORMAT, "pre-tokenizer regex /%.*s/: %s at offset %zu",
-                       (int)(len > 300 ? 300 : len), pattern, (const char *)msg, (size_t)erroff);
-    }
-    (void)pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* interpreter if JIT is unavailable */
+                       (int)(len > 300 ? 300 : len), pattern, e.msg, e.offset);
     dg_pre_step st = {DG_PRE_SPLIT, behavior, invert != 0, re};
     return push_step(t, st);
 }
@@ -516,9 +511,8 @@ deg_status dg_tokb_finish(dg_tokenizer *t)
     int need_word = 0;
     for (size_t i = 0; i < t->n_added; i++) need_word |= t->added[i].single_word;
     if (need_word && !t->word_re) {
-        int err;
-        PCRE2_SIZE erroff;
-        t->word_re = pcre2_compile((PCRE2_SPTR) "\\w", 2, PCRE2_UTF | PCRE2_UCP, &err, &erroff, NULL);
+        dg_regex_error e;
+        t->word_re = dg_regex_compile("\\w", 2, PCRE2_UTF | PCRE2_UCP, 0, 0, &e);
         if (!t->word_re) return dg_fail(DEG_ERR_INTERNAL, "tokenizer: cannot compile \\w");
     }
     return DEG_OK;

@@ -1,6 +1,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
+#include "base/regex.h"
 #include "base/status.h"
 #include "deg.h"
 
@@ -39,4 +40,29 @@ Test(base, fail_context_cuts_long_messages_visibly)
     dg_fail(DEG_ERR_IO, "short");
     dg_fail_context(DEG_ERR_IO, "ctx");
     cr_assert_str_eq(deg_errmsg(), "ctx: short");
+}
+
+/* dg_regex_compile: PCRE2's own error and offset on failure; with extra options and
+ * JIT the code matches as PCRE2 says (UCP: \d takes Arabic-Indic digits; EXTRA_ALT_BSUX:
+ * \u{e9} is U+00E9). */
+Test(base, regex_compile_reports_and_matches)
+{
+    dg_regex_error e;
+    cr_assert_null(dg_regex_compile("ab(c", PCRE2_ZERO_TERMINATED, PCRE2_UTF, 0, 0, &e));
+    cr_expect_eq(e.code, PCRE2_ERROR_MISSING_CLOSING_PARENTHESIS);
+    cr_expect_eq(e.offset, 4);
+    cr_expect(strstr(e.msg, "missing closing parenthesis") != NULL, "%s", e.msg);
+    cr_assert_null(dg_regex_compile("a\xff", 2, PCRE2_UTF, 0, 0, &e));
+    cr_expect_eq(e.code, PCRE2_ERROR_UTF8_ERR21, "%d", e.code);
+
+    const char *pat = "^\\d+\\u{e9}$";
+    pcre2_code *re = dg_regex_compile(pat, strlen(pat), PCRE2_UTF | PCRE2_UCP | PCRE2_ALT_BSUX,
+                                      PCRE2_EXTRA_ALT_BSUX, PCRE2_JIT_COMPLETE, &e);
+    cr_assert_not_null(re, "%s", e.msg);
+    pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
+    const char *yes = "\xd9\xa3" "7\xc3\xa9", *no = "7e";
+    cr_expect_gt(pcre2_match(re, (PCRE2_SPTR)yes, strlen(yes), 0, 0, md, NULL), 0);
+    cr_expect_eq(pcre2_match(re, (PCRE2_SPTR)no, strlen(no), 0, 0, md, NULL), PCRE2_ERROR_NOMATCH);
+    pcre2_match_data_free(md);
+    pcre2_code_free(re);
 }

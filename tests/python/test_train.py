@@ -205,6 +205,37 @@ def test_schedule_adamw_and_calibration_fit():
     assert math.isfinite(calibrate.nll(3, [(np.zeros(6, np.float32), [0], [1, 2])], 1.0))
 
 
+def test_adamw_is_torch_adamw_with_per_parameter_rates():
+    """deg.train.optim.AdamW (libdeg's deg_adam_update) against torch.optim.AdamW's
+    update transcribed in float64 (torch/optim/adam.py, _single_tensor_adam), with a
+    per-parameter rate vector as the LoRA trainer passes it; bad arrays are refused."""
+    rng = np.random.default_rng(3)
+    n, wd = 7, 0.01
+    p = rng.normal(size=n).astype(np.float32)
+    ref = p.astype(np.float64)
+    m = np.zeros(n)
+    v = np.zeros(n)
+    lr = np.array([1e-2] * 4 + [3e-3] * 3, dtype=np.float32)
+    opt = AdamW(n, weight_decay=wd)
+    for t in range(1, 6):
+        g = rng.normal(size=n).astype(np.float32)
+        opt.step(p, g, lr)
+        ref *= 1 - lr.astype(np.float64) * wd
+        m = 0.9 * m + 0.1 * g
+        v = 0.999 * v + 0.001 * g.astype(np.float64) ** 2
+        ref -= lr / (1 - 0.9 ** t) * m / (np.sqrt(v) / math.sqrt(1 - 0.999 ** t) + 1e-8)
+    assert opt.t == 5
+    np.testing.assert_allclose(p, ref, rtol=2e-6, atol=2e-7)
+    np.testing.assert_allclose(opt.m, m, rtol=2e-6, atol=1e-9)
+    with pytest.raises(ValueError):
+        opt.step(p.astype(np.float64), g, 0.1)
+    with pytest.raises(ValueError):
+        opt.step(p, g, np.ones(3, dtype=np.float32))
+    with pytest.raises(deg.NumericError):
+        opt.step(p, np.full(n, np.inf, dtype=np.float32), 0.1)
+    assert opt.t == 5 and np.isfinite(p).all()
+
+
 def test_shipped_checkpoint_is_the_default(model_path):
     import importlib
     fillmod = importlib.import_module("deg.fill")

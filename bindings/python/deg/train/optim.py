@@ -1,9 +1,12 @@
 """AdamW (decoupled weight decay) with linear warmup then cosine decay to 10%
-of the peak learning rate (§12.4), in numpy fp32: the same inputs give the
-same bits."""
+of the peak learning rate (§12.4). The update is libdeg's one Adam
+(deg_adam_update, rule in lib/grad/adam.h: torch.optim.AdamW's arithmetic in
+fp32), the same code that steps cartridges: the same inputs give the same bits."""
 import math
 
 import numpy as np
+
+from .._native import check, ffi, lib
 
 
 def lr_at(step, total, peak, warmup):
@@ -16,6 +19,9 @@ def lr_at(step, total, peak, warmup):
 
 
 class AdamW:
+    """AdamW over one fp32 parameter vector of n elements. State: first and
+    second moments m, v (float32 [n]) and the step count t (steps taken)."""
+
     def __init__(self, n, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.01):
         self.m = np.zeros(n, dtype=np.float32)
         self.v = np.zeros(n, dtype=np.float32)
@@ -23,19 +29,32 @@ class AdamW:
         self.b1, self.b2, self.eps, self.wd = beta1, beta2, eps, weight_decay
 
     def step(self, params, grad, lr):
-        """Update params (fp32, in place) with grad; returns params. lr: a number,
-        or a float32 array [n] of per-parameter rates (LoRA: the heads' and the
-        adapters' own; each element is the same fp32 arithmetic as a number)."""
+        """Update params (float32 [n], C-contiguous, in place) with grad;
+        returns params. lr: a number, or a float32 array [n] of per-parameter
+        rates (LoRA: the heads' and the adapters' own). NumericError (nothing
+        changed) if an element would become non-finite."""
+        n = self.m.size
+        for name, a in (("params", params), ("grad", grad)):
+            if not (isinstance(a, np.ndarray) and a.dtype == np.float32 and a.shape == (n,)
+                    and a.flags.c_contiguous):
+                raise ValueError(f"AdamW.step: {name} must be a contiguous float32 array of "
+                                 f"shape ({n},)")
+        hp = lib.deg_adam_params_default()
+        hp.beta1, hp.beta2, hp.eps, hp.weight_decay = self.b1, self.b2, self.eps, self.wd
+        lr_each = ffi.NULL
+        if np.ndim(lr) == 0:
+            hp.lr = float(lr)
+        else:
+            lr = np.ascontiguousarray(lr, dtype=np.float32)
+            if lr.shape != (n,):
+                raise ValueError(f"AdamW.step: lr must be a number or shape ({n},)")
+            lr_each = ffi.from_buffer("float[]", lr)
+        check(lib.deg_adam_update(ffi.from_buffer("float[]", params),
+                                  ffi.from_buffer("float[]", grad),
+                                  ffi.from_buffer("float[]", self.m),
+                                  ffi.from_buffer("float[]", self.v), n, self.t + 1, lr_each,
+                                  ffi.new("deg_adam_params *", hp), 1))
         self.t += 1
-        b1, b2 = np.float32(self.b1), np.float32(self.b2)
-        self.m *= b1
-        self.m += (np.float32(1) - b1) * grad
-        self.v *= b2
-        self.v += (np.float32(1) - b2) * grad * grad
-        c1 = np.float32(1.0 - self.b1 ** self.t)
-        c2 = np.float32(1.0 - self.b2 ** self.t)
-        upd = (self.m / c1) / (np.sqrt(self.v / c2) + np.float32(self.eps))
-        params -= np.float32(lr) * (upd + np.float32(self.wd) * params)
         return params
 
     def state(self):
