@@ -53,6 +53,7 @@
 #include "deg/response.h"
 #include "deg/validate.h"
 #include "model/arch.h"
+#include "model/chat.h"
 #include "model/model.h"
 #include "model/sample.h"
 #include "model/state.h"
@@ -666,10 +667,34 @@ static deg_status expand(freq *r, size_t ri, jobs *J, const deg_model *m, int in
 
 /* ---- trunk ---------------------------------------------------------------- */
 
-static const char *prefix_text(const dg_ckpt *k)
+/* The fill prompt is one user turn of the checkpoint's chat layout, written in two
+ * parts: the trunk opens it (the turn's opening, "CONTEXT:\n", the context) and a
+ * generate fork's text closes it (the turn's end and the generation prompt); the
+ * text around the content is the chat renderer's (dg_chat_user_turn). Layout
+ * "none": no turn ("CONTEXT:\n" ... "VALUE: "). Any other name is ChatML. */
+static dg_chat_layout fill_layout(const dg_ckpt *k)
 {
-    if (strcmp(k->chat_layout, "none") == 0) return "CONTEXT:\n";
-    return "<|im_start|>user\nCONTEXT:\n";
+    if (strcmp(k->chat_layout, "none") == 0) return DG_CHAT_NONE;
+    return strcmp(k->chat_layout, "qwen3") == 0 ? DG_CHAT_QWEN3 : DG_CHAT_CHATML;
+}
+
+/* The trunk's text before the context, tokenized with special tokens into ids. */
+static deg_status put_turn_open(ivec *ids, const dg_ckpt *k)
+{
+    static const char head[] = "CONTEXT:\n";
+    dg_chat_layout layout = fill_layout(k);
+    if (layout == DG_CHAT_NONE) return iv_tok(ids, k->model, head, strlen(head), 1);
+    char *open, *close;
+    DG_TRY(dg_chat_user_turn(layout, &open, &close));
+    dg_strbuf b = {0};
+    dg_sb_puts(&b, open);
+    dg_sb_puts(&b, head);
+    free(open);
+    free(close);
+    deg_status st = b.oom ? dg_fail(DEG_ERR_NOMEM, "fill: out of memory")
+                          : iv_tok(ids, k->model, b.p, b.len, 1);
+    free(b.p);
+    return st;
 }
 
 static deg_status build_trunk(const dg_ckpt *k, freq *r)
@@ -680,8 +705,7 @@ static deg_status build_trunk(const dg_ckpt *k, freq *r)
     deg_status st = DEG_OK;
     int32_t bos = dg_tokenizer_bos(tk);
     if (bos >= 0 && dg_tokenizer_add_bos(tk)) st = iv_push(&ids, bos);
-    const char *pre = prefix_text(k);
-    if (st == DEG_OK) st = iv_tok(&ids, m, pre, strlen(pre), 1);
+    if (st == DEG_OK) st = put_turn_open(&ids, k);
     r->c0 = ids.n;
     if (st == DEG_OK) st = iv_tok(&ids, m, r->ctx, r->ctx_len, 0);
     r->c1 = ids.n;
@@ -1679,15 +1703,13 @@ static deg_status build_gen_job(job *j, const dg_ckpt *k, const freq *r, const l
     free(b.p);
     DG_TRY(st);
     DG_TRY(iv_tok(&j->ids, m, "VALUE:", 6, 0));
-    if (strcmp(k->chat_layout, "none") != 0) {
-        const char *turn = strcmp(k->chat_layout, "qwen3") == 0
-                               ? "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
-                               : "<|im_end|>\n<|im_start|>assistant\n";
-        DG_TRY(iv_tok(&j->ids, m, turn, strlen(turn), 1));
-    } else {
-        DG_TRY(iv_tok(&j->ids, m, " ", 1, 0));
-    }
-    return DEG_OK;
+    if (fill_layout(k) == DG_CHAT_NONE) return iv_tok(&j->ids, m, " ", 1, 0);
+    char *open, *close;
+    DG_TRY(dg_chat_user_turn(fill_layout(k), &open, &close));
+    st = iv_tok(&j->ids, m, close, strlen(close), 1);
+    free(open);
+    free(close);
+    return st;
 }
 
 typedef struct tc {

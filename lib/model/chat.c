@@ -253,6 +253,29 @@ deg_status dg_chat_render(dg_chat_layout layout, const char *default_system,
     return DEG_OK;
 }
 
+deg_status dg_chat_user_turn(dg_chat_layout layout, char **open, char **close)
+{
+    if (!open || !close) return dg_fail(DEG_ERR_ARG, "chat: NULL output");
+    *open = *close = NULL;
+    const deg_chat_message m = {"user", "x"};
+    DG_TRY(check_messages(layout, &m, 1));
+    dg_tok_range r = {0, 0};
+    chat_out o = {.ranges = &r};
+    render(&o, layout, NULL, &m, 1, 1);
+    if (!o.b.oom) {
+        *open = strndup(o.b.p, r.start);
+        *close = strdup(o.b.p + r.end);
+    }
+    free(o.b.p);
+    if (!*open || !*close) {
+        free(*open);
+        free(*close);
+        *open = *close = NULL;
+        return dg_fail(DEG_ERR_NOMEM, "chat: out of memory");
+    }
+    return DEG_OK;
+}
+
 deg_status dg_chat_tokenize(const dg_tokenizer *tok, dg_chat_layout layout,
                             const char *default_system, const deg_chat_message *m, size_t n,
                             int add_generation_prompt, unsigned flags, int32_t **ids,

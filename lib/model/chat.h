@@ -67,6 +67,14 @@ deg_status dg_chat_tokenize(const dg_tokenizer *tok, dg_chat_layout layout,
                             size_t n_messages, int add_generation_prompt, unsigned flags,
                             int32_t **ids, size_t *n_ids);
 
+/* The text around the content of a single user message rendered with the
+ * generation prompt and no system message: *open precedes the content (ChatML:
+ * "<|im_start|>user\n"), *close follows it ("<|im_end|>\n<|im_start|>assistant\n",
+ * Qwen3 with its empty think block). Both malloc'd. The fill prompt is such a
+ * turn written in two parts (context trunk, then each fork's text: lib/deg).
+ * Errors: DEG_ERR_UNSUPPORTED (DG_CHAT_NONE), DEG_ERR_NOMEM. */
+deg_status dg_chat_user_turn(dg_chat_layout layout, char **open, char **close);
+
 /* The model's chat layout: deg_model_info.chat_layout, else recognised from
  * its chat template; DG_CHAT_NONE if neither. */
 dg_chat_layout dg_chat_layout_of_model(const deg_model *m);

@@ -342,3 +342,30 @@ Test(chat, contents_cannot_forge_turns)
         deg_model_free(model);
     }
 }
+
+/* The fill prompt's turn (dg_chat_user_turn): the renderer's own text around one user
+ * message's content, no system message, with the generation prompt. */
+Test(chat, user_turn_parts_are_the_renderers)
+{
+    const struct { dg_chat_layout l; const char *open, *close; } want[] = {
+        {DG_CHAT_CHATML, "<|im_start|>user\n", "<|im_end|>\n<|im_start|>assistant\n"},
+        {DG_CHAT_QWEN3, "<|im_start|>user\n",
+         "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"}};
+    for (size_t i = 0; i < 2; i++) {
+        char *open, *close, *full;
+        cr_assert_eq(dg_chat_user_turn(want[i].l, &open, &close), DEG_OK, "%s", deg_errmsg());
+        cr_expect_str_eq(open, want[i].open);
+        cr_expect_str_eq(close, want[i].close);
+        deg_chat_message m = {"user", "CONTEXT:\nabc"};
+        cr_assert_eq(dg_chat_render(want[i].l, NULL, &m, 1, 1, &full), DEG_OK);
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s%s%s", open, m.content, close);
+        cr_expect_str_eq(full, buf);
+        free(open);
+        free(close);
+        free(full);
+    }
+    char *open = (char *)1, *close = (char *)1;
+    cr_expect_eq(dg_chat_user_turn(DG_CHAT_NONE, &open, &close), DEG_ERR_UNSUPPORTED);
+    cr_expect(open == NULL && close == NULL);
+}
