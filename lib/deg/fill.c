@@ -2128,6 +2128,90 @@ static void prepare(const dg_ckpt *k, freq *r, const char *text, size_t len)
     if (st != DEG_OK) set_fail(r, st, "/context");
 }
 
+/* ---- the round loop ------------------------------------------------------- */
+
+/* What a caller of run_rounds does with a round's jobs: deg_fill / deg_fill_many
+ * decode them (fill_round), the training trace reports them (trace_round). A
+ * callback records a request's own failure in the request and returns only
+ * errors that stop every request (out of memory, internal, the trace's hooks). */
+typedef struct round_ops {
+    /* Move the jobs to run to the front of J, in order; returns their count
+     * (NULL: run every job). */
+    size_t (*select)(const freq *reqs, jobs *J);
+    /* Job j of the round (ran: it was run), in job order; may queue next-round jobs. */
+    deg_status (*decoded)(const dg_ckpt *k, freq *reqs, job *j, int ran, jobs *next);
+    /* Each anchor job, once every job of the round is decoded. */
+    deg_status (*anchors)(const dg_ckpt *k, freq *reqs, job *j, jobs *next);
+    /* Each job again after the anchors (NULL: nothing). */
+    deg_status (*after)(const dg_ckpt *k, freq *reqs, job *j, int ran);
+    /* 1: stop once request 0 has failed (the trace's single request). */
+    int stop_on_failure;
+} round_ops;
+
+/* THE round loop (§12.1): from the jobs of round 0 in *J, while jobs remain: run
+ * the selected jobs as fork batches (run_jobs), hand each job to ops->decoded,
+ * each anchor job to ops->anchors, each job to ops->after, and go on with the
+ * jobs they queued. *J is freed. */
+static deg_status run_rounds(const dg_ckpt *k, freq *reqs, jobs *J, const round_ops *ops)
+{
+    deg_status st = DEG_OK;
+    while (st == DEG_OK && J->n && !(ops->stop_on_failure && reqs[0].st != DEG_OK)) {
+        size_t nrun = ops->select ? ops->select(reqs, J) : J->n;
+        st = run_jobs(k, reqs, J->p, nrun);
+        jobs next = {0};
+        for (size_t q = 0; q < J->n && st == DEG_OK; q++)
+            st = ops->decoded(k, reqs, &J->p[q], q < nrun, &next);
+        for (size_t q = 0; q < J->n && st == DEG_OK; q++)
+            if (J->p[q].kind == JOB_ANCHOR) st = ops->anchors(k, reqs, &J->p[q], &next);
+        for (size_t q = 0; q < J->n && st == DEG_OK && ops->after; q++)
+            st = ops->after(k, reqs, &J->p[q], q < nrun);
+        jobs_free(J);
+        *J = next;
+    }
+    jobs_free(J);
+    return st;
+}
+
+/* A request's own failure is recorded in it (at loc); what stops every request is returned. */
+static deg_status request_status(freq *r, deg_status s, const char *loc)
+{
+    if (s == DEG_ERR_NOMEM || s == DEG_ERR_INTERNAL) return s;
+    if (s != DEG_OK) set_fail(r, s, loc);
+    return DEG_OK;
+}
+
+static deg_status fill_decoded(const dg_ckpt *k, freq *reqs, job *j, int ran, jobs *next)
+{
+    freq *r = &reqs[j->req];
+    if (r->st != DEG_OK) return DEG_OK;
+    deg_status s = DEG_OK;
+    if (j->kind == JOB_ANCHOR) {
+        s = decode_anchor(k, r, j);
+    } else if (j->kind == JOB_COUNT && r->insts[j->target].anchored) {
+        decode_anchor_count(k, r, j);
+    } else if (j->kind == JOB_COUNT) {
+        s = decode_count(k, r, j);
+        if (s == DEG_OK) s = expand(r, j->req, next, k->model, (int)j->target);
+    } else {
+        const dg_field_plan *f = &r->plan->fields[r->leaves[j->target].field];
+        s = dg_mode_is_decide(f->mode) ? decode_decide(k, r, j) : decode_extract(k, r, j);
+    }
+    return request_status(r, s, "");
+}
+
+/* Anchored arrays: anchors once the anchor and count forks are both decoded,
+ * then the items' forks and nested arrays (next round). */
+static deg_status fill_anchors(const dg_ckpt *k, freq *reqs, job *j, jobs *next)
+{
+    freq *r = &reqs[j->req];
+    if (r->st != DEG_OK) return DEG_OK;
+    deg_status s = resolve_anchors(k, r, (int)j->target);
+    if (s == DEG_OK) s = expand(r, j->req, next, k->model, (int)j->target);
+    return request_status(r, s, r->plan->arrays[r->insts[j->target].array].schema_loc);
+}
+
+static const round_ops fill_round = {.decoded = fill_decoded, .anchors = fill_anchors};
+
 static deg_status fill_run(deg_ckpt *k, freq *reqs, size_t n)
 {
     deg_status st = DEG_OK;
@@ -2141,43 +2225,8 @@ static deg_status fill_run(deg_ckpt *k, freq *reqs, size_t n)
         st = expand(r, ri, &J, k->model, -1);
         if (st == DEG_ERR_LIMIT || st == DEG_ERR_CANCELLED) st = DEG_OK; /* r failed alone */
     }
-    while (st == DEG_OK && J.n) {
-        st = run_jobs(k, reqs, J.p, J.n);
-        jobs next = {0};
-        for (size_t q = 0; q < J.n && st == DEG_OK; q++) {
-            job *j = &J.p[q];
-            freq *r = &reqs[j->req];
-            if (r->st != DEG_OK) continue;
-            deg_status s2 = DEG_OK;
-            if (j->kind == JOB_ANCHOR) {
-                s2 = decode_anchor(k, r, j);
-            } else if (j->kind == JOB_COUNT && r->insts[j->target].anchored) {
-                decode_anchor_count(k, r, j);
-            } else if (j->kind == JOB_COUNT) {
-                s2 = decode_count(k, r, j);
-                if (s2 == DEG_OK) s2 = expand(r, j->req, &next, k->model, (int)j->target);
-            } else {
-                const dg_field_plan *f = &r->plan->fields[r->leaves[j->target].field];
-                s2 = dg_mode_is_decide(f->mode) ? decode_decide(k, r, j) : decode_extract(k, r, j);
-            }
-            if (s2 == DEG_ERR_NOMEM || s2 == DEG_ERR_INTERNAL) st = s2;
-            else if (s2 != DEG_OK) set_fail(r, s2, "");
-        }
-        /* anchored arrays: anchors once the anchor and count forks are both
-         * decoded, then the items' forks and nested arrays (next round) */
-        for (size_t q = 0; q < J.n && st == DEG_OK; q++) {
-            job *j = &J.p[q];
-            freq *r = &reqs[j->req];
-            if (j->kind != JOB_ANCHOR || r->st != DEG_OK) continue;
-            deg_status s2 = resolve_anchors(k, r, (int)j->target);
-            if (s2 == DEG_OK) s2 = expand(r, j->req, &next, k->model, (int)j->target);
-            if (s2 == DEG_ERR_NOMEM || s2 == DEG_ERR_INTERNAL) st = s2;
-            else if (s2 != DEG_OK) set_fail(r, s2, r->plan->arrays[r->insts[j->target].array].schema_loc);
-        }
-        jobs_free(&J);
-        J = next;
-    }
-    jobs_free(&J);
+    if (st == DEG_OK) st = run_rounds(k, reqs, &J, &fill_round);
+    else jobs_free(&J);
     if (st != DEG_OK) return st;
     for (size_t ri = 0; ri < n; ri++) {
         freq *r = &reqs[ri];
@@ -2489,6 +2538,51 @@ static deg_status trace_anchors(const dg_ckpt *k, freq *r, const job *j, jobs *n
     return expand(r, j->req, next, k->model, (int)j->target);
 }
 
+/* The trace's round (run_rounds), in deg_fill's order: the wanted forks run
+ * (first, stable); leaves and index counts are reported (their items expand
+ * now), then the anchored instances' teacher anchors and their items, then
+ * the anchored arrays' forks (reported with the anchors). */
+static size_t trace_select(const freq *reqs, jobs *J)
+{
+    size_t nw = 0;
+    for (size_t q = 0; q < J->n; q++) {
+        if (!trace_wants(reqs, &J->p[q])) continue;
+        job t = J->p[q];
+        memmove(&J->p[nw + 1], &J->p[nw], (q - nw) * sizeof t);
+        J->p[nw++] = t;
+    }
+    return nw;
+}
+
+static int trace_anchored(const freq *r, const job *j)
+{
+    return j->kind == JOB_ANCHOR || (j->kind == JOB_COUNT && r->insts[j->target].anchored);
+}
+
+static deg_status trace_decoded(const dg_ckpt *k, freq *reqs, job *j, int ran, jobs *next)
+{
+    if (trace_anchored(reqs, j)) return DEG_OK;
+    deg_status st = ran ? trace_report(k, reqs, j) : DEG_OK;
+    if (st == DEG_OK && j->kind == JOB_COUNT) st = trace_count(k, reqs, j, next);
+    return st;
+}
+
+static deg_status trace_anchors_of(const dg_ckpt *k, freq *reqs, job *j, jobs *next)
+{
+    return trace_anchors(k, reqs, j, next);
+}
+
+static deg_status trace_after(const dg_ckpt *k, freq *reqs, job *j, int ran)
+{
+    if (ran && trace_anchored(reqs, j) && !reqs->insts[j->target].trace_out)
+        return trace_report(k, reqs, j);
+    return DEG_OK;
+}
+
+static const round_ops trace_round = {.select = trace_select, .decoded = trace_decoded,
+                                      .anchors = trace_anchors_of, .after = trace_after,
+                                      .stop_on_failure = 1};
+
 deg_status dg_fill_trace(dg_ckpt *k, const char *request, size_t len, const dg_trace_hooks *h,
                          char **errors_json)
 {
@@ -2506,39 +2600,8 @@ deg_status dg_fill_trace(dg_ckpt *k, const char *request, size_t len, const dg_t
                       deg_trunk_len(r.trunk), r.c0);
     r.anchor_on = h->anchors != NULL;
     if (r.st == DEG_OK && st == DEG_OK) st = expand(&r, 0, &J, k->model, -1);
-    while (r.st == DEG_OK && st == DEG_OK && J.n) {
-        /* the wanted forks first (stable), run as deg_fill runs its round */
-        size_t nw = 0;
-        for (size_t q = 0; q < J.n; q++) {
-            if (!trace_wants(&r, &J.p[q])) continue;
-            job t = J.p[q];
-            memmove(&J.p[nw + 1], &J.p[nw], (q - nw) * sizeof t);
-            J.p[nw++] = t;
-        }
-        st = run_jobs(k, &r, J.p, nw);
-        jobs next = {0};
-        /* in deg_fill's order: leaves and index counts (whose items expand
-         * now), then the anchored instances' teacher anchors and their
-         * items, then the anchored arrays' forks (reported with the anchors) */
-        for (size_t q = 0; q < J.n && st == DEG_OK; q++) {
-            const job *j = &J.p[q];
-            if (j->kind == JOB_ANCHOR || (j->kind == JOB_COUNT && r.insts[j->target].anchored))
-                continue;
-            if (q < nw) st = trace_report(k, &r, j);
-            if (st == DEG_OK && j->kind == JOB_COUNT) st = trace_count(k, &r, j, &next);
-        }
-        for (size_t q = 0; q < J.n && st == DEG_OK; q++)
-            if (J.p[q].kind == JOB_ANCHOR) st = trace_anchors(k, &r, &J.p[q], &next);
-        for (size_t q = 0; q < nw && st == DEG_OK; q++) {
-            const job *j = &J.p[q];
-            if ((j->kind == JOB_ANCHOR || (j->kind == JOB_COUNT && r.insts[j->target].anchored)) &&
-                !r.insts[j->target].trace_out)
-                st = trace_report(k, &r, j);
-        }
-        jobs_free(&J);
-        J = next;
-    }
-    jobs_free(&J);
+    if (r.st == DEG_OK && st == DEG_OK) st = run_rounds(k, &r, &J, &trace_round);
+    else jobs_free(&J);
     if (st == DEG_OK && r.st != DEG_OK) {
         st = r.st;
         const char *msg = r.errors && json_array_size(r.errors)
