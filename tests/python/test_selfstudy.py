@@ -345,3 +345,80 @@ def test_cli_train_p_zero_is_a_clear_error(corpus_file, tmp_path):
     assert r.returncode != 0
     assert "p must be >= 2" in r.stderr and "Traceback" not in r.stderr, r.stderr
     assert not (tmp_path / "c.safetensors").exists()
+
+
+def _stop_at(*steps):
+    def progress(step, info):
+        if step in steps:
+            raise KeyboardInterrupt
+    return progress
+
+
+def test_resume_is_bitwise_the_uninterrupted_run(tiny, corpus_file, tmp_path):
+    """A run killed during synthesis (a leftover conversation of a generation
+    batch in the queue) and again mid-replay, resumed from its --state
+    snapshots, ends with the same artifact, losses and counts as a run that
+    was never interrupted; a finished 1-pass run extended to 2 passes too."""
+    kw = dict(p=12, steps=3, accum=2, gen_batch=3, seed=5, recall=0.5, **SMALL)
+    ref = cs.train(tiny, [corpus_file], save=tmp_path / "ref.safetensors", epochs=2, **kw)
+    out, st = tmp_path / "run.safetensors", tmp_path / "state"
+    with pytest.raises(KeyboardInterrupt):
+        cs.train(tiny, [corpus_file], save=out, state=st, epochs=2, progress=_stop_at(2), **kw)
+    lines = (st / "conversations.jsonl").read_text().splitlines()
+    assert len(lines) == 6  # two generation batches of 3; 4 trained on
+    with (st / "conversations.jsonl").open("a") as fh:
+        fh.write('{"half a line')  # a kill while appending: dropped on resume
+    with pytest.raises(KeyboardInterrupt):
+        cs.train(tiny, [corpus_file], save=out, state=st, epochs=2, progress=_stop_at(5), **kw)
+    steps = []
+    r = cs.train(tiny, [corpus_file], save=out, state=st, epochs=2,
+                 progress=lambda s, i: steps.append(s), **kw)
+    assert steps == [6]
+    assert out.read_bytes() == (tmp_path / "ref.safetensors").read_bytes()
+    assert r.losses == ref.losses and len(r.losses) == 6
+    assert (r.conversations, r.steps) == (ref.conversations, ref.steps) == (6, 6)
+    assert r.timing.keys() == ref.timing.keys()
+    # extend a finished 1-pass run to 2 passes
+    ext, st2 = tmp_path / "ext.safetensors", tmp_path / "state2"
+    cs.train(tiny, [corpus_file], save=ext, state=st2, epochs=1, **kw)
+    assert deg.Cartridge.load(tiny, ext).steps == 3
+    r2 = cs.train(tiny, [corpus_file], save=ext, state=st2, epochs=2, **kw)
+    assert ext.read_bytes() == (tmp_path / "ref.safetensors").read_bytes()
+    assert r2.losses == ref.losses
+    # a finished run started again does no work and returns the same cartridge
+    again = cs.train(tiny, [corpus_file], state=st2, epochs=2, progress=_stop_at(1, 6), **kw)
+    assert again.losses == ref.losses
+
+
+def test_resume_refuses_another_run(tiny, corpus_file, tmp_path):
+    kw = dict(p=12, steps=2, accum=1, seed=3, **SMALL)
+    st = tmp_path / "state"
+    cs.train(tiny, [corpus_file], state=st, epochs=2, **kw)
+    with pytest.raises(deg.ArgumentError, match=r"other settings \(lr: 0.002 there, 0.01 here"):
+        cs.train(tiny, [corpus_file], state=st, lr=1e-2, **kw)
+    with pytest.raises(deg.ArgumentError, match="at step 4, past this run's 2"):
+        cs.train(tiny, [corpus_file], state=st, epochs=1, **kw)
+    other = tmp_path / "other.txt"
+    other.write_text(TEXT.replace("fox", "cat"))
+    with pytest.raises(deg.ArgumentError, match="another corpus"):
+        cs.train(tiny, [other], state=st, epochs=2, **kw)
+    (st / "state.json").write_text("{")
+    with pytest.raises(deg.FormatError, match="state.json is unreadable"):
+        cs.train(tiny, [corpus_file], state=st, epochs=2, **kw)
+    f = tmp_path / "file"
+    f.write_text("x")
+    with pytest.raises(deg.ArgumentError, match="not a directory"):
+        cs.train(tiny, [corpus_file], state=f, **kw)
+
+
+def test_cli_train_state_resumes(corpus_file, tmp_path):
+    out, st = tmp_path / "c.safetensors", tmp_path / "st"
+    args = ["cartridge", "train", "--model", TINY, "--corpus", corpus_file, "--p", 12,
+            "--steps", 2, "--accum", 1, "--seed", 2, "--chunk-min", 24, "--chunk-max", 48,
+            "--max-q", 6, "--max-a", 8, "--save", out, "--state", st, "--quiet"]
+    run_cli(*args, "--epochs", 1)
+    run_cli(*args, "--epochs", 2)
+    ref = tmp_path / "ref.safetensors"
+    run_cli(*[a if a != out else ref for a in args[:-3]], "--quiet", "--epochs", 2)
+    assert out.read_bytes() == ref.read_bytes()
+    assert deg.Cartridge.load(deg.load_model(TINY), out).steps == 4

@@ -51,6 +51,7 @@ from pathlib import Path
 from ._native import ffi, lib, check
 from .cartridge import (Cartridge, DistillTarget, compose_backward, compose_trunk,
                         targets_from_logits)
+from .cartridge_resume import RunState, rng_state, set_rng_state
 from .errors import ArgumentError, DegIOError, FormatError, RangeError
 from .model import Model, _ids_buffer, feed_forks, generate_forks
 
@@ -613,16 +614,19 @@ def budget_steps(corpus_tokens, budget, max_a, accum):
 
 
 #: conversations: synthesised (unique); steps: optimizer steps (all epochs);
-#: seconds_per_conversation: wall time / conversations (replays included).
+#: seconds_per_conversation: wall time / conversations (replays included);
+#: supervised: answer tokens over the synthesised conversations (coverage =
+#: supervised / corpus tokens).
 TrainReport = namedtuple("TrainReport", "cartridge conversations steps seconds "
-                                        "seconds_per_conversation losses heldout timing")
+                                        "seconds_per_conversation losses heldout timing "
+                                        "supervised", defaults=(None,))
 
 
 def train(model, corpus, p=256, steps=8, accum=4, gen_batch=None, lr=2e-3, seed=0,
           save=None, chunk_min=256, chunk_max=512, max_q=64, max_a=160, eval_every=0,
           n_eval=4, pack=True, checkpoint=False, init="corpus", progress=None,
           save_every=1, log=None, heldout_cache=None, epochs=1, recall=0.0,
-          recall_q=(16, 48)):
+          recall_q=(16, 48), state=None):
     """Self-study training of a p-row cartridge for corpus (a Corpus, or
     paths). Returns a TrainReport. One optimizer step per `accum`
     conversations; conversations are synthesised `gen_batch` at a time (one
@@ -640,6 +644,10 @@ def train(model, corpus, p=256, steps=8, accum=4, gen_batch=None, lr=2e-3, seed=
     ~3x more, bench/README.md), so steps * epochs optimizer steps in all.
     recall / recall_q: the fraction of corpus-recall conversations and
     their prompt lengths (SelfStudy).
+    state: a directory for resumable snapshots (deg.cartridge_resume),
+    written after every save_every steps; if it holds a snapshot of this
+    run (same settings), training continues from it and ends bitwise equal
+    to an uninterrupted run. epochs may grow between sittings.
     """
     if not isinstance(model, Model):
         model = Model(model)
@@ -669,17 +677,36 @@ def train(model, corpus, p=256, steps=8, accum=4, gen_batch=None, lr=2e-3, seed=
     study = SelfStudy(model, corpus, seed=seed, **kw)
     heldout = (heldout_set(model, corpus, seed + 0x5EED0000, n_eval, cache=heldout_cache, **kw)
                if eval_every else [])
-    history = []
-    if heldout:
-        history.append((0, distill_loss(cart, heldout)))
     queue, done, losses, seen, order = [], 0, [], [], []
     replay = random.Random(seed ^ 0x2E91A7)
     total = steps * epochs
-    t_train = c_train = 0.0
-    t0 = time.perf_counter()
+    timing = dict(study.timing, train=0.0, train_cpu=0.0, seconds=0.0)
+    run, first = None, 1
+    if state:
+        run = RunState(state, dict(kw, p=p, steps=steps, accum=accum, gen_batch=gen_batch, lr=lr,
+                                   seed=seed, pack=pack, init=init, model=_model_fingerprint(model),
+                                   corpus=hashlib.sha256(array("i", corpus.ids).tobytes())
+                                   .hexdigest()), _conv_to_json, _conv_from_json)
+        got = run.load(model)
+        if got:
+            if got.state["step"] > total:
+                raise ArgumentError(f"state {fspath(state)!r} is at step {got.state['step']}, "
+                                    f"past this run's {total} (steps x epochs)")
+            cart.close()
+            cart, first, st = got.cartridge, got.state["step"] + 1, got.state
+            seen, queue = got.conversations[:got.n_seen], got.conversations[got.n_seen:]
+            order = [seen[i] for i in st["order"]]
+            set_rng_state(study.rng, st["rng_synthesis"])
+            set_rng_state(replay, st["rng_replay"])
+            done, losses, timing = st["done"], st["losses"], st["timing"]
+            history = [tuple(h) for h in st["history"]]
+    if first == 1:
+        history = [(0, distill_loss(cart, heldout))] if heldout else []
+    study.timing = {k: timing[k] for k in study.timing}
+    t0 = time.perf_counter() - timing["seconds"]
     if save:
         cart.save(save)
-    for step in range(1, total + 1):
+    for step in range(first, total + 1):
         if step <= steps:  # first pass: synthesise
             while len(queue) < accum:
                 queue += study.generate(gen_batch)
@@ -687,8 +714,9 @@ def train(model, corpus, p=256, steps=8, accum=4, gen_batch=None, lr=2e-3, seed=
             seen += group
         else:  # replay the synthesised set in a new order each pass
             if (step - 1) % steps == 0:
-                order = seen[:]
-                replay.shuffle(order)
+                order_ix = list(range(len(seen)))
+                replay.shuffle(order_ix)
+                order = [seen[i] for i in order_ix]
             i = (step - 1) % steps * accum
             group = order[i:i + accum]
         t1, c1 = time.perf_counter(), time.process_time()
@@ -698,8 +726,8 @@ def train(model, corpus, p=256, steps=8, accum=4, gen_batch=None, lr=2e-3, seed=
         else:  # flat memory: per-conversation backwards, same gradient
             loss = group_backward(cart, group, checkpoint)
         cart.adam_step(lr=lr)
-        t_train += time.perf_counter() - t1
-        c_train += time.process_time() - c1
+        timing["train"] += time.perf_counter() - t1
+        timing["train_cpu"] += time.process_time() - c1
         done += len(group)
         losses.append(loss)
         info = {"loss": loss, "conversations": done, "synthesised": len(seen),
@@ -710,13 +738,20 @@ def train(model, corpus, p=256, steps=8, accum=4, gen_batch=None, lr=2e-3, seed=
             history.append((step, info["heldout"]))
         if save and (step % save_every == 0 or step == total):
             cart.save(save)
+        if run and (step % save_every == 0 or step == total):
+            timing.update(study.timing, seconds=time.perf_counter() - t0)
+            pos = {id(c): i for i, c in enumerate(seen)}
+            run.save(cart, seen + queue, len(seen), done=done, losses=losses, timing=timing,
+                     history=history, order=[pos[id(c)] for c in order],
+                     rng_synthesis=rng_state(study.rng), rng_replay=rng_state(replay))
         if progress:
             progress(step, info)
     secs = time.perf_counter() - t0
-    timing = dict(study.timing, train=t_train, train_cpu=c_train)
+    timing.update(study.timing)
+    timing.pop("seconds", None)
     n = len(seen)
     return TrainReport(cart, n, total, secs, secs / n if n else float("nan"),
-                       losses, history, timing)
+                       losses, history, timing, sum(c.n_supervised for c in seen))
 
 
 # --------------------------------------------------------------------------

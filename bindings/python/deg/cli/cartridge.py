@@ -105,11 +105,14 @@ def cmd_train(args):
                        chunk_min=args.chunk_min, chunk_max=args.chunk_max, max_q=args.max_q,
                        max_a=args.max_a, eval_every=args.eval_every, n_eval=args.n_eval,
                        pack=not args.no_pack, checkpoint=args.checkpoint, init=args.init,
-                       progress=progress, epochs=args.epochs, recall=args.recall)
+                       progress=progress, epochs=args.epochs, recall=args.recall,
+                       state=args.state)
     except KeyboardInterrupt:
         if bar is not None:
             bar.close()
         msg = f"; the last saved cartridge is {args.save}" if args.save else ""
+        if args.state:
+            msg += f"; --state {args.state} resumes it"
         print(f"interrupted after {last.get('conversations', 0)} conversations "
               f"({last.get('synthesised', 0)} synthesised){msg}",
               file=sys.stderr)
@@ -288,6 +291,9 @@ def register(sub):
     t.add_argument("--lr", type=float, default=None, help="Adam learning rate (2e-3)")
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--save", help="output .safetensors (written atomically after each step)")
+    t.add_argument("--state", help="directory of resumable snapshots (after each step): "
+                                   "run again with the same DIR and options to continue a "
+                                   "killed run, or with more --epochs to extend a finished one")
     t.add_argument("--eval-every", type=int, default=0,
                    help="held-out distill loss every K steps (0 = off)")
     t.add_argument("--n-eval", type=int, default=4, help="held-out conversations (4)")
