@@ -28,11 +28,11 @@ finished run can be continued for more passes.
 """
 import json
 import os
-import tempfile
 from collections import namedtuple
 from os import fspath
 from pathlib import Path
 
+from .atomic import atomic_write
 from .cartridge import Cartridge
 from .errors import ArgumentError, FormatError
 
@@ -52,20 +52,6 @@ def rng_state(rng):
 
 def set_rng_state(rng, s):
     rng.setstate((s[0], tuple(s[1]), s[2]))
-
-
-def _atomic_text(path, text):
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 class RunState:
@@ -156,5 +142,5 @@ class RunState:
         cartridge.save(self.dir / f"cartridge.{slot}.safetensors")
         state = dict(version=STATE_VERSION, settings=self.settings, step=cartridge.steps,
                      slot=slot, n_synth=len(synthesised), n_seen=n_seen, **fields)
-        _atomic_text(self.dir / "state.json", json.dumps(state))
+        atomic_write(self.dir / "state.json", lambda fh: fh.write(json.dumps(state).encode()))
         self.slot = slot

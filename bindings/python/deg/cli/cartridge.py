@@ -176,8 +176,8 @@ def cmd_eval_qa(args):
     rep["qa"] = str(args.qa)
     rep["cartridge"] = args.load
     if args.json:
-        from ..train.cli import _atomic_write
-        _atomic_write(args.json, lambda fh: fh.write(json.dumps(rep, indent=1).encode()))
+        from ..atomic import atomic_write
+        atomic_write(args.json, lambda fh: fh.write(json.dumps(rep, indent=1).encode()))
     print(qa.format_table(rep, f"{meta.get('name', args.qa)}: corpus {rep['corpus_tokens']} "
                                 f"tokens, p = {rep['p']}"))
     return 0

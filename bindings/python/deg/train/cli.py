@@ -58,11 +58,11 @@ import math
 import os
 import shutil
 import sys
-import tempfile
 import time
 
 import numpy as np
 
+from ..atomic import atomic_write as _atomic_write
 from ..datagen.record import anchor_gold
 from ..errors import DegError
 from ..fill import create_random_checkpoint, load
@@ -193,21 +193,6 @@ def _bar(it, args, **kw):
         return it
     from tqdm import tqdm
     return tqdm(it, file=sys.stderr, dynamic_ncols=True, **kw)
-
-
-def _atomic_write(path, write):
-    d = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=d)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 # Under mpirun only rank 0 logs (progress and results); errors print on every
