@@ -2,14 +2,19 @@
 """Train one self-study variant and score it on a human-written Q&A set (issue 13).
 
   python bench/cartridge_qa_study.py --qa bench/qa/procps-faq.json --p 64 \\
-      --conversations 16 --accum 4 --lr 2e-3 --recall 0.5 [--answers] [--json OUT]
+      --conversations 16 --accum 4 --lr 2e-3 --recall 0.5 [--answers] [--json OUT] \\
+      [--state DIR --eval-epochs 2,4]
 
 Prints one line: the variant's settings, its NLL per reference token (all
 items and the items beyond the first p tokens), the control arms (bare,
 untrained corpus init, whole document in context; computed once per
 (set, p) and cached next to --cache), gap closures, and the training cost
-in CPU seconds split into generation / teacher / training. The runs of
-bench/README.md "Human-written Q&A" are calls of this script.
+in CPU seconds split into generation / teacher / training. With --state
+the run is resumable (deg.cartridge_resume: run the same command again
+after a kill); --eval-epochs scores the cartridge after each listed number
+of passes (one line each; the last is --epochs). The runs of
+bench/README.md "Human-written Q&A" are calls of this script
+(bench/cartridge_qa_runs.py lists them).
 """
 import argparse
 import json
@@ -19,7 +24,7 @@ import time
 from pathlib import Path
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--qa", required=True)
     ap.add_argument("--model", default=os.environ.get("DEG_MODEL"))
@@ -39,10 +44,16 @@ def main():
     ap.add_argument("--max-a", type=int, default=96)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--answers", action="store_true", help="also greedy answers (64 tokens)")
+    ap.add_argument("--no-control-answers", action="store_true",
+                    help="with --answers: greedy answers of the trained arm only (the control "
+                         "arms' decodes are the costly part; their correctness is then '-')")
     ap.add_argument("--json", help="append the result (one JSON line) here")
     ap.add_argument("--save", help="save the trained cartridge here")
     ap.add_argument("--cache", default="/tmp/deg-qa-controls")
-    a = ap.parse_args()
+    ap.add_argument("--state", help="resumable snapshot directory (deg.cartridge_resume)")
+    ap.add_argument("--eval-epochs", default="",
+                    help="comma-separated pass counts to score at (default: --epochs only)")
+    a = ap.parse_args(argv)
 
     import deg
     from deg import cartridges as cs
@@ -50,7 +61,7 @@ def main():
     model = deg.load_model(a.model or deg.default_model_path())
     meta, items = qa.load_qa(a.qa)
     corpus = cs.Corpus(model, [qa.qa_corpus(meta)])
-    max_tok = 64 if a.answers else 0
+    max_tok = 64 if a.answers and not a.no_control_answers else 0
     # control arms, once per (set, p, answers)
     Path(a.cache).mkdir(parents=True, exist_ok=True)
     cf = Path(a.cache) / f"{meta['name']}-p{a.p}-t{max_tok}.json"
@@ -64,20 +75,44 @@ def main():
     if a.budget:
         n_conv = -(-int(a.budget * len(corpus)) // a.max_a)
     steps = -(-n_conv // a.accum)
+    marks = sorted({int(x) for x in a.eval_epochs.split(",") if x} | {a.epochs})
+    if len(marks) > 1 and not a.state:
+        ap.error("--eval-epochs needs --state (each mark continues the same run)")
+    results = []
+    for ep in marks:
+        answers = a.answers and ep == marks[-1]
+        out = run_one(a, model, corpus, items, meta, base, steps, ep, answers)
+        print(json.dumps({k: v for k, v in out.items() if k != "items"}), flush=True)
+        if a.json:
+            with open(a.json, "a") as f:
+                f.write(json.dumps(out) + "\n")
+        results.append(out)
+    return results
+
+
+def run_one(a, model, corpus, items, meta, base, steps, epochs, answers):
+    """Train (or resume, with --state) to `epochs` passes and score."""
+    from deg import cartridges as cs
+    from deg import cartridge_qa as qa
     t0 = time.process_time()
     rep = cs.train(model, corpus, p=a.p, steps=steps, accum=a.accum, gen_batch=a.gen_batch,
                    lr=a.lr, seed=a.seed, chunk_min=a.chunk_min, chunk_max=a.chunk_max,
-                   max_q=a.max_q, max_a=a.max_a, epochs=a.epochs, recall=a.recall,
-                   save=a.save)
-    cpu_train = time.process_time() - t0
-    got = qa.qa_evaluate(model, corpus, items, trained=rep.cartridge, max_tokens=max_tok,
-                         arms=("trained",))
+                   max_q=a.max_q, max_a=a.max_a, epochs=epochs, recall=a.recall,
+                   save=a.save, state=a.state)
+    cpu_sitting = time.process_time() - t0
+    t = rep.timing
+    got = qa.qa_evaluate(model, corpus, items, trained=rep.cartridge,
+                         max_tokens=64 if answers else 0, arms=("trained",))
     out = {"set": meta["name"], "p": a.p, "corpus_tokens": len(corpus),
            "conversations": rep.conversations, "steps": rep.steps, "accum": a.accum,
-           "lr": a.lr, "epochs": a.epochs, "recall": a.recall, "chunk": [a.chunk_min, a.chunk_max],
-           "max_a": a.max_a, "seed": a.seed, "cpu_total": cpu_train,
-           "cpu": {k: rep.timing[k] for k in ("generate_cpu", "teacher_cpu", "train_cpu")},
-           "supervised_tokens": None, "loss_first": rep.losses[0] if rep.losses else None,
+           "lr": a.lr, "epochs": epochs, "recall": a.recall, "chunk": [a.chunk_min, a.chunk_max],
+           "max_a": a.max_a, "seed": a.seed, "budget": a.budget,
+           "cpu_total": round(t["generate_cpu"] + t["teacher_cpu"] + t["train_cpu"], 1),
+           "cpu_sitting": round(cpu_sitting, 1),
+           "cpu": {k: round(t[k], 1) for k in ("generate_cpu", "teacher_cpu", "train_cpu")},
+           "supervised_tokens": rep.supervised,
+           "coverage": round(rep.supervised / len(corpus), 2),
+           "loss_first": rep.losses[0] if rep.losses else None,
            "loss_last": rep.losses[-1] if rep.losses else None}
     for part in ("all", "beyond_init"):
         arms = dict(base[part]["arms"])
@@ -86,18 +121,16 @@ def main():
         out[part] = {k: round(v["nll"], 4) for k, v in arms.items()}
         out[part]["gap_untrained"] = round((b - arms["untrained"]["nll"]) / (b - i), 3)
         out[part]["gap_trained"] = round((b - arms["trained"]["nll"]) / (b - i), 3)
-        if a.answers:
+        out[part]["kv_rows"] = {k: round(v["kv_rows"], 1) for k, v in arms.items()}
+        if answers:
             out[part]["correct"] = {k: v.get("correct") for k, v in arms.items()}
-    if a.answers:
-        out["items"] = [dict(x, answers=dict(x["answers"], **y["answers"]),
+    if answers:
+        out["items"] = [dict(x, answers=dict(x.get("answers", {}), **y["answers"]),
+                             correct=dict(x.get("correct", {}), **y["correct"]),
                              nll=dict(x["nll"], **y["nll"]))
                         for x, y in zip(base["items"], got["items"])]
-    print(json.dumps({k: v for k, v in out.items() if k != "items"}), flush=True)
-    if a.json:
-        with open(a.json, "a") as f:
-            f.write(json.dumps(out) + "\n")
-    return 0
+    return out
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
