@@ -875,7 +875,10 @@ DEG_API const deg_model *deg_ckpt_model(const deg_ckpt *ckpt);
  * K/V + hidden states (a single larger fork still runs alone). */
 DEG_API deg_status deg_ckpt_set_fork_budget(deg_ckpt *ckpt, size_t bytes);
 /* Debug/test switch: with on != 0 every field's meta gets "raw" (SHA-256 hex
- * of the field's raw fp32 head outputs) and the response gets "timing"
+ * of the field's raw fp32 head outputs), every generate field's meta
+ * "token_ids" (the tokens it decoded, the stop token left out) and
+ * "dropped_bytes" (bytes of a final character cut by the last token, dropped
+ * from the value: deg contract §12.3), and the response gets "timing"
  * {prefill_s, forks_s, generate_s, fork_rows, fork_tokens}. */
 DEG_API deg_status deg_ckpt_set_debug(deg_ckpt *ckpt, int on);
 
@@ -897,7 +900,12 @@ DEG_API deg_status deg_ckpt_set_debug(deg_ckpt *ckpt, int on);
  * backbone's trained positions (n_ctx_train) is read whole, never truncated,
  * and the response says so: meta[""] = {"mode": "document", "warnings":
  * ["context: N prompt tokens exceed the backbone's T trained positions; ..."]}
- * (the spec is silent; "" is the document's own pointer). */
+ * (the spec is silent; "" is the document's own pointer).
+ * Values: a plain string is the context's text at its span, verbatim (control
+ * characters inside it, NUL included, are kept: the response JSON writes
+ * \u0000; only its ends are trimmed, deg_span_trim); a generate value never
+ * ends inside a UTF-8 character (a character the token budget cut is dropped:
+ * contract §12.3). */
 DEG_API deg_status deg_fill(deg_ckpt *ckpt, const char *request_json, size_t len,
                             char **response_json, char **errors_json);
 

@@ -1,5 +1,33 @@
 #include "base/utf8.h"
 
+/* Lead byte c of a multi-byte sequence: its length n (2..4), the allowed
+ * range [lo, hi] of the second byte and the payload bits of c (table 3-7: the
+ * narrowed second-byte ranges exclude overlongs (E0, F0), surrogates (ED) and
+ * code points above U+10FFFF (F4)). 0 for a continuation byte, C0/C1
+ * (overlong) and F5..FF. */
+static int lead_info(unsigned c, unsigned *lo, unsigned *hi, uint32_t *v)
+{
+    *lo = 0x80;
+    *hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) {
+        *v = c & 0x1F;
+        return 2;
+    }
+    if (c >= 0xE0 && c <= 0xEF) {
+        *v = c & 0x0F;
+        if (c == 0xE0) *lo = 0xA0;
+        if (c == 0xED) *hi = 0x9F;
+        return 3;
+    }
+    if (c >= 0xF0 && c <= 0xF4) {
+        *v = c & 0x07;
+        if (c == 0xF0) *lo = 0x90;
+        if (c == 0xF4) *hi = 0x8F;
+        return 4;
+    }
+    return 0;
+}
+
 int dg_utf8_decode(const char *str, size_t len, uint32_t *cp)
 {
     const unsigned char *s = (const unsigned char *)str;
@@ -9,29 +37,10 @@ int dg_utf8_decode(const char *str, size_t len, uint32_t *cp)
         *cp = c;
         return 1;
     }
-    /* Lead byte ranges and the allowed range of the second byte (table 3-7):
-     * the narrowed second-byte ranges exclude overlongs (E0, F0), surrogates
-     * (ED) and code points above U+10FFFF (F4). */
-    int n;
-    unsigned lo = 0x80, hi = 0xBF;
+    unsigned lo, hi;
     uint32_t v;
-    if (c >= 0xC2 && c <= 0xDF) {
-        n = 2;
-        v = c & 0x1F;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        n = 3;
-        v = c & 0x0F;
-        if (c == 0xE0) lo = 0xA0;
-        if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        n = 4;
-        v = c & 0x07;
-        if (c == 0xF0) lo = 0x90;
-        if (c == 0xF4) hi = 0x8F;
-    } else {
-        return 0; /* continuation byte, C0/C1 (overlong), F5..FF */
-    }
-    if (len < (size_t)n) return 0;
+    int n = lead_info(c, &lo, &hi, &v);
+    if (n == 0 || len < (size_t)n) return 0;
     if (s[1] < lo || s[1] > hi) return 0;
     v = (v << 6) | (s[1] & 0x3F);
     for (int i = 2; i < n; i++) {
@@ -40,6 +49,21 @@ int dg_utf8_decode(const char *str, size_t len, uint32_t *cp)
     }
     *cp = v;
     return n;
+}
+
+size_t dg_utf8_complete_len(const char *buf, size_t len)
+{
+    const unsigned char *s = (const unsigned char *)buf;
+    size_t i = len;
+    while (i > 0 && len - i < 3 && (s[i - 1] & 0xC0) == 0x80) i--;
+    if (i == 0) return len;
+    size_t lead = i - 1;
+    unsigned lo, hi;
+    uint32_t v;
+    int n = lead_info(s[lead], &lo, &hi, &v);
+    if (n == 0 || len - lead >= (size_t)n) return len; /* not a lead, or not cut */
+    if (len - lead >= 2 && (s[lead + 1] < lo || s[lead + 1] > hi)) return len;
+    return lead;
 }
 
 int dg_utf8_validate(const char *buf, size_t len, size_t *bad_offset)

@@ -15,6 +15,14 @@ int dg_utf8_validate(const char *buf, size_t len, size_t *bad_offset);
  * *cp, or 0 if the sequence there is ill-formed or truncated. */
 int dg_utf8_decode(const char *s, size_t len, uint32_t *cp);
 
+/* Length of buf[0..len) without a final sequence cut short by the end of the
+ * buffer: len minus the bytes of a final lead byte plus fewer continuation
+ * bytes than it needs (bytes a longer buffer could complete into one well-formed
+ * character), else len. Nothing else is judged: the prefix may still be
+ * ill-formed elsewhere (dg_utf8_validate). Used where decoding stops at a
+ * token boundary inside a character (an x-generate budget, deg contract §12.3). */
+size_t dg_utf8_complete_len(const char *buf, size_t len);
+
 /* Encode cp (<= U+10FFFF, not a surrogate) into out[0..4): returns the byte
  * length, or 0 if cp is not a Unicode scalar value. */
 int dg_utf8_encode(uint32_t cp, char out[4]);

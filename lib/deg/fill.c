@@ -42,6 +42,7 @@
 #include "base/status.h"
 #include "base/strbuf.h"
 #include "base/strmap.h"
+#include "base/utf8.h"
 #include "deg/acceptor.h"
 #include "deg/anchor.h"
 #include "deg/fill.h"
@@ -1670,11 +1671,27 @@ typedef struct gen_row {
     int32_t budget;
     int32_t n_tok;
     dg_strbuf text;
+    ivec ids;               /* debug: the generated tokens but the stop token */
+    size_t dropped;         /* bytes of a cut final character dropped (end_in_char) */
     dg_rng rng;
     double temp;
     int done;
     int32_t next;
 } gen_row;
+
+/* Decoding ended (budget spent, or nothing admissible) with g's text: a final
+ * character cut by the last token's end is dropped (deg contract §12.3: a
+ * value never ends inside a UTF-8 character); 1 if the rest is a complete
+ * value for the acceptor (minLength, maxLength, pattern). */
+static int end_in_char(gen_row *g)
+{
+    size_t len = dg_utf8_complete_len(g->text.p ? g->text.p : "", g->text.len);
+    if (!deg_acceptor_eos_ok(g->acc, g->text.p ? g->text.p : "", len)) return 0;
+    g->dropped += g->text.len - len;
+    g->text.len = len;
+    if (g->text.p) g->text.p[len] = 0;
+    return 1;
+}
 
 static deg_status build_gen_job(job *j, const dg_ckpt *k, const freq *r, const leaf *L)
 {
@@ -1787,11 +1804,10 @@ static int32_t pick(const dg_ckpt *k, gen_row *g, const float *logits, tc *buf)
         g->text.p[old] = 0;
         if (ok) return id;
     }
-    /* Nothing in the top DG_GEN_TOP is admissible, but the text is complete:
-     * end it (the stop token may rank below the top candidates, e.g. at
-     * maxLength). Counted as the stop token. */
-    if (deg_acceptor_eos_ok(g->acc, g->text.p ? g->text.p : "", g->text.len))
-        return k->stop_id >= 0 ? k->stop_id : k->eos_id >= 0 ? k->eos_id : -4;
+    /* Nothing in the top DG_GEN_TOP is admissible, but the text (without a
+     * cut final character) is complete: end it (the stop token may rank below
+     * the top candidates, e.g. at maxLength). Counted as the stop token. */
+    if (end_in_char(g)) return k->stop_id >= 0 ? k->stop_id : k->eos_id >= 0 ? k->eos_id : -4;
     return -2;
 }
 
@@ -1915,7 +1931,7 @@ static deg_status generate_phase(const dg_ckpt *k, freq *reqs, size_t n_req)
                 if (g->n_tok >= g->budget) {
                     /* budget spent without a stop token: valid only if complete */
                     g->done = 1;
-                    if (!deg_acceptor_eos_ok(g->acc, g->text.p ? g->text.p : "", g->text.len)) {
+                    if (!end_in_char(g)) {
                         char *ptr = leaf_pointer(r, L);
                         dg_fail(DEG_ERR_FILL, "x-generate %s: the budget of %d tokens ended "
                                 "before minLength/maxLength/pattern were met (text so far: "
@@ -1950,7 +1966,7 @@ static deg_status generate_phase(const dg_ckpt *k, freq *reqs, size_t n_req)
                 size_t len = 0;
                 const char *bytes = dg_tokenizer_token_bytes(dg_model_tokenizer(m), id, &len);
                 dg_sb_put(&g->text, bytes, len);
-                if (g->text.oom) {
+                if (g->text.oom || (k->debug_raw && iv_push(&g->ids, id) != DEG_OK)) {
                     st = dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
                     break;
                 }
@@ -1974,8 +1990,7 @@ static deg_status generate_phase(const dg_ckpt *k, freq *reqs, size_t n_req)
             if (st != DEG_OK || r->st != DEG_OK) continue;
             leaf *L = &r->leaves[g->leaf];
             L->value = json_stringn(g->text.p ? g->text.p : "", g->text.len);
-            if (!L->value) {
-                /* not valid UTF-8 (a token ended mid-character at the budget) */
+            if (!L->value) { /* cannot happen: the acceptor admits valid UTF-8 only */
                 char *ptr = leaf_pointer(r, L);
                 dg_fail(DEG_ERR_FILL, "x-generate %s: generated text is not valid UTF-8",
                         ptr ? ptr : "?");
@@ -1985,6 +2000,13 @@ static deg_status generate_phase(const dg_ckpt *k, freq *reqs, size_t n_req)
             }
             L->meta = json_pack("{s:s, s:i}", "mode", "generate", "generated_tokens",
                                 (int)g->n_tok);
+            if (L->meta && k->debug_raw) {
+                json_t *a = json_array();
+                for (size_t t = 0; t < g->ids.n; t++)
+                    json_array_append_new(a, json_integer(g->ids.p[t]));
+                json_object_set_new(L->meta, "token_ids", a);
+                json_object_set_new(L->meta, "dropped_bytes", json_integer((json_int_t)g->dropped));
+            }
             r->generated_tokens += (size_t)g->n_tok;
         }
         free(forks);
@@ -1999,6 +2021,7 @@ done:
         deg_fork_free(rows[q].fork);
         deg_acceptor_free(rows[q].acc);
         free(rows[q].text.p);
+        free(rows[q].ids.p);
     }
     free(rows);
     jobs_free(&J);

@@ -192,3 +192,28 @@ Test(utf8, decode_encode_roundtrip_all_scalars)
     }
     cr_assert_eq(dg_utf8_encode(0x110000, buf), 0);
 }
+
+Test(utf8, complete_len_drops_only_a_cut_final_character)
+{
+    /* every scalar value cut after each of its bytes: the cut part goes, a
+     * whole character stays */
+    char buf[8] = "ab";
+    for (uint32_t cp = 0; cp <= 0x10FFFF; cp++) {
+        int n = dg_utf8_encode(cp, buf + 2);
+        if (n == 0) continue;
+        cr_assert_eq(dg_utf8_complete_len(buf, 2 + (size_t)n), 2 + (size_t)n, "U+%04X whole", cp);
+        for (int k = 1; k < n; k++)
+            cr_assert_eq(dg_utf8_complete_len(buf, 2 + (size_t)k), 2, "U+%04X cut at %d", cp, k);
+    }
+    /* not a cut character: left as it is (ill-formed bytes are not judged) */
+    cr_assert_eq(dg_utf8_complete_len("", 0), 0);
+    cr_assert_eq(dg_utf8_complete_len("a\x80", 2), 2);             /* stray continuation */
+    cr_assert_eq(dg_utf8_complete_len("\x80\x80\x80\x80", 4), 4);  /* no lead in reach */
+    cr_assert_eq(dg_utf8_complete_len("a\xC0", 2), 2);             /* never a lead */
+    cr_assert_eq(dg_utf8_complete_len("a\xF5\x80", 3), 3);
+    cr_assert_eq(dg_utf8_complete_len("a\xE0\x80", 3), 3);         /* overlong second byte */
+    cr_assert_eq(dg_utf8_complete_len("a\xED\xA0", 3), 3);         /* a surrogate's */
+    cr_assert_eq(dg_utf8_complete_len("a\xF4\x90\x80", 4), 4);     /* above U+10FFFF */
+    cr_assert_eq(dg_utf8_complete_len("a\xE2\x82\xAC", 4), 4);     /* whole euro sign */
+    cr_assert_eq(dg_utf8_complete_len("a\xF0\x9F\x98", 4), 1);     /* cut emoji */
+}
