@@ -17,6 +17,7 @@ import pytest
 
 import deg
 from conftest import needs
+from serving import free_port, reference_chat, running, wait_up
 
 pytestmark = needs("deg_ckpt_open", "deg_fill_many", "deg_forks_generate")
 openai = pytest.importorskip("openai")
@@ -36,24 +37,6 @@ SCHEMA = {"type": "object", "properties": {
     "anger": {"type": "integer", "minimum": 0, "maximum": 4}}}
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_up(url, seconds, proc=None):
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < seconds:
-        assert proc is None or proc.poll() is None, proc.stderr.read().decode()
-        try:
-            if httpx.get(url + "/health", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    raise AssertionError(f"{url} did not come up in {seconds} s")
-
-
 @pytest.fixture(scope="module")
 def server(model_path, tmp_path_factory):
     from deg.server import Server
@@ -62,18 +45,8 @@ def server(model_path, tmp_path_factory):
         deg.Cartridge.from_corpus(m, CORPUS, p=24).save(d / "zorblat.cartridge.safetensors")
     srv = Server(model_path=model_path, cartridges=[str(d / "zorblat.cartridge.safetensors")],
                  batch_window_ms=5)
-    port = _free_port()
-    us = uvicorn.Server(uvicorn.Config(srv.app, host="127.0.0.1", port=port,
-                                       log_level="warning"))
-    th = threading.Thread(target=us.run, daemon=True)
-    th.start()
-    url = f"http://127.0.0.1:{port}"
-    _wait_up(url, 60)
-    srv.url = url
-    yield srv
-    us.should_exit = True
-    th.join(60)
-    srv.close()
+    with running(srv) as srv:
+        yield srv
 
 
 @pytest.fixture(scope="module")
@@ -288,26 +261,13 @@ def test_systemone_errors(server):
 
 # ----------------------------------------------------------------- chat
 
-def _reference(model, messages, max_tokens, cartridge_trunk=None):
-    """Greedy text from a fork of the same trunk, in-process (deg_forks_generate)."""
-    from deg.cartridges import chat_ids
-    trunk = cartridge_trunk or model.trunk()
-    f = trunk.fork()
-    f.feed(chat_ids(model, messages))
-    g = f.generate(max_tokens=max_tokens)
-    f.close()
-    if cartridge_trunk is None:
-        trunk.close()
-    return g.text
-
-
 @pytest.mark.parametrize("target", ["deg-latest", "zorblat"])
 def test_chat_plain_and_behind_cartridge(oa, server, target):
     msgs = [{"role": "user", "content": "What is the Zorblat 9? Answer in one sentence."}]
     r = oa.chat.completions.create(model=target, messages=msgs, max_tokens=12, temperature=0)
     text = r.choices[0].message.content
     trunk = server._trunks[server.app.state.ctx.chat_targets[target]]
-    assert text == _reference(server.model, msgs, 12, trunk if target == "zorblat" else None)
+    assert text == reference_chat(server.model, msgs, 12, trunk if target == "zorblat" else None)
     assert r.model == target and r.choices[0].finish_reason in ("stop", "length")
     assert r.usage.completion_tokens >= 1 and r.usage.prompt_tokens > 0
     parts, usage, finish = [], None, None
@@ -327,7 +287,7 @@ def test_chat_plain_and_behind_cartridge(oa, server, target):
                     {"role": "user", "content": "And who makes it?"}]
     r2 = oa.chat.completions.create(model=target, messages=msgs2, max_tokens=6, temperature=0)
     assert r2.usage.prompt_tokens_details.cached_tokens > r.usage.prompt_tokens // 2
-    assert r2.choices[0].message.content == _reference(
+    assert r2.choices[0].message.content == reference_chat(
         server.model, msgs2, 6, trunk if target == "zorblat" else None)
 
 
@@ -353,7 +313,7 @@ def test_concurrent_chats_decode_in_lockstep_bitwise_as_alone(oa, server):
     assert rows > steps, "some decode steps carried several streams"
     for i, p in enumerate(prompts):
         trunk = server._trunks[server.app.state.ctx.chat_targets[targets[i]]]
-        want = _reference(server.model, [{"role": "user", "content": p}], 20,
+        want = reference_chat(server.model, [{"role": "user", "content": p}], 20,
                           trunk if targets[i] == "zorblat" else None)
         assert out[i] == want, f"stream {i} equals its solo greedy decode"
 
@@ -582,7 +542,7 @@ def test_error_shape_of_unknown_routes_and_the_client(server, oa):
     assert e.value.body["deg_error"] == "SchemaError"
     assert e.value.body["errors"][0]["loc"] == "/schema/properties/a/type"
     with pytest.raises(deg.client.APIConnectionError) as e:
-        deg.Client(f"http://127.0.0.1:{_free_port()}", timeout=5).health()
+        deg.Client(f"http://127.0.0.1:{free_port()}", timeout=5).health()
     assert e.value.http_status is None
 
 
@@ -603,14 +563,14 @@ def test_models_and_health(server):
 # -------------------------------------------------- deg serve + SIGTERM
 
 def test_deg_serve_subprocess_sigterm_finishes_running_stream(model_path, tmp_path):
-    port = _free_port()
+    port = free_port()
     env = dict(os.environ, DEG_API_KEY="k1")
     p = subprocess.Popen([sys.executable, "-m", "deg.cli", "serve", "--port", str(port),
                           "--model", str(model_path), "--log-level", "warning"],
                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         url = f"http://127.0.0.1:{port}"
-        _wait_up(url, 300, p)
+        wait_up(url, 300, p)
         body = {"model": "deg-latest", "stream": True, "max_tokens": 24, "temperature": 0,
                 "messages": [{"role": "user", "content": "Say hello."}]}
         lines = []

@@ -15,7 +15,7 @@ import pytest
 import deg
 from deg import fleets
 from conftest import needs
-from test_server import _free_port, _reference, _wait_up
+from serving import reference_chat, running
 
 pytestmark = needs("deg_ckpt_open", "deg_fleet_trunk", "deg_forks_generate")
 openai = pytest.importorskip("openai")
@@ -62,17 +62,8 @@ def fleet_dir(model_path, tmp_path_factory):
 def server(model_path, fleet_dir):
     from deg.server import Server
     srv = Server(model_path=model_path, fleets=[str(fleet_dir)], rag_docs=1)
-    port = _free_port()
-    us = uvicorn.Server(uvicorn.Config(srv.app, host="127.0.0.1", port=port,
-                                       log_level="warning"))
-    th = threading.Thread(target=us.run, daemon=True)
-    th.start()
-    srv.url = f"http://127.0.0.1:{port}"
-    _wait_up(srv.url, 60)
-    yield srv
-    us.should_exit = True
-    th.join(60)
-    srv.close()
+    with running(srv) as srv:
+        yield srv
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +86,7 @@ def _ask(oa, messages, max_tokens=10, **kw):
 def _want(server, ref_fleet, messages, docs, max_tokens):
     t = ref_fleet.trunk(docs)
     try:
-        return _reference(server.model, messages, max_tokens, t)
+        return reference_chat(server.model, messages, max_tokens, t)
     finally:
         t.close()
 
