@@ -19,13 +19,18 @@ RateLimitError (429, .retry_after; alias ServerBusy), NotFoundError (404),
 InternalServerError (5xx), APIConnectionError (no HTTP answer: .http_status None);
 any other status a plain ServerError.
 """
+from __future__ import annotations
+
 import json
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+from email.message import Message
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Type, Union
 
 from .api.questions import ApiError
 from . import errors as _errors
+from ._types import JSONValue
 from .errors import DegError, RequestError, SchemaError
 
 __all__ = ["Client", "ServerError", "AuthenticationError", "RequestTooLarge", "RateLimitError",
@@ -36,7 +41,7 @@ class ServerError(DegError):
     """An HTTP failure that is not a deg error of the request: .http_status (None
     when the server could not be reached) and .body (the decoded JSON body, or text)."""
 
-    def __init__(self, message, status=None, body=None):
+    def __init__(self, message: str, status: Optional[int] = None, body: Any = None) -> None:
         super().__init__(message)
         self.http_status, self.body = status, body
 
@@ -53,7 +58,8 @@ class RateLimitError(ServerError):
     """429: more jobs queued than the server's --max-pending; .retry_after seconds
     (the Retry-After header)."""
 
-    def __init__(self, message, status=429, body=None, retry_after=1.0):
+    def __init__(self, message: str, status: Optional[int] = 429, body: Any = None,
+                 retry_after: float = 1.0) -> None:
         super().__init__(message, status, body)
         self.retry_after = retry_after
 
@@ -73,21 +79,27 @@ class APIConnectionError(ServerError):
     """No HTTP answer (refused, reset, timed out): .http_status is None."""
 
 
-_BY_STATUS = {401: AuthenticationError, 403: AuthenticationError, 404: NotFoundError,
+_BY_STATUS: Dict[int, Type[ServerError]] = {401: AuthenticationError, 403: AuthenticationError, 404: NotFoundError,
               413: RequestTooLarge}
 
 
 #: the "error" names /v1/fill returns -> the in-process exception classes
-_FILL_ERRORS = {c.__name__: c for c in vars(_errors).values()
+_FILL_ERRORS: Dict[str, Type[DegError]] = {c.__name__: c for c in vars(_errors).values()
                 if isinstance(c, type) and issubclass(c, DegError) and c.status is not None}
 
 
 class Client:
-    def __init__(self, base_url="http://127.0.0.1:8790", api_key=None, timeout=600.0):
+    """A deg serve server over HTTP (stdlib urllib only): fill / fill_many raise the
+    same exceptions as the in-process deg.fill; transport failures are ServerError
+    subclasses."""
+
+    def __init__(self, base_url: str = "http://127.0.0.1:8790", api_key: Optional[str] = None,
+                 timeout: float = 600.0) -> None:
         self.base_url = base_url.rstrip("/")
         self.api_key, self.timeout = api_key, timeout
 
-    def _call(self, method, path, body=None):
+    def _call(self, method: str, path: str, body: JSONValue = None
+              ) -> Tuple[int, Any, Message]:
         """(status, decoded body, headers) for any HTTP status."""
         data = None if body is None else json.dumps(body, ensure_ascii=False,
                                                      allow_nan=False).encode("utf-8")
@@ -106,12 +118,13 @@ class Client:
             raise APIConnectionError(f"{self.base_url}{path}: {getattr(e, 'reason', e)}") \
                 from None
         try:
-            decoded = json.loads(raw.decode("utf-8")) if raw else None
+            decoded: Any = json.loads(raw.decode("utf-8")) if raw else None
         except ValueError:
             decoded = raw.decode("utf-8", "replace")
         return status, decoded, headers
 
-    def _transport_error(self, path, status, body, headers):
+    def _transport_error(self, path: str, status: int, body: Any,
+                         headers: Message) -> ServerError:
         msg = f"{path}: HTTP {status}: {json.dumps(body)[:500] if body is not None else ''}"
         if status == 429:
             try:
@@ -122,21 +135,22 @@ class Client:
         cls = _BY_STATUS.get(status) or (InternalServerError if status >= 500 else ServerError)
         return cls(msg, status, body)
 
-    def _get(self, path):
+    def _get(self, path: str) -> Any:
         status, body, headers = self._call("GET", path)
         if status != 200:
             raise self._transport_error(path, status, body, headers)
         return body
 
     # ------------------------------------------------------------------ fill
-    def fill(self, context, schema, model="deg-latest", options=None):
+    def fill(self, context: JSONValue, schema: JSONValue, model: str = "deg-latest",
+             options: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
         """POST /v1/fill; the §8 response dict (as deg.fill returns it)."""
-        req = {"context": context, "schema": schema, "model": model}
+        req: Dict[str, Any] = {"context": context, "schema": schema, "model": model}
         if options is not None:
             req["options"] = options
         return self._fill(req)
 
-    def _fill(self, req):
+    def _fill(self, req: Dict[str, Any]) -> Dict[str, Any]:
         try:
             status, body, headers = self._call("POST", "/v1/fill", req)
         except ValueError as e:  # not JSON-serialisable (NaN, a set, ...)
@@ -144,34 +158,35 @@ class Client:
         if status == 200:
             return body
         err = body.get("error") if isinstance(body, dict) else None
-        cls = _FILL_ERRORS.get(err.get("deg_error")) if isinstance(err, dict) else None
-        if cls is None:
+        if not isinstance(err, dict) or err.get("deg_error") not in _FILL_ERRORS:
             raise self._transport_error("/v1/fill", status, body, headers)
+        cls = _FILL_ERRORS[err["deg_error"]]
         errors = err.get("errors") or []
         if cls is SchemaError:
             raise SchemaError(err.get("message", ""), errors=errors)
-        e = cls(err.get("message", ""))
-        e.errors = errors
-        raise e
+        exc = cls(err.get("message", ""))
+        exc.errors = errors  # type: ignore[attr-defined]
+        raise exc
 
-    def fill_many(self, jobs, max_concurrency=16):
+    def fill_many(self, jobs: Iterable[Mapping[str, Any]], max_concurrency: int = 16
+                  ) -> List[Union[Dict[str, Any], DegError]]:
         """Send jobs ({"context", "schema"[, "options", "model"]}) together, so the
         server batches them; per job the response dict or the exception it raised
         (returned, not raised), in order."""
-        jobs = list(jobs)
+        todo = list(jobs)
 
-        def one(j):
+        def one(j: Mapping[str, Any]) -> Union[Dict[str, Any], DegError]:
             try:
                 return self._fill(dict(j))
             except DegError as e:
                 return e
-        if not jobs:
+        if not todo:
             return []
-        with ThreadPoolExecutor(max_workers=max(1, min(max_concurrency, len(jobs)))) as ex:
-            return list(ex.map(one, jobs))
+        with ThreadPoolExecutor(max_workers=max(1, min(max_concurrency, len(todo)))) as ex:
+            return list(ex.map(one, todo))
 
     # ------------------------------------------------------------- decisions
-    def _decision(self, path, body):
+    def _decision(self, path: str, body: Dict[str, Any]) -> Dict[str, Any]:
         status, resp, headers = self._call("POST", path, body)
         if status == 200:
             return resp
@@ -179,25 +194,27 @@ class Client:
             raise ApiError(status, resp)
         raise self._transport_error(path, status, resp, headers)
 
-    def decisions(self, input, questions, model="gpt-6-luna", options=None, **extra):
+    def decisions(self, input: JSONValue, questions: JSONValue, model: str = "gpt-6-luna",
+                  options: Optional[Mapping[str, Any]] = None, **extra: Any) -> Dict[str, Any]:
         """POST /v1/decisions (OpenAI Decisions API): {answers, model, usage}."""
-        body = {"model": model, "input": input, "questions": questions, **extra}
+        body: Dict[str, Any] = {"model": model, "input": input, "questions": questions, **extra}
         if options is not None:
             body["options"] = options
         return self._decision("/v1/decisions", body)
 
-    def systemone(self, state, questions, model="jev-latest", options=None):
+    def systemone(self, state: JSONValue, questions: JSONValue, model: str = "jev-latest",
+                  options: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
         """POST /v1/systemone (Jev): {model, answers: {id: answer}, usage}."""
-        body = {"state": state, "model": model, "questions": questions}
+        body: Dict[str, Any] = {"state": state, "model": model, "questions": questions}
         if options is not None:
             body["options"] = options
         return self._decision("/v1/systemone", body)
 
     # ------------------------------------------------------------------ info
-    def models(self):
+    def models(self) -> List[Dict[str, Any]]:
         """GET /v1/models: the list of {id, routes, served_as, ...}."""
         return self._get("/v1/models")["data"]
 
-    def health(self):
+    def health(self) -> Dict[str, Any]:
         """GET /health: {status, model, batcher: {queue_depth, mean_batch_size, ...}}."""
         return self._get("/health")

@@ -86,11 +86,13 @@ class SchemaError(DegError, ValueError):
 class RequestError(DegError, ValueError):
     """DEG_ERR_REQUEST: a fill request or its options are invalid."""
     status, status_name = -9, "DEG_ERR_REQUEST"
+    errors: list  # [{"loc", "msg"}], set where a listed request error is raised
 
 
 class FillError(DegError):
     """DEG_ERR_FILL: a fill could not produce a valid value."""
     status, status_name = -10, "DEG_ERR_FILL"
+    errors: list  # [{"loc", "msg"}]: the reasons or validator violations, set where raised
 
 
 class StateError(DegError, RuntimeError):

@@ -10,16 +10,22 @@ types and raises typed errors: RequestError / SchemaError (with .errors, the
 422-style list of {"loc", "msg"}), FillError (with .errors: the reasons or
 validator violations), MismatchError (checkpoint made for another backbone).
 """
+from __future__ import annotations
+
 import json
 import os
 import threading
 from os import fspath
+from typing import Any, Dict, List, Mapping, NoReturn, Optional, Sequence, Tuple, Union
+
+from ._types import JSONValue, StrPath
 
 from ._native import check, ffi, lib, path_arg
 from .errors import ArgumentError, FillError, RequestError, SchemaError
 from .limits import run_limits
 from .schema import schema_value
-from .model import _Handle
+from .limits import CancelToken
+from .model import Model, _Handle
 
 __all__ = ["Checkpoint", "load", "ckpt_backbone_path", "create_random_checkpoint", "fill",
            "fill_many",
@@ -27,12 +33,18 @@ __all__ = ["Checkpoint", "load", "ckpt_backbone_path", "create_random_checkpoint
 
 _OK = 0
 
+Response = Dict[str, Any]
+"""A §8 fill response: {"model", "value", "meta", "usage", "plan"}."""
+Job = Union[bytes, bytearray, Mapping[str, Any]]
+"""A fill_many job: a request's JSON text, or {"context", "schema"[, "options",
+"model", "cancel"]}, or {"request": bytes[, "cancel"]}."""
+
 # The shipped checkpoint (trained heads for SmolLM2-135M-Instruct Q4_1, issue 6):
 # checkpoints/<name>/ in the source tree, deg/checkpoints/<name>/ in the wheel.
 DEFAULT_CHECKPOINT = "smollm2-135m-v4"
 
 
-def default_checkpoint_path():
+def default_checkpoint_path() -> str:
     """The checkpoint used when none is given: $DEG_CHECKPOINT, else the shipped one
     inside the installed package, else the source tree's checkpoints/ directory.
     Its backbone resolves by file name from ${DEG_CACHE:-~/.cache/deg}/models
@@ -50,18 +62,18 @@ def default_checkpoint_path():
                         "directory> or set DEG_CHECKPOINT")
 
 
-_default = None
+_default: Optional[Checkpoint] = None
 _default_lock = threading.Lock()
 
 
-def _default_checkpoint():
+def _default_checkpoint() -> Checkpoint:
     global _default
     if _default is None or _default.closed:
         _default = load(default_checkpoint_path())
     return _default
 
 
-def _take(ptr):
+def _take(ptr: Any) -> Optional[str]:
     if ptr[0] == ffi.NULL:
         return None
     try:
@@ -70,7 +82,7 @@ def _take(ptr):
         lib.deg_free(ptr[0])
 
 
-def _raise(status, errors, message):
+def _raise(status: int, errors: List[Dict[str, Any]], message: str) -> NoReturn:
     for cls in (SchemaError, RequestError, FillError):
         if status == cls.status:
             if cls is SchemaError:
@@ -80,6 +92,7 @@ def _raise(status, errors, message):
             raise e
     from .errors import raise_for_status
     raise_for_status(status, message)
+    raise AssertionError("raise_for_status returned")  # pragma: no cover
 
 
 class Checkpoint(_Handle):
@@ -96,11 +109,11 @@ class Checkpoint(_Handle):
 
     _free = "deg_ckpt_free"
 
-    def __init__(self, path, model_path=None, debug=False, model=None, null_margin=None,
-                 fork_budget=None):
-        from .model import Model
+    def __init__(self, path: StrPath, model_path: Optional[StrPath] = None, debug: bool = False,
+                 model: Optional[Model] = None, null_margin: Optional[float] = None,
+                 fork_budget: Optional[int] = None) -> None:
         p = ffi.new("deg_ckpt_params *", lib.deg_ckpt_default_params())
-        keep = []
+        keep: List[Any] = []
         if model is not None:
             if not isinstance(model, Model):
                 raise ArgumentError(f"model must be a deg.Model, got {type(model).__name__}")
@@ -124,17 +137,21 @@ class Checkpoint(_Handle):
         if debug:
             check(lib.deg_ckpt_set_debug(self._ptr, 1))
 
-    def set_fork_budget(self, nbytes):
+    def set_fork_budget(self, nbytes: int) -> None:
         """Memory budget of one fork batch (bytes, >= 1 MiB)."""
         with self._use() as _p:
             check(lib.deg_ckpt_set_fork_budget(_p, int(nbytes)))
 
-    def fill(self, context, schema, model="deg-latest", options=None, cancel=None):
+    def fill(self, context: JSONValue, schema: JSONValue, model: str = "deg-latest",
+             options: Optional[Mapping[str, Any]] = None,
+             cancel: Optional[CancelToken] = None) -> Response:
         return fill(context, schema, model=self, options=options, model_name=model,
                     cancel=cancel)
 
 
-def load(checkpoint=None, model_path=None, debug=False, model=None, null_margin=None):
+def load(checkpoint: Optional[StrPath] = None, model_path: Optional[StrPath] = None,
+         debug: bool = False, model: Optional[Model] = None,
+         null_margin: Optional[float] = None) -> Checkpoint:
     """Load a checkpoint directory (None = the shipped one, default_checkpoint_path()).
     model_path: the backbone file/directory (default: the path recorded in
     deg.json, next to the checkpoint, or the deg model cache); or model: an
@@ -146,7 +163,7 @@ def load(checkpoint=None, model_path=None, debug=False, model=None, null_margin=
                       null_margin=null_margin)
 
 
-def ckpt_backbone_path(checkpoint=None):
+def ckpt_backbone_path(checkpoint: Optional[StrPath] = None) -> Optional[str]:
     """The backbone path a checkpoint directory resolves to without a model path
     (recorded path, next to the checkpoint, or the deg model cache); not hashed.
     None = the shipped checkpoint. Raises DegIOError when it is not found."""
@@ -157,8 +174,9 @@ def ckpt_backbone_path(checkpoint=None):
     return _take(out)
 
 
-def create_random_checkpoint(model_path, directory, seed=0, array_mode="index",
-                             anchor_min_tokens=0):
+def create_random_checkpoint(model_path: StrPath, directory: StrPath, seed: int = 0,
+                             array_mode: str = "index",
+                             anchor_min_tokens: int = 0) -> Union[str, bytes]:
     """Write a fresh checkpoint (random heads) for the backbone at model_path.
     array_mode "index" or "anchor" (§12.6) and anchor_min_tokens go to deg.json."""
     if array_mode not in ("index", "anchor"):
@@ -181,8 +199,9 @@ def create_random_checkpoint(model_path, directory, seed=0, array_mode="index",
     return fspath(directory)
 
 
-def _request(context, schema, options, model_name):
-    req = {"context": context, "schema": schema_value(schema)}
+def _request(context: JSONValue, schema: JSONValue, options: Optional[Mapping[str, Any]],
+             model_name: Optional[str]) -> bytes:
+    req: Dict[str, Any] = {"context": context, "schema": schema_value(schema)}
     if model_name is not None:
         req["model"] = model_name
     if options is not None:
@@ -194,13 +213,16 @@ def _request(context, schema, options, model_name):
         raise RequestError(f"request is not JSON: {e}") from None
 
 
-def _ckpt(model):
+def _ckpt(model: Union[Checkpoint, StrPath]) -> Tuple[Checkpoint, bool]:
     if isinstance(model, Checkpoint):
         return model, False
     return load(model), True
 
 
-def fill(context, schema, model=None, options=None, model_name="deg-latest", cancel=None):
+def fill(context: JSONValue, schema: JSONValue,
+         model: Union[Checkpoint, StrPath, None] = None,
+         options: Optional[Mapping[str, Any]] = None, model_name: Optional[str] = "deg-latest",
+         cancel: Optional[CancelToken] = None) -> Response:
     """Fill `schema` from `context` (str, or a JSON object/array rendered as
     json.dumps does). model: a Checkpoint (deg.load) or a checkpoint path.
     Returns the §8 response dict {"model", "value", "meta", "usage", "plan"}.
@@ -225,13 +247,14 @@ def fill(context, schema, model=None, options=None, model_name="deg-latest", can
         if status != _OK:
             _raise(status, json.loads(e) if e else [],
                    ffi.string(lib.deg_errmsg()).decode("utf-8", "replace"))
+        assert r is not None  # DEG_OK always carries the response
         return json.loads(r)
     finally:
         if owned:
             ck.close()
 
 
-def _job_text(j):
+def _job_text(j: Job) -> bytes:
     if isinstance(j, (bytes, bytearray)):
         return bytes(j)
     if "request" in j:
@@ -239,7 +262,8 @@ def _job_text(j):
     return _request(j["context"], j["schema"], j.get("options"), j.get("model", "deg-latest"))
 
 
-def fill_many(jobs, model=None):
+def fill_many(jobs: Sequence[Job], model: Union[Checkpoint, StrPath, None] = None
+              ) -> List[Union[Response, Exception]]:
     """Fill several requests with their fork rows in the same batches. jobs:
     dicts {"context", "schema"[, "options", "model", "cancel"]} ("cancel": a
     deg.CancelToken for that job alone), a request's JSON text as bytes, or
@@ -267,11 +291,12 @@ def fill_many(jobs, model=None):
         with ck._use() as ptr:
             status = lib.deg_fill_many_ex(ptr, n, reqs, lens, lims, resps, errs, sts)
         msg = ffi.string(lib.deg_errmsg()).decode("utf-8", "replace")
-        out = []
+        out: List[Union[Response, Exception]] = []
         for i in range(n):
             r = _take(ffi.addressof(resps, i))
             e = _take(ffi.addressof(errs, i))
             if sts[i] == _OK:
+                assert r is not None
                 out.append(json.loads(r))
             else:
                 errors = json.loads(e) if e else []

@@ -14,22 +14,30 @@ for it, then close). A call on a closed handle raises StateError.
 Logits come back as array('f') (f32, no numpy needed); numpy users can wrap
 them without a copy: numpy.frombuffer(a, dtype=numpy.float32).
 """
+from __future__ import annotations
+
 import threading
 import weakref
 from array import array
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from os import fspath
+from typing import (Any, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple,
+                    TypeVar, Union)
 
 from ._native import check, ffi, lib, path_arg
 from .errors import ArgumentError, StateError
-from .limits import run_limits
+from ._types import StrPath
+from .limits import CancelToken, run_limits
+
+Messages = Iterable[Mapping[str, Any]]
+"""A chat: [{"role": "system" | "user" | "assistant", "content": str}, ...]."""
 
 __all__ = ["load_model", "Model", "ModelInfo", "Trunk", "Fork", "Generation",
            "GenStats", "feed_forks", "generate_forks"]
 
 
-def _ids_buffer(ids):
+def _ids_buffer(ids: Iterable[int]) -> Tuple[Any, int]:
     """(cdata int32_t[], count) for a sequence of token ids."""
     ids = list(ids)
     try:
@@ -39,7 +47,7 @@ def _ids_buffer(ids):
                             f"{next(i for i in ids if not isinstance(i, int) or not -2**31 <= i < 2**31)!r}") from None
 
 
-def _floats(n):
+def _floats(n: int) -> Tuple[array, Any]:
     """A zeroed array('f') of n floats and a float* into it."""
     a = array("f", bytes(4 * n))
     return a, (ffi.from_buffer("float[]", a) if n else ffi.NULL)
@@ -49,24 +57,25 @@ def _floats(n):
 # close() checks the whole subtree and frees under it (so no call can start on
 # a handle between the check and the free).
 _STATE = threading.RLock()
+_H = TypeVar("_H", bound="_Handle")
 
 
 class _Handle:
     """A C handle with a parent it depends on and children that depend on it."""
 
-    _free = None  # name of the C free function
-    _ptr = None   # stays None if the constructor's C call failed
+    _free: Optional[str] = None  # name of the C free function
+    _ptr: Any = None   # stays None if the constructor's C call failed
     _busy = 0     # calls running on this handle (any thread)
 
-    def __init__(self, ptr, parent=None):
+    def __init__(self, ptr: Any, parent: Optional[_Handle] = None) -> None:
         self._ptr = ptr
         self._parent = parent
-        self._children = weakref.WeakSet()
+        self._children: weakref.WeakSet[_Handle] = weakref.WeakSet()
         if parent is not None:
             parent._children.add(self)
 
     @contextmanager
-    def _use(self):
+    def _use(self) -> Iterator[Any]:
         """Hold the handle for one C call (yields the pointer): close() from
         another thread raises StateError until the call returns."""
         with _STATE:
@@ -79,19 +88,19 @@ class _Handle:
             with _STATE:
                 self._busy -= 1
 
-    def _in_use(self):
+    def _in_use(self) -> int:
         return self._busy + sum(c._in_use() for c in list(self._children))
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         return self._ptr is None
 
-    def _live(self):
+    def _live(self) -> Any:
         if self._ptr is None:
             raise StateError(f"{type(self).__name__} is closed")
         return self._ptr
 
-    def close(self):
+    def close(self) -> None:
         """Free the C handle (and first those of live children). Idempotent.
         StateError (nothing freed) while a call on it or a child runs."""
         with _STATE:
@@ -105,16 +114,17 @@ class _Handle:
             for child in list(self._children):
                 child.close()
             ptr, self._ptr = self._ptr, None
+            assert self._free is not None
             getattr(lib, self._free)(ptr)
             self._parent = None
 
-    def __enter__(self):
+    def __enter__(self: _H) -> _H:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __del__(self):
+    def __del__(self) -> None:
         # At interpreter exit the module globals may already be gone.
         try:
             self.close()
@@ -154,11 +164,11 @@ class GenStats:
     stopped: bool  # True: a stop token ended it; False: max_tokens reached
 
     @property
-    def prefill_tokens_per_second(self):
+    def prefill_tokens_per_second(self) -> float:
         return self.prompt_tokens / self.prefill_seconds if self.prefill_seconds > 0 else 0.0
 
     @property
-    def decode_tokens_per_second(self):
+    def decode_tokens_per_second(self) -> float:
         return (self.generated_tokens / self.decode_seconds
                 if self.decode_seconds > 0 else 0.0)
 
@@ -168,21 +178,21 @@ class Generation:
     """Result of generate(): the text (stop token excluded), every sampled id
     (stop token included, as the C API reports them) and the stats."""
     text: str
-    ids: list = field(default_factory=list)
-    stats: GenStats = None
+    ids: List[int] = field(default_factory=list)
+    stats: Optional[GenStats] = None
 
 
-def _stats(s):
+def _stats(s: Any) -> GenStats:
     return GenStats(int(s.prompt_tokens), int(s.generated_tokens), float(s.prefill_seconds),
                     float(s.decode_seconds), bool(s.stopped))
 
 
-def _chat_messages(messages):
+def _chat_messages(messages: Messages) -> Tuple[Any, int, List[Any]]:
     """A deg_chat_message[] for [{"role", "content"}, ...]: (array, count,
     the cffi strings it borrows, to keep alive during the call)."""
     msgs = list(messages)
     arr = ffi.new("deg_chat_message[]", max(len(msgs), 1))
-    keep = []
+    keep: List[Any] = []
     for i, m in enumerate(msgs):
         try:
             role, content = m["role"], m["content"]
@@ -196,7 +206,8 @@ def _chat_messages(messages):
     return arr, len(msgs), keep
 
 
-def _sample_params(max_tokens, temperature, top_k, top_p, seed, stop_ids, keep):
+def _sample_params(max_tokens: int, temperature: float, top_k: int, top_p: float, seed: int,
+                   stop_ids: Optional[Iterable[int]], keep: List[Any]) -> Any:
     if max_tokens is None or int(max_tokens) <= 0:
         raise ArgumentError(f"max_tokens must be > 0, got {max_tokens!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
@@ -223,25 +234,26 @@ class Model(_Handle):
 
     _free = "deg_model_free"
 
-    def __init__(self, path):
+    def __init__(self, path: StrPath) -> None:
         out = ffi.new("deg_model **")
         check(lib.deg_model_load(path_arg(path), out))
         super().__init__(out[0])
         self.path = fspath(path)
-        self._info = None
+        self._info: Optional[ModelInfo] = None
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = "closed" if self.closed else self.info.arch
         return f"<deg.Model {self.path!r} {state}>"
 
     @property
-    def info(self):
+    def info(self) -> ModelInfo:
         """ModelInfo of the model."""
         if self._info is None:
             i = ffi.new("deg_model_info *")
             with self._use() as _p:
                 check(lib.deg_model_get_info(_p, i))
-            s = lambda p: ffi.string(p).decode("utf-8", "replace") if p != ffi.NULL else ""
+            def s(p: Any) -> str:
+                return ffi.string(p).decode("utf-8", "replace") if p != ffi.NULL else ""
             self._info = ModelInfo(
                 s(i.arch), s(i.name), i.n_vocab, i.n_embd, i.n_layer, i.n_head, i.n_head_kv,
                 i.head_dim, i.n_ff, i.n_ctx_train, i.rope_theta, i.rms_eps,
@@ -250,7 +262,7 @@ class Model(_Handle):
 
     # --- tokenizer ---------------------------------------------------------
 
-    def stop_ids(self):
+    def stop_ids(self) -> List[int]:
         """The library's one stop-token rule (deg_model_stop_ids): the
         model's EOS, and <|im_end|> for chat-layout models when it is
         another token. A list of ids, EOS first."""
@@ -260,7 +272,8 @@ class Model(_Handle):
             check(lib.deg_model_stop_ids(ptr, ids, 4, n))
         return [ids[i] for i in range(n[0])]
 
-    def tokenize(self, text, special=False, drop_missing_bytes=False):
+    def tokenize(self, text: Union[str, bytes, bytearray, memoryview], special: bool = False,
+                 drop_missing_bytes: bool = False) -> List[int]:
         """Token ids of text (str or UTF-8 bytes). With special=True, special
         tokens written in the text ("<|im_start|>") become their ids. No BOS.
         A byte the vocabulary has no token for (SmolLM2: 0x04, 0x1d, ...)
@@ -287,7 +300,7 @@ class Model(_Handle):
                 check(st)
                 return list(ffi.unpack(ids, n[0]))
 
-    def detokenize_bytes(self, ids):
+    def detokenize_bytes(self, ids: Iterable[int]) -> bytes:
         """The exact bytes of ids (may end in the middle of a UTF-8 sequence)."""
         buf_ids, count = _ids_buffer(ids)
         n = ffi.new("size_t *")
@@ -302,12 +315,12 @@ class Model(_Handle):
                 check(st)
                 return ffi.unpack(buf, n[0])
 
-    def detokenize(self, ids, errors="strict"):
+    def detokenize(self, ids: Iterable[int], errors: str = "strict") -> str:
         """Text of ids; `errors` as in bytes.decode (a sequence cut mid-
         character raises UnicodeDecodeError with "strict")."""
         return self.detokenize_bytes(ids).decode("utf-8", errors)
 
-    def chat_format(self, messages, add_generation_prompt=True):
+    def chat_format(self, messages: Messages, add_generation_prompt: bool = True) -> str:
         """Render [{"role": ..., "content": ...}, ...] in the model's chat
         layout (ChatML for SmolLM2/Qwen3) as text (deg_chat_format). To feed
         the model, use chat_tokenize (contents stay plain text)."""
@@ -320,7 +333,8 @@ class Model(_Handle):
         finally:
             lib.deg_free(out[0])
 
-    def chat_tokenize(self, messages, add_generation_prompt=True, drop_missing_bytes=False):
+    def chat_tokenize(self, messages: Messages, add_generation_prompt: bool = True,
+                      drop_missing_bytes: bool = False) -> List[int]:
         """Token ids of a chat in the model's chat layout (deg_chat_tokenize,
         the library's one chat tokenization): special tokens are parsed in
         the layout and never inside message contents, so a message holding
@@ -343,8 +357,11 @@ class Model(_Handle):
 
     # --- generation --------------------------------------------------------
 
-    def generate(self, prompt, max_tokens=256, temperature=0.0, top_k=0, top_p=1.0, seed=0,
-                 stop_ids=None, special=False, cancel=None, deadline_ms=None):
+    def generate(self, prompt: Union[str, Sequence[Mapping[str, Any]], Sequence[int]],
+                 max_tokens: int = 256, temperature: float = 0.0, top_k: int = 0,
+                 top_p: float = 1.0, seed: int = 0, stop_ids: Optional[Iterable[int]] = None,
+                 special: bool = False, cancel: Optional[CancelToken] = None,
+                 deadline_ms: Optional[int] = None) -> Generation:
         """Generate a continuation.
 
         prompt: a str (tokenized as is; special=True parses special tokens),
@@ -359,10 +376,10 @@ class Model(_Handle):
         if isinstance(prompt, str):
             ids = self.tokenize(prompt, special=special)
         elif prompt and all(isinstance(m, dict) for m in prompt):
-            ids = self.chat_tokenize(prompt)
+            ids = self.chat_tokenize(prompt)  # type: ignore[arg-type]
         else:
-            ids = [int(t) for t in prompt]
-        keep = []
+            ids = [int(t) for t in prompt]  # type: ignore[arg-type]
+        keep: List[Any] = []
         params = _sample_params(max_tokens, temperature, top_k, top_p, seed, stop_ids, keep)
         pbuf, n_prompt = _ids_buffer(ids)
         out = ffi.new("int32_t[]", params.max_tokens)
@@ -374,14 +391,14 @@ class Model(_Handle):
                                       n_out, stats, lim))
         return self._generation(list(ffi.unpack(out, n_out[0])), stats)
 
-    def _generation(self, out_ids, stats):
+    def _generation(self, out_ids: List[int], stats: Any) -> Generation:
         st = _stats(stats)
         text_ids = out_ids[:-1] if st.stopped and out_ids else out_ids
         return Generation(self.detokenize(text_ids, errors="replace"), out_ids, st)
 
     # --- trunks ------------------------------------------------------------
 
-    def trunk(self, ids=None):
+    def trunk(self, ids: Optional[Sequence[int]] = None) -> Trunk:
         """A new Trunk of this model, prefilled with ids if given."""
         t = Trunk(self)
         if ids:
@@ -389,7 +406,7 @@ class Model(_Handle):
         return t
 
 
-def load_model(path):
+def load_model(path: StrPath) -> Model:
     """Load a GGUF file or a Hugging Face model directory (deg_model_load).
     Raises DegIOError, FormatError, UnsupportedError with the C message."""
     return Model(path)
@@ -400,24 +417,25 @@ class Trunk(_Handle):
 
     _free = "deg_trunk_free"
 
-    def __init__(self, model):
+    def __init__(self, model: Model) -> None:
         out = ffi.new("deg_trunk **")
         with model._use() as _p:
             check(lib.deg_trunk_new(_p, out))
         super().__init__(out[0], model)
         self.model = model
 
-    def __len__(self):
+    def __len__(self) -> int:
         with self._use() as _p:
-            return lib.deg_trunk_len(_p)
+            return int(lib.deg_trunk_len(_p))
 
-    def prefill(self, ids, logits="last"):
+    def prefill(self, ids: Iterable[int], logits: Optional[str] = "last") -> Optional[array]:
         """Append ids. logits: "last" -> array('f') [n_vocab] after the last
         id; "all" -> array('f') [len(ids) * n_vocab], row i after id i;
         None -> nothing. StateError while forks of the trunk exist."""
         buf, n = _ids_buffer(ids)
         nv = self.model.info.n_vocab
-        out, all_ptr, last_ptr = None, ffi.NULL, ffi.NULL
+        out: Optional[array] = None
+        all_ptr, last_ptr = ffi.NULL, ffi.NULL
         if logits == "all":
             out, all_ptr = _floats(n * nv)
         elif logits == "last":
@@ -428,7 +446,7 @@ class Trunk(_Handle):
             check(lib.deg_trunk_prefill(ptr, buf, n, all_ptr, last_ptr))
         return out
 
-    def fork(self):
+    def fork(self) -> Fork:
         """A new Fork of this trunk (no own tokens yet)."""
         return Fork(self)
 
@@ -438,30 +456,30 @@ class Fork(_Handle):
 
     _free = "deg_fork_free"
 
-    def __init__(self, trunk):
+    def __init__(self, trunk: Trunk) -> None:
         out = ffi.new("deg_fork **")
         with trunk._use() as _p:
             check(lib.deg_fork_new(_p, out))
         super().__init__(out[0], trunk)
         self.trunk = trunk
 
-    def __len__(self):
+    def __len__(self) -> int:
         """Own tokens fed so far (total length = len(trunk) + len(fork))."""
         with self._use() as _p:
-            return lib.deg_fork_len(_p)
+            return int(lib.deg_fork_len(_p))
 
-    def feed(self, ids, logits=None):
+    def feed(self, ids: Iterable[int], logits: Optional[str] = None) -> Optional[array]:
         """Feed ids. logits: None, "all" (array('f') [len(ids) * n_vocab])."""
         return feed_forks([self], [ids], logits=logits)[0]
 
-    def logits(self):
+    def logits(self) -> array:
         """array('f') [n_vocab]: logits after the fork's last token."""
         out, ptr = _floats(self.trunk.model.info.n_vocab)
         with self._use() as _p:
             check(lib.deg_fork_logits(_p, ptr))
         return out
 
-    def hidden(self, first, n):
+    def hidden(self, first: int, n: int) -> array:
         """array('f') [n * n_embd]: final-norm hidden states of own tokens
         [first, first + n)."""
         out, ptr = _floats(int(n) * self.trunk.model.info.n_embd)
@@ -469,16 +487,22 @@ class Fork(_Handle):
             check(lib.deg_fork_hidden(_p, int(first), int(n), ptr))
         return out
 
-    def generate(self, max_tokens=256, temperature=0.0, top_k=0, top_p=1.0, seed=0,
-                 stop_ids=None, cancel=None, deadline_ms=None):
+    def generate(self, max_tokens: int = 256, temperature: float = 0.0, top_k: int = 0,
+                 top_p: float = 1.0, seed: int = 0, stop_ids: Optional[Iterable[int]] = None,
+                 cancel: Optional[CancelToken] = None,
+                 deadline_ms: Optional[int] = None) -> Generation:
         """Decode from the fork's current state (deg_forks_generate_ex, one row);
         cancel / deadline_ms as in Model.generate."""
         return generate_forks([self], max_tokens, temperature, top_k, top_p, seed, stop_ids,
                               cancel=cancel, deadline_ms=deadline_ms)[0]
 
 
-def generate_forks(forks, max_tokens=256, temperature=0.0, top_k=0, top_p=1.0, seed=0,
-                   stop_ids=None, cancel=None, deadline_ms=None):
+def generate_forks(forks: Iterable[Fork], max_tokens: int = 256,
+                   temperature: Union[float, Sequence[float]] = 0.0, top_k: int = 0,
+                   top_p: Union[float, Sequence[float]] = 1.0,
+                   seed: Union[int, Sequence[int]] = 0, stop_ids: Optional[Iterable[int]] = None,
+                   cancel: Optional[CancelToken] = None,
+                   deadline_ms: Optional[int] = None) -> List[Generation]:
     """Decode several forks of one model together in lockstep
     (deg_forks_generate_ex): [Generation], row i from forks[i]. temperature,
     top_p and seed: one value for every row or a list with one per row. A row's ids do
@@ -486,16 +510,17 @@ def generate_forks(forks, max_tokens=256, temperature=0.0, top_k=0, top_p=1.0, s
     Fork.generate on each. Every generated id but the last is fed to its fork.
     cancel (a deg.CancelToken) / deadline_ms stop it between decode steps
     (CancelledError / LimitError)."""
-    forks = list(forks)
-    n = len(forks)
+    rows = list(forks)
+    n = len(rows)
     if n == 0:
         return []
-    temps, seeds, top_ps = (list(v) if isinstance(v, (list, tuple)) else [v] * n
-                            for v in (temperature, seed, top_p))
+    def per_row(v: Any) -> List[Any]:
+        return list(v) if isinstance(v, (list, tuple)) else [v] * n
+    temps, seeds, top_ps = per_row(temperature), per_row(seed), per_row(top_p)
     if len(temps) != n or len(seeds) != n or len(top_ps) != n:
         raise ArgumentError(f"{n} forks but {len(temps)} temperatures, {len(seeds)} seeds and "
                             f"{len(top_ps)} top_p values")
-    keep = []
+    keep: List[Any] = []
     params = ffi.new("deg_sample_params[]", n)
     for i in range(n):
         params[i] = _sample_params(max_tokens, temps[i], top_k, top_ps[i], seeds[i], stop_ids,
@@ -506,35 +531,36 @@ def generate_forks(forks, max_tokens=256, temperature=0.0, top_k=0, top_p=1.0, s
     stats = ffi.new("deg_gen_stats[]", n)
     lim = run_limits(cancel, deadline_ms)
     with ExitStack() as held:
-        cforks = ffi.new("deg_fork *[]", [held.enter_context(f._use()) for f in forks])
+        cforks = ffi.new("deg_fork *[]", [held.enter_context(f._use()) for f in rows])
         check(lib.deg_forks_generate_ex(cforks, n, params, outs, n_out, stats, lim))
-    model = forks[0].trunk.model
+    model = rows[0].trunk.model
     return [model._generation(list(ffi.unpack(bufs[i], n_out[i])), stats[i]) for i in range(n)]
 
 
-def feed_forks(forks, ids_lists, logits=None):
+def feed_forks(forks: Iterable[Fork], ids_lists: Iterable[Iterable[int]],
+               logits: Optional[str] = None) -> List[Optional[array]]:
     """Feed several forks as rows of one batch (deg_forks_feed). Row i gets
     ids_lists[i] (may be empty). logits=None -> list of None; "all" -> per
     row array('f') [len(ids) * n_vocab]. Each row's numbers are independent
     of the other rows (bitwise)."""
-    forks, ids_lists = list(forks), [list(x) for x in ids_lists]
-    if len(forks) != len(ids_lists):
-        raise ArgumentError(f"{len(forks)} forks but {len(ids_lists)} id lists")
+    rows, id_rows = list(forks), [list(x) for x in ids_lists]
+    if len(rows) != len(id_rows):
+        raise ArgumentError(f"{len(rows)} forks but {len(id_rows)} id lists")
     if logits not in (None, "all"):
         raise ArgumentError(f"logits must be 'all' or None, got {logits!r}")
-    n = len(forks)
+    n = len(rows)
     if n == 0:
         return []
-    keep = [_ids_buffer(x)[0] for x in ids_lists]
+    keep = [_ids_buffer(x)[0] for x in id_rows]
     cids = ffi.new("int32_t *[]", keep)
-    cn = ffi.new("size_t[]", [len(x) for x in ids_lists])
-    outs = [None] * n
+    cn = ffi.new("size_t[]", [len(x) for x in id_rows])
+    outs: List[Optional[array]] = [None] * n
     clog = ffi.NULL
     if logits == "all":
         clog = ffi.new("float *[]", n)
-        for i, f in enumerate(forks):
-            outs[i], clog[i] = _floats(len(ids_lists[i]) * f.trunk.model.info.n_vocab)
+        for i, f in enumerate(rows):
+            outs[i], clog[i] = _floats(len(id_rows[i]) * f.trunk.model.info.n_vocab)
     with ExitStack() as held:
-        cforks = ffi.new("deg_fork *[]", [held.enter_context(f._use()) for f in forks])
+        cforks = ffi.new("deg_fork *[]", [held.enter_context(f._use()) for f in rows])
         check(lib.deg_forks_feed(cforks, n, cids, cn, clog))
     return outs

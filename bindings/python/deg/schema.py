@@ -8,8 +8,13 @@ and the input is never modified. An invalid schema raises deg.SchemaError whose
 `.errors` lists every problem as {"loc": <JSON pointer into the schema>, "msg": ...}.
 The work is done by libdeg (deg_plan_compile); this module only converts types.
 """
+from __future__ import annotations
+
 import json
 import math
+from typing import Any, Dict, Iterator, List, NoReturn, Optional, Tuple
+
+from ._types import JSONValue
 
 from ._native import check, ffi, lib
 from .errors import RequestError, SchemaError
@@ -18,7 +23,7 @@ __all__ = ["FieldPlan", "ArrayPlan", "FillPlan", "compile_schema", "render_conte
            "parse_options", "parse_request", "Request"]
 
 
-def _freeze(v):
+def _freeze(v: Any) -> Any:
     if isinstance(v, list):
         return tuple(_freeze(x) for x in v)
     return v
@@ -27,12 +32,12 @@ def _freeze(v):
 class _View:
     """Read-only attribute view over one dict of the plan's JSON form."""
     __slots__ = ("_d",)
-    _tuples = ()
+    _tuples: Tuple[str, ...] = ()
 
-    def __init__(self, d):
+    def __init__(self, d: Dict[str, Any]) -> None:
         object.__setattr__(self, "_d", d)
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         d = object.__getattribute__(self, "_d")
         if name not in d:
             raise AttributeError(name)
@@ -43,20 +48,21 @@ class _View:
             return dict(v)  # a copy: the view stays read-only
         return v
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: Any) -> NoReturn:
         raise AttributeError(f"{type(self).__name__} is read-only")
 
-    def __dir__(self):
+    def __dir__(self) -> List[str]:
         return sorted(set(object.__getattribute__(self, "_d")) | {"to_dict"})
 
-    def to_dict(self):
+    def to_dict(self) -> Dict[str, Any]:
         """The attributes as a new dict (JSON types: lists, not tuples)."""
         return json.loads(json.dumps(object.__getattribute__(self, "_d")))
 
-    def __eq__(self, other):
-        return type(self) is type(other) and self.to_dict() == other.to_dict()
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _View) and type(self) is type(other) and \
+            self.to_dict() == other.to_dict()
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(self.fingerprint)
 
 
@@ -71,7 +77,7 @@ class FieldPlan(_View):
     __slots__ = ()
     _tuples = ("path", "options", "option_descriptions", "levels", "level_labels")
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"FieldPlan({self.pointer!r}, {self.mode!r})"
 
 
@@ -83,7 +89,7 @@ class ArrayPlan(_View):
     __slots__ = ()
     _tuples = ("path",)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"ArrayPlan({self.pointer!r})"
 
 
@@ -91,48 +97,53 @@ class FillPlan:
     """The compiled schema (read-only): .fields, .arrays, .objects, .fingerprint."""
     __slots__ = ("_d", "fields", "arrays", "objects")
 
-    def __init__(self, d):
+    _d: Dict[str, Any]
+    fields: Tuple[FieldPlan, ...]
+    arrays: Tuple[ArrayPlan, ...]
+    objects: Tuple[_View, ...]
+
+    def __init__(self, d: Dict[str, Any]) -> None:
         object.__setattr__(self, "_d", d)
         object.__setattr__(self, "fields", tuple(FieldPlan(f) for f in d["fields"]))
         object.__setattr__(self, "arrays", tuple(ArrayPlan(a) for a in d["arrays"]))
         object.__setattr__(self, "objects", tuple(_View(o) for o in d["objects"]))
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: Any) -> NoReturn:
         raise AttributeError("FillPlan is read-only")
 
     @property
-    def fingerprint(self):
+    def fingerprint(self) -> str:
         """FillPlan.fingerprint (§6): sha256 hex over the set of parallel-phase leaf
         fingerprints and the ordered list of generate fingerprints."""
         return self._d["fingerprint"]
 
-    def field(self, pointer):
+    def field(self, pointer: str) -> FieldPlan:
         """The leaf whose display pointer is `pointer` ("/a/*/b")."""
         for f in self.fields:
             if f.pointer == pointer:
                 return f
         raise KeyError(pointer)
 
-    def to_dict(self):
+    def to_dict(self) -> Dict[str, Any]:
         return json.loads(json.dumps(self._d))
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.fields)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[FieldPlan]:
         return iter(self.fields)
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, FillPlan) and self.to_dict() == other.to_dict()
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(self.fingerprint)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"FillPlan({len(self.fields)} fields, fingerprint={self.fingerprint[:12]}...)"
 
 
-def _text(value, what):
+def _text(value: Any, what: str) -> bytes:
     """JSON text (bytes) of a dict/list value, or the str/bytes as given."""
     if isinstance(value, bytes):
         return value
@@ -146,7 +157,7 @@ def _text(value, what):
             if what == "schema" else RequestError(f"{what} is not JSON: {e}")
 
 
-def schema_value(schema):
+def schema_value(schema: JSONValue) -> JSONValue:
     """The one rule for schema arguments (compile_schema, fill, fill_many,
     validate, assemble_response): a JSON Schema as a Python value (dict or
     bool) or as its JSON text (str or bytes). Returns the Python value;
@@ -160,7 +171,7 @@ def schema_value(schema):
         raise SchemaError(msg, errors=[{"loc": "", "msg": msg}]) from None
 
 
-def _take_errors(errs_ptr):
+def _take_errors(errs_ptr: Any) -> List[Dict[str, Any]]:
     if errs_ptr[0] == ffi.NULL:
         return []
     try:
@@ -169,11 +180,11 @@ def _take_errors(errs_ptr):
         lib.deg_free(errs_ptr[0])
 
 
-def _errmsg():
+def _errmsg() -> str:
     return ffi.string(lib.deg_errmsg()).decode("utf-8", "replace")
 
 
-def _raise_listed(status, errors):
+def _raise_listed(status: int, errors: List[Dict[str, Any]]) -> NoReturn:
     msg = _errmsg()
     if status == SchemaError.status:
         raise SchemaError(msg, status, errors=errors)
@@ -182,9 +193,10 @@ def _raise_listed(status, errors):
         e.errors = errors
         raise e
     check(status)
+    raise AssertionError(f"status {status} is not an error")  # pragma: no cover
 
 
-def compile_schema(schema):
+def compile_schema(schema: JSONValue) -> FillPlan:
     """Compile a JSON Schema (dict, or JSON text as str/bytes) into a FillPlan.
     Raises SchemaError (with .errors) when deg cannot fill it (§5)."""
     text = _text(schema, "schema")
@@ -206,7 +218,7 @@ def compile_schema(schema):
     return FillPlan(d)
 
 
-def render_context(context):
+def render_context(context: JSONValue) -> str:
     """The context as the model reads it (§7.1): a str verbatim; any other JSON value
     as json.dumps(value, ensure_ascii=False) writes it (rendered by libdeg)."""
     if isinstance(context, str):
@@ -224,11 +236,11 @@ def render_context(context):
         lib.deg_free(out[0])
 
 
-_DATE_ORDER = {0: None, 1: "MDY", 2: "DMY"}
+_DATE_ORDER: Dict[int, Optional[str]] = {0: None, 1: "MDY", 2: "DMY"}
 _ARRAY_DECODE = {0: "count_peaks", 1: "threshold", 2: "hybrid"}
 
 
-def _options_dict(o):
+def _options_dict(o: Any) -> Dict[str, Any]:
     if o.default_offset_is_z:
         off = "Z"
     else:
@@ -242,7 +254,7 @@ def _options_dict(o):
             "null_margin": o.null_margin if o.has_null_margin else None}
 
 
-def parse_options(options):
+def parse_options(options: JSONValue) -> Dict[str, Any]:
     """Check fill options (§9) and return them with the defaults filled in. Raises
     RequestError (with .errors, locs relative to the options object)."""
     text = _text(options, "options")
@@ -259,12 +271,16 @@ class Request:
     """A checked fill request: .model, .context (rendered text), .options (dict with
     defaults), .plan (FillPlan)."""
     __slots__ = ("model", "context", "options", "plan")
+    model: str
+    context: str
+    options: Dict[str, Any]
+    plan: FillPlan
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Request(model={self.model!r}, {len(self.plan)} fields)"
 
 
-def parse_request(request):
+def parse_request(request: JSONValue) -> Request:
     """Check a fill request {context, schema, model, options} (§9). Raises
     RequestError / SchemaError with .errors (locs into the request)."""
     text = _text(request, "request")
