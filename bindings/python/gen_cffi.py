@@ -2,7 +2,9 @@
 """Generate the C source of the cffi API-mode extension deg._deg_cffi.
 
 Run by Meson at build time with the build's Python. The declarations come
-from include/deg.h itself (no hand-kept copy): preprocessor lines are dropped
+from the public headers themselves (no hand-kept copy; each given with
+--header, a header before the ones that use its types; include/deg.h is only an
+umbrella of #includes): preprocessor lines are dropped
 except plain integer #defines (also those of the generated deg_version.h),
 blocks under `#ifdef __cplusplus` are dropped, comments and the DEG_API
 export token are removed, and the rest goes to ffibuilder.cdef().
@@ -107,7 +109,8 @@ def archive_symbols(nm, archive):
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--header", required=True, action="append",
-                    help="a public header (repeatable: deg.h, cartridge.h, lora.h)")
+                    help="a public header (repeatable, in include order: deg_runtime.h, "
+                         "deg_schema.h, deg_fill.h, deg_train.h, cartridge.h, lora.h)")
     ap.add_argument("--version-header", required=True)
     ap.add_argument("--archive", help="libdeg.a: bind only the functions it defines")
     ap.add_argument("--nm", default="nm")

@@ -18,7 +18,7 @@ echo "--- $pc"; cat "$pc"
 version="$(pkg-config --modversion deg)"
 grep -qx "$version" "$(dirname "$0")/../../VERSION" \
     || { echo "FAIL: deg.pc version $version != VERSION"; exit 1; }
-for h in deg.h deg_version.h cartridge.h lora.h; do
+for h in deg.h deg_runtime.h deg_schema.h deg_fill.h deg_train.h deg_version.h cartridge.h lora.h; do
     [ -n "$(find "$tmp/root" -name "$h" -print -quit)" ] || { echo "FAIL: $h not installed"; exit 1; }
 done
 libdir="$(pkg-config --variable=libdir deg)"

@@ -25,6 +25,6 @@ def test_extension_is_self_contained():
 
 def test_binding_declares_the_header_constants():
     from deg._native import lib
-    header = (ROOT / "include" / "deg.h").read_text()
+    header = (ROOT / "include" / "deg_runtime.h").read_text()
     for name, value in re.findall(r"\b(DEG_ERR_\w+)\s*=\s*(-?\d+)", header):
         assert getattr(lib, name) == int(value)

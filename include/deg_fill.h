@@ -1,0 +1,202 @@
+/*
+ * deg_fill.h - schema fill with a checkpoint (public C API): checkpoints,
+ * deg_fill / deg_fill_many (deg contract §7, §8, §10, §12.1-§12.3, §12.6).
+ *
+ * Conventions as in deg_runtime.h (status codes, deg_errmsg(), ownership
+ * notes). Parsed by the Python binding's cffi build: plain C declarations.
+ */
+#ifndef DEG_FILL_H
+#define DEG_FILL_H
+
+#include "deg_schema.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Fill runtime: checkpoint, forks, heads, arrays,                          */
+/* generate phase (deg contract §7, §8, §10, §12.1-§12.3, §12.6).           */
+/* ------------------------------------------------------------------------ */
+
+/* A deg checkpoint: a directory holding
+ *  - deg.json: {"format": "deg-ckpt-v1", "backbone": {"file", "sha256", "arch",
+ *    "path"}, "head_dim": 256, "heads": {name: shape}, "calibration": {"choice",
+ *    "score", "noul", "extract", "count": temperature}, "array_mode": "index" |
+ *    "anchor", "anchor_min_tokens", "chat_layout": "chatml" | "qwen3" | "none",
+ *    "key_prior": null | {"exact": x, "partial": y} (optional; see below),
+ *    "span_single_line": bool (optional, default false),
+ *    optional "lora": LoRA adapters of the fork rows, see lora.h};
+ *  - heads.safetensors: the fp32 heads of §12.3 (names and shapes in
+ *    lib/deg/fill.h).
+ * The backbone is referenced by file name + SHA-256 (of the GGUF file, or of
+ * config.json and the *.safetensors files of an HF directory). A checkpoint
+ * loaded by deg_ckpt_load owns its model; deg_ckpt_open can run it over an
+ * already loaded model instead (deg_ckpt_params.model). Not thread-safe: one
+ * fill at a time per handle.
+ *
+ * Arrays (§12.6): "index" mode sizes every array with the count head and
+ * addresses items as "ITEM i of"; "anchor" mode (for contexts of at least
+ * anchor_min_tokens tokens; 0 = always) anchors every array whose items hold
+ * an extract leaf: the anchor head marks where items start in the array's
+ * region, options.array_decode picks the rule (threshold / count_peaks
+ * (default) / hybrid), item forks carry locators instead of ordinals, and
+ * the array's meta gets "array_mode": "anchor" and "anchors" (code-point
+ * offsets where the surviving items start). A top-level region with fewer
+ * usable positions than minItems is a FillError; a nested one drops its
+ * enclosing item (reported as "dropped" like any drop).
+ *
+ * Key prior (deg.json "key_prior", absent = off; lib/deg/keyprior.h): a
+ * context line "Key: value" (also "key = value", "| key | value |",
+ * "**Key:** value") whose normalised key equals the leaf's property name or
+ * title adds `exact` (words of one within the other's: `partial`) logit units,
+ * before the calibration temperature, to the outcomes the value supports: the
+ * extract start/end of the value (typed fields: of each grammar candidate in
+ * it), a choice option written in the value, noul true/false for a yes/no
+ * value. Leaves inside arrays get none.
+ *
+ * span_single_line: plain-string spans (no format) never hold a line break
+ * between their first and last non-blank characters (no gold plain span of
+ * the datagen v1/v2 training data does; off, an unsure end pointer runs
+ * over the next lines). */
+typedef struct deg_ckpt deg_ckpt;
+
+/* Write a fresh checkpoint to dir (created if missing; files replaced) for the
+ * backbone at model_path, heads initialised uniformly in +-1/sqrt(n_embd) from
+ * xoshiro256** streams seeded by (seed, tensor), biases 0, anchor.b = -6,
+ * calibration temperatures 1, array_mode "index". What training starts from.
+ * Errors: as deg_model_load, DEG_ERR_IO (dir), DEG_ERR_NOMEM. */
+DEG_API deg_status deg_ckpt_create_random(const char *model_path, uint64_t seed, const char *dir);
+
+/* Load a checkpoint. model_path NULL = resolve the backbone: the path
+ * recorded in deg.json, else deg.json's file name next to the checkpoint,
+ * else in ${DEG_CACHE:-~/.cache/deg}/models. Errors: DEG_ERR_IO (missing
+ * files, backbone not found), DEG_ERR_FORMAT (bad deg.json / tensors),
+ * DEG_ERR_MISMATCH (the backbone's SHA-256 differs from deg.json's, or a head
+ * tensor's shape does not fit the backbone), DEG_ERR_NUMERIC (NaN/Inf heads),
+ * DEG_ERR_NOMEM. *out owned by the caller (deg_ckpt_free). */
+DEG_API deg_status deg_ckpt_load(const char *dir, const char *model_path, deg_ckpt **out);
+DEG_API void deg_ckpt_free(deg_ckpt *ckpt);
+
+/* Loading options of deg_ckpt_open, in the llama.h style: start from
+ * deg_ckpt_default_params() and set what you need (fields added later get
+ * defaults there, so callers keep working). */
+typedef struct deg_ckpt_params {
+    /* The backbone to run on, already loaded (borrowed). NULL (default): the
+     * checkpoint loads its own backbone (model_path, else resolved as
+     * deg_ckpt_load does) and frees it in deg_ckpt_free. Non-NULL: the
+     * checkpoint runs on this model and never frees it; the caller keeps the
+     * model alive until deg_ckpt_free of every checkpoint opened over it
+     * (the rule of trunks and cartridges), so one process holds one copy of
+     * the weights for any number of checkpoints, cartridges and trunks. The
+     * file or directory the model was loaded from must be the checkpoint's
+     * backbone (its SHA-256 is checked: DEG_ERR_MISMATCH). A model is
+     * immutable, so checkpoints over one model may fill on different threads;
+     * one checkpoint still runs one fill at a time. */
+    const deg_model *model;
+    /* Backbone file/directory when model is NULL (borrowed, read during the
+     * call); NULL = resolve from deg.json (deg_ckpt_backbone_path). */
+    const char *model_path;
+    /* Default of options.null_margin (§9: "null = the server's
+     * --null-margin"): with has_null_margin = 1, requests whose null_margin
+     * is null use this value (finite, nats); 0 (default): they use 0. */
+    int32_t has_null_margin;
+    double null_margin;
+    /* Fork batch memory budget in bytes (deg_ckpt_set_fork_budget);
+     * 0 = the default 256 MiB, else >= 1 MiB. */
+    size_t fork_budget_bytes;
+} deg_ckpt_params;
+
+/* Defaults: model NULL, model_path NULL, no null_margin default (0),
+ * fork_budget_bytes 0 (256 MiB). */
+DEG_API deg_ckpt_params deg_ckpt_default_params(void);
+
+/* Load the checkpoint in dir with params (NULL = deg_ckpt_default_params()).
+ * deg_ckpt_load(dir, path, out) is deg_ckpt_open with model_path = path.
+ * Errors: as deg_ckpt_load; DEG_ERR_ARG (non-finite null_margin,
+ * fork_budget_bytes in (0, 1 MiB)); DEG_ERR_MISMATCH when params->model was
+ * loaded from another backbone. *out owned by the caller (deg_ckpt_free,
+ * which frees the model only if the checkpoint loaded it). */
+DEG_API deg_status deg_ckpt_open(const char *dir, const deg_ckpt_params *params,
+                                 deg_ckpt **out);
+
+/* The backbone path the checkpoint in dir resolves to without a model_path:
+ * the path recorded in deg.json, else deg.json's file name next to the
+ * checkpoint, else in ${DEG_CACHE:-~/.cache/deg}/models (the first that
+ * exists; not hashed here). *out is NUL-terminated, owned by the caller
+ * (deg_free). Errors: DEG_ERR_IO (deg.json unreadable, backbone not found),
+ * DEG_ERR_FORMAT (bad deg.json), DEG_ERR_NOMEM. */
+DEG_API deg_status deg_ckpt_backbone_path(const char *dir, char **out);
+/* The checkpoint's backbone (borrowed, valid until deg_ckpt_free). */
+DEG_API const deg_model *deg_ckpt_model(const deg_ckpt *ckpt);
+/* Memory budget of one fork batch in bytes (default 256 MiB; >= 1 MiB): fork
+ * rows are grouped into deg_forks_feed batches of at most this many bytes of
+ * K/V + hidden states (a single larger fork still runs alone). */
+DEG_API deg_status deg_ckpt_set_fork_budget(deg_ckpt *ckpt, size_t bytes);
+/* Debug/test switch: with on != 0 every field's meta gets "raw" (SHA-256 hex
+ * of the field's raw fp32 head outputs), every generate field's meta
+ * "token_ids" (the tokens it decoded, the stop token left out) and
+ * "dropped_bytes" (bytes of a final character cut by the last token, dropped
+ * from the value: deg contract §12.3), and the response gets "timing"
+ * {prefill_s, forks_s, generate_s, fork_rows, fork_tokens}. */
+DEG_API deg_status deg_ckpt_set_debug(deg_ckpt *ckpt, int on);
+
+/* Fill one request (§9 JSON: {"context", "schema", "model", "options"}) and
+ * return the §8 response JSON ({"model", "value", "meta", "usage", "plan"})
+ * in *response_json (owned by the caller, deg_free). On failure
+ * *errors_json (may be NULL; owned by the caller) is a JSON array of
+ * {"loc", "msg"} (request/schema problems: the 422 list; fill problems:
+ * FillError reasons or validator violations). Errors: DEG_ERR_REQUEST
+ * (malformed request, unknown fields/options, empty context, temperature > 0
+ * without seed), DEG_ERR_SCHEMA (invalid schema), DEG_ERR_FILL (FillError: a
+ * required non-nullable value not in the context, minItems not met, a
+ * generate constraint that cannot be met within the budget), DEG_ERR_UTF8,
+ * DEG_ERR_NOMEM.
+ * Long contexts (§12.1): no cap; the trunk is prefilled in 256-token passes
+ * (scratch bounded by the pass, plus one score row of the context length per
+ * thread), so peak memory = weights + context K/V + context hidden states +
+ * one fork batch (bench/bench_fill measures it). A trunk longer than the
+ * backbone's trained positions (n_ctx_train) is read whole, never truncated,
+ * and the response says so: meta[""] = {"mode": "document", "warnings":
+ * ["context: N prompt tokens exceed the backbone's T trained positions; ..."]}
+ * (the spec is silent; "" is the document's own pointer).
+ * Values: a plain string is the context's text at its span, verbatim (control
+ * characters inside it, NUL included, are kept: the response JSON writes
+ * \u0000; only its ends are trimmed, deg_span_trim); a generate value never
+ * ends inside a UTF-8 character (a character the token budget cut is dropped:
+ * contract §12.3). */
+DEG_API deg_status deg_fill(deg_ckpt *ckpt, const char *request_json, size_t len,
+                            char **response_json, char **errors_json);
+
+/* Fill n requests with their fork rows in the same batches; each request's
+ * result equals deg_fill's (bitwise, §10). responses[i] / errors[i] (errors
+ * may be NULL) / statuses[i] per request. Returns DEG_OK if every request
+ * succeeded, else the first failing request's status (a runtime failure such
+ * as DEG_ERR_NOMEM fails all). */
+DEG_API deg_status deg_fill_many(deg_ckpt *ckpt, size_t n, const char *const *requests,
+                                 const size_t *lens, char **responses, char **errors,
+                                 deg_status *statuses);
+
+/* deg_fill / deg_fill_many under work limits (deg_run_limits; NULL = none).
+ * deg_fill_many_ex takes one limits struct per request (limits may be NULL,
+ * and so may limits[i].cancel): a request that is cancelled or reaches a
+ * limit fails alone with DEG_ERR_CANCELLED / DEG_ERR_LIMIT (statuses[i],
+ * errors[i] = [{"loc": "", "msg": why}]) and its forks stop running; the
+ * others go on and their results are unchanged (bitwise, §10). The request's
+ * options "deadline_ms" / "max_fields" / "max_fork_tokens" (integers >= 1 or
+ * null) apply too, the tighter value winning. Checked: before the trunk
+ * prefill and between the layers of its 256-token passes, between fill
+ * rounds and fork batches (a batch whose requests have all stopped is cut
+ * at its next layer), before every generate decode step. */
+DEG_API deg_status deg_fill_ex(deg_ckpt *ckpt, const char *request_json, size_t len,
+                               const deg_run_limits *limits, char **response_json,
+                               char **errors_json);
+DEG_API deg_status deg_fill_many_ex(deg_ckpt *ckpt, size_t n, const char *const *requests,
+                                    const size_t *lens, const deg_run_limits *limits,
+                                    char **responses, char **errors, deg_status *statuses);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DEG_FILL_H */
