@@ -2,7 +2,10 @@
  * M = 1) or a batch against a weight of SmolLM2-135M's MLP shapes, through
  * dg_weight_matmul (the dispatched kernel) and through the portable scalar
  * dot (dg_qdot_scalar / dg_hdot_scalar), single thread, best of reps
- * (the K-quants only on the 1536-wide shape: their blocks are 256 wide).
+ * (the K-quants only on the 1536-wide shape: their blocks are 256 wide);
+ * with M > 1 also against the one-row SIMD kernel called per (row, weight
+ * row) pair (dg_qdot), which dg_weight_matmul's multi-row kernel
+ * (dg_qdot_rows) replaces for batches.
  *
  *   ./build/bench/bench_qdot [M [reps]]            (default M = 1, reps 200)
  *   DEG_QKERNEL=avx2 ./build/bench/bench_qdot       (cap the kernel set)
@@ -73,7 +76,7 @@ int main(int argc, char **argv)
             int32_t *s = malloc(sizeof(int32_t) * (size_t)nb);
             if (!data || !x || !y || !q || !d || !s) return 1;
             for (int64_t i = 0; i < M * K; i++) x[i] = (float)((i * 7919) % 1000) / 500.0f - 1.0f;
-            double best = INFINITY, best_ref = INFINITY;
+            double best = INFINITY, best_ref = INFINITY, best_row = INFINITY;
             volatile float sink = 0.0f;
             dg_q8_row r = {q, d, s, nb};
             for (int rep = 0; rep < reps; rep++) {
@@ -82,6 +85,15 @@ int main(int argc, char **argv)
                 double t1 = now();
                 if (t1 - t0 < best) best = t1 - t0;
                 sink += y[0];
+                if (t != DG_F16 && M > 1) { /* the one-row SIMD kernel per pair */
+                    t0 = now();
+                    for (int64_t m = 0; m < M; m++) {
+                        dg_q8_quantize(x + m * K, &r);
+                        for (int64_t n = 0; n < N; n++) sink += dg_qdot(t, dg_weight_row_data(&w, n), &r);
+                    }
+                    t1 = now();
+                    if (t1 - t0 < best_row) best_row = t1 - t0;
+                }
                 if (rep >= reps / 10 + 1) continue; /* the scalar reference: fewer reps */
                 t0 = now();
                 for (int64_t m = 0; m < M; m++) {
@@ -95,10 +107,12 @@ int main(int argc, char **argv)
             }
             printf("{\"bench\":\"qdot\",\"dtype\":\"%s\",\"kernel\":\"%s\",\"M\":%lld,\"rows\":%lld,"
                    "\"cols\":%lld,\"ns_per_row_dot\":%.2f,\"weight_gb_s\":%.2f,"
-                   "\"scalar_ns_per_row_dot\":%.2f,\"speedup_vs_scalar\":%.2f}\n",
+                   "\"scalar_ns_per_row_dot\":%.2f,\"speedup_vs_scalar\":%.2f,"
+                   "\"speedup_vs_one_row_kernel\":%.2f}\n",
                    dg_dtype_name(t), dg_qdot_kernel(), (long long)M, (long long)N, (long long)K,
                    1e9 * best / (double)(M * N), (double)dg_weight_bytes(&w) * 1e-9 * (double)M / best,
-                   1e9 * best_ref / (double)(M * N), best_ref / best);
+                   1e9 * best_ref / (double)(M * N), best_ref / best,
+                   isfinite(best_row) ? best_row / best : 1.0);
             free(data), free(x), free(y), free(q), free(d), free(s);
         }
     return 0;

@@ -15,10 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define DG_QDOT_X86 1
-#endif
+#include "tensor/qdot_simd.h"
 
 static inline float ld_f16(const uint8_t *p)
 {
@@ -116,16 +113,11 @@ static float block_c(dg_dtype t, const uint8_t *w, int64_t b, const dg_q8_row *x
     }
 }
 
-static float finish(const float a[8])
-{
-    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
-}
-
 static float qdot_from(dg_dtype t, const uint8_t *w, const dg_q8_row *x, float acc[8],
                        int64_t b0)
 {
     for (int64_t b = b0; b < x->nb; b++) acc[b & 7] += block_c(t, w, b, x);
-    return finish(acc);
+    return dg_qdot_finish(acc);
 }
 
 float dg_qdot_scalar(dg_dtype t, const uint8_t *w, const dg_q8_row *x)
@@ -137,39 +129,13 @@ float dg_qdot_scalar(dg_dtype t, const uint8_t *w, const dg_q8_row *x)
 /* ---- AVX2 / AVX-512 VNNI: eight blocks at a time -------------------------- */
 
 #ifdef DG_QDOT_X86
-/* Eight int32 vectors -> one vector of their eight horizontal sums. */
-#define DG_HSUM8(p, out)                                                              \
-    do {                                                                              \
-        __m256i t0_ = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]),                \
-                                        _mm256_hadd_epi32(p[2], p[3]));               \
-        __m256i t1_ = _mm256_hadd_epi32(_mm256_hadd_epi32(p[4], p[5]),                \
-                                        _mm256_hadd_epi32(p[6], p[7]));               \
-        out = _mm256_add_epi32(_mm256_permute2x128_si256(t0_, t1_, 0x20),             \
-                               _mm256_permute2x128_si256(t0_, t1_, 0x31));            \
-    } while (0)
-
 /* The 8 f16 values at p, p + stride, ... as f32. */
 #define DG_F16X8(p, stride)                                                             \
     _mm256_cvtph_ps(_mm_setr_epi16(                                                     \
-        (short)ld_u16(p), (short)ld_u16(p + stride), (short)ld_u16(p + 2 * stride),     \
-        (short)ld_u16(p + 3 * stride), (short)ld_u16(p + 4 * stride),                   \
-        (short)ld_u16(p + 5 * stride), (short)ld_u16(p + 6 * stride),                   \
-        (short)ld_u16(p + 7 * stride)))
-
-static inline uint16_t ld_u16(const uint8_t *p)
-{
-    uint16_t v;
-    memcpy(&v, p, 2);
-    return v;
-}
-
-/* The 8 f16 values at p, p + stride, ... as f32; lanes >= nv are 0 (not read). */
-#define DG_F16XN(p, stride, nv, out)                                                      \
-    do {                                                                                  \
-        uint16_t h_[8] = {0};                                                             \
-        for (int i_ = 0; i_ < (nv); i_++) h_[i_] = ld_u16((p) + i_ * (stride));           \
-        out = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h_));                      \
-    } while (0)
+        (short)dg_ld_u16(p), (short)dg_ld_u16(p + stride),                              \
+        (short)dg_ld_u16(p + 2 * stride), (short)dg_ld_u16(p + 3 * stride),             \
+        (short)dg_ld_u16(p + 4 * stride), (short)dg_ld_u16(p + 5 * stride),             \
+        (short)dg_ld_u16(p + 6 * stride), (short)dg_ld_u16(p + 7 * stride)))
 
 /* Eight blocks g..g+7 of the row into acc (lane i: block g + i).
  * DOT(u, s) is the int32x8 of 4-byte group sums of unsigned u times signed s;
@@ -227,11 +193,12 @@ static inline uint16_t ld_u16(const uint8_t *p)
             h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4E));                              \
             h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xB1));                              \
             int32_t isum = _mm_cvtsi128_si32(h) - (t == DG_Q4_0 ? 8 * x->s[b] : 0);       \
-            float c = (_cvtsh_ss(ld_u16(bi)) * x->d[b]) * (float)isum;                    \
-            if (t == DG_Q4_1) c = c + (_cvtsh_ss(ld_u16(bi + 2)) * x->d[b]) * (float)x->s[b]; \
+            float c = (_cvtsh_ss(dg_ld_u16(bi)) * x->d[b]) * (float)isum;                 \
+            if (t == DG_Q4_1)                                                             \
+                c = c + (_cvtsh_ss(dg_ld_u16(bi + 2)) * x->d[b]) * (float)x->s[b];        \
             a[b & 7] += c;                                                                \
         }                                                                                 \
-        return finish(a);                                                                 \
+        return dg_qdot_finish(a);                                                         \
     }
 
 /* The K-quants, one 256-element super-block (8 blocks of 32, lanes j = b mod 8)
@@ -314,18 +281,15 @@ static inline uint16_t ld_u16(const uint8_t *p)
         return qdot_from(t, w, x, a, g);                                                  \
     }
 
-#define DG_DOT_AVX2(u, s) _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1))
-#define DG_DOT_VNNI(u, s) _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s)
-
-DG_QDOT_SIMD(qdot_avx2, "avx2,f16c", DG_DOT_AVX2)
-DG_QDOT_SIMD(qdot_vnni, "avx2,f16c,avx512f,avx512vl,avx512vnni", DG_DOT_VNNI)
-DG_QDOTK_SIMD(qdotk_avx2, "avx2,f16c", DG_DOT_AVX2)
-DG_QDOTK_SIMD(qdotk_vnni, "avx2,f16c,avx512f,avx512vl,avx512vnni", DG_DOT_VNNI)
+DG_QDOT_SIMD(qdot_avx2, DG_TARGET_AVX2, DG_DOT_AVX2)
+DG_QDOT_SIMD(qdot_vnni, DG_TARGET_VNNI, DG_DOT_VNNI)
+DG_QDOTK_SIMD(qdotk_avx2, DG_TARGET_AVX2, DG_DOT_AVX2)
+DG_QDOTK_SIMD(qdotk_vnni, DG_TARGET_VNNI, DG_DOT_VNNI)
 #endif
 
 /* ---- choice ----------------------------------------------------------------- */
 
-enum { K_SCALAR, K_AVX2, K_VNNI };
+enum { K_SCALAR = DG_QK_SCALAR, K_AVX2 = DG_QK_AVX2, K_VNNI = DG_QK_VNNI };
 static int g_kernel = K_SCALAR;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
@@ -362,6 +326,12 @@ const char *dg_qdot_kernel(void)
     return g_kernel == K_VNNI ? "avx512vnni" : g_kernel == K_AVX2 ? "avx2" : "scalar";
 }
 
+int dg_qdot_level(void)
+{
+    pthread_once(&g_once, choose);
+    return g_kernel;
+}
+
 float dg_qdot(dg_dtype t, const uint8_t *w, const dg_q8_row *x)
 {
     pthread_once(&g_once, choose);
@@ -391,7 +361,7 @@ static float hdot_from(dg_dtype t, const uint8_t *w, const float *x, int64_t K, 
                        int64_t i0)
 {
     for (int64_t i = i0; i < K; i++) acc[i & 7] += widen(t, w, i) * x[i];
-    return finish(acc);
+    return dg_qdot_finish(acc);
 }
 
 float dg_hdot_scalar(dg_dtype t, const uint8_t *w, const float *x, int64_t K)

@@ -64,6 +64,15 @@ const char *dg_qdot_kernel(void);
 float dg_qdot(dg_dtype t, const uint8_t *w, const dg_q8_row *x);
 float dg_qdot_scalar(dg_dtype t, const uint8_t *w, const dg_q8_row *x);
 
+/* Many x rows against one weight row (prefill, batched decode):
+ * y[m * ldy] = dg_qdot(t, w, &x[m]) for m in [0, M), bitwise, the weight
+ * row's blocks unpacked once (bytes and f32 scales, qdot_rows.c) into
+ * scratch and reused for every x row. All x rows have x[0].nb blocks;
+ * scratch: dg_qdot_rows_scratch(nb) bytes, caller-owned, any alignment. */
+size_t dg_qdot_rows_scratch(int64_t nb);
+void dg_qdot_rows(dg_dtype t, const uint8_t *w, const dg_q8_row *x, int64_t M, float *y,
+                  int64_t ldy, void *scratch);
+
 /* F16 / BF16 weight row w[K] dotted with the f32 row x[K]:
  * acc[i mod 8] += w_i * x_i, then the same final sum (weight.h). */
 float dg_hdot(dg_dtype t, const uint8_t *w, const float *x, int64_t K);

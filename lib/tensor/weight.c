@@ -30,11 +30,18 @@ void dg_weight_get_row(const dg_weight *w, int64_t r, float *out)
 }
 
 /* y rows [0, M) for weight rows [n0, n1), x rows already quantized in xr
- * (quantized dtypes) or given as f32 (F16/BF16). */
+ * (quantized dtypes) or given as f32 (F16/BF16). With scratch (quantized,
+ * M > 1) each weight row is unpacked once for all M rows (dg_qdot_rows);
+ * either way y[m, n] is dg_qdot's value for the pair. */
 static void dot_tile(const dg_weight *w, int64_t M, const dg_q8_row *xr, const float *x,
-                     int64_t ldx, float *y, int64_t ldy, int64_t n0, int64_t n1)
+                     int64_t ldx, float *y, int64_t ldy, int64_t n0, int64_t n1, void *scratch)
 {
     int quant = dg_dtype_is_quantized(w->dtype);
+    if (quant && scratch) {
+        for (int64_t n = n0; n < n1; n++)
+            dg_qdot_rows(w->dtype, dg_weight_row_data(w, n), xr, M, y + n, ldy, scratch);
+        return;
+    }
     for (int64_t m = 0; m < M; m++)
         for (int64_t n = n0; n < n1; n++) {
             const uint8_t *wr = dg_weight_row_data(w, n);
@@ -64,14 +71,20 @@ static void matmul_rows(const dg_weight *const *ws, int nw, int64_t M, const flo
         N += ws[i]->rows;
     }
     int par = nt > 1 && M * N * K >= (1 << 16);
+    /* One unpacked-row scratch per thread when rows share weight rows (on
+     * failure the row-at-a-time kernel: the same numbers). */
+    size_t sb = dg_qdot_rows_scratch(nb);
+    uint8_t *scratch = quant && M > 1 ? malloc(sb * (size_t)(par ? nt : 1)) : NULL;
 #pragma omp parallel for schedule(static) num_threads(nt) if (par)
     for (int64_t t = 0; t < n_tiles; t++) {
         int i = 0;
         int64_t tt = t, wt;
         while (tt >= (wt = (ws[i]->rows + N_TILE - 1) / N_TILE)) tt -= wt, i++;
         int64_t n0 = tt * N_TILE, n1 = n0 + N_TILE < ws[i]->rows ? n0 + N_TILE : ws[i]->rows;
-        dot_tile(ws[i], M, xr, x, ldx, ys[i], ldys[i], n0, n1);
+        void *sc = scratch ? scratch + sb * (size_t)(par ? omp_get_thread_num() : 0) : NULL;
+        dot_tile(ws[i], M, xr, x, ldx, ys[i], ldys[i], n0, n1, sc);
     }
+    free(scratch);
 }
 
 void dg_weight_matmul_multi(const dg_weight *const *ws, int nw, int64_t M, const float *x,
