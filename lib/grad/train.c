@@ -108,7 +108,7 @@ static deg_status state_init(dg_train_state *r, const deg_model *m, const dg_tra
     b->att = palloc(p, T * QD);
     b->gate = palloc(p, T * F);
     b->tmp = palloc(p, T * E);
-    b->scores = palloc(p, (size_t)b->n_threads * b->max_ctx);
+    b->scores = palloc(p, (size_t)b->n_threads * dg_attention_scratch(m, b->max_ctx));
     r->x = palloc(p, T * E);
     /* Saved activations: per layer (full), or per-layer inputs + one
      * recompute set (checkpoint), or one reused set (forward only). */

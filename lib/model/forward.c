@@ -53,7 +53,7 @@ static deg_status arena_init(dg_arena *a, const deg_model *m, size_t P, size_t m
         P * F,              /* gate */
         P * F,              /* up */
         P * E,              /* tmp */
-        (size_t)nt * max_ctx, /* scores */
+        (size_t)nt * dg_attention_scratch(m, max_ctx), /* scores */
         LR * (size_t)hp->n_vocab, /* logits */
         LR * E,                   /* lhid */
         P * m->scratch_per_token, /* rbuf */

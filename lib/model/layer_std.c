@@ -43,26 +43,59 @@ static void lora_add(const dg_batch *b, int il, int t, const float *x, size_t ld
     }
 }
 
-/* Attention of one segment for query head h (kernel in ops.c). */
-static void attend_head(const dg_seg *s, int il, const float *q, float *out, float *stats,
-                        int h, int n_head, int n_head_kv, int D, float *scores)
+/* Attention tasks: per segment, per KV head, per chunk of at most
+ * DG_ATTN_MAX_GROUP of the query heads sharing it, per block of
+ * DG_ATTN_ROWS query rows (dg_attend_group, ops.h: each K/V tile read once
+ * per task, every (row, head) bitwise dg_attend_head's). */
+typedef struct attn_tasks {
+    int chunk_heads, n_chunks; /* query heads per chunk, chunks per KV head */
+    size_t per_block;          /* tasks per row block: n_head_kv * n_chunks */
+} attn_tasks;
+
+static attn_tasks attn_split(const dg_hparams *hp)
 {
-    size_t g = (size_t)(h / (n_head / n_head_kv)) * (size_t)D;
+    int G = hp->n_head / hp->n_head_kv;
+    attn_tasks at;
+    at.n_chunks = (G + DG_ATTN_MAX_GROUP - 1) / DG_ATTN_MAX_GROUP;
+    at.chunk_heads = (G + at.n_chunks - 1) / at.n_chunks;
+    at.per_block = (size_t)hp->n_head_kv * (size_t)at.n_chunks;
+    return at;
+}
+
+static void attend_task(const dg_seg *s, int il, const float *q, float *out, float *stats,
+                        const attn_tasks *at, size_t t, int n_head, int n_head_kv, int D,
+                        float *scratch)
+{
+    int G = n_head / n_head_kv;
+    size_t blk = t / at->per_block, rest = t % at->per_block;
+    int kvh = (int)(rest / (size_t)at->n_chunks), c = (int)(rest % (size_t)at->n_chunks);
+    int h0 = kvh * G + c * at->chunk_heads;
+    int gh = G - c * at->chunk_heads < at->chunk_heads ? G - c * at->chunk_heads : at->chunk_heads;
+    size_t i0 = blk * DG_ATTN_ROWS, nr = s->n - i0 < DG_ATTN_ROWS ? s->n - i0 : DG_ATTN_ROWS;
+    size_t g = (size_t)kvh * (size_t)D;
     size_t kvrow = (size_t)n_head_kv * D, qrow = (size_t)n_head * D;
-    size_t off = s->t0 * qrow + (size_t)h * D;
+    size_t off = (s->t0 + i0) * qrow + (size_t)h0 * D;
     const float *kp = s->pk ? s->pk[il] : NULL, *vp = s->pv ? s->pv[il] : NULL;
     const float *ko = s->ok[il] + s->own_base * kvrow, *vo = s->ov[il] + s->own_base * kvrow;
-    dg_attend_head(out + off, qrow,
-                   stats ? stats + (s->t0 * (size_t)n_head + (size_t)h) * 2 : NULL,
-                   2 * (size_t)n_head, q + off, qrow, kp ? kp + g : NULL, vp ? vp + g : NULL,
-                   s->prefix_len, ko + g, vo + g, s->own_len0, s->n, kvrow, D, scores);
+    dg_attend_group(out + off, qrow,
+                    stats ? stats + ((s->t0 + i0) * (size_t)n_head + (size_t)h0) * 2 : NULL,
+                    2 * (size_t)n_head, q + off, qrow, kp ? kp + g : NULL, vp ? vp + g : NULL,
+                    s->prefix_len, ko + g, vo + g, s->own_len0 + i0, nr, kvrow, D, gh, scratch);
+}
+
+size_t dg_attention_scratch(const deg_model *m, size_t max_ctx)
+{
+    return dg_attend_group_scratch(max_ctx, m->hp.head_dim, attn_split(&m->hp).chunk_heads);
 }
 
 void dg_attention_segs(const deg_model *m, int il, dg_batch *b, const float *q, float *stats)
 {
     const dg_hparams *hp = &m->hp;
     size_t D = (size_t)hp->head_dim;
-    long n_tasks = (long)(b->n_segs * (size_t)hp->n_head);
+    attn_tasks at = attn_split(hp);
+    size_t n_tasks = 0;
+    for (size_t si = 0; si < b->n_segs; si++)
+        n_tasks += (b->segs[si].n + DG_ATTN_ROWS - 1) / DG_ATTN_ROWS * at.per_block;
     /* Threads only when there is enough work to pay for a parallel region
      * (a decode step of one short row is cheaper serial); each task's
      * arithmetic is the same either way. */
@@ -71,12 +104,15 @@ void dg_attention_segs(const deg_model *m, int il, dg_batch *b, const float *q, 
         work += b->segs[si].n * (b->segs[si].prefix_len + b->segs[si].own_len0 + b->segs[si].n);
     work *= (size_t)hp->n_head * D;
     int par = work >= 65536 && b->n_threads > 1;
+    size_t per_thread = dg_attention_scratch(m, b->max_ctx);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(b->n_threads) if (par)
-    for (long t = 0; t < n_tasks; t++) {
-        const dg_seg *s = &b->segs[t / hp->n_head];
-        float *scores = b->scores + (size_t)omp_get_thread_num() * b->max_ctx;
-        attend_head(s, il, q, b->att, stats, (int)(t % hp->n_head), hp->n_head, hp->n_head_kv,
-                    (int)D, scores);
+    for (size_t t = 0; t < n_tasks; t++) {
+        size_t si = 0, tt = t, nt;
+        while (tt >= (nt = (b->segs[si].n + DG_ATTN_ROWS - 1) / DG_ATTN_ROWS * at.per_block))
+            tt -= nt, si++;
+        float *scratch = b->scores + (size_t)omp_get_thread_num() * per_thread;
+        attend_task(&b->segs[si], il, q, b->att, stats, &at, tt, hp->n_head, hp->n_head_kv,
+                    (int)D, scratch);
     }
 }
 

@@ -5,6 +5,7 @@
  * them. */
 
 #include <math.h>
+#include <string.h>
 
 /* x, out: [n, dim]; w: [dim] */
 DG_HOT static void dg_rmsnorm_impl(float *out, const float *x, const float *w, size_t n, size_t dim, float eps)
@@ -124,6 +125,18 @@ static void pv_rows_any(float *acc, const float *p, const float *v, size_t strid
     for (size_t j = 0; j < n; j++) dg_axpy(acc, p[j], v + j * stride, (size_t)D);
 }
 
+/* sc[j] = expf(sc[j] - mx) for j < n; returns their sum, added in j order. */
+static inline __attribute__((always_inline)) float exp_rows(float *sc, size_t n, float mx)
+{
+    float sum = 0.0f;
+    for (size_t j = 0; j < n; j++) {
+        float e = expf(sc[j] - mx);
+        sc[j] = e;
+        sum += e;
+    }
+    return sum;
+}
+
 /* dg_attend_head for a given D; always_inline and called with constants for
  * the common head sizes so the accumulators live in registers. */
 static inline __attribute__((always_inline)) void attend_d(
@@ -141,12 +154,7 @@ static inline __attribute__((always_inline)) void attend_d(
         if (Lp) mx = qk_rows(qi, kp, kv_stride, Lp, D, scale, scores);
         float mo = qk_rows(qi, ko, kv_stride, Lo, D, scale, scores + Lp);
         if (mo > mx) mx = mo;
-        float sum = 0.0f;
-        for (size_t j = 0; j < Lp + Lo; j++) {
-            float e = expf(scores[j] - mx);
-            scores[j] = e;
-            sum += e;
-        }
+        float sum = exp_rows(scores, Lp + Lo, mx);
         float inv = 1.0f / sum;
         float *oi = out + i * out_stride;
         if (D % 8 == 0) {
@@ -189,6 +197,118 @@ DG_HOT static void dg_attend_head_impl(float *out, size_t out_stride, float *sta
     }
 }
 
+/* dg_attend_group for a given D (see ops.h): DG_ATTN_ROWS query rows x
+ * G heads ("pairs") per block; each K/V tile of DG_ATTN_TILE rows is read
+ * once for all pairs of the block. Per pair the operations are attend_d's:
+ * qk_rows over the keys in order (a key's score does not depend on the tile
+ * it falls in; the running max keeps the first of equal maxima, as one scan
+ * does), exp_rows over the whole row, then p_j v_j added in j order (the
+ * accumulator carried from tile to tile). */
+static inline __attribute__((always_inline)) void attend_group_d(
+    float *out, size_t out_stride, float *stats, size_t stats_stride, const float *q,
+    size_t q_stride, const float *kp, const float *vp, size_t Lp, const float *ko,
+    const float *vo, size_t L0, size_t n, size_t kv_stride, int D, int G, float *scratch)
+{
+    enum { R = DG_ATTN_ROWS, T = DG_ATTN_TILE, GM = DG_ATTN_MAX_GROUP };
+    float scale = 1.0f / sqrtf((float)D);
+    size_t Lmax = Lp + L0 + n, Dp = ((size_t)D + 7) & ~(size_t)7;
+    float *accs = scratch + (size_t)R * G * Lmax; /* [R * G, Dp] */
+    dg_v8 accv[DG_ATTN_MAX_HEAD_DIM / 8];
+    float *acc = (float *)accv;
+    for (size_t i0 = 0; i0 < n; i0 += R) {
+        int nr = n - i0 < (size_t)R ? (int)(n - i0) : R, np = nr * G;
+        float mx[R * GM];
+        size_t len[R * GM]; /* own keys of the pair's row */
+        for (int p = 0; p < np; p++) mx[p] = -INFINITY, len[p] = L0 + i0 + (size_t)(p / G) + 1;
+#define DG_PAIR_Q(p) (q + (i0 + (size_t)((p) / G)) * q_stride + (size_t)((p) % G) * (size_t)D)
+#define DG_PAIR_SC(p) (scratch + (size_t)(p) * Lmax)
+        /* scores: prefix keys, then own keys (rows of the block end at different keys) */
+        for (size_t j0 = 0; j0 < Lp; j0 += T) {
+            size_t c = Lp - j0 < T ? Lp - j0 : T;
+            for (int p = 0; p < np; p++) {
+                float m = qk_rows(DG_PAIR_Q(p), kp + j0 * kv_stride, kv_stride, c, D, scale,
+                                  DG_PAIR_SC(p) + j0);
+                if (m > mx[p]) mx[p] = m;
+            }
+        }
+        size_t own_end = L0 + i0 + (size_t)nr; /* the block's last row's own keys */
+        for (size_t j0 = 0; j0 < own_end; j0 += T)
+            for (int p = 0; p < np; p++) {
+                if (len[p] <= j0) continue;
+                size_t c = len[p] - j0 < T ? len[p] - j0 : T;
+                float m = qk_rows(DG_PAIR_Q(p), ko + j0 * kv_stride, kv_stride, c, D, scale,
+                                  DG_PAIR_SC(p) + Lp + j0);
+                if (m > mx[p]) mx[p] = m;
+            }
+        float sum[R * GM];
+        for (int p = 0; p < np; p++) {
+            sum[p] = exp_rows(DG_PAIR_SC(p), Lp + len[p], mx[p]);
+            memset(accs + (size_t)p * Dp, 0, sizeof(float) * Dp);
+        }
+        /* p_j v_j: the pair's accumulator in registers for one tile */
+        for (int part = 0; part < 2; part++) {
+            const float *v = part ? vo : vp;
+            size_t off = part ? Lp : 0, jend = part ? own_end : Lp;
+            for (size_t j0 = 0; j0 < jend; j0 += T)
+                for (int p = 0; p < np; p++) {
+                    size_t lim = part ? len[p] : Lp;
+                    if (lim <= j0) continue;
+                    size_t c = lim - j0 < T ? lim - j0 : T;
+                    float *ap = accs + (size_t)p * Dp;
+                    const float *pp = DG_PAIR_SC(p) + off + j0;
+                    if (D % 8 == 0) {
+                        for (int d = 0; d < D / 8; d++) accv[d] = dg_ld8(ap + 8 * d);
+                        pv_rows(accv, pp, v + j0 * kv_stride, kv_stride, c, D);
+                        for (int d = 0; d < D / 8; d++) dg_st8(ap + 8 * d, accv[d]);
+                    } else {
+                        pv_rows_any(ap, pp, v + j0 * kv_stride, kv_stride, c, D);
+                    }
+                }
+        }
+        for (int p = 0; p < np; p++) {
+            size_t i = i0 + (size_t)(p / G);
+            int g = p % G;
+            float inv = 1.0f / sum[p];
+            float *oi = out + i * out_stride + (size_t)g * D;
+            const float *ap = accs + (size_t)p * Dp;
+            if (D % 8 == 0) {
+                for (int d = 0; d < D / 8; d++) dg_st8(oi + 8 * d, dg_ld8(ap + 8 * d) * inv);
+            } else {
+                for (int d = 0; d < D; d++) acc[d] = ap[d];
+                for (int d = 0; d < D; d++) oi[d] = acc[d] * inv;
+            }
+            if (stats) {
+                stats[i * stats_stride + 2 * (size_t)g] = mx[p];
+                stats[i * stats_stride + 2 * (size_t)g + 1] = sum[p];
+            }
+        }
+#undef DG_PAIR_Q
+#undef DG_PAIR_SC
+    }
+}
+
+DG_HOT static void dg_attend_group_impl(float *out, size_t out_stride, float *stats,
+                                        size_t stats_stride, const float *q, size_t q_stride,
+                                        const float *kp, const float *vp, size_t Lp,
+                                        const float *ko, const float *vo, size_t L0, size_t n,
+                                        size_t kv_stride, int D, int G, float *scratch)
+{
+    switch (D) {
+    case 64:
+        attend_group_d(out, out_stride, stats, stats_stride, q, q_stride, kp, vp, Lp, ko, vo,
+                       L0, n, kv_stride, 64, G, scratch);
+        break;
+    case 128:
+        attend_group_d(out, out_stride, stats, stats_stride, q, q_stride, kp, vp, Lp, ko, vo,
+                       L0, n, kv_stride, 128, G, scratch);
+        break;
+    default:
+        attend_group_d(out, out_stride, stats, stats_stride, q, q_stride, kp, vp, Lp, ko, vo,
+                       L0, n, kv_stride, D, G, scratch);
+        break;
+    }
+}
+
 DG_HOT static float dg_attn_scores_impl(float *sc, const float *q, const float *k,
                                         size_t kv_stride, size_t n, int D, float scale)
 {
@@ -223,6 +343,20 @@ void dg_attend_head(float *out, size_t out_stride, float *stats, size_t stats_st
 {
     dg_attend_head_impl(out, out_stride, stats, stats_stride, q, q_stride, kp, vp, Lp, ko, vo,
                         L0, n, kv_stride, D, scores);
+}
+
+size_t dg_attend_group_scratch(size_t max_ctx, int D, int G)
+{
+    return (size_t)DG_ATTN_ROWS * (size_t)G * (max_ctx + (((size_t)D + 7) & ~(size_t)7));
+}
+
+void dg_attend_group(float *out, size_t out_stride, float *stats, size_t stats_stride,
+                     const float *q, size_t q_stride, const float *kp, const float *vp,
+                     size_t Lp, const float *ko, const float *vo, size_t L0, size_t n,
+                     size_t kv_stride, int D, int G, float *scratch)
+{
+    dg_attend_group_impl(out, out_stride, stats, stats_stride, q, q_stride, kp, vp, Lp, ko, vo,
+                         L0, n, kv_stride, D, G, scratch);
 }
 
 float dg_attn_scores(float *sc, const float *q, const float *k, size_t kv_stride, size_t n,

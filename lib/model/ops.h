@@ -87,6 +87,27 @@ void dg_attend_head(float *out, size_t out_stride, float *stats, size_t stats_st
                     size_t Lp, const float *ko, const float *vo, size_t L0, size_t n,
                     size_t kv_stride, int D, float *scores);
 
+/* dg_attend_head for the G (1..DG_ATTN_MAX_GROUP) query heads that share one
+ * KV head (GQA), with the K/V rows read in tiles of DG_ATTN_TILE, each tile
+ * once per block of DG_ATTN_ROWS query rows x G heads (dg_attend_head reads
+ * every K/V row once per (row, head)): head g of query row i at
+ * q + i*q_stride + g*D, its output at out + i*out_stride + g*D, its stats
+ * at stats + i*stats_stride + 2g; the other arguments as dg_attend_head's.
+ * Bitwise dg_attend_head's results per (row, head): the same scores, max,
+ * exp and sum, and p_j v_j in j order (tests/c/test_attention.c). Memory:
+ * scratch of dg_attend_group_scratch(Lp + L0 + n, D, G) floats (the scores
+ * of one block, DG_ATTN_ROWS * G rows of the context, and their
+ * accumulators): linear in the context per block of rows; time
+ * O(n * (Lp + L0 + n) * D * G), as per head. */
+#define DG_ATTN_ROWS 4
+#define DG_ATTN_TILE 64
+#define DG_ATTN_MAX_GROUP 8
+size_t dg_attend_group_scratch(size_t max_ctx, int D, int G);
+void dg_attend_group(float *out, size_t out_stride, float *stats, size_t stats_stride,
+                     const float *q, size_t q_stride, const float *kp, const float *vp,
+                     size_t Lp, const float *ko, const float *vo, size_t L0, size_t n,
+                     size_t kv_stride, int D, int G, float *scratch);
+
 /* The scores of dg_attend_head for one query row against n key rows:
  * sc[j] = (q . k_j) * scale, k_j = k + j*kv_stride. Returns max_j sc[j]
  * (-inf if n == 0). */
