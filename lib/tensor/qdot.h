@@ -48,10 +48,23 @@ typedef struct dg_q8_row {
     float *d;
     int32_t *s;     /* per block: the integer sum of its 32 q */
     int64_t nb;
+    /* Optional, for dg_qdot_rows (filled by dg_q8_interleave; NULL: unused).
+     * qt [dg_q8_groups(nb) * 32]: per group of 8 blocks, 8 vectors of 32
+     * bytes, vector k's 4-byte lane l = q[32 (g + l) + 4k ..] (zeros past
+     * nb); hs [2 * dg_q8_groups(nb)]: the sums of each block's first 16 q,
+     * then of its last 16. */
+    int8_t *qt;
+    int32_t *hs;
 } dg_q8_row;
 
-/* Quantize x[K] (K = 32 * r->nb) into r. */
+/* nb rounded up to whole groups of 8 blocks. */
+static inline int64_t dg_q8_groups(int64_t nb) { return (nb + 7) & ~(int64_t)7; }
+
+/* Quantize x[K] (K = 32 * r->nb) into r (q, d, s). */
 void dg_q8_quantize(const float *x, const dg_q8_row *r);
+
+/* Fill r->qt and r->hs from r->q (after dg_q8_quantize). */
+void dg_q8_interleave(const dg_q8_row *r);
 
 /* Kernel sets, chosen once from the CPU (or DEG_QKERNEL=scalar|avx2|vnni,
  * capped at what the CPU has). Static name: "scalar", "avx2", "avx512vnni". */
@@ -67,7 +80,8 @@ float dg_qdot_scalar(dg_dtype t, const uint8_t *w, const dg_q8_row *x);
 /* Many x rows against one weight row (prefill, batched decode):
  * y[m * ldy] = dg_qdot(t, w, &x[m]) for m in [0, M), bitwise, the weight
  * row's blocks unpacked once (bytes and f32 scales, qdot_rows.c) into
- * scratch and reused for every x row. All x rows have x[0].nb blocks;
+ * scratch and reused for every x row. All x rows have x[0].nb blocks and
+ * qt/hs filled (dg_q8_interleave; with x[0].qt NULL: dg_qdot per pair);
  * scratch: dg_qdot_rows_scratch(nb) bytes, caller-owned, any alignment. */
 size_t dg_qdot_rows_scratch(int64_t nb);
 void dg_qdot_rows(dg_dtype t, const uint8_t *w, const dg_q8_row *x, int64_t M, float *y,

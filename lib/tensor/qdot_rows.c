@@ -12,35 +12,33 @@
 #include "tensor/qdot.h"
 #include "tensor/qdot_simd.h"
 
-/* The unpacked row in the scratch, nb8 = nb rounded up to 8 blocks:
- *   u[nb8 * 32]  block b's 32 weights as bytes in element order: the 4-bit
- *                values (Q4_0, Q4_1, Q4_K; 0..15), Q6_K's 6-bit values
- *                (0..63), Q8_0's int8 (AVX2) or int8 + 128 (VNNI);
+/* The unpacked row in the scratch, nb8 = dg_q8_groups(nb):
+ *   u[nb8 * 32]  the weights as bytes in element order: the 4-bit values
+ *                (Q4_0, Q4_1, Q4_K; 0..15), Q6_K's 6-bit values (0..63),
+ *                Q8_0's int8 (AVX2) or int8 + 128 (VNNI); interleaved like
+ *                dg_q8_row.qt (per group of 8 blocks, vector k's lane l holds
+ *                bytes 4k..4k+3 of block l), so one 32-byte integer dot of
+ *                vector k with x's vector k adds 4 products to each of the 8
+ *                blocks' lanes, and 8 of them give the 8 block sums at once;
  *   f0[nb8]      block b's f32 scale (Q4_K, Q6_K: the super-block's d);
  *   f1[nb8]      Q4_1: the block's min m; Q4_K: the super-block's dmin;
- *   i0, i1[nb8]  Q4_K: the block's 6-bit scale and min;
- *   s2[nb8 * 8]  Q6_K: the block's two int8 scales, four lanes each.
+ *   i0, i1[nb8]  Q4_K: the block's 6-bit scale and min; Q6_K: the int8
+ *                scales of its elements 0..15 and 16..31.
  * Lanes of the last group past nb are zero scales (never summed). */
 typedef struct prep {
     uint8_t *u;
     float *f0, *f1;
-    int32_t *i0, *i1, *s2;
+    int32_t *i0, *i1;
 } prep;
 
-static int64_t round8(int64_t nb) { return (nb + 7) & ~(int64_t)7; }
-
-size_t dg_qdot_rows_scratch(int64_t nb)
-{
-    return (size_t)round8(nb) * (32 + 4 * 4 + 32) + 64;
-}
+size_t dg_qdot_rows_scratch(int64_t nb) { return (size_t)dg_q8_groups(nb) * (32 + 4 * 4) + 64; }
 
 static prep prep_at(void *scratch, int64_t nb)
 {
-    size_t n = (size_t)round8(nb);
+    size_t n = (size_t)dg_q8_groups(nb);
     uint8_t *p = (uint8_t *)(((uintptr_t)scratch + 31) & ~(uintptr_t)31);
     prep r;
     r.u = p, p += 32 * n;
-    r.s2 = (int32_t *)p, p += 32 * n;
     r.f0 = (float *)p, p += 4 * n;
     r.f1 = (float *)p, p += 4 * n;
     r.i0 = (int32_t *)p, p += 4 * n;
@@ -48,8 +46,45 @@ static prep prep_at(void *scratch, int64_t nb)
     return r;
 }
 
+void dg_q8_interleave(const dg_q8_row *r)
+{
+    int64_t nb = r->nb, n8 = dg_q8_groups(nb);
+    for (int64_t g = 0; g < n8; g += 8)
+        for (int k = 0; k < 8; k++)
+            for (int l = 0; l < 8; l++) {
+                int8_t *dst = r->qt + 32 * (g + k) + 4 * l;
+                if (g + l < nb) memcpy(dst, r->q + 32 * (g + l) + 4 * k, 4);
+                else memset(dst, 0, 4);
+            }
+    for (int64_t b = 0; b < n8; b++) {
+        int32_t h0 = 0, h1 = 0;
+        for (int i = 0; b < nb && i < 16; i++) h0 += r->q[32 * b + i], h1 += r->q[32 * b + 16 + i];
+        r->hs[b] = h0, r->hs[n8 + b] = h1;
+    }
+}
+
 #ifdef DG_QDOT_X86
 /* ---- unpacking one weight row ------------------------------------------- */
+
+/* v[l] = block l's 32 bytes as 8 int32 units -> v[k] lane l = old v[l] unit k. */
+__attribute__((target(DG_TARGET_AVX2))) static inline void transpose8(__m256i v[8])
+{
+    __m256i t[8], w[8];
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm256_unpacklo_epi32(v[2 * i], v[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_epi32(v[2 * i], v[2 * i + 1]);
+    }
+    for (int i = 0; i < 2; i++) {
+        w[4 * i] = _mm256_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+        w[4 * i + 1] = _mm256_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+        w[4 * i + 2] = _mm256_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+        w[4 * i + 3] = _mm256_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+    }
+    for (int k = 0; k < 4; k++) {
+        v[k] = _mm256_permute2x128_si256(w[k], w[4 + k], 0x20);
+        v[4 + k] = _mm256_permute2x128_si256(w[k], w[4 + k], 0x31);
+    }
+}
 
 /* Q8_0, Q4_0, Q4_1: 32-element blocks. The f16 scales widen exactly
  * (F16C), the values the one-row kernels read. */
@@ -59,21 +94,30 @@ __attribute__((target(DG_TARGET_AVX2))) static void prep_q32(dg_dtype t, const u
     const __m128i m4 = _mm_set1_epi8(15);
     size_t bb = t == DG_Q8_0 ? 34 : t == DG_Q4_0 ? 18 : 20;
     int qoff = t == DG_Q4_1 ? 4 : 2;
-    for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *blk = w + (size_t)b * bb;
-        __m256i v;
-        if (t == DG_Q8_0) {
-            v = _mm256_loadu_si256((const __m256i *)(blk + 2));
-            if (vnni) v = _mm256_xor_si256(v, _mm256_set1_epi8((char)0x80));
-        } else {
-            __m128i qs = _mm_loadu_si128((const __m128i *)(blk + qoff));
-            v = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(qs, 4), m4), _mm_and_si128(qs, m4));
+    for (int64_t g = 0; g < nb; g += 8) {
+        __m256i v[8];
+        for (int l = 0; l < 8; l++) {
+            int64_t b = g + l;
+            if (b >= nb) {
+                v[l] = _mm256_setzero_si256();
+                p->f0[b] = p->f1[b] = 0.0f;
+                continue;
+            }
+            const uint8_t *blk = w + (size_t)b * bb;
+            if (t == DG_Q8_0) {
+                v[l] = _mm256_loadu_si256((const __m256i *)(blk + 2));
+                if (vnni) v[l] = _mm256_xor_si256(v[l], _mm256_set1_epi8((char)0x80));
+            } else {
+                __m128i qs = _mm_loadu_si128((const __m128i *)(blk + qoff));
+                v[l] = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(qs, 4), m4),
+                                        _mm_and_si128(qs, m4));
+            }
+            p->f0[b] = _cvtsh_ss(dg_ld_u16(blk));
+            p->f1[b] = t == DG_Q4_1 ? _cvtsh_ss(dg_ld_u16(blk + 2)) : 0.0f;
         }
-        _mm256_store_si256((__m256i *)(p->u + 32 * b), v);
-        p->f0[b] = _cvtsh_ss(dg_ld_u16(blk));
-        p->f1[b] = t == DG_Q4_1 ? _cvtsh_ss(dg_ld_u16(blk + 2)) : 0.0f;
+        transpose8(v);
+        for (int k = 0; k < 8; k++) _mm256_store_si256((__m256i *)(p->u + 32 * (g + k)), v[k]);
     }
-    for (int64_t b = nb; b < round8(nb); b++) p->f0[b] = p->f1[b] = 0.0f;
 }
 
 /* Q4_K, Q6_K: 256-element super-blocks, 8 blocks each (qdot.c's layouts). */
@@ -82,13 +126,13 @@ __attribute__((target(DG_TARGET_AVX2))) static void prep_k(dg_dtype t, const uin
 {
     const __m256i m4 = _mm256_set1_epi8(15), m3 = _mm256_set1_epi8(3);
     for (int64_t g = 0; g < nb; g += 8) {
-        __m256i *u = (__m256i *)(p->u + 32 * g);
+        __m256i v[8];
         if (t == DG_Q4_K) {
             const uint8_t *blk = w + (size_t)(g / 8) * 144;
             for (int i = 0; i < 4; i++) {
-                __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * i));
-                _mm256_store_si256(u + 2 * i, _mm256_and_si256(v, m4));
-                _mm256_store_si256(u + 2 * i + 1, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
+                __m256i q = _mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * i));
+                v[2 * i] = _mm256_and_si256(q, m4);
+                v[2 * i + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
             }
             float d = _cvtsh_ss(dg_ld_u16(blk)), dmin = _cvtsh_ss(dg_ld_u16(blk + 2));
             for (int j = 0; j < 8; j++) {
@@ -109,64 +153,55 @@ __attribute__((target(DG_TARGET_AVX2))) static void prep_k(dg_dtype t, const uin
                     __m256i lb = k & 1 ? l1 : l0;
                     __m256i lo = _mm256_and_si256(k < 2 ? lb : _mm256_srli_epi16(lb, 4), m4);
                     __m256i hi = _mm256_and_si256(_mm256_srl_epi16(h, _mm_cvtsi32_si128(2 * k)), m3);
-                    _mm256_store_si256(u + 4 * n + k, _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4)));
-                    int32_t *s2 = p->s2 + 8 * (g + 4 * n + k);
-                    for (int l = 0; l < 4; l++)
-                        s2[l] = scs[8 * n + 2 * k], s2[4 + l] = scs[8 * n + 2 * k + 1];
+                    v[4 * n + k] = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
+                    p->i0[g + 4 * n + k] = scs[8 * n + 2 * k];
+                    p->i1[g + 4 * n + k] = scs[8 * n + 2 * k + 1];
                 }
             }
-            for (int j = 0; j < 8; j++) p->f0[g + j] = d;
+            for (int j = 0; j < 8; j++) p->f0[g + j] = d, p->f1[g + j] = 0.0f;
         }
+        transpose8(v);
+        for (int k = 0; k < 8; k++) _mm256_store_si256((__m256i *)(p->u + 32 * (g + k)), v[k]);
     }
 }
 
 /* ---- the pair kernels ----------------------------------------------------- */
 
 /* One function per (instruction set, format): every x row m against the
- * unpacked row, eight blocks per step with block b in lane b mod 8. BDOT(b)
- * is block b's int32x8 of partial sums (xq: the row's bytes), GROUP(is)
- * turns the eight blocks' integer sums into their f32 contributions c
- * (dx, xs: the x row's scales and block sums; f0v..i1v: the weight's) with
- * exactly the one-row kernels' operations, so acc[b mod 8] += c_b matches
- * them lane for lane. The last nb mod 8 blocks run as a group whose lanes
- * past nb are zero integer sums, masked out of the accumulator. */
-#define DG_QROWS(NAME, TARGET, BDOT, GROUP)                                                \
+ * unpacked row, eight blocks per step with block b in lane b mod 8. ISUM
+ * sets is (and for Q6_K ib: the second half's) to the eight blocks' integer
+ * dot sums (xv: the row's interleaved bytes of the group), GROUP(is) turns
+ * them into their f32 contributions c (dx, xs: the x row's scales and block
+ * sums; f0v..i1v: the weight's) with exactly the one-row kernels'
+ * operations, so acc[b mod 8] += c_b matches them lane for lane. The last
+ * group's lanes past nb (zero bytes, zero scales) are masked out of the
+ * accumulator. */
+#define DG_QROWS(NAME, TARGET, ISUM, GROUP)                                                \
     __attribute__((target(TARGET))) static void NAME(const prep *pw, const dg_q8_row *x,    \
                                                      int64_t M, float *y, int64_t ldy)     \
     {                                                                                      \
-        const __m256i k32 = _mm256_set1_epi8(32);                                          \
-        (void)k32;                                                                         \
-        int64_t nb = x[0].nb, nfull = nb & ~(int64_t)7;                                    \
-        int r = (int)(nb - nfull);                                                         \
-        __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(r),                            \
+        int64_t nb = x[0].nb, n8 = dg_q8_groups(nb);                                       \
+        __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(nb - (n8 - 8))),         \
                                           _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));      \
         for (int64_t m = 0; m < M; m++) {                                                  \
-            const int8_t *xq = x[m].q;                                                     \
             __m256 acc = _mm256_setzero_ps();                                              \
-            int64_t g = 0;                                                                 \
-            for (; g <= nb - 8; g += 8) {                                                  \
-                __m256i p[8], is;                                                          \
-                for (int i = 0; i < 8; i++) p[i] = BDOT(g + i);                            \
-                DG_HSUM8(p, is);                                                           \
-                __m256 dx = _mm256_loadu_ps(x[m].d + g);                                   \
-                __m256i xs = _mm256_loadu_si256((const __m256i *)(x[m].s + g));            \
+            for (int64_t g = 0; g < n8; g += 8) {                                          \
+                const __m256i *wv = (const __m256i *)(pw->u + 32 * g);                     \
+                const __m256i *xv = (const __m256i *)(x[m].qt + 32 * g);                   \
+                __m256i is, ib;                                                            \
+                ISUM;                                                                      \
+                (void)ib;                                                                  \
+                int last = g + 8 > nb;                                                     \
+                __m256 dx = last ? _mm256_maskload_ps(x[m].d + g, mask)                    \
+                                 : _mm256_loadu_ps(x[m].d + g);                            \
+                __m256i xs = last ? _mm256_maskload_epi32(x[m].s + g, mask)                \
+                                  : _mm256_loadu_si256((const __m256i *)(x[m].s + g));     \
                 __m256 f0v = _mm256_load_ps(pw->f0 + g), f1v = _mm256_load_ps(pw->f1 + g);  \
                 __m256i i0v = _mm256_load_si256((const __m256i *)(pw->i0 + g));            \
                 __m256i i1v = _mm256_load_si256((const __m256i *)(pw->i1 + g));            \
                 (void)f1v, (void)i0v, (void)i1v, (void)xs;                                 \
-                acc = _mm256_add_ps(acc, GROUP(is));                                       \
-            }                                                                              \
-            if (r) {                                                                       \
-                __m256i p[8], is;                                                          \
-                for (int i = 0; i < 8; i++) p[i] = i < r ? BDOT(g + i) : _mm256_setzero_si256(); \
-                DG_HSUM8(p, is);                                                           \
-                __m256 dx = _mm256_maskload_ps(x[m].d + g, mask);                          \
-                __m256i xs = _mm256_maskload_epi32(x[m].s + g, mask);                      \
-                __m256 f0v = _mm256_load_ps(pw->f0 + g), f1v = _mm256_load_ps(pw->f1 + g);  \
-                __m256i i0v = _mm256_setzero_si256(), i1v = i0v;                           \
-                (void)f1v, (void)i0v, (void)i1v, (void)xs;                                 \
                 __m256 sum = _mm256_add_ps(acc, GROUP(is));                                \
-                acc = _mm256_blendv_ps(acc, sum, _mm256_castsi256_ps(mask));               \
+                acc = last ? _mm256_blendv_ps(acc, sum, _mm256_castsi256_ps(mask)) : sum;  \
             }                                                                              \
             float a[8];                                                                    \
             _mm256_storeu_ps(a, acc);                                                      \
@@ -174,20 +209,51 @@ __attribute__((target(DG_TARGET_AVX2))) static void prep_k(dg_dtype t, const uin
         }                                                                                  \
     }
 
-#define U_AT(b) _mm256_load_si256((const __m256i *)(pw->u + 32 * (b)))
-#define X_AT(b) _mm256_loadu_si256((const __m256i *)(xq + 32 * (b)))
+/* Integer sums: two chains of four 32-byte dots (the exact int32 sums in
+ * any order). */
+#define ACC_AVX2(a, u, s) _mm256_add_epi32(a, DG_DOT_AVX2(u, s))
+#define ACC_VNNI(a, u, s) _mm256_dpbusd_epi32(a, u, s)
+#define IS_PLAIN(ACC)                                                                      \
+    do {                                                                                   \
+        __m256i e = _mm256_setzero_si256(), o = e;                                         \
+        for (int k = 0; k < 8; k += 2) {                                                   \
+            e = ACC(e, _mm256_load_si256(wv + k), _mm256_loadu_si256(xv + k));              \
+            o = ACC(o, _mm256_load_si256(wv + k + 1), _mm256_loadu_si256(xv + k + 1));      \
+        }                                                                                  \
+        is = _mm256_add_epi32(e, o);                                                       \
+    } while (0)
+/* Q8_0 on AVX2: |w| times x with w's sign (maddubs takes unsigned x signed). */
+#define IS_Q8_AVX2                                                                         \
+    do {                                                                                   \
+        __m256i e = _mm256_setzero_si256(), o = e;                                         \
+        for (int k = 0; k < 8; k += 2) {                                                   \
+            __m256i w0 = _mm256_load_si256(wv + k), w1 = _mm256_load_si256(wv + k + 1);    \
+            e = ACC_AVX2(e, _mm256_abs_epi8(w0), _mm256_sign_epi8(_mm256_loadu_si256(xv + k), w0)); \
+            o = ACC_AVX2(o, _mm256_abs_epi8(w1),                                           \
+                         _mm256_sign_epi8(_mm256_loadu_si256(xv + k + 1), w1));             \
+        }                                                                                  \
+        is = _mm256_add_epi32(e, o);                                                       \
+    } while (0)
+/* Q6_K: elements 0..15 of each block are vectors 0..3, 16..31 are 4..7;
+ * (w - 32) x summed as w x - 32 x (hs: x's half-block sums), then each half
+ * times its int8 scale. */
+#define IS_Q6(ACC)                                                                         \
+    do {                                                                                   \
+        __m256i e = _mm256_setzero_si256(), o = e;                                         \
+        for (int k = 0; k < 4; k++) {                                                      \
+            e = ACC(e, _mm256_load_si256(wv + k), _mm256_loadu_si256(xv + k));              \
+            o = ACC(o, _mm256_load_si256(wv + 4 + k), _mm256_loadu_si256(xv + 4 + k));      \
+        }                                                                                  \
+        __m256i h0 = _mm256_loadu_si256((const __m256i *)(x[m].hs + g));                   \
+        __m256i h1 = _mm256_loadu_si256((const __m256i *)(x[m].hs + n8 + g));              \
+        e = _mm256_sub_epi32(e, _mm256_slli_epi32(h0, 5));                                 \
+        o = _mm256_sub_epi32(o, _mm256_slli_epi32(h1, 5));                                 \
+        is = _mm256_add_epi32(_mm256_mullo_epi32(_mm256_load_si256((const __m256i *)(pw->i0 + g)), e), \
+                              _mm256_mullo_epi32(_mm256_load_si256((const __m256i *)(pw->i1 + g)), o)); \
+    } while (0)
+
 #define MULF(a, b) _mm256_mul_ps(a, b)
 #define CVT(v) _mm256_cvtepi32_ps(v)
-
-/* Block integer dots. */
-#define BD_U_AVX2(b) DG_DOT_AVX2(U_AT(b), X_AT(b))
-#define BD_U_VNNI(b) DG_DOT_VNNI(U_AT(b), X_AT(b))
-#define BD_Q8_AVX2(b) DG_DOT_AVX2(_mm256_abs_epi8(U_AT(b)), _mm256_sign_epi8(X_AT(b), U_AT(b)))
-#define BD_Q6_(DOT, b)                                                                     \
-    _mm256_mullo_epi32(_mm256_sub_epi32(DOT(U_AT(b), X_AT(b)), DOT(k32, X_AT(b))),         \
-                       _mm256_load_si256((const __m256i *)(pw->s2 + 8 * (b))))
-#define BD_Q6_AVX2(b) BD_Q6_(DG_DOT_AVX2, b)
-#define BD_Q6_VNNI(b) BD_Q6_(DG_DOT_VNNI, b)
 
 /* Block contributions (qdot.h's expressions). */
 #define G_PLAIN(is) MULF(MULF(f0v, dx), CVT(is))
@@ -198,16 +264,16 @@ __attribute__((target(DG_TARGET_AVX2))) static void prep_k(dg_dtype t, const uin
     _mm256_sub_ps(MULF(MULF(f0v, dx), CVT(_mm256_mullo_epi32(i0v, is))),                   \
                   MULF(MULF(f1v, dx), CVT(_mm256_mullo_epi32(i1v, xs))))
 
-DG_QROWS(rows_q4_0_avx2, DG_TARGET_AVX2, BD_U_AVX2, G_Q4_0)
-DG_QROWS(rows_q4_1_avx2, DG_TARGET_AVX2, BD_U_AVX2, G_Q4_1)
-DG_QROWS(rows_q8_0_avx2, DG_TARGET_AVX2, BD_Q8_AVX2, G_PLAIN)
-DG_QROWS(rows_q4_k_avx2, DG_TARGET_AVX2, BD_U_AVX2, G_Q4_K)
-DG_QROWS(rows_q6_k_avx2, DG_TARGET_AVX2, BD_Q6_AVX2, G_PLAIN)
-DG_QROWS(rows_q4_0_vnni, DG_TARGET_VNNI, BD_U_VNNI, G_Q4_0)
-DG_QROWS(rows_q4_1_vnni, DG_TARGET_VNNI, BD_U_VNNI, G_Q4_1)
-DG_QROWS(rows_q8_0_vnni, DG_TARGET_VNNI, BD_U_VNNI, G_Q8_VNNI)
-DG_QROWS(rows_q4_k_vnni, DG_TARGET_VNNI, BD_U_VNNI, G_Q4_K)
-DG_QROWS(rows_q6_k_vnni, DG_TARGET_VNNI, BD_Q6_VNNI, G_PLAIN)
+DG_QROWS(rows_q4_0_avx2, DG_TARGET_AVX2, IS_PLAIN(ACC_AVX2), G_Q4_0)
+DG_QROWS(rows_q4_1_avx2, DG_TARGET_AVX2, IS_PLAIN(ACC_AVX2), G_Q4_1)
+DG_QROWS(rows_q8_0_avx2, DG_TARGET_AVX2, IS_Q8_AVX2, G_PLAIN)
+DG_QROWS(rows_q4_k_avx2, DG_TARGET_AVX2, IS_PLAIN(ACC_AVX2), G_Q4_K)
+DG_QROWS(rows_q6_k_avx2, DG_TARGET_AVX2, IS_Q6(ACC_AVX2), G_PLAIN)
+DG_QROWS(rows_q4_0_vnni, DG_TARGET_VNNI, IS_PLAIN(ACC_VNNI), G_Q4_0)
+DG_QROWS(rows_q4_1_vnni, DG_TARGET_VNNI, IS_PLAIN(ACC_VNNI), G_Q4_1)
+DG_QROWS(rows_q8_0_vnni, DG_TARGET_VNNI, IS_PLAIN(ACC_VNNI), G_Q8_VNNI)
+DG_QROWS(rows_q4_k_vnni, DG_TARGET_VNNI, IS_PLAIN(ACC_VNNI), G_Q4_K)
+DG_QROWS(rows_q6_k_vnni, DG_TARGET_VNNI, IS_Q6(ACC_VNNI), G_PLAIN)
 
 typedef void (*rows_fn)(const prep *, const dg_q8_row *, int64_t, float *, int64_t);
 
@@ -230,7 +296,7 @@ void dg_qdot_rows(dg_dtype t, const uint8_t *w, const dg_q8_row *x, int64_t M, f
     if (M <= 0) return;
     int level = dg_qdot_level();
 #ifdef DG_QDOT_X86
-    rows_fn f = level != DG_QK_SCALAR ? rows_kernel(t, level == DG_QK_VNNI) : NULL;
+    rows_fn f = level != DG_QK_SCALAR && x[0].qt ? rows_kernel(t, level == DG_QK_VNNI) : NULL;
     if (f) {
         int64_t nb = x[0].nb;
         prep p = prep_at(scratch, nb);

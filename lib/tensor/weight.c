@@ -57,34 +57,40 @@ static void matmul_rows(const dg_weight *const *ws, int nw, int64_t M, const flo
                         int64_t ldx, float *const *ys, const int64_t *ldys, int8_t *q, float *d,
                         int32_t *s)
 {
-    int64_t K = ws[0]->cols, nb = K / DG_QK;
+    int64_t K = ws[0]->cols, nb = K / DG_QK, n8 = dg_q8_groups(nb);
     dg_q8_row xr[ROW_CHUNK];
     int nt = dg_num_threads();
     int quant = q != NULL;
-    for (int64_t m = 0; quant && m < M; m++)
-        xr[m] = (dg_q8_row){q + m * K, d + m * nb, s + m * nb, nb};
-#pragma omp parallel for schedule(static) num_threads(nt) if (quant && M > 4 && nt > 1)
-    for (int64_t m = 0; m < (quant ? M : 0); m++) dg_q8_quantize(x + m * ldx, &xr[m]);
     int64_t n_tiles = 0, N = 0;
     for (int i = 0; i < nw; i++) {
         n_tiles += (ws[i]->rows + N_TILE - 1) / N_TILE;
         N += ws[i]->rows;
     }
     int par = nt > 1 && M * N * K >= (1 << 16);
-    /* One unpacked-row scratch per thread when rows share weight rows (on
-     * failure the row-at-a-time kernel: the same numbers). */
-    size_t sb = dg_qdot_rows_scratch(nb);
-    uint8_t *scratch = quant && M > 1 ? malloc(sb * (size_t)(par ? nt : 1)) : NULL;
+    /* Rows sharing weight rows (dg_qdot_rows): the x rows' interleaved
+     * copies, then one unpacked-row scratch per thread (on failure the
+     * row-at-a-time kernel: the same numbers). */
+    size_t xb = (size_t)(M * n8) * (32 + 2 * sizeof(int32_t)), sb = dg_qdot_rows_scratch(nb);
+    uint8_t *buf = quant && M > 1 ? malloc(xb + sb * (size_t)(par ? nt : 1)) : NULL;
+    for (int64_t m = 0; quant && m < M; m++)
+        xr[m] = (dg_q8_row){q + m * K, d + m * nb, s + m * nb, nb,
+                            buf ? (int8_t *)buf + m * n8 * 32 : NULL,
+                            buf ? (int32_t *)(buf + M * n8 * 32) + m * 2 * n8 : NULL};
+#pragma omp parallel for schedule(static) num_threads(nt) if (quant && M > 4 && nt > 1)
+    for (int64_t m = 0; m < (quant ? M : 0); m++) {
+        dg_q8_quantize(x + m * ldx, &xr[m]);
+        if (buf) dg_q8_interleave(&xr[m]);
+    }
 #pragma omp parallel for schedule(static) num_threads(nt) if (par)
     for (int64_t t = 0; t < n_tiles; t++) {
         int i = 0;
         int64_t tt = t, wt;
         while (tt >= (wt = (ws[i]->rows + N_TILE - 1) / N_TILE)) tt -= wt, i++;
         int64_t n0 = tt * N_TILE, n1 = n0 + N_TILE < ws[i]->rows ? n0 + N_TILE : ws[i]->rows;
-        void *sc = scratch ? scratch + sb * (size_t)(par ? omp_get_thread_num() : 0) : NULL;
+        void *sc = buf ? buf + xb + sb * (size_t)(par ? omp_get_thread_num() : 0) : NULL;
         dot_tile(ws[i], M, xr, x, ldx, ys[i], ldys[i], n0, n1, sc);
     }
-    free(scratch);
+    free(buf);
 }
 
 void dg_weight_matmul_multi(const dg_weight *const *ws, int nw, int64_t M, const float *x,

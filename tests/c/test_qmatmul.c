@@ -135,10 +135,15 @@ Test(qmatmul, kernel_bitwise_rows_equal_scalar_reference)
             int8_t *q = malloc((size_t)(Mmax * K));
             float *d = malloc(sizeof(float) * (size_t)(Mmax * nb));
             int32_t *s = malloc(sizeof(int32_t) * (size_t)(Mmax * nb));
+            int64_t n8 = dg_q8_groups(nb);
+            int8_t *qt = malloc((size_t)(Mmax * n8 * 32));
+            int32_t *hs = malloc(sizeof(int32_t) * (size_t)(Mmax * 2 * n8));
             dg_q8_row xr[64];
             for (int64_t m = 0; m < Mmax; m++) {
-                xr[m] = (dg_q8_row){q + m * K, d + m * nb, s + m * nb, nb};
+                xr[m] = (dg_q8_row){q + m * K, d + m * nb, s + m * nb, nb, qt + m * n8 * 32,
+                                    hs + m * 2 * n8};
                 dg_q8_quantize(x + m * K, &xr[m]);
+                dg_q8_interleave(&xr[m]);
             }
             void *scratch = malloc(dg_qdot_rows_scratch(nb) + 3);
             float *y = malloc(sizeof(float) * (size_t)(Mmax * ldy));
@@ -157,7 +162,7 @@ Test(qmatmul, kernel_bitwise_rows_equal_scalar_reference)
                                   dg_qdot_kernel());
                     }
                 }
-            free(scratch), free(y), free(q), free(d), free(s), free(x), free(data);
+            free(scratch), free(y), free(q), free(d), free(s), free(qt), free(hs), free(x), free(data);
         }
 }
 
