@@ -179,7 +179,8 @@ typedef struct deg_model_info {
     int32_t tied_lm_head;   /* 1 if the LM head is the token embedding */
     int32_t bos_id;         /* -1 if none */
     int32_t eos_id;         /* end of turn / end of text; -1 if none */
-    const char *chat_layout;/* "chatml", "qwen3" (ChatML, thinking off), "none" */
+    const char *chat_layout;/* "chatml", "qwen3" (ChatML, thinking off), "lfm2" (ChatML
+                               after <|startoftext|>), "none" */
     size_t weight_bytes;    /* bytes of weights as held for compute */
 } deg_model_info;
 
@@ -279,7 +280,7 @@ typedef struct deg_chat_message {
 } deg_chat_message;
 
 /* Render messages in the model's chat layout (ChatML for SmolLM2 and Qwen3,
- * thinking disabled for Qwen3), ending with the assistant turn header when
+ * thinking disabled for Qwen3; LFM2's ChatML after <|startoftext|>), ending with the assistant turn header when
  * add_generation_prompt != 0: the same text as the model's own chat template
  * through transformers' apply_chat_template (SmolLM2's default system
  * message included when messages[0] is not a system message; Qwen3's empty

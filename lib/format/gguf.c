@@ -543,12 +543,12 @@ static deg_status wrong_type(const dg_gguf *g, const gguf_kv *kv, const char *ex
 }
 
 /* Integer value as sign + magnitude: *neg set for negative values. */
-static int int_value(const gguf_kv *kv, int *neg, uint64_t *mag)
+/* The integer of value type t at p (1), or 0 if t is not an integer type. */
+static int int_of(uint32_t t, const uint8_t *p, int *neg, uint64_t *mag)
 {
-    const uint8_t *p = kv->val;
     int64_t sv = 0;
     *neg = 0;
-    switch (kv->type) {
+    switch (t) {
     case DG_GGUF_UINT8: *mag = p[0]; return 1;
     case DG_GGUF_UINT16: { uint16_t v; memcpy(&v, p, 2); *mag = v; return 1; }
     case DG_GGUF_UINT32: { uint32_t v; memcpy(&v, p, 4); *mag = v; return 1; }
@@ -562,6 +562,11 @@ static int int_value(const gguf_kv *kv, int *neg, uint64_t *mag)
     *neg = sv < 0;
     *mag = sv < 0 ? (uint64_t)0 - (uint64_t)sv : (uint64_t)sv;
     return 1;
+}
+
+static int int_value(const gguf_kv *kv, int *neg, uint64_t *mag)
+{
+    return int_of(kv->type, kv->val, neg, mag);
 }
 
 deg_status dg_gguf_get_u64(const dg_gguf *g, const char *key, uint64_t *out)
@@ -637,6 +642,25 @@ deg_status dg_gguf_get_arr(const dg_gguf *g, const char *key, dg_gguf_type *elem
     if (elem_type) *elem_type = kv->elem_type;
     if (n) *n = kv->n;
     if (data) *data = kv->data;
+    return DEG_OK;
+}
+
+deg_status dg_gguf_arr_int(const dg_gguf *g, const char *key, uint64_t i, int64_t *out)
+{
+    const gguf_kv *kv;
+    DG_TRY(lookup(g, key, &kv));
+    int neg;
+    uint64_t mag;
+    if (kv->type != DG_GGUF_ARRAY || kv->elem_type == DG_GGUF_STRING ||
+        kv->elem_type == DG_GGUF_ARRAY || i >= kv->n ||
+        !int_of(kv->elem_type, (const uint8_t *)kv->data + i * type_size(kv->elem_type), &neg,
+                &mag))
+        return dg_fail(DEG_ERR_FORMAT, "%s: GGUF key '%s' is not an integer array with an "
+                       "element %llu", g->path, key, (unsigned long long)i);
+    if (!neg && mag > (uint64_t)INT64_MAX)
+        return dg_fail(DEG_ERR_FORMAT, "%s: GGUF key '%s'[%llu] does not fit in int64", g->path,
+                       key, (unsigned long long)i);
+    *out = neg ? (int64_t)(0 - mag) : (int64_t)mag;
     return DEG_OK;
 }
 

@@ -44,6 +44,10 @@ deg_status dg_gguf_get_str(const dg_gguf *g, const char *key, dg_gguf_str *out);
  * first element in the mapping. For string arrays use dg_gguf_arr_str. */
 deg_status dg_gguf_get_arr(const dg_gguf *g, const char *key, dg_gguf_type *elem_type,
                            uint64_t *n, const void **data);
+/* i-th element of an array of any integer type, as int64. Errors:
+ * DEG_ERR_RANGE (key absent), DEG_ERR_FORMAT (not an integer array, i out
+ * of range, or the value does not fit). */
+deg_status dg_gguf_arr_int(const dg_gguf *g, const char *key, uint64_t i, int64_t *out);
 /* i-th string of a string array (O(1) after open: offsets are indexed). */
 deg_status dg_gguf_arr_str(const dg_gguf *g, const char *key, uint64_t i, dg_gguf_str *out);
 

@@ -84,6 +84,9 @@ struct deg_model {
     size_t n_owned, cap_owned;
     size_t weight_bytes;
     int native_weights;        /* 1: DEG_WEIGHTS_NATIVE (typed weights keep the file's dtype) */
+    const char *hf_prefix;     /* static; HF directories: replaces the leading "model." of
+                                  every tensor name (a multimodal checkpoint's language model,
+                                  "model.language_model."); NULL: names as written */
     void *arch_hp;             /* architecture-specific hyper-parameters (arch_<name>.c; owned) */
     size_t scratch_per_token;  /* floats of pass scratch per token its layers need beyond
                                   dg_batch's (dg_batch.rbuf); set by the architecture */
@@ -99,8 +102,13 @@ struct dg_arch {
     /* 1: GGUF files of this architecture are refused (conventions not
      * implemented); the HF directory loads. */
     int no_gguf;
-    /* HF name of the final norm; NULL = "model.norm.weight". */
+    /* Optional: read the architecture's own GGUF metadata (llama.cpp keys
+     * "<arch>.*") after the common ones; sets m->arch_hp. NULL: none. */
+    deg_status (*gguf_config)(deg_model *m);
+    /* HF / GGUF names of the final norm; NULL = "model.norm.weight" /
+     * "output_norm.weight". */
     const char *hf_out_norm;
+    const char *gguf_out_norm;
     /* Optional: run after every weight is loaded (e.g. rewrite norms). */
     deg_status (*finish)(deg_model *m);
     /* deg_model_info.chat_layout of the family (NULL: recognised from the
@@ -149,6 +157,10 @@ deg_status dg_hf_layer_types(const deg_model *m, json_t *cfg, const char *path,
 deg_status dg_model_own(deg_model *m, void *p);
 /* *out = a zeroed block of bytes owned by the model. Errors: DEG_ERR_NOMEM. */
 deg_status dg_model_alloc(deg_model *m, size_t bytes, void **out);
+/* The tensor name in the model's source: gguf_name for GGUF, else hf_name
+ * (its leading "model." replaced by m->hf_prefix when set), "%d" = il. */
+void dg_tensor_name(char *buf, size_t cap, const deg_model *m, const char *gguf_name,
+                    const char *hf_name, int il);
 /* 1 if the tensor exists in the model's source. */
 int dg_weight_has(const deg_model *m, const char *gguf_name, const char *hf_name, int il);
 

@@ -7,8 +7,13 @@
  * RoPE. Norms are w * norm(x); the final norm is model.embedding_norm.
  * State: a conv layer keeps the last conv_L_cache - 1 values of B * x
  * (dg_layer.state_floats = (K-1) * E); attention layers keep K/V.
- * GGUF (llama.cpp: blk.N.shortconv.{in_proj,conv,out_proj}, final norm
- * token_embd_norm, per-layer head_count_kv = 0 on conv layers) is not read. */
+ * GGUF, as llama.cpp's convert_hf_to_gguf.py (LFM2Model) writes it: the
+ * layer kinds from lfm2.attention.head_count_kv (an array, 0 on conv
+ * layers), the taps from lfm2.shortconv.l_cache, feed_forward_length already
+ * adjusted, tensors blk.N.shortconv.{in_proj,conv,out_proj} (the conv
+ * squeezed to [E, K]), the standard llama.cpp names otherwise (operator_norm
+ * = attn_norm, q/k_layernorm = attn_q/k_norm, w1/w3/w2 = ffn_gate/up/down,
+ * no q/k row permutation: NEOX RoPE), final norm token_embd_norm. */
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,21 +77,69 @@ static deg_status lfm2_ff_dim(dg_hparams *hp, json_t *cfg, const char *path)
     return DEG_OK;
 }
 
+/* m->arch_hp = a new lfm2_hp (zeroed, is_attn allocated) and the pass
+ * scratch of a conv layer. */
+static deg_status lfm2_new_hp(deg_model *m, lfm2_hp **out)
+{
+    lfm2_hp *a;
+    DG_TRY(dg_model_alloc(m, sizeof *a, (void **)&a));
+    DG_TRY(dg_model_alloc(m, (size_t)m->hp.n_layer, (void **)&a->is_attn));
+    m->arch_hp = a;
+    m->scratch_per_token = 3 * (size_t)m->hp.n_embd;
+    *out = a;
+    return DEG_OK;
+}
+
+static deg_status check_conv_K(int64_t K, const char *where)
+{
+    if (K < 1 || K > 64)
+        return dg_fail(DEG_ERR_FORMAT, "%s: conv_L_cache %lld out of [1, 64]", where, (long long)K);
+    return DEG_OK;
+}
+
+static deg_status lfm2_gguf_config(deg_model *m)
+{
+    const dg_gguf *g = m->src.gguf;
+    lfm2_hp *a;
+    DG_TRY(lfm2_new_hp(m, &a));
+    int64_t K;
+    deg_status st = dg_gguf_get_i64(g, "lfm2.shortconv.l_cache", &K);
+    if (st == DEG_ERR_RANGE)
+        return dg_fail(DEG_ERR_FORMAT, "GGUF: missing metadata key 'lfm2.shortconv.l_cache'");
+    DG_TRY(st);
+    DG_TRY(check_conv_K(K, "GGUF lfm2.shortconv.l_cache"));
+    a->conv_K = (int32_t)K;
+    const char *key = "lfm2.attention.head_count_kv";
+    dg_gguf_type et;
+    uint64_t n;
+    if (dg_gguf_get_arr(g, key, &et, &n, NULL) != DEG_OK) { /* a number: all attention */
+        dg_clear_error();
+        memset(a->is_attn, 1, (size_t)m->hp.n_layer);
+        return DEG_OK;
+    }
+    if (n != (uint64_t)m->hp.n_layer)
+        return dg_fail(DEG_ERR_FORMAT, "GGUF: '%s' has %llu entries for %d layers", key,
+                       (unsigned long long)n, (int)m->hp.n_layer);
+    for (uint64_t i = 0; i < n; i++) {
+        int64_t v;
+        DG_TRY(dg_gguf_arr_int(g, key, i, &v));
+        a->is_attn[i] = v != 0;
+    }
+    return DEG_OK;
+}
+
 static deg_status lfm2_hf_config(deg_model *m, json_t *cfg, const char *path)
 {
     dg_hparams *hp = &m->hp;
     lfm2_hp *a;
-    unsigned char *is_attn;
-    DG_TRY(dg_model_alloc(m, sizeof *a, (void **)&a));
-    DG_TRY(dg_model_alloc(m, (size_t)hp->n_layer, (void **)&is_attn));
-    a->is_attn = is_attn;
-    m->arch_hp = a;
+    DG_TRY(lfm2_new_hp(m, &a));
+    unsigned char *is_attn = a->is_attn;
     json_t *eps = json_object_get(cfg, "norm_eps");
     hp->rms_eps = json_is_number(eps) ? (float)json_number_value(eps) : 1e-5f;
     json_t *k = json_object_get(cfg, "conv_L_cache");
-    a->conv_K = json_is_integer(k) ? (int32_t)json_integer_value(k) : 3;
-    if (a->conv_K < 1 || a->conv_K > 64)
-        return dg_fail(DEG_ERR_FORMAT, "%s: conv_L_cache %d out of [1, 64]", path, a->conv_K);
+    int64_t K = json_is_integer(k) ? (int64_t)json_integer_value(k) : 3;
+    DG_TRY(check_conv_K(K, path));
+    a->conv_K = (int32_t)K;
     if (json_is_true(json_object_get(cfg, "conv_bias")))
         return dg_fail(DEG_ERR_UNSUPPORTED, "%s: conv_bias = true is not supported", path);
     json_t *tie = json_object_get(cfg, "tie_embedding");
@@ -97,7 +150,6 @@ static deg_status lfm2_hf_config(deg_model *m, json_t *cfg, const char *path)
     DG_TRY(dg_hf_layer_types(m, cfg, path, "full_attention", "conv", "full_attn_idxs", is_attn,
                              &found));
     if (!found) memset(is_attn, 1, (size_t)hp->n_layer); /* Lfm2Config: all attention */
-    m->scratch_per_token = 3 * (size_t)hp->n_embd;
     return DEG_OK;
 }
 
@@ -109,13 +161,18 @@ static deg_status lfm2_load_layer(deg_model *m, int il, dg_layer *L)
     int64_t E = m->hp.n_embd;
     lfm2_conv *c;
     DG_TRY(dg_model_alloc(m, sizeof *c, (void **)&c));
-    int64_t cshape[] = {E, 1, a->conv_K};
-    DG_TRY(dg_weight_get(m, NULL, lfm2_names.attn_norm, il, 1, &E, 0, &L->attn_norm));
-    DG_TRY(dg_weight_get_matrix(m, NULL, "model.layers.%d.conv.in_proj.weight", il, 3 * E, E, 0,
+    /* HF [E, 1, K]; llama.cpp squeezes it to [E, K]: the same floats */
+    int64_t cshape_hf[] = {E, 1, a->conv_K}, cshape_gguf[] = {E, a->conv_K};
+    DG_TRY(dg_weight_get(m, "blk.%d.attn_norm.weight", lfm2_names.attn_norm, il, 1, &E, 0,
+                         &L->attn_norm));
+    DG_TRY(dg_weight_get_matrix(m, "blk.%d.shortconv.in_proj.weight",
+                                "model.layers.%d.conv.in_proj.weight", il, 3 * E, E, 0,
                                 &c->in_proj));
-    DG_TRY(dg_weight_get(m, NULL, "model.layers.%d.conv.conv.weight", il, 3, cshape, 0,
+    DG_TRY(dg_weight_get(m, "blk.%d.shortconv.conv.weight", "model.layers.%d.conv.conv.weight",
+                         il, m->src.gguf ? 2 : 3, m->src.gguf ? cshape_gguf : cshape_hf, 0,
                          &c->conv));
-    DG_TRY(dg_weight_get_matrix(m, NULL, "model.layers.%d.conv.out_proj.weight", il, E, E, 0,
+    DG_TRY(dg_weight_get_matrix(m, "blk.%d.shortconv.out_proj.weight",
+                                "model.layers.%d.conv.out_proj.weight", il, E, E, 0,
                                 &c->out_proj));
     DG_TRY(dg_load_mlp(m, il, &lfm2_names, L));
     L->arch_data = c;
@@ -166,8 +223,10 @@ static void lfm2_forward_layer(const deg_model *m, int il, dg_batch *b, float *x
 const dg_arch dg_arch_lfm2 = {
     .name = "lfm2",
     .hf_config = lfm2_hf_config,
-    .no_gguf = 1,
+    .gguf_config = lfm2_gguf_config,
     .hf_out_norm = "model.embedding_norm.weight",
+    .gguf_out_norm = "token_embd_norm.weight",
+    .chat_layout = "lfm2",
     .load_layer = lfm2_load_layer,
     .forward_layer = lfm2_forward_layer,
 };

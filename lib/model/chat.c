@@ -67,6 +67,7 @@ dg_chat_layout dg_chat_layout_from_name(const char *name)
     if (!name) return DG_CHAT_NONE;
     if (strcmp(name, "chatml") == 0) return DG_CHAT_CHATML;
     if (strcmp(name, "qwen3") == 0) return DG_CHAT_QWEN3;
+    if (strcmp(name, "lfm2") == 0) return DG_CHAT_LFM2;
     return DG_CHAT_NONE;
 }
 
@@ -189,7 +190,7 @@ static void qwen3_assistant(chat_out *o, span content, int after_last_query, int
 
 static deg_status check_messages(dg_chat_layout layout, const deg_chat_message *m, size_t n)
 {
-    if (layout != DG_CHAT_CHATML && layout != DG_CHAT_QWEN3)
+    if (layout != DG_CHAT_CHATML && layout != DG_CHAT_QWEN3 && layout != DG_CHAT_LFM2)
         return dg_fail(DEG_ERR_UNSUPPORTED, "chat: the model has no known chat layout");
     if (n == 0 || !m) return dg_fail(DEG_ERR_ARG, "chat: no messages");
     for (size_t i = 0; i < n; i++) {
@@ -213,6 +214,17 @@ static void render(chat_out *o, dg_chat_layout layout, const char *default_syste
         if (strcmp(m[0].role, "system") != 0 && default_system)
             turn(o, "system", sp_of(default_system));
         for (size_t i = 0; i < n; i++) turn(o, m[i].role, sp_of(m[i].content));
+        if (add_generation_prompt) dg_sb_puts(&o->b, "<|im_start|>assistant\n");
+        return;
+    }
+    if (layout == DG_CHAT_LFM2) {
+        dg_sb_puts(&o->b, "<|startoftext|>");
+        size_t i = 0;
+        if (strcmp(m[0].role, "system") == 0) { /* an empty system message renders nothing */
+            if (m[0].content[0]) turn(o, "system", sp_of(m[0].content));
+            i = 1;
+        }
+        for (; i < n; i++) turn(o, m[i].role, sp_of(m[i].content));
         if (add_generation_prompt) dg_sb_puts(&o->b, "<|im_start|>assistant\n");
         return;
     }
@@ -370,7 +382,7 @@ static deg_status model_layout(const deg_model *model, const char *who, dg_chat_
     if (*layout == DG_CHAT_NONE)
         return dg_fail(DEG_ERR_UNSUPPORTED,
                        "%s: no known chat layout for model \"%s\" (arch %s, "
-                       "layout \"%s\"); supported: chatml, qwen3",
+                       "layout \"%s\"); supported: chatml, qwen3, lfm2",
                        who, info.name ? info.name : "", info.arch ? info.arch : "?",
                        info.chat_layout ? info.chat_layout : "");
     if (*layout == DG_CHAT_CHATML)

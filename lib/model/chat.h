@@ -17,6 +17,12 @@
  *    final message), as the Qwen3 template does. Generation prompt:
  *    "<|im_start|>assistant\n<think>\n\n</think>\n\n" (the empty think block
  *    that turns thinking off).
+ *  - DG_CHAT_LFM2 (LiquidAI LFM2, its tokenizer's chat template without
+ *    tools): "<|startoftext|>" (the template's bos_token), then a system
+ *    turn from messages[0] only when it is a system message with non-empty
+ *    content (an empty one renders nothing; a later system message is an
+ *    ordinary turn), then every other message as a ChatML turn; no default
+ *    system message. Generation prompt: "<|im_start|>assistant\n".
  */
 #ifndef DG_MODEL_CHAT_H
 #define DG_MODEL_CHAT_H
@@ -27,10 +33,11 @@
 typedef enum dg_chat_layout {
     DG_CHAT_NONE = 0,
     DG_CHAT_CHATML,
-    DG_CHAT_QWEN3
+    DG_CHAT_QWEN3,
+    DG_CHAT_LFM2
 } dg_chat_layout;
 
-/* Layout from its name in deg_model_info.chat_layout ("chatml", "qwen3");
+/* Layout from its name in deg_model_info.chat_layout ("chatml", "qwen3", "lfm2");
  * DG_CHAT_NONE for anything else (including NULL, "", "none"). */
 dg_chat_layout dg_chat_layout_from_name(const char *name);
 

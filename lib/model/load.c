@@ -132,6 +132,34 @@ static deg_status gguf_float(const dg_gguf *g, const char *arch, const char *key
     return DEG_OK;
 }
 
+/* <arch>.attention.head_count_kv: a number, or (hybrids, llama.cpp's lfm2)
+ * an array with one entry per layer, 0 on layers without attention; the
+ * attention layers must then agree (the architecture reads the kinds). */
+static deg_status gguf_head_count_kv(const dg_gguf *g, const char *arch, dg_hparams *hp)
+{
+    char key[160];
+    snprintf(key, sizeof key, "%s.attention.head_count_kv", arch);
+    dg_gguf_type et;
+    uint64_t n;
+    const void *data;
+    if (dg_gguf_get_arr(g, key, &et, &n, &data) != DEG_OK) {
+        dg_clear_error();
+        return gguf_int(g, arch, "attention.head_count_kv", 0, hp->n_head, &hp->n_head_kv);
+    }
+    int32_t kv = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        int64_t v;
+        DG_TRY(dg_gguf_arr_int(g, key, i, &v));
+        if (v < 0 || v > INT32_MAX || (v && kv && v != kv))
+            return dg_fail(DEG_ERR_UNSUPPORTED, "GGUF: '%s'[%llu] = %lld (attention layers "
+                           "with different K/V head counts)", key, (unsigned long long)i,
+                           (long long)v);
+        if (v) kv = (int32_t)v;
+    }
+    hp->n_head_kv = kv ? kv : hp->n_head;
+    return DEG_OK;
+}
+
 static deg_status gguf_hparams(deg_model *m, const char *arch)
 {
     const dg_gguf *g = m->src.gguf;
@@ -139,12 +167,12 @@ static deg_status gguf_hparams(deg_model *m, const char *arch)
     DG_TRY(gguf_int(g, arch, "block_count", 1, 0, &hp->n_layer));
     DG_TRY(gguf_int(g, arch, "embedding_length", 1, 0, &hp->n_embd));
     DG_TRY(gguf_int(g, arch, "attention.head_count", 1, 0, &hp->n_head));
-    DG_TRY(gguf_int(g, arch, "attention.head_count_kv", 0, hp->n_head, &hp->n_head_kv));
+    DG_TRY(gguf_head_count_kv(g, arch, hp));
     DG_TRY(gguf_int(g, arch, "feed_forward_length", 1, 0, &hp->n_ff));
     DG_TRY(gguf_int(g, arch, "context_length", 0, 0, &hp->n_ctx_train));
     int32_t dflt_hd = hp->n_head > 0 ? hp->n_embd / hp->n_head : 0;
     DG_TRY(gguf_int(g, arch, "attention.key_length", 0, dflt_hd, &hp->head_dim));
-    int32_t vlen, rope_dims;
+    int32_t vlen = 0, rope_dims = 0;
     DG_TRY(gguf_int(g, arch, "attention.value_length", 0, hp->head_dim, &vlen));
     DG_TRY(gguf_int(g, arch, "rope.dimension_count", 0, hp->head_dim, &rope_dims));
     DG_TRY(gguf_float(g, arch, "rope.freq_base", 10000.0f, &hp->rope_theta));
@@ -321,6 +349,7 @@ static deg_status load_gguf(deg_model *m, const char *path)
         return dg_fail(DEG_ERR_UNSUPPORTED, "%s: GGUF files of architecture '%s' are not "
                        "supported (load its Hugging Face directory)", path, m->arch->name);
     DG_TRY(gguf_hparams(m, m->arch->name));
+    if (m->arch->gguf_config) DG_TRY(m->arch->gguf_config(m));
     if (dg_gguf_get_str(g, "general.name", &s) == DEG_OK) m->name = dup_n(s.ptr, (size_t)s.len);
     if (dg_gguf_get_str(g, "tokenizer.chat_template", &s) == DEG_OK) {
         m->chat_template = dup_n(s.ptr, (size_t)s.len);
@@ -354,19 +383,30 @@ static deg_status load_hf(deg_model *m, const char *dir)
                      cfg ? "not a JSON object" : err.text);
         goto done;
     }
-    json_t *mt = json_object_get(cfg, "model_type");
+    /* A multimodal checkpoint (transformers' *ForConditionalGeneration, e.g.
+     * Qwen3.5's model_type "qwen3_5"): its language model is text_config,
+     * with tensors under model.language_model.; the other towers are not read. */
+    json_t *lm = cfg, *tc = json_object_get(cfg, "text_config");
+    if (json_is_object(tc)) {
+        lm = tc;
+        m->hf_prefix = "model.language_model.";
+    }
+    json_t *mt = json_object_get(lm, "model_type");
     if (!json_is_string(mt)) {
-        st = dg_fail(DEG_ERR_FORMAT, "%s: no \"model_type\"", cfg_path);
+        st = dg_fail(DEG_ERR_FORMAT, "%s: no \"%smodel_type\"", cfg_path,
+                     lm == cfg ? "" : "text_config.");
         goto done;
     }
     m->arch = find_arch(json_string_value(mt), strlen(json_string_value(mt)), cfg_path, &st);
     if (!m->arch) goto done;
-    if ((st = hf_hparams(m, cfg, cfg_path)) != DEG_OK) goto done;
-    if (m->arch->hf_config && (st = m->arch->hf_config(m, cfg, cfg_path)) != DEG_OK) goto done;
+    if ((st = hf_hparams(m, lm, cfg_path)) != DEG_OK) goto done;
+    /* transformers ties by the outer config's flag (PreTrainedModel.tie_weights) */
+    json_t *tie = json_object_get(cfg, "tie_word_embeddings");
+    m->tied_lm_head = json_is_true(tie ? tie : json_object_get(lm, "tie_word_embeddings"));
+    /* the architecture's own keys (may override the tie: lfm2's tie_embedding) */
+    if (m->arch->hf_config && (st = m->arch->hf_config(m, lm, cfg_path)) != DEG_OK) goto done;
     json_t *nm = json_object_get(cfg, "_name_or_path");
     if (json_is_string(nm)) m->name = strdup(json_string_value(nm));
-    json_t *tie = json_object_get(cfg, "tie_word_embeddings");
-    m->tied_lm_head = json_is_true(tie);
 
     int have_tcfg = file_exists(tcfg_path);
     if (have_tcfg) {
@@ -416,8 +456,8 @@ static deg_status load_weights(deg_model *m)
     const char *g_embd = "token_embd.weight", *h_embd = "model.embed_tokens.weight";
     /* n_vocab is the embedding's row count (the logits row length); config
      * vocab_size / tokenizer size must not exceed it. */
-    char name[64];
-    snprintf(name, sizeof name, "%s", m->src.gguf ? g_embd : h_embd);
+    char name[256];
+    dg_tensor_name(name, sizeof name, m, g_embd, h_embd, 0);
     const dg_tensor_view *te = m->src.gguf ? dg_gguf_find(m->src.gguf, name)
                                            : dg_st_set_find(m->src.st, name);
     if (!te) return dg_fail(DEG_ERR_FORMAT, "missing tensor '%s'", name);
@@ -429,7 +469,7 @@ static deg_status load_weights(deg_model *m)
     m->layers = calloc((size_t)hp->n_layer, sizeof *m->layers);
     if (!m->layers) return dg_fail(DEG_ERR_NOMEM, "model: out of memory");
     for (int il = 0; il < hp->n_layer; il++) DG_TRY(m->arch->load_layer(m, il, &m->layers[il]));
-    DG_TRY(dg_weight_get(m, "output_norm.weight",
+    DG_TRY(dg_weight_get(m, m->arch->gguf_out_norm ? m->arch->gguf_out_norm : "output_norm.weight",
                          m->arch->hf_out_norm ? m->arch->hf_out_norm : "model.norm.weight", 0, 1,
                          E, 0, &m->out_norm));
     if (!m->tied_lm_head && dg_weight_has(m, "output.weight", "lm_head.weight", 0)) {

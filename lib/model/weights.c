@@ -16,11 +16,17 @@ static const dg_tensor_view *src_find(const dg_weight_src *s, const char *name)
     return s->gguf ? dg_gguf_find(s->gguf, name) : dg_st_set_find(s->st, name);
 }
 
-static void tensor_name(char *buf, size_t cap, const deg_model *m, const char *gguf_name,
-                        const char *hf_name, int il)
+void dg_tensor_name(char *buf, size_t cap, const deg_model *m, const char *gguf_name,
+                    const char *hf_name, int il)
 {
     const char *fmt = m->src.gguf ? gguf_name : hf_name;
-    snprintf(buf, cap, fmt, il);
+    size_t o = 0;
+    if (!m->src.gguf && m->hf_prefix && !strncmp(fmt, "model.", 6)) {
+        o = (size_t)snprintf(buf, cap, "%s", m->hf_prefix);
+        fmt += 6;
+        if (o >= cap) return;
+    }
+    snprintf(buf + o, cap - o, fmt, il);
 }
 
 static void shape_str(char *buf, size_t cap, int n_dims, const int64_t *shape)
@@ -34,7 +40,7 @@ static void shape_str(char *buf, size_t cap, int n_dims, const int64_t *shape)
 int dg_weight_has(const deg_model *m, const char *gguf_name, const char *hf_name, int il)
 {
     char name[256];
-    tensor_name(name, sizeof name, m, gguf_name, hf_name, il);
+    dg_tensor_name(name, sizeof name, m, gguf_name, hf_name, il);
     return src_find(&m->src, name) != NULL;
 }
 
@@ -88,7 +94,7 @@ static deg_status find_checked(const deg_model *m, const char *gguf_name, const 
                                int il, int n_dims, const int64_t *shape, int permute_heads,
                                char name[256], const dg_tensor_view **out)
 {
-    tensor_name(name, 256, m, gguf_name, hf_name, il);
+    dg_tensor_name(name, 256, m, gguf_name, hf_name, il);
     const dg_tensor_view *t = src_find(&m->src, name);
     char want[96], got[96];
     shape_str(want, sizeof want, n_dims, shape);

@@ -10,7 +10,9 @@
 
 #include "tensor/dtype.h"
 
-#define DG_MAX_DIMS 4
+/* Most dimensions a safetensors tensor may have (vision towers of
+ * multimodal checkpoints hold 5-D patch convolutions; GGUF allows 4). */
+#define DG_MAX_DIMS 8
 
 typedef struct dg_tensor_view {
     const char *name;          /* borrowed from the file object */

@@ -119,6 +119,7 @@ Test(chat, layout_detection_from_templates)
     cr_assert_eq(dg_chat_layout_from_name("none"), DG_CHAT_NONE);
     cr_assert_eq(dg_chat_layout_from_name(NULL), DG_CHAT_NONE);
     cr_assert_eq(dg_chat_layout_from_name("qwen3"), DG_CHAT_QWEN3);
+    cr_assert_eq(dg_chat_layout_from_name("lfm2"), DG_CHAT_LFM2);
     free(qwen3);
     json_decref(g);
 }
@@ -222,6 +223,8 @@ Test(chat, chat_ids_match_hf_tokenizers)
     json_t *tk = json_object_get(gi, "tokenizers");
     dg_tokenizer *smol = golden_tokenizer(json_string_value(json_object_get(tk, "chatml")));
     dg_tokenizer *qwen = golden_tokenizer(json_string_value(json_object_get(tk, "qwen3")));
+    dg_tokenizer *lfm2 = golden_tokenizer(json_string_value(json_object_get(tk, "lfm2")));
+    size_t n_lfm2 = 0;
     char *sys = NULL;
     cr_assert_eq(dg_chat_default_system(
                      json_string_value(json_object_get(g, "chatml_template")), &sys), DEG_OK);
@@ -240,7 +243,8 @@ Test(chat, chat_ids_match_hf_tokenizers)
         dg_chat_layout l = dg_chat_layout_from_name(layout);
         int32_t *ids = NULL;
         size_t n_ids = 0;
-        cr_assert_eq(dg_chat_tokenize(l == DG_CHAT_CHATML ? smol : qwen, l,
+        n_lfm2 += l == DG_CHAT_LFM2;
+        cr_assert_eq(dg_chat_tokenize(l == DG_CHAT_CHATML ? smol : l == DG_CHAT_LFM2 ? lfm2 : qwen, l,
                                       l == DG_CHAT_CHATML ? sys : NULL, m, n, gen, 0, &ids,
                                       &n_ids),
                      DEG_OK, "%s: %s", layout, deg_errmsg());
@@ -257,9 +261,11 @@ Test(chat, chat_ids_match_hf_tokenizers)
         free(m);
     }
     cr_assert_eq(checked, json_array_size(cases));
+    cr_assert_geq(n_lfm2, 26); /* every conversation, with and without the generation prompt */
     free(sys);
     dg_tokenizer_free(smol);
     dg_tokenizer_free(qwen);
+    dg_tokenizer_free(lfm2);
     json_decref(gi);
     json_decref(g);
 }

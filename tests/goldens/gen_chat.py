@@ -7,6 +7,11 @@ apply_chat_template.
 - "qwen3": the Qwen3 chat template (qwen3_chat_template.jinja, the
   "chat_template" of Qwen/Qwen3-0.6B's tokenizer_config.json) with
   enable_thinking=False, rendered by the same apply_chat_template.
+- "lfm2": LiquidAI LFM2's chat layout (lfm2_chat_template.jinja: the rules of
+  the "chat_template" of LiquidAI/LFM2-1.2B's tokenizer for plain string
+  messages -- bos_token "<|startoftext|>", a system turn only from a non-empty
+  messages[0] system message, ChatML turns; its tool branches left out),
+  rendered by the same apply_chat_template.
 
 Usage: /tmp/venv/bin/python tests/goldens/gen_chat.py [MODEL.gguf]
 (default model: $DEG_MODEL or ${DEG_CACHE:-~/.cache/deg}/models/SmolLM2-135M-Instruct.Q4_1.gguf)
@@ -59,8 +64,14 @@ def main():
                                         gguf_file=os.path.basename(model))
     with open(os.path.join(HERE, "qwen3_chat_template.jinja"), encoding="utf-8") as f:
         qwen3 = f.read().rstrip("\n")
+    with open(os.path.join(HERE, "lfm2_chat_template.jinja"), encoding="utf-8") as f:
+        lfm2 = f.read()
+    conversations = CONVERSATIONS + [
+        ("empty_system", [{"role": "system", "content": ""},
+                          {"role": "user", "content": "hi"}]),
+    ]
     cases = []
-    for name, msgs in CONVERSATIONS:
+    for name, msgs in conversations:
         for gen in (True, False):
             cases.append({"layout": "chatml", "name": name, "add_generation_prompt": gen,
                           "messages": msgs,
@@ -72,6 +83,11 @@ def main():
                                                           tokenize=False,
                                                           add_generation_prompt=gen,
                                                           enable_thinking=False)})
+            text = tok.apply_chat_template(msgs, chat_template=lfm2, tokenize=False,
+                                           add_generation_prompt=gen, bos_token="<|startoftext|>")
+            assert text.startswith("<|startoftext|>"), text
+            cases.append({"layout": "lfm2", "name": name, "add_generation_prompt": gen,
+                          "messages": msgs, "text": text})
     out = {"source": "transformers apply_chat_template; see gen_chat.py",
            "chatml_template": tok.chat_template, "cases": cases}
     with open(os.path.join(HERE, "chat_goldens.json"), "w", encoding="utf-8") as f:

@@ -7,6 +7,12 @@ directories with their golden logits.
                                layers (gated short conv, 3 taps), tied LM head, f32
   tests/goldens/tiny-qwen3_5/  Qwen3_5ForCausalLM (model_type qwen3_5_text): 3 Gated
                                DeltaNet layers + 1 gated attention layer, f32
+  tests/goldens/tiny-qwen3_5-vl/  Qwen3_5ForConditionalGeneration (model_type qwen3_5)
+                               as the real Qwen3.5 checkpoints are saved: the language
+                               model's config nested in text_config, its tensors under
+                               model.language_model., a (tiny) vision tower beside it,
+                               tied LM head, multimodal RoPE keys; goldens of the text
+                               forward (2 DeltaNet + 2 attention layers)
 
 Each golden.safetensors holds, for transformers' forward:
   prefill.<i>.ids [L] i32, prefill.<i>.logits [L, V]  full forward (L up to 300: deg's
@@ -65,6 +71,29 @@ def qwen3_5_model():
     return Qwen3_5ForCausalLM(cfg)
 
 
+def qwen3_5_vl_model():
+    from transformers import Qwen3_5Config, Qwen3_5ForConditionalGeneration
+
+    text = dict(
+        vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=4,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=32,
+        linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=16,
+        linear_value_head_dim=16, linear_conv_kernel_dim=4,
+        layer_types=["linear_attention", "full_attention", "linear_attention",
+                     "full_attention"],
+        max_position_embeddings=512, rms_norm_eps=1e-6, tie_word_embeddings=True,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000000.0,
+                         "partial_rotary_factor": 0.25, "mrope_section": [2, 1, 1],
+                         "mrope_interleaved": True},
+        bos_token_id=1, eos_token_id=2, pad_token_id=0)
+    vision = dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2,
+                  out_hidden_size=64, patch_size=4, num_position_embeddings=16)
+    cfg = Qwen3_5Config(text_config=text, vision_config=vision, tie_word_embeddings=True,
+                        image_token_id=VOCAB - 4, video_token_id=VOCAB - 3,
+                        vision_start_token_id=VOCAB - 2, vision_end_token_id=VOCAB - 1)
+    return Qwen3_5ForConditionalGeneration(cfg)
+
+
 def slow_decay(model, seed):
     """DeltaNet decay close to 1 (exp(g) ~ 0.7..0.97 per token), so the
     recurrent state carries far and a lost or doubled state shows."""
@@ -90,7 +119,9 @@ def make(name, build, seed, post=None):
     shutil.rmtree(out_dir, ignore_errors=True)
     os.makedirs(out_dir)
     model.save_pretrained(out_dir)
-    model = AutoModelForCausalLM.from_pretrained(out_dir, dtype=torch.float32)
+    # the class that saved it (a ConditionalGeneration model reloads as itself)
+    cls = type(model) if "ConditionalGeneration" in type(model).__name__ else AutoModelForCausalLM
+    model = cls.from_pretrained(out_dir, dtype=torch.float32)
     model.eval()
     p = os.path.join(out_dir, "generation_config.json")
     if os.path.exists(p):
@@ -116,11 +147,13 @@ def make(name, build, seed, post=None):
 
 
 def main():
-    which = sys.argv[1:] or ["lfm2", "qwen3_5"]
+    which = sys.argv[1:] or ["lfm2", "qwen3_5", "qwen3_5_vl"]
     if "lfm2" in which:
         make("tiny-lfm2", lfm2_model, seed=11)
     if "qwen3_5" in which:
         make("tiny-qwen3_5", qwen3_5_model, seed=12, post=slow_decay)
+    if "qwen3_5_vl" in which:
+        make("tiny-qwen3_5-vl", qwen3_5_vl_model, seed=13, post=slow_decay)
 
 
 if __name__ == "__main__":
