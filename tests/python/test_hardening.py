@@ -137,6 +137,25 @@ def test_tokenize_drop_missing_bytes_matches_hf(model):
                 model.tokenize(c["text"])
 
 
+def test_fill_values_keep_nul_bytes_verbatim():
+    """A NUL inside a document stays a NUL in the value (reported as coming
+    out as a space): every plain string value is the text at its span,
+    verbatim (deg-contract.md §8), through the C response JSON and json.loads."""
+    text = "Ship to: ACME\x00Corp Ltd\nCompany: Big\x00Box Inc\nTotal: $12.50\n"
+    schema = {"type": "object", "properties": {
+        "company": {"type": ["string", "null"]}, "ship_to": {"type": ["string", "null"]}}}
+    with deg.load() as ck:
+        r = ck.fill(text, schema)
+    held = 0
+    for name, v in r["value"].items():
+        if v is None:
+            continue
+        s, e = r["meta"]["/" + name]["span"]
+        assert v == text[s:e], (name, v, text[s:e])
+        held += "\x00" in v
+    assert held >= 1, r["value"]
+
+
 def test_fill_reads_documents_with_control_bytes(model_path):
     """A group separator (barcode / EDI text) or a plane-4 character no longer
     rejects the document; spans still point at the original text."""
