@@ -4,7 +4,7 @@
  * deg_forks_generate (ids, stop flags, and the forks' state afterwards,
  * bitwise) under oracle, random and self drafts, batches of ragged rows,
  * gate on and off; the cartridge's draft reference through save/load. The
- * real SmolLM2 arm is test_spec_smollm2.c (suite `model`). */
+ * real SmolLM2 arm is tests/python/test_spec.py. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -276,32 +276,33 @@ static void check_identical(const char *model)
     const deg_spec_stream *cases[3] = {oracle_s, random_s, self_s};
     const char *names[3] = {"oracle", "random", "self"};
     size_t acc_total[3] = {0}, rej_total[3] = {0};
+    /* (draft_max, gate, min_match): short and long drafts, gate on and off
+     * (kept few: the suite also runs under the sanitizers) */
+    static const int cfg[4][3] = {{1, 0, 1}, {3, 1, 2}, {8, 0, 1}, {8, 1, 2}};
     for (int c = 0; c < 3; c++)
-        for (int dm = 1; dm <= 8; dm *= 2)
-            for (int gate = 0; gate < 2; gate++)
-                for (int mm = 1; mm <= 2; mm++) {
-                    deg_spec_params sp = deg_spec_default_params();
-                    sp.draft_max = dm;
-                    sp.gate = gate;
-                    sp.min_match = mm;
-                    run_out o;
-                    deg_spec_stats ss[NR];
-                    run(m, p, cases[c], &sp, &o, ss, V);
-                    char what[128];
-                    snprintf(what, sizeof what, "%s %s: draft_max %d gate %d min_match %d",
-                             model, names[c], dm, gate, mm);
-                    assert_same(&plain, &o, V, what);
-                    for (int r = 0; r < NR; r++) {
-                        cr_assert(ss[r].accepted <= ss[r].drafted);
-                        acc_total[c] += ss[r].accepted;
-                        rej_total[c] += ss[r].drafted - ss[r].accepted;
-                    }
-                    free(o.logits);
-                }
+        for (int k = 0; k < 4; k++) {
+            deg_spec_params sp = deg_spec_default_params();
+            sp.draft_max = cfg[k][0];
+            sp.gate = cfg[k][1];
+            sp.min_match = cfg[k][2];
+            run_out o;
+            deg_spec_stats ss[NR];
+            run(m, p, cases[c], &sp, &o, ss, V);
+            char what[128];
+            snprintf(what, sizeof what, "%s %s: draft_max %d gate %d min_match %d", model,
+                     names[c], cfg[k][0], cfg[k][1], cfg[k][2]);
+            assert_same(&plain, &o, V, what);
+            for (int r = 0; r < NR; r++) {
+                cr_assert(ss[r].accepted <= ss[r].drafted);
+                acc_total[c] += ss[r].accepted;
+                rej_total[c] += ss[r].drafted - ss[r].accepted;
+            }
+            free(o.logits);
+        }
     /* the oracle accepts (and so saves forwards); random drafts get rejected,
      * so both the accept and the rewind paths ran */
-    cr_assert_gt(acc_total[0], 100, "%s: oracle accepted %zu", model, acc_total[0]);
-    cr_assert_gt(rej_total[1], 100, "%s: random rejected %zu", model, rej_total[1]);
+    cr_assert_gt(acc_total[0], 50, "%s: oracle accepted %zu", model, acc_total[0]);
+    cr_assert_gt(rej_total[1], 50, "%s: random rejected %zu", model, rej_total[1]);
     for (int r = 0; r < NR; r++) deg_draft_ref_free(oracle[r]);
     deg_draft_ref_free(random);
     free(plain.logits);

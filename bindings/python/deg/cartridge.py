@@ -204,6 +204,35 @@ class Cartridge(_Handle):
         with self._use() as _p:
             return lib.deg_cartridge_steps(_p)
 
+    @property
+    def draft_reference(self):
+        """The corpus token ids stored in the artifact for speculative serving
+        (a deg.spec.DraftRef view, index built at load/set), or None."""
+        from .spec import _BorrowedDraftRef
+        with self._use() as _p:
+            ptr = lib.deg_cartridge_draft_ref(_p)
+        if ptr == ffi.NULL:
+            return None
+        view = getattr(self, "_draft_view", None)
+        if view is None or view.closed or view._ptr != ptr:
+            view = self._draft_view = _BorrowedDraftRef(ptr, self)
+        return view
+
+    def set_draft_reference(self, ids):
+        """Store ids (e.g. the corpus token ids; None or [] removes them) as
+        the draft reference saved with the cartridge (spec --draft-ref: the
+        I64 "draft_reference" entry)."""
+        view = getattr(self, "_draft_view", None)
+        if view is not None and view._in_use():
+            from .errors import StateError
+            raise StateError("the cartridge's draft reference is in use by a running call")
+        buf, n = _ids_buffer(list(ids) if ids is not None else [])
+        with self._use() as _p:
+            check(lib.deg_cartridge_set_draft_ref(_p, buf, n))
+        if view is not None:
+            view.close()
+        self._draft_view = None
+
     def _row_floats(self):
         i = self.model.info
         return len(self) * i.n_head_kv * i.head_dim

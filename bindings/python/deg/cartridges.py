@@ -54,6 +54,7 @@ from .cartridge import (Cartridge, DistillTarget, compose_backward, compose_trun
 from .cartridge_resume import RunState, rng_state, set_rng_state
 from .errors import ArgumentError, DegIOError, FormatError, RangeError
 from .model import Model, _ids_buffer, feed_forks, generate_forks
+from .spec import answer as _spec_answer, generate_forks_spec
 
 __all__ = ["Corpus", "load_corpus", "SEED_PROMPTS", "Conversation", "SelfStudy", "train",
            "RECIPE", "budget_steps",
@@ -242,7 +243,7 @@ class SelfStudy:
 
     def __init__(self, model, corpus, seed=0, chunk_min=256, chunk_max=512, max_q=64,
                  max_a=160, top_k=20, min_mass=0.99, temperature_a=0.6, recall=0.0,
-                 recall_q=(16, 48)):
+                 recall_q=(16, 48), spec_b=False):
         if chunk_min < 1 or chunk_max < chunk_min:
             raise ArgumentError(f"chunk sizes need 1 <= chunk_min <= chunk_max, got "
                                 f"{chunk_min}, {chunk_max}")
@@ -260,6 +261,9 @@ class SelfStudy:
         # wall seconds, and CPU seconds of the process (all threads): on a
         # shared machine the CPU figures are the stable ones
         self.timing = {"generate": 0.0, "teacher": 0.0, "generate_cpu": 0.0, "teacher_cpu": 0.0}
+        # --spec-b: bot B decodes speculatively (deg.spec; same ids), drafting
+        # from its own prompt (the chunk drafts itself); draft counters
+        self.spec_b, self.spec_counts = spec_b, {"drafted": 0, "accepted": 0}
 
     def settings(self):
         """The synthesis settings (what a seed's conversations depend on)."""
@@ -331,13 +335,22 @@ class SelfStudy:
             msg = _THINK.sub("", model.detokenize(ids, errors="replace")).strip()
             messages[slot] = msg or "Explain the excerpt."
         # bot B: answers with the chunk in context (greedy)
+        prompts_b = {}
         for s, k in zip(systems, slots):
             trunks[k] = model.trunk()
-            lasts[k] = trunks[k].prefill(chat_ids(model, [{"role": "system", "content": s},
-                                                          {"role": "user", "content":
-                                                           messages[k]}]), logits="last")
+            prompts_b[k] = chat_ids(model, [{"role": "system", "content": s},
+                                            {"role": "user", "content": messages[k]}])
+            lasts[k] = trunks[k].prefill(prompts_b[k], logits="last")
         forks = [trunks[k].fork() for k in slots]
-        b_ids = _generate_rows(model, forks, self.max_a, [0.0] * n, [0] * n, self.stop_ids)
+        if self.spec_b:
+            gens, sst = generate_forks_spec(forks, self.max_a, [prompts_b[k] for k in slots],
+                                            stop_ids=self.stop_ids)
+            b_ids = [g.ids for g in gens]
+            for st in sst:
+                self.spec_counts["drafted"] += st.drafted
+                self.spec_counts["accepted"] += st.accepted
+        else:
+            b_ids = _generate_rows(model, forks, self.max_a, [0.0] * n, [0] * n, self.stop_ids)
         for f in forks:
             f.close()
         for slot, ids in zip(slots, b_ids):
@@ -626,7 +639,7 @@ def train(model, corpus, p=256, steps=8, accum=4, gen_batch=None, lr=2e-3, seed=
           save=None, chunk_min=256, chunk_max=512, max_q=64, max_a=160, eval_every=0,
           n_eval=4, pack=True, checkpoint=False, init="corpus", progress=None,
           save_every=1, log=None, heldout_cache=None, epochs=1, recall=0.0,
-          recall_q=(16, 48), state=None):
+          recall_q=(16, 48), state=None, spec_b=False, draft_ref=False):
     """Self-study training of a p-row cartridge for corpus (a Corpus, or
     paths). Returns a TrainReport. One optimizer step per `accum`
     conversations; conversations are synthesised `gen_batch` at a time (one
@@ -648,6 +661,9 @@ def train(model, corpus, p=256, steps=8, accum=4, gen_batch=None, lr=2e-3, seed=
     written after every save_every steps; if it holds a snapshot of this
     run (same settings), training continues from it and ends bitwise equal
     to an uninterrupted run. epochs may grow between sittings.
+    spec_b: bot B decodes speculatively (--spec-b; the same conversations).
+    draft_ref: the artifact stores the corpus token ids for speculative
+    serving (--draft-ref; Cartridge.draft_reference).
     """
     if not isinstance(model, Model):
         model = Model(model)
@@ -671,10 +687,12 @@ def train(model, corpus, p=256, steps=8, accum=4, gen_batch=None, lr=2e-3, seed=
         cart = Cartridge.random_text(model, p, seed)
     else:
         raise ArgumentError(f"init must be 'corpus' or 'random-text', got {init!r}")
+    if draft_ref:
+        cart.set_draft_reference(corpus.ids)
     kw = dict(chunk_min=chunk_min, chunk_max=chunk_max, max_q=max_q, max_a=max_a)
     if recall:
         kw.update(recall=recall, recall_q=recall_q)
-    study = SelfStudy(model, corpus, seed=seed, **kw)
+    study = SelfStudy(model, corpus, seed=seed, spec_b=spec_b, **kw)
     heldout = (heldout_set(model, corpus, seed + 0x5EED0000, n_eval, cache=heldout_cache, **kw)
                if eval_every else [])
     queue, done, losses, seen, order = [], 0, [], [], []
@@ -758,11 +776,15 @@ def train(model, corpus, p=256, steps=8, accum=4, gen_batch=None, lr=2e-3, seed=
 # Serving
 # --------------------------------------------------------------------------
 
-def ask(model, question, cartridge=None, corpus=None, max_tokens=200, trunk=None):
+def ask(model, question, cartridge=None, corpus=None, max_tokens=200, trunk=None, spec=False,
+        draft_ref=None, spec_stats=None):
     """Greedy answer to question (a user message) behind the cartridge (a
     Cartridge, or a list of them: their composition), behind a given trunk
     (e.g. deg.Fleet.trunk; closed here), on the bare model (neither), or
-    with corpus in context as a system message. Returns the answer text."""
+    with corpus in context as a system message. Returns the answer text.
+    spec=True decodes speculatively (--spec-serve; the same text), drafting
+    from the prompt, the answer and draft_ref (a deg.spec.DraftRef, e.g.
+    Cartridge.draft_reference); spec_stats (a list) receives its SpecStats."""
     msgs = [{"role": "user", "content": question}]
     if corpus is not None:
         text = corpus.text if isinstance(corpus, Corpus) else str(corpus)
@@ -774,10 +796,16 @@ def ask(model, question, cartridge=None, corpus=None, max_tokens=200, trunk=None
         else:
             trunk = cartridge.trunk() if cartridge is not None else model.trunk()
     try:
-        f = trunk.fork()
-        f.feed(ids)
-        out = _generate_rows(model, [f], max_tokens, [0.0], [0], _stop_ids(model))[0]
-        f.close()
+        if spec:
+            gen, st = _spec_answer(trunk, ids, draft_ref, max_tokens, _stop_ids(model))
+            out = gen.ids
+            if spec_stats is not None:
+                spec_stats.append(st)
+        else:
+            f = trunk.fork()
+            f.feed(ids)
+            out = _generate_rows(model, [f], max_tokens, [0.0], [0], _stop_ids(model))[0]
+            f.close()
     finally:
         trunk.close()
     stops = _stop_ids(model)

@@ -472,6 +472,12 @@ class Fork(_Handle):
         """Feed ids. logits: None, "all" (array('f') [len(ids) * n_vocab])."""
         return feed_forks([self], [ids], logits=logits)[0]
 
+    def truncate(self, n: int) -> None:
+        """Rewind to the first n own tokens (deg_fork_truncate): the later
+        ones are dropped as if never fed (RangeError if n > len(self))."""
+        with self._use() as _p:
+            check(lib.deg_fork_truncate(_p, int(n)))
+
     def logits(self) -> array:
         """array('f') [n_vocab]: logits after the fork's last token."""
         out, ptr = _floats(self.trunk.model.info.n_vocab)

@@ -1,8 +1,8 @@
 """`deg cartridge train|ask|eval|equiv|compose`: self-study cartridges from the command line.
 
   deg cartridge train --model M --corpus PATH... --p 256 --steps N --accum 4 \\
-      --lr 2e-3 --seed S --save OUT
-  deg cartridge ask --load OUT --ask "..." [--corpus PATH...]
+      --lr 2e-3 --seed S --save OUT [--spec-b] [--draft-ref]
+  deg cartridge ask --load OUT --ask "..." [--corpus PATH...] [--spec-serve]
   deg cartridge eval --load OUT --corpus PATH... [--n-eval 8]
   deg cartridge equiv --corpus PATH... [--p 256 --suffix-max 128]
   deg cartridge compose --load A B... --ask "..."   (answer behind A's rows, then B's, ...)
@@ -106,7 +106,7 @@ def cmd_train(args):
                        max_a=args.max_a, eval_every=args.eval_every, n_eval=args.n_eval,
                        pack=not args.no_pack, checkpoint=args.checkpoint, init=args.init,
                        progress=progress, epochs=args.epochs, recall=args.recall,
-                       state=args.state)
+                       state=args.state, spec_b=args.spec_b, draft_ref=args.draft_ref)
     except KeyboardInterrupt:
         if bar is not None:
             bar.close()
@@ -133,20 +133,41 @@ def cmd_train(args):
     return 0
 
 
+def _draft_source(model, cart, corpus):
+    """--spec-serve's reference: the artifact's (built at load), else the
+    --corpus token ids (indexed here), else none (prompt + own output only)."""
+    from ..spec import DraftRef
+    if cart.draft_reference is not None:
+        return cart.draft_reference, "the artifact's draft_reference"
+    if corpus is not None:
+        return DraftRef(model, corpus.ids), "--corpus"
+    return None, "none (the prompt and the answer only)"
+
+
 def cmd_ask(args):
     from .. import cartridges as cs
     from ..cartridge import Cartridge
     model = _model(args)
     cart = Cartridge.load(model, args.load)
+    corpus = cs.load_corpus(model, args.corpus) if args.corpus else None
+    ref, src, sst = None, None, []
+    if args.spec_serve:
+        ref, src = _draft_source(model, cart, corpus)
     t0 = time.perf_counter()
-    print(f"[cartridge, {len(cart)} rows]\n{cart.ask(args.ask, max_tokens=args.max_tokens)}")
+    answer = cs.ask(model, args.ask, cartridge=cart, max_tokens=args.max_tokens,
+                    spec=args.spec_serve, draft_ref=ref, spec_stats=sst)
     t1 = time.perf_counter()
+    print(f"[cartridge, {len(cart)} rows]\n{answer}")
     print(f"\n[bare model]\n{cs.ask(model, args.ask, max_tokens=args.max_tokens)}")
-    if args.corpus:
-        corpus = cs.load_corpus(model, args.corpus)
+    if corpus is not None:
         print(f"\n[corpus in context, {len(corpus)} tokens]\n"
               f"{cs.ask(model, args.ask, corpus=corpus, max_tokens=args.max_tokens)}")
     print(f"\n(cartridge answer in {t1 - t0:.2f} s)", file=sys.stderr)
+    if sst:
+        st = sst[0]
+        print(f"(--spec-serve: drafts from {src}; {st.accepted}/{st.drafted} drafted tokens "
+              f"accepted ({100 * st.acceptance:.0f}%), {st.forwards} forwards, gate off "
+              f"{st.gate_offs}x)", file=sys.stderr)
     return 0
 
 
@@ -303,6 +324,12 @@ def register(sub):
     t.add_argument("--checkpoint", action="store_true", help="recompute layers in backward")
     t.add_argument("--init", default="corpus", choices=["corpus", "random-text"])
     t.add_argument("--quiet", action="store_true")
+    t.add_argument("--spec-b", action="store_true",
+                   help="decode bot B speculatively (drafts from its own prompt; the same "
+                        "conversations, byte for byte)")
+    t.add_argument("--draft-ref", action="store_true",
+                   help="store the corpus token ids in the artifact (I64 draft_reference, 8 "
+                        "bytes/token) for ask --spec-serve")
     _study_opts(t, recipe=True)
     t.set_defaults(func=cmd_train)
 
@@ -312,6 +339,10 @@ def register(sub):
     a.add_argument("--ask", required=True)
     a.add_argument("--corpus", nargs="+")
     a.add_argument("--max-tokens", type=int, default=200)
+    a.add_argument("--spec-serve", action="store_true",
+                   help="decode the cartridge answer speculatively (the same answer): drafts "
+                        "from the artifact's draft_reference (train --draft-ref), else from "
+                        "--corpus")
     a.set_defaults(func=cmd_ask)
 
     e = s.add_parser("eval", help="held-out NLL: bare vs cartridge vs corpus in context")
