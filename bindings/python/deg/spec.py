@@ -20,7 +20,7 @@ from .errors import ArgumentError
 from .limits import run_limits
 from .model import Model, _Handle, _STATE, _ids_buffer, _sample_params
 
-__all__ = ["DraftRef", "SpecStats", "generate_forks_spec", "answer"]
+__all__ = ["DraftRef", "SpecStats", "generate_forks_spec", "answer", "composed_reference"]
 
 
 class DraftRef(_Handle):
@@ -60,6 +60,23 @@ class _BorrowedDraftRef(DraftRef):
         with _STATE:
             self._ptr = None
             self._parent = None
+
+
+def composed_reference(parts):
+    """The draft reference of a composition (spec "Composition"): the parts'
+    stored references (Cartridge.draft_reference) concatenated in part
+    order. One part with a reference gives that part's own view (no copy);
+    several give a new DraftRef over the concatenation (indexed once here);
+    none gives None. A draft that crosses a part boundary is only a wasted
+    guess, never a different output (verification is exact)."""
+    parts = list(parts)
+    refs = [c.draft_reference for c in parts]
+    refs = [r for r in refs if r is not None]
+    if not refs:
+        return None
+    if len(refs) == 1:
+        return refs[0]
+    return DraftRef(parts[0].model, [i for r in refs for i in r.ids()])
 
 
 @dataclass(frozen=True)

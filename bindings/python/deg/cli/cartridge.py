@@ -5,7 +5,8 @@
   deg cartridge ask --load OUT --ask "..." [--corpus PATH...] [--spec-serve]
   deg cartridge eval --load OUT --corpus PATH... [--n-eval 8]
   deg cartridge equiv --corpus PATH... [--p 256 --suffix-max 128]
-  deg cartridge compose --load A B... --ask "..."   (answer behind A's rows, then B's, ...)
+  deg cartridge compose --load A B... --ask "..." [--spec-serve]
+      (answer behind A's rows, then B's, ...)
 
 Spec: cartridges.md (demo run-book). The model defaults to $DEG_MODEL or the
 fetched default (deg.default_model_path()).
@@ -133,12 +134,15 @@ def cmd_train(args):
     return 0
 
 
-def _draft_source(model, cart, corpus):
-    """--spec-serve's reference: the artifact's (built at load), else the
+def _draft_source(model, carts, corpus):
+    """--spec-serve's reference: the artifacts' (built at load; several
+    composed parts' concatenated, deg.spec.composed_reference), else the
     --corpus token ids (indexed here), else none (prompt + own output only)."""
-    from ..spec import DraftRef
-    if cart.draft_reference is not None:
-        return cart.draft_reference, "the artifact's draft_reference"
+    from ..spec import DraftRef, composed_reference
+    ref = composed_reference(carts)
+    if ref is not None:
+        return ref, "the artifact's draft_reference" if len(carts) == 1 else \
+            f"the parts' draft_references ({len(ref)} ids)"
     if corpus is not None:
         return DraftRef(model, corpus.ids), "--corpus"
     return None, "none (the prompt and the answer only)"
@@ -152,7 +156,7 @@ def cmd_ask(args):
     corpus = cs.load_corpus(model, args.corpus) if args.corpus else None
     ref, src, sst = None, None, []
     if args.spec_serve:
-        ref, src = _draft_source(model, cart, corpus)
+        ref, src = _draft_source(model, [cart], corpus)
     t0 = time.perf_counter()
     answer = cs.ask(model, args.ask, cartridge=cart, max_tokens=args.max_tokens,
                     spec=args.spec_serve, draft_ref=ref, spec_stats=sst)
@@ -163,12 +167,17 @@ def cmd_ask(args):
         print(f"\n[corpus in context, {len(corpus)} tokens]\n"
               f"{cs.ask(model, args.ask, corpus=corpus, max_tokens=args.max_tokens)}")
     print(f"\n(cartridge answer in {t1 - t0:.2f} s)", file=sys.stderr)
+    _spec_report(src, sst)
+    return 0
+
+
+def _spec_report(src, sst):
+    """--spec-serve's line on stderr: the draft source and the counters."""
     if sst:
         st = sst[0]
         print(f"(--spec-serve: drafts from {src}; {st.accepted}/{st.drafted} drafted tokens "
               f"accepted ({100 * st.acceptance:.0f}%), {st.forwards} forwards, gate off "
               f"{st.gate_offs}x)", file=sys.stderr)
-    return 0
 
 
 def cmd_eval_qa(args):
@@ -245,8 +254,13 @@ def cmd_compose(args):
     model = _model(args)
     parts = [Cartridge.load(model, path) for path in args.load]
     rows = compose_len(parts)
-    answer = cs.ask(model, args.ask, cartridge=parts, max_tokens=args.max_tokens)
+    ref, src, sst = None, None, []
+    if args.spec_serve:
+        ref, src = _draft_source(model, parts, None)
+    answer = cs.ask(model, args.ask, cartridge=parts, max_tokens=args.max_tokens,
+                    spec=args.spec_serve, draft_ref=ref, spec_stats=sst)
     print(f"[{len(parts)} cartridges composed, {rows} rows]\n{answer}")
+    _spec_report(src, sst)
     return 0
 
 
@@ -378,6 +392,9 @@ def register(sub):
                    help="saved cartridges, composed in this order")
     c.add_argument("--ask", required=True)
     c.add_argument("--max-tokens", type=int, default=200)
+    c.add_argument("--spec-serve", action="store_true",
+                   help="decode speculatively (the same answer), drafting from the parts' "
+                        "draft_references concatenated in part order")
     c.set_defaults(func=cmd_compose)
 
     q = s.add_parser("equiv", help="zero-training gate (untrained cartridge == prefill)")
