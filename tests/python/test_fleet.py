@@ -166,6 +166,29 @@ def test_mixed_visibility_training_steps_every_part(tiny, tmp_path):
         assert a == b
 
 
+def test_uniform_schedule_keeps_step_counts_within_one(tiny, tmp_path):
+    """schedule="uniform": with rotation every round, every document's step
+    count ends within +-1 of the others (the issue's fleet target), with
+    co-loaded rounds still stepping every part; the spec's length sampler on
+    the same fleet and seed drifts further apart."""
+    from deg import fleets
+    got = {}
+    for schedule in ("uniform", "length"):
+        d = tmp_path / schedule
+        deg.Fleet.init(tiny, d, LONG_DOCS, p=4)
+        with deg.Fleet.open(tiny, d, budget=3, rotate_every=1, warmup_steps=1) as f:
+            infos = fleets.train(f, 8, accum=1, p_iso=0.5, distract_max=2, seed=5,
+                                 schedule=schedule, **SMALL)
+            got[schedule] = [doc.steps for doc in f.docs()]
+            assert sum(got[schedule]) == sum(len(i.parts) for i in infos)
+            assert any(len(i.parts) > 1 for i in infos)
+    assert max(got["uniform"]) - min(got["uniform"]) <= 1, got
+    assert max(got["length"]) - min(got["length"]) > 1, got
+    with deg.Fleet.open(tiny, tmp_path / "uniform", budget=2) as f:
+        with pytest.raises(deg.ArgumentError, match="schedule"):
+            fleets.train(f, 1, schedule="round-robin")
+
+
 def test_index_select_and_ask(tiny, tmp_path):
     from deg import fleets
     d = _fleet_dir(tiny, tmp_path)

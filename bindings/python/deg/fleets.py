@@ -40,12 +40,44 @@ def _doc_corpus(fleet, i):
     return cs.Corpus(fleet.model, [(fleet.doc(i).name, fleet.text(i))])
 
 
+SCHEDULES = ("length", "uniform")
+
+
+def _pick_parts(fleet, res, rng, schedule, p_iso, distract_max):
+    """One round's target and co-loaded parts among the residents res.
+    "length" (the spec's sampler): the target is drawn proportional to its
+    token count, distractors uniformly. "uniform": the draw is restricted to
+    the least-trained residents and the distractors are the least-trained
+    other residents (ties broken by the same rng), so that with the
+    rotation the per-document step counts stay within +-1 (the spec's
+    sampler reaches that only for some seeds: a long resident is drawn
+    again and again, and every co-loaded distractor steps too)."""
+    steps = {i: fleet.doc(i).steps for i in res}
+    cand = res
+    if schedule == "uniform":
+        low = min(steps.values())
+        cand = [i for i in res if steps[i] == low]
+    target = rng.choices(cand, weights=[max(fleet.doc(i).tokens, 1) for i in cand])[0]
+    parts = [target]
+    others = [i for i in res if i != target]
+    if rng.random() >= p_iso and others and distract_max > 0:
+        k = rng.randint(1, min(distract_max, len(others)))
+        if schedule == "uniform":
+            parts += sorted(others, key=lambda i: (steps[i], rng.random()))[:k]
+        else:
+            parts += rng.sample(others, k)
+        rng.shuffle(parts)
+    return target, parts
+
+
 def train(fleet, rounds, accum=4, p_iso=0.75, distract_max=2, seed=0, pack=True,
-          checkpoint=False, progress=None, save_every=1, **study):
+          checkpoint=False, progress=None, save_every=1, schedule="length", **study):
     """rounds optimizer rounds of mixed-visibility self-study over fleet.
     Each round samples a target among the RESIDENT documents proportional
-    to its token count; with probability p_iso its cartridge is the only
-    prefix, else 1..distract_max other residents co-load in shuffled order.
+    to its token count (schedule "uniform": among the least-trained
+    residents, see _pick_parts); with probability p_iso its cartridge is the
+    only prefix, else 1..distract_max other residents co-load in shuffled
+    order.
     accum conversations about the target (bot A asks about a chunk of the
     target document, bot B answers with the chunk in context: deg.cartridges
     SelfStudy, seeded per document from seed) train behind the composed
@@ -57,6 +89,8 @@ def train(fleet, rounds, accum=4, p_iso=0.75, distract_max=2, seed=0, pack=True,
     if rounds < 0 or accum < 1 or not (0.0 <= p_iso <= 1.0) or distract_max < 0:
         raise ArgumentError(f"need rounds >= 0, accum >= 1, 0 <= p_iso <= 1, distract_max "
                             f">= 0 (got {rounds}, {accum}, {p_iso}, {distract_max})")
+    if schedule not in SCHEDULES:
+        raise ArgumentError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
     rng = random.Random(seed)
     studies, out = {}, []
     t0 = time.perf_counter()
@@ -64,12 +98,7 @@ def train(fleet, rounds, accum=4, p_iso=0.75, distract_max=2, seed=0, pack=True,
         res = fleet.residents()
         if not res:
             raise StateError("fleet: no resident documents")
-        target = rng.choices(res, weights=[max(fleet.doc(i).tokens, 1) for i in res])[0]
-        parts = [target]
-        others = [i for i in res if i != target]
-        if rng.random() >= p_iso and others and distract_max > 0:
-            parts += rng.sample(others, rng.randint(1, min(distract_max, len(others))))
-            rng.shuffle(parts)
+        target, parts = _pick_parts(fleet, res, rng, schedule, p_iso, distract_max)
         if target not in studies:
             studies[target] = cs.SelfStudy(fleet.model, _doc_corpus(fleet, target),
                                            seed=seed * 1000003 + target, **study)

@@ -59,6 +59,7 @@ def cmd_train(args):
     try:
         fleets.train(fleet, args.rounds, accum=args.accum, p_iso=args.p_iso,
                      distract_max=args.distract_max, seed=args.seed, progress=progress,
+                     schedule=args.schedule,
                      chunk_min=args.chunk_min, chunk_max=args.chunk_max, max_q=args.max_q,
                      max_a=args.max_a)
     finally:
@@ -181,6 +182,10 @@ def register(sub):
     t.add_argument("--p-iso", type=float, default=0.75,
                    help="probability a round trains the target alone (0.75)")
     t.add_argument("--distract-max", type=int, default=2, help="max distractors (2)")
+    t.add_argument("--schedule", choices=["length", "uniform"], default="length",
+                   help="target draw: proportional to length over the residents (the spec's, "
+                        "default) or over the least-trained residents, distractors least-"
+                        "trained too (uniform step counts)")
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--quiet", action="store_true")
     _study_opts(t)
