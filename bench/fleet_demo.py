@@ -8,6 +8,7 @@ NLL of the hand-written reference answers behind the selected cartridge vs
 the bare model vs the whole document in context, with KV rows for each.
 
   .venv/bin/python bench/fleet_demo.py --out /tmp/fleet-demo [--rounds 12] [--p 64]
+      [--schedule uniform] [--retrieval-only]
 
 Results go to stdout (and bench/README.md by hand). Deterministic for a seed.
 """
@@ -60,6 +61,34 @@ QUESTIONS = [
      "branch-prediction profiler, a call-graph generating profiler and a heap profiler."),
 ]
 
+# A second hand-written set (written after the index recipe was chosen on the
+# set above, and not used to choose anything): the held-out figure.
+QUESTIONS_B = [
+    (0, "Which translation system does man-db use for its messages, and which one does man "
+        "use?", "man-db uses gettext; man uses the obsolete catgets system."),
+    (0, "What library does man-db use to run external programs safely?",
+     "man-db uses the libpipeline library for safe and correct command execution."),
+    (1, "Which account does update-passwd never remove or change?",
+     "The root account is never removed or changed."),
+    (1, "What is the next uid/gid allocation in the static range?",
+     "The next uid/gid allocation is 64070."),
+    (2, "What does Wget do when a download fails because of a network problem?",
+     "It keeps retrying until the whole file has been retrieved."),
+    (2, "Which standard does Wget respect while downloading recursively?",
+     "Wget respects the Robot Exclusion Standard (/robots.txt)."),
+    (3, "Which regular-expression feature does mawk's built-in engine not support yet?",
+     "Brace expressions, such as /a{,4}/."),
+    (3, "What does log(-8) return with the Cygwin math library?",
+     "It returns Inf (infinity) rather than NaN."),
+    (4, "Who wrote GNU bc?", "GNU bc was written by Philip A. Nelson."),
+    (4, "Which configure option makes bc use the readline package?",
+     "The --with-readline option."),
+    (5, "Which file should someone building a binary package of Valgrind read?",
+     "README_PACKAGERS."),
+    (5, "Why must the Valgrind installation not be moved after it is installed?",
+     "Moving it away from the --prefix given at build time breaks things in subtle ways."),
+]
+
 
 def nll(model, trunk, question, answer):
     """Mean NLL/token of the answer tokens after the question (user turn)
@@ -79,6 +108,35 @@ def nll(model, trunk, question, answer):
     return s / len(ans)
 
 
+def _index_and_select(fleet, a):
+    """Build the index, select the top document for every question of both
+    sets and print the retrieval accuracy per set. Returns (index, [doc])."""
+    t2 = time.perf_counter()
+    n = fleets.build_index(fleet, chunk=a.embed_chunk)
+    print(f"index: {n} chunks of {a.embed_chunk} tokens in {time.perf_counter() - t2:.0f} s")
+    idx = fleets.load_index(fleet)
+    picks = []
+    for name, qs in (("A (recipe chosen on it)", QUESTIONS), ("B (held out)", QUESTIONS_B)):
+        hit = 0
+        for home, q, _ in qs:
+            sel = fleets.select(fleet, q, k=2, index=idx)
+            picks.append(sel[0][0])
+            hit += sel[0][0] == home
+            print(f"  home {home} -> {[(d, round(c, 3)) for d, c in sel]}  {q[:60]}")
+        print(f"retrieval, set {name}: home document first for {hit}/{len(qs)}")
+    both = QUESTIONS + QUESTIONS_B
+    total = sum(p == h for p, (h, _, _) in zip(picks, both))
+    print(f"retrieval: home document first for {total}/{len(both)} "
+          f"({100 * total / len(both):.0f}%) hand-written questions")
+    return idx, picks
+
+
+def retrieval(fleet, a):
+    _index_and_select(fleet, a)
+    fleet.close()
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default=os.environ.get("DEG_MODEL"))
@@ -91,6 +149,11 @@ def main():
     ap.add_argument("--embed-chunk", type=int, default=256)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--max-tokens", type=int, default=48)
+    ap.add_argument("--schedule", choices=fleets.SCHEDULES, default="uniform",
+                    help="deg.fleets.train's target draw (uniform: least-trained residents)")
+    ap.add_argument("--warmup", type=int, default=2, help="per-entrant lr warm-up steps")
+    ap.add_argument("--retrieval-only", action="store_true",
+                    help="index and selection only (they do not depend on training)")
     a = ap.parse_args()
     model = deg.Model(a.model or deg.default_model_path())
     t0 = time.perf_counter()
@@ -99,8 +162,10 @@ def main():
         deg.Fleet.init(model, a.out, list(zip(DOCS, texts)), a.p)
     print(f"init: {len(DOCS)} documents, p = {a.p} ({time.perf_counter() - t0:.0f} s)")
     fleet = deg.Fleet.open(model, a.out, budget=a.budget, rotate_every=a.rotate_every,
-                           warmup_steps=2)
+                           warmup_steps=a.warmup)
     print("tokens per document:", [d.tokens for d in fleet.docs()])
+    if a.retrieval_only:
+        return retrieval(fleet, a)
     t1 = time.perf_counter()
     seen = set()
 
@@ -110,31 +175,26 @@ def main():
               f"loss {info.loss:.4f} residents {fleet.residents()}", flush=True)
 
     fleets.train(fleet, a.rounds, accum=a.accum, seed=a.seed, progress=progress,
-                 chunk_min=128, chunk_max=256, max_q=32, max_a=64)
+                 schedule=a.schedule, chunk_min=128, chunk_max=256, max_q=32, max_a=64)
+    steps = [d.steps for d in fleet.docs()]
     print(f"train: {a.rounds} rounds x {a.accum} conversations in "
-          f"{time.perf_counter() - t1:.0f} s; steps per document "
-          f"{[d.steps for d in fleet.docs()]}; max residents {a.budget} of {len(fleet)}")
-    t2 = time.perf_counter()
-    n = fleets.build_index(fleet, chunk=a.embed_chunk)
-    print(f"index: {n} chunks in {time.perf_counter() - t2:.0f} s")
-    idx = fleets.load_index(fleet)
-    hits, rows = 0, []
-    for home, q, ref in QUESTIONS:
-        sel = fleets.select(fleet, q, k=1, index=idx)
-        d = sel[0][0]
-        hits += d == home
+          f"{time.perf_counter() - t1:.0f} s; steps per document {steps} (spread "
+          f"{max(steps) - min(steps)}, schedule {a.schedule}); max residents {a.budget} of "
+          f"{len(fleet)}, ever resident {len(seen)}")
+    idx, hits = _index_and_select(fleet, a)
+    rows = []
+    for (home, q, ref), d in zip(QUESTIONS + QUESTIONS_B, hits):
         n_cart = nll(model, fleet.trunk([d]), q, ref)
         n_bare = nll(model, model.trunk(), q, ref)
         doc_ids = cs.chat_ids(model, [{"role": "system", "content": texts[home]}],
                               add_generation_prompt=False)
         n_icl = nll(model, model.trunk(doc_ids), q, ref)
-        rows.append((home, d, sel[0][1], n_cart, n_bare, n_icl, len(doc_ids)))
-        print(f"  Q{len(rows)} home {home} selected {d} ({sel[0][1]:.3f}): NLL cartridge "
+        rows.append((home, d, n_cart, n_bare, n_icl, len(doc_ids)))
+        print(f"  Q{len(rows)} home {home} selected {d}: NLL cartridge "
               f"{n_cart:.3f} bare {n_bare:.3f} in-context {n_icl:.3f}", flush=True)
-    k = len(QUESTIONS)
-    mean = [sum(r[i] for r in rows) / k for i in (3, 4, 5)]
-    icl_rows = sum(r[6] for r in rows) / k
-    print(f"retrieval: home document first for {hits}/{k} held-out questions")
+    k = len(rows)
+    mean = [sum(r[i] for r in rows) / k for i in (2, 3, 4)]
+    icl_rows = sum(r[5] for r in rows) / k
     print(f"NLL/token (mean over {k}): selected cartridge {mean[0]:.3f} ({a.p} KV rows), "
           f"bare {mean[1]:.3f} (0 rows), whole document in context {mean[2]:.3f} "
           f"({icl_rows:.0f} rows mean)")
