@@ -14,9 +14,10 @@ wrapped document (p = its token count, the spec's "full-docs cartridge"), so
 behind it the model answers as with the document in context: corpus-grounded
 answers without a training run. The questions were written from the document
 by hand. Arms alternate (plain, spec, plain, spec, ...) so slow phases of a
-shared machine hit both.
+shared machine hit both; wall and CPU seconds (of the process, all threads:
+the stable figure on a shared machine) and the load average are printed.
 
-  .venv/bin/python bench/bench_spec.py [--model M] [--doc PATH] [--max-tokens 160]
+  OMP_WAIT_POLICY=passive .venv/bin/python bench/bench_spec.py [--model M] [--doc PATH] [--max-tokens 160]
       [--conversations 4] [--repeats 1]
 """
 import argparse
@@ -70,8 +71,10 @@ def main():
           f"{t_load * 1000:.0f} ms); threads {deg.runtime_info().get('threads', '?')}")
 
     # --- serving ---------------------------------------------------------
+    load0 = os.getloadavg()
     tok = {False: 0, True: 0}
     sec = {False: 0.0, True: 0.0}
+    cpu = {False: 0.0, True: 0.0}
     drafted = accepted = 0
     identical = True
     for r in range(args.repeats):
@@ -80,6 +83,7 @@ def main():
             for spec in (False, True):
                 trunk = cart.trunk()
                 ids = cs.chat_ids(model, [{"role": "user", "content": q}])
+                c0 = time.process_time()
                 if spec:
                     gen, st = answer(trunk, ids, ref, args.max_tokens, model.stop_ids())
                     drafted += st.drafted
@@ -88,6 +92,7 @@ def main():
                     with trunk.fork() as f:
                         f.feed(ids)
                         gen = f.generate(args.max_tokens, 0.0, stop_ids=model.stop_ids())
+                cpu[spec] += time.process_time() - c0
                 trunk.close()
                 out[spec] = gen.ids
                 tok[spec] += len(gen.ids)
@@ -101,18 +106,24 @@ def main():
           f"{tok[True] / sec[True]:.1f} tok/s ({tok[True]} tokens each, decode seconds "
           f"{sec[False]:.1f} vs {sec[True]:.1f}); acceptance {accepted}/{drafted} "
           f"({100 * accepted / max(drafted, 1):.0f}%); answers identical: {identical}")
+    print(f"  CPU seconds of the process (all threads; prompt feed + decode): plain "
+          f"{cpu[False]:.1f}, speculative {cpu[True]:.1f}: {tok[False] / cpu[False]:.1f} vs "
+          f"{tok[True] / cpu[True]:.1f} tok per CPU-s; load average {load0[0]:.1f} -> "
+          f"{os.getloadavg()[0]:.1f}")
 
     # --- self-study --------------------------------------------------------
     spc = {False: [], True: []}
+    spc_cpu = {False: 0.0, True: 0.0}
     same = True
     counts = None
     for r in range(args.repeats):
         convs = {}
         for spec in (False, True):
             st = cs.SelfStudy(model, corpus, seed=11 + r, spec_b=spec)
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             convs[spec] = st.generate(args.conversations)
             spc[spec].append((time.perf_counter() - t0) / args.conversations)
+            spc_cpu[spec] += (time.process_time() - c0) / args.conversations / args.repeats
             if spec:
                 counts = st.spec_counts
         same &= convs[False] == convs[True]
@@ -122,6 +133,8 @@ def main():
           f"{args.repeats} repeat(s)); bot B acceptance {counts['accepted']}/{counts['drafted']} "
           f"({100 * counts['accepted'] / max(counts['drafted'], 1):.0f}%, last repeat); "
           f"conversations identical: {same}")
+    print(f"  CPU s/conversation: plain {spc_cpu[False]:.2f}, speculative {spc_cpu[True]:.2f}; "
+          f"load average now {os.getloadavg()[0]:.1f}")
     return 0 if identical and same else 1
 
 

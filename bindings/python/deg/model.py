@@ -503,6 +503,15 @@ class Fork(_Handle):
                               cancel=cancel, deadline_ms=deadline_ms)[0]
 
 
+def _gen_outputs(n: int, max_tokens: int) -> Tuple[List[Any], Any, Any, Any]:
+    """The C outputs of a lockstep generate over n forks: per-fork id arrays
+    [max_tokens] (kept alive by the list), their pointer array, the id
+    counts and the deg_gen_stats."""
+    bufs = [ffi.new("int32_t[]", int(max_tokens)) for _ in range(n)]
+    return bufs, ffi.new("int32_t *[]", bufs), ffi.new("size_t[]", n), \
+        ffi.new("deg_gen_stats[]", n)
+
+
 def generate_forks(forks: Iterable[Fork], max_tokens: int = 256,
                    temperature: Union[float, Sequence[float]] = 0.0, top_k: int = 0,
                    top_p: Union[float, Sequence[float]] = 1.0,
@@ -531,10 +540,7 @@ def generate_forks(forks: Iterable[Fork], max_tokens: int = 256,
     for i in range(n):
         params[i] = _sample_params(max_tokens, temps[i], top_k, top_ps[i], seeds[i], stop_ids,
                                    keep)[0]
-    bufs = [ffi.new("int32_t[]", int(max_tokens)) for _ in range(n)]
-    outs = ffi.new("int32_t *[]", bufs)
-    n_out = ffi.new("size_t[]", n)
-    stats = ffi.new("deg_gen_stats[]", n)
+    bufs, outs, n_out, stats = _gen_outputs(n, max_tokens)
     lim = run_limits(cancel, deadline_ms)
     with ExitStack() as held:
         cforks = ffi.new("deg_fork *[]", [held.enter_context(f._use()) for f in rows])

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from ._native import check, ffi, lib
 from .errors import ArgumentError
 from .limits import run_limits
-from .model import Model, _Handle, _STATE, _ids_buffer, _sample_params
+from .model import Model, _Handle, _STATE, _gen_outputs, _ids_buffer, _sample_params
 
 __all__ = ["DraftRef", "SpecStats", "generate_forks_spec", "answer", "composed_reference"]
 
@@ -124,10 +124,7 @@ def generate_forks_spec(forks, max_tokens, seed_ids, refs=None, stop_ids=None, d
     streams = ffi.new("deg_spec_stream[]", n)
     sp = _spec_params(draft_max, min_match, gate, gate_window, gate_min_acceptance,
                       gate_reprobe)
-    bufs = [ffi.new("int32_t[]", int(max_tokens)) for _ in range(n)]
-    outs = ffi.new("int32_t *[]", bufs)
-    n_out = ffi.new("size_t[]", n)
-    stats = ffi.new("deg_gen_stats[]", n)
+    bufs, outs, n_out, stats = _gen_outputs(n, max_tokens)
     sstats = ffi.new("deg_spec_stats[]", n)
     lim = run_limits(cancel, deadline_ms)
     with ExitStack() as held:
