@@ -48,6 +48,11 @@ def main():
                     help="self-study conversations per arm (one lockstep batch)")
     ap.add_argument("--repeats", type=int, default=1, help="alternations of the two arms")
     ap.add_argument("--questions", type=int, default=len(QUESTIONS))
+    ap.add_argument("--max-q", type=int, default=64, help="self-study bot A tokens")
+    ap.add_argument("--max-a", type=int, default=160, help="self-study bot B tokens")
+    ap.add_argument("--chunk", type=int, nargs=2, default=[256, 512], metavar=("MIN", "MAX"),
+                    help="self-study chunk tokens")
+    ap.add_argument("--no-spec-b", action="store_true", help="serving arms only")
     args = ap.parse_args()
 
     model = deg.load_model(args.model)
@@ -111,6 +116,8 @@ def main():
           f"{tok[True] / cpu[True]:.1f} tok per CPU-s; load average {load0[0]:.1f} -> "
           f"{os.getloadavg()[0]:.1f}")
 
+    if args.no_spec_b:
+        return 0 if identical else 1
     # --- self-study --------------------------------------------------------
     spc = {False: [], True: []}
     spc_cpu = {False: 0.0, True: 0.0}
@@ -119,7 +126,9 @@ def main():
     for r in range(args.repeats):
         convs = {}
         for spec in (False, True):
-            st = cs.SelfStudy(model, corpus, seed=11 + r, spec_b=spec)
+            st = cs.SelfStudy(model, corpus, seed=11 + r, spec_b=spec, max_q=args.max_q,
+                              max_a=args.max_a, chunk_min=args.chunk[0],
+                              chunk_max=args.chunk[1])
             t0, c0 = time.perf_counter(), time.process_time()
             convs[spec] = st.generate(args.conversations)
             spc[spec].append((time.perf_counter() - t0) / args.conversations)
