@@ -687,8 +687,6 @@ def train(model, corpus, p=256, steps=8, accum=4, gen_batch=None, lr=2e-3, seed=
         cart = Cartridge.random_text(model, p, seed)
     else:
         raise ArgumentError(f"init must be 'corpus' or 'random-text', got {init!r}")
-    if draft_ref:
-        cart.set_draft_reference(corpus.ids)
     kw = dict(chunk_min=chunk_min, chunk_max=chunk_max, max_q=max_q, max_a=max_a)
     if recall:
         kw.update(recall=recall, recall_q=recall_q)
@@ -718,6 +716,8 @@ def train(model, corpus, p=256, steps=8, accum=4, gen_batch=None, lr=2e-3, seed=
             set_rng_state(replay, st["rng_replay"])
             done, losses, timing = st["done"], st["losses"], st["timing"]
             history = [tuple(h) for h in st["history"]]
+    if draft_ref:  # after a resume too (the snapshot's cartridge may lack it)
+        cart.set_draft_reference(corpus.ids)
     if first == 1:
         history = [(0, distill_loss(cart, heldout))] if heldout else []
     study.timing = {k: timing[k] for k in study.timing}
