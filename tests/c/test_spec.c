@@ -16,15 +16,7 @@
 #include "format/safetensors.h"
 #include "model/draft.h"
 #include "model/spec_gate.h"
-
-static deg_model *load_tiny(const char *rel)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/tests/goldens/%s", DEG_SOURCE_ROOT, rel);
-    deg_model *m = NULL;
-    cr_assert_eq(deg_model_load(path, &m), DEG_OK, "load %s: %s", path, deg_errmsg());
-    return m;
-}
+#include "tiny_model.h"
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ULL;
 static uint32_t rnd(uint32_t n)
@@ -104,7 +96,7 @@ Test(spec, suffix_automaton_against_brute_force)
 
 Test(spec, fork_truncate_rewinds_bitwise)
 {
-    deg_model *m = load_tiny("tiny-qwen3");
+    deg_model *m = tiny_load("tiny-qwen3");
     deg_model_info mi;
     cr_assert_eq(deg_model_get_info(m, &mi), DEG_OK);
     size_t V = (size_t)mi.n_vocab;
@@ -242,7 +234,7 @@ static void assert_same(const run_out *a, const run_out *b, size_t V, const char
 
 static void check_identical(const char *model)
 {
-    deg_model *m = load_tiny(model);
+    deg_model *m = tiny_load(model);
     deg_model_info mi;
     cr_assert_eq(deg_model_get_info(m, &mi), DEG_OK);
     size_t V = (size_t)mi.n_vocab;
@@ -316,7 +308,7 @@ Test(spec, identical_to_plain_greedy_qwen3, .timeout = 600) { check_identical("t
  * n / (draft_max + 1) feeds; random drafts with the gate: it turns off. */
 Test(spec, oracle_saves_forwards_and_gate_turns_off)
 {
-    deg_model *m = load_tiny("tiny-llama");
+    deg_model *m = tiny_load("tiny-llama");
     deg_model_info mi;
     cr_assert_eq(deg_model_get_info(m, &mi), DEG_OK);
     size_t V = (size_t)mi.n_vocab;
@@ -381,7 +373,7 @@ Test(spec, oracle_saves_forwards_and_gate_turns_off)
 
 Test(spec, bad_input)
 {
-    deg_model *m = load_tiny("tiny-llama");
+    deg_model *m = tiny_load("tiny-llama");
     deg_trunk *t;
     deg_fork *f;
     cr_assert_eq(deg_trunk_new(m, &t), DEG_OK);
@@ -433,7 +425,7 @@ static void tmp_path(char *buf, size_t cap, const char *name)
 
 Test(spec, cartridge_draft_ref_roundtrip)
 {
-    deg_model *m = load_tiny("tiny-qwen3");
+    deg_model *m = tiny_load("tiny-qwen3");
     const int32_t pre[4] = {1, 17, 300, 45};
     int32_t corpus[200];
     for (int i = 0; i < 200; i++) corpus[i] = (int32_t)rnd(500);
