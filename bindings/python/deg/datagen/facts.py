@@ -192,6 +192,15 @@ def _enum_spec(fact, rng):
     return {"enum": chosen}
 
 
+def _with_null_option(spec):
+    """An _enum_spec with null among its options (enum, or a null const in oneOf)."""
+    if "enum" in spec:
+        spec["enum"].append(None)
+    else:
+        spec["oneOf"].append({"const": None})
+    return spec
+
+
 def _bool_field(fact, rng, namer, hint_only):
     """Positive or negated question by a coin: true with p = 1/2 whatever the prior."""
     if fact.neg and rng.random() < 0.5:
@@ -351,11 +360,7 @@ def make_schema(facts, rng, max_fields=8, must=None):
         hint_only = rng.random() < 0.1
         k = fact.kind
         if fact.value is None and k == "enum":  # withheld: a nullable choice, gold null
-            spec = _enum_spec(fact, rng)
-            if "enum" in spec:
-                spec["enum"].append(None)
-            else:
-                spec["oneOf"].append({"const": None})
+            spec = _with_null_option(_enum_spec(fact, rng))
             fields.append(Field(fact, namer(fact.names, hint_only),
                                 _describe(spec, fact, rng, hint_only), None))
         elif fact.value is None:  # a fact the document lacks: null or omitted
@@ -384,8 +389,7 @@ def make_schema(facts, rng, max_fields=8, must=None):
                 if must is not None and rng.random() < 0.4:
                     # null among the options of a choice the text does answer too,
                     # so a null option is no sign that the withheld one is this one
-                    (spec["enum"] if "enum" in spec else spec["oneOf"]).append(
-                        None if "enum" in spec else {"const": None})
+                    spec = _with_null_option(spec)
                 spec = _describe(spec, fact, rng, hint_only)
                 fields.append(Field(fact, namer(fact.names, hint_only), spec, fact.value))
         elif k == "bool":

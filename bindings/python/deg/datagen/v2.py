@@ -92,7 +92,7 @@ def _withhold_pick(facts, rng):
     (a left-out first name must not stand in a list of names); facts whose
     type family has another shown fact weigh 3, others 1."""
     def written_elsewhere(f):
-        own = [t for t in _texts(f) if f.kind != "list"]
+        own = [] if f.kind == "list" else _texts(f)
         others = [t for g in facts if g is not f for t in _texts(g)]
         return any(a in b for a in own for b in others)
     cand = [f for f in facts if f.kind in WITHHOLD_KINDS and f.value and
