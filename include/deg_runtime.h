@@ -92,7 +92,7 @@ DEG_API const char *deg_version(void);
  * chosen ("env" = BLIS_ARCH_TYPE set by the user, "auto" = selected by
  * libdeg from the CPU's features, "blis" = BLIS's own choice, kept when no
  * better set applies or BLIS was initialised before libdeg), and the thread
- * count. Example: {"version":"0.1.0","blas":"BLIS 0.9.0","blas_arch":"zen3",
+ * count. Example: {"version":"0.2.0","blas":"BLIS 0.9.0","blas_arch":"zen3",
  * "blas_arch_source":"auto","threads":2,"cpus":2}. Static (per-thread)
  * storage, valid until the next call on the same thread. */
 DEG_API const char *deg_runtime_info(void);

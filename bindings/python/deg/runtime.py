@@ -8,7 +8,7 @@ HEADER_VERSION = f"{lib.DEG_VERSION_MAJOR}.{lib.DEG_VERSION_MINOR}.{lib.DEG_VERS
 
 
 def version():
-    """Run-time libdeg version string, e.g. "0.1.0"."""
+    """Run-time libdeg version string, e.g. "0.2.0"."""
     return ffi.string(lib.deg_version()).decode()
 
 
