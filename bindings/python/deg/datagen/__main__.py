@@ -1,9 +1,11 @@
-"""python -m deg.datagen --out records.jsonl [--v2] [--seed N] [--packages N] ...
+"""python -m deg.datagen --out records.jsonl [--v2 | --v3] [--seed N] [--packages N] ...
 
 Without --v2: the v1 run (Debian package records, changelogs, synthetic
 documents). With --v2: datagen v2 (deg.datagen.v2: many document kinds of real
 offline text, varied schemas and layouts) plus the v1 sources at a small share
 (--packages / --changelogs / --synthetic default to deg.datagen.v2.V1_SHARE).
+With --v3: --v2 plus datagen v3's kinds (deg.datagen.v2.V3_PER_KIND); the v2
+kinds' records are the --v2 run's, byte for byte.
 Stats go to OUT.stats.json; a report is printed at the end.
 """
 import argparse
@@ -27,6 +29,9 @@ def main(argv=None):
     ap.add_argument("--out", required=True, help="records JSONL path (stats go to OUT.stats.json)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--v2", action="store_true", help="datagen v2 (issue 12)")
+    ap.add_argument("--v3", action="store_true",
+                    help="datagen v3: v2 plus the kinds of deg.datagen.v2.V3_PER_KIND (unit, "
+                         "pkgconfig, npm, cheader, pymodule, perlpod, info, gettext)")
     ap.add_argument("--kind", action="append", type=_kind_count, default=[], metavar="KIND=N",
                     help="v2: documents of one kind (repeatable; KIND=0 drops it; default "
                          "deg.datagen.v2.DEFAULT_PER_KIND)")
@@ -41,6 +46,7 @@ def main(argv=None):
                     help="apt Packages list (repeatable; default /var/lib/apt/lists/*_Packages*)")
     ap.add_argument("--changelog-glob", default=debian.CHANGELOG_GLOB)
     a = ap.parse_args(argv)
+    a.v2 = a.v2 or a.v3
     if not 0.0 <= a.withhold <= 1.0:
         ap.error(f"--withhold {a.withhold}: a probability in [0, 1]")
     from . import v2
@@ -59,6 +65,8 @@ def main(argv=None):
                                     a.packages_list, a.changelog_glob)
     if a.v2:
         per_kind = dict(v2.DEFAULT_PER_KIND)
+        if a.v3:
+            per_kind.update(v2.V3_PER_KIND)
         per_kind.update(dict(a.kind))
         records, stats = v2.generate_v2(a.seed, per_kind, withhold=a.withhold)
         v2.merge_v1(records, stats, v1_records, a.seed)

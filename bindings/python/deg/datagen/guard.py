@@ -5,13 +5,16 @@ files (DEP-5: `/usr/share/doc/*/copyright`, `debian/copyright`, any file named
 `copyright`) and Python package metadata (`*.dist-info/METADATA`, `*.egg-info/PKG-INFO`,
 any file named `METADATA` or `PKG-INFO`). They never enter datagen, training, tuning
 or development evaluation sets, so `read_text` refuses them (ReservedSourceError)
-and every datagen reader opens files only through it.
+and every datagen reader opens files only through it. `walk` lists a tree
+for the kinds that search directories (site-packages, /usr/share/doc, ...): it
+never descends into a `*.dist-info` / `*.egg-info` directory and never yields
+a reserved file.
 """
 import gzip
 import lzma
 import os
 
-__all__ = ["ReservedSourceError", "is_reserved", "check_path", "read_text"]
+__all__ = ["ReservedSourceError", "is_reserved", "check_path", "read_text", "read_bytes", "walk"]
 
 _RESERVED_NAMES = ("copyright", "metadata", "pkg-info")
 
@@ -52,3 +55,32 @@ def read_text(path, limit=1 << 20):
     opener = {".gz": gzip.open, ".xz": lzma.open}.get(os.path.splitext(str(path))[1], open)
     with opener(path, "rb") as f:
         return f.read(limit).decode("utf-8", "replace")
+
+
+def read_bytes(path, limit=1 << 20):
+    """The bytes of `path` (binary sources such as gettext .mo catalogues), at
+    most `limit`; refuses reserved paths."""
+    check_path(path)
+    with open(path, "rb") as f:
+        return f.read(limit)
+
+
+def walk(root, suffixes, max_depth=4, max_bytes=256 << 10, skip_dirs=()):
+    """Sorted regular files under `root` whose names end with one of `suffixes`
+    (a tuple), at most `max_depth` directories down, each readable and at most
+    `max_bytes` long. Directories named in `skip_dirs`, hidden ones and the
+    package-metadata directories (`*.dist-info`, `*.egg-info`) are not entered;
+    reserved files are never listed. A missing root gives []."""
+    out = []
+    root = str(root)
+    for dirpath, dirs, files in os.walk(root):
+        depth = dirpath[len(root):].count(os.sep)
+        dirs[:] = sorted(d for d in dirs if depth < max_depth and not d.startswith(".")
+                         and d not in skip_dirs
+                         and not d.lower().endswith((".dist-info", ".egg-info")))
+        for f in sorted(files):
+            p = os.path.join(dirpath, f)
+            if f.endswith(suffixes) and not is_reserved(p) and os.path.isfile(p) \
+                    and os.access(p, os.R_OK) and os.path.getsize(p) <= max_bytes:
+                out.append(p)
+    return sorted(out)

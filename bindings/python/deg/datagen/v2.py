@@ -5,15 +5,21 @@
 Kinds (deg.datagen.kinds.*; record `source` = the kind): manpage, locale,
 readme, news, config, pydoc, release, isocode, zone, license, services, plus v1's Debian
 package records / changelogs and synthetic documents at small shares.
+Datagen v3 (`python -m deg.datagen --v3`, V3_PER_KIND) adds unit, pkgconfig,
+npm (kinds/meta.py), cheader, pymodule, perlpod (kinds/source.py), info,
+gettext (kinds/gnu.py). They are additive: a kind's records depend only on
+(seed, kind, doc, record number), so the v2 kinds' records of a v3 run are the
+v2 run's records byte for byte, and `--v2` (what train-v4 / train-v5 were
+trained on) is unchanged.
 Every document becomes 1..2 records, each with its own schema
 (deg.datagen.facts.make_schema) and layout: `raw` (the source text itself,
 for kinds that have one) or a programmatic rendering (deg.datagen.render)
 in one of 7 languages; record `template` = "raw" or "<layout>-<lang>".
 
 Splits:
-  * TEST_ONLY_KINDS (license, zone, and v1's event, listing): every
-    document in `test`, never in train or val;
-  * VAL_ONLY_KINDS (services): every document in `val`, so calibration
+  * TEST_ONLY_KINDS (license, zone, v1's event, listing; v3's info,
+    perlpod): every document in `test`, never in train or val;
+  * VAL_ONLY_KINDS (services; v3's unit): every document in `val`, so calibration
     sees a kind that training never saw (held-out-kind-like variety)
     without touching a test kind;
   * every other kind: by a hash of (kind, doc) 80 / 10 / 10;
@@ -28,20 +34,27 @@ import random
 
 from . import kinds as _k
 from .facts import gold_of, make_schema, pointers, withheld
-from .kinds import conf, data, docs, locale, man, pydoc, tabs
+from .kinds import conf, data, docs, gnu, locale, man, meta, pydoc, source, tabs
 from .record import BadRecord, build, count_record
 from .render import LANGS, LAYOUTS, render, usable
 
 KINDS = {"manpage": man, "locale": locale, "readme": docs.README, "news": docs.NEWS,
          "config": conf, "pydoc": pydoc, "zone": tabs.ZONE, "license": tabs.LICENSE,
-         "services": tabs.SERVICES, "release": data.RELEASE, "isocode": data.ISOCODE}
-TEST_ONLY_KINDS = ("license", "zone", "event", "listing")
-VAL_ONLY_KINDS = ("services",)
+         "services": tabs.SERVICES, "release": data.RELEASE, "isocode": data.ISOCODE,
+         # datagen v3 (--v3: V3_PER_KIND; additive, the v2 kinds' records are unchanged)
+         "unit": meta.UNIT, "pkgconfig": meta.PKGCONFIG, "npm": meta.NPM,
+         "cheader": source.CHEADER, "pymodule": source.PYMODULE, "perlpod": source.PERLPOD,
+         "info": gnu.INFO, "gettext": gnu.GETTEXT}
+TEST_ONLY_KINDS = ("license", "zone", "event", "listing", "info", "perlpod")
+VAL_ONLY_KINDS = ("services", "unit")
 HELD_OUT_LAYOUTS = ("html",)
 # documents per kind (`scripts/train/datagen-v2`); records = 1..2 per document
 DEFAULT_PER_KIND = {"manpage": 800, "locale": 250, "readme": 250, "news": 300, "config": 250,
                     "pydoc": 600, "zone": 150, "license": 17, "services": 60, "release": 60,
                     "isocode": 200}
+# datagen v3's new kinds (documents per kind; `--v3` = DEFAULT_PER_KIND + these)
+V3_PER_KIND = {"unit": 120, "pkgconfig": 120, "npm": 180, "cheader": 200, "pymodule": 200,
+               "perlpod": 120, "info": 90, "gettext": 90}
 # v1 sources kept at a small share (python -m deg.datagen --v2 defaults)
 V1_SHARE = {"packages": 40, "changelogs": 60, "synthetic": 40}
 

@@ -6,6 +6,8 @@ paths (every path passes deg.datagen.guard) and `entities(paths, rng, n)` ->
 derived from the source by a parser) and, for kinds whose source text is itself
 a document, `raw` = (text, facts located in it) for the `raw` layout.
 """
+import re
+
 from ..doc import Doc
 
 
@@ -56,3 +58,28 @@ class Writer(Doc):
         a = self._n
         self.text(s)
         return (a, self._n)
+
+
+def sample(paths, rng, n, make):
+    """Up to `n` entities read from `paths` taken in a seeded random order:
+    make(path, rng) -> Entity, [Entity] or None. A doc id or raw text already
+    taken is skipped (copies of one file are one document). Sorted by doc id."""
+    out, docs, texts = [], set(), set()
+    for p in rng.sample(sorted(paths), len(paths)):
+        got = make(p, rng)
+        for e in ([got] if isinstance(got, Entity) else (got or [])):
+            if e.doc in docs or (e.raw is not None and e.raw in texts):
+                continue
+            docs.add(e.doc)
+            if e.raw is not None:
+                texts.add(e.raw)
+            out.append(e)
+            if len(out) >= n:
+                return sorted(out, key=lambda x: x.doc)
+    return sorted(out, key=lambda x: x.doc)
+
+
+def tokens(text, start, end, sep=r"[^\s,]+"):
+    """[(token, (s, e))] of the tokens of text[start:end] (positions in text)."""
+    return [(m.group(0), (start + m.start(), start + m.end()))
+            for m in re.finditer(sep, text[start:end])]
