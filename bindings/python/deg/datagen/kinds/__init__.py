@@ -1,4 +1,4 @@
-"""Document kinds of datagen v2: real offline text on this machine, one module per kind.
+"""Document kinds of datagen v2 and v3: real offline text on this machine, one module per kind (or a few per module).
 
 Each kind module has NAME, SOURCE (what it reads), `find(root)` -> sorted source
 paths (every path passes deg.datagen.guard) and `entities(paths, rng, n)` ->
@@ -6,9 +6,11 @@ paths (every path passes deg.datagen.guard) and `entities(paths, rng, n)` ->
 derived from the source by a parser) and, for kinds whose source text is itself
 a document, `raw` = (text, facts located in it) for the `raw` layout.
 """
+import os
 import re
 
 from ..doc import Doc
+from ..guard import read_text, walk
 
 
 class Entity:
@@ -83,3 +85,33 @@ def tokens(text, start, end, sep=r"[^\s,]+"):
     """[(token, (s, e))] of the tokens of text[start:end] (positions in text)."""
     return [(m.group(0), (start + m.start(), start + m.end()))
             for m in re.finditer(sep, text[start:end])]
+
+
+def walk_unique(roots, suffixes, **kw):
+    """guard.walk over each root, one path per real file (symlinked copies such
+    as /lib -> /usr/lib or alias units are one file), sorted."""
+    real = {}
+    for r in roots:
+        for p in walk(r, suffixes, **kw):
+            real.setdefault(os.path.realpath(p), p)
+    return sorted(real.values())
+
+
+def text_of(path, limit, max_chars=None):
+    """The text of `path` through the guard (at most `limit` bytes), or None when
+    it cannot be read, holds a NUL or is longer than `max_chars`."""
+    try:
+        text = read_text(path, limit=limit)
+    except (OSError, EOFError, ValueError):
+        return None
+    if "\x00" in text or (max_chars is not None and len(text) > max_chars):
+        return None
+    return text
+
+
+class FileKind:
+    """A kind with one document per source file: entities() draws files with
+    `sample` and reads each with self.entity(path)."""
+
+    def entities(self, paths, rng, n):
+        return sample(paths, rng, n, lambda p, _r: self.entity(p))

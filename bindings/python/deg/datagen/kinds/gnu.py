@@ -18,7 +18,6 @@ the language team's name, the language code, the charset (enum), nplurals
 """
 import glob
 import gzip
-import io
 import os
 import re
 import struct

@@ -24,8 +24,8 @@ import os
 import re
 
 from ..facts import Fact
-from ..guard import read_text, walk
-from . import Entity, Writer, sample, tokens
+from ..guard import walk
+from . import Entity, FileKind, Writer, text_of, tokens, walk_unique
 from .docs import _EMAIL
 
 UNIT_TYPES = ("service", "socket", "timer", "target", "mount", "automount", "path", "slice",
@@ -54,28 +54,17 @@ def _list_fact(key, items, names, desc, label=None):
                 desc=[desc], label=label)
 
 
-class _Unit:
+class _Unit(FileKind):
     NAME, SOURCE = "unit", "/usr/lib/systemd/system, /usr/lib/systemd/user unit files"
     ROOTS = ("/usr/lib/systemd/system", "/usr/lib/systemd/user")
 
     def find(self, root=None):
-        out = []
-        for r in ([root] if isinstance(root, str) else (root or self.ROOTS)):
-            out += walk(r, tuple("." + t for t in UNIT_TYPES), max_depth=1, max_bytes=8 << 10)
-        real = {}
-        for p in sorted(out):  # /lib -> /usr/lib and alias symlinks: one file once
-            real.setdefault(os.path.realpath(p), p)
-        return sorted(real.values())
-
-    def entities(self, paths, rng, n):
-        return sample(paths, rng, n, lambda p, _r: self.entity(p))
+        return walk_unique([root] if isinstance(root, str) else (root or self.ROOTS),
+                           tuple("." + t for t in UNIT_TYPES), max_depth=1, max_bytes=8 << 10)
 
     def entity(self, path):
-        try:
-            body = read_text(path, limit=8 << 10)
-        except (OSError, ValueError):
-            return None
-        if "\x00" in body or "[" not in body or len(body) > 3000:
+        body = text_of(path, 8 << 10, 3000)
+        if body is None or "[" not in body:
             return None
         head = f"# {path}\n"
         text = head + body
@@ -140,7 +129,7 @@ class _Unit:
         return Entity(base, base, facts, raw=text)
 
 
-class _PkgConfig:
+class _PkgConfig(FileKind):
     NAME, SOURCE = "pkgconfig", "/usr/lib/*/pkgconfig/*.pc, /usr/share/pkgconfig/*.pc"
 
     def find(self, root=None):
@@ -150,21 +139,11 @@ class _PkgConfig:
                                                                   "/usr/share/pkgconfig"]
         else:
             roots = [root] if isinstance(root, str) else root
-        real = {}
-        for r in roots:
-            for p in walk(r, (".pc",), max_depth=0, max_bytes=16 << 10):
-                real.setdefault(os.path.realpath(p), p)
-        return sorted(real.values())
-
-    def entities(self, paths, rng, n):
-        return sample(paths, rng, n, lambda p, _r: self.entity(p))
+        return walk_unique(roots, (".pc",), max_depth=0, max_bytes=16 << 10)
 
     def entity(self, path):
-        try:
-            text = read_text(path, limit=16 << 10)
-        except (OSError, ValueError):
-            return None
-        if "\x00" in text or len(text) > 3000:
+        text = text_of(path, 16 << 10, 3000)
+        if text is None:
             return None
         one = lambda k, s=":": next(iter(_line_values(text, k, s)), None)  # noqa: E731
         name = one("Name")
@@ -272,7 +251,7 @@ def _write_json(w, obj):
     return pos, lines
 
 
-class _Npm:
+class _Npm(FileKind):
     NAME, SOURCE = "npm", "/usr/lib/node_modules/**/package.json"
     ROOTS = ("/usr/lib/node_modules", "/usr/share/nodejs")
 
@@ -283,13 +262,10 @@ class _Npm:
                     if os.path.basename(p) == "package.json"]
         return sorted(out)
 
-    def entities(self, paths, rng, n):
-        return sample(paths, rng, n, lambda p, _r: self.entity(p))
-
     def entity(self, path):
         try:
-            d = json.loads(read_text(path, limit=64 << 10))
-        except (OSError, ValueError):
+            d = json.loads(text_of(path, 64 << 10) or "null")
+        except ValueError:
             return None
         if not isinstance(d, dict) or not _simple(d.get("name")) or not _simple(d.get("version")):
             return None

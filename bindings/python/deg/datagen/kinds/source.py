@@ -31,7 +31,7 @@ import sysconfig
 
 from ..facts import Fact
 from ..guard import read_text, walk
-from . import Entity, Writer, sample
+from . import Entity, FileKind, Writer, sample, text_of
 from .docs import _EMAIL, _URL
 
 _YEARS = re.compile(r"Copyright\s*(?:\([Cc]\)|©)?\s*((?:(?:19|20)\d\d)(?:\s*[-–,]\s*(?:(?:19|20)\d\d|\d\d))*)"
@@ -118,9 +118,8 @@ class _CHeader:
         return sample(paths, rng, n, make)
 
     def entity(self, path, root="/usr/include"):
-        try:
-            text = read_text(path, limit=16 << 10)
-        except (OSError, ValueError):
+        text = text_of(path, 16 << 10)
+        if text is None:
             return None
         a = text.find("/*")
         b = text.find("*/", a)
@@ -274,7 +273,7 @@ _POD_KEEP = ("NAME", "VERSION", "SYNOPSIS", "AUTHOR", "AUTHORS", "COPYRIGHT", "L
              "AUTHOR AND COPYRIGHT", "DESCRIPTION")
 
 
-class _PerlPod:
+class _PerlPod(FileKind):
     NAME, SOURCE = "perlpod", "*.pm POD under /usr/share/perl5, /usr/share/perl, /usr/lib/*/perl*"
 
     def find(self, root=None):
@@ -286,13 +285,9 @@ class _PerlPod:
             out += walk(r, (".pm", ".pod"), max_depth=5, max_bytes=512 << 10)
         return sorted(set(out))
 
-    def entities(self, paths, rng, n):
-        return sample(paths, rng, n, lambda p, _r: self.entity(p))
-
     def entity(self, path):
-        try:
-            text = read_text(path, limit=512 << 10)
-        except (OSError, ValueError):
+        text = text_of(path, 512 << 10)
+        if text is None:
             return None
         heads = list(re.finditer(r"^=head1[ \t]+(.+?)[ \t]*$", text, re.M))
         if not heads or heads[0].group(1) != "NAME":
