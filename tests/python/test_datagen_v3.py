@@ -82,7 +82,10 @@ GOLD = {  # (kind, doc) -> facts read by hand from the fixture text
         "exec_start": "/usr/sbin/frobd --foreground", "user": "frob", "service_type": "notify",
         "restart": "on-failure", "docs": ["man:frobd(8)", "https://frob.example.org/docs"],
         "after": ["network.target", "local-fs.target"], "wants": ["network-online.target"],
-        "wanted_by": ["multi-user.target"], "installable": True},
+        "wanted_by": ["multi-user.target"], "installable": True,
+        "sections": [{"name": "Unit", "keys": ["Description", "Documentation", "After", "Wants"]},
+                     {"name": "Service", "keys": ["Type", "ExecStart", "Restart", "User"]},
+                     {"name": "Install", "keys": ["WantedBy"]}]},
     ("unit", "frob-clean.timer"): {"unit_type": "timer", "calendar": "weekly", "installable": False,
                                    "default_deps": False},
     ("pkgconfig", "frob.pc"): {
@@ -153,6 +156,28 @@ def test_every_record_checked(roots):
                         for r in unit)
     nulls = [r for r in records if None in r["value"].values()]
     assert nulls  # absent facts (no URL, no Prev node, no version) asked with gold null
+
+
+def test_unit_sections_are_nested_arrays(roots):
+    """A unit's sections (name + the keys it sets) are an array of objects holding
+    an array: asked of the raw layout only, gold = the file's sections, checked."""
+    from test_datagen_v2 import _check_record
+    from deg.datagen.record import modes_of
+    records, _ = _gen(roots, kinds=["unit"], per_doc=(16, 16))
+    nested = [r for r in records if modes_of(r).get("array.nested")]
+    assert len(nested) >= 2 and all(r["template"] == "raw" for r in nested)
+    want = {d: [(x["name"], x.get("keys")) for x in g["sections"]]
+            for (k, d), g in GOLD.items() if k == "unit" and "sections" in g}
+    seen = 0
+    for r in nested:
+        _check_record(r)
+        for k, v in r["value"].items():
+            if isinstance(v, list) and v and isinstance(v[0], dict) and r["doc"] in want:
+                got = [(next(x for x in it.values() if isinstance(x, str)),
+                        next((x for x in it.values() if isinstance(x, list)), None)) for it in v]
+                assert got == want[r["doc"]]
+                seen += 1
+    assert seen >= 1
 
 
 def test_withheld_records_checked(roots):

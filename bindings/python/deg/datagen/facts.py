@@ -14,7 +14,8 @@ Fact kinds: span, email, uri (verbatim strings), int, number (quantities:
 `surface` is the written text), date (ISO value; the renderer picks the
 written form), enum (value from `options`; `surface` is the written word),
 bool, list (array of strings), objects (array of objects: `sub` lists the
-item facts' (key, kind, names, label), `items` the per-item {key: Fact}),
+item facts' (key, kind, names, label), `items` the per-item {key: Fact}; a
+sub kind "list" is a nested array of strings, asked of raw layouts only),
 gen (x-generate text whose gold is `value`).
 """
 import math
@@ -307,7 +308,9 @@ def _array_field(fact, rng, namer, hint_only):
     for key, kind, names, _label in fact.sub:
         nm = sub_namer(names)
         subnames[key] = nm
-        if not req and key in always:
+        if kind == "list":  # a nested array of strings (raw layouts only: v2.record_of)
+            props[nm] = {"type": "array", "items": {"type": "string"}}
+        elif not req and key in always:
             req.append(nm)
             props[nm] = _spec_of(kind, False)
         else:

@@ -119,6 +119,11 @@ def _withhold_pick(facts, rng):
     return rng.choices(cand, weights)[0]
 
 
+def _nested(f):
+    """An array of objects with a nested array (a "list" sub-fact)."""
+    return f.kind == "objects" and any(s[1] == "list" for s in f.sub)
+
+
 def record_of(kind, ent, split, rng, k, withhold=0.0):
     """One checked record of entity `ent` (raise BadRecord). `withhold`: the
     probability that one fact is left out of a rendered document and asked
@@ -131,8 +136,8 @@ def record_of(kind, ent, split, rng, k, withhold=0.0):
     layout, lang = _layout(rng, split, ent.raw is not None and hidden is None)
     if layout == "raw":
         facts = [f for f in ent.facts if f.pos is not None or f.kind in ("bool", "enum", "gen")]
-    else:
-        facts = ent.facts
+    else:  # renderings write no nested arrays (facts.Fact "objects" with a "list" sub)
+        facts = [f for f in ent.facts if not _nested(f)]
         if not usable(facts, layout):
             layout = "kv"
     must = None
@@ -141,7 +146,7 @@ def record_of(kind, ent, split, rng, k, withhold=0.0):
         facts = [must if f is hidden else f for f in facts]
     schema, fields = make_schema(facts, rng, must=must)
     ptrs = pointers(fields)
-    shown = [f for f in ent.facts if f is not hidden]
+    shown = [f for f in ent.facts if f is not hidden and (layout == "raw" or not _nested(f))]
     d = _k.raw_doc(ent, ptrs) if layout == "raw" else render(shown, ptrs, layout, lang, rng,
                                                              title=ent.title)
     ctx, marks, regions = d.finish()

@@ -1,4 +1,4 @@
-"""Document kinds of datagen v2 and v3: real offline text on this machine, one module per kind (or a few per module).
+"""Document kinds of datagen v2 and v3: real offline text on this machine.
 
 Each kind module has NAME, SOURCE (what it reads), `find(root)` -> sorted source
 paths (every path passes deg.datagen.guard) and `entities(paths, rng, n)` ->
@@ -41,7 +41,12 @@ def raw_doc(ent, ptrs):
                     regions[f"{base}/{i}"] = tuple(f.region[i])
                 for k, x in it.items():
                     if k in subn and x.pos is not None and x.value is not None:
-                        marks[f"{base}/{i}/{subn[k]}"] = tuple(x.pos)
+                        if x.kind == "list":  # a nested array: one mark and region per item
+                            for j, pos in enumerate(x.pos):
+                                marks[f"{base}/{i}/{subn[k]}/{j}"] = tuple(pos)
+                                regions[f"{base}/{i}/{subn[k]}/{j}"] = tuple(pos)
+                        else:
+                            marks[f"{base}/{i}/{subn[k]}"] = tuple(x.pos)
         else:
             marks[p] = tuple(f.pos)
     text = ent.raw

@@ -6,8 +6,9 @@ unit (/usr/lib/systemd/{system,user}, as `systemctl cat` prints it: a
 `# PATH` line, then the file): unit name, unit type (enum from the suffix),
 Description=, ExecStart=, Type= and Restart= (enums), User=, the
 Documentation= / After= / Before= / Wants= / Requires= / WantedBy= lists,
-whether it has an [Install] section (bool) and DefaultDependencies= (bool,
-when written).
+its sections (array of objects: the section name and the keys it sets, a
+nested array; asked of the raw layout only), whether it has an [Install]
+section (bool) and DefaultDependencies= (bool, when written).
 pkgconfig: Name:, Description:, Version:, URL:, Libs:, Cflags:, the prefix=
 variable, the modules of Requires: / Requires.private: (lists, version
 constraints dropped), whether it requires other modules (bool); the module
@@ -114,6 +115,27 @@ class _Unit(FileKind):
             f = _list_fact(k, items, names, desc, label={"en": key})
             if f:
                 facts.append(f)
+        secs = list(re.finditer(r"^\[([A-Za-z][\w-]*)\][ \t]*$", text, re.M))
+        items, region = [], []
+        for i, m in enumerate(secs):
+            end = secs[i + 1].start() if i + 1 < len(secs) else len(text)
+            keys = []
+            for km in re.finditer(r"^([A-Za-z][A-Za-z0-9]*)[ \t]*=", text[m.end():end], re.M):
+                if km.group(1) not in [k for k, _ in keys]:
+                    keys.append((km.group(1), (m.end() + km.start(1), m.end() + km.end(1))))
+            it = {"name": Fact("name", "span", m.group(1), pos=(m.start(1), m.end(1)))}
+            if keys:
+                it["keys"] = Fact("keys", "list", [k for k, _ in keys], pos=[p for _, p in keys])
+            items.append(it)
+            region.append((m.start(), end))
+        if items and len({it["name"].value for it in items}) == len(items):
+            facts.append(Fact("sections", "objects", [1] * len(items), items=items, region=region, pos=True,
+                              sub=[("name", "span", [["section"], ["name"]], {"en": "Section"}),
+                                   ("keys", "list", [["keys"], ["settings"], ["directives"]],
+                                    {"en": "Keys"})],
+                              names=[["sections"], ["file", "sections"]],
+                              desc=["each [section] with the keys it sets, in order"],
+                              label={"en": "Sections"}))
         facts.append(Fact("installable", "bool", "[Install]" in body,
                           names=[["has", "install", "section"], ["can", "be", "enabled"]],
                           neg=([["static"], ["no", "install", "section"]],
