@@ -23,7 +23,7 @@ pytestmark = pytest.mark.skipif(not has("deg_candidates"), reason="libdeg has no
 FIX = os.path.join(os.path.dirname(__file__), "fixtures", "datagen3")
 ROOTS = {"unit": f"{FIX}/units", "pkgconfig": f"{FIX}/pkgconfig", "npm": f"{FIX}/node_modules",
          "cheader": f"{FIX}/include", "pymodule": f"{FIX}/pystd", "perlpod": f"{FIX}/perl",
-         "info": f"{FIX}/info"}
+         "info": f"{FIX}/info", "gnulog": f"{FIX}/doc"}
 PO_HEADER = ("Project-Id-Version: frob 2.4.1\nReport-Msgid-Bugs-To: frob-i18n@example.org\n"
              "POT-Creation-Date: 2024-03-01 10:00+0100\nPO-Revision-Date: 2024-03-05 12:34+0100\n"
              "Last-Translator: Ana Lopez <ana@example.net>\nLanguage-Team: German <de@li.example.org>\n"
@@ -50,6 +50,16 @@ def write_mo(path, header, pairs=(("Widget", "Widget"), ("cache", "Zwischenspeic
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "wb") as f:
         f.write(struct.pack("<7I", 0x950412de, 0, n, o, t, 0, 0) + otab + ttab + blob)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _gnulog_from_the_start():
+    """gnulog leaves a file's first 3000 characters to the news kind; the fixture
+    ChangeLog is shorter, so its windows start at its first entry here."""
+    from deg.datagen.kinds import gnu
+    skip, gnu.GNULOG.SKIP = gnu.GNULOG.SKIP, 0
+    yield
+    gnu.GNULOG.SKIP = skip
 
 
 @pytest.fixture(scope="module")
@@ -125,6 +135,13 @@ GOLD = {  # (kind, doc) -> facts read by hand from the fixture text
                  {"node": "Cache Files", "desc": "Where widgets are kept"}]},
     ("info", "frob.info#Invoking"): {"prev": "Top", "number": "1", "title": "Invoking frob",
                                      "has_menu": False},
+    ("gnulog", "frob@0"): {
+        "date": "2024-03-05", "author": "Ana Lopez", "email": "ana@example.net", "one_author": False,
+        "entries": [{"date": "2024-03-05", "author": "Ana Lopez", "email": "ana@example.net",
+                     "files": ["NEWS"]},
+                    {"date": "2024-02-28", "author": "Bo Berg", "email": "bo@example.org",
+                     "files": ["src/cache.c", "src/cache.h", "tests/cache-drop"]},
+                    {"date": "2024-02-20", "author": "Ana Lopez", "email": "ana@example.net"}]},
     ("gettext", "frob@de"): {
         "project": "frob", "version": "2.4.1", "bugs": "frob-i18n@example.org", "created": "2024-03-01",
         "revised": "2024-03-05", "translator": "Ana Lopez", "translator_email": "ana@example.net",
@@ -178,6 +195,24 @@ def test_unit_sections_are_nested_arrays(roots):
                 assert got == want[r["doc"]]
                 seen += 1
     assert seen >= 1
+
+
+def test_gnulog_leaves_the_file_start_to_news(tmp_path):
+    """Entries in a ChangeLog's first 3000 characters (the news kind's excerpt) are
+    never a gnulog document; later ones are."""
+    from deg.datagen.kinds import gnu
+    kind = gnu._GnuLog()
+    assert kind.SKIP == 3000
+    assert kind.entities(kind.find(f"{FIX}/doc"), random.Random(0), 5) == []
+    old = open(f"{FIX}/doc/frob/ChangeLog").read()
+    early = "".join(f"2023-01-{d:02d}  Old Timer  <old@example.org>\n\n\t* x.c: Change {d}.\n\n"
+                    for d in range(1, 29))
+    early += "\t" + "Older entries are in ChangeLog.1 and the version control history.\n\t" * 40 + "\n"
+    assert 500 < early.rfind("Old Timer") < 3000 < len(early)
+    (tmp_path / "frob").mkdir()
+    (tmp_path / "frob" / "ChangeLog").write_text(early + old)
+    ents = kind.entities(kind.find(str(tmp_path)), random.Random(0), 5)
+    assert ents and all("Old Timer" not in e.raw for e in ents)
 
 
 def test_withheld_records_checked(roots):

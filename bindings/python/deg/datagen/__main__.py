@@ -31,7 +31,7 @@ def main(argv=None):
     ap.add_argument("--v2", action="store_true", help="datagen v2 (issue 12)")
     ap.add_argument("--v3", action="store_true",
                     help="datagen v3: v2 plus the kinds of deg.datagen.v2.V3_PER_KIND (unit, "
-                         "pkgconfig, npm, cheader, pymodule, perlpod, info, gettext)")
+                         "pkgconfig, npm, cheader, pymodule, perlpod, info, gettext, gnulog)")
     ap.add_argument("--kind", action="append", type=_kind_count, default=[], metavar="KIND=N",
                     help="v2: documents of one kind (repeatable; KIND=0 drops it; default "
                          "deg.datagen.v2.DEFAULT_PER_KIND)")

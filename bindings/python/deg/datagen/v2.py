@@ -7,7 +7,7 @@ readme, news, config, pydoc, release, isocode, zone, license, services, plus v1'
 package records / changelogs and synthetic documents at small shares.
 Datagen v3 (`python -m deg.datagen --v3`, V3_PER_KIND) adds unit, pkgconfig,
 npm (kinds/meta.py), cheader, pymodule, perlpod (kinds/source.py), info,
-gettext (kinds/gnu.py). They are additive: a kind's records depend only on
+gettext, gnulog (kinds/gnu.py). They are additive: a kind's records depend only on
 (seed, kind, doc, record number), so the v2 kinds' records of a v3 run are the
 v2 run's records byte for byte, and `--v2` (what train-v4 / train-v5 were
 trained on) is unchanged.
@@ -44,7 +44,7 @@ KINDS = {"manpage": man, "locale": locale, "readme": docs.README, "news": docs.N
          # datagen v3 (--v3: V3_PER_KIND; additive, the v2 kinds' records are unchanged)
          "unit": meta.UNIT, "pkgconfig": meta.PKGCONFIG, "npm": meta.NPM,
          "cheader": source.CHEADER, "pymodule": source.PYMODULE, "perlpod": source.PERLPOD,
-         "info": gnu.INFO, "gettext": gnu.GETTEXT}
+         "info": gnu.INFO, "gettext": gnu.GETTEXT, "gnulog": gnu.GNULOG}
 TEST_ONLY_KINDS = ("license", "zone", "event", "listing", "info", "perlpod")
 VAL_ONLY_KINDS = ("services", "unit")
 HELD_OUT_LAYOUTS = ("html",)
@@ -54,7 +54,7 @@ DEFAULT_PER_KIND = {"manpage": 800, "locale": 250, "readme": 250, "news": 300, "
                     "isocode": 200}
 # datagen v3's new kinds (documents per kind; `--v3` = DEFAULT_PER_KIND + these)
 V3_PER_KIND = {"unit": 120, "pkgconfig": 120, "npm": 180, "cheader": 200, "pymodule": 200,
-               "perlpod": 120, "info": 90, "gettext": 90}
+               "perlpod": 120, "info": 90, "gettext": 90, "gnulog": 150}
 # v1 sources kept at a small share (python -m deg.datagen --v2 defaults)
 V1_SHARE = {"packages": 40, "changelogs": 60, "synthetic": 40}
 

@@ -1,6 +1,6 @@
-"""GNU documentation and translation catalogues (datagen v3): Info manual
-nodes (kind `info`) and gettext catalogue headers (kind `gettext`), each as
-its own text.
+"""GNU documentation, change logs and translation catalogues (datagen v3):
+Info manual nodes (kind `info`), GNU-style ChangeLog entries (kind
+`gnulog`) and gettext catalogue headers (kind `gettext`), each as its own text.
 
 info (/usr/share/info/*.info*.gz; one node, cut at a paragraph end near 1800
 characters): the manual file, the node name and its Next / Prev / Up nodes
@@ -8,6 +8,13 @@ characters): the manual file, the node name and its Next / Prev / Up nodes
 underlined heading, the menu entries (array of objects: node, description;
 and a list of the names), whether it has a menu (bool). At most 4 nodes per
 manual file.
+gnulog (/usr/share/doc/*/changelog.gz and ChangeLog* in the GNU format,
+`YYYY-MM-DD  Name  <e-mail>` entry lines; a window of 2..5 consecutive
+entries past the file's first 3000 characters, which the `news` kind's
+excerpt covers; one copy of files several packages ship): the entries (array
+of objects: date, author, e-mail, the files each names after `* `, a nested
+array), the first entry's date, author and e-mail, whether one author wrote
+every entry of the window (bool).
 gettext (/usr/share/locale/*/LC_MESSAGES/*.mo; the header entry of the
 binary catalogue written as the PO header it came from: `msgid ""`,
 `msgstr ""` and one quoted `Key: value\\n` line per field): project name and
@@ -25,8 +32,8 @@ import struct
 from ...errors import DegError
 from ...parsers import parse_date
 from ..facts import Fact
-from ..guard import check_path, read_bytes, walk
-from . import Entity, Writer, sample
+from ..guard import check_path, is_reserved, read_bytes, walk
+from . import Entity, Writer, sample, text_of
 from .docs import _EMAIL
 
 _NODE = re.compile(r"^File: ([^,\n]+),\s+Node: ([^,\n]+)(?:,\s+Next: ([^,\n]+))?"
@@ -117,6 +124,100 @@ class _Info:
                           desc=["does the node have a menu?"]))
         doc = f"{m.group(1).strip()}#{m.group(2).strip()}"
         return Entity(doc.replace("@", "_"), doc, facts, raw=raw)
+
+
+_ENTRY = re.compile(r"^(\d{4}-\d\d-\d\d)[ \t]+(\S[^<\n]*?\S)[ \t]+<([^<>@\s]+@[^<>\s]+)>[ \t]*$", re.M)
+_FILES = re.compile(r"^[ \t]+\* ([^:\n]+?)[ \t]*:", re.M)  # "* a.c (fn), b.h: ..."
+
+
+class _GnuLog:
+    NAME, SOURCE = "gnulog", "/usr/share/doc/*/changelog.gz, ChangeLog* (GNU format)"
+    SKIP = 3000  # characters at the file's start left to the news kind's excerpt
+
+    def find(self, root="/usr/share/doc"):
+        out = []
+        for pat in ("changelog.gz", "ChangeLog", "ChangeLog.gz"):
+            out += glob.glob(os.path.join(root, "*", pat))
+        return sorted(p for p in set(out) if os.path.isfile(p) and not is_reserved(p))
+
+    def entities(self, paths, rng, n):
+        heads, keep = set(), []
+        for p in sorted(paths):  # one copy of a file several packages ship
+            t = text_of(p, 1 << 20)
+            if t and _ENTRY.match(t) and t[:4000] not in heads:
+                heads.add(t[:4000])
+                keep.append(p)
+        return sample(keep, rng, n, self.windows)
+
+    def windows(self, path, rng):
+        text = text_of(path, 1 << 20)
+        ents = [m for m in _ENTRY.finditer(text or "") if m.start() >= self.SKIP]
+        out = []
+        for _ in range(3):
+            if len(ents) < 3:
+                break
+            i = rng.randrange(len(ents) // 5) * 5 if len(ents) >= 10 else 0  # windows never overlap
+            e = self.entity(path, text, ents, i, rng.randint(2, 5))
+            if e is not None and e.doc not in [x.doc for x in out]:
+                out.append(e)
+        return out
+
+    def entity(self, path, text, ents, i, k):
+        win = ents[i:i + k]
+        a = win[0].start()
+        end = ents[i + k].start() if i + k < len(ents) else len(text)
+        if end - a > 2500:
+            end = a + 2500
+            win = [m for m in win if m.end() < end]
+            end = text.rfind("\n", a, end) + 1
+        if len(win) < 2 or "\ufffd" in text[a:end]:
+            return None
+        raw = text[a:end].rstrip() + "\n"
+        items, region = [], []
+        for j, m in enumerate(win):
+            stop = (win[j + 1].start() if j + 1 < len(win) else end) - a
+            it = {"date": Fact("date", "date", m.group(1), surface=m.group(1),
+                               pos=(m.start(1) - a, m.end(1) - a)),
+                  "author": Fact("author", "span", m.group(2), pos=(m.start(2) - a, m.end(2) - a)),
+                  "email": Fact("email", "email", m.group(3), pos=(m.start(3) - a, m.end(3) - a))}
+            files = []
+            for fm in _FILES.finditer(raw, m.end() - a, stop):
+                for tm in re.finditer(r"\([^)]*\)?|[^,\s()]+", fm.group(1)):  # (function names) skipped
+                    if tm.group(0)[0] != "(" and tm.group(0) not in [x for x, _ in files]:
+                        files.append((tm.group(0), (fm.start(1) + tm.start(), fm.start(1) + tm.end())))
+            if files:
+                it["files"] = Fact("files", "list", [x for x, _ in files], pos=[p for _, p in files])
+            items.append(it)
+            region.append((m.start() - a, stop))
+        try:
+            for it in items:
+                parse_date(it["date"].value)
+        except DegError:
+            return None
+        first = items[0]
+        facts = [Fact("entries", "objects", [1] * len(items), items=items, region=region, pos=True,
+                      sub=[("date", "date", [["date"], ["day"]], {"en": "Date"}),
+                           ("author", "span", [["author"], ["name"], ["committer"]], {"en": "Author"}),
+                           ("email", "email", [["email"], ["mail"]], {"en": "E-mail"}),
+                           ("files", "list", [["files"], ["changed", "files"], ["paths"]],
+                            {"en": "Files"})],
+                      names=[["entries"], ["changes"], ["log", "entries"]],
+                      desc=["the change log entries, newest first"], label={"en": "Entries"})]
+        for key, kind, names, desc in (("date", "date", [["latest", "date"], ["last", "change"]],
+                                        "the date of the first (newest) entry"),
+                                       ("author", "span", [["latest", "author"], ["author"]],
+                                        "who wrote the first entry"),
+                                       ("email", "email", [["author", "email"], ["email"]],
+                                        "the first entry's e-mail address")):
+            f = first[key]
+            facts.append(Fact(key, kind, f.value, surface=f.surface, pos=f.pos, names=names, desc=[desc]))
+        facts.append(Fact("one_author", "bool", len({it["author"].value for it in items}) == 1,
+                          names=[["single", "author"], ["one", "author"]],
+                          neg=([["several", "authors"], ["many", "authors"]],
+                               ["true if more than one person wrote these entries"]),
+                          desc=["did one person write all these entries?"]))
+        pkg = os.path.basename(os.path.dirname(path))
+        return Entity(f"{pkg}@{i}", f"{pkg} ChangeLog", facts, raw=raw)
 
 
 CHARSETS = ("UTF-8", "ISO-8859-1", "ISO-8859-2", "ISO-8859-15", "KOI8-R", "EUC-JP", "CP1251",
@@ -260,4 +361,4 @@ class _Gettext:
         return Entity(f"{dom}@{lang_dir}".replace("/", "_"), dom, facts, raw=raw)
 
 
-INFO, GETTEXT = _Info(), _Gettext()
+INFO, GNULOG, GETTEXT = _Info(), _GnuLog(), _Gettext()
