@@ -236,6 +236,27 @@ def test_held_out_kinds(roots):
             assert r["split"] == "val"
 
 
+def test_bool_facts_balanced_per_key():
+    """balance_bool_facts: a boolean true for 1 document in 10 ends up asked of about
+    as many false documents as true ones (all true ones kept); a constant boolean is
+    never asked; other facts stay; the same seed gives the same documents."""
+    from deg.datagen.facts import Fact
+    from deg.datagen.kinds import Entity
+    from deg.datagen.v2 import balance_bool_facts
+    ents = [Entity(f"d{i}", "t", [Fact("name", "span", f"n{i}"),
+                                  Fact("pkg", "bool", i % 10 == 0), Fact("const", "bool", True)])
+            for i in range(400)]
+    out = balance_bool_facts(ents, "s")
+    vals = [f.value for e in out for f in e.facts if f.key == "pkg"]
+    assert vals.count(True) == 40 and 25 <= vals.count(False) <= 55
+    assert not [f for e in out for f in e.facts if f.key == "const"]
+    assert [[f.value for f in e.facts if f.key == "name"] for e in out] == [[f"n{i}"] for i in range(400)]
+    again = balance_bool_facts(ents, "s")
+    assert [[f.key for f in e.facts] for e in again] == [[f.key for f in e.facts] for e in out]
+    even = [Entity(f"d{i}", "t", [Fact("b", "bool", i % 2 == 0)]) for i in range(10)]
+    assert balance_bool_facts(even, "s") == even
+
+
 def test_mo_header_matches_gettext(roots):
     """deg's .mo reader against the stdlib's GNUTranslations on the same file."""
     from deg.datagen.kinds.gnu import mo_header

@@ -180,6 +180,8 @@ def generate_v2(seed=0, per_kind=None, roots=None, records_per_doc=(1, 2), progr
             stats["missing"].append(kind)
             continue
         ents = mod.entities(paths, random.Random(f"{seed}:{kind}:pick"), per_kind[kind])
+        if kind in V3_PER_KIND:  # v3 kinds only: v2's records stay as published
+            ents = balance_bool_facts(ents, f"{seed}:{kind}")
         for ent in sorted(ents, key=lambda e: e.doc):
             split = split_of_v2(kind, ent.doc)
             rng0 = random.Random(f"{seed}:{kind}:{ent.doc}")
@@ -197,6 +199,35 @@ def generate_v2(seed=0, per_kind=None, roots=None, records_per_doc=(1, 2), progr
                 if progress:
                     progress(len(records))
     return records, stats
+
+
+def balance_bool_facts(ents, seed):
+    """The entities with boolean facts balanced across them (datagen v3 kinds):
+    make_schema's coin asks a boolean positively or negated, which balances the
+    gold per fact but not per wording ("is this a package's __init__?" is false
+    for 9 modules in 10, its negation true as often). Here a fact whose value is
+    the kind's majority for its key is left out of a document with probability
+    1 - minority / majority (a coin seeded by (seed, doc, key)), so each value,
+    and so each wording's gold, is about as common as the other. A key that
+    never takes the other value is never asked. Other facts are untouched."""
+    counts = {}
+    for e in ents:
+        for f in e.facts:
+            if f.kind == "bool":
+                counts.setdefault(f.key, [0, 0])[bool(f.value)] += 1
+    out = []
+    for e in ents:
+        keep = []
+        for f in e.facts:
+            if f.kind == "bool":
+                n_false, n_true = counts[f.key]
+                if bool(f.value) == (n_true > n_false) and n_true != n_false:
+                    p = min(n_false, n_true) / max(n_false, n_true)
+                    if random.Random(f"{seed}:balance:{e.doc}:{f.key}").random() >= p:
+                        continue
+            keep.append(f)
+        out.append(e if len(keep) == len(e.facts) else _k.Entity(e.doc, e.title, keep, e.raw))
+    return out
 
 
 def merge_v1(records, stats, v1_records, seed=0):
