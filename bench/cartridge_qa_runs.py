@@ -37,6 +37,15 @@ RUNS = {
     # at ~8 % of a core affords), lr 2e-2, 4 passes of 8 steps
     "procps-recall-lr2e-2-c16": dict(qa="procps-faq", p=64, conversations=16, recall=1.0,
                                      lr=2e-2, accum=2, epochs=4, eval_epochs=[1, 4]),
+    # the same 16 conversations' budget with passage-question conversations
+    # (SelfStudy passage_qa): half recall + half passage questions, and all
+    # passage questions
+    "procps-mix-lr2e-2-c16": dict(qa="procps-faq", p=64, conversations=16, recall=0.5,
+                                  passage_qa=0.5, lr=2e-2, accum=2, epochs=4,
+                                  eval_epochs=[1, 4]),
+    "procps-passage-lr2e-2-c16": dict(qa="procps-faq", p=64, conversations=16, recall=0.0,
+                                      passage_qa=1.0, lr=2e-2, accum=2, epochs=4,
+                                      eval_epochs=[1, 4]),
     # procps FAQ (1,190 tokens), p 64 = 18.6x fewer rows than the document
     "procps-recall-lr2e-2": dict(qa="procps-faq", p=64, budget=10, recall=1.0, lr=2e-2,
                                  accum=2, epochs=4, eval_epochs=[1, 2, 4]),
@@ -53,7 +62,7 @@ def _argv(name, run, work, todo, model):
     size = (["--budget", run["budget"]] if "budget" in run
             else ["--conversations", run["conversations"]])
     a = ["--qa", str(HERE / "qa" / f"{run['qa']}.json"), "--p", run["p"], *size,
-         "--recall", run["recall"], "--lr", run["lr"],
+         "--recall", run["recall"], "--passage-qa", run.get("passage_qa", 0), "--lr", run["lr"],
          "--accum", run["accum"], "--epochs", max(todo), "--eval-epochs",
          ",".join(map(str, todo)), "--seed", run.get("seed", 7),
          "--state", work / name, "--save", work / f"{name}.safetensors",

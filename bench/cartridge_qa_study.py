@@ -38,6 +38,8 @@ def main(argv=None):
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--recall", type=float, default=0.0)
+    ap.add_argument("--passage-qa", type=float, default=0.0,
+                    help="fraction of passage-question conversations (SelfStudy passage_qa)")
     ap.add_argument("--chunk-min", type=int, default=128)
     ap.add_argument("--chunk-max", type=int, default=256)
     ap.add_argument("--max-q", type=int, default=40)
@@ -98,14 +100,15 @@ def run_one(a, model, corpus, items, meta, base, steps, epochs, answers):
     rep = cs.train(model, corpus, p=a.p, steps=steps, accum=a.accum, gen_batch=a.gen_batch,
                    lr=a.lr, seed=a.seed, chunk_min=a.chunk_min, chunk_max=a.chunk_max,
                    max_q=a.max_q, max_a=a.max_a, epochs=epochs, recall=a.recall,
-                   save=a.save, state=a.state)
+                   passage_qa=a.passage_qa, save=a.save, state=a.state)
     cpu_sitting = time.process_time() - t0
     t = rep.timing
     got = qa.qa_evaluate(model, corpus, items, trained=rep.cartridge,
                          max_tokens=64 if answers else 0, arms=("trained",))
     out = {"set": meta["name"], "p": a.p, "corpus_tokens": len(corpus),
            "conversations": rep.conversations, "steps": rep.steps, "accum": a.accum,
-           "lr": a.lr, "epochs": epochs, "recall": a.recall, "chunk": [a.chunk_min, a.chunk_max],
+           "lr": a.lr, "epochs": epochs, "recall": a.recall,
+           "passage_qa": a.passage_qa, "chunk": [a.chunk_min, a.chunk_max],
            "max_a": a.max_a, "seed": a.seed, "budget": a.budget,
            "cpu_total": round(t["generate_cpu"] + t["teacher_cpu"] + t["train_cpu"], 1),
            "cpu_sitting": round(cpu_sitting, 1),

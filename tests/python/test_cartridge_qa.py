@@ -249,3 +249,95 @@ def test_cli_train_budget(tiny, tmp_path):
     assert bad.returncode == 1 and "give one of them" in bad.stderr
     with pytest.raises(deg.ArgumentError, match="budget"):
         cs.budget_steps(100, 0, 8, 2)
+
+
+PARAS = ("Why does the tool warn about a dash?\n\n"
+         "\tAccording to the standards the command asks for all processes with a\n"
+         "\tterminal plus those of a user named x, so the tool warns about it.\n\n"
+         "Short line here.\n\n"
+         "What systems are supported?\n\n"
+         "\tLinux kernels two and three are commonly tested and expected to work well\n"
+         "\ton machines with many processors, and clusters need a shared filesystem.\n")
+
+
+def test_passage_spans(tiny):
+    """Paragraphs of >= 12 words that are not questions, as the token spans
+    of their bytes; a long paragraph is cut into pieces of max_tokens."""
+    ids = tiny.tokenize(PARAS)
+    spans = cs.passage_spans(tiny, ids, 1000)
+    got = [" ".join(tiny.detokenize(ids[a:b]).split()) for a, b in spans]
+    assert got == [" ".join(PARAS.split("\n\n")[1].split()),
+                   " ".join(PARAS.split("\n\n")[4].split())]
+    cut = cs.passage_spans(tiny, ids, 5)
+    assert all(4 <= b - a <= 5 for a, b in cut)  # the fewest equal pieces
+    assert sorted(t for a, b in cut for t in range(a, b)) == \
+        sorted(t for a, b in spans for t in range(a, b))  # the same tokens, in pieces
+    assert cs.passage_spans(tiny, tiny.tokenize("Too short.\n\nAlso short?"), 96) == []
+
+
+def test_passage_qa_conversations(tiny):
+    """passage_qa = 1: the answer is a passage's own words (whitespace-
+    normalised), the chunk holds the passage, the user message is bot A's
+    question, and the targets are the teacher's top-k with the chunk and
+    the question in context (recomputed here independently)."""
+    corpus = cs.Corpus(tiny, [("doc", PARAS * 2)])
+    study = cs.SelfStudy(tiny, corpus, seed=4, chunk_min=24, chunk_max=40, max_q=6, max_a=12,
+                         passage_qa=1.0)
+    spans = cs.passage_spans(tiny, corpus.ids, 12)
+    texts = [(" ".join(tiny.detokenize(corpus.ids[a:b]).split()), a, b) for a, b in spans]
+    convs = study.generate(4)
+    for v in convs:
+        assert v.seed_type == "passage_qa" and v.message and v.answer_ids
+        first, end = v.chunk_span
+        assert end - first >= 24
+        # the answer is the words of a passage that lies inside the chunk
+        assert any(tiny.tokenize(t)[:12] == v.answer_ids and first <= a and b <= end
+                   for t, a, b in texts)
+        head = cs.chat_ids(tiny, [{"role": "user", "content": v.message}])
+        assert v.student_ids == head + v.answer_ids
+        chunk = tiny.detokenize(corpus.ids[first:end], errors="replace")
+        sys_msg = cs._chunk_system(corpus, first, end, chunk)
+        t = tiny.trunk()
+        rows = t.prefill(cs.chat_ids(tiny, [{"role": "system", "content": sys_msg},
+                                            {"role": "user", "content": v.message}])
+                         + v.answer_ids[:-1], logits="all")
+        t.close()
+        nv, k = tiny.info.n_vocab, len(v.answer_ids)
+        want = []
+        for j in range(k):
+            want += deg.cartridge.targets_from_logits(
+                tiny, rows[len(rows) - (k - j) * nv:len(rows) - (k - j - 1) * nv], len(head) + j)
+        assert [(w.position, w.token) for w in want] == \
+            [(g.position, g.token) for g in v.targets]
+        assert max(abs(w.logprob - g.logprob) for w, g in zip(want, v.targets)) < 1e-4
+    # a mix: one uniform draw per conversation decides the kind
+    mix = cs.SelfStudy(tiny, corpus, seed=4, chunk_min=24, chunk_max=40, max_q=6, max_a=12,
+                       recall=0.5, passage_qa=0.5).generate(8)
+    assert {v.seed_type for v in mix} == {"recall", "passage_qa"}
+    with pytest.raises(deg.ArgumentError, match="recall \\+ passage_qa <= 1"):
+        cs.SelfStudy(tiny, corpus, recall=0.6, passage_qa=0.5)
+    with pytest.raises(deg.ArgumentError, match="passage_qa is a fraction"):
+        cs.SelfStudy(tiny, corpus, passage_qa=-0.1)
+    # a corpus without passages gets recall conversations
+    short = cs.Corpus(tiny, [("doc", "Short line one.\n\nShort line two?\n\n" * 6)])
+    assert {v.seed_type for v in cs.SelfStudy(tiny, short, seed=1, chunk_min=8, chunk_max=12,
+                                              max_q=4, max_a=6, passage_qa=1.0).generate(2)} \
+        == {"recall"}
+
+
+def test_train_passage_qa_settings_in_state(tiny, tmp_path):
+    """passage_qa is one of the run's settings: a --state of another fraction
+    is refused; the CLI option reaches the conversations."""
+    src = tmp_path / "doc.txt"
+    src.write_text(PARAS * 2)
+    kw = dict(p=12, steps=2, accum=1, seed=3, chunk_min=24, chunk_max=40, max_q=6, max_a=8)
+    st = tmp_path / "state"
+    cs.train(tiny, [src], state=st, passage_qa=0.5, **kw)
+    with pytest.raises(deg.ArgumentError, match="passage_qa"):
+        cs.train(tiny, [src], state=st, passage_qa=1.0, **kw)
+    run_cli("cartridge", "train", "--model", TINY, "--corpus", src, "--p", 12, "--steps", 2,
+            "--accum", 1, "--chunk-min", 24, "--chunk-max", 40, "--max-q", 6, "--max-a", 8,
+            "--passage-qa", 1, "--state", tmp_path / "st2", "--quiet")
+    kinds = {json.loads(x)["seed_type"] for x in
+             (tmp_path / "st2" / "conversations.jsonl").read_text().splitlines()}
+    assert kinds == {"passage_qa"}

@@ -36,6 +36,7 @@ conversation, each weighted by its share of the group's positions, so the
 sum equals the packed gradient (tests/c/test_cartridge_packed.c,
 tests/python/test_selfstudy.py).
 """
+import bisect
 import hashlib
 import json
 import math
@@ -211,6 +212,52 @@ def _chunk_system(corpus, first, end, text):
             f"Use it to answer.\n\n<excerpt>\n{text}\n</excerpt>")
 
 
+#: Bot A's prompt for a passage-question conversation (SelfStudy
+#: passage_qa): the passage is named, the question is bot A's own words.
+PASSAGE_PROMPT = ("Here is a passage of the excerpt above:\n\n<passage>\n{passage}\n"
+                  "</passage>\n\nWrite the question a reader of this text would ask that this "
+                  "passage answers. Output only the question.")
+
+_PARAGRAPH_BREAK = re.compile(rb"\n[ \t]*\n")
+
+
+def passage_spans(model, ids, max_tokens, min_words=12):
+    """The answer passages of a token stream, as token spans [first, end):
+    its paragraphs (split at blank lines) of at least min_words words that
+    do not end with '?' (a question, e.g. an FAQ heading, answers nothing),
+    each cut into the fewest equal pieces of at most max_tokens tokens (so a
+    text without blank lines still yields passages all along it). A span
+    holds the tokens overlapping the paragraph's bytes from its first to
+    its last non-blank byte (token byte lengths from
+    Model.detokenize_bytes). Empty if no paragraph qualifies."""
+    offs, pos = [], 0
+    for t in ids:
+        pos += len(model.detokenize_bytes([t]))
+        offs.append(pos)  # end byte of token t
+    data = model.detokenize_bytes(ids)
+    spans, start = [], 0
+    for m in list(_PARAGRAPH_BREAK.finditer(data)) + [None]:
+        stop = m.start() if m else len(data)
+        raw = data[start:stop]
+        para = raw.decode("utf-8", "replace").strip()
+        if len(para.split()) >= min_words and not para.endswith("?"):
+            lo = start + len(raw) - len(raw.lstrip())  # first and last non-blank bytes
+            hi = start + len(raw.rstrip()) - 1
+            first = bisect.bisect_right(offs, lo)
+            end = bisect.bisect_right(offs, hi) + 1
+            k = -(-(end - first) // max_tokens)
+            spans += [(first + i * (end - first) // k, first + (i + 1) * (end - first) // k)
+                      for i in range(k)]
+        start = m.end() if m else stop
+    return spans
+
+
+def _normalised(text):
+    """Whitespace runs (hard line breaks, indentation) as one space: a
+    passage as a chat answer writes it."""
+    return " ".join(text.split())
+
+
 Conversation = namedtuple(
     "Conversation", "seed_type chunk_span message answer_ids student_ids targets n_supervised")
 
@@ -239,16 +286,34 @@ class SelfStudy:
     distributions over the document's own words, so the rows learn what the
     document says rather than what the model would write about it
     (bench/README.md "Human-written Q&A"). recall = 0 draws nothing extra
-    from the seed stream: conversations are those of earlier versions."""
+    from the seed stream: conversations are those of earlier versions.
+
+    passage_qa: the fraction of passage-question conversations (issue 13:
+    "which answer goes with which question"): a passage of the corpus is
+    drawn uniformly (a paragraph or a piece of one, passage_spans) and the
+    conversation's chunk is placed around it (same drawn length, the
+    passage at a random offset inside); bot A sees the chunk and the
+    passage and writes the question a reader would ask that the passage
+    answers (PASSAGE_PROMPT), and the answer is the passage's own words
+    (whitespace-normalised), not a decode of bot B: teacher-forced behind
+    the chunk and the question, so the targets are the teacher's
+    distributions over the document's text given a question about it. A
+    corpus without passages gets recall conversations instead. recall + passage_qa <= 1; the rest are the
+    seed-prompt conversations. One uniform draw per conversation decides
+    the kind (u < recall: recall; u < recall + passage_qa: passage), so
+    passage_qa = 0 leaves every earlier seed's conversations unchanged."""
 
     def __init__(self, model, corpus, seed=0, chunk_min=256, chunk_max=512, max_q=64,
                  max_a=160, top_k=20, min_mass=0.99, temperature_a=0.6, recall=0.0,
-                 recall_q=(16, 48), spec_b=False):
+                 recall_q=(16, 48), spec_b=False, passage_qa=0.0):
         if chunk_min < 1 or chunk_max < chunk_min:
             raise ArgumentError(f"chunk sizes need 1 <= chunk_min <= chunk_max, got "
                                 f"{chunk_min}, {chunk_max}")
         if not 0.0 <= recall <= 1.0:
             raise ArgumentError(f"recall is a fraction in [0, 1], got {recall}")
+        if not 0.0 <= passage_qa <= 1.0 or recall + passage_qa > 1.0 + 1e-9:
+            raise ArgumentError(f"passage_qa is a fraction in [0, 1] with recall + passage_qa "
+                                f"<= 1, got passage_qa {passage_qa}, recall {recall}")
         if not 1 <= recall_q[0] <= recall_q[1]:
             raise ArgumentError(f"recall_q needs 1 <= min <= max, got {recall_q}")
         self.model, self.corpus = model, corpus
@@ -257,6 +322,8 @@ class SelfStudy:
         self.max_q, self.max_a = max_q, max_a
         self.top_k, self.min_mass, self.temperature_a = top_k, min_mass, temperature_a
         self.recall, self.recall_q = float(recall), tuple(recall_q)
+        self.passage_qa = float(passage_qa)
+        self._passages = (passage_spans(model, corpus.ids, max_a) if passage_qa else [])
         self.stop_ids = _stop_ids(model)
         # wall seconds, and CPU seconds of the process (all threads): on a
         # shared machine the CPU figures are the stable ones
@@ -272,6 +339,8 @@ class SelfStudy:
                "temperature_a": self.temperature_a}
         if self.recall:
             out.update(recall=self.recall, recall_q=list(self.recall_q))
+        if self.passage_qa:
+            out.update(passage_qa=self.passage_qa)
         return out
 
     def _plan(self):
@@ -281,9 +350,22 @@ class SelfStudy:
         kind = self.rng.choice(SEED_TYPES)
         prompt = self.rng.choice(SEED_PROMPTS[kind])
         plan = [first, first + size, kind, prompt, self.rng.getrandbits(63)]
-        if self.recall and self.rng.random() < self.recall:
-            q = min(self.rng.randint(*self.recall_q), max(1, size // 2))
-            plan[2], plan[3] = "recall", q
+        if self.recall or self.passage_qa:
+            u = self.rng.random()
+            if u < self.recall:
+                q = min(self.rng.randint(*self.recall_q), max(1, size // 2))
+                plan[2], plan[3] = "recall", q
+            elif u < self.recall + self.passage_qa:
+                bits = self.rng.getrandbits(48)
+                if self._passages:  # the chunk is placed around a passage
+                    a, b = self._passages[bits % len(self._passages)]
+                    size = max(size, b - a)
+                    lo, hi = max(0, b - size), min(a, n - size)  # first in [lo, hi]
+                    plan[0] = lo + (bits >> 24) % (hi - lo + 1)
+                    plan[1], plan[2], plan[3] = plan[0] + size, "passage_qa", (a, b)
+                else:
+                    q = min(self.recall_q[0], max(1, size // 2))
+                    plan[2], plan[3] = "recall", q
         return tuple(plan)
 
     def generate(self, n):
@@ -291,20 +373,30 @@ class SelfStudy:
         model = self.model
         plans = [self._plan() for _ in range(n)]
         t0, c0 = time.perf_counter(), time.process_time()
-        systems = []
-        for first, end, _, _, _ in plans:
-            text = model.detokenize(self.corpus.ids[first:end], errors="replace")
-            systems.append(_chunk_system(self.corpus, first, end, text))
+        texts = [model.detokenize(self.corpus.ids[first:end], errors="replace")
+                 for first, end, _, _, _ in plans]
+        systems = [_chunk_system(self.corpus, pl[0], pl[1], t) for pl, t in zip(plans, texts)]
         messages, answers, trunks, lasts = [None] * n, [None] * n, [None] * n, [None] * n
+        prompts_a = {}
         for i, (first, end, kind, q, _) in enumerate(plans):
             if kind == "recall":  # the corpus continues its own text
                 messages[i] = model.detokenize(self.corpus.ids[first:first + q],
                                                errors="replace").strip() or "..."
                 answers[i] = self.corpus.ids[first + q:min(first + q + self.max_a, end)]
-        chat = [i for i in range(n) if plans[i][2] != "recall"]
+            elif kind == "passage_qa":  # the passage answers bot A's question about it
+                passage = _normalised(model.detokenize(self.corpus.ids[q[0]:q[1]],
+                                                       errors="replace"))
+                prompts_a[i] = PASSAGE_PROMPT.format(passage=passage)
+                answers[i] = model.tokenize(passage)[:self.max_a]
+            else:
+                prompts_a[i] = q
+        if prompts_a:
+            slots = sorted(prompts_a)
+            self._bot_a([systems[i] for i in slots], [prompts_a[i] for i in slots],
+                        [plans[i][4] for i in slots], slots, messages)
+        chat = [i for i in range(n) if plans[i][2] not in ("recall", "passage_qa")]
         if chat:
-            self._bots([plans[i] for i in chat], [systems[i] for i in chat], chat, messages,
-                       answers, trunks, lasts)
+            self._bot_b([systems[i] for i in chat], chat, messages, answers, trunks, lasts)
         t1, c1 = time.perf_counter(), time.process_time()
         convs = self._teach(plans, systems, messages, answers, trunks, lasts)
         self.timing["generate"] += t1 - t0
@@ -313,19 +405,17 @@ class SelfStudy:
         self.timing["teacher_cpu"] += time.process_time() - c1
         return convs
 
-    def _bots(self, plans, systems, slots, messages, answers, trunks, lasts):
-        """Bot A's messages and bot B's answers for plans, into the slots of
-        messages / answers (one lockstep decode batch per bot); bot B's
-        prompt trunks and their last logits go into trunks / lasts for the
-        teacher pass."""
-        model, n = self.model, len(plans)
-        # bot A: writes a message about the chunk (temperature 0.6)
+    def _bot_a(self, systems, prompts, seeds, slots, messages):
+        """Bot A's messages (one lockstep decode batch, temperature_a): row
+        k sees systems[k] (the chunk) and the seed prompt prompts[k]; its
+        message goes into messages[slots[k]]."""
+        model, n = self.model, len(slots)
         trunks_a = [model.trunk(chat_ids(model, [{"role": "system", "content": s},
-                                                 {"role": "user", "content": pl[3]}]))
-                    for s, pl in zip(systems, plans)]
+                                                 {"role": "user", "content": pr}]))
+                    for s, pr in zip(systems, prompts)]
         forks = [t.fork() for t in trunks_a]
-        a_ids = _generate_rows(model, forks, self.max_q, [self.temperature_a] * n,
-                               [pl[4] for pl in plans], self.stop_ids)
+        a_ids = _generate_rows(model, forks, self.max_q, [self.temperature_a] * n, seeds,
+                               self.stop_ids)
         for f in forks:
             f.close()
         for t in trunks_a:
@@ -334,7 +424,13 @@ class SelfStudy:
             ids = [i for i in ids if i not in self.stop_ids]
             msg = _THINK.sub("", model.detokenize(ids, errors="replace")).strip()
             messages[slot] = msg or "Explain the excerpt."
-        # bot B: answers with the chunk in context (greedy)
+
+    def _bot_b(self, systems, slots, messages, answers, trunks, lasts):
+        """Bot B's answers to messages[slots[k]] with the chunk systems[k] in
+        context (greedy, one lockstep decode batch) into answers; bot B's
+        prompt trunks and their last logits go into trunks / lasts for the
+        teacher pass."""
+        model, n = self.model, len(slots)
         prompts_b = {}
         for s, k in zip(systems, slots):
             trunks[k] = model.trunk()
@@ -612,7 +708,7 @@ def evaluate(cartridge, corpus, convs, icl=True):
 #: the rows move), not yet shown to reach the issue's target. budget is a
 #: coverage: supervised answer tokens per corpus token over the synthesised
 #: conversations (budget_steps); every other value is fixed here.
-RECIPE = dict(recall=0.5, lr=1e-2, epochs=4, accum=4, chunk_min=128, chunk_max=256, max_q=40,
+RECIPE = dict(recall=0.5, passage_qa=0.0, lr=1e-2, epochs=4, accum=4, chunk_min=128, chunk_max=256, max_q=40,
               max_a=96)
 
 
@@ -639,7 +735,7 @@ def train(model, corpus, p=256, steps=8, accum=4, gen_batch=None, lr=2e-3, seed=
           save=None, chunk_min=256, chunk_max=512, max_q=64, max_a=160, eval_every=0,
           n_eval=4, pack=True, checkpoint=False, init="corpus", progress=None,
           save_every=1, log=None, heldout_cache=None, epochs=1, recall=0.0,
-          recall_q=(16, 48), state=None, spec_b=False, draft_ref=False):
+          recall_q=(16, 48), state=None, spec_b=False, draft_ref=False, passage_qa=0.0):
     """Self-study training of a p-row cartridge for corpus (a Corpus, or
     paths). Returns a TrainReport. One optimizer step per `accum`
     conversations; conversations are synthesised `gen_batch` at a time (one
@@ -656,7 +752,8 @@ def train(model, corpus, p=256, steps=8, accum=4, gen_batch=None, lr=2e-3, seed=
     a number of epochs; a replay costs only the training step, synthesis
     ~3x more, bench/README.md), so steps * epochs optimizer steps in all.
     recall / recall_q: the fraction of corpus-recall conversations and
-    their prompt lengths (SelfStudy).
+    their prompt lengths (SelfStudy). passage_qa: the fraction of
+    passage-question conversations (SelfStudy; recall + passage_qa <= 1).
     state: a directory for resumable snapshots (deg.cartridge_resume),
     written after every save_every steps; if it holds a snapshot of this
     run (same settings), training continues from it and ends bitwise equal
@@ -690,6 +787,8 @@ def train(model, corpus, p=256, steps=8, accum=4, gen_batch=None, lr=2e-3, seed=
     kw = dict(chunk_min=chunk_min, chunk_max=chunk_max, max_q=max_q, max_a=max_a)
     if recall:
         kw.update(recall=recall, recall_q=recall_q)
+    if passage_qa:
+        kw.update(passage_qa=passage_qa)
     study = SelfStudy(model, corpus, seed=seed, spec_b=spec_b, **kw)
     heldout = (heldout_set(model, corpus, seed + 0x5EED0000, n_eval, cache=heldout_cache, **kw)
                if eval_every else [])

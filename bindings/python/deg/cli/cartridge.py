@@ -99,7 +99,8 @@ def cmd_train(args):
           file=sys.stderr)
     if args.budget:
         print(f"budget {args.budget:g}: {args.steps} steps x {args.accum} conversations, "
-              f"{args.epochs} passes, lr {args.lr:g}, recall {args.recall:g}", file=sys.stderr)
+              f"{args.epochs} passes, lr {args.lr:g}, recall {args.recall:g}, "
+              f"passage-qa {args.passage_qa:g}", file=sys.stderr)
     try:
         rep = cs.train(model, corpus, p=args.p, steps=args.steps, accum=args.accum,
                        gen_batch=args.gen_batch, lr=args.lr, seed=args.seed, save=args.save,
@@ -107,6 +108,7 @@ def cmd_train(args):
                        max_a=args.max_a, eval_every=args.eval_every, n_eval=args.n_eval,
                        pack=not args.no_pack, checkpoint=args.checkpoint, init=args.init,
                        progress=progress, epochs=args.epochs, recall=args.recall,
+                       passage_qa=args.passage_qa,
                        state=args.state, spec_b=args.spec_b, draft_ref=args.draft_ref)
     except KeyboardInterrupt:
         if bar is not None:
@@ -321,6 +323,10 @@ def register(sub):
     t.add_argument("--recall", type=float, default=None,
                    help="fraction of corpus-recall conversations: a corpus span asks, the "
                         "text that follows it answers, no decoding (0)")
+    t.add_argument("--passage-qa", type=float, default=None,
+                   help="fraction of passage-question conversations: bot A asks the question "
+                        "a passage of the corpus answers, the passage's own words answer "
+                        "(0; recall + passage-qa <= 1)")
     t.add_argument("--gen-batch", type=int, default=0,
                    help="conversations synthesised per lockstep batch (default: --accum)")
     t.add_argument("--lr", type=float, default=None, help="Adam learning rate (2e-3)")
