@@ -4,7 +4,7 @@
  * anchors (threshold / count_peaks / hybrid). Pure functions of their inputs
  * (no batch, no clock), so every array decision is deterministic and
  * batch-invariant (§10). The fork plumbing (anchor forks, regions, locators)
- * is in fill.c.
+ * is in fill_arrays.c and fill_forks.c.
  *
  * Shapes: E = n_embd, D = DG_HEAD_DIM, fp32, Linear layout [out, in].
  *   a [E]        hidden state at ANSWER: of the array's anchor fork

@@ -1,6 +1,6 @@
 /* deg_features_extract / deg_features_extract_anchored (deg.h "Training"):
  * what the heads read for one (request, gold value), through the runtime's
- * own trunk and forks (dg_fill_trace, fill.c) with teacher-forced array
+ * own trunk and forks (dg_fill_trace, fill_trace.c) with teacher-forced array
  * counts, or in anchor mode (§12.6) teacher-forced gold anchors. The backbone
  * is frozen during head training, so the trainer computes these once per
  * record and reuses them every epoch (§12.4). */

@@ -5,8 +5,9 @@
  *  - ckpt.c: the checkpoint (a directory: deg.json + heads.safetensors), the
  *    backbone reference (file name + SHA-256), random head initialisation.
  *  - heads.c: the fp32 heads of §12.3 and their decoding rules.
- *  - fill.c: trunk + forks (§12.1), rounds of fork batches, arrays (§12.6,
- *    index mode), the generate phase (§7.3), response assembly.
+ *  - fill.c and fill_*.c: trunk + forks (§12.1), rounds of fork batches,
+ *    arrays (§12.6), the generate phase (§7.3), response assembly
+ *    (fill_internal.h lists the files).
  *
  * Head shapes (E = the backbone's n_embd, D = DG_HEAD_DIM), all fp32,
  * Linear layout [out, in]:
@@ -112,7 +113,7 @@ float dg_head_dot(const float *a, const float *b, int n);
 void dg_head_pointer(const dg_heads *h, int score, const float *a, const float *opts, size_t n,
                      float *logits);
 /* Extract pointer logits [nc + 1] (start w = 0 / end w = 1; null last) of
- * answer a [E] over ctx [nc, E], in fill.c's order; r [E] scratch, q [D]
+ * answer a [E] over ctx [nc, E], in fill_extract.c's order; r [E] scratch, q [D]
  * receives Q a (may be NULL). */
 void dg_head_extract_logits(const dg_heads *h, int w, const float *a, const float *ctx,
                             size_t nc, float *r, float *q, float *logits);
@@ -123,7 +124,7 @@ size_t dg_argmax_d(const double *p, size_t n);
 /* jev v1 confidence (count * peak - 1) / (count - 1); 1 for count <= 1. */
 double dg_confidence(double peak, size_t count);
 
-/* ---- training trace (fill.c; used by deg/features.c) -------------------- */
+/* ---- training trace (fill_trace.c; used by deg/features.c) --------------- */
 
 /* dg_fill_trace runs one request's trunk and fork rounds exactly as deg_fill
  * does (same fork texts, same round batching), except that

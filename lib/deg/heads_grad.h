@@ -1,5 +1,5 @@
 /* heads_grad.h - losses of deg contract §12.4 and their gradients with
- * respect to the fp32 heads of §12.3 (forward as in heads.c / fill.c), for
+ * respect to the fp32 heads of §12.3 (forward as in heads.c / fill_*.c), for
  * the frozen-backbone trainer (deg.train), and optionally with respect to the
  * fork hidden states the heads read (d_answer, d_rows: what the LoRA
  * backward of include/lora.h takes; the context rows are the frozen trunk's

@@ -129,7 +129,7 @@ static deg_features *extract_anchored(deg_ckpt *k, json_t *gold, json_t *anchors
     return extract_flags(k, gold, anchors, 0, errs);
 }
 
-/* raw digest of a traced leaf fork (as fill.c's decode_* digest it) */
+/* raw digest of a traced leaf fork (as fill's dg_fill_decode_* digest it) */
 static void leaf_raw(deg_ckpt *k, const deg_features *f, size_t i, char hex[65])
 {
     const deg_feature_fork *fk = &f->forks[i];

@@ -1,0 +1,352 @@
+/* fill_extract.c - decoding of the extract heads (§12.3): span scores over the
+ * context, grammar candidates or top token spans, the value of a span and the null
+ * decision. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/status.h"
+#include "deg/anchor.h"
+#include "deg/fill_internal.h"
+#include "deg/keyprior.h"
+#include "deg/parse.h"
+#include "deg/validate.h"
+
+/* Does token span [ti, tj] hold a line break between its first and last
+ * non-blank code points? (Such a span is never a gold plain string in the
+ * training data: 0 of 25,446 in datagen v1 + v2 train.) */
+static int crosses_line(const freq *r, size_t ti, size_t tj)
+{
+    size_t s = r->nb_next[r->tok_cp0[ti]], e = r->nb_prev[r->tok_cp1[tj]];
+    return s < e && r->nl_pre[e] != r->nl_pre[s];
+}
+
+/* Extract: per context token, the start (bs) and end (be) bonus: the value of a
+ * matching line (plain strings), or each grammar candidate [s, e) inside it
+ * (typed fields; spans = ns candidate pairs). Largest bonus per token. */
+static void key_prior_extract(const dg_ckpt *k, const freq *r, const dg_field_plan *f,
+                              const size_t *spans, size_t ns, int typed, float *bs, float *be)
+{
+    size_t nc = r->c1 - r->c0;
+    memset(bs, 0, nc * sizeof *bs);
+    memset(be, 0, nc * sizeof *be);
+    if (!k->key_prior.on) return;
+    for (size_t i = 0; i < r->kv.n; i++) {
+        const dg_keyline *kv = &r->kv.p[i];
+        float bonus = (float)dg_key_bonus(&k->key_prior, f, kv);
+        if (bonus <= 0) continue;
+        if (!typed) {
+            size_t ts = r->cp_tok[kv->val0], te = r->cp_tok[kv->val1 - 1];
+            if (bs[ts] < bonus) bs[ts] = bonus;
+            if (be[te] < bonus) be[te] = bonus;
+            continue;
+        }
+        for (size_t c = 0; c < ns; c++) {
+            size_t s = spans[2 * c], e = spans[2 * c + 1];
+            if (e <= s || s < kv->val0 || e > kv->val1) continue;
+            size_t ts = r->cp_tok[s], te = r->cp_tok[e - 1];
+            if (bs[ts] < bonus) bs[ts] = bonus;
+            if (be[te] < bonus) be[te] = bonus;
+        }
+    }
+}
+
+json_t *dg_fill_leaf_schema(const dg_field_plan *f)
+{
+    json_t *s = json_deep_copy(f->constraints.json);
+    if (f->format != DG_FORMAT_NONE)
+        json_object_set_new(s, "format", json_string(dg_format_name(f->format)));
+    return s;
+}
+
+typedef struct cand {
+    size_t s, e;   /* code points */
+    double lp;
+    size_t ord;
+} cand;
+
+static int cmp_cand(const void *x, const void *y)
+{
+    const cand *a = x, *b = y;
+    if (a->lp > b->lp) return -1;
+    if (a->lp < b->lp) return 1;
+    return a->ord < b->ord ? -1 : a->ord > b->ord;
+}
+
+/* Value of the span [s, e) for leaf f, or NULL with *reason set. */
+static json_t *span_value(const freq *r, const dg_field_plan *f, const json_t *schema, size_t s,
+                          size_t e, const char **reason, int *assumed)
+{
+    const char *txt = r->ctx + r->cp_byte[s];
+    size_t len = r->cp_byte[e] - r->cp_byte[s];
+    json_t *v = NULL;
+    *assumed = 0;
+    if (f->mode == DG_MODE_NUMBER) {
+        char buf[128];
+        if (len + 8 > sizeof buf) {
+            *reason = "unparsable";
+            return NULL;
+        }
+        if (dg_parse_number(txt, len, f->type == DG_TYPE_INTEGER, buf, sizeof buf) != DEG_OK) {
+            dg_clear_error();
+            *reason = "unparsable";
+            return NULL;
+        }
+        v = json_loads(buf, JSON_DECODE_ANY, NULL);
+    } else if (f->mode == DG_MODE_DATE) {
+        if (f->format == DG_FORMAT_DATE_TIME) {
+            size_t cap = len + 64;
+            char *buf = malloc(cap);
+            char off[32];
+            const char *o = "Z";
+            if (!r->opt.default_offset_is_z) {
+                int mnt = r->opt.default_offset_minutes;
+                snprintf(off, sizeof off, "%c%02d:%02d", mnt < 0 ? '-' : '+', abs(mnt) / 60,
+                         abs(mnt) % 60);
+                o = off;
+            }
+            if (buf && dg_parse_datetime(txt, len, (deg_date_order)r->opt.date_order, o, buf, cap,
+                                         assumed) == DEG_OK)
+                v = json_string(buf);
+            else
+                dg_clear_error();
+            free(buf);
+        } else {
+            char buf[11];
+            if (dg_parse_date(txt, len, (deg_date_order)r->opt.date_order, buf) == DEG_OK)
+                v = json_string(buf);
+            else
+                dg_clear_error();
+        }
+        if (!v) {
+            *reason = "unparsable";
+            return NULL;
+        }
+    } else {
+        v = json_stringn(txt, len);
+    }
+    if (!v) {
+        *reason = "unparsable";
+        return NULL;
+    }
+    json_t *errs = json_array();
+    size_t ne = 0;
+    if (dg_validate(schema, v, errs, &ne) != DEG_OK) {
+        dg_clear_error();
+        ne = 1;
+    }
+    if (ne) {
+        const char *kw = json_string_value(json_object_get(json_array_get(errs, 0), "keyword"));
+        static const char *const KW[] = {"minLength", "maxLength", "pattern", "format",
+                                         "minimum", "maximum", "exclusiveMinimum",
+                                         "exclusiveMaximum", "multipleOf"};
+        *reason = "unparsable";
+        for (size_t i = 0; kw && i < sizeof KW / sizeof KW[0]; i++)
+            if (strcmp(kw, KW[i]) == 0) *reason = KW[i];
+        json_decref(v);
+        v = NULL;
+    }
+    json_decref(errs);
+    return v;
+}
+
+static const char *cand_kind(const dg_field_plan *f)
+{
+    if (f->mode == DG_MODE_NUMBER) return f->type == DG_TYPE_INTEGER ? "integer" : "number";
+    if (f->mode == DG_MODE_DATE) return f->format == DG_FORMAT_DATE_TIME ? "date-time" : "date";
+    if (f->format == DG_FORMAT_EMAIL) return "email";
+    if (f->format == DG_FORMAT_URI) return "uri";
+    if (f->format == DG_FORMAT_UUID) return "uuid";
+    return NULL;
+}
+
+/* Log-softmax over the context tokens + null of logits t[0..nc) and null. */
+static void log_softmax_ctx(float *lg, size_t n, double T, double *lp)
+{
+    double mx = -INFINITY;
+    for (size_t i = 0; i < n; i++)
+        if ((double)lg[i] / T > mx) mx = (double)lg[i] / T;
+    double z = 0;
+    for (size_t i = 0; i < n; i++) z += exp((double)lg[i] / T - mx);
+    double lz = log(z) + mx;
+    for (size_t i = 0; i < n; i++) lp[i] = (double)lg[i] / T - lz;
+}
+
+/* The DG_SPAN_TOP best token spans [ti, tj], ti <= tj < ti + DG_SPAN_MAX_TOKENS, by
+ * start + end log-probability (lps, lpe) into cs (a heap with the worst kept at the
+ * root, by cmp_cand; not sorted); returns how many (< DG_SPAN_TOP when nc is small). */
+static size_t top_token_spans(const dg_ckpt *k, const freq *r, const double *lps,
+                              const double *lpe, size_t nc, cand *cs)
+{
+    size_t n_c = 0;
+    for (size_t ti = 0; ti < nc; ti++) {
+        size_t lim = ti + DG_SPAN_MAX_TOKENS < nc ? ti + DG_SPAN_MAX_TOKENS : nc;
+        for (size_t tj = ti; tj < lim; tj++) {
+            if (k->span_single_line && crosses_line(r, ti, tj)) break;
+            double s = lps[ti] + lpe[tj];
+            cand c = {ti, tj, s, ti * DG_SPAN_MAX_TOKENS + (tj - ti)};
+            if (n_c < DG_SPAN_TOP) {
+                size_t x = n_c++;
+                cs[x] = c;
+                while (x > 0 && cmp_cand(&cs[(x - 1) / 2], &cs[x]) < 0) {
+                    cand t = cs[x];
+                    cs[x] = cs[(x - 1) / 2];
+                    cs[(x - 1) / 2] = t;
+                    x = (x - 1) / 2;
+                }
+            } else if (cmp_cand(&c, &cs[0]) < 0) {
+                /* cs[0] is the worst kept (heap ordered by cmp: worst at root) */
+                cs[0] = c;
+                size_t x = 0;
+                for (;;) {
+                    size_t l = 2 * x + 1, rr = l + 1, w = x;
+                    if (l < n_c && cmp_cand(&cs[l], &cs[w]) > 0) w = l;
+                    if (rr < n_c && cmp_cand(&cs[rr], &cs[w]) > 0) w = rr;
+                    if (w == x) break;
+                    cand t = cs[x];
+                    cs[x] = cs[w];
+                    cs[w] = t;
+                    x = w;
+                }
+            }
+        }
+    }
+    return n_c;
+}
+
+deg_status dg_fill_decode_extract(const dg_ckpt *k, freq *r, job *j)
+{
+    leaf *L = &r->leaves[j->target];
+    const dg_field_plan *f = &r->plan->fields[L->field];
+    const int E = k->h.E;
+    const float *a = j->h + (j->n_mark - 1) * (size_t)E;
+    size_t nc = r->c1 - r->c0;
+    deg_status st = DEG_OK;
+    float q[DG_HEAD_DIM];
+    float *rs = malloc(2 * (size_t)E * sizeof(float));
+    float *lg = malloc(2 * (nc + 1) * sizeof(float));
+    double *lp = malloc(2 * (nc + 1) * sizeof(double));
+    float *kb = malloc(2 * (nc + 1) * sizeof(float));
+    cand *cs = NULL;
+    size_t *spans = NULL, ns = 0;
+    json_t *schema = dg_fill_leaf_schema(f);
+    size_t anc = 0, rend = 0;
+    int anchored = dg_fill_innermost_anchor(r, L->inst, L->item, &anc, &rend);
+    if (!rs || !lg || !lp || !kb || !schema) {
+        st = dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+        goto done;
+    }
+    const char *kind = cand_kind(f);
+    if (kind && (st = dg_candidates(kind, r->ctx, r->ctx_len, &spans, &ns)) != DEG_OK) goto done;
+    key_prior_extract(k, r, f, spans, ns, kind != NULL, kb, kb + nc + 1);
+    for (int w = 0; w < 2; w++) {
+        float *l = lg + (size_t)w * (nc + 1);
+        dg_head_extract_logits(&k->h, w, a, r->ctx_hidden, nc, rs + (size_t)w * E, q, l);
+        if (anchored) dg_anchor_bias_add(&k->h, w, anc, rend, l, nc);
+        if (k->key_prior.on)
+            for (size_t t = 0; t < nc; t++) l[t] += kb[(size_t)w * (nc + 1) + t];
+        log_softmax_ctx(l, nc + 1, k->temp[DG_T_EXTRACT], lp + (size_t)w * (nc + 1));
+    }
+    const double *lps = lp, *lpe = lp + nc + 1;
+    double null_lp = lps[nc] + lpe[nc];
+    size_t n_c = 0;
+    if (kind) {
+        cs = malloc((ns ? ns : 1) * sizeof *cs);
+        if (!cs) {
+            st = dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+            goto done;
+        }
+        for (size_t i = 0; i < ns; i++) {
+            size_t s = spans[2 * i], e = spans[2 * i + 1];
+            if (e <= s || e > r->n_cp) continue;
+            size_t ti = r->cp_tok[s], tj = r->cp_tok[e - 1];
+            cs[n_c++] = (cand){s, e, lps[ti] + lpe[tj], i};
+        }
+    } else {
+        /* top DG_SPAN_TOP token spans i <= j < i + 128 (min-heap by score) */
+        cs = malloc(DG_SPAN_TOP * sizeof *cs);
+        if (!cs) {
+            st = dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+            goto done;
+        }
+        n_c = top_token_spans(k, r, lps, lpe, nc, cs);
+    }
+    qsort(cs, n_c, sizeof *cs, cmp_cand);
+    json_t *best = NULL;
+    size_t bs = 0, be = 0;
+    double blp = -INFINITY;
+    int assumed = 0;
+    const char *first_reason = NULL;
+    for (size_t i = 0; i < n_c && !best; i++) {
+        size_t s = cs[i].s, e = cs[i].e;
+        if (!kind) {
+            /* token span -> code points, trimmed */
+            size_t s0 = r->tok_cp0[s], e0 = r->tok_cp1[e];
+            if (e0 <= s0) continue;
+            if (dg_span_trim(r->ctx, r->ctx_len, s0, e0, &s, &e) != DEG_OK) {
+                dg_clear_error();
+                continue;
+            }
+            if (e <= s) continue;
+            if (k->span_single_line && r->nl_pre[e] != r->nl_pre[s]) continue;
+        }
+        const char *reason = NULL;
+        int as = 0;
+        json_t *v = span_value(r, f, schema, s, e, &reason, &as);
+        if (v) {
+            best = v;
+            bs = s;
+            be = e;
+            blp = cs[i].lp;
+            assumed = as;
+        } else if (!first_reason) {
+            first_reason = reason;
+        }
+    }
+    double margin = r->opt.has_null_margin ? r->opt.null_margin : k->null_margin;
+    int take_null = 0;
+    const char *reason = NULL;
+    if (f->on_null == DG_ON_NULL_FORBID) {
+        if (!best) {
+            L->failed = 1;
+            char *ptr = dg_path_pointer(&f->path, L->idx, L->n_idx);
+            if (asprintf(&L->fail_msg, "%s is required and not nullable, but no valid value "
+                         "was found in the context (%zu candidate spans, %s)", ptr ? ptr : "?",
+                         n_c, first_reason ? first_reason : "not_found") < 0)
+                L->fail_msg = NULL;
+            free(ptr);
+        }
+    } else if (!best) {
+        take_null = 1;
+        reason = first_reason ? first_reason : "not_found";
+    } else if (blp < null_lp + margin) {
+        take_null = 1;
+        reason = "not_found";
+    }
+    L->meta = json_pack("{s:s}", "mode", dg_mode_name(f->mode));
+    if (best && !take_null) {
+        L->value = best;
+        best = NULL;
+        json_object_set_new(L->meta, "confidence", json_real(exp(blp)));
+        json_object_set_new(L->meta, "span", json_pack("[I,I]", (json_int_t)bs, (json_int_t)be));
+        if (assumed) json_object_set_new(L->meta, "assumed_offset", json_true());
+    } else {
+        json_object_set_new(L->meta, "confidence", json_real(exp(null_lp)));
+        json_object_set_new(L->meta, "span", json_null());
+        if (reason) json_object_set_new(L->meta, "null_reason", json_string(reason));
+        if (take_null && f->on_null == DG_ON_NULL_NULL) L->value = json_null();
+    }
+    dg_fill_raw_digest(k, L->meta, lg, 2 * (nc + 1), NULL, 0);
+    json_decref(best);
+done:
+    json_decref(schema);
+    free(spans);
+    free(cs);
+    free(rs);
+    free(lg);
+    free(lp);
+    free(kb);
+    return st;
+}

@@ -1,0 +1,254 @@
+/* fill_internal.h - the state and steps shared by the deg.fill runtime's own files
+ * (lib/deg/fill*.c); the runtime's outside is fill.h and include/deg_fill.h.
+ *
+ * Files (each a step of deg_fill, see the overview in fill.c):
+ *   fill.c           entry points (deg_fill*, request preparation, the fill's round
+ *                    callbacks, checks after the rounds)
+ *   fill_state.c     per-request state: token lists, instances, leaves, jobs, failures,
+ *                    work limits
+ *   fill_trunk.c     the context trunk (§12.1) and its token <-> code point maps
+ *   fill_forks.c     fork texts (§12.1) and the expansion of a round's jobs
+ *   fill_rounds.c    fork batches and the one round loop (fill and trace)
+ *   fill_decide.c    decide-head decoding (choice, score, noul) + key prior
+ *   fill_extract.c   extract-head decoding (spans, candidates, null decision)
+ *   fill_arrays.c    counts, anchors (§12.6), drops, renumbered pointers
+ *   fill_generate.c  the generate phase (§7.3)
+ *   fill_response.c  response assembly (§8)
+ *   fill_trace.c     the training trace (dg_fill_trace)
+ */
+#ifndef DG_DEG_FILL_INTERNAL_H
+#define DG_DEG_FILL_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "base/run.h"
+#include "deg.h"
+#include "deg/fill.h"
+#include "deg/keyprior.h"
+#include "deg/plan.h"
+#include "model/chat.h"
+
+/* Growable int32 token list. */
+typedef struct ivec {
+    int32_t *p;
+    size_t n, cap;
+} ivec;
+
+typedef struct inst {       /* one array instance */
+    int array;              /* plan->arrays index */
+    int parent;             /* enclosing instance, -1 = top level */
+    size_t parent_item;
+    size_t *idx;            /* original item indices of the enclosing items, outermost first */
+    size_t n_idx;
+    int64_t n_items;        /* decided count */
+    char *alive;            /* [n_items] */
+    size_t *newidx;         /* [n_items] index after dropping */
+    int64_t n_alive;
+    /* §12.6 anchor mode: the items are the anchors found in the region */
+    int anchored;
+    size_t r0, r1;          /* region: context tokens [r0, r1) (every instance has one) */
+    size_t *anchor;         /* [n_items] anchor tokens, ascending */
+    float *alog;            /* [r1 - r0] anchor logits, until resolved */
+    float clog[DG_COUNT_MAX + 1]; /* count fork logits (count_peaks / hybrid) */
+    int has_clog;
+    json_t *raw;            /* debug: digest of the anchor (+ count) logits */
+    size_t *gold_idx;       /* trace, anchored: gold item index of each anchor (anchor order) */
+    int trace_out;          /* trace: left out (the anchors hook said so) */
+} inst;
+
+typedef struct leaf {
+    size_t field;
+    int inst;               /* innermost enclosing instance, -1 */
+    size_t item;
+    size_t *idx;            /* original indices, outermost first */
+    size_t n_idx;
+    json_t *value;          /* NULL = key omitted */
+    json_t *meta;
+    int failed;             /* forbid leaf without a valid value */
+    char *fail_msg;
+} leaf;
+
+enum { JOB_LEAF = 0, JOB_COUNT = 1, JOB_GEN = 2, JOB_ANCHOR = 3 };
+
+typedef struct job {
+    int kind;
+    size_t req;
+    size_t target;          /* leaf index (LEAF/GEN) or instance index (COUNT) */
+    ivec ids;
+    size_t *mark;           /* own-token positions whose hidden states are kept */
+    size_t n_mark, cap_mark;
+    float *h;               /* [n_mark, E] */
+    size_t *order;          /* choice leaf under a trace: plan outcome of each option line */
+} job;
+
+typedef struct jobs {
+    job *p;
+    size_t n, cap;
+} jobs;
+
+typedef struct freq {
+    deg_status st;
+    json_t *errors;         /* problems list for the caller (request/schema/fill) */
+    deg_request *rq;
+    const dg_plan *plan;
+    const char *ctx;
+    size_t ctx_len;
+    deg_fill_options opt;
+    deg_trunk *trunk;
+    size_t c0, c1;          /* context tokens are trunk rows [c0, c1) */
+    int anchor_on;          /* anchor-mode checkpoint and >= anchor_min_tokens (§12.6) */
+    float *ctx_hidden;      /* [c1 - c0, E] */
+    /* single-line spans (span_single_line): per code point cp, the newlines
+     * before it, the first non-blank code point >= cp and one past the last
+     * non-blank code point < cp ([n_cp + 1] each) */
+    size_t *nl_pre, *nb_next, *nb_prev;
+    dg_keylines kv;         /* key/value lines of the context (key prior on) */
+    size_t *tok_cp0, *tok_cp1; /* per context token: code point range it covers */
+    size_t *cp_tok;         /* per code point: the context token holding its first byte */
+    size_t *cp_byte;        /* per code point: byte offset (n_cp + 1 entries) */
+    size_t n_cp;
+    inst *insts;
+    size_t n_insts, cap_insts;
+    leaf *leaves;
+    size_t n_leaves, cap_leaves;
+    size_t generated_tokens;
+    double t_prefill, t_forks, t_generate;
+    size_t fork_rows, fork_tokens;
+    const dg_trace_hooks *trace; /* training trace (dg_fill_trace), else NULL */
+    int32_t *trunk_ids;     /* trace only: the trunk's tokens [deg_trunk_len] */
+    dg_limits lim;          /* work limits (deg_fill_many_ex + request options) */
+    size_t due;             /* fork tokens of the round about to run (max_fork_tokens) */
+    size_t gen_fed;         /* generate phase: prompt + decoded tokens fed to forks */
+} freq;
+
+/* Poll hook of one fork batch (dg_run_push): the batch stops between its
+ * passes once every request in it has stopped. */
+typedef struct batch_poll {
+    freq *reqs;
+    const job *J;
+    const size_t *sel;
+    size_t n;
+    int stopped;
+} batch_poll;
+
+/* What a caller of dg_fill_rounds does with a round's jobs: deg_fill / deg_fill_many
+ * decode them (fill_round), the training trace reports them (trace_round). A
+ * callback records a request's own failure in the request and returns only
+ * errors that stop every request (out of memory, internal, the trace's hooks). */
+typedef struct round_ops {
+    /* Move the jobs to run to the front of J, in order; returns their count
+     * (NULL: run every job). */
+    size_t (*select)(const freq *reqs, jobs *J);
+    /* Job j of the round (ran: it was run), in job order; may queue next-round jobs. */
+    deg_status (*decoded)(const dg_ckpt *k, freq *reqs, job *j, int ran, jobs *next);
+    /* Each anchor job, once every job of the round is decoded. */
+    deg_status (*anchors)(const dg_ckpt *k, freq *reqs, job *j, jobs *next);
+    /* Each job again after the anchors (NULL: nothing). */
+    deg_status (*after)(const dg_ckpt *k, freq *reqs, job *j, int ran);
+    /* 1: stop once request 0 has failed (the trace's single request). */
+    int stop_on_failure;
+} round_ops;
+
+/* ---- per-request state (fill_state.c) ------------------------------------- */
+
+/* Tokenize text (special != 0: special tokens parsed) onto v. Bytes the
+ * vocabulary lacks are dropped as HF tokenizers drops them (issue 19 item 5);
+ * dg_fill_trunk maps the context's tokens back to the original bytes.
+ * Errors: the tokenizer's, DEG_ERR_NOMEM. */
+deg_status dg_fill_tok(ivec *v, const deg_model *m, const char *text, size_t len, int special);
+/* Append one token. Errors: DEG_ERR_NOMEM. */
+deg_status dg_fill_push(ivec *v, int32_t id);
+/* Record deg_errmsg() as r's failure (status st, at loc) unless r already failed. */
+void dg_fill_fail(freq *r, deg_status st, const char *loc);
+/* Work limits (base/run.h): a request that is cancelled, past its deadline or
+ * over a cap fails alone with DEG_ERR_CANCELLED / DEG_ERR_LIMIT. Returns 1 if
+ * the request has stopped (for any reason). */
+int dg_fill_stopped(freq *r, const char *phase);
+/* A new array instance (index) / leaf (index) of r; -1 when out of memory. */
+int dg_fill_add_inst(freq *r, int array, int parent, size_t parent_item);
+long dg_fill_add_leaf(freq *r, size_t field, int in, size_t item);
+/* Free everything r holds (r itself is the caller's). */
+void dg_fill_clear(freq *r);
+/* A new zeroed job at the end of J; NULL when out of memory. */
+job *dg_fill_job_add(jobs *J, int kind, size_t req, size_t target);
+void dg_fill_jobs_free(jobs *J);
+
+/* ---- trunk (fill_trunk.c) ------------------------------------------------- */
+
+/* The checkpoint's chat layout of the fill prompt ("none", "qwen3", else ChatML). */
+dg_chat_layout dg_fill_layout(const dg_ckpt *k);
+/* Tokenize and prefill r's trunk; fills the code point tables and ctx_hidden. */
+deg_status dg_fill_trunk(const dg_ckpt *k, freq *r);
+/* The single-line tables nl_pre, nb_next, nb_prev (span_single_line). */
+deg_status dg_fill_line_tables(freq *r);
+
+/* ---- forks (fill_forks.c) ------------------------------------------------- */
+
+/* Create the round's jobs for the items of instance `in` (its leaves and nested
+ * count / anchor forks), or for the top level when in < 0. */
+deg_status dg_fill_expand(freq *r, size_t ri, jobs *J, const deg_model *m, int in);
+/* The x-generate fork text of leaf L (WRITE ... VALUE:, closing the user turn). */
+deg_status dg_fill_gen_job(job *j, const dg_ckpt *k, const freq *r, const leaf *L);
+
+/* ---- rounds (fill_rounds.c) ----------------------------------------------- */
+
+/* dg_run_push hook of a batch_poll: DEG_ERR_CANCELLED once every request stopped. */
+deg_status dg_fill_batch_poll(void *ctx);
+/* THE round loop (§12.1); see fill_rounds.c. *J is freed. */
+deg_status dg_fill_rounds(const dg_ckpt *k, freq *reqs, jobs *J, const round_ops *ops);
+
+/* ---- decoding (fill_decide.c, fill_extract.c, fill_arrays.c) -------------- */
+
+/* debug_raw: meta["raw"] = sha256 hex of a[n] (+ b[nb]) as fp32 bytes. */
+void dg_fill_raw_digest(const dg_ckpt *k, json_t *meta, const float *a, size_t n,
+                        const float *b, size_t nb);
+deg_status dg_fill_decode_decide(const dg_ckpt *k, freq *r, job *j);
+deg_status dg_fill_decode_extract(const dg_ckpt *k, freq *r, job *j);
+/* A leaf's own constraints (+ format) as a schema (new reference; NULL on OOM): the
+ * extract candidate filter and the CONSTRAINTS line of its fork (sorted keys). */
+json_t *dg_fill_leaf_schema(const dg_field_plan *f);
+deg_status dg_fill_decode_anchor(const dg_ckpt *k, freq *r, job *j);
+void dg_fill_decode_anchor_count(const dg_ckpt *k, freq *r, job *j);
+deg_status dg_fill_decode_count(const dg_ckpt *k, freq *r, job *j);
+/* Items of an anchored instance from its anchor (and count) logits (§12.6). */
+deg_status dg_fill_resolve_anchors(const dg_ckpt *k, freq *r, int in);
+
+/* ---- arrays (fill_arrays.c) ----------------------------------------------- */
+
+/* End (exclusive) of anchored item `item`'s region (§12.6). */
+size_t dg_fill_item_end(const inst *I, size_t item);
+/* Anchor token and region end of the innermost anchored item enclosing item
+ * `item` of instance `in`; 0 if none. */
+int dg_fill_innermost_anchor(const freq *r, int in, size_t item, size_t *anchor, size_t *rend);
+/* An anchored array's item cap: maxItems, else options.max_items, else -1 (none). */
+int64_t dg_fill_anchor_cap(const freq *r, const dg_array_plan *a);
+/* Classes [*lo, *hi] of the count head for instance I (§12.3 count). */
+deg_status dg_fill_count_range(const freq *r, const inst *I, int64_t *lo, int64_t *hi);
+/* I has n items, all alive. */
+deg_status dg_fill_set_count(inst *I, int64_t n);
+/* Drop items whose required values are missing (§12.6), innermost first; renumber. */
+void dg_fill_drops(freq *r);
+/* 1 if every enclosing item of instance `in` (and item `item` of it) survived. */
+int dg_fill_reachable(const freq *r, int in, size_t item);
+/* New (renumbered) indices of the chain ending at item `item` of `in`; its length. */
+size_t dg_fill_new_chain(const freq *r, int in, size_t item, size_t *out);
+/* The response pointer of leaf L (renumbered indices); malloc'd, NULL on OOM. */
+char *dg_fill_leaf_pointer(const freq *r, const leaf *L);
+
+/* ---- generate, response, entry, trace ------------------------------------- */
+
+/* Generate phase for every request (§7.3). */
+deg_status dg_fill_generate(const dg_ckpt *k, freq *reqs, size_t n_req);
+/* r's §8 response (a new reference in *response). */
+deg_status dg_fill_assemble(const dg_ckpt *k, freq *r, json_t **response);
+/* Compact JSON text of v (malloc'd), NULL for NULL / out of memory. */
+char *dg_fill_dump(json_t *v);
+/* Parse a request into r and build its trunk; failures are recorded in r. */
+void dg_fill_prepare(const dg_ckpt *k, freq *r, const char *text, size_t len);
+/* Under a trace with a shuffle hook: the option line order of a choice leaf's fork. */
+deg_status dg_fill_trace_order(job *j, const freq *r, const leaf *L, size_t n);
+
+#endif

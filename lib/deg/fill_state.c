@@ -1,0 +1,197 @@
+/* fill_state.c - per-request state of deg.fill (fill_internal.h): token lists, array
+ * instances and leaves, jobs, a request's failure and its work limits. */
+#include <jansson.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/run.h"
+#include "base/status.h"
+#include "deg/fill_internal.h"
+#include "deg/keyprior.h"
+#include "deg/request.h"
+#include "model/model.h"
+#include "model/state.h"
+#include "tokenizer/tokenizer.h"
+
+/* Tokenize text (special != 0: special tokens parsed) onto v. Bytes the
+ * vocabulary lacks are dropped as HF tokenizers drops them (issue 19 item 5:
+ * one control byte used to reject a whole document); dg_fill_trunk maps the
+ * context's tokens back to the original bytes. */
+deg_status dg_fill_tok(ivec *v, const deg_model *m, const char *text, size_t len, int special)
+{
+    size_t n = 0;
+    unsigned fl = (special ? DEG_TOKENIZE_SPECIAL : 0u) | DEG_TOKENIZE_DROP_MISSING_BYTES;
+    deg_status st = dg_tokenizer_encode_ex(dg_model_tokenizer(m), text, len, fl, NULL, 0, &n);
+    if (st != DEG_OK && st != DEG_ERR_RANGE) return st;
+    dg_clear_error();
+    if (v->n + n > v->cap) {
+        size_t cap = v->cap ? v->cap : 64;
+        while (cap < v->n + n) cap *= 2;
+        int32_t *p = realloc(v->p, cap * sizeof *p);
+        if (!p) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (tokens)");
+        v->p = p;
+        v->cap = cap;
+    }
+    size_t got = 0;
+    DG_TRY(dg_tokenizer_encode_ex(dg_model_tokenizer(m), text, len, fl, v->p + v->n, n, &got));
+    v->n += got;
+    return DEG_OK;
+}
+
+deg_status dg_fill_push(ivec *v, int32_t id)
+{
+    if (v->n + 1 > v->cap) {
+        size_t cap = v->cap ? 2 * v->cap : 64;
+        int32_t *p = realloc(v->p, cap * sizeof *p);
+        if (!p) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (tokens)");
+        v->p = p;
+        v->cap = cap;
+    }
+    v->p[v->n++] = id;
+    return DEG_OK;
+}
+
+void dg_fill_fail(freq *r, deg_status st, const char *loc)
+{
+    if (r->st != DEG_OK) return;
+    r->st = st;
+    if (!r->errors) r->errors = json_array();
+    json_array_append_new(r->errors, json_pack("{s:s, s:s}", "loc", loc ? loc : "",
+                                               "msg", deg_errmsg()));
+}
+
+/* Work limits (base/run.h): a request that is cancelled, past its deadline
+ * or over a cap fails alone with DEG_ERR_CANCELLED / DEG_ERR_LIMIT. Returns 1
+ * if the request has stopped (for any reason). */
+int dg_fill_stopped(freq *r, const char *phase)
+{
+    if (r->st != DEG_OK) return 1;
+    deg_status st = dg_limits_check(&r->lim, phase);
+    size_t nf = r->n_leaves + r->n_insts;
+    if (st == DEG_OK && r->lim.max_fields && (int64_t)nf > r->lim.max_fields)
+        st = dg_fail(DEG_ERR_LIMIT, "max_fields %lld: the schema instantiates %zu fields "
+                     "(leaves of every item + array instances) during %s",
+                     (long long)r->lim.max_fields, nf, phase);
+    if (st == DEG_OK && r->lim.max_fork_tokens &&
+        (int64_t)(r->fork_tokens + r->gen_fed + r->due) > r->lim.max_fork_tokens)
+        st = dg_fail(DEG_ERR_LIMIT, "max_fork_tokens %lld: %zu fork tokens needed during %s",
+                     (long long)r->lim.max_fork_tokens, r->fork_tokens + r->gen_fed + r->due,
+                     phase);
+    if (st != DEG_OK) dg_fill_fail(r, st, "");
+    return st != DEG_OK;
+}
+
+int dg_fill_add_inst(freq *r, int array, int parent, size_t parent_item)
+{
+    if (r->n_insts == r->cap_insts) {
+        size_t cap = r->cap_insts ? 2 * r->cap_insts : 16;
+        inst *p = realloc(r->insts, cap * sizeof *p);
+        if (!p) return -1;
+        r->insts = p;
+        r->cap_insts = cap;
+    }
+    inst *I = &r->insts[r->n_insts];
+    memset(I, 0, sizeof *I);
+    I->array = array;
+    I->parent = parent;
+    I->parent_item = parent_item;
+    size_t n = 0;
+    if (parent >= 0) n = r->insts[parent].n_idx + 1;
+    I->idx = calloc(n ? n : 1, sizeof(size_t));
+    if (!I->idx) return -1;
+    if (parent >= 0) {
+        memcpy(I->idx, r->insts[parent].idx, r->insts[parent].n_idx * sizeof(size_t));
+        I->idx[n - 1] = parent_item;
+    }
+    I->n_idx = n;
+    return (int)r->n_insts++;
+}
+
+long dg_fill_add_leaf(freq *r, size_t field, int in, size_t item)
+{
+    if (r->n_leaves == r->cap_leaves) {
+        size_t cap = r->cap_leaves ? 2 * r->cap_leaves : 32;
+        leaf *p = realloc(r->leaves, cap * sizeof *p);
+        if (!p) return -1;
+        r->leaves = p;
+        r->cap_leaves = cap;
+    }
+    leaf *L = &r->leaves[r->n_leaves];
+    memset(L, 0, sizeof *L);
+    L->field = field;
+    L->inst = in;
+    L->item = item;
+    size_t n = in >= 0 ? r->insts[in].n_idx + 1 : 0;
+    L->idx = calloc(n ? n : 1, sizeof(size_t));
+    if (!L->idx) return -1;
+    if (in >= 0) {
+        memcpy(L->idx, r->insts[in].idx, r->insts[in].n_idx * sizeof(size_t));
+        L->idx[n - 1] = item;
+    }
+    L->n_idx = n;
+    return (long)r->n_leaves++;
+}
+
+void dg_fill_clear(freq *r)
+{
+    for (size_t i = 0; i < r->n_insts; i++) {
+        free(r->insts[i].idx);
+        free(r->insts[i].alive);
+        free(r->insts[i].newidx);
+        free(r->insts[i].anchor);
+        free(r->insts[i].alog);
+        free(r->insts[i].gold_idx);
+        json_decref(r->insts[i].raw);
+    }
+    free(r->insts);
+    for (size_t i = 0; i < r->n_leaves; i++) {
+        free(r->leaves[i].idx);
+        json_decref(r->leaves[i].value);
+        json_decref(r->leaves[i].meta);
+        free(r->leaves[i].fail_msg);
+    }
+    free(r->leaves);
+    deg_trunk_free(r->trunk);
+    free(r->ctx_hidden);
+    free(r->trunk_ids);
+    free(r->tok_cp0);
+    free(r->tok_cp1);
+    free(r->cp_tok);
+    free(r->cp_byte);
+    dg_keylines_free(&r->kv);
+    free(r->nl_pre);
+    free(r->nb_next);
+    free(r->nb_prev);
+    deg_request_free(r->rq);
+    json_decref(r->errors);
+}
+
+job *dg_fill_job_add(jobs *J, int kind, size_t req, size_t target)
+{
+    if (J->n == J->cap) {
+        size_t cap = J->cap ? 2 * J->cap : 32;
+        job *p = realloc(J->p, cap * sizeof *p);
+        if (!p) return NULL;
+        J->p = p;
+        J->cap = cap;
+    }
+    job *j = &J->p[J->n++];
+    memset(j, 0, sizeof *j);
+    j->kind = kind;
+    j->req = req;
+    j->target = target;
+    return j;
+}
+
+void dg_fill_jobs_free(jobs *J)
+{
+    for (size_t i = 0; i < J->n; i++) {
+        free(J->p[i].ids.p);
+        free(J->p[i].mark);
+        free(J->p[i].h);
+        free(J->p[i].order);
+    }
+    free(J->p);
+    memset(J, 0, sizeof *J);
+}
