@@ -236,6 +236,25 @@ def test_held_out_kinds(roots):
             assert r["split"] == "val"
 
 
+@pytest.mark.parametrize("line,want", [
+    ("Copyright (c) 2012 Martin Sustrik  All rights reserved.", (2012, None, "Martin Sustrik")),
+    ("Copyright 2016 The OpenSSL Project Authors. All Rights Reserved.",
+     (2016, None, "The OpenSSL Project Authors")),
+    (" * Copyright 2018-2020,2024 Free Software Foundation, Inc.                  *",
+     (2018, 2024, "Free Software Foundation, Inc")),
+    ("Copyright (C) 1999, 2000 by\n * Someone", (1999, 2000, None)),
+    ("Copyright 2008 Texas Instruments Incorporated - http://www.ti.com/",
+     (2008, None, "Texas Instruments Incorporated"))])
+def test_copyright_line(line, want):
+    """Years and holder of real header notices (the holder without "All rights
+    reserved", a comment box's padding or a trailing URL); spans verbatim."""
+    from deg.datagen.kinds.source import copyright_facts
+    got = {f.key: f for f in copyright_facts(line)}
+    assert tuple(got[k].value if k in got else None for k in ("first_year", "last_year", "holder")) == want
+    for f in got.values():
+        assert line[f.pos[0]:f.pos[1]] == str(f.value)
+
+
 def test_bool_facts_balanced_per_key():
     """balance_bool_facts: a boolean true for 1 document in 10 ends up asked of about
     as many false documents as true ones (all true ones kept); a constant boolean is

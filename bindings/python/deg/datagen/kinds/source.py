@@ -71,8 +71,13 @@ def copyright_facts(text, a=0, b=None):
         out.append(Fact("last_year", "int", hi[0], surface=str(hi[0]), pos=hi[1], derive=False,
                         names=[["latest", "year"], ["last", "copyright", "year"]],
                         desc=["the most recent copyright year"], label={"en": "Until"}))
-    if m.group(2) and len(m.group(2)) <= 80:
-        out.append(Fact("holder", "span", m.group(2), pos=(m.start(2), m.end(2)),
+    holder = m.group(2) or ""
+    # the holder ends before "All rights reserved", a comment box's padding, " - URL", a wrapped " and"
+    for _ in range(2):
+        cut = re.search(r"[.,]?\s+all rights reserved|\s{3,}|\s+-\s|\s+and$", holder, re.I)
+        holder = holder[:cut.start()] if cut else holder
+    if 2 <= len(holder) <= 80 and holder.lower() != "by" and holder[0].isupper():
+        out.append(Fact("holder", "span", holder, pos=(m.start(2), m.start(2) + len(holder)),
                         names=[["copyright", "holder"], ["holder"], ["owner"]],
                         desc=["who holds the copyright"], label={"en": "Copyright holder"}))
     return out
