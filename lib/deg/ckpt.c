@@ -512,6 +512,77 @@ deg_status deg_ckpt_load(const char *dir, const char *model_path, deg_ckpt **out
     return deg_ckpt_open(dir, &p, out);
 }
 
+/* The head tensors into k->store (offsets off[]): from heads.safetensors (spath),
+ * or its previous generation (ppath) when deg.json's heads_sha256 names that one
+ * (dg_prev_pick). Checks dtype, shape and finiteness of every tensor. */
+static deg_status load_heads(dg_ckpt *k, const json_t *meta, const char *spath,
+                             const char *ppath, const char *jpath, int n_embd,
+                             const size_t *off)
+{
+    const char *hpath = spath;
+    int use_prev = 0;
+    json_t *hs = json_object_get(meta, "heads_sha256");
+    if (hs && !json_is_string(hs))
+        return dg_fail(DEG_ERR_FORMAT, "%s: heads_sha256 must be 64 hex digits", jpath);
+    DG_TRY(dg_prev_pick(spath, json_string_value(hs), jpath, &use_prev));
+    if (use_prev) hpath = ppath;
+    dg_safetensors *sf = NULL;
+    DG_TRY(dg_safetensors_open(hpath, &sf));
+    deg_status st = DEG_OK;
+    for (size_t i = 0; i < N_TABLE && st == DEG_OK; i++) {
+        const dg_tensor_view *t = dg_safetensors_find(sf, TABLE[i].name);
+        int64_t r, c;
+        dims(&TABLE[i], n_embd, &r, &c);
+        int nd = r ? 2 : 1;
+        if (!t || t->dtype != DG_F32 || t->n_dims != nd ||
+            (nd == 2 ? (t->shape[0] != r || t->shape[1] != c) : t->shape[0] != c)) {
+            st = dg_fail(t ? DEG_ERR_MISMATCH : DEG_ERR_FORMAT,
+                         "%s: head tensor '%s' %s (expected F32 [%lld%s%lld])", hpath,
+                         TABLE[i].name, t ? "has the wrong dtype or shape" : "is missing",
+                         (long long)(r ? r : c), r ? ", " : "", (long long)(r ? c : 0));
+            break;
+        }
+        memcpy(k->store + off[i], t->data, numel(&TABLE[i], n_embd) * sizeof(float));
+        for (size_t j = 0; j < numel(&TABLE[i], n_embd); j++)
+            if (!isfinite(k->store[off[i] + j])) {
+                st = dg_fail(DEG_ERR_NUMERIC, "%s: head tensor '%s' holds NaN/Inf", hpath,
+                             TABLE[i].name);
+                break;
+            }
+    }
+    dg_safetensors_close(sf);
+    return st;
+}
+
+/* deg.json's decoding settings: calibration temperatures, array_mode,
+ * anchor_min_tokens, key_prior, span_single_line. Errors: DEG_ERR_FORMAT. */
+static deg_status read_decoding(dg_ckpt *k, const json_t *meta, const char *jpath)
+{
+    json_t *cal = json_object_get(meta, "calibration");
+    for (int i = 0; i < DG_T_N; i++) {
+        json_t *v = json_object_get(cal, TEMP_NAMES[i]);
+        double T = v ? json_number_value(v) : 1.0;
+        if (v && (!json_is_number(v) || !(T > 0) || !isfinite(T)))
+            return dg_fail(DEG_ERR_FORMAT, "%s: calibration.%s must be a number > 0", jpath,
+                           TEMP_NAMES[i]);
+        k->temp[i] = (float)T;
+    }
+    const char *am = json_string_value(json_object_get(meta, "array_mode"));
+    if (am && strcmp(am, "index") != 0 && strcmp(am, "anchor") != 0)
+        return dg_fail(DEG_ERR_FORMAT, "%s: array_mode must be \"index\" or \"anchor\"", jpath);
+    json_t *amt = json_object_get(meta, "anchor_min_tokens");
+    if (amt && !json_is_null(amt) && (!json_is_integer(amt) || json_integer_value(amt) < 0))
+        return dg_fail(DEG_ERR_FORMAT, "%s: anchor_min_tokens must be an integer >= 0", jpath);
+    k->array_mode = strdup(am ? am : "index");
+    k->anchor_min_tokens = json_integer_value(json_object_get(meta, "anchor_min_tokens"));
+    DG_TRY(key_prior_load(json_object_get(meta, "key_prior"), jpath, &k->key_prior));
+    json_t *ssl = json_object_get(meta, "span_single_line");
+    if (ssl && !json_is_boolean(ssl))
+        return dg_fail(DEG_ERR_FORMAT, "%s: span_single_line must be true or false", jpath);
+    k->span_single_line = json_is_true(ssl);
+    return DEG_OK;
+}
+
 deg_status deg_ckpt_open(const char *dir, const deg_ckpt_params *params, deg_ckpt **out)
 {
     if (!dir || !out) return dg_fail(DEG_ERR_ARG, "deg_ckpt_open: NULL argument");
@@ -524,9 +595,7 @@ deg_status deg_ckpt_open(const char *dir, const deg_ckpt_params *params, deg_ckp
                        ">= 1 MiB");
     char *jpath = path_join(dir, "deg.json"), *spath = path_join(dir, "heads.safetensors");
     char *ppath = path_join(dir, PREV_NAME);
-    const char *hpath = spath;
     json_t *meta = NULL;
-    dg_safetensors *sf = NULL;
     deg_status st = DEG_OK;
     dg_ckpt *k = calloc(1, sizeof *k);
     char *resolved = NULL;
@@ -563,70 +632,8 @@ deg_status deg_ckpt_open(const char *dir, const deg_ckpt_params *params, deg_ckp
     deg_model_get_info(k->model, &info);
     size_t off[N_TABLE];
     if ((st = alloc_store(k, info.n_embd, off)) != DEG_OK) goto fail;
-    {
-        int use_prev = 0;
-        json_t *hs = json_object_get(meta, "heads_sha256");
-        if (hs && !json_is_string(hs)) {
-            st = dg_fail(DEG_ERR_FORMAT, "%s: heads_sha256 must be 64 hex digits", jpath);
-            goto fail;
-        }
-        st = dg_prev_pick(spath, json_string_value(hs), jpath, &use_prev);
-        if (st != DEG_OK) goto fail;
-        if (use_prev) hpath = ppath;
-    }
-    if ((st = dg_safetensors_open(hpath, &sf)) != DEG_OK) goto fail;
-    for (size_t i = 0; i < N_TABLE; i++) {
-        const dg_tensor_view *t = dg_safetensors_find(sf, TABLE[i].name);
-        int64_t r, c;
-        dims(&TABLE[i], info.n_embd, &r, &c);
-        int nd = r ? 2 : 1;
-        if (!t || t->dtype != DG_F32 || t->n_dims != nd ||
-            (nd == 2 ? (t->shape[0] != r || t->shape[1] != c) : t->shape[0] != c)) {
-            st = dg_fail(t ? DEG_ERR_MISMATCH : DEG_ERR_FORMAT,
-                         "%s: head tensor '%s' %s (expected F32 [%lld%s%lld])", hpath,
-                         TABLE[i].name, t ? "has the wrong dtype or shape" : "is missing",
-                         (long long)(r ? r : c), r ? ", " : "", (long long)(r ? c : 0));
-            goto fail;
-        }
-        memcpy(k->store + off[i], t->data, numel(&TABLE[i], info.n_embd) * sizeof(float));
-        for (size_t j = 0; j < numel(&TABLE[i], info.n_embd); j++)
-            if (!isfinite(k->store[off[i] + j])) {
-                st = dg_fail(DEG_ERR_NUMERIC, "%s: head tensor '%s' holds NaN/Inf", hpath,
-                             TABLE[i].name);
-                goto fail;
-            }
-    }
-    json_t *cal = json_object_get(meta, "calibration");
-    for (int i = 0; i < DG_T_N; i++) {
-        json_t *v = json_object_get(cal, TEMP_NAMES[i]);
-        double T = v ? json_number_value(v) : 1.0;
-        if (v && (!json_is_number(v) || !(T > 0) || !isfinite(T))) {
-            st = dg_fail(DEG_ERR_FORMAT, "%s: calibration.%s must be a number > 0", jpath,
-                         TEMP_NAMES[i]);
-            goto fail;
-        }
-        k->temp[i] = (float)T;
-    }
-    const char *am = json_string_value(json_object_get(meta, "array_mode"));
-    if (am && strcmp(am, "index") != 0 && strcmp(am, "anchor") != 0) {
-        st = dg_fail(DEG_ERR_FORMAT, "%s: array_mode must be \"index\" or \"anchor\"", jpath);
-        goto fail;
-    }
-    json_t *amt = json_object_get(meta, "anchor_min_tokens");
-    if (amt && !json_is_null(amt) && (!json_is_integer(amt) || json_integer_value(amt) < 0)) {
-        st = dg_fail(DEG_ERR_FORMAT, "%s: anchor_min_tokens must be an integer >= 0", jpath);
-        goto fail;
-    }
-    k->array_mode = strdup(am ? am : "index");
-    k->anchor_min_tokens = json_integer_value(json_object_get(meta, "anchor_min_tokens"));
-    if ((st = key_prior_load(json_object_get(meta, "key_prior"), jpath, &k->key_prior)) != DEG_OK)
-        goto fail;
-    json_t *ssl = json_object_get(meta, "span_single_line");
-    if (ssl && !json_is_boolean(ssl)) {
-        st = dg_fail(DEG_ERR_FORMAT, "%s: span_single_line must be true or false", jpath);
-        goto fail;
-    }
-    k->span_single_line = json_is_true(ssl);
+    if ((st = load_heads(k, meta, spath, ppath, jpath, info.n_embd, off)) != DEG_OK) goto fail;
+    if ((st = read_decoding(k, meta, jpath)) != DEG_OK) goto fail;
     const char *cl = json_string_value(json_object_get(meta, "chat_layout"));
     k->chat_layout = strdup(cl ? cl : model_chat_layout(k->model));
     k->backbone_file = dup_str(bfile);
@@ -653,7 +660,6 @@ deg_status deg_ckpt_open(const char *dir, const deg_ckpt_params *params, deg_ckp
         st = dg_fail(DEG_ERR_NOMEM, "deg_ckpt_load: out of memory");
         goto fail;
     }
-    dg_safetensors_close(sf);
     tidy_dir(dir, jpath, spath);
     json_decref(meta);
     free(jpath);
@@ -663,7 +669,6 @@ deg_status deg_ckpt_open(const char *dir, const deg_ckpt_params *params, deg_ckp
     *out = k;
     return DEG_OK;
 fail:
-    dg_safetensors_close(sf);
     json_decref(meta);
     free(jpath);
     free(spath);

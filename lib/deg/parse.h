@@ -20,7 +20,7 @@
  *     "-$5", "$-5");
  *   - a currency mark, prefix or suffix, optional space: $ € £ ¥ ₹ ₩ ₽ ₺ ₪
  *     ₫ ₱ ₴ ₦ ¢ ₿, US$ A$ C$ NZ$ HK$ S$ R$, or an upper-case ISO 4217 code
- *     of the table in parse.c (USD EUR GBP JPY CHF ...);
+ *     of the table in parse_number.c (USD EUR GBP JPY CHF ...);
  *   - a percent sign '%' after the digits (optional space: "5 %"). The value
  *     is the number written (45% -> 45): converting it would compute a
  *     number that is not in the text.

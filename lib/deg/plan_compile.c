@@ -534,6 +534,75 @@ static bool is_ancestor(build *B, const json_t *n)
     return false;
 }
 
+/* A node with $ref: build its target with this node as an overlay (its annotations
+ * win), unless the target is not a schema or contains this node. */
+static void build_ref(build *B, const json_t *node, const char *loc, use u, const json_t *ref)
+{
+    if (!json_is_string(ref)) return;
+    char why[512], *tloc = NULL;
+    const json_t *target = dg_ref_resolve(B->root, json_string_value(ref), &tloc, why,
+                                          sizeof why);
+    if (!target) return; /* reported by pass 1 */
+    if (!json_is_object(target) && !json_is_boolean(target)) {
+        char *rl = dg_loc_key(loc, "$ref");
+        dg_err_add(B->errs, rl, "$ref \"%.200s\" points to a JSON value that is not a "
+                   "schema", json_string_value(ref));
+        free(rl);
+        free(tloc);
+        return;
+    }
+    if (is_ancestor(B, target)) {
+        char *rl = dg_loc_key(loc, "$ref");
+        dg_err_add(B->errs, rl, "recursive $ref: \"%.200s\" refers to a schema that "
+                   "contains this one", json_string_value(ref));
+        free(rl);
+        free(tloc);
+        return;
+    }
+    B->ov[B->n_ov++] = (overlay){node, loc};
+    use cu = u;
+    cu.depth++;
+    build_node(B, target, tloc, cu);
+    B->n_ov--;
+    free(tloc);
+}
+
+/* A choice node (anyOf/oneOf of const/enum branches, keyword bkw): its options (null
+ * for a null branch) with their branch descriptions. */
+static void build_choice_branches(build *B, const json_t *node, const char *loc, use u,
+                                  const char *bkw)
+{
+    json_t *br = json_object_get(node, bkw);
+    json_t *opts = json_array(), *descs = json_array();
+    bool nul = false;
+    for (size_t i = 0; i < json_array_size(br); i++) {
+        json_t *b = json_array_get(br, i);
+        json_t *d = json_object_get(b, "description");
+        json_t *dv = json_is_string(d) ? d : json_null();
+        if (dg_branch_is_null(b)) {
+            json_array_append_new(opts, json_null());
+            json_array_append(descs, dv);
+            nul = true;
+        } else if (json_object_get(b, "const")) {
+            json_array_append(opts, json_object_get(b, "const"));
+            json_array_append(descs, dv);
+        } else {
+            json_t *e = json_object_get(b, "enum");
+            for (size_t j = 0; j < json_array_size(e); j++) {
+                json_array_append(opts, json_array_get(e, j));
+                json_array_append(descs, dv);
+                nul = nul || json_is_null(json_array_get(e, j));
+            }
+        }
+    }
+    if (u.nullable && !nul) { /* [choice, {type: null}] behind a nullable anyOf */
+        json_array_append_new(opts, json_null());
+        json_array_append_new(descs, json_null());
+    }
+    build_choice_leaf(B, node, loc, &u, opts, descs, nul || u.nullable, NULL);
+    json_decref(descs);
+}
+
 static void build_node(build *B, const json_t *node, const char *loc, use u)
 {
     if (B->too_big || B->oom) return;
@@ -558,33 +627,7 @@ static void build_node(build *B, const json_t *node, const char *loc, use u)
     json_t *en;
 
     if (ref) {
-        if (!json_is_string(ref)) goto out;
-        char why[512], *tloc = NULL;
-        const json_t *target = dg_ref_resolve(B->root, json_string_value(ref), &tloc, why,
-                                              sizeof why);
-        if (!target) goto out; /* reported by pass 1 */
-        if (!json_is_object(target) && !json_is_boolean(target)) {
-            char *rl = dg_loc_key(loc, "$ref");
-            dg_err_add(B->errs, rl, "$ref \"%.200s\" points to a JSON value that is not a "
-                       "schema", json_string_value(ref));
-            free(rl);
-            free(tloc);
-            goto out;
-        }
-        if (is_ancestor(B, target)) {
-            char *rl = dg_loc_key(loc, "$ref");
-            dg_err_add(B->errs, rl, "recursive $ref: \"%.200s\" refers to a schema that "
-                       "contains this one", json_string_value(ref));
-            free(rl);
-            free(tloc);
-            goto out;
-        }
-        B->ov[B->n_ov++] = (overlay){node, loc};
-        use cu = u;
-        cu.depth++;
-        build_node(B, target, tloc, cu);
-        B->n_ov--;
-        free(tloc);
+        build_ref(B, node, loc, u, ref);
         goto out;
     }
 
@@ -611,35 +654,7 @@ static void build_node(build *B, const json_t *node, const char *loc, use u)
         }
     }
     if (form == DG_FORM_CHOICE) {
-        json_t *br = json_object_get(node, bkw);
-        json_t *opts = json_array(), *descs = json_array();
-        bool nul = false;
-        for (size_t i = 0; i < json_array_size(br); i++) {
-            json_t *b = json_array_get(br, i);
-            json_t *d = json_object_get(b, "description");
-            json_t *dv = json_is_string(d) ? d : json_null();
-            if (dg_branch_is_null(b)) {
-                json_array_append_new(opts, json_null());
-                json_array_append(descs, dv);
-                nul = true;
-            } else if (json_object_get(b, "const")) {
-                json_array_append(opts, json_object_get(b, "const"));
-                json_array_append(descs, dv);
-            } else {
-                json_t *e = json_object_get(b, "enum");
-                for (size_t j = 0; j < json_array_size(e); j++) {
-                    json_array_append(opts, json_array_get(e, j));
-                    json_array_append(descs, dv);
-                    nul = nul || json_is_null(json_array_get(e, j));
-                }
-            }
-        }
-        if (u.nullable && !nul) { /* [choice, {type: null}] behind a nullable anyOf */
-            json_array_append_new(opts, json_null());
-            json_array_append_new(descs, json_null());
-        }
-        build_choice_leaf(B, node, loc, &u, opts, descs, nul || u.nullable, NULL);
-        json_decref(descs);
+        build_choice_branches(B, node, loc, u, bkw);
         goto out;
     }
 

@@ -51,6 +51,16 @@ void dg_err_dedupe(dg_errlist *e);
 bool dg_kw_is_annotation(const char *k);   /* §5 allowed annotations */
 bool dg_kw_is_unsupported(const char *k);  /* §5 unsupported list */
 bool dg_kw_is_structural(const char *k);   /* keywords deg interprets */
+/* Annotations plus x-max-tokens and x-levels (they refine without changing the mode). */
+bool dg_kw_is_annotation_ext(const char *k);
+/* Is k in the NULL-terminated list? */
+bool dg_kw_in(const char *k, const char *const *list);
+/* NULL-terminated tables: the keywords that apply to strings, numbers, arrays, objects;
+ * the simple type names; the formats deg reads (§5). */
+extern const char *const dg_kw_string[], *const dg_kw_number[], *const dg_kw_array[],
+    *const dg_kw_object[], *const dg_simple_types[], *const dg_formats[];
+/* JSON Schema's name of a value's kind ("object", "integer", "number", ...). */
+const char *dg_json_kind(const json_t *v);
 
 /* Numeric helpers: a JSON number's value; an integer in the meta-schema sense for the
  * draft (draft 6+ accepts integral reals such as 3.0). */

@@ -287,6 +287,136 @@ static int trial(vctx *c, const json_t *s, const json_t *v)
     return ok;
 }
 
+/* Object keywords: properties, required, additionalProperties. */
+static void validate_object(vctx *c, const json_t *s, const json_t *v)
+{
+    const json_t *k;
+    const json_t *props = json_object_get(s, "properties");
+    if (json_is_object(props)) {
+        const char *key;
+        json_t *sub;
+        json_object_foreach((json_t *)props, key, sub) {
+            json_t *pv = json_object_get(v, key);
+            if (!pv) continue;
+            size_t o1 = sb_push(&c->sp, "properties", 10);
+            size_t o2 = sb_push(&c->sp, key, strlen(key));
+            size_t o3 = sb_push(&c->ip, key, strlen(key));
+            validate_node(c, sub, pv);
+            sb_pop(&c->ip, o3);
+            sb_pop(&c->sp, o2);
+            sb_pop(&c->sp, o1);
+        }
+    }
+    if ((k = json_object_get(s, "required")) && json_is_array(k)) {
+        for (size_t i = 0; i < json_array_size(k); i++) {
+            const json_t *r = json_array_get(k, i);
+            if (json_is_string(r) && !json_object_get(v, json_string_value(r)))
+                add_error(c, "required", "required property \"%s\" is missing", json_string_value(r));
+        }
+    }
+    if ((k = json_object_get(s, "additionalProperties"))) {
+        const char *key;
+        json_t *pv;
+        json_object_foreach((json_t *)v, key, pv) {
+            if (json_is_object(props) && json_object_get(props, key)) continue;
+            if (json_is_false(k)) {
+                size_t o3 = sb_push(&c->ip, key, strlen(key));
+                add_error(c, "additionalProperties", "property \"%s\" is not allowed", key);
+                sb_pop(&c->ip, o3);
+            } else {
+                size_t o1 = sb_push(&c->sp, "additionalProperties", 20);
+                size_t o3 = sb_push(&c->ip, key, strlen(key));
+                validate_node(c, k, pv);
+                sb_pop(&c->ip, o3);
+                sb_pop(&c->sp, o1);
+            }
+        }
+    }
+}
+
+/* Array keywords: items, minItems, maxItems, uniqueItems. */
+static void validate_array(vctx *c, const json_t *s, const json_t *v)
+{
+    const json_t *k;
+    size_t n = json_array_size(v);
+    if ((k = json_object_get(s, "items")) && (json_is_object(k) || json_is_boolean(k))) {
+        for (size_t i = 0; i < n && !c->fatal; i++) {
+            size_t o1 = sb_push(&c->sp, "items", 5);
+            size_t o3 = sb_push_index(&c->ip, i);
+            validate_node(c, k, json_array_get(v, i));
+            sb_pop(&c->ip, o3);
+            sb_pop(&c->sp, o1);
+        }
+    }
+    if ((k = json_object_get(s, "minItems")) && is_num(k) && (double)n < json_number_value(k))
+        add_error(c, "minItems", "%zu items, fewer than minItems", n);
+    if ((k = json_object_get(s, "maxItems")) && is_num(k) && (double)n > json_number_value(k))
+        add_error(c, "maxItems", "%zu items, more than maxItems", n);
+    if ((k = json_object_get(s, "uniqueItems")) && json_is_true(k)) {
+        int dup = 0;
+        for (size_t i = 0; i < n && !dup; i++)
+            for (size_t j = i + 1; j < n && !dup; j++)
+                if (dg_validate_equal(json_array_get(v, i), json_array_get(v, j))) dup = 1;
+        if (dup) add_error(c, "uniqueItems", "items are not unique");
+    }
+}
+
+/* String keywords: minLength, maxLength (code points), pattern, format. */
+static void validate_string(vctx *c, const json_t *s, const json_t *v)
+{
+    const json_t *k;
+    size_t old;
+    size_t len = 0;
+    int counted = 0;
+    if ((k = json_object_get(s, "minLength")) && is_num(k)) {
+        len = cp_len(v); counted = 1;
+        if ((double)len < json_number_value(k)) add_error(c, "minLength", "%zu code points, fewer than minLength", len);
+    }
+    if ((k = json_object_get(s, "maxLength")) && is_num(k)) {
+        if (!counted) len = cp_len(v);
+        if ((double)len > json_number_value(k)) add_error(c, "maxLength", "%zu code points, more than maxLength", len);
+    }
+    if ((k = json_object_get(s, "pattern")) && json_is_string(k)) {
+        old = sb_push(&c->sp, "pattern", 7);
+        pcre2_code *code = get_pattern(c, k);
+        sb_pop(&c->sp, old);
+        if (code) {
+            pcre2_match_data *md = pcre2_match_data_create_from_pattern(code, NULL);
+            if (!md) c->fatal = dg_fail(DEG_ERR_NOMEM, "validate: out of memory");
+            else {
+                int rc = pcre2_match(code, (PCRE2_SPTR)json_string_value(v), json_string_length(v), 0, 0, md, NULL);
+                pcre2_match_data_free(md);
+                if (rc == PCRE2_ERROR_NOMATCH) add_error(c, "pattern", "string does not match the pattern");
+                else if (rc < 0) {
+                    char m[200];
+                    pcre2_get_error_message(rc, (PCRE2_UCHAR *)m, sizeof m);
+                    c->fatal = dg_fail(DEG_ERR_SCHEMA, "validate: pattern match failed: %s", m);
+                }
+            }
+        }
+    }
+    if ((k = json_object_get(s, "format")) && json_is_string(k)) {
+        int r = dg_format_check(json_string_value(k), json_string_value(v), json_string_length(v));
+        if (r == 0) add_error(c, "format", "string is not a valid %s", json_string_value(k));
+    }
+}
+
+/* Number keywords: minimum, maximum, exclusive bounds, multipleOf. */
+static void validate_number(vctx *c, const json_t *s, const json_t *v)
+{
+    const json_t *k;
+    if ((k = json_object_get(s, "minimum")) && is_num(k) && num_cmp(v, k) < 0)
+        add_error(c, "minimum", "value is less than minimum");
+    if ((k = json_object_get(s, "maximum")) && is_num(k) && num_cmp(v, k) > 0)
+        add_error(c, "maximum", "value is greater than maximum");
+    if ((k = json_object_get(s, "exclusiveMinimum")) && is_num(k) && num_cmp(v, k) <= 0)
+        add_error(c, "exclusiveMinimum", "value is not greater than exclusiveMinimum");
+    if ((k = json_object_get(s, "exclusiveMaximum")) && is_num(k) && num_cmp(v, k) >= 0)
+        add_error(c, "exclusiveMaximum", "value is not less than exclusiveMaximum");
+    if ((k = json_object_get(s, "multipleOf")) && is_num(k) && multiple_of_failed(v, k))
+        add_error(c, "multipleOf", "value is not a multiple of multipleOf");
+}
+
 static void validate_node(vctx *c, const json_t *s, const json_t *v)
 {
     if (c->fatal) return;
@@ -359,119 +489,10 @@ static void validate_node(vctx *c, const json_t *s, const json_t *v)
                                        : "value matches none of the oneOf branches");
     }
 
-    if (json_is_object(v)) {
-        const json_t *props = json_object_get(s, "properties");
-        if (json_is_object(props)) {
-            const char *key;
-            json_t *sub;
-            json_object_foreach((json_t *)props, key, sub) {
-                json_t *pv = json_object_get(v, key);
-                if (!pv) continue;
-                size_t o1 = sb_push(&c->sp, "properties", 10);
-                size_t o2 = sb_push(&c->sp, key, strlen(key));
-                size_t o3 = sb_push(&c->ip, key, strlen(key));
-                validate_node(c, sub, pv);
-                sb_pop(&c->ip, o3);
-                sb_pop(&c->sp, o2);
-                sb_pop(&c->sp, o1);
-            }
-        }
-        if ((k = json_object_get(s, "required")) && json_is_array(k)) {
-            for (size_t i = 0; i < json_array_size(k); i++) {
-                const json_t *r = json_array_get(k, i);
-                if (json_is_string(r) && !json_object_get(v, json_string_value(r)))
-                    add_error(c, "required", "required property \"%s\" is missing", json_string_value(r));
-            }
-        }
-        if ((k = json_object_get(s, "additionalProperties"))) {
-            const char *key;
-            json_t *pv;
-            json_object_foreach((json_t *)v, key, pv) {
-                if (json_is_object(props) && json_object_get(props, key)) continue;
-                if (json_is_false(k)) {
-                    size_t o3 = sb_push(&c->ip, key, strlen(key));
-                    add_error(c, "additionalProperties", "property \"%s\" is not allowed", key);
-                    sb_pop(&c->ip, o3);
-                } else {
-                    size_t o1 = sb_push(&c->sp, "additionalProperties", 20);
-                    size_t o3 = sb_push(&c->ip, key, strlen(key));
-                    validate_node(c, k, pv);
-                    sb_pop(&c->ip, o3);
-                    sb_pop(&c->sp, o1);
-                }
-            }
-        }
-    }
-    if (json_is_array(v)) {
-        size_t n = json_array_size(v);
-        if ((k = json_object_get(s, "items")) && (json_is_object(k) || json_is_boolean(k))) {
-            for (size_t i = 0; i < n && !c->fatal; i++) {
-                size_t o1 = sb_push(&c->sp, "items", 5);
-                size_t o3 = sb_push_index(&c->ip, i);
-                validate_node(c, k, json_array_get(v, i));
-                sb_pop(&c->ip, o3);
-                sb_pop(&c->sp, o1);
-            }
-        }
-        if ((k = json_object_get(s, "minItems")) && is_num(k) && (double)n < json_number_value(k))
-            add_error(c, "minItems", "%zu items, fewer than minItems", n);
-        if ((k = json_object_get(s, "maxItems")) && is_num(k) && (double)n > json_number_value(k))
-            add_error(c, "maxItems", "%zu items, more than maxItems", n);
-        if ((k = json_object_get(s, "uniqueItems")) && json_is_true(k)) {
-            int dup = 0;
-            for (size_t i = 0; i < n && !dup; i++)
-                for (size_t j = i + 1; j < n && !dup; j++)
-                    if (dg_validate_equal(json_array_get(v, i), json_array_get(v, j))) dup = 1;
-            if (dup) add_error(c, "uniqueItems", "items are not unique");
-        }
-    }
-    if (json_is_string(v)) {
-        size_t len = 0;
-        int counted = 0;
-        if ((k = json_object_get(s, "minLength")) && is_num(k)) {
-            len = cp_len(v); counted = 1;
-            if ((double)len < json_number_value(k)) add_error(c, "minLength", "%zu code points, fewer than minLength", len);
-        }
-        if ((k = json_object_get(s, "maxLength")) && is_num(k)) {
-            if (!counted) len = cp_len(v);
-            if ((double)len > json_number_value(k)) add_error(c, "maxLength", "%zu code points, more than maxLength", len);
-        }
-        if ((k = json_object_get(s, "pattern")) && json_is_string(k)) {
-            old = sb_push(&c->sp, "pattern", 7);
-            pcre2_code *code = get_pattern(c, k);
-            sb_pop(&c->sp, old);
-            if (code) {
-                pcre2_match_data *md = pcre2_match_data_create_from_pattern(code, NULL);
-                if (!md) c->fatal = dg_fail(DEG_ERR_NOMEM, "validate: out of memory");
-                else {
-                    int rc = pcre2_match(code, (PCRE2_SPTR)json_string_value(v), json_string_length(v), 0, 0, md, NULL);
-                    pcre2_match_data_free(md);
-                    if (rc == PCRE2_ERROR_NOMATCH) add_error(c, "pattern", "string does not match the pattern");
-                    else if (rc < 0) {
-                        char m[200];
-                        pcre2_get_error_message(rc, (PCRE2_UCHAR *)m, sizeof m);
-                        c->fatal = dg_fail(DEG_ERR_SCHEMA, "validate: pattern match failed: %s", m);
-                    }
-                }
-            }
-        }
-        if ((k = json_object_get(s, "format")) && json_is_string(k)) {
-            int r = dg_format_check(json_string_value(k), json_string_value(v), json_string_length(v));
-            if (r == 0) add_error(c, "format", "string is not a valid %s", json_string_value(k));
-        }
-    }
-    if (is_num(v)) {
-        if ((k = json_object_get(s, "minimum")) && is_num(k) && num_cmp(v, k) < 0)
-            add_error(c, "minimum", "value is less than minimum");
-        if ((k = json_object_get(s, "maximum")) && is_num(k) && num_cmp(v, k) > 0)
-            add_error(c, "maximum", "value is greater than maximum");
-        if ((k = json_object_get(s, "exclusiveMinimum")) && is_num(k) && num_cmp(v, k) <= 0)
-            add_error(c, "exclusiveMinimum", "value is not greater than exclusiveMinimum");
-        if ((k = json_object_get(s, "exclusiveMaximum")) && is_num(k) && num_cmp(v, k) >= 0)
-            add_error(c, "exclusiveMaximum", "value is not less than exclusiveMaximum");
-        if ((k = json_object_get(s, "multipleOf")) && is_num(k) && multiple_of_failed(v, k))
-            add_error(c, "multipleOf", "value is not a multiple of multipleOf");
-    }
+    if (json_is_object(v)) validate_object(c, s, v);
+    if (json_is_array(v)) validate_array(c, s, v);
+    if (json_is_string(v)) validate_string(c, s, v);
+    if (is_num(v)) validate_number(c, s, v);
     c->depth--;
 }
 
