@@ -1,7 +1,8 @@
-/* Public tokenizer entry points (include/deg.h): thin wrappers over the
- * model's dg_tokenizer. The model's vocabulary (embedding rows) may be
- * larger than the tokenizer's: ids in between have no text and decode to
- * nothing, as in tokenizers' decode. */
+/* tokenize.c - the public tokenizer entry points (include/deg_runtime.h): thin
+ * wrappers over the model's dg_tokenizer (in lib/model since they take a deg_model:
+ * lib/tokenizer knows no model). The model's vocabulary (embedding rows) may be
+ * larger than the tokenizer's: ids in between have no text and decode to nothing,
+ * as in tokenizers' decode. */
 #include <stdlib.h>
 
 #include "base/status.h"
