@@ -5,8 +5,11 @@
 Writes OUT_DIR/heads.safetensors = RUN_DIR's heads with every tensor whose
 kind (name before the first '.') is in KINDS (comma-separated, e.g.
 "count,anchor") taken byte for byte from FROM_CKPT, and OUT_DIR/deg.json =
-RUN_DIR's with the new heads_sha256 and training[KEY] = NOTE (KEY default
-"kept_heads"; train-v4 wrote "count_anchor_heads").
+RUN_DIR's with the new heads_sha256, training[KEY] = NOTE (KEY default
+"kept_heads"; train-v4 wrote "count_anchor_heads") and, for each kept kind
+with a calibration temperature, FROM_CKPT's temperature: a temperature
+belongs to the head it was fit on (train-v4/v5 keep count, whose temperature
+is 1.0 in every checkpoint, so their outputs are unchanged by this rule).
 Why (train-v4, train-v5): a count head trained on datagen v2 lets its
 saturated top class (63) win on some documents; the older heads do not.
 """
@@ -39,6 +42,10 @@ def main(run, src, out, kinds, note, key="kept_heads"):
         f.write(heads)
     meta = json.load(open(os.path.join(run, "deg.json")))
     meta["heads_sha256"] = hashlib.sha256(heads).hexdigest()
+    src_cal = json.load(open(os.path.join(src, "deg.json"))).get("calibration", {})
+    for kind in kinds:
+        if kind in meta.get("calibration", {}) and kind in src_cal:
+            meta["calibration"][kind] = src_cal[kind]
     meta["training"][key] = note
     with open(os.path.join(out, "deg.json"), "w") as f:
         f.write(json.dumps(meta, indent=2) + "\n")
