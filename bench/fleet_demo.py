@@ -89,6 +89,51 @@ QUESTIONS_B = [
      "Moving it away from the --prefix given at build time breaks things in subtle ways."),
 ]
 
+# A third hand-written set (session 7), written from the documents before any
+# retrieval result on it was seen and used for nothing else: the held-out
+# figure for the retrieval recipe chosen on set A. Several questions do not
+# name the program, and some use words other documents share (ftp, configure,
+# install), so lexical overlap alone does not decide them.
+QUESTIONS_C = [
+    (0, "Why was man-db originally created, as its name suggests?",
+     "To add database caching to manual page searches."),
+    (0, "How many full releases had man-db made since the start of 2008, as of February 2012?",
+     "Ten full releases."),
+    (0, "Why is feeding assembled command strings to the shell a problem for a manual page "
+        "viewer?", "It is fragile and prone to security vulnerabilities."),
+    (1, "Which uid is allocated to the ceph object storage user?", "uid 64045."),
+    (1, "Whom must I ask before using a uid in the 60000-64999 range?",
+     "You must first request an allocation from base-passwd@packages.debian.org and wait "
+     "for confirmation."),
+    (1, "Is the home directory of the ftp user changed automatically?",
+     "No, it is preserved and neither added nor removed automatically, since that can affect "
+     "how FTP daemons handle anonymous access."),
+    (2, "Can the downloader convert the links in downloaded HTML pages for offline viewing?",
+     "Yes, it can convert the links in downloaded HTML files to the local files."),
+    (2, "Where should bugs in Wget be reported?", "To bug-wget@gnu.org."),
+    (2, "What do I need to download files from behind a firewall with a socks style gateway?",
+     "Get the socks library and compile wget with support for socks."),
+    (3, "What can mawk not match when it uses an external regular expression library?",
+     "Expressions containing the null character."),
+    (3, "Which configure option turns on the gcc compiler warnings?", "--enable-warnings."),
+    (3, "Does the MinGW/MSYS port support pipes?",
+     "No, the MinGW/MSYS port does not currently support pipes."),
+    (4, "How does the halt statement differ from quit?",
+     "halt is an executable statement: \"if (1 == 0) halt\" does not halt bc, while "
+     "\"if (1 == 0) quit\" does."),
+    (4, "Which file holds the grammar for standard POSIX bc without extensions?",
+     "sbc.y, which comes from the POSIX document."),
+    (4, "Is this calculator implemented as a compiler for dc?",
+     "No, a single executable compiles the language and runs the resulting byte code, "
+     "which is not the dc language."),
+    (5, "Under which licence is Valgrind distributed?",
+     "The GNU General Public License, version 2."),
+    (5, "Where is the comprehensive user guide installed?",
+     "$PREFIX/share/doc/valgrind/manual.html."),
+    (5, "After make install, which command does the README suggest to see if it works?",
+     "valgrind ls -l"),
+]
+
 
 def nll(model, trunk, question, answer):
     """Mean NLL/token of the answer tokens after the question (user turn)
