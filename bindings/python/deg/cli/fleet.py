@@ -114,7 +114,7 @@ def cmd_ask(args):
                           "prefix_rows": fleet.p * len(sel), "answer": answer}))
     else:
         for (d, s), n in zip(sel, names):
-            print(f"[selected] {n}" + (f" (cosine {s:.3f})" if s is not None else " (oracle)"))
+            print(f"[selected] {n}" + (f" (score {s:.3f})" if s is not None else " (oracle)"))
         print(answer)
     return 0
 

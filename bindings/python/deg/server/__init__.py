@@ -23,8 +23,9 @@ from ..errors import ArgumentError, DegError
 __all__ = ["Server", "add_arguments", "main"]
 
 DEFAULT_PORT = 8790
-#: --rag-margin: the cosine lead (best chunk vs best chunk) a document outside a
-#: conversation's selection needs before --rag-adaptive switches to it
+#: --rag-margin: the score lead (deg.fleets.doc_scores: best chunk's cosine + the
+#: weighted BM25 share) a document outside a conversation's selection needs
+#: before --rag-adaptive switches to it
 DEFAULT_RAG_MARGIN = 0.05
 API_KEY_ENV = "DEG_API_KEY"
 
@@ -171,7 +172,7 @@ def add_arguments(p):
                    "selection beats every selected one by --rag-margin (all user messages "
                    "as the query)")
     p.add_argument("--rag-margin", type=float, default=DEFAULT_RAG_MARGIN,
-                   help=f"--rag-adaptive's decisive margin, in cosine (default "
+                   help=f"--rag-adaptive's decisive margin, in retrieval score (default "
                    f"{DEFAULT_RAG_MARGIN})")
     p.add_argument("--log-level", default="info")
 

@@ -2,7 +2,7 @@
 
 Spec: doc/spec/cartridges.md, "HTTP serving (lmserve --fleet)".
 - Retrieval runs once per NEW conversation: the user messages (joined by newlines)
-  embed through the serving model (deg.fleets' recipe) and the cosine index picks
+  score through the index (deg.fleets: the serving model's embedding + BM25) and pick
   the k best documents (--rag-docs); their cartridges compose, in that order, as
   the conversation's prefix (deg.Fleet.trunk).
 - Conversation-sticky: a conversation's identity is its FIRST user message; a
