@@ -8,9 +8,13 @@ NLL of the hand-written reference answers behind the selected cartridge vs
 the bare model vs the whole document in context, with KV rows for each.
 
   .venv/bin/python bench/fleet_demo.py --out /tmp/fleet-demo [--rounds 12] [--p 64]
-      [--schedule uniform] [--retrieval-only]
+      [--schedule uniform] [--retrieval-only | --train-only]
 
 Results go to stdout (and bench/README.md by hand). Deterministic for a seed.
+Resumable: a rerun with the same --out continues where the last one stopped
+(the fleet is saved every round and a round's draws depend only on the seed
+and the round number; each measured NLL row and answer is appended to
+DIR/demo-results.jsonl as it is taken).
 """
 import argparse
 import json
@@ -135,15 +139,20 @@ QUESTIONS_C = [
 ]
 
 
+SETS = (("A", QUESTIONS, "the index recipe was chosen on it"),
+        ("B", QUESTIONS_B, "held out, written in session 6"),
+        ("C", QUESTIONS_C, "held out, written in session 7 before any result on it"))
+RESULTS = "demo-results.jsonl"
+
+
 def nll(model, trunk, question, answer):
     """Mean NLL/token of the answer tokens after the question (user turn)
-    behind trunk (closed here)."""
+    behind trunk (borrowed)."""
     prompt = cs.chat_ids(model, [{"role": "user", "content": question}])
     ans = model.tokenize(answer)
     f = trunk.fork()
     rows = f.feed(prompt + ans, logits="all")
     f.close()
-    trunk.close()
     nv = model.info.n_vocab
     s = 0.0
     for j, tok in enumerate(ans):
@@ -153,45 +162,155 @@ def nll(model, trunk, question, answer):
     return s / len(ans)
 
 
-def _index_and_select(fleet, a):
-    """Build the index, select the top document for every question of both
-    sets and print the retrieval accuracy per set. Returns (index, [doc])."""
-    t2 = time.perf_counter()
-    n = fleets.build_index(fleet, chunk=a.embed_chunk)
-    print(f"index: {n} chunks of {a.embed_chunk} tokens in {time.perf_counter() - t2:.0f} s")
-    idx = fleets.load_index(fleet)
-    picks = []
-    for name, qs in (("A (recipe chosen on it)", QUESTIONS), ("B (held out)", QUESTIONS_B)):
+class Results:
+    """The demo's measured items, one JSON object a line in DIR/RESULTS
+    (appended and fsynced as each is measured), so an interrupted run
+    resumes where it stopped."""
+
+    def __init__(self, path):
+        self.path, self.items = path, {}
+        if os.path.exists(path):
+            with open(path) as fh:
+                for line in fh:
+                    if line.strip().endswith("}"):
+                        rec = json.loads(line)
+                        self.items[rec["key"]] = rec
+
+    def __contains__(self, key):
+        return key in self.items
+
+    def __getitem__(self, key):
+        return self.items[key]
+
+    def add(self, key, **rec):
+        rec = dict(key=key, **rec)
+        with open(self.path, "a") as fh:
+            fh.write(json.dumps(rec) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        self.items[key] = rec
+        return rec
+
+
+def _load():
+    return "load average %.1f %.1f %.1f" % os.getloadavg()
+
+
+def _index(fleet, a):
+    """The fleet's index, built if missing or stale."""
+    try:
+        return fleets.load_index(fleet)
+    except (deg.DegIOError, deg.FormatError):
+        t = time.perf_counter()
+        n = fleets.build_index(fleet, chunk=a.embed_chunk)
+        print(f"index: {n} chunks of {a.embed_chunk} tokens in {time.perf_counter() - t:.0f} s "
+              f"({_load()})", flush=True)
+        return fleets.load_index(fleet)
+
+
+def retrieval(fleet, a, idx):
+    """Select the top documents for every question of every set; print the
+    accuracy per set. Returns {(set, j): [(doc, score)] best first}."""
+    picks, total, n = {}, 0, 0
+    for name, qs, what in SETS:
         hit = 0
-        for home, q, _ in qs:
+        for j, (home, q, _) in enumerate(qs):
             sel = fleets.select(fleet, q, k=2, index=idx)
-            picks.append(sel[0][0])
+            picks[(name, j)] = sel
             hit += sel[0][0] == home
-            print(f"  home {home} -> {[(d, round(c, 3)) for d, c in sel]}  {q[:60]}")
-        print(f"retrieval, set {name}: home document first for {hit}/{len(qs)}")
-    both = QUESTIONS + QUESTIONS_B
-    total = sum(p == h for p, (h, _, _) in zip(picks, both))
-    print(f"retrieval: home document first for {total}/{len(both)} "
-          f"({100 * total / len(both):.0f}%) hand-written questions")
-    return idx, picks
+            print(f"  {name}{j + 1} home {home} -> {[(d, round(c, 3)) for d, c in sel]}  "
+                  f"{q[:60]}")
+        print(f"retrieval, set {name} ({what}): home document first for {hit}/{len(qs)}")
+        total, n = total + hit, n + len(qs)
+    print(f"retrieval over all sets: {total}/{n} ({100 * total / n:.0f}%)", flush=True)
+    return picks
 
 
-def retrieval(fleet, a):
-    _index_and_select(fleet, a)
-    fleet.close()
-    return 0
+def train(fleet, a):
+    left = a.rounds - fleet.rounds
+    if left <= 0:
+        return
+    t1 = time.perf_counter()
+    print(f"train: rounds {fleet.rounds} -> {a.rounds} ({_load()})", flush=True)
+
+    def progress(info):
+        print(f"  round {info.round}: target {info.target} parts {info.parts} "
+              f"loss {info.loss:.4f} residents {fleet.residents()} "
+              f"{time.perf_counter() - t1:.0f} s ({_load()})", flush=True)
+
+    fleets.train(fleet, left, accum=a.accum, seed=a.seed, progress=progress,
+                 schedule=a.schedule, chunk_min=128, chunk_max=256, max_q=32, max_a=64)
+
+
+def measure_nll(model, fleet, texts, picks, res):
+    """NLL/token of every question's reference answer behind the selected
+    cartridge, the bare model and the whole home document in context (the
+    document trunks prefilled once each)."""
+    bare, icl, carts = model.trunk(), {}, {}
+    try:
+        for name, qs, _ in SETS:
+            for j, (home, q, ref) in enumerate(qs):
+                key = f"nll/{name}{j + 1}"
+                if key in res:
+                    continue
+                d = picks[(name, j)][0][0]
+                if d not in carts:
+                    carts[d] = fleet.trunk([d])
+                if home not in icl:
+                    ids = cs.chat_ids(model, [{"role": "system", "content": texts[home]}],
+                                      add_generation_prompt=False)
+                    icl[home] = (model.trunk(ids), len(ids))
+                r = res.add(key, home=home, selected=d, cartridge=nll(model, carts[d], q, ref),
+                            bare=nll(model, bare, q, ref),
+                            in_context=nll(model, icl[home][0], q, ref), icl_rows=icl[home][1])
+                print(f"  {key} home {home} selected {d}: NLL cartridge {r['cartridge']:.3f} "
+                      f"bare {r['bare']:.3f} in-context {r['in_context']:.3f}", flush=True)
+    finally:
+        for t in [bare] + [t for t, _ in icl.values()] + list(carts.values()):
+            t.close()
+
+
+def report_nll(res, p):
+    for label, keys in [(name, [f"nll/{name}{j + 1}" for j in range(len(qs))])
+                        for name, qs, _ in SETS] + \
+            [("all", [k for k in res.items if k.startswith("nll/")])]:
+        rows = [res[k] for k in keys if k in res]
+        if not rows:
+            continue
+        mean = {f: sum(r[f] for r in rows) / len(rows) for f in ("cartridge", "bare", "in_context")}
+        icl_rows = sum(r["icl_rows"] for r in rows) / len(rows)
+        print(f"NLL/token, set {label} (mean over {len(rows)}): selected cartridge "
+              f"{mean['cartridge']:.3f} ({p} KV rows), bare {mean['bare']:.3f} (0 rows), "
+              f"whole document in context {mean['in_context']:.3f} ({icl_rows:.0f} rows mean)")
+
+
+def answers(fleet, idx, a, res):
+    """Composed serving: the two best documents' cartridges composed as one
+    prefix (2p KV rows) answer the first question of each document in set C."""
+    seen = set()
+    for j, (home, q, _) in enumerate(QUESTIONS_C):
+        if home in seen:
+            continue
+        seen.add(home)
+        key = f"ask/C{j + 1}"
+        if key not in res:
+            sel, answer = fleets.ask(fleet, q, k=2, index=idx, max_tokens=a.max_tokens)
+            res.add(key, question=q, home=home, selected=[fleet.doc(d).name for d, _ in sel],
+                    prefix_rows=fleet.p * len(sel), answer=answer)
+        r = res[key]
+        print(json.dumps({k: r[k] for k in ("question", "selected", "prefix_rows", "answer")}))
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default=os.environ.get("DEG_MODEL"))
-    ap.add_argument("--out", required=True, help="fleet directory (created)")
+    ap.add_argument("--out", required=True, help="fleet directory (created; a rerun resumes)")
     ap.add_argument("--p", type=int, default=64)
-    ap.add_argument("--rounds", type=int, default=12)
+    ap.add_argument("--rounds", type=int, default=12, help="optimizer rounds in all")
     ap.add_argument("--accum", type=int, default=2)
     ap.add_argument("--budget", type=int, default=4)
     ap.add_argument("--rotate-every", type=int, default=2)
-    ap.add_argument("--embed-chunk", type=int, default=256)
+    ap.add_argument("--embed-chunk", type=int, default=fleets.DEFAULT_CHUNK)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--max-tokens", type=int, default=48)
     ap.add_argument("--schedule", choices=fleets.SCHEDULES, default="uniform",
@@ -199,56 +318,36 @@ def main():
     ap.add_argument("--warmup", type=int, default=2, help="per-entrant lr warm-up steps")
     ap.add_argument("--retrieval-only", action="store_true",
                     help="index and selection only (they do not depend on training)")
+    ap.add_argument("--train-only", action="store_true", help="stop after the training rounds")
     a = ap.parse_args()
     model = deg.Model(a.model or deg.default_model_path())
     t0 = time.perf_counter()
+    print(f"start ({_load()})", flush=True)
     texts = [cs._read_document(p) for p in DOCS]
     if not os.path.exists(os.path.join(a.out, "fleet.json")):
         deg.Fleet.init(model, a.out, list(zip(DOCS, texts)), a.p)
-    print(f"init: {len(DOCS)} documents, p = {a.p} ({time.perf_counter() - t0:.0f} s)")
+        print(f"init: {len(DOCS)} documents, p = {a.p} ({time.perf_counter() - t0:.0f} s)")
     fleet = deg.Fleet.open(model, a.out, budget=a.budget, rotate_every=a.rotate_every,
                            warmup_steps=a.warmup)
     print("tokens per document:", [d.tokens for d in fleet.docs()])
-    if a.retrieval_only:
-        return retrieval(fleet, a)
-    t1 = time.perf_counter()
-    seen = set()
-
-    def progress(info):
-        seen.update(fleet.residents())
-        print(f"  round {info.round}: target {info.target} parts {info.parts} "
-              f"loss {info.loss:.4f} residents {fleet.residents()}", flush=True)
-
-    fleets.train(fleet, a.rounds, accum=a.accum, seed=a.seed, progress=progress,
-                 schedule=a.schedule, chunk_min=128, chunk_max=256, max_q=32, max_a=64)
-    steps = [d.steps for d in fleet.docs()]
-    print(f"train: {a.rounds} rounds x {a.accum} conversations in "
-          f"{time.perf_counter() - t1:.0f} s; steps per document {steps} (spread "
-          f"{max(steps) - min(steps)}, schedule {a.schedule}); max residents {a.budget} of "
-          f"{len(fleet)}, ever resident {len(seen)}")
-    idx, hits = _index_and_select(fleet, a)
-    rows = []
-    for (home, q, ref), d in zip(QUESTIONS + QUESTIONS_B, hits):
-        n_cart = nll(model, fleet.trunk([d]), q, ref)
-        n_bare = nll(model, model.trunk(), q, ref)
-        doc_ids = cs.chat_ids(model, [{"role": "system", "content": texts[home]}],
-                              add_generation_prompt=False)
-        n_icl = nll(model, model.trunk(doc_ids), q, ref)
-        rows.append((home, d, n_cart, n_bare, n_icl, len(doc_ids)))
-        print(f"  Q{len(rows)} home {home} selected {d}: NLL cartridge "
-              f"{n_cart:.3f} bare {n_bare:.3f} in-context {n_icl:.3f}", flush=True)
-    k = len(rows)
-    mean = [sum(r[i] for r in rows) / k for i in (2, 3, 4)]
-    icl_rows = sum(r[5] for r in rows) / k
-    print(f"NLL/token (mean over {k}): selected cartridge {mean[0]:.3f} ({a.p} KV rows), "
-          f"bare {mean[1]:.3f} (0 rows), whole document in context {mean[2]:.3f} "
-          f"({icl_rows:.0f} rows mean)")
-    for home, q, _ in QUESTIONS[:3]:
-        sel, answer = fleets.ask(fleet, q, k=2, index=idx, max_tokens=a.max_tokens)
-        print(json.dumps({"question": q, "selected": [fleet.doc(d).name for d, _ in sel],
-                          "answer": answer}))
+    res = Results(os.path.join(a.out, RESULTS))
+    if not a.retrieval_only:
+        train(fleet, a)
+        steps = [d.steps for d in fleet.docs()]
+        print(f"train: {fleet.rounds} rounds x {a.accum} conversations; steps per document "
+              f"{steps} (spread {max(steps) - min(steps)}, schedule {a.schedule}); "
+              f"budget {a.budget} of {len(fleet)} resident")
+    if a.train_only:
+        fleet.close()
+        return 0
+    idx = _index(fleet, a)
+    picks = retrieval(fleet, a, idx)
+    if not a.retrieval_only:
+        measure_nll(model, fleet, texts, picks, res)
+        report_nll(res, a.p)
+        answers(fleet, idx, a, res)
     fleet.close()
-    print(f"total {time.perf_counter() - t0:.0f} s")
+    print(f"total {time.perf_counter() - t0:.0f} s this run ({_load()})")
     return 0
 
 
