@@ -8,6 +8,7 @@
 #include "base/status.h"
 
 #include "model/ops.h"
+#include "model/vexp.h"
 #include "tensor/blas.h"
 
 /* dy: [M, N], w: [N, K] -> dx: [M, K] */
@@ -83,23 +84,23 @@ void dg_swiglu_backward(float *dg, float *du, const float *dh, const float *g, c
 }
 
 /* q, out: [T, H, D]; kp, vp: [P, Hkv, D]; ko, vo: [T, Hkv, D]; stats: [T, H, 2].
- * The inference forward's kernel (dg_attend_head), one call per head. */
+ * The inference forward's kernel (dg_attend_group), one call per head. */
 void dg_attention_forward(float *out, float *stats, const float *q, const float *kp,
                           const float *vp, size_t P, const float *ko, const float *vo,
                           size_t T, int H, int Hkv, int D, float *scratch, int n_threads)
 {
     size_t kvrow = (size_t)Hkv * D, qrow = (size_t)H * D;
     int grp = H / Hkv;
-    size_t L = P + T;
+    size_t per_thread = dg_attend_group_scratch(D, 1);
     long n_tasks = (long)H;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(n_threads) if (n_threads > 1)
     for (long t = 0; t < n_tasks; t++) {
         int h = (int)t, g = h / grp;
-        float *sc = scratch + (size_t)omp_get_thread_num() * L;
+        float *sc = scratch + (size_t)omp_get_thread_num() * per_thread;
         size_t go = (size_t)g * D, ho = (size_t)h * D;
-        dg_attend_head(out + ho, qrow, stats + 2 * (size_t)h, 2 * (size_t)H, q + ho, qrow,
-                       kp ? kp + go : NULL, vp ? vp + go : NULL, P, ko + go, vo + go, 0, T,
-                       kvrow, D, sc);
+        dg_attend_group(out + ho, qrow, stats + 2 * (size_t)h, 2 * (size_t)H, q + ho, qrow,
+                        kp ? kp + go : NULL, vp ? vp + go : NULL, P, ko + go, vo + go, 0, T,
+                        kvrow, D, 1, sc);
     }
 }
 
@@ -166,7 +167,7 @@ deg_status dg_attention_backward(float *dq, float *dkp, float *dvp, float *dko, 
             size_t n = P + i + 1;
             double delta = 0.0;
             for (size_t j = 0; j < n; j++) {
-                si[j] = expf(si[j] * scale - mx) * inv;
+                si[j] = dg_expf(si[j] * scale - mx) * inv; /* the forward's exp */
                 delta += (double)si[j] * dpi[j];
             }
             for (size_t j = 0; j < n; j++) dpi[j] = si[j] * (dpi[j] - (float)delta) * scale;

@@ -53,14 +53,19 @@ void dg_swiglu_backward(float *dg, float *du, const float *dh, const float *g, c
  *   [T, Hkv, D]; out: [T, H, D];
  *   stats: [T, H, 2] (row max of the scores, sum of exp) kept for the
  *   backward, which recomputes the probabilities from them.
- * It runs the inference forward's kernel (dg_attend_head, lib/model/ops.h),
- * so the output is bitwise equal to the inference forward's.
- * scratch: [n_threads, P + T] floats. Parallel over heads. */
+ * It runs the inference forward's kernel (dg_attend_group, lib/model/ops.h;
+ * one pass, online softmax), so the output is bitwise equal to the inference
+ * forward's. scratch: [n_threads, dg_attend_group_scratch(D, 1)] floats.
+ * Parallel over heads. */
 void dg_attention_forward(float *out, float *stats, const float *q, const float *kp,
                           const float *vp, size_t P, const float *ko, const float *vo,
                           size_t T, int H, int Hkv, int D, float *scratch, int n_threads);
 
-/* Attention backward, p_ij = softmax_j(s_ij), s_ij = q_i.k_j/sqrt(D):
+/* Attention backward, p_ij = softmax_j(s_ij), s_ij = q_i.k_j/sqrt(D),
+ * recomputed as dg_expf(s_ij - m_i) / l_i (lib/model/vexp.h, the forward's
+ * exp) from the forward's stats {m_i, l_i} (the online softmax's final max
+ * and sum; s_ij from BLIS, so p_ij may differ from the forward's in the last
+ * bits):
  *   dv_j += sum_i p_ij dout_i;  dp_ij = dout_i . v_j
  *   ds_ij = p_ij (dp_ij - sum_j p_ij dp_ij)
  *   dq_i = sum_j ds_ij k_j / sqrt(D);  dk_j += sum_i ds_ij q_i / sqrt(D)

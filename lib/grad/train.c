@@ -90,17 +90,12 @@ static deg_status state_init(dg_train_state *r, const deg_model *m, const dg_tra
     const dg_hparams *hp = &m->hp;
     size_t T = a->T, E = (size_t)hp->n_embd, D = (size_t)hp->head_dim, NL = (size_t)hp->n_layer;
     size_t QD = (size_t)hp->n_head * D, F = (size_t)hp->n_ff;
-    size_t n_seg = a->n_segs ? a->n_segs : 1, max_seg = 0;
-    for (size_t s = 0; s < n_seg; s++) {
-        size_t n = a->n_segs ? a->seg_lens[s] : T;
-        if (n > max_seg) max_seg = n;
-    }
+    size_t n_seg = a->n_segs ? a->n_segs : 1;
     pool *p = &r->p;
     dg_batch *b = &r->b;
     b->n_threads = dg_num_threads();
     if (b->n_threads < 1) b->n_threads = 1;
     b->n_tokens = T;
-    b->max_ctx = a->P + max_seg;
     float *cs = palloc(p, T * (D / 2)), *sn = palloc(p, T * (D / 2));
     b->rope_cos = cs;
     b->rope_sin = sn;
@@ -108,7 +103,7 @@ static deg_status state_init(dg_train_state *r, const deg_model *m, const dg_tra
     b->att = palloc(p, T * QD);
     b->gate = palloc(p, T * F);
     b->tmp = palloc(p, T * E);
-    b->scores = palloc(p, (size_t)b->n_threads * dg_attention_scratch(m, b->max_ctx));
+    b->scores = palloc(p, (size_t)b->n_threads * dg_attention_scratch(m));
     r->x = palloc(p, T * E);
     /* Saved activations: per layer (full), or per-layer inputs + one
      * recompute set (checkpoint), or one reused set (forward only). */

@@ -176,10 +176,10 @@ void dg_forward_std_layer(const deg_model *m, int il, dg_batch *b, float *x);
  * attention of every (segment, head) of q [M, n_head*head_dim] into b->att
  * (stats: the training forward's softmax statistics, or NULL), the query
  * heads of a KV head together (dg_attend_group, ops.h); b->scores holds
- * dg_attention_scratch(m, b->max_ctx) floats per thread. */
+ * dg_attention_scratch(m) floats per thread (independent of the context). */
 void dg_kv_append_segs(const dg_batch *b, int il, const float *k, const float *v, size_t KD);
 void dg_attention_segs(const deg_model *m, int il, dg_batch *b, const float *q, float *stats);
-size_t dg_attention_scratch(const deg_model *m, size_t max_ctx);
+size_t dg_attention_scratch(const deg_model *m);
 /* The SwiGLU feed-forward half of a layer (RMSNorm ffn_norm -> w_down(silu(
  * w_gate x) * w_up x) -> residual), in layer_std.c: shared by every
  * architecture whose layers end with it (llama, qwen3, lfm2, qwen3_5). */

@@ -32,8 +32,7 @@ typedef struct dg_arena {
 } dg_arena;
 
 /* Sized for passes of at most P tokens and LM-head blocks of at most LR rows. */
-static deg_status arena_init(dg_arena *a, const deg_model *m, size_t P, size_t max_ctx,
-                             size_t LR)
+static deg_status arena_init(dg_arena *a, const deg_model *m, size_t P, size_t LR)
 {
     const dg_hparams *hp = &m->hp;
     size_t E = (size_t)hp->n_embd, D = (size_t)hp->head_dim;
@@ -53,7 +52,7 @@ static deg_status arena_init(dg_arena *a, const deg_model *m, size_t P, size_t m
         P * F,              /* gate */
         P * F,              /* up */
         P * E,              /* tmp */
-        (size_t)nt * dg_attention_scratch(m, max_ctx), /* scores */
+        (size_t)nt * dg_attention_scratch(m), /* scores */
         LR * (size_t)hp->n_vocab, /* logits */
         LR * E,                   /* lhid */
         P * m->scratch_per_token, /* rbuf */
@@ -82,7 +81,6 @@ static deg_status arena_init(dg_arena *a, const deg_model *m, size_t P, size_t m
     a->b.rope_cos = a->rope_cos;
     a->b.rope_sin = a->rope_sin;
     a->b.segs = a->segs;
-    a->b.max_ctx = max_ctx;
     a->b.n_threads = nt;
     return DEG_OK;
 }
@@ -189,17 +187,15 @@ static deg_status run_pass(const deg_model *m, dg_arena *a, size_t n_segs)
 
 deg_status dg_forward(const deg_model *m, const dg_row *rows, size_t n_rows)
 {
-    size_t max_ctx = 1, total = 0, n_logits = 0;
+    size_t total = 0, n_logits = 0;
     for (size_t r = 0; r < n_rows; r++) {
         if (!rows[r].n) continue;
-        size_t ctx = (rows[r].prefix ? rows[r].prefix->len : 0) + rows[r].own->len + rows[r].n;
-        if (ctx > max_ctx) max_ctx = ctx;
         total += rows[r].n;
         n_logits += rows[r].logits ? rows[r].n : (rows[r].last_logits ? 1 : 0);
     }
     if (total == 0) return DEG_OK;
     dg_arena a;
-    DG_TRY(arena_init(&a, m, total < DG_PASS_TOKENS ? total : DG_PASS_TOKENS, max_ctx,
+    DG_TRY(arena_init(&a, m, total < DG_PASS_TOKENS ? total : DG_PASS_TOKENS,
                       n_logits < DG_LOGIT_ROWS ? n_logits : DG_LOGIT_ROWS));
     deg_status st = DEG_OK;
     size_t r = 0, off = 0;

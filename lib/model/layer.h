@@ -63,8 +63,7 @@ struct dg_batch {
     float *gate, *up;    /* [M, n_ff] */
     float *tmp;          /* [M, n_embd] */
     float *rbuf;         /* [M, scratch_per_token] (deg_model): recurrent layers' scratch */
-    float *scores;       /* [n_threads, dg_attention_scratch(max_ctx)] */
-    size_t max_ctx;
+    float *scores;       /* [n_threads, dg_attention_scratch(m)]: attention scratch */
     int n_threads;
     /* Training: the layer fills *save (NULL in inference). */
     dg_layer_acts *save;

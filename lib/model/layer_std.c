@@ -46,7 +46,8 @@ static void lora_add(const dg_batch *b, int il, int t, const float *x, size_t ld
 /* Attention tasks: per segment, per KV head, per chunk of at most
  * DG_ATTN_MAX_GROUP of the query heads sharing it, per block of
  * DG_ATTN_ROWS query rows (dg_attend_group, ops.h: each K/V tile read once
- * per task, every (row, head) bitwise dg_attend_head's). */
+ * per task, one pass with the online softmax; a (row, head)'s bits do not
+ * depend on the task split). */
 typedef struct attn_tasks {
     int chunk_heads, n_chunks; /* query heads per chunk, chunks per KV head */
     size_t per_block;          /* tasks per row block: n_head_kv * n_chunks */
@@ -83,9 +84,9 @@ static void attend_task(const dg_seg *s, int il, const float *q, float *out, flo
                     s->prefix_len, ko + g, vo + g, s->own_len0 + i0, nr, kvrow, D, gh, scratch);
 }
 
-size_t dg_attention_scratch(const deg_model *m, size_t max_ctx)
+size_t dg_attention_scratch(const deg_model *m)
 {
-    return dg_attend_group_scratch(max_ctx, m->hp.head_dim, attn_split(&m->hp).chunk_heads);
+    return dg_attend_group_scratch(m->hp.head_dim, attn_split(&m->hp).chunk_heads);
 }
 
 void dg_attention_segs(const deg_model *m, int il, dg_batch *b, const float *q, float *stats)
@@ -104,7 +105,7 @@ void dg_attention_segs(const deg_model *m, int il, dg_batch *b, const float *q, 
         work += b->segs[si].n * (b->segs[si].prefix_len + b->segs[si].own_len0 + b->segs[si].n);
     work *= (size_t)hp->n_head * D;
     int par = work >= 65536 && b->n_threads > 1;
-    size_t per_thread = dg_attention_scratch(m, b->max_ctx);
+    size_t per_thread = dg_attention_scratch(m);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(b->n_threads) if (par)
     for (size_t t = 0; t < n_tasks; t++) {
         size_t si = 0, tt = t, nt;

@@ -7,6 +7,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "model/vexp.h"
+
 /* x, out: [n, dim]; w: [dim] */
 DG_HOT static void dg_rmsnorm_impl(float *out, const float *x, const float *w, size_t n, size_t dim, float eps)
 {
@@ -70,12 +72,11 @@ DG_HOT static void dg_swiglu_impl(float *g, const float *u, size_t n)
 /* sc[j] = (q . k_j) * scale for n key rows k_j = k + j*stride, each dot in
  * dg_dot's order (8 lanes, dg_hsum8). Four keys at a time so the four
  * dependency chains overlap; a key's score does not depend on which group it
- * falls in. Returns max_j sc[j]. q, k_j: [D]. */
+ * falls in. Returns max(mx, max_j sc[j]). q, k_j: [D]. */
 static inline __attribute__((always_inline)) float qk_rows(const float *q, const float *k,
                                                           size_t stride, size_t n, int D,
-                                                          float scale, float *sc)
+                                                          float scale, float *sc, float mx)
 {
-    float mx = -INFINITY;
     size_t j = 0;
     if (D % 8 == 0) {
         for (; j + 4 <= n; j += 4) {
@@ -125,85 +126,62 @@ static void pv_rows_any(float *acc, const float *p, const float *v, size_t strid
     for (size_t j = 0; j < n; j++) dg_axpy(acc, p[j], v + j * stride, (size_t)D);
 }
 
-/* sc[j] = expf(sc[j] - mx) for j < n; returns their sum, added in j order. */
-static inline __attribute__((always_inline)) float exp_rows(float *sc, size_t n, float mx)
-{
-    float sum = 0.0f;
-    for (size_t j = 0; j < n; j++) {
-        float e = expf(sc[j] - mx);
-        sc[j] = e;
-        sum += e;
-    }
-    return sum;
-}
+/* The rows of one tile of a pair's keys: global key indices [j0, j0 + c)
+ * of the row's context (prefix rows j < Lp, then own rows j - Lp); a tile
+ * may straddle the two. */
+typedef struct attn_src {
+    const float *kp, *vp, *ko, *vo;
+    size_t Lp, stride;
+} attn_src;
 
-/* dg_attend_head for a given D; always_inline and called with constants for
- * the common head sizes so the accumulators live in registers. */
-static inline __attribute__((always_inline)) void attend_d(
-    float *out, size_t out_stride, float *stats, size_t stats_stride, const float *q,
-    size_t q_stride, const float *kp, const float *vp, size_t Lp, const float *ko,
-    const float *vo, size_t L0, size_t n, size_t kv_stride, int D, float *scores)
+/* One tile of the online softmax (Milakov & Gimelshein 2018; FlashAttention,
+ * Dao et al. 2022) for one (row, head) with state (*m, *l, acc[D]):
+ *   s_j = q . k_j / sqrt(D) (qk_rows), m' = max(m, max_j s_j),
+ *   p_j = dg_expf(s_j - m'), t = sum_j p_j (dg_exp_sub_sum's order),
+ *   a = dg_expf(m - m') (skipped when m' == m: a = 1 exactly),
+ *   l = l a + t, acc = acc a + sum_j p_j v_j (j in order).
+ * sc: [DG_ATTN_TILE] scratch. */
+static inline __attribute__((always_inline)) void online_tile(
+    const attn_src *s, const float *q, size_t j0, size_t c, int D, float scale, float *sc,
+    float *m, float *l, float *ap)
 {
-    float scale = 1.0f / sqrtf((float)D);
-    dg_v8 accv[DG_ATTN_MAX_HEAD_DIM / 8];
-    float *acc = (float *)accv;
-    for (size_t i = 0; i < n; i++) {
-        const float *qi = q + i * q_stride;
-        size_t Lo = L0 + i + 1;
-        float mx = -INFINITY;
-        if (Lp) mx = qk_rows(qi, kp, kv_stride, Lp, D, scale, scores);
-        float mo = qk_rows(qi, ko, kv_stride, Lo, D, scale, scores + Lp);
-        if (mo > mx) mx = mo;
-        float sum = exp_rows(scores, Lp + Lo, mx);
-        float inv = 1.0f / sum;
-        float *oi = out + i * out_stride;
-        if (D % 8 == 0) {
-            for (int d = 0; d < D / 8; d++) accv[d] = (dg_v8){0};
-            if (Lp) pv_rows(accv, scores, vp, kv_stride, Lp, D);
-            pv_rows(accv, scores + Lp, vo, kv_stride, Lo, D);
-            for (int d = 0; d < D / 8; d++) dg_st8(oi + 8 * d, accv[d] * inv);
-        } else {
-            for (int d = 0; d < D; d++) acc[d] = 0.0f;
-            if (Lp) pv_rows_any(acc, scores, vp, kv_stride, Lp, D);
-            pv_rows_any(acc, scores + Lp, vo, kv_stride, Lo, D);
-            for (int d = 0; d < D; d++) oi[d] = acc[d] * inv;
-        }
-        if (stats) {
-            stats[i * stats_stride] = mx;
-            stats[i * stats_stride + 1] = sum;
-        }
-    }
-}
-
-DG_HOT static void dg_attend_head_impl(float *out, size_t out_stride, float *stats,
-                                       size_t stats_stride, const float *q, size_t q_stride,
-                                       const float *kp, const float *vp, size_t Lp,
-                                       const float *ko, const float *vo, size_t L0, size_t n,
-                                       size_t kv_stride, int D, float *scores)
-{
-    switch (D) {
-    case 64:
-        attend_d(out, out_stride, stats, stats_stride, q, q_stride, kp, vp, Lp, ko, vo, L0, n,
-                 kv_stride, 64, scores);
-        break;
-    case 128:
-        attend_d(out, out_stride, stats, stats_stride, q, q_stride, kp, vp, Lp, ko, vo, L0, n,
-                 kv_stride, 128, scores);
-        break;
-    default:
-        attend_d(out, out_stride, stats, stats_stride, q, q_stride, kp, vp, Lp, ko, vo, L0, n,
-                 kv_stride, D, scores);
-        break;
+    size_t np_ = j0 < s->Lp ? (s->Lp - j0 < c ? s->Lp - j0 : c) : 0; /* prefix keys in tile */
+    float mt = *m;
+    if (np_) mt = qk_rows(q, s->kp + j0 * s->stride, s->stride, np_, D, scale, sc, mt);
+    if (c > np_)
+        mt = qk_rows(q, s->ko + (j0 + np_ - s->Lp) * s->stride, s->stride, c - np_, D, scale,
+                     sc + np_, mt);
+    float t = dg_exp_sub_sum(sc, sc, mt, c);
+    float a = mt != *m ? dg_expf(*m - mt) : 1.0f;
+    *l = *l * a + t;
+    *m = mt;
+    if (D % 8 == 0) {
+        dg_v8 accv[DG_ATTN_MAX_HEAD_DIM / 8];
+        for (int d = 0; d < D / 8; d++) accv[d] = dg_ld8(ap + 8 * d);
+        if (a != 1.0f)
+            for (int d = 0; d < D / 8; d++) accv[d] *= a;
+        if (np_) pv_rows(accv, sc, s->vp + j0 * s->stride, s->stride, np_, D);
+        if (c > np_)
+            pv_rows(accv, sc + np_, s->vo + (j0 + np_ - s->Lp) * s->stride, s->stride, c - np_,
+                    D);
+        for (int d = 0; d < D / 8; d++) dg_st8(ap + 8 * d, accv[d]);
+    } else {
+        if (a != 1.0f)
+            for (int d = 0; d < D; d++) ap[d] *= a;
+        if (np_) pv_rows_any(ap, sc, s->vp + j0 * s->stride, s->stride, np_, D);
+        if (c > np_)
+            pv_rows_any(ap, sc + np_, s->vo + (j0 + np_ - s->Lp) * s->stride, s->stride,
+                        c - np_, D);
     }
 }
 
 /* dg_attend_group for a given D (see ops.h): DG_ATTN_ROWS query rows x
- * G heads ("pairs") per block; each K/V tile of DG_ATTN_TILE rows is read
- * once for all pairs of the block. Per pair the operations are attend_d's:
- * qk_rows over the keys in order (a key's score does not depend on the tile
- * it falls in; the running max keeps the first of equal maxima, as one scan
- * does), exp_rows over the whole row, then p_j v_j added in j order (the
- * accumulator carried from tile to tile). */
+ * G heads ("pairs") per block; the block's keys go by in tiles of
+ * DG_ATTN_TILE at fixed global key indices (0, T, 2T, ... of prefix + own),
+ * each tile read once for all the pairs that reach it. A pair's operations
+ * depend only on its own context length: the tiles it reaches, cut where its
+ * own context ends. Scratch: the tile's scores, then the pairs'
+ * accumulators. */
 static inline __attribute__((always_inline)) void attend_group_d(
     float *out, size_t out_stride, float *stats, size_t stats_stride, const float *q,
     size_t q_stride, const float *kp, const float *vp, size_t Lp, const float *ko,
@@ -211,79 +189,39 @@ static inline __attribute__((always_inline)) void attend_group_d(
 {
     enum { R = DG_ATTN_ROWS, T = DG_ATTN_TILE, GM = DG_ATTN_MAX_GROUP };
     float scale = 1.0f / sqrtf((float)D);
-    size_t Lmax = Lp + L0 + n, Dp = ((size_t)D + 7) & ~(size_t)7;
-    float *accs = scratch + (size_t)R * G * Lmax; /* [R * G, Dp] */
-    dg_v8 accv[DG_ATTN_MAX_HEAD_DIM / 8];
-    float *acc = (float *)accv;
+    size_t Dp = ((size_t)D + 7) & ~(size_t)7;
+    float *sc = scratch, *accs = scratch + T; /* [T]; [R * G, Dp] */
+    attn_src src = {kp, vp, ko, vo, Lp, kv_stride};
     for (size_t i0 = 0; i0 < n; i0 += R) {
         int nr = n - i0 < (size_t)R ? (int)(n - i0) : R, np = nr * G;
-        float mx[R * GM];
-        size_t len[R * GM]; /* own keys of the pair's row */
-        for (int p = 0; p < np; p++) mx[p] = -INFINITY, len[p] = L0 + i0 + (size_t)(p / G) + 1;
-#define DG_PAIR_Q(p) (q + (i0 + (size_t)((p) / G)) * q_stride + (size_t)((p) % G) * (size_t)D)
-#define DG_PAIR_SC(p) (scratch + (size_t)(p) * Lmax)
-        /* scores: prefix keys, then own keys (rows of the block end at different keys) */
-        for (size_t j0 = 0; j0 < Lp; j0 += T) {
-            size_t c = Lp - j0 < T ? Lp - j0 : T;
+        float m[R * GM], l[R * GM];
+        for (int p = 0; p < np; p++) m[p] = -INFINITY, l[p] = 0.0f;
+        memset(accs, 0, sizeof(float) * Dp * (size_t)np);
+        size_t end = Lp + L0 + i0 + (size_t)nr; /* the block's last row's context */
+        for (size_t j0 = 0; j0 < end; j0 += T)
             for (int p = 0; p < np; p++) {
-                float m = qk_rows(DG_PAIR_Q(p), kp + j0 * kv_stride, kv_stride, c, D, scale,
-                                  DG_PAIR_SC(p) + j0);
-                if (m > mx[p]) mx[p] = m;
+                size_t tot = Lp + L0 + i0 + (size_t)(p / G) + 1; /* the pair's context */
+                if (tot <= j0) continue;
+                size_t c = tot - j0 < T ? tot - j0 : T;
+                const float *qp = q + (i0 + (size_t)(p / G)) * q_stride + (size_t)(p % G) * D;
+                online_tile(&src, qp, j0, c, D, scale, sc, &m[p], &l[p], accs + (size_t)p * Dp);
             }
-        }
-        size_t own_end = L0 + i0 + (size_t)nr; /* the block's last row's own keys */
-        for (size_t j0 = 0; j0 < own_end; j0 += T)
-            for (int p = 0; p < np; p++) {
-                if (len[p] <= j0) continue;
-                size_t c = len[p] - j0 < T ? len[p] - j0 : T;
-                float m = qk_rows(DG_PAIR_Q(p), ko + j0 * kv_stride, kv_stride, c, D, scale,
-                                  DG_PAIR_SC(p) + Lp + j0);
-                if (m > mx[p]) mx[p] = m;
-            }
-        float sum[R * GM];
-        for (int p = 0; p < np; p++) {
-            sum[p] = exp_rows(DG_PAIR_SC(p), Lp + len[p], mx[p]);
-            memset(accs + (size_t)p * Dp, 0, sizeof(float) * Dp);
-        }
-        /* p_j v_j: the pair's accumulator in registers for one tile */
-        for (int part = 0; part < 2; part++) {
-            const float *v = part ? vo : vp;
-            size_t off = part ? Lp : 0, jend = part ? own_end : Lp;
-            for (size_t j0 = 0; j0 < jend; j0 += T)
-                for (int p = 0; p < np; p++) {
-                    size_t lim = part ? len[p] : Lp;
-                    if (lim <= j0) continue;
-                    size_t c = lim - j0 < T ? lim - j0 : T;
-                    float *ap = accs + (size_t)p * Dp;
-                    const float *pp = DG_PAIR_SC(p) + off + j0;
-                    if (D % 8 == 0) {
-                        for (int d = 0; d < D / 8; d++) accv[d] = dg_ld8(ap + 8 * d);
-                        pv_rows(accv, pp, v + j0 * kv_stride, kv_stride, c, D);
-                        for (int d = 0; d < D / 8; d++) dg_st8(ap + 8 * d, accv[d]);
-                    } else {
-                        pv_rows_any(ap, pp, v + j0 * kv_stride, kv_stride, c, D);
-                    }
-                }
-        }
         for (int p = 0; p < np; p++) {
             size_t i = i0 + (size_t)(p / G);
             int g = p % G;
-            float inv = 1.0f / sum[p];
+            float inv = 1.0f / l[p];
             float *oi = out + i * out_stride + (size_t)g * D;
             const float *ap = accs + (size_t)p * Dp;
             if (D % 8 == 0) {
                 for (int d = 0; d < D / 8; d++) dg_st8(oi + 8 * d, dg_ld8(ap + 8 * d) * inv);
             } else {
-                for (int d = 0; d < D; d++) acc[d] = ap[d];
-                for (int d = 0; d < D; d++) oi[d] = acc[d] * inv;
+                for (int d = 0; d < D; d++) oi[d] = ap[d] * inv;
             }
             if (stats) {
-                stats[i * stats_stride + 2 * (size_t)g] = mx[p];
-                stats[i * stats_stride + 2 * (size_t)g + 1] = sum[p];
+                stats[i * stats_stride + 2 * (size_t)g] = m[p];
+                stats[i * stats_stride + 2 * (size_t)g + 1] = l[p];
             }
         }
-#undef DG_PAIR_Q
-#undef DG_PAIR_SC
     }
 }
 
@@ -309,12 +247,6 @@ DG_HOT static void dg_attend_group_impl(float *out, size_t out_stride, float *st
     }
 }
 
-DG_HOT static float dg_attn_scores_impl(float *sc, const float *q, const float *k,
-                                        size_t kv_stride, size_t n, int D, float scale)
-{
-    return qk_rows(q, k, kv_stride, n, D, scale, sc);
-}
-
 void dg_rmsnorm(float *out, const float *x, const float *w, size_t n, size_t dim, float eps)
 {
     dg_rmsnorm_impl(out, x, w, n, dim, eps);
@@ -336,18 +268,9 @@ void dg_swiglu(float *g, const float *u, size_t n)
     dg_swiglu_impl(g, u, n);
 }
 
-void dg_attend_head(float *out, size_t out_stride, float *stats, size_t stats_stride,
-                    const float *q, size_t q_stride, const float *kp, const float *vp,
-                    size_t Lp, const float *ko, const float *vo, size_t L0, size_t n,
-                    size_t kv_stride, int D, float *scores)
+size_t dg_attend_group_scratch(int D, int G)
 {
-    dg_attend_head_impl(out, out_stride, stats, stats_stride, q, q_stride, kp, vp, Lp, ko, vo,
-                        L0, n, kv_stride, D, scores);
-}
-
-size_t dg_attend_group_scratch(size_t max_ctx, int D, int G)
-{
-    return (size_t)DG_ATTN_ROWS * (size_t)G * (max_ctx + (((size_t)D + 7) & ~(size_t)7));
+    return DG_ATTN_TILE + (size_t)DG_ATTN_ROWS * (size_t)G * (((size_t)D + 7) & ~(size_t)7);
 }
 
 void dg_attend_group(float *out, size_t out_stride, float *stats, size_t stats_stride,
@@ -357,10 +280,4 @@ void dg_attend_group(float *out, size_t out_stride, float *stats, size_t stats_s
 {
     dg_attend_group_impl(out, out_stride, stats, stats_stride, q, q_stride, kp, vp, Lp, ko, vo,
                          L0, n, kv_stride, D, G, scratch);
-}
-
-float dg_attn_scores(float *sc, const float *q, const float *k, size_t kv_stride, size_t n,
-                     int D, float scale)
-{
-    return dg_attn_scores_impl(sc, q, k, kv_stride, n, D, scale);
 }

@@ -70,49 +70,40 @@ static inline void dg_axpy(float *y, float a, const float *x, size_t n)
     for (size_t i = 0; i < n; i++) y[i] += a * x[i];
 }
 
-/* Causal attention of one head (the kernel of lib/model/forward.c, shared
- * with lib/grad's training forward so the two are bitwise equal):
- *   query row i (i < n) at q + i*q_stride, [D];
+/* Causal attention of the G (1..DG_ATTN_MAX_GROUP) query heads that share
+ * one KV head (GQA), one pass over the keys with the online softmax
+ * (FlashAttention's recurrence; no score row is stored):
+ *   head g of query row i (i < n) at q + i*q_stride + g*D, [D];
  *   it attends prefix rows j < Lp (kp/vp + j*kv_stride) then own rows
  *   j <= L0 + i (ko/vo + j*kv_stride), K after RoPE, pointers already at the
- *   query's KV group;
- *   out + i*out_stride [D] = softmax_j(q_i . k_j / sqrt(D)) . v_j;
- *   stats (may be NULL) + i*stats_stride: {row max of the scores, sum of exp}.
- * Order per (row, head): scores by dg_dot's lane order, f32 max, expf,
- * sequential sum, then sum_j p_j v_j in j order, times 1/sum.
- * scores: [Lp + L0 + n] scratch. D <= DG_ATTN_MAX_HEAD_DIM. */
+ *   KV head (kp/vp may be NULL when Lp == 0);
+ *   out + i*out_stride + g*D [D] = softmax_j(q . k_j / sqrt(D)) . v_j;
+ *   stats (may be NULL) + i*stats_stride + 2g: {m, l}, the row max of the
+ *   scores and sum_j exp(s_j - m), what the backward recomputes p_j from
+ *   (lib/grad/kernels.h).
+ * The keys of a row, prefix then own, are cut into tiles of DG_ATTN_TILE at
+ * fixed indices 0, T, 2T, ... of that concatenation (a tile may straddle
+ * prefix and own); per tile: scores in dg_dot's lane order times
+ * 1/sqrt(D), m' = max(m, tile max), p_j = dg_expf(s_j - m') with their sum
+ * in dg_exp_sub_sum's order (vexp.h), a = dg_expf(m - m'), l = l a + sum,
+ * acc = acc a + p_j v_j in j order; out = acc * (1 / l). So a (row, head)'s
+ * bits depend only on its query, its keys/values and the CPU: not on the
+ * other rows or heads of the call, on how its context splits into prefix
+ * and own rows, or on the thread count (tests/c/test_attention.c). Each
+ * K/V tile is read once per block of DG_ATTN_ROWS query rows x G heads.
+ * Cost: time O(n * (Lp + L0 + n) * D * G), linear in the context per row;
+ * memory: dg_attend_group_scratch(D, G) floats of scratch (one tile's
+ * scores and the block's accumulators), independent of the context.
+ * D <= DG_ATTN_MAX_HEAD_DIM. */
 #define DG_ATTN_MAX_HEAD_DIM 512
-void dg_attend_head(float *out, size_t out_stride, float *stats, size_t stats_stride,
-                    const float *q, size_t q_stride, const float *kp, const float *vp,
-                    size_t Lp, const float *ko, const float *vo, size_t L0, size_t n,
-                    size_t kv_stride, int D, float *scores);
-
-/* dg_attend_head for the G (1..DG_ATTN_MAX_GROUP) query heads that share one
- * KV head (GQA), with the K/V rows read in tiles of DG_ATTN_TILE, each tile
- * once per block of DG_ATTN_ROWS query rows x G heads (dg_attend_head reads
- * every K/V row once per (row, head)): head g of query row i at
- * q + i*q_stride + g*D, its output at out + i*out_stride + g*D, its stats
- * at stats + i*stats_stride + 2g; the other arguments as dg_attend_head's.
- * Bitwise dg_attend_head's results per (row, head): the same scores, max,
- * exp and sum, and p_j v_j in j order (tests/c/test_attention.c). Memory:
- * scratch of dg_attend_group_scratch(Lp + L0 + n, D, G) floats (the scores
- * of one block, DG_ATTN_ROWS * G rows of the context, and their
- * accumulators): linear in the context per block of rows; time
- * O(n * (Lp + L0 + n) * D * G), as per head. */
 #define DG_ATTN_ROWS 4
 #define DG_ATTN_TILE 64
 #define DG_ATTN_MAX_GROUP 8
-size_t dg_attend_group_scratch(size_t max_ctx, int D, int G);
+size_t dg_attend_group_scratch(int D, int G);
 void dg_attend_group(float *out, size_t out_stride, float *stats, size_t stats_stride,
                      const float *q, size_t q_stride, const float *kp, const float *vp,
                      size_t Lp, const float *ko, const float *vo, size_t L0, size_t n,
                      size_t kv_stride, int D, int G, float *scratch);
-
-/* The scores of dg_attend_head for one query row against n key rows:
- * sc[j] = (q . k_j) * scale, k_j = k + j*kv_stride. Returns max_j sc[j]
- * (-inf if n == 0). */
-float dg_attn_scores(float *sc, const float *q, const float *k, size_t kv_stride, size_t n,
-                     int D, float scale);
 
 /* Run-time dispatch of hot loops: an x86-64-v3 (AVX2+FMA) body and the
  * baseline one. ("arch=haswell" would test for an Intel model and miss AMD.) */

@@ -254,7 +254,7 @@ static void check_attention(size_t P, size_t T, int H, int Hkv, int D, int nt)
     fill(q, nq, 1.5); fill(kp, np, 1.5); fill(vp, np, 1.0); fill(ko, no, 1.5);
     fill(vo, no, 1.0); fill(dy, nq, 1.0);
     float *out = malloc(nq * 4), *stats = malloc(T * H * 2 * 4);
-    float *scr = malloc((size_t)nt * 2 * (P + T) * 4);
+    float *scr = malloc((size_t)nt * dg_attend_group_scratch(D, 1) * 4);
     dg_attention_forward(out, stats, q, kp, vp, P, ko, vo, T, H, Hkv, D, scr, nt);
     float *dq = malloc(nq * 4), *dkp = calloc(np + 1, 4), *dvp = calloc(np + 1, 4);
     float *dko = malloc(no * 4), *dvo = malloc(no * 4);
@@ -283,6 +283,9 @@ Test(grad, attention_prefix_gqa) { check_attention(5, 4, 4, 2, 8, 1); }
 Test(grad, attention_prefix_gqa_threads) { check_attention(6, 3, 6, 2, 4, 2); }
 Test(grad, attention_no_prefix) { check_attention(0, 5, 2, 1, 8, 1); }
 Test(grad, attention_mha) { check_attention(3, 2, 2, 2, 6, 1); }
+/* Contexts past one 64-key tile: the forward's stats come out of the online
+ * softmax's rescaled sums (lib/model/ops.h). */
+Test(grad, attention_past_a_tile) { check_attention(66, 4, 2, 1, 8, 2); }
 
 /* ------------------------------------------- causal conv (lfm2, DeltaNet) */
 typedef struct { const float *w, *dy; size_t n, C; int K, silu, which; const double *x, *tail, *wd; } conv_ctx;
