@@ -1,7 +1,8 @@
 /* The real SmolLM2-135M-Instruct Q4_1 GGUF against transformers
  * (from_pretrained(gguf_file=), dequantized to f32): logits on several
  * prompts and greedy 64-token continuations (tests/goldens/smollm2, written
- * by tests/goldens/gen_model_goldens.py --smollm2). Skipped when the model
+ * by tests/goldens/gen_model_goldens.py --smollm2), on f32 weights (pinned:
+ * DEG_WEIGHTS does not change it). Skipped when the model
  * file is absent: $DEG_MODEL or ${DEG_CACHE:-~/.cache/deg}/models/. */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -32,7 +33,12 @@ static dg_safetensors *gold;
 static void setup(void)
 {
     if (!find_model()) return;
-    deg_status s = deg_model_load(model_path, &model);
+    /* f32 weights whatever the default (DEG_WEIGHTS): the goldens are
+     * transformers' f32 numbers, 1e-3 apart at most; native weights are
+     * compared with f32 in test_quant_smollm2.c. */
+    deg_model_params mp = deg_model_default_params();
+    mp.weights = DEG_WEIGHTS_F32;
+    deg_status s = deg_model_load_with_params(model_path, &mp, &model);
     cr_assert_eq(s, DEG_OK, "load %s: %s", model_path, deg_errmsg());
     s = dg_safetensors_open(GOLDEN, &gold);
     cr_assert_eq(s, DEG_OK, "%s: %s", GOLDEN, deg_errmsg());
