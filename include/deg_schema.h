@@ -187,9 +187,12 @@ DEG_API deg_status deg_span_trim(const char *text, size_t len, size_t start, siz
  * boolean, or a subschema is not; a keyword deg does not apply, those
  * deg_plan_compile lists as unsupported (allOf, not, if/then/else,
  * minProperties, prefixItems, ...; const is applied), with its location;
- * a keyword value the validator cannot use: bad pattern, unresolvable or
- * endlessly recursive $ref). Unknown keywords are ignored, as JSON Schema
- * says. */
+ * a keyword value the validator cannot use: a value of the wrong meta-schema
+ * type for the $schema's draft ("type": "Object", "minimum": true), a
+ * pattern that does not compile (checked up front), an unknown $schema, an
+ * unresolvable, non-schema or endlessly recursive $ref). draft-04's boolean
+ * exclusiveMinimum / exclusiveMaximum make minimum / maximum strict. Unknown
+ * keywords are ignored, as JSON Schema says. */
 DEG_API deg_status deg_validate(const char *schema_json, const char *value_json,
                                 size_t *n_errors, char **errors_json);
 

@@ -99,6 +99,13 @@ dg_bounds dg_bounds_of(const json_t *node, dg_draft draft);
 int64_t dg_integer_levels(const dg_bounds *b, int64_t *levels, int64_t cap);
 
 
+/* The meta-schema value check of one keyword k = v of a subschema at kloc
+ * (draft-specific where the meta-schemas differ: draft-04's boolean
+ * exclusiveMinimum); unknown keywords pass. false + an error in errs when the
+ * value is unusable. Shared by the lint and deg_validate's schema check. */
+bool dg_schema_meta_check(const json_t *root, dg_draft draft, const char *k, const json_t *v,
+                          const char *kloc, dg_errlist *errs);
+
 /* Pass 1 over the whole document (see the top of this file). */
 void dg_schema_lint(const json_t *root, dg_draft draft, dg_errlist *errs);
 /* The draft named by the root's $schema (2020-12 when absent); false + error if the

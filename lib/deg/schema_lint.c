@@ -250,6 +250,13 @@ static bool meta_check(lint *L, const char *k, const json_t *v, const char *kloc
     return r >= 0 ? r != 0 : meta_check_structure(L, k, v, kloc);
 }
 
+bool dg_schema_meta_check(const json_t *root, dg_draft draft, const char *k, const json_t *v,
+                          const char *kloc, dg_errlist *errs)
+{
+    lint L = {.root = root, .draft = draft, .errs = errs};
+    return meta_check(&L, k, v, kloc);
+}
+
 static bool value_matches_type(const json_t *v, const dg_typeinfo *t)
 {
     if (json_is_null(v)) return t->nullable;

@@ -243,18 +243,23 @@ static size_t cp_len(const json_t *s)
     return k;
 }
 
+/* A pattern string compiled in deg's dialect (pattern.h), or NULL with *e set. */
+static pcre2_code *compile_pattern(const json_t *pat, uint32_t jit, dg_regex_error *e)
+{
+    if (dg_parse_utf8_check(json_string_value(pat), json_string_length(pat), "pattern", NULL) ==
+        DEG_OK)
+        return dg_pattern_compile(json_string_value(pat), json_string_length(pat), jit, e);
+    e->offset = 0;
+    pcre2_get_error_message(PCRE2_ERROR_UTF8_ERR1, (PCRE2_UCHAR *)e->msg, sizeof e->msg);
+    return NULL;
+}
+
 static pcre2_code *get_pattern(vctx *c, const json_t *pat)
 {
     for (size_t i = 0; i < c->n_pats; i++)
         if (c->pats[i].schema == pat) return c->pats[i].code;
     dg_regex_error e;
-    pcre2_code *code = NULL;
-    if (dg_parse_utf8_check(json_string_value(pat), json_string_length(pat), "pattern", NULL) == DEG_OK)
-        code = dg_pattern_compile(json_string_value(pat), json_string_length(pat), PCRE2_JIT_COMPLETE, &e);
-    else {
-        e.offset = 0;
-        pcre2_get_error_message(PCRE2_ERROR_UTF8_ERR1, (PCRE2_UCHAR *)e.msg, sizeof e.msg);
-    }
+    pcre2_code *code = compile_pattern(pat, PCRE2_JIT_COMPLETE, &e);
     if (!code) {
         c->fatal = dg_fail(DEG_ERR_SCHEMA, "validate: pattern at %s does not compile: %s at offset %zu",
                            c->sp.s ? c->sp.s : "", e.msg, e.offset);
@@ -405,10 +410,18 @@ static void validate_string(vctx *c, const json_t *s, const json_t *v)
 static void validate_number(vctx *c, const json_t *s, const json_t *v)
 {
     const json_t *k;
-    if ((k = json_object_get(s, "minimum")) && is_num(k) && num_cmp(v, k) < 0)
-        add_error(c, "minimum", "value is less than minimum");
-    if ((k = json_object_get(s, "maximum")) && is_num(k) && num_cmp(v, k) > 0)
-        add_error(c, "maximum", "value is greater than maximum");
+    /* draft-04: a boolean exclusiveMinimum / exclusiveMaximum makes the
+     * bound strict (a boolean is a schema error in later drafts) */
+    int xlo = json_is_true(json_object_get(s, "exclusiveMinimum"));
+    int xhi = json_is_true(json_object_get(s, "exclusiveMaximum"));
+    if ((k = json_object_get(s, "minimum")) && is_num(k) && num_cmp(v, k) < xlo)
+        add_error(c, xlo ? "exclusiveMinimum" : "minimum",
+                  xlo ? "value is not greater than minimum (exclusiveMinimum)"
+                      : "value is less than minimum");
+    if ((k = json_object_get(s, "maximum")) && is_num(k) && num_cmp(v, k) > -xhi)
+        add_error(c, xhi ? "exclusiveMaximum" : "maximum",
+                  xhi ? "value is not less than maximum (exclusiveMaximum)"
+                      : "value is greater than maximum");
     if ((k = json_object_get(s, "exclusiveMinimum")) && is_num(k) && num_cmp(v, k) <= 0)
         add_error(c, "exclusiveMinimum", "value is not greater than exclusiveMinimum");
     if ((k = json_object_get(s, "exclusiveMaximum")) && is_num(k) && num_cmp(v, k) >= 0)
@@ -439,6 +452,10 @@ static void validate_node(vctx *c, const json_t *s, const json_t *v)
         if (!t) {
             c->fatal = dg_fail(DEG_ERR_SCHEMA, "validate: $ref \"%s\" at %s is not a resolvable local reference (%s)",
                                json_string_value(k), c->sp.s ? c->sp.s : "", why);
+        } else if (!json_is_object(t) && !json_is_boolean(t)) {
+            c->fatal = dg_fail(DEG_ERR_SCHEMA, "validate: $ref \"%s\" at %s points to %s, not a "
+                               "schema (a JSON object or boolean)", json_string_value(k),
+                               c->sp.s ? c->sp.s : "", type_name(t));
         } else {
             old = sb_push(&c->sp, "$ref", 4);
             validate_node(c, t, v);
@@ -528,12 +545,27 @@ static deg_status load_json(const char *text, const char *what, json_t **out)
     return DEG_OK;
 }
 
+/* The first error of an error list as DEG_ERR_SCHEMA. */
+static deg_status schema_error(dg_errlist *E)
+{
+    json_t *e = json_array_get(E->list, 0);
+    deg_status st = dg_fail(DEG_ERR_SCHEMA, "schema at \"%s\": %s",
+                            json_string_value(json_object_get(e, "loc")),
+                            json_string_value(json_object_get(e, "msg")));
+    json_decref(E->list);
+    return st;
+}
+
 /* deg_validate's schema check (issue 19 item 8): every schema position holds
- * an object or a boolean, and no keyword of the compiler's unsupported list
- * (§5; schema_check.c) appears: the validator would not apply it, so a
- * verdict would be wrong, not just incomplete. const is applied (option
- * branches). Unknown keywords are ignored, as JSON Schema says. */
-static deg_status check_schema(const json_t *s, const char *loc, int depth)
+ * an object or a boolean, no keyword of the compiler's unsupported list
+ * (§5; schema_check.c) appears (the validator would not apply it, so a
+ * verdict would be wrong, not just incomplete; const is applied), and every
+ * keyword deg applies has a value of its meta-schema type for the draft
+ * (schema_check.c's meta check: "type": "Object" or "minimum": true are
+ * schema errors, as python-jsonschema's check_schema says, not a verdict).
+ * Unknown keywords are ignored, as JSON Schema says. */
+static deg_status check_schema(const json_t *root, dg_draft draft, const json_t *s,
+                               const char *loc, int depth)
 {
     if (json_is_boolean(s)) return DEG_OK;
     static const char *const NAMES[] = {"object", "array", "string", "integer", "number",
@@ -551,6 +583,23 @@ static deg_status check_schema(const json_t *s, const char *loc, int depth)
             return dg_fail(DEG_ERR_SCHEMA, "schema at \"%s\": unsupported keyword \"%s\" (deg "
                            "applies the keywords of deg-contract §5 only; deg.compile_schema "
                            "rejects it too)", loc, k);
+        if (!dg_kw_is_structural(k) && !dg_kw_is_annotation(k)) continue;
+        char *kl = dg_loc_key(loc, k);
+        if (!kl) return dg_fail(DEG_ERR_NOMEM, "deg_validate: out of memory");
+        dg_errlist E = {json_array(), false};
+        bool ok = E.list && dg_schema_meta_check(root, draft, k, v, kl, &E);
+        free(kl);
+        if (!E.list) return dg_fail(DEG_ERR_NOMEM, "deg_validate: out of memory");
+        if (!ok) return schema_error(&E);
+        json_decref(E.list);
+        if (!strcmp(k, "pattern")) { /* compiled up front: a bad one is an error anywhere */
+            dg_regex_error e;
+            pcre2_code *re = compile_pattern(v, 0, &e);
+            if (!re)
+                return dg_fail(DEG_ERR_SCHEMA, "schema at \"%s\": pattern does not compile: %s "
+                               "at offset %zu", loc, e.msg, e.offset);
+            pcre2_code_free(re);
+        }
     }
     deg_status st = DEG_OK;
     json_object_foreach((json_t *)s, k, v)
@@ -562,14 +611,14 @@ static deg_status check_schema(const json_t *s, const char *loc, int depth)
         char *kl = dg_loc_key(loc, k);
         if (!kl) return dg_fail(DEG_ERR_NOMEM, "deg_validate: out of memory");
         if (one) {
-            st = check_schema(v, kl, depth + 1);
+            st = check_schema(root, draft, v, kl, depth + 1);
         } else if (map && json_is_object(v)) {
             const char *k2;
             json_t *v2;
             json_object_foreach(v, k2, v2)
             {
                 char *l2 = dg_loc_key(kl, k2);
-                st = l2 ? check_schema(v2, l2, depth + 1)
+                st = l2 ? check_schema(root, draft, v2, l2, depth + 1)
                         : dg_fail(DEG_ERR_NOMEM, "deg_validate: out of memory");
                 free(l2);
                 if (st != DEG_OK) break;
@@ -577,7 +626,7 @@ static deg_status check_schema(const json_t *s, const char *loc, int depth)
         } else if (list && json_is_array(v)) {
             for (size_t i = 0; i < json_array_size(v) && st == DEG_OK; i++) {
                 char *l2 = dg_loc_index(kl, i);
-                st = l2 ? check_schema(json_array_get(v, i), l2, depth + 1)
+                st = l2 ? check_schema(root, draft, json_array_get(v, i), l2, depth + 1)
                         : dg_fail(DEG_ERR_NOMEM, "deg_validate: out of memory");
                 free(l2);
             }
@@ -599,7 +648,15 @@ DEG_API deg_status deg_validate(const char *schema_json, const char *value_json,
     if (!schema_json || !value_json || !n_errors) return dg_fail(DEG_ERR_ARG, "deg_validate: NULL argument");
     json_t *s, *v;
     DG_TRY(load_json(schema_json, "schema", &s));
-    deg_status st = check_schema(s, "", 0);
+    dg_draft draft = DG_DRAFT2020;
+    dg_errlist E = {json_array(), false};
+    deg_status st = DEG_OK;
+    if (!E.list) st = dg_fail(DEG_ERR_NOMEM, "deg_validate: out of memory");
+    else if (!dg_schema_draft(s, &draft, &E) && !json_array_size(E.list))
+        dg_err_add(&E, "/$schema", "$schema must be a string");
+    if (st == DEG_OK && json_array_size(E.list)) st = schema_error(&E);
+    else json_decref(E.list);
+    if (st == DEG_OK) st = check_schema(s, draft, s, "", 0);
     if (st == DEG_OK) st = load_json(value_json, "value", &v);
     if (st != DEG_OK) { json_decref(s); return st; }
     json_t *errs = json_array();

@@ -277,7 +277,20 @@ Test(validate, unsupported_and_non_schemas_refused)
         {"null", "not null"},
         {"{\"properties\": {\"a\": 5}}", "schema at \"/properties/a\": a schema must be"},
         {"{\"items\": \"x\"}", "schema at \"/items\""},
-        {"{\"anyOf\": {\"type\": \"string\"}}", "anyOf must be an array of schemas"},
+        {"{\"anyOf\": {\"type\": \"string\"}}", "anyOf must be a non-empty array of schemas"},
+        /* keyword values of the wrong meta-schema type (found by the fuzz
+         * differential against python-jsonschema: deg gave verdicts) */
+        {"{\"type\": \"Object\"}", "schema at \"/type\": type must be one of"},
+        {"{\"items\": {\"type\": [\"string\", \"nul\"]}}", "schema at \"/items/type\""},
+        {"{\"minimum\": true}", "schema at \"/minimum\": minimum must be a number"},
+        {"{\"exclusiveMinimum\": true}", "exclusiveMinimum must be a number, not boolean"},
+        {"{\"maxLength\": -1}", "maxLength must be a non-negative integer"},
+        {"{\"required\": [\"a\", \"a\"]}", "required lists \"a\" twice"},
+        {"{\"$schema\": \"http://example.com/s\"}", "unknown $schema"},
+        /* a pattern that does not compile, where no string reaches it */
+        {"{\"properties\": {\"a\": {\"pattern\": \"(abc\"}}}", "pattern does not compile"},
+        /* a $ref to a non-schema (python-jsonschema crashes on it) */
+        {"{\"$ref\": \"#/required/0\", \"required\": [\"a\"]}", "points to string, not a schema"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         size_t n = 99;
@@ -286,6 +299,16 @@ Test(validate, unsupported_and_non_schemas_refused)
         cr_expect_eq(s, DEG_ERR_SCHEMA, "%s: %s", bad[i].s, deg_status_name(s));
         cr_expect(strstr(deg_errmsg(), bad[i].loc_kw), "%s: %s", bad[i].s, deg_errmsg());
         cr_expect_null(errs);
+    }
+    /* draft-04: a boolean exclusiveMinimum / exclusiveMaximum makes the bound strict */
+    const char *d4 = "{\"$schema\": \"http://json-schema.org/draft-04/schema#\", \"minimum\": 0, "
+                     "\"exclusiveMinimum\": true, \"maximum\": 3, \"exclusiveMaximum\": true}";
+    const char *vals[] = {"0", "0.5", "3", "2.5"};
+    size_t want[] = {1, 0, 1, 0};
+    for (size_t i = 0; i < 4; i++) {
+        size_t n = 99;
+        cr_expect_eq(deg_validate(d4, vals[i], &n, NULL), DEG_OK, "%s", deg_errmsg());
+        cr_expect_eq(n, want[i], "draft-04 exclusive bounds, value %s: %zu", vals[i], n);
     }
     /* what it applies: const, unknown keywords ignored, a property named like a keyword */
     const char *ok[] = {"{\"const\": 5}", "{\"foo\": 1, \"x-bar\": 2}", "true",

@@ -1,0 +1,315 @@
+"""Differential replay of the fuzz corpora against reference implementations (issue 19).
+
+libdeg's verdict on each input (fuzz_verdict, built with the fuzz targets)
+against the reference's on the same bytes:
+
+  utf8         dg_utf8_validate     vs  Python's UTF-8 decoder (bytes.decode("utf-8"), strict)
+  safetensors  dg_safetensors_open  vs  the `safetensors` package (its Rust core's deserialize)
+  gguf         dg_gguf_open         vs  the `gguf` package (GGUFReader: header, keys, tensor infos
+                                        and data views)
+  validate     deg_validate         vs  python-jsonschema (Draft 2020-12, check_schema + is_valid)
+
+Inputs: the corpora libFuzzer grew (build-fuzz/corpus/<target>/), the seeds
+scripts/fuzz wrote (build-fuzz/seeds/<target>/) and the regression inputs kept
+in the repo (tests/fuzz/regressions/<kind>/), newest-first within a time
+budget. Every disagreement is either a documented difference (KNOWN below:
+where deg deliberately differs, and why) or a failure: its input is copied to
+build-fuzz/diff/<kind>/ and the exit status is 1. Prints, per kind, inputs
+checked, inputs/s, agreements, documented differences by reason, failures.
+
+    python tests/fuzz/diff.py --tool build-fuzz/tests/fuzz/fuzz_verdict --seconds 5
+    python tests/fuzz/diff.py --tool ... --seconds 5 utf8 gguf
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+# kind -> the fuzz targets whose corpora hold inputs of that kind
+SOURCES = {"utf8": ["parse", "tokenize"], "safetensors": ["safetensors"], "gguf": ["gguf"],
+           "validate": ["validate"]}
+CHUNK = 64  # files per fuzz_verdict run
+
+
+# ------------------------------------------------------------- references
+
+def ref_utf8(data):
+    try:
+        data.decode("utf-8")
+        return True, ""
+    except UnicodeDecodeError as e:
+        return False, str(e)
+
+
+def ref_safetensors(data, path):
+    """The Rust core's deserialize over the bytes (header, offsets, every
+    tensor's bytes; no framework: numpy has no bfloat16)."""
+    from safetensors._safetensors_rust import deserialize
+    try:
+        deserialize(data)
+        return True, ""
+    except Exception as e:  # noqa: BLE001 - the reference's verdict
+        return False, f"{type(e).__name__}: {e}"
+
+
+def ref_gguf(data, path):
+    import warnings
+    from gguf import GGUFReader
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r = GGUFReader(path)
+            for t in r.tensors:
+                t.data.shape  # noqa: B018 - the data view exists
+        return True, ""
+    except Exception as e:  # noqa: BLE001
+        return False, f"{type(e).__name__}: {e}"
+
+
+def _strict_json(text):
+    """json.loads as jansson reads a document: NaN/Infinity are not JSON, nor
+    lone surrogate escapes (RFC 8259 §8.2 leaves them undefined; jansson
+    refuses them)."""
+    def bad_const(name):
+        raise ValueError(f"{name} is not JSON")
+    return json.loads(text, parse_constant=bad_const)
+
+
+def _unresolvable():
+    import jsonschema
+    kinds = [jsonschema.exceptions.RefResolutionError]
+    try:
+        import referencing.exceptions
+        kinds.append(referencing.exceptions.Unresolvable)
+    except ImportError:
+        pass
+    return tuple(kinds)
+
+
+def ref_validate(data):
+    """(verdict, detail): verdict "ok0" valid, "ok+" invalid, "json" a document
+    is not JSON, "schema" the schema is not a valid 2020-12 schema, "skip"."""
+    import jsonschema
+    z = data.find(b"\0")
+    if z < 0:
+        return "skip", ""
+    try:  # deg reads and checks the schema first, then reads the value
+        schema = _strict_json(data[:z].decode("utf-8"))
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
+        return "json", str(e)
+    try:
+        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        cls.check_schema(schema)
+    except jsonschema.SchemaError as e:
+        return "schema", e.message
+    except Exception as e:  # noqa: BLE001
+        return "error", f"{type(e).__name__}: {e}"
+    try:
+        value = _strict_json(data[z + 1:].split(b"\0")[0].decode("utf-8"))
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
+        return "json", str(e)
+    try:  # every error (deg lists every violation, and so reaches every $ref)
+        v = cls(schema, format_checker=cls.FORMAT_CHECKER)
+        return ("ok0" if not list(v.iter_errors(value)) else "ok+"), ""
+    except _unresolvable() as e:
+        return "schema", f"unresolvable $ref: {e}"
+    except jsonschema.SchemaError as e:
+        return "schema", e.message
+    except Exception as e:  # noqa: BLE001 - e.g. a $ref to a non-schema crashes it
+        return "error", f"{type(e).__name__}: {e}"
+
+
+# ----------------------------------------------- documented differences
+
+def _walk(node):
+    if isinstance(node, dict):
+        yield node
+        for v in node.values():
+            yield from _walk(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _walk(v)
+
+
+def _schema_of(data):
+    try:
+        return json.loads(data[:data.find(b"\0")].decode("utf-8"))
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _has_key(schema, key):
+    return any(key in d for d in _walk(schema))
+
+
+def known_validate(data, deg, ref):
+    """The reason deg's validate verdict may differ here, or None."""
+    schema = _schema_of(data)
+    if deg.startswith("reject DEG_ERR_SCHEMA") and "unsupported keyword" in deg:
+        # deg refuses keywords it does not apply (issue 19 item 8: an error
+        # rather than a silent pass), where jsonschema applies them
+        return "keyword deg does not apply (an error, contract §5)"
+    if deg.startswith("reject DEG_ERR_SCHEMA") and "is not local" in deg and ref != "schema":
+        # deg resolves local references only ("#", "#/...", contract §5);
+        # jsonschema resolves others against the base URI
+        return "$ref local only (jsonschema: any URI)"
+    if schema is None:
+        return None
+    if deg.startswith("ok ") and deg != "ok 0" and ref == "ok0" and _has_key(schema, "format"):
+        # deg stricter only: JSON Schema makes format an annotation and
+        # jsonschema's checkers are lax (email: contains "@"); deg asserts its
+        # own format checks (contract §5)
+        return "format assertion (deg's checks, §5)"
+    if deg == "ok 0" and ref == "ok+" and _has_key(schema, "multipleOf"):
+        # deg accepts only: the spec defines multipleOf on the decimal value;
+        # jsonschema divides binary floats (4.02 / 0.01 = 401.99999999999994:
+        # "not a multiple"); deg is decimal-exact (issue 19 item 6)
+        return "multipleOf on the decimal value (jsonschema: binary floats)"
+    pats = [d["pattern"] for d in _walk(schema) if isinstance(d.get("pattern"), str)]
+    if any(_compiles(p) != _pcre_compiles(p, deg) for p in pats):
+        # ECMA-262 regular expressions through PCRE2 (UTF + UCP, contract §5)
+        # vs Python's re: a pattern one of them cannot compile
+        return "pattern syntax (PCRE2 vs Python re)"
+    return None
+
+
+def _compiles(p):
+    import re
+    try:
+        re.compile(p)
+        return True
+    except (re.error, OverflowError, RecursionError):
+        return False
+
+
+def _pcre_compiles(p, deg):
+    return not (deg.startswith("reject DEG_ERR_SCHEMA") and "does not compile" in deg)
+
+
+def known_gguf(data, deg, ref_ok, ref_msg):
+    return None
+
+
+def known_safetensors(data, deg, ref_ok, ref_msg):
+    return None
+
+
+def known_utf8(data, deg, ref_ok, ref_msg):
+    return None
+
+
+# --------------------------------------------------------------- replay
+
+def inputs(kind, build):
+    files = []
+    for t in SOURCES[kind]:
+        for d in (build / "corpus" / t, build / "seeds" / t):
+            if d.is_dir():
+                files += [p for p in d.iterdir() if p.is_file()]
+    reg = ROOT / "tests" / "fuzz" / "regressions" / kind
+    if reg.is_dir():
+        files += [p for p in reg.iterdir() if p.is_file() and p.name != "README.md"]
+    # regressions and seeds first, then the corpus newest first
+    files.sort(key=lambda p: (p.parent.parent.name == "corpus", -p.stat().st_mtime))
+    return files
+
+
+def verdicts(tool, kind, paths):
+    out = subprocess.run([str(tool), kind] + [str(p) for p in paths], capture_output=True,
+                         check=False)
+    lines = out.stdout.decode("utf-8", "replace").splitlines()
+    if out.returncode != 0 or len(lines) != len(paths):
+        sys.stderr.write(out.stderr.decode("utf-8", "replace")[-4000:])
+        raise SystemExit(f"diff.py: fuzz_verdict {kind} failed (exit {out.returncode})")
+    return lines
+
+
+def compare(kind, path, deg):
+    """None when deg and the reference agree, else (reason or None, detail)."""
+    data = path.read_bytes()
+    deg_ok = deg.startswith("ok")
+    if kind == "validate":
+        ref, why = ref_validate(data)
+        if ref == "skip" or deg == "skip":
+            return None
+        agree = {"ok0": deg == "ok 0", "ok+": deg_ok and deg != "ok 0",
+                 "json": deg.startswith("reject DEG_ERR_FORMAT"),
+                 "schema": deg.startswith("reject DEG_ERR_SCHEMA"),
+                 # jsonschema crashes on some unusable schemas ($ref to a string)
+                 "error": deg.startswith("reject DEG_ERR_SCHEMA")}.get(ref, False)
+        if agree:
+            return None
+        return known_validate(data, deg, ref), f"deg: {deg} | jsonschema: {ref} {why}"
+    if kind == "utf8":
+        ref_ok, why = ref_utf8(data)
+    elif kind == "safetensors":
+        ref_ok, why = ref_safetensors(data, str(path))
+    else:
+        ref_ok, why = ref_gguf(data, str(path))
+    if ref_ok == deg_ok:
+        return None
+    known = {"utf8": known_utf8, "safetensors": known_safetensors, "gguf": known_gguf}[kind]
+    return known(data, deg, ref_ok, why), f"deg: {deg} | reference: {'ok' if ref_ok else why}"
+
+
+def run_kind(tool, build, kind, budget):
+    t0 = time.monotonic()
+    files = inputs(kind, build)
+    n = agree = 0
+    known, failed = {}, []
+    for i in range(0, len(files), CHUNK):
+        if time.monotonic() - t0 > budget:
+            break
+        chunk = files[i:i + CHUNK]
+        for p, v in zip(chunk, verdicts(tool, kind, chunk)):
+            n += 1
+            r = compare(kind, p, v)
+            if r is None:
+                agree += 1
+            elif r[0]:
+                known[r[0]] = known.get(r[0], 0) + 1
+            else:
+                failed.append((p, r[1]))
+    dt = max(time.monotonic() - t0, 1e-9)
+    return {"kind": kind, "inputs": n, "available": len(files), "per_s": n / dt, "agree": agree,
+            "known": known, "failed": failed}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tool", required=True, help="fuzz_verdict executable")
+    ap.add_argument("--build", default=str(ROOT / "build-fuzz"),
+                    help="the fuzz build (corpus/, seeds/; diff/ is written there)")
+    ap.add_argument("--seconds", type=float, default=5.0, help="time budget per kind")
+    ap.add_argument("kinds", nargs="*", default=list(SOURCES))
+    a = ap.parse_args(argv)
+    build = Path(a.build)
+    rc = 0
+    print(f"{'kind':12s} {'inputs':>7s} {'of':>7s} {'in/s':>8s} {'agree':>7s} "
+          f"{'known':>6s} {'FAILED':>6s}")
+    for kind in a.kinds:
+        if kind not in SOURCES:
+            raise SystemExit(f"diff.py: unknown kind {kind} (known: {', '.join(SOURCES)})")
+        r = run_kind(a.tool, build, kind, a.seconds)
+        print(f"{kind:12s} {r['inputs']:7d} {r['available']:7d} {r['per_s']:8.0f} "
+              f"{r['agree']:7d} {sum(r['known'].values()):6d} {len(r['failed']):6d}")
+        for why, c in sorted(r["known"].items()):
+            print(f"    documented difference x{c}: {why}")
+        if r["failed"]:
+            rc = 1
+            out = build / "diff" / kind
+            out.mkdir(parents=True, exist_ok=True)
+            for p, detail in r["failed"][:20]:
+                shutil.copy(p, out / p.name)
+                print(f"    DISAGREE {p}: {detail[:300]}")
+            print(f"    (inputs copied to {out})")
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
