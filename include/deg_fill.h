@@ -177,15 +177,17 @@ DEG_API deg_status deg_fill_many(deg_ckpt *ckpt, size_t n, const char *const *re
                                  const size_t *lens, char **responses, char **errors,
                                  deg_status *statuses);
 
-/* deg_fill / deg_fill_many under work limits (deg_run_limits; NULL = none).
- * deg_fill_many_ex takes one limits struct per request (limits may be NULL,
- * and so may limits[i].cancel): a request that is cancelled or reaches a
+/* deg_fill / deg_fill_many under work limits (deg_run_limits; NULL = the
+ * defaults, DEG_DEFAULT_MAX_FIELDS / DEG_DEFAULT_MAX_FORK_TOKENS, which
+ * deg_fill and deg_fill_many run under too; a cap of 0 in a given struct
+ * lifts it). deg_fill_many_ex takes one limits struct per request (limits
+ * may be NULL, and so may limits[i].cancel): a request that is cancelled or reaches a
  * limit fails alone with DEG_ERR_CANCELLED / DEG_ERR_LIMIT (statuses[i],
  * errors[i] = [{"loc": "", "msg": why}]) and its forks stop running; the
  * others go on and their results are unchanged (bitwise, §10). The request's
  * options "deadline_ms" / "max_fields" / "max_fork_tokens" (integers >= 1 or
  * null) apply too, the tighter value winning. Checked: before the trunk
- * prefill and between the layers of its 256-token passes, between fill
+ * prefill (max_fields against the schema's own field count) and between the layers of its 256-token passes, between fill
  * rounds and fork batches (a batch whose requests have all stopped is cut
  * at its next layer), before every generate decode step. */
 DEG_API deg_status deg_fill_ex(deg_ckpt *ckpt, const char *request_json, size_t len,

@@ -132,18 +132,37 @@ DEG_API void deg_cancel_set(deg_cancel *cancel);
 DEG_API void deg_cancel_reset(deg_cancel *cancel);
 DEG_API int deg_cancel_is_set(const deg_cancel *cancel);
 
+/* Default caps of a fill (issue 19: work one request can cause is bounded
+ * unless the caller lifts a cap; an array item of 3,002 fields x 5 items, a
+ * schema within every schema limit, ran 116 s on a 2-layer tiny model, hours
+ * on SmolLM2). deg_run_limits_default() holds them, and every fill given no
+ * limits (deg_fill, deg_fill_many, deg_fill_ex / deg_fill_many_ex with limits
+ * NULL) runs under them: 4096 instantiated fields, 2^20 fork tokens (256 per
+ * field at the field cap). DEG_MAX_FORK_LEN: the most tokens ONE fork may
+ * hold while a fork-token cap is set (a fork's attention work grows with the
+ * square of its length: an item of 4,000 fields makes a count fork of ~32k
+ * tokens, minutes of CPU in one fork); 8192 = SmolLM2's trained context. */
+#define DEG_DEFAULT_MAX_FIELDS 4096
+#define DEG_DEFAULT_MAX_FORK_TOKENS 1048576
+#define DEG_MAX_FORK_LEN 8192
+
 /* Limits of one call (params struct; start from deg_run_limits_default()).
- * 0 = no limit in every field.
+ * 0 = no limit in every field (set explicitly: the defaults have caps).
  *  - deadline_ms: wall-clock budget from the call's start (CLOCK_MONOTONIC),
  *    polled where the cancel token is; past it the call returns
  *    DEG_ERR_LIMIT ("deadline of N ms passed during <phase>").
  *  - max_fields (fill only): cap on instantiated fields of one request, i.e.
  *    leaves created for every array item plus array instances (the work of a
- *    fill grows with it: one fork per instantiated field). Exceeding it is
- *    DEG_ERR_LIMIT before the forks run.
+ *    fill grows with it: one fork per instantiated field). Checked before
+ *    any work against the schema's own field count (every field once, an
+ *    array's item fields once, + the arrays: a count fork lists every field
+ *    of its item), then per item as items are instantiated; exceeding it is
+ *    DEG_ERR_LIMIT before the forks of that item run.
  *  - max_fork_tokens (fill only): cap on the tokens one request feeds to
  *    forks (every fork's prompt tokens plus generated tokens), checked before
- *    each round / decode step runs: DEG_ERR_LIMIT.
+ *    each round / decode step runs: DEG_ERR_LIMIT. While it is set (not 0),
+ *    a single fork's prompt may not exceed DEG_MAX_FORK_LEN tokens either
+ *    (DEG_ERR_LIMIT before its round runs; 0 lifts both).
  * Fill requests may also set "deadline_ms", "max_fields", "max_fork_tokens"
  * in their options (§9 extension); the tighter of the two applies. */
 typedef struct deg_run_limits {
@@ -153,7 +172,9 @@ typedef struct deg_run_limits {
     int64_t max_fork_tokens;  /* >= 0 */
 } deg_run_limits;
 
-/* Defaults: no token, no deadline, no caps. */
+/* Defaults: no token, no deadline, max_fields DEG_DEFAULT_MAX_FIELDS,
+ * max_fork_tokens DEG_DEFAULT_MAX_FORK_TOKENS (set a field to 0 for no cap).
+ * A call given no limits (NULL) runs under these defaults. */
 DEG_API deg_run_limits deg_run_limits_default(void);
 
 /* ------------------------------------------------------------------------ */
@@ -432,7 +453,8 @@ DEG_API deg_status deg_generate(const deg_model *model, const int32_t *prompt, s
                                 const deg_sample_params *params, int32_t *out_ids,
                                 size_t cap, size_t *n_out, deg_gen_stats *stats);
 
-/* As deg_forks_generate / deg_generate, under limits (may be NULL = none):
+/* As deg_forks_generate / deg_generate, under limits (may be NULL: the
+ * defaults, i.e. no token and no deadline):
  * limits->cancel and ->deadline_ms are polled before every decode step and
  * between the prefill passes of deg_generate_ex (max_fields and
  * max_fork_tokens do not apply). A stopped call returns DEG_ERR_CANCELLED or

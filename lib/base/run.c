@@ -42,6 +42,8 @@ int deg_cancel_is_set(const deg_cancel *cancel)
 deg_run_limits deg_run_limits_default(void)
 {
     deg_run_limits l = {0};
+    l.max_fields = DEG_DEFAULT_MAX_FIELDS;
+    l.max_fork_tokens = DEG_DEFAULT_MAX_FORK_TOKENS;
     return l;
 }
 
@@ -55,7 +57,11 @@ static int64_t tighter(int64_t a, int64_t b)
 void dg_limits_init(dg_limits *L, const deg_run_limits *pub)
 {
     *L = (dg_limits){0};
-    if (!pub) return;
+    deg_run_limits def;
+    if (!pub) {
+        def = deg_run_limits_default();
+        pub = &def;
+    }
     L->cancel = pub->cancel;
     L->max_fields = pub->max_fields > 0 ? pub->max_fields : 0;
     L->max_fork_tokens = pub->max_fork_tokens > 0 ? pub->max_fork_tokens : 0;

@@ -26,7 +26,7 @@ typedef struct dg_limits {
 /* Monotonic clock in seconds. */
 double dg_now(void);
 
-/* Absolute limits from a public struct (NULL = none), the deadline counted
+/* Absolute limits from a public struct (NULL = deg_run_limits_default()), the deadline counted
  * from now. Extra request-level values (0 = none) tighten them. */
 void dg_limits_init(dg_limits *L, const deg_run_limits *pub);
 void dg_limits_tighten(dg_limits *L, int64_t deadline_ms, int64_t max_fields,

@@ -72,6 +72,8 @@ void dg_fill_prepare(const dg_ckpt *k, freq *r, const char *text, size_t len)
         dg_fill_fail(r, DEG_ERR_REQUEST, "/options/seed");
         return;
     }
+    dg_fill_plan_fields_check(r);
+    if (r->st != DEG_OK) return;
     st = dg_fill_trunk(k, r);
     if (st == DEG_OK && k->key_prior.on) st = dg_keylines_scan(r->ctx, r->ctx_len, &r->kv);
     if (st == DEG_OK && k->span_single_line) st = dg_fill_line_tables(r);

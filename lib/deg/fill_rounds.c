@@ -52,6 +52,7 @@ static deg_status run_jobs(const dg_ckpt *k, freq *reqs, job *J, size_t n)
     /* the round's fork tokens count against max_fork_tokens before it runs */
     for (size_t q = 0; q < n; q++) reqs[J[q].req].due += J[q].ids.n;
     for (size_t q = 0; q < n; q++) dg_fill_stopped(&reqs[J[q].req], "the fork rounds");
+    for (size_t q = 0; q < n; q++) dg_fill_fork_len_stopped(&reqs[J[q].req], &J[q]);
     for (size_t q = 0; q < n; q++) reqs[J[q].req].due = 0;
     deg_fork **forks = calloc(n ? n : 1, sizeof *forks);
     const int32_t **ids = calloc(n ? n : 1, sizeof *ids);

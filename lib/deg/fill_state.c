@@ -64,6 +64,14 @@ void dg_fill_fail(freq *r, deg_status st, const char *loc)
 /* Work limits (base/run.h): a request that is cancelled, past its deadline
  * or over a cap fails alone with DEG_ERR_CANCELLED / DEG_ERR_LIMIT. Returns 1
  * if the request has stopped (for any reason). */
+/* Said after a cap's message when the cap is libdeg's default (deg_runtime.h). */
+static const char *cap_note(int64_t cap, int64_t def)
+{
+    return cap == def ? " (the default cap: deg_run_limits / deg.fill(limits=...) set "
+                        "another, 0 = none)"
+                      : "";
+}
+
 int dg_fill_stopped(freq *r, const char *phase)
 {
     if (r->st != DEG_OK) return 1;
@@ -71,15 +79,46 @@ int dg_fill_stopped(freq *r, const char *phase)
     size_t nf = r->n_leaves + r->n_insts;
     if (st == DEG_OK && r->lim.max_fields && (int64_t)nf > r->lim.max_fields)
         st = dg_fail(DEG_ERR_LIMIT, "max_fields %lld: the schema instantiates %zu fields "
-                     "(leaves of every item + array instances) during %s",
-                     (long long)r->lim.max_fields, nf, phase);
+                     "(leaves of every item + array instances) during %s%s",
+                     (long long)r->lim.max_fields, nf, phase,
+                     cap_note(r->lim.max_fields, DEG_DEFAULT_MAX_FIELDS));
     if (st == DEG_OK && r->lim.max_fork_tokens &&
         (int64_t)(r->fork_tokens + r->gen_fed + r->due) > r->lim.max_fork_tokens)
-        st = dg_fail(DEG_ERR_LIMIT, "max_fork_tokens %lld: %zu fork tokens needed during %s",
+        st = dg_fail(DEG_ERR_LIMIT, "max_fork_tokens %lld: %zu fork tokens needed during %s%s",
                      (long long)r->lim.max_fork_tokens, r->fork_tokens + r->gen_fed + r->due,
-                     phase);
+                     phase, cap_note(r->lim.max_fork_tokens, DEG_DEFAULT_MAX_FORK_TOKENS));
     if (st != DEG_OK) dg_fill_fail(r, st, "");
     return st != DEG_OK;
+}
+
+void dg_fill_plan_fields_check(freq *r)
+{
+    const dg_plan *P = r->plan;
+    size_t nf = P->n_fields + P->n_arrays;
+    if (!r->lim.max_fields || (int64_t)nf <= r->lim.max_fields) return;
+    dg_fail(DEG_ERR_LIMIT, "max_fields %lld: the schema has %zu fields (every field once, "
+            "an array's item fields once, + %zu arrays), checked before the prefill%s",
+            (long long)r->lim.max_fields, nf, P->n_arrays,
+            cap_note(r->lim.max_fields, DEG_DEFAULT_MAX_FIELDS));
+    dg_fill_fail(r, DEG_ERR_LIMIT, "");
+}
+
+int dg_fill_fork_len_stopped(freq *r, const job *j)
+{
+    if (r->st != DEG_OK) return 1;
+    if (!r->lim.max_fork_tokens || j->ids.n <= DEG_MAX_FORK_LEN) return 0;
+    int array = j->kind == JOB_COUNT || j->kind == JOB_ANCHOR;
+    const char *what = j->kind == JOB_COUNT ? "the count fork of " :
+                       j->kind == JOB_ANCHOR ? "the anchor fork of " : "field ";
+    const char *ptr = array ? r->plan->arrays[r->insts[j->target].array].pointer
+                            : r->plan->fields[r->leaves[j->target].field].pointer;
+    dg_fail(DEG_ERR_LIMIT, "max_fork_tokens %lld: one fork of %zu tokens (%s%s) is over the "
+            "%d-token cap of a single fork (DEG_MAX_FORK_LEN: a fork's attention grows with "
+            "the square of its length; max_fork_tokens 0 lifts both)%s",
+            (long long)r->lim.max_fork_tokens, j->ids.n, what, ptr, DEG_MAX_FORK_LEN,
+            cap_note(r->lim.max_fork_tokens, DEG_DEFAULT_MAX_FORK_TOKENS));
+    dg_fill_fail(r, DEG_ERR_LIMIT, "");
+    return 1;
 }
 
 int dg_fill_add_inst(freq *r, int array, int parent, size_t parent_item)

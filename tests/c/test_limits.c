@@ -93,8 +93,10 @@ Test(limits, cancel_token_basics)
     cr_assert_str_eq(deg_status_name(DEG_ERR_CANCELLED), "DEG_ERR_CANCELLED");
     cr_assert_str_eq(deg_status_name(DEG_ERR_LIMIT), "DEG_ERR_LIMIT");
     deg_run_limits l = deg_run_limits_default();
-    cr_assert(l.cancel == NULL && l.deadline_ms == 0 && l.max_fields == 0 &&
-              l.max_fork_tokens == 0);
+    cr_assert(l.cancel == NULL && l.deadline_ms == 0 && l.max_fields == DEG_DEFAULT_MAX_FIELDS &&
+              l.max_fork_tokens == DEG_DEFAULT_MAX_FORK_TOKENS);
+    cr_assert(DEG_DEFAULT_MAX_FIELDS == 4096 && DEG_DEFAULT_MAX_FORK_TOKENS == 1048576 &&
+              DEG_MAX_FORK_LEN == 8192);
 }
 
 /* A token already set: the fill stops before any work, the checkpoint stays
@@ -267,6 +269,71 @@ Test(limits, max_fields, .timeout = 600)
               deg_errmsg());
     free(req);
     deg_free(plain);
+    deg_ckpt_free(k);
+}
+
+/* Bounded by default (issue 19 item 4): an item of 4100 fields (the issue's
+ * had 3002) stops under deg_fill (no limits) and deg_fill_ex / deg_fill_many_ex
+ * with NULL limits at the default field cap, checked against the schema's own
+ * field count before any work (the prefill included: the message names the
+ * phase), and the message says the cap is the default one. An item of 2000
+ * fields passes the field cap, but its count fork (~16k tokens: it lists every
+ * item field) is over DEG_MAX_FORK_LEN and is refused before its round runs.
+ * Explicit limits replace the defaults; 0 lifts a cap. */
+Test(limits, bounded_by_default, .timeout = 600)
+{
+    deg_ckpt *k = make_ckpt(9);
+    char *schema = array_schema(4100, 2);
+    char *req = request_of("Two rows of flags.", schema, NULL);
+    for (int call = 0; call < 3; call++) {
+        char *resp = NULL, *errs = NULL;
+        deg_status s, st1 = DEG_OK;
+        const char *reqs[1] = {req};
+        size_t lens[1] = {strlen(req)};
+        if (call == 0) s = deg_fill(k, req, strlen(req), &resp, &errs);
+        else if (call == 1) s = deg_fill_ex(k, req, strlen(req), NULL, &resp, &errs);
+        else s = deg_fill_many_ex(k, 1, reqs, lens, NULL, &resp, &errs, &st1);
+        cr_assert_eq(s, DEG_ERR_LIMIT, "%d: %s: %s", call, deg_status_name(s), deg_errmsg());
+        cr_assert(strstr(deg_errmsg(), "max_fields 4096: the schema has 4101 fields"), "%s",
+                  deg_errmsg());
+        cr_assert(strstr(deg_errmsg(), "before the prefill"), "%s", deg_errmsg());
+        cr_assert(strstr(deg_errmsg(), "(the default cap"), "%s", deg_errmsg());
+        cr_assert(strstr(errs, "max_fields 4096"), "%s", errs);
+        cr_assert_null(resp);
+        deg_free(errs);
+    }
+    free(req);
+    free(schema);
+    /* one fork over DEG_MAX_FORK_LEN: the count fork of a 2000-field item */
+    schema = array_schema(2000, 1);
+    req = request_of("One row of flags.", schema, NULL);
+    char *resp = NULL;
+    deg_status s = deg_fill(k, req, strlen(req), &resp, NULL);
+    cr_assert_eq(s, DEG_ERR_LIMIT, "%s: %s", deg_status_name(s), deg_errmsg());
+    cr_assert(strstr(deg_errmsg(), "max_fork_tokens 1048576: one fork of "), "%s", deg_errmsg());
+    cr_assert(strstr(deg_errmsg(), "tokens (the count fork of /items) is over the 8192-token"),
+              "%s", deg_errmsg());
+    cr_assert(strstr(deg_errmsg(), "(the default cap"), "%s", deg_errmsg());
+    free(req);
+    free(schema);
+    /* 1 instance + 2 x 3000 leaves: the plan (3001) is under the default cap;
+     * a cap of the caller's own replaces it and says nothing of defaults */
+    schema = array_schema(3000, 2);
+    req = request_of("Two rows of flags.", schema, "{\"max_fork_tokens\": 10}");
+    deg_run_limits l = deg_run_limits_default();
+    l.max_fields = 2000;
+    s = deg_fill_ex(k, req, strlen(req), &l, &resp, NULL);
+    cr_assert_eq(s, DEG_ERR_LIMIT, "%s: %s", deg_status_name(s), deg_errmsg());
+    cr_assert(strstr(deg_errmsg(), "max_fields 2000: the schema has 3001 fields"), "%s",
+              deg_errmsg());
+    cr_assert_null(strstr(deg_errmsg(), "default"), "%s", deg_errmsg());
+    l.max_fields = 0; /* none: the request's own fork-token cap stops it */
+    s = deg_fill_ex(k, req, strlen(req), &l, &resp, NULL);
+    cr_assert_eq(s, DEG_ERR_LIMIT);
+    cr_assert(strstr(deg_errmsg(), "max_fork_tokens 10: "), "%s", deg_errmsg());
+    cr_assert_null(strstr(deg_errmsg(), "default"), "%s", deg_errmsg());
+    free(req);
+    free(schema);
     deg_ckpt_free(k);
 }
 

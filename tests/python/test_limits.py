@@ -185,3 +185,106 @@ def test_close_model_while_generating():
     assert isinstance(box2["error"], deg.CancelledError)
     m.close()
     assert f.closed and t.closed and m.closed
+
+
+# ------------------------------------------------ default limits (issue 19 item 4)
+
+def wide_item(n_fields, n_items=2):
+    """An array of exactly n_items items of n_fields booleans each."""
+    props = {f"f{i}": {"type": "boolean"} for i in range(n_fields)}
+    return {"type": "object", "properties": {"rows": {
+        "type": "array", "minItems": n_items, "maxItems": n_items,
+        "items": {"type": "object", "properties": props}}}}
+
+
+def test_python_limits_keep_the_library_defaults():
+    """None = libdeg's default (not 0 = unlimited); 0 lifts a cap explicitly."""
+    from deg._native import lib
+    from deg.limits import DEFAULT_MAX_FIELDS, DEFAULT_MAX_FORK_TOKENS, run_limits
+    d = lib.deg_run_limits_default()
+    assert (DEFAULT_MAX_FIELDS, DEFAULT_MAX_FORK_TOKENS) == (4096, 1 << 20)
+    lim = run_limits()
+    assert (lim.deadline_ms, lim.max_fields, lim.max_fork_tokens) == \
+        (d.deadline_ms, d.max_fields, d.max_fork_tokens) == (0, 4096, 1 << 20)
+    lim = run_limits(deadline_ms=0, max_fields=0, max_fork_tokens=7)
+    assert (lim.deadline_ms, lim.max_fields, lim.max_fork_tokens) == (0, 0, 7)
+    for bad in (-1, 1.5, True, "3", 2**63):
+        with pytest.raises(deg.ArgumentError, match="max_fields must be"):
+            run_limits(max_fields=bad)
+    with pytest.raises(deg.ArgumentError, match="unknown key.*max_field\\b"):
+        deg.fill("x", SMALL, limits={"max_field": 3})
+    with pytest.raises(deg.ArgumentError, match="limits must be a mapping"):
+        deg.fill("x", SMALL, limits=5)
+
+
+def test_fill_is_bounded_by_default(ckpt):
+    """An item of 4,100 fields x 2 (the issue's 3,002 ran 116 s) stops at the
+    default field cap before any fork runs, with a message naming the cap and how
+    to lift it; limits= lifts it (0) and the fork-token cap is then checked
+    before the round that would exceed it runs."""
+    schema = wide_item(4100)
+    t0 = time.monotonic()
+    for call in (lambda: deg.fill("Two rows.", schema, model=ckpt),
+                 lambda: deg.fill_many([{"context": "Two rows.", "schema": schema}],
+                                       model=ckpt)[0]):
+        try:
+            r = call()
+        except deg.LimitError as e:
+            r = e
+        assert isinstance(r, deg.LimitError), r
+        assert "max_fields 4096: the schema" in str(r) and "the default cap" in str(r), r
+    assert time.monotonic() - t0 < 60, "stopped before the forks ran"
+    with pytest.raises(deg.LimitError, match="max_fork_tokens 50: ") as e:
+        deg.fill("Two rows.", schema, model=ckpt, limits={"max_fields": 0,
+                                                           "max_fork_tokens": 50})
+    assert "default" not in str(e.value)
+    # a cap of the caller's own replaces the default; options only tighten it
+    arr = wide_item(3, n_items=3)  # 1 instance + 9 leaves
+    assert deg.fill("rows", arr, model=ckpt, limits={"max_fields": 10})["value"] == \
+        deg.fill("rows", arr, model=ckpt)["value"]
+    with pytest.raises(deg.LimitError, match="max_fields 9: "):
+        deg.fill("rows", arr, model=ckpt, limits={"max_fields": 9})
+    with pytest.raises(deg.LimitError, match="max_fields 5: "):
+        deg.fill("rows", arr, model=ckpt, limits={"max_fields": 10},
+                 options={"max_fields": 5})
+    out = deg.fill_many([{"context": "rows", "schema": arr, "limits": {"max_fields": 9}},
+                         {"context": "rows", "schema": arr}], model=ckpt)
+    assert isinstance(out[0], deg.LimitError) and isinstance(out[1], dict)
+
+
+def test_deg_serve_bounds_each_fill_by_default(ckpt, tmp_path):
+    """deg serve's own defaults: a per-fill deadline (a 4 MiB body must not buy
+    minutes of CPU) besides libdeg's caps; --deadline-ms / --max-fields /
+    --max-fork-tokens change them (0 = none)."""
+    pytest.importorskip("uvicorn")
+    import argparse
+    from deg.server import DEFAULT_DEADLINE_MS, Server, add_arguments, limits_from_args
+    p = argparse.ArgumentParser()
+    add_arguments(p)
+    assert DEFAULT_DEADLINE_MS == 60000
+    assert limits_from_args(p.parse_args([])) == {"deadline_ms": 60000}
+    assert limits_from_args(p.parse_args(["--deadline-ms", "0", "--max-fields", "0",
+                                          "--max-fork-tokens", "99"])) == \
+        {"deadline_ms": 0, "max_fields": 0, "max_fork_tokens": 99}
+    with pytest.raises(SystemExit, match="--max-fields must be >= 0"):
+        limits_from_args(p.parse_args(["--max-fields", "-1"]))
+    d = tmp_path / "ck"
+    deg.create_random_checkpoint(GOLDENS / "tiny-llama", d, seed=5)
+    srv = Server(ckpt=str(d))
+    try:
+        assert srv.engine.limits == {"deadline_ms": 60000}
+        job = srv.engine.submit_fill({"context": "Order 4711.", "schema": SMALL})
+        r = job.future.result(300)
+        assert r["value"] == deg.fill("Order 4711.", SMALL, model=ckpt)["value"]
+        fut = srv.engine.submit_fill({"context": "rows", "schema": wide_item(4100)}).future
+        with pytest.raises(deg.LimitError, match="max_fields 4096"):
+            fut.result(120)
+    finally:
+        srv.close()
+    srv = Server(ckpt=str(d), limits={"deadline_ms": 30})
+    try:
+        with pytest.raises(deg.LimitError, match="deadline of 30 ms passed"):
+            job = srv.engine.submit_fill({"context": long_text(60000), "schema": SMALL})
+            job.future.result(120)
+    finally:
+        srv.close()

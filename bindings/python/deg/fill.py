@@ -22,7 +22,7 @@ from ._types import JSONValue, StrPath
 
 from ._native import check, ffi, lib, path_arg
 from .errors import ArgumentError, FillError, RequestError, SchemaError
-from .limits import run_limits
+from .limits import limits_of, run_limits
 from .schema import schema_value
 from .limits import CancelToken
 from .model import Model, _Handle
@@ -144,7 +144,8 @@ class Checkpoint(_Handle):
 
     def fill(self, context: JSONValue, schema: JSONValue, model: str = "deg-latest",
              options: Optional[Mapping[str, Any]] = None,
-             cancel: Optional[CancelToken] = None) -> Response:
+             cancel: Optional[CancelToken] = None,
+         limits: Optional[Mapping[str, int]] = None) -> Response:
         return fill(context, schema, model=self, options=options, model_name=model,
                     cancel=cancel)
 
@@ -222,25 +223,29 @@ def _ckpt(model: Union[Checkpoint, StrPath]) -> Tuple[Checkpoint, bool]:
 def fill(context: JSONValue, schema: JSONValue,
          model: Union[Checkpoint, StrPath, None] = None,
          options: Optional[Mapping[str, Any]] = None, model_name: Optional[str] = "deg-latest",
-         cancel: Optional[CancelToken] = None) -> Response:
+         cancel: Optional[CancelToken] = None,
+         limits: Optional[Mapping[str, int]] = None) -> Response:
     """Fill `schema` from `context` (str, or a JSON object/array rendered as
     json.dumps does). model: a Checkpoint (deg.load) or a checkpoint path.
     Returns the §8 response dict {"model", "value", "meta", "usage", "plan"}.
     model None = the shipped checkpoint (default_checkpoint_path()), loaded once
     per process.
-    Work limits: options "deadline_ms", "max_fields", "max_fork_tokens"
-    (LimitError), cancel = a deg.CancelToken (CancelledError once another
+    Work limits (LimitError when reached): limits = {"deadline_ms",
+    "max_fields", "max_fork_tokens"}, each None/absent = libdeg's default
+    (deg.limits.DEFAULT_MAX_FIELDS, DEFAULT_MAX_FORK_TOKENS, no deadline),
+    0 = no limit, n >= 1 = n; the request options of the same names can only
+    tighten them. cancel = a deg.CancelToken (CancelledError once another
     thread calls its cancel())."""
     if model is None:
         with _default_lock:
             return fill(context, schema, model=_default_checkpoint(), options=options,
-                        model_name=model_name, cancel=cancel)
+                        model_name=model_name, cancel=cancel, limits=limits)
     ck, owned = _ckpt(model)
     try:
         text = _request(context, schema, options, model_name)
         resp = ffi.new("char **")
         errs = ffi.new("char **")
-        lim = run_limits(cancel)
+        lim = run_limits(cancel, **limits_of(limits))
         with ck._use() as ptr:
             status = lib.deg_fill_ex(ptr, text, len(text), lim, resp, errs)
         r, e = _take(resp), _take(errs)
@@ -265,10 +270,10 @@ def _job_text(j: Job) -> bytes:
 def fill_many(jobs: Sequence[Job], model: Union[Checkpoint, StrPath, None] = None
               ) -> List[Union[Response, Exception]]:
     """Fill several requests with their fork rows in the same batches. jobs:
-    dicts {"context", "schema"[, "options", "model", "cancel"]} ("cancel": a
-    deg.CancelToken for that job alone), a request's JSON text as bytes, or
-    {"request": bytes, "cancel": token} (bytes are checked whole by libdeg: missing
-    or unknown fields are RequestErrors). Returns a list with, per job, the response
+    dicts {"context", "schema"[, "options", "model", "cancel", "limits"]} ("cancel":
+    a deg.CancelToken for that job alone; "limits": as deg.fill's), a request's JSON
+    text as bytes, or {"request": bytes[, "cancel", "limits"]} (bytes are checked whole by
+    libdeg: missing or unknown fields are RequestErrors). Returns a list with, per job, the response
     dict or the exception it raised (not raised)."""
     if model is None:
         with _default_lock:
@@ -287,7 +292,8 @@ def fill_many(jobs: Sequence[Job], model: Union[Checkpoint, StrPath, None] = Non
         sts = ffi.new("deg_status[]", n)
         lims = ffi.new("deg_run_limits[]", n)
         for i, j in enumerate(jobs):
-            lims[i] = run_limits(j.get("cancel") if isinstance(j, dict) else None)[0]
+            d = j if isinstance(j, dict) else {}
+            lims[i] = run_limits(d.get("cancel"), **limits_of(d.get("limits")))[0]
         with ck._use() as ptr:
             status = lib.deg_fill_many_ex(ptr, n, reqs, lens, lims, resps, errs, sts)
         msg = ffi.string(lib.deg_errmsg()).decode("utf-8", "replace")

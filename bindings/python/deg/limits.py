@@ -8,14 +8,30 @@
 
 A cancelled call raises CancelledError; a deadline or cap raises LimitError
 (each with the C message, e.g. "deadline of 50 ms passed during prefill").
+
+Defaults (issue 19): a fill is bounded unless the caller lifts a cap: limits
+left None take libdeg's defaults (deg_run_limits_default(): no deadline,
+DEFAULT_MAX_FIELDS instantiated fields, DEFAULT_MAX_FORK_TOKENS fork tokens);
+0 lifts that cap explicitly (no limit). deg.fill(..., limits={"max_fields":
+20000, "max_fork_tokens": 0}) raises or lifts the defaults; the request
+options of the same names can only tighten them.
 The running call polls the token between units of work (each layer of a
 forward pass, each fork batch, each decode step), so it returns within one. The C
 calls release the GIL, so cancel() from another Python thread is seen.
 """
+from collections.abc import Mapping
+
 from ._native import check, ffi, lib
 from .errors import ArgumentError
 
-__all__ = ["CancelToken", "run_limits"]
+__all__ = ["CancelToken", "run_limits", "LIMIT_NAMES", "DEFAULT_MAX_FIELDS",
+           "DEFAULT_MAX_FORK_TOKENS"]
+
+#: the caps a fill runs under when the caller sets none (include/deg_runtime.h)
+DEFAULT_MAX_FIELDS = int(lib.deg_run_limits_default().max_fields)
+DEFAULT_MAX_FORK_TOKENS = int(lib.deg_run_limits_default().max_fork_tokens)
+#: the keys of a limits mapping (deg.fill(limits=...), deg serve)
+LIMIT_NAMES = ("deadline_ms", "max_fields", "max_fork_tokens")
 
 
 class CancelToken:
@@ -41,23 +57,44 @@ class CancelToken:
         return f"<deg.CancelToken cancelled={self.cancelled}>"
 
 
-def _count(name, v):
+def _count(name, v, default):
+    """None -> the default; 0 -> no limit (explicit); n >= 1 -> n."""
     if v is None:
-        return 0
-    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-        raise ArgumentError(f"{name} must be an integer >= 1 or None, got {v!r}")
+        return default
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise ArgumentError(f"{name} must be an integer >= 1, 0 (no limit) or None (the "
+                            f"default), got {v!r}")
+    if v > 2**63 - 1:
+        raise ArgumentError(f"{name} must be below 2**63, got {v}")
     return v
 
 
+def limits_of(limits):
+    """The keyword arguments of run_limits from a limits mapping (None = {});
+    unknown keys are ArgumentErrors."""
+    if limits is None:
+        return {}
+    if not isinstance(limits, Mapping):
+        raise ArgumentError(f"limits must be a mapping of {', '.join(LIMIT_NAMES)} or None, "
+                            f"got {type(limits).__name__}")
+    bad = sorted(str(k) for k in limits if k not in LIMIT_NAMES)
+    if bad:
+        raise ArgumentError(f"limits: unknown key(s) {', '.join(bad)} (known: "
+                            f"{', '.join(LIMIT_NAMES)})")
+    return dict(limits)
+
+
 def run_limits(cancel=None, deadline_ms=None, max_fields=None, max_fork_tokens=None):
-    """A deg_run_limits * for a C call (the token is kept alive by the caller)."""
+    """A deg_run_limits * for a C call (the token is kept alive by the caller).
+    Each limit: None = libdeg's default (deg_run_limits_default), 0 = none,
+    n >= 1 = n."""
     if cancel is not None and not isinstance(cancel, CancelToken):
         raise ArgumentError(f"cancel must be a deg.CancelToken or None, got "
                             f"{type(cancel).__name__}")
     lim = ffi.new("deg_run_limits *", lib.deg_run_limits_default())
     if cancel is not None:
         lim.cancel = cancel._ptr
-    lim.deadline_ms = _count("deadline_ms", deadline_ms)
-    lim.max_fields = _count("max_fields", max_fields)
-    lim.max_fork_tokens = _count("max_fork_tokens", max_fork_tokens)
+    lim.deadline_ms = _count("deadline_ms", deadline_ms, lim.deadline_ms)
+    lim.max_fields = _count("max_fields", max_fields, lim.max_fields)
+    lim.max_fork_tokens = _count("max_fork_tokens", max_fork_tokens, lim.max_fork_tokens)
     return lim

@@ -12,7 +12,13 @@ accepting, lets running requests finish, then the worker drains and exits.
 
     deg serve [--ckpt DIR] [--model PATH] [--cartridge [NAME=]FILE ...]
               [--fleet [NAME=]DIR ... [--rag-docs K] [--rag-adaptive [--rag-margin M]]]
-              [--host 127.0.0.1] [--port 8790] [--api-key KEY | $DEG_API_KEY] ...
+              [--host 127.0.0.1] [--port 8790] [--api-key KEY | $DEG_API_KEY]
+              [--deadline-ms 60000] [--max-fields N] [--max-fork-tokens N] ...
+Work a request can cause is bounded by default: a body of at most
+--max-body-bytes (4 MiB), and per fill a deadline (--deadline-ms, 60 s) and
+libdeg's default caps on instantiated fields and fork tokens (--max-fields,
+--max-fork-tokens); chat prompts + max_tokens fit the backbone's context. 0
+lifts a limit; a request's own options can only tighten them.
 """
 import argparse
 import os
@@ -20,7 +26,7 @@ import sys
 
 from ..errors import ArgumentError, DegError
 
-__all__ = ["Server", "add_arguments", "main"]
+__all__ = ["Server", "add_arguments", "limits_from_args", "main"]
 
 DEFAULT_PORT = 8790
 #: --rag-margin: the score lead (deg.fleets.doc_scores: best chunk's cosine + the
@@ -28,16 +34,22 @@ DEFAULT_PORT = 8790
 #: before --rag-adaptive switches to it
 DEFAULT_RAG_MARGIN = 0.05
 API_KEY_ENV = "DEG_API_KEY"
+#: --deadline-ms: the wall-clock budget of one fill (from the start of its batch):
+#: a request body of --max-body-bytes (a context of ~10^6 tokens) must not buy
+#: minutes of CPU. Fills past it fail alone with LimitError (HTTP 400 limit_error).
+DEFAULT_DEADLINE_MS = 60000
 
 
 class Server:
     """The loaded state of a server: model, checkpoint, cartridge trunks, engine and
-    the ASGI app (self.app). close() stops the engine and frees everything."""
+    the ASGI app (self.app). close() stops the engine and frees everything.
+    limits: the work limits of every fill (deg.fill's limits mapping); None =
+    {"deadline_ms": DEFAULT_DEADLINE_MS} + libdeg's default caps."""
 
     def __init__(self, ckpt=None, model_path=None, cartridges=(), batch_window_ms=5.0,
                  max_batch=16, max_pending=256, api_key=None, null_margin=None, threads=None,
                  max_body=4 << 20, chat_cache=16, fleets=(), rag_docs=1, rag_adaptive=False,
-                 rag_margin=DEFAULT_RAG_MARGIN):
+                 rag_margin=DEFAULT_RAG_MARGIN, limits=None):
         from ..fill import ckpt_backbone_path, default_checkpoint_path, load
         from ..api import ModelNames
         from ..cartridge import Cartridge
@@ -89,7 +101,9 @@ class Server:
             self.engine = Engine(self.ckpt, self.model, trunks,
                                  batch_window=float(batch_window_ms) / 1000.0,
                                  max_batch=int(max_batch), max_pending=int(max_pending),
-                                 chat_cache=int(chat_cache), fleets=self._fleets)
+                                 chat_cache=int(chat_cache), fleets=self._fleets,
+                                 limits=(dict(deadline_ms=DEFAULT_DEADLINE_MS)
+                                         if limits is None else limits))
             self.app = build_app(self.engine, self.names, targets, api_key=api_key,
                                  max_body=int(max_body), on_shutdown=self.close)
         except BaseException:
@@ -174,7 +188,30 @@ def add_arguments(p):
     p.add_argument("--rag-margin", type=float, default=DEFAULT_RAG_MARGIN,
                    help=f"--rag-adaptive's decisive margin, in retrieval score (default "
                    f"{DEFAULT_RAG_MARGIN})")
+    p.add_argument("--deadline-ms", type=int, default=DEFAULT_DEADLINE_MS,
+                   help="wall-clock budget of one fill from the start of its batch; past it "
+                   f"the fill fails alone with limit_error (default {DEFAULT_DEADLINE_MS}, "
+                   "0 = none)")
+    p.add_argument("--max-fields", type=int, default=None,
+                   help="cap on the fields one fill instantiates (default: libdeg's, "
+                   "deg.limits.DEFAULT_MAX_FIELDS; 0 = none)")
+    p.add_argument("--max-fork-tokens", type=int, default=None,
+                   help="cap on the tokens one fill feeds to forks (default: libdeg's, "
+                   "deg.limits.DEFAULT_MAX_FORK_TOKENS; 0 = none)")
     p.add_argument("--log-level", default="info")
+
+
+def limits_from_args(args):
+    """The fills' work limits from --deadline-ms, --max-fields, --max-fork-tokens
+    (absent caps: libdeg's defaults); SystemExit for a negative value."""
+    limits = {"deadline_ms": args.deadline_ms}
+    for name in ("max_fields", "max_fork_tokens"):
+        if getattr(args, name) is not None:
+            limits[name] = getattr(args, name)
+    for name, v in limits.items():
+        if v < 0:
+            raise SystemExit(f"deg serve: --{name.replace('_', '-')} must be >= 0 (0 = none)")
+    return limits
 
 
 def run(args):
@@ -189,12 +226,13 @@ def run(args):
         raise SystemExit("deg serve: --rag-margin must be >= 0")
     if args.batch_window_ms < 0:
         raise SystemExit("deg serve: --batch-window-ms must be >= 0")
+    limits = limits_from_args(args)
     key = args.api_key if args.api_key is not None else os.environ.get(API_KEY_ENV) or None
     try:
         srv = Server(args.ckpt, args.model, args.cartridge, args.batch_window_ms,
                      args.max_batch, args.max_pending, key, args.null_margin, args.threads,
                      args.max_body_bytes, args.chat_cache, args.fleet, args.rag_docs,
-                     args.rag_adaptive, args.rag_margin)
+                     args.rag_adaptive, args.rag_margin, limits)
     except DegError as e:
         raise SystemExit(f"deg serve: error: {e}") from None
     print(f"deg serve: {srv.names.id} on http://{args.host}:{args.port} "

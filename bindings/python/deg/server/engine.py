@@ -27,7 +27,7 @@ import time
 from ..cartridges import _stop_ids, chat_ids
 from ..errors import CancelledError, DegError, InternalError
 from ..fill import fill_many
-from ..limits import CancelToken
+from ..limits import CancelToken, limits_of
 from ..model import feed_forks, generate_forks
 
 __all__ = ["Engine", "Overloaded", "ChatJob", "ChatError"]
@@ -100,11 +100,15 @@ class Engine:
     deg.Trunk} chat prefixes (the plain model's is empty, a cartridge's holds its
     rows); fleets: {target name: FleetTarget} (the prefix is the composition its
     selection picks per conversation); n_ctx: positions a conversation may use
-    (prefix + prompt + reply)."""
+    (prefix + prompt + reply); limits: the work limits of every fill (deg.fill's
+    limits mapping: deadline_ms counted from the start of the fill's batch,
+    max_fields, max_fork_tokens; None = libdeg's defaults), which a request's
+    options can only tighten."""
 
     def __init__(self, ckpt, model, trunks, batch_window=0.005, max_batch=16, max_pending=256,
-                 chat_cache=16, n_ctx=None, cache_tokens=32768, fleets=None):
+                 chat_cache=16, n_ctx=None, cache_tokens=32768, fleets=None, limits=None):
         self.ckpt, self.model, self.trunks = ckpt, model, dict(trunks)
+        self.limits = limits_of(limits)
         self.fleets = dict(fleets or {})  # target name -> server.fleet.FleetTarget
         self.window, self.max_batch, self.max_pending = batch_window, max_batch, max_pending
         self.chat_cache = chat_cache
@@ -224,9 +228,10 @@ class Engine:
         with self._cv:
             self.stats["fills_running"] = len(batch)
         try:
-            out = fill_many([dict(j.request, cancel=j.token) if isinstance(j.request, dict)
-                             else {"request": j.request, "cancel": j.token} for j in batch],
-                            model=self.ckpt)
+            out = fill_many([dict(j.request, cancel=j.token, limits=self.limits)
+                             if isinstance(j.request, dict)
+                             else {"request": j.request, "cancel": j.token, "limits": self.limits}
+                             for j in batch], model=self.ckpt)
         except Exception as e:  # a runtime failure (e.g. out of memory) fails the batch
             out = [e] * len(batch)
         with self._cv:
