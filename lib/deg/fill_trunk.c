@@ -122,12 +122,10 @@ deg_status dg_fill_trunk(const dg_ckpt *k, freq *r)
                          ids.n);
             goto done;
         }
-        dg_row row = {.prefix = NULL, .own = &r->trunk->st, .ids = ids.p, .n = ids.n,
-                      .hidden = hidden, .last_hidden = r->trunk->last_hidden};
         double t0 = dg_now();
         dg_poll prev = dg_run_push(dg_limits_poll, &r->lim);
         st = dg_limits_check(&r->lim, "prefill");
-        if (st == DEG_OK) st = dg_forward(m, &row, 1);
+        if (st == DEG_OK) st = dg_trunk_prefill_hidden(r->trunk, ids.p, ids.n, hidden);
         dg_run_pop(prev);
         r->t_prefill += dg_now() - t0;
         if (st == DEG_OK) {

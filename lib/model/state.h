@@ -54,6 +54,12 @@ void dg_state_get_kv(const dg_state *st, int il, size_t first, size_t n, float *
 void dg_state_put_kv(dg_state *st, int il, size_t first, size_t n, const float *k,
                      const float *v);
 
+/* deg_trunk_prefill that also writes the final-norm hidden states of the new tokens
+ * to hidden [n_ids, n_embd] (fp32, caller-owned): the fill's trunk keeps its context
+ * rows for the extract pointers. Errors: as deg_trunk_prefill. */
+deg_status dg_trunk_prefill_hidden(deg_trunk *trunk, const int32_t *ids, size_t n_ids,
+                                   float *hidden);
+
 struct deg_trunk {
     const deg_model *model;
     dg_state st;

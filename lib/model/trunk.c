@@ -47,8 +47,10 @@ void deg_trunk_free(deg_trunk *trunk)
     free(trunk);
 }
 
-deg_status deg_trunk_prefill(deg_trunk *trunk, const int32_t *ids, size_t n_ids, float *logits,
-                             float *last_logits)
+/* deg_trunk_prefill, with the final-norm hidden states of the new tokens written to
+ * hidden [n_ids, n_embd] when it is not NULL. */
+static deg_status trunk_prefill(deg_trunk *trunk, const int32_t *ids, size_t n_ids,
+                                float *logits, float *last_logits, float *hidden)
 {
     if (!trunk) return dg_fail(DEG_ERR_ARG, "deg_trunk_prefill: trunk is NULL");
     if (trunk->n_forks)
@@ -58,9 +60,21 @@ deg_status deg_trunk_prefill(deg_trunk *trunk, const int32_t *ids, size_t n_ids,
     DG_TRY(check_ids(trunk->model, ids, n_ids, "deg_trunk_prefill"));
     if (n_ids == 0) return DEG_OK;
     dg_row row = {.prefix = NULL, .own = &trunk->st, .ids = ids, .n = n_ids,
-                  .logits = logits, .last_logits = last_logits,
+                  .logits = logits, .last_logits = last_logits, .hidden = hidden,
                   .last_hidden = trunk->last_hidden};
     return dg_forward(trunk->model, &row, 1);
+}
+
+deg_status deg_trunk_prefill(deg_trunk *trunk, const int32_t *ids, size_t n_ids, float *logits,
+                             float *last_logits)
+{
+    return trunk_prefill(trunk, ids, n_ids, logits, last_logits, NULL);
+}
+
+deg_status dg_trunk_prefill_hidden(deg_trunk *trunk, const int32_t *ids, size_t n_ids,
+                                   float *hidden)
+{
+    return trunk_prefill(trunk, ids, n_ids, NULL, NULL, hidden);
 }
 
 size_t deg_trunk_len(const deg_trunk *trunk) { return trunk ? trunk->st.len : 0; }
