@@ -68,6 +68,16 @@ def test_status_names_match_the_c_library():
         assert ffi.string(lib.deg_status_name(status)).decode() == cls.status_name
 
 
+def test_every_c_status_has_its_exception_class():
+    # the table comes from the generated constants: a status added to deg_runtime.h
+    # without a class fails here, and no class carries a number of its own
+    from deg._native import lib
+    from deg.errors import _BY_STATUS
+    codes = {getattr(lib, n): n for n in dir(lib) if n.startswith("DEG_ERR_")}
+    assert len(codes) == 16
+    assert {s: c.status_name for s, c in _BY_STATUS.items()} == codes
+
+
 @needs("deg_model_load")
 def test_missing_file_raises_io_error_with_c_message(tmp_path):
     path = tmp_path / "no-such-model.gguf"

@@ -2,7 +2,9 @@
 
 Every failing C call raises a subclass of DegError whose message is the C
 library's own message (deg_errmsg(): where and why). The class tells the
-kind; `.status` is the numeric deg_status and `.status_name` its C name.
+kind; `.status` is the numeric deg_status and `.status_name` its C name (the
+numbers are the C library's enum constants as the generated cffi module holds
+them, never typed here).
 Standard bases are mixed in where they fit (DegIOError is an OSError,
 FormatError a ValueError, ...), so generic handlers keep working.
 """
@@ -13,6 +15,13 @@ __all__ = [
     "FillError", "StateError", "MismatchError", "NumericError", "InternalError",
     "CancelledError", "LimitError", "ModelNotFoundError", "raise_for_status",
 ]
+
+from ._deg_cffi import lib as _clib
+
+
+def _code(name):
+    """(value, name) of deg_status `name`: the enum constant from include/deg_runtime.h."""
+    return getattr(_clib, name), name
 
 
 class DegError(Exception):
@@ -35,12 +44,12 @@ class DegError(Exception):
 
 class ArgumentError(DegError, ValueError):
     """DEG_ERR_ARG: invalid argument (NULL handle, bad size, ...)."""
-    status, status_name = -1, "DEG_ERR_ARG"
+    status, status_name = _code("DEG_ERR_ARG")
 
 
 class DegIOError(DegError, OSError):
     """DEG_ERR_IO: file not found, unreadable, write failed."""
-    status, status_name = -2, "DEG_ERR_IO"
+    status, status_name = _code("DEG_ERR_IO")
 
     def __init__(self, message="", status=None):
         DegError.__init__(self, message, status)
@@ -51,32 +60,32 @@ class DegIOError(DegError, OSError):
 
 class FormatError(DegError, ValueError):
     """DEG_ERR_FORMAT: malformed file (bad magic, truncated, corrupt)."""
-    status, status_name = -3, "DEG_ERR_FORMAT"
+    status, status_name = _code("DEG_ERR_FORMAT")
 
 
 class UnsupportedError(DegError):
     """DEG_ERR_UNSUPPORTED: valid but unsupported (dtype, architecture, ...)."""
-    status, status_name = -4, "DEG_ERR_UNSUPPORTED"
+    status, status_name = _code("DEG_ERR_UNSUPPORTED")
 
 
 class DegMemoryError(DegError, MemoryError):
     """DEG_ERR_NOMEM: allocation failed or memory budget exceeded."""
-    status, status_name = -5, "DEG_ERR_NOMEM"
+    status, status_name = _code("DEG_ERR_NOMEM")
 
 
 class Utf8Error(DegError, ValueError):
     """DEG_ERR_UTF8: input text is not valid UTF-8."""
-    status, status_name = -6, "DEG_ERR_UTF8"
+    status, status_name = _code("DEG_ERR_UTF8")
 
 
 class RangeError(DegError, ValueError):
     """DEG_ERR_RANGE: index, length or value out of range."""
-    status, status_name = -7, "DEG_ERR_RANGE"
+    status, status_name = _code("DEG_ERR_RANGE")
 
 
 class SchemaError(DegError, ValueError):
     """DEG_ERR_SCHEMA: the JSON Schema is invalid; `.errors` lists the problems."""
-    status, status_name = -8, "DEG_ERR_SCHEMA"
+    status, status_name = _code("DEG_ERR_SCHEMA")
 
     def __init__(self, message="", status=None, errors=()):
         super().__init__(message, status)
@@ -85,45 +94,45 @@ class SchemaError(DegError, ValueError):
 
 class RequestError(DegError, ValueError):
     """DEG_ERR_REQUEST: a fill request or its options are invalid."""
-    status, status_name = -9, "DEG_ERR_REQUEST"
+    status, status_name = _code("DEG_ERR_REQUEST")
     errors: list  # [{"loc", "msg"}], set where a listed request error is raised
 
 
 class FillError(DegError):
     """DEG_ERR_FILL: a fill could not produce a valid value."""
-    status, status_name = -10, "DEG_ERR_FILL"
+    status, status_name = _code("DEG_ERR_FILL")
     errors: list  # [{"loc", "msg"}]: the reasons or validator violations, set where raised
 
 
 class StateError(DegError, RuntimeError):
     """DEG_ERR_STATE: call not valid in the handle's current state (or closed)."""
-    status, status_name = -11, "DEG_ERR_STATE"
+    status, status_name = _code("DEG_ERR_STATE")
 
 
 class MismatchError(DegError, ValueError):
     """DEG_ERR_MISMATCH: artifact does not match the model."""
-    status, status_name = -12, "DEG_ERR_MISMATCH"
+    status, status_name = _code("DEG_ERR_MISMATCH")
 
 
 class NumericError(DegError, ArithmeticError):
     """DEG_ERR_NUMERIC: NaN/Inf detected."""
-    status, status_name = -13, "DEG_ERR_NUMERIC"
+    status, status_name = _code("DEG_ERR_NUMERIC")
 
 
 class InternalError(DegError):
     """DEG_ERR_INTERNAL: a bug in libdeg; please report it."""
-    status, status_name = -14, "DEG_ERR_INTERNAL"
+    status, status_name = _code("DEG_ERR_INTERNAL")
 
 
 class CancelledError(DegError):
     """DEG_ERR_CANCELLED: the call's deg.CancelToken was cancelled (another thread)."""
-    status, status_name = -15, "DEG_ERR_CANCELLED"
+    status, status_name = _code("DEG_ERR_CANCELLED")
 
 
 class LimitError(DegError):
     """DEG_ERR_LIMIT: a work limit was reached: the deadline passed, or a fill's
     max_fields / max_fork_tokens cap would be exceeded (the message says which)."""
-    status, status_name = -16, "DEG_ERR_LIMIT"
+    status, status_name = _code("DEG_ERR_LIMIT")
 
 
 class ModelNotFoundError(DegError, FileNotFoundError):
