@@ -18,10 +18,11 @@ DIR/demo-results.jsonl as it is taken).
 """
 import argparse
 import json
-import math
 import os
 import sys
 import time
+
+import numpy as np
 
 import deg
 from deg import cartridges as cs
@@ -154,12 +155,11 @@ def nll(model, trunk, question, answer):
     rows = f.feed(prompt + ans, logits="all")
     f.close()
     nv = model.info.n_vocab
-    s = 0.0
-    for j, tok in enumerate(ans):
-        r = rows[(len(prompt) + j - 1) * nv:(len(prompt) + j) * nv]
-        m = max(r)
-        s += math.log(sum(math.exp(x - m) for x in r)) + m - r[tok]
-    return s / len(ans)
+    r = np.frombuffer(rows, dtype=np.float32).reshape(-1, nv)[len(prompt) - 1:-1]
+    r = r.astype(np.float64)
+    m = r.max(axis=1)
+    lse = np.log(np.exp(r - m[:, None]).sum(axis=1)) + m
+    return float((lse - r[np.arange(len(ans)), ans]).mean())
 
 
 class Results:
