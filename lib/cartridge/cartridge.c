@@ -91,7 +91,7 @@ deg_status deg_cartridge_init_tokens(const deg_model *m, const int32_t *ids, siz
     if (st == DEG_OK) st = dg_cartridge_alloc(m, p, &c);
     if (st == DEG_OK)
         for (int il = 0; il < c->n_layer; il++) {
-            dg_state_get_kv(&t->st, il, 0, p, c->k[il], c->v[il]);
+            dg_trunk_get_kv(t, il, 0, p, c->k[il], c->v[il]);
         }
     deg_trunk_free(t);
     if (st != DEG_OK) return dg_fail_context(st, "deg_cartridge_init_tokens");

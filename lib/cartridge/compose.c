@@ -99,6 +99,25 @@ static deg_status composed_build(const deg_cartridge *const *parts, size_t n, in
     return DEG_OK;
 }
 
+typedef struct compose_parts {
+    const deg_cartridge *const *parts;
+    size_t n;
+} compose_parts;
+
+/* dg_trunk_set_kv callback: layer il's K/V rows, part after part (the KV cache is
+ * f32 like the rows: plain copies). */
+static void put_parts(void *ud, int il, float *k, float *v)
+{
+    const compose_parts *cp = ud;
+    size_t o = 0;
+    for (size_t i = 0; i < cp->n; i++) {
+        const deg_cartridge *c = cp->parts[i];
+        memcpy(k + o * c->row, c->k[il], c->p * c->row * sizeof(float));
+        memcpy(v + o * c->row, c->v[il], c->p * c->row * sizeof(float));
+        o += c->p;
+    }
+}
+
 deg_status deg_trunk_from_cartridges(const deg_cartridge *const *parts, size_t n_parts,
                                      deg_trunk **out)
 {
@@ -109,24 +128,15 @@ deg_status deg_trunk_from_cartridges(const deg_cartridge *const *parts, size_t n
     size_t P = deg_cartridge_compose_len(parts, n_parts);
     deg_trunk *t = NULL;
     DG_TRY(deg_trunk_new(m, &t));
-    deg_status st = dg_state_reserve(&t->st, P);
+    /* No token produced the last row: the trunk has no last hidden state
+     * (NaN, so logits asked of a fork with no own tokens are visibly
+     * invalid rather than made up). Feed the fork at least one token. */
+    compose_parts cp = {parts, n_parts};
+    deg_status st = dg_trunk_set_kv(t, P, put_parts, &cp);
     if (st != DEG_OK) {
         deg_trunk_free(t);
         return dg_fail_context(st, "deg_trunk_from_cartridges");
     }
-    /* The KV cache is f32 like the rows: plain copies, part after part. */
-    for (int il = 0; il < parts[0]->n_layer; il++) {
-        size_t o = 0;
-        for (size_t i = 0; i < n_parts; i++) {
-            dg_state_put_kv(&t->st, il, o, parts[i]->p, parts[i]->k[il], parts[i]->v[il]);
-            o += parts[i]->p;
-        }
-    }
-    t->st.len = P;
-    /* No token produced the last row: the trunk has no last hidden state
-     * (NaN, so logits asked of a fork with no own tokens are visibly
-     * invalid rather than made up). Feed the fork at least one token. */
-    for (int i = 0; i < m->hp.n_embd; i++) t->last_hidden[i] = NAN;
     *out = t;
     return DEG_OK;
 }

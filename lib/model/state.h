@@ -60,6 +60,18 @@ void dg_state_put_kv(dg_state *st, int il, size_t first, size_t n, const float *
 deg_status dg_trunk_prefill_hidden(deg_trunk *trunk, const int32_t *ids, size_t n_ids,
                                    float *hidden);
 
+/* K/V rows of a trunk as data (cartridges: lib/cartridge). dg_trunk_get_kv copies rows
+ * [first, first + n) of attention layer il out to k, v [n, n_head_kv * head_dim];
+ * dg_trunk_set_kv makes an empty trunk hold len rows written by put(ud, il, k, v) for
+ * each attention layer il (k, v: [len, n_head_kv * head_dim] to fill), with no last
+ * hidden state (NaN: no token produced the last row, so a fork must be fed at least
+ * one token before its logits mean anything). Errors: DEG_ERR_STATE (the trunk is not
+ * empty), DEG_ERR_NOMEM. */
+void dg_trunk_get_kv(const deg_trunk *trunk, int il, size_t first, size_t n, float *k,
+                     float *v);
+deg_status dg_trunk_set_kv(deg_trunk *trunk, size_t len,
+                           void (*put)(void *ud, int il, float *k, float *v), void *ud);
+
 struct deg_trunk {
     const deg_model *model;
     dg_state st;

@@ -1,5 +1,6 @@
 /* Trunk and fork (include/deg.h): the public calls that validate input and
  * run dg_forward over their states (state.c). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +76,25 @@ deg_status dg_trunk_prefill_hidden(deg_trunk *trunk, const int32_t *ids, size_t 
                                    float *hidden)
 {
     return trunk_prefill(trunk, ids, n_ids, NULL, NULL, hidden);
+}
+
+void dg_trunk_get_kv(const deg_trunk *trunk, int il, size_t first, size_t n, float *k,
+                     float *v)
+{
+    dg_state_get_kv(&trunk->st, il, first, n, k, v);
+}
+
+deg_status dg_trunk_set_kv(deg_trunk *trunk, size_t len,
+                           void (*put)(void *ud, int il, float *k, float *v), void *ud)
+{
+    if (trunk->st.len || trunk->n_forks)
+        return dg_fail(DEG_ERR_STATE, "dg_trunk_set_kv: the trunk is not empty");
+    DG_TRY(dg_state_reserve(&trunk->st, len));
+    for (int il = 0; il < trunk->st.n_layer; il++)
+        if (trunk->st.has_kv[il]) put(ud, il, trunk->st.k[il], trunk->st.v[il]);
+    trunk->st.len = len;
+    for (int i = 0; i < trunk->model->hp.n_embd; i++) trunk->last_hidden[i] = NAN;
+    return DEG_OK;
 }
 
 size_t deg_trunk_len(const deg_trunk *trunk) { return trunk ? trunk->st.len : 0; }
