@@ -56,7 +56,13 @@ void dg_rmsnorm_backward(float *dx, const float *dy, const float *x, const float
 void dg_rope_backward(float *dx, const float *cos_t, const float *sin_t, size_t n,
                       int n_heads, int head_dim)
 {
-    int half = head_dim / 2;
+    dg_rope_backward_partial(dx, cos_t, sin_t, n, n_heads, head_dim, head_dim);
+}
+
+void dg_rope_backward_partial(float *dx, const float *cos_t, const float *sin_t, size_t n,
+                              int n_heads, int head_dim, int rot_dim)
+{
+    int half = rot_dim / 2;
     for (size_t i = 0; i < n; i++) {
         const float *c = cos_t + i * half, *s = sin_t + i * half;
         for (int h = 0; h < n_heads; h++) {

@@ -38,6 +38,11 @@ void dg_rmsnorm_backward(float *dx, const float *dy, const float *x, const float
  *   dx[j + D/2] = -dy[j] * sin[j] + dy[j + D/2] * cos[j] */
 void dg_rope_backward(float *dx, const float *cos_t, const float *sin_t, size_t n,
                       int n_heads, int head_dim);
+/* The same on the first rot_dim floats of each head (forward:
+ * dg_rope_apply_partial; tables of dg_rope_table(rot_dim)); the rest is the
+ * identity, so its gradient passes through. */
+void dg_rope_backward_partial(float *dx, const float *cos_t, const float *sin_t, size_t n,
+                              int n_heads, int head_dim, int rot_dim);
 
 /* SwiGLU backward (forward: dg_swiglu, h = silu(g) * u):
  *   s = sigmoid(g); dg = dh * u * s * (1 + g * (1 - s)); du = dh * silu(g)

@@ -1,7 +1,9 @@
 /* Layer backward over a pass laid out as lib/model/layer.h (the training
- * forward's batch), per architecture: the standard llama/qwen3 layer's is in
- * layer_std_bwd.c, beside the forward of lib/model/layer_std.c whose saved
- * activations (dg_layer_acts) it reads. */
+ * forward's batch), per architecture: the standard llama/qwen3 layer's (and
+ * the MLP half every architecture shares) is in layer_std_bwd.c, beside the
+ * forward of lib/model/layer_std.c whose saved activations (dg_layer_acts) it
+ * reads; lfm2's short-conv block in lfm2_bwd.c, qwen3_5's Gated DeltaNet and
+ * gated attention in qwen3_5_bwd.c. */
 #ifndef DG_GRAD_LAYER_BWD_H
 #define DG_GRAD_LAYER_BWD_H
 
@@ -24,21 +26,51 @@ typedef struct dg_layer_grad {
      * and h [M, F] (the recomputed inputs of the adapted projections). */
     float *dlora;
     float *xn, *h;
+    /* Recurrent layers: prec[il] the block every segment started layer il
+     * from (never NULL for a recurrent layer: zeros when there is no prefix
+     * state), dprec[il] its gradient, accumulated over segments (NULL array:
+     * none). */
+    const float *const *prec;
+    float *const *dprec;
 } dg_layer_grad;
 
 /* dx [M, E] holds dL/d(layer output) and becomes dL/d(layer input). b is the
- * batch of the forward that filled a (segments with own_len0 = 0: the
+ * batch of the forward that filled a (a recurrent layer's backward reruns its
+ * block's forward in b's scratch and segment states) (segments with own_len0 = 0: the
  * segments' own K/V are a->k, a->v; with g->dlora, a->att saved). Errors:
  * DEG_ERR_NOMEM. */
-typedef deg_status (*dg_layer_backward_fn)(const deg_model *m, int il, const dg_batch *b,
+typedef deg_status (*dg_layer_backward_fn)(const deg_model *m, int il, dg_batch *b,
                                            const dg_layer_acts *a, float *dx,
                                            const dg_layer_grad *g);
 
 /* The backward of the model's layer, or NULL when its architecture has none. */
 dg_layer_backward_fn dg_layer_backward_for(const deg_model *m);
 
-deg_status dg_backward_std_layer(const deg_model *m, int il, const dg_batch *b,
+deg_status dg_backward_std_layer(const deg_model *m, int il, dg_batch *b,
                                  const dg_layer_acts *a, float *dx, const dg_layer_grad *g);
+deg_status dg_backward_lfm2_layer(const deg_model *m, int il, dg_batch *b,
+                                  const dg_layer_acts *a, float *dx, const dg_layer_grad *g);
+deg_status dg_backward_qwen3_5_layer(const deg_model *m, int il, dg_batch *b,
+                                     const dg_layer_acts *a, float *dx, const dg_layer_grad *g);
+
+/* Pieces of the standard layer's backward for the other architectures:
+ * dg_backward_mlp: dx (dL/d layer output) becomes dL/d x_mid (through the
+ * residual and the SwiGLU MLP, adapters included; reads a->x_mid, gate, up).
+ * dg_backward_attn_segs: the attention of every segment, g->datt -> g->dq,
+ * dk, dv (and the prefix K/V gradients g->dpk, dpv). dg_backward_lora: the
+ * adapters of target t (DG_LORA_*) of the segments that run one: dy [M, ldy]
+ * the gradient at the projection's output, x [M, ldx] its input; dx [M, ldx]
+ * += the adapters' share, their parameters' gradient into g->dlora (no-op
+ * without it). dg_backward_qk_norm: the per-head q/k RMSNorms in place on
+ * g->dq, g->dk (scratch g->datt; no-op for a layer without them). */
+deg_status dg_backward_mlp(const deg_model *m, int il, const dg_batch *b, const dg_layer_acts *a,
+                           float *dx, const dg_layer_grad *g);
+deg_status dg_backward_attn_segs(const deg_model *m, int il, const dg_batch *b,
+                                 const dg_layer_acts *a, const dg_layer_grad *g);
+void dg_backward_lora(const dg_batch *b, int il, int t, const dg_layer_grad *g, const float *dy,
+                      size_t ldy, const float *x, size_t ldx, float *dx);
+void dg_backward_qk_norm(const deg_model *m, int il, const dg_batch *b, const dg_layer_acts *a,
+                         const dg_layer_grad *g);
 
 /* dg_rmsnorm_backward over n rows, in parallel over rows when n > 16 (each
  * row's arithmetic is the same either way). */

@@ -20,15 +20,15 @@ void dg_rmsnorm_backward_rows(float *dx, const float *dy, const float *x, const 
 
 dg_layer_backward_fn dg_layer_backward_for(const deg_model *m)
 {
-    /* (the RoPE backward rotates whole heads: no partial rotary) */
-    if (m->arch->forward_layer == dg_forward_std_layer && m->hp.rope_dim == m->hp.head_dim)
-        return dg_backward_std_layer;
+    if (m->arch->forward_layer == dg_forward_std_layer) return dg_backward_std_layer;
+    if (!strcmp(m->arch->name, "lfm2")) return dg_backward_lfm2_layer;
+    if (!strcmp(m->arch->name, "qwen3_5_text")) return dg_backward_qwen3_5_layer;
     return NULL;
 }
 
-/* Attention backward per segment: segment s attends to its prefix and
- * causally to its own rows (one kernel call on row slices). */
-static deg_status attn_bwd_segs(const deg_model *m, int il, const dg_batch *b,
+/* Attention backward per segment (layer_bwd.h): segment s attends to its
+ * prefix and causally to its own rows (one kernel call on row slices). */
+deg_status dg_backward_attn_segs(const deg_model *m, int il, const dg_batch *b,
                                 const dg_layer_acts *a, const dg_layer_grad *g)
 {
     const dg_hparams *hp = &m->hp;
@@ -48,11 +48,9 @@ static deg_status attn_bwd_segs(const deg_model *m, int il, const dg_batch *b,
     return DEG_OK;
 }
 
-/* LoRA backward of target t on the segments that run an adapter: dy [M, ldy]
- * the gradient at the projection's output, x [M, ldx] its input; dx [M, ldx]
- * += the adapter's share; dA, dB into g->dlora. Segments in order (the
- * parameter gradient sums rows in a fixed order). */
-static void lora_bwd(const dg_batch *b, int il, int t, const dg_layer_grad *g, const float *dy,
+/* LoRA backward of target t (layer_bwd.h). Segments in order (the parameter
+ * gradient sums rows in a fixed order). */
+void dg_backward_lora(const dg_batch *b, int il, int t, const dg_layer_grad *g, const float *dy,
                      size_t ldy, const float *x, size_t ldx, float *dx)
 {
     if (!g->dlora) return;
@@ -69,15 +67,13 @@ static void lora_bwd(const dg_batch *b, int il, int t, const dg_layer_grad *g, c
     }
 }
 
-deg_status dg_backward_std_layer(const deg_model *m, int il, const dg_batch *b,
-                                 const dg_layer_acts *a, float *dx, const dg_layer_grad *g)
+deg_status dg_backward_mlp(const deg_model *m, int il, const dg_batch *b, const dg_layer_acts *a,
+                           float *dx, const dg_layer_grad *g)
 {
     const dg_hparams *hp = &m->hp;
     const dg_layer *L = &m->layers[il];
-    size_t T = b->n_tokens, E = (size_t)hp->n_embd, D = (size_t)hp->head_dim;
-    size_t QD = (size_t)hp->n_head * D, KD = (size_t)hp->n_head_kv * D, F = (size_t)hp->n_ff;
-
-    /* MLP: x_out = x_mid + W_down . (silu(W_gate xn2) * (W_up xn2)) (+ adapters:
+    size_t T = b->n_tokens, E = (size_t)hp->n_embd, F = (size_t)hp->n_ff;
+    /* x_out = x_mid + W_down . (silu(W_gate xn2) * (W_up xn2)) (+ adapters:
      * their inputs xn2 and h are recomputed by the forward's kernels) */
     DG_TRY(dg_weight_backward_x(&L->w_down, (int64_t)T, dx, (int64_t)E, g->dh, (int64_t)F,
                                 0));
@@ -85,7 +81,7 @@ deg_status dg_backward_std_layer(const deg_model *m, int il, const dg_batch *b,
         memcpy(g->h, a->gate, sizeof(float) * T * F);
 #pragma omp parallel for schedule(static) if (T > 4) num_threads(dg_num_threads())
         for (size_t i = 0; i < T; i++) dg_swiglu(g->h + i * F, a->up + i * F, F);
-        lora_bwd(b, il, DG_LORA_DOWN, g, dx, E, g->h, F, g->dh);
+        dg_backward_lora(b, il, DG_LORA_DOWN, g, dx, E, g->h, F, g->dh);
     }
 #pragma omp parallel for schedule(static) if (T > 4) num_threads(dg_num_threads())
     for (size_t i = 0; i < T; i++)
@@ -97,19 +93,21 @@ deg_status dg_backward_std_layer(const deg_model *m, int il, const dg_batch *b,
                                 1));
     if (g->dlora) {
         dg_rmsnorm_rows(g->xn, a->x_mid, L->ffn_norm, T, E, hp->rms_eps);
-        lora_bwd(b, il, DG_LORA_GATE, g, g->dgate, F, g->xn, E, g->dxn);
-        lora_bwd(b, il, DG_LORA_UP, g, g->dup, F, g->xn, E, g->dxn);
+        dg_backward_lora(b, il, DG_LORA_GATE, g, g->dgate, F, g->xn, E, g->dxn);
+        dg_backward_lora(b, il, DG_LORA_UP, g, g->dup, F, g->xn, E, g->dxn);
     }
     dg_rmsnorm_backward_rows(dx, g->dxn, a->x_mid, L->ffn_norm, T, E, hp->rms_eps, 1);
+    return DEG_OK;
+}
 
-    /* Attention: x_mid = x_in + W_o . attn(q, [prefix; k], [prefix; v]) */
-    DG_TRY(dg_weight_backward_x(&L->wo, (int64_t)T, dx, (int64_t)E, g->datt, (int64_t)QD,
-                                0));
-    lora_bwd(b, il, DG_LORA_O, g, dx, E, a->att, QD, g->datt);
-    DG_TRY(attn_bwd_segs(m, il, b, a, g));
-    dg_rope_backward(g->dq, b->rope_cos, b->rope_sin, T, hp->n_head, (int)D);
-    dg_rope_backward(g->dk, b->rope_cos, b->rope_sin, T, hp->n_head_kv, (int)D);
-    /* Per-head norms, in place (the kernel reads a row's dy before writing). */
+void dg_backward_qk_norm(const deg_model *m, int il, const dg_batch *b, const dg_layer_acts *a,
+                         const dg_layer_grad *g)
+{
+    const dg_hparams *hp = &m->hp;
+    const dg_layer *L = &m->layers[il];
+    size_t T = b->n_tokens, D = (size_t)hp->head_dim;
+    size_t QD = (size_t)hp->n_head * D, KD = (size_t)hp->n_head_kv * D;
+    /* In place (the kernel reads a row's dy before writing). */
     if (L->q_norm) {
         memcpy(g->datt, g->dq, sizeof(float) * T * QD);
         dg_rmsnorm_backward_rows(g->dq, g->datt, a->q_pre, L->q_norm, T * hp->n_head, D,
@@ -120,6 +118,27 @@ deg_status dg_backward_std_layer(const deg_model *m, int il, const dg_batch *b,
         dg_rmsnorm_backward_rows(g->dk, g->datt, a->k_pre, L->k_norm, T * hp->n_head_kv, D,
                                  hp->rms_eps, 0);
     }
+}
+
+deg_status dg_backward_std_layer(const deg_model *m, int il, dg_batch *b,
+                                 const dg_layer_acts *a, float *dx, const dg_layer_grad *g)
+{
+    const dg_hparams *hp = &m->hp;
+    const dg_layer *L = &m->layers[il];
+    size_t T = b->n_tokens, E = (size_t)hp->n_embd, D = (size_t)hp->head_dim;
+    size_t QD = (size_t)hp->n_head * D, KD = (size_t)hp->n_head_kv * D;
+    DG_TRY(dg_backward_mlp(m, il, b, a, dx, g));
+
+    /* Attention: x_mid = x_in + W_o . attn(q, [prefix; k], [prefix; v]) */
+    DG_TRY(dg_weight_backward_x(&L->wo, (int64_t)T, dx, (int64_t)E, g->datt, (int64_t)QD,
+                                0));
+    dg_backward_lora(b, il, DG_LORA_O, g, dx, E, a->att, QD, g->datt);
+    DG_TRY(dg_backward_attn_segs(m, il, b, a, g));
+    dg_rope_backward_partial(g->dq, b->rope_cos, b->rope_sin, T, hp->n_head, (int)D,
+                             hp->rope_dim);
+    dg_rope_backward_partial(g->dk, b->rope_cos, b->rope_sin, T, hp->n_head_kv, (int)D,
+                             hp->rope_dim);
+    dg_backward_qk_norm(m, il, b, a, g);
     DG_TRY(dg_weight_backward_x(&L->wq, (int64_t)T, g->dq, (int64_t)QD, g->dxn, (int64_t)E,
                                 0));
     DG_TRY(dg_weight_backward_x(&L->wk, (int64_t)T, g->dk, (int64_t)KD, g->dxn, (int64_t)E,
@@ -128,9 +147,9 @@ deg_status dg_backward_std_layer(const deg_model *m, int il, const dg_batch *b,
                                 1));
     if (g->dlora) {
         dg_rmsnorm_rows(g->xn, a->x_in, L->attn_norm, T, E, hp->rms_eps);
-        lora_bwd(b, il, DG_LORA_Q, g, g->dq, QD, g->xn, E, g->dxn);
-        lora_bwd(b, il, DG_LORA_K, g, g->dk, KD, g->xn, E, g->dxn);
-        lora_bwd(b, il, DG_LORA_V, g, g->dv, KD, g->xn, E, g->dxn);
+        dg_backward_lora(b, il, DG_LORA_Q, g, g->dq, QD, g->xn, E, g->dxn);
+        dg_backward_lora(b, il, DG_LORA_K, g, g->dk, KD, g->xn, E, g->dxn);
+        dg_backward_lora(b, il, DG_LORA_V, g, g->dv, KD, g->xn, E, g->dxn);
     }
     dg_rmsnorm_backward_rows(dx, g->dxn, a->x_in, L->attn_norm, T, E, hp->rms_eps, 1);
     return DEG_OK;

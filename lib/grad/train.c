@@ -50,22 +50,63 @@ static void pool_free(pool *p)
     free(p->ptrs);
 }
 
-/* All fields but x_in (att only with adapters: their backward reads it). */
-static void acts_alloc(pool *p, const deg_model *m, size_t T, int lora, dg_layer_acts *a)
+/* All fields but x_in, for layer il (il < 0: one set reused by every layer,
+ * sized for any of them). Recurrent layers keep x_mid and the MLP's gate/up
+ * only; att is kept when save_att (adapters: their backward reads it) or
+ * for a gated attention (qwen3_5: q_proj also gives the output gate, whose
+ * backward needs the attention output before it). */
+static void acts_alloc(pool *p, const deg_model *m, size_t T, int il, int save_att,
+                       dg_layer_acts *a)
 {
     const dg_hparams *hp = &m->hp;
     size_t D = (size_t)hp->head_dim, QD = (size_t)hp->n_head * D, KD = (size_t)hp->n_head_kv * D;
-    int qk_norm = m->layers[0].q_norm != NULL;
-    a->q_pre = qk_norm ? palloc(p, T * QD) : NULL;
-    a->k_pre = qk_norm ? palloc(p, T * KD) : NULL;
-    a->q = palloc(p, T * QD);
-    a->k = palloc(p, T * KD);
-    a->v = palloc(p, T * KD);
-    a->stats = palloc(p, T * (size_t)hp->n_head * 2);
+    int kv = 0, qk_norm = 0;
+    for (int j = il < 0 ? 0 : il; j < (il < 0 ? hp->n_layer : il + 1); j++) {
+        const dg_layer *L = &m->layers[j];
+        kv |= L->has_kv;
+        qk_norm |= L->has_kv && L->q_norm != NULL;
+        save_att |= L->has_kv && L->wq.rows > (int64_t)QD;
+    }
+    memset(a, 0, sizeof *a);
+    if (kv) {
+        a->q_pre = qk_norm ? palloc(p, T * QD) : NULL;
+        a->k_pre = qk_norm ? palloc(p, T * KD) : NULL;
+        a->q = palloc(p, T * QD);
+        a->k = palloc(p, T * KD);
+        a->v = palloc(p, T * KD);
+        a->stats = palloc(p, T * (size_t)hp->n_head * 2);
+        a->att = save_att ? palloc(p, T * QD) : NULL;
+    }
     a->x_mid = palloc(p, T * (size_t)hp->n_embd);
     a->gate = palloc(p, T * (size_t)hp->n_ff);
     a->up = palloc(p, T * (size_t)hp->n_ff);
-    a->att = lora ? palloc(p, T * QD) : NULL;
+}
+
+/* Recurrent blocks of the pass: one working block per segment (every layer
+ * restarts it from rec0[il] before running: dg_segs_rec_reset), rec0 the
+ * initial blocks (the args' prec, or a zero block). */
+static deg_status rec_init(pool *p, const deg_model *m, const dg_train_args *a, dg_seg *segs,
+                           size_t n_seg, float ***seg_rec, const float ***rec0)
+{
+    size_t NL = (size_t)m->hp.n_layer, max_n = 0;
+    for (size_t il = 0; il < NL; il++)
+        if (m->layers[il].state_floats > max_n) max_n = m->layers[il].state_floats;
+    if (!max_n) return DEG_OK;
+    *seg_rec = calloc(n_seg * NL, sizeof **seg_rec);
+    *rec0 = calloc(NL, sizeof **rec0);
+    float *zero = palloc(p, max_n);
+    if (!*seg_rec || !*rec0 || !zero)
+        return dg_fail(DEG_ERR_NOMEM, "training forward: out of memory (recurrent state)");
+    memset(zero, 0, sizeof(float) * max_n);
+    for (size_t il = 0; il < NL; il++)
+        (*rec0)[il] = a->prec && a->prec[il] ? a->prec[il] : zero;
+    for (size_t s = 0; s < n_seg; s++) {
+        float *w = palloc(p, max_n);
+        if (!w) return dg_fail(DEG_ERR_NOMEM, "training forward: out of memory");
+        for (size_t il = 0; il < NL; il++) (*seg_rec)[s * NL + il] = w;
+        segs[s].rec = *seg_rec + s * NL;
+    }
+    return DEG_OK;
 }
 
 /* The pass layout: one segment per packed segment (one of T if unpacked),
@@ -79,6 +120,8 @@ struct dg_train_state {
     dg_layer_acts *acts;   /* [n_sets] */
     float **ok, **ov;      /* [n_layer]: acts[il or 0].k / .v */
     float **x_ins;         /* [n_layer] */
+    float **seg_rec;       /* [n_seg * n_layer] recurrent working blocks (hybrids) or NULL */
+    const float **rec0;    /* [n_layer] initial recurrent blocks (hybrids) or NULL */
     float *x;              /* [T, E] residual stream */
     int64_t *pos;
     int full;              /* one activation set per layer */
@@ -104,6 +147,7 @@ static deg_status state_init(dg_train_state *r, const deg_model *m, const dg_tra
     b->gate = palloc(p, T * F);
     b->tmp = palloc(p, T * E);
     b->scores = palloc(p, (size_t)b->n_threads * dg_attention_scratch(m));
+    b->rbuf = m->scratch_per_token ? palloc(p, T * m->scratch_per_token) : NULL;
     r->x = palloc(p, T * E);
     /* Saved activations: per layer (full), or per-layer inputs + one
      * recompute set (checkpoint), or one reused set (forward only). */
@@ -118,7 +162,7 @@ static deg_status state_init(dg_train_state *r, const deg_model *m, const dg_tra
     if (!r->acts || !r->ok || !r->ov || !r->x_ins || !r->pos || !b->segs)
         return dg_fail(DEG_ERR_NOMEM, "training forward: out of memory");
     for (size_t s = 0; s < n_sets; s++)
-        acts_alloc(p, m, T, r->want_bwd && a->dlora != NULL, &r->acts[s]);
+        acts_alloc(p, m, T, r->full ? (int)s : -1, r->want_bwd && a->dlora != NULL, &r->acts[s]);
     for (size_t il = 0; il < NL; il++) {
         r->x_ins[il] = (r->want_bwd || il == 0) ? palloc(p, T * E) : r->x_ins[0];
         r->ok[il] = r->acts[r->full ? il : 0].k;
@@ -139,6 +183,7 @@ static deg_status state_init(dg_train_state *r, const deg_model *m, const dg_tra
         for (size_t i = 0; i < n; i++) r->pos[t0 + i] = (int64_t)(a->P + i);
         t0 += n;
     }
+    DG_TRY(rec_init(p, m, a, b->segs, n_seg, &r->seg_rec, &r->rec0));
     dg_rope_table(cs, sn, r->pos, T, hp->rope_dim, hp->rope_theta);
     return DEG_OK;
 }
@@ -153,6 +198,8 @@ void dg_train_state_free(dg_train_state *r)
     free(r->x_ins);
     free(r->pos);
     free(r->b.segs);
+    free(r->seg_rec);
+    free(r->rec0);
     free(r);
 }
 
@@ -162,6 +209,8 @@ static void layer_fwd(dg_train_state *r, int il, float *x)
     dg_layer_acts *s = &r->acts[r->full ? il : 0];
     s->x_in = r->x_ins[il];
     r->b.save = s;
+    size_t n_rec = r->m->layers[il].state_floats;
+    if (n_rec) dg_segs_rec_reset(&r->b, il, r->rec0[il], n_rec);
     r->m->arch->forward_layer(r->m, il, &r->b, x);
 }
 
@@ -175,7 +224,7 @@ deg_status dg_train_forward(const deg_model *m, const dg_train_args *a, dg_train
     if (!r) return dg_fail(DEG_ERR_NOMEM, "training forward: out of memory");
     r->m = m;
     r->a = a;
-    r->want_bwd = a->dpk != NULL || a->dlora != NULL;
+    r->want_bwd = a->dpk != NULL || a->dlora != NULL || a->dprec != NULL;
     size_t E = (size_t)m->hp.n_embd;
     deg_status st = a->T ? state_init(r, m, a) : DEG_OK;
     if (st != DEG_OK) {
@@ -207,7 +256,8 @@ deg_status dg_train_backward(dg_train_state *r, float *dx)
                        .dq = palloc(p, T * QD), .dk = palloc(p, T * KD), .dv = palloc(p, T * KD),
                        .dh = palloc(p, T * F), .dgate = palloc(p, T * F),
                        .dup = palloc(p, T * F), .dpk = a->P ? a->dpk : NULL,
-                       .dpv = a->P ? a->dpv : NULL, .dlora = a->dlora};
+                       .dpv = a->P ? a->dpv : NULL, .dlora = a->dlora,
+                       .prec = r->rec0, .dprec = a->dprec};
     if (a->dlora) {
         g.xn = palloc(p, T * E);
         g.h = palloc(p, T * F);
@@ -230,7 +280,7 @@ deg_status dg_train_backward(dg_train_state *r, float *dx)
 
 deg_status dg_train_run(const deg_model *m, const dg_train_args *a)
 {
-    int want_bwd = a->dpk != NULL || a->dlora != NULL;
+    int want_bwd = a->dpk != NULL || a->dlora != NULL || a->dprec != NULL;
     if (want_bwd && !a->loss_fn)
         return dg_fail(DEG_ERR_INTERNAL, "training: a backward needs a loss");
     if (a->T == 0) {

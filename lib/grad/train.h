@@ -1,5 +1,6 @@
 /* Training forward and backward of token sequences behind a prefix of K/V
- * rows, through a frozen llama/qwen3 model. The forward is the inference
+ * rows (and, on hybrids, initial recurrent states), through a frozen model
+ * (llama, qwen3, lfm2, qwen3_5). The forward is the inference
  * forward's layer (lib/model/layer_std.c, one code path; so with the same
  * prefix its logits are bitwise equal to a fork's) told to keep what the
  * backward (lib/grad/layer_std_bwd.c) needs; the loss is the caller's (a
@@ -49,6 +50,14 @@ typedef struct dg_train_args {
     /* Gradients of the loss, accumulated (+=) into [n_layer] arrays of
      * [P, n_head_kv*head_dim]; NULL = forward only. */
     float *const *dpk, *const *dpv;
+    /* Recurrent layers (hybrids: dg_layer.state_floats > 0): prec[il] the
+     * fixed-size block (state.h layout) every segment starts layer il from,
+     * i.e. the state after the prefix; NULL array or entry = zeros. dprec:
+     * gradients into those blocks, accumulated (+=) over segments, [n_layer]
+     * arrays of state_floats (entries of other layers unused); NULL = none.
+     * A segment's state never reaches another segment (packing stays exact). */
+    const float *const *prec;
+    float *const *dprec;
     /* Packing (spec "Batched self-study"): n_segs > 0 splits ids into
      * segments of seg_lens[s] tokens (sum = T). Each segment sits at RoPE
      * positions P.. and attends to the prefix and causally to itself only;
@@ -59,7 +68,7 @@ typedef struct dg_train_args {
     /* LoRA (lib/model/lora_internal.h): segment s runs adapter seg_adapters[s] of lora
      * (-1 = none); NULL lora = no adapters. dlora: gradient into the
      * adapters' flat parameters [deg_lora_n_params], accumulated (+=); NULL
-     * = none. A backward runs when dpk or dlora is set. */
+     * = none. A backward runs when dpk, dprec or dlora is set. */
     const deg_lora *lora;
     const int32_t *seg_adapters;
     float *dlora;

@@ -20,22 +20,11 @@
 
 #include "base/status.h"
 #include "model/arch.h"
+#include "model/arch_lfm2.h"
 #include "model/conv.h"
 #include "model/layer.h"
 #include "model/ops.h"
 #include "tensor/blas.h"
-
-typedef struct lfm2_hp {
-    int32_t conv_K;          /* conv_L_cache: taps of the short convolution */
-    unsigned char *is_attn;  /* [n_layer] 1: full_attention layer, 0: conv layer */
-} lfm2_hp;
-
-/* Weights of a conv layer (dg_layer.arch_data). */
-typedef struct lfm2_conv {
-    dg_weight in_proj;   /* [3E, E] */
-    const float *conv;   /* [E, 1, K] */
-    dg_weight out_proj;  /* [E, E] */
-} lfm2_conv;
 
 static const dg_std_names lfm2_names = {
     .attn_norm = "model.layers.%d.operator_norm.weight",
@@ -85,7 +74,7 @@ static deg_status lfm2_new_hp(deg_model *m, lfm2_hp **out)
     DG_TRY(dg_model_alloc(m, sizeof *a, (void **)&a));
     DG_TRY(dg_model_alloc(m, (size_t)m->hp.n_layer, (void **)&a->is_attn));
     m->arch_hp = a;
-    m->scratch_per_token = 3 * (size_t)m->hp.n_embd;
+    m->scratch_per_token = 5 * (size_t)m->hp.n_embd;
     *out = a;
     return DEG_OK;
 }
@@ -180,17 +169,15 @@ static deg_status lfm2_load_layer(deg_model *m, int il, dg_layer *L)
     return DEG_OK;
 }
 
-/* The gated short convolution of a conv layer, x += out_proj(C * conv(B * x)). */
-static void lfm2_conv_block(const deg_model *m, int il, dg_batch *b, float *x)
+void dg_lfm2_conv_core(const deg_model *m, int il, dg_batch *b, const float *x)
 {
     const dg_layer *L = &m->layers[il];
     const lfm2_conv *c = L->arch_data;
     int K = ((const lfm2_hp *)m->arch_hp)->conv_K;
     size_t M = b->n_tokens, E = (size_t)m->hp.n_embd;
-    float *bcx = b->rbuf; /* [M, 3E]: B | C | x */
+    float *bcx = b->rbuf, *bx = bcx + M * 3 * E, *y0 = bx + M * E;
     dg_rmsnorm_rows(b->xn, x, L->attn_norm, M, E, m->hp.rms_eps);
     dg_weight_matmul(&c->in_proj, (int64_t)M, b->xn, (int64_t)E, bcx, (int64_t)(3 * E));
-    float *bx = b->xn; /* [M, E] B * x (xn is free once projected) */
     for (size_t i = 0; i < M; i++)
         for (size_t e = 0; e < E; e++) bx[i * E + e] = bcx[i * 3 * E + e] * bcx[i * 3 * E + 2 * E + e];
     /* Tasks: (segment, block of channels); a channel's taps and tail are its own. */
@@ -201,11 +188,20 @@ static void lfm2_conv_block(const deg_model *m, int il, dg_batch *b, float *x)
     for (long t = 0; t < n_tasks; t++) {
         const dg_seg *s = &b->segs[(size_t)t / nblk];
         size_t c0 = ((size_t)t % nblk) * CB, c1 = c0 + CB < E ? c0 + CB : E;
-        dg_causal_conv(b->tmp + s->t0 * E, E, bx + s->t0 * E, E, s->n, c0, c1, E, K, c->conv,
+        dg_causal_conv(y0 + s->t0 * E, E, bx + s->t0 * E, E, s->n, c0, c1, E, K, c->conv,
                        NULL, s->rec[il], 0);
     }
+}
+
+/* The gated short convolution of a conv layer, x += out_proj(C * conv(B * x)). */
+static void lfm2_conv_block(const deg_model *m, int il, dg_batch *b, float *x)
+{
+    const lfm2_conv *c = m->layers[il].arch_data;
+    size_t M = b->n_tokens, E = (size_t)m->hp.n_embd;
+    const float *bcx = b->rbuf, *y0 = b->rbuf + M * 4 * E;
+    dg_lfm2_conv_core(m, il, b, x);
     for (size_t i = 0; i < M; i++)
-        for (size_t e = 0; e < E; e++) b->tmp[i * E + e] *= bcx[i * 3 * E + E + e];
+        for (size_t e = 0; e < E; e++) b->tmp[i * E + e] = y0[i * E + e] * bcx[i * 3 * E + E + e];
     dg_weight_matmul(&c->out_proj, (int64_t)M, b->tmp, (int64_t)E, b->xn, (int64_t)E);
     for (size_t i = 0; i < M * E; i++) x[i] += b->xn[i];
 }
@@ -216,7 +212,10 @@ static void lfm2_forward_layer(const deg_model *m, int il, dg_batch *b, float *x
         dg_forward_std_layer(m, il, b, x);
         return;
     }
+    size_t n = b->n_tokens * (size_t)m->hp.n_embd;
+    if (b->save) memcpy(b->save->x_in, x, sizeof(float) * n);
     lfm2_conv_block(m, il, b, x);
+    if (b->save) memcpy(b->save->x_mid, x, sizeof(float) * n);
     dg_forward_mlp(m, il, b, x);
 }
 

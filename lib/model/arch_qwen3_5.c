@@ -23,32 +23,12 @@
 
 #include "base/status.h"
 #include "model/arch.h"
+#include "model/arch_qwen3_5.h"
 #include "model/conv.h"
 #include "model/delta_rule.h"
 #include "model/layer.h"
 #include "model/ops.h"
 #include "tensor/blas.h"
-
-typedef struct q35_hp {
-    int32_t nk, nv, dk, dv, conv_K;
-    unsigned char *is_attn;  /* [n_layer] */
-} q35_hp;
-
-/* DeltaNet weights (dg_layer.arch_data of a linear_attention layer). */
-typedef struct q35_dn {
-    dg_weight in_qkv;             /* [2 nk dk + nv dv, E] */
-    dg_weight in_z;               /* [nv dv, E] */
-    dg_weight in_b, in_a;         /* [nv, E] */
-    const float *conv;            /* [conv_dim, 1, K] */
-    const float *A_log, *dt_bias; /* [nv] */
-    const float *norm;            /* [dv] */
-    dg_weight out;                /* [E, nv dv] */
-} q35_dn;
-
-static size_t conv_dim(const q35_hp *a)
-{
-    return 2 * (size_t)a->nk * (size_t)a->dk + (size_t)a->nv * (size_t)a->dv;
-}
 
 static deg_status cfg_int(json_t *cfg, const char *key, int32_t dflt, int32_t *out,
                           const char *path)
@@ -89,7 +69,7 @@ static deg_status q35_hf_config(deg_model *m, json_t *cfg, const char *path)
         for (int32_t i = 0; i < hp->n_layer; i++) is_attn[i] = (i + 1) % every == 0;
     }
     size_t QD = (size_t)hp->n_head * (size_t)hp->head_dim, VD = (size_t)a->nv * (size_t)a->dv;
-    size_t dn = 2 * conv_dim(a) + 2 * VD + 2 * (size_t)a->nv, at = 3 * QD;
+    size_t dn = 2 * dg_q35_conv_dim(a) + 3 * VD + 2 * (size_t)a->nv, at = 3 * QD;
     m->scratch_per_token = dn > at ? dn : at;
     return DEG_OK;
 }
@@ -136,7 +116,7 @@ static deg_status q35_load_attn(deg_model *m, int il, dg_layer *L)
 static deg_status q35_load_deltanet(deg_model *m, int il, dg_layer *L)
 {
     const q35_hp *a = m->arch_hp;
-    int64_t E = m->hp.n_embd, CD = (int64_t)conv_dim(a), VD = (int64_t)a->nv * a->dv,
+    int64_t E = m->hp.n_embd, CD = (int64_t)dg_q35_conv_dim(a), VD = (int64_t)a->nv * a->dv,
             NV = a->nv, DV = a->dv;
     q35_dn *d;
     DG_TRY(dg_model_alloc(m, sizeof *d, (void **)&d));
@@ -173,29 +153,36 @@ static deg_status q35_load_layer(deg_model *m, int il, dg_layer *L)
 
 static deg_status q35_finish(deg_model *m) { return plus_one(m, m->hp.n_embd, &m->out_norm); }
 
-/* Gated attention block: x += o_proj(attention(q, k, v) * sigmoid(gate)). */
+/* Gated attention block: x += o_proj(attention(q, k, v) * sigmoid(gate)).
+ * Training (b->save): q/k before and after their norms, v, the attention
+ * statistics and its output before the gate are saved (the gate itself is
+ * recomputed by the backward, lib/grad/qwen3_5_bwd.c). */
 static void q35_attn_block(const deg_model *m, int il, dg_batch *b, float *x)
 {
     const dg_hparams *hp = &m->hp;
     const dg_layer *L = &m->layers[il];
+    dg_layer_acts *sv = b->save;
     size_t M = b->n_tokens, E = (size_t)hp->n_embd, D = (size_t)hp->head_dim;
     size_t H = (size_t)hp->n_head, QD = H * D, KD = (size_t)hp->n_head_kv * D;
     float *qg = b->rbuf, *gate = b->rbuf + M * 2 * QD;
+    float *q = sv ? sv->q : b->q, *k = sv ? sv->k : b->k, *v = sv ? sv->v : b->v;
+    float *q_pre = sv ? sv->q_pre : q, *k_pre = sv ? sv->k_pre : k;
     dg_rmsnorm_rows(b->xn, x, L->attn_norm, M, E, hp->rms_eps);
     dg_weight_matmul(&L->wq, (int64_t)M, b->xn, (int64_t)E, qg, (int64_t)(2 * QD));
-    dg_weight_matmul(&L->wk, (int64_t)M, b->xn, (int64_t)E, b->k, (int64_t)KD);
-    dg_weight_matmul(&L->wv, (int64_t)M, b->xn, (int64_t)E, b->v, (int64_t)KD);
+    dg_weight_matmul(&L->wk, (int64_t)M, b->xn, (int64_t)E, k_pre, (int64_t)KD);
+    dg_weight_matmul(&L->wv, (int64_t)M, b->xn, (int64_t)E, v, (int64_t)KD);
     for (size_t i = 0; i < M; i++)
         for (size_t h = 0; h < H; h++) {
-            memcpy(b->q + i * QD + h * D, qg + i * 2 * QD + h * 2 * D, sizeof(float) * D);
+            memcpy(q_pre + i * QD + h * D, qg + i * 2 * QD + h * 2 * D, sizeof(float) * D);
             memcpy(gate + i * QD + h * D, qg + i * 2 * QD + h * 2 * D + D, sizeof(float) * D);
         }
-    dg_rmsnorm_rows(b->q, b->q, L->q_norm, M * H, D, hp->rms_eps);
-    dg_rmsnorm_rows(b->k, b->k, L->k_norm, M * (size_t)hp->n_head_kv, D, hp->rms_eps);
-    dg_rope_apply_partial(b->q, b->rope_cos, b->rope_sin, M, (int)H, (int)D, hp->rope_dim);
-    dg_rope_apply_partial(b->k, b->rope_cos, b->rope_sin, M, hp->n_head_kv, (int)D, hp->rope_dim);
-    dg_kv_append_segs(b, il, b->k, b->v, KD);
-    dg_attention_segs(m, il, b, b->q, NULL);
+    dg_rmsnorm_rows(q, q_pre, L->q_norm, M * H, D, hp->rms_eps);
+    dg_rmsnorm_rows(k, k_pre, L->k_norm, M * (size_t)hp->n_head_kv, D, hp->rms_eps);
+    dg_rope_apply_partial(q, b->rope_cos, b->rope_sin, M, (int)H, (int)D, hp->rope_dim);
+    dg_rope_apply_partial(k, b->rope_cos, b->rope_sin, M, hp->n_head_kv, (int)D, hp->rope_dim);
+    dg_kv_append_segs(b, il, k, v, KD);
+    dg_attention_segs(m, il, b, q, sv ? sv->stats : NULL);
+    if (sv) memcpy(sv->att, b->att, sizeof(float) * M * QD);
     for (size_t i = 0; i < M * QD; i++) b->att[i] *= 1.0f / (1.0f + expf(-gate[i]));
     dg_weight_matmul(&L->wo, (int64_t)M, b->att, (int64_t)QD, b->tmp, (int64_t)E);
     for (size_t i = 0; i < M * E; i++) x[i] += b->tmp[i];
@@ -213,44 +200,49 @@ static void l2norm(float *x, size_t n)
 /* torch.nn.functional.softplus (beta 1, threshold 20). */
 static float softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
 
-/* The gated delta rule of one value head h over a segment's n tokens, from
- * and into its state S [dk, dv]; qkv [n, ldq] (after conv), ab [n, 2 nv]
- * (b | a), out [n, ldo] at head h. */
-static void delta_rule_head(const q35_hp *a, const q35_dn *d, int h, size_t n, float *qkv,
-                            size_t ldq, const float *bb, const float *aa, size_t ldab, float *S,
-                            float *out, size_t ldo)
+const float *dg_q35_token_inputs(const q35_hp *a, const q35_dn *d, int h, const float *qc_row,
+                                 const float *ab_row, float *q, float *k, float *beta,
+                                 float *decay)
 {
-    size_t dk = (size_t)a->dk, dv = (size_t)a->dv, kh = (size_t)(h / (a->nv / a->nk));
-    size_t KD = (size_t)a->nk * dk;
+    size_t dk = (size_t)a->dk, kh = (size_t)(h / (a->nv / a->nk)), KD = (size_t)a->nk * dk;
     float sq = sqrtf((float)dk), negA = -expf(d->A_log[h]);
-    float q[DG_DN_MAX_HEAD_DIM], k[DG_DN_MAX_HEAD_DIM];
+    memcpy(q, qc_row + kh * dk, sizeof(float) * dk);
+    memcpy(k, qc_row + KD + kh * dk, sizeof(float) * dk);
+    l2norm(q, dk);
+    for (size_t i = 0; i < dk; i++) q[i] /= sq;
+    l2norm(k, dk);
+    *beta = 1.0f / (1.0f + expf(-ab_row[h]));
+    *decay = expf(negA * softplus(ab_row[a->nv + h] + d->dt_bias[h]));
+    return qc_row + 2 * KD + (size_t)h * (size_t)a->dv;
+}
+
+/* The gated delta rule of one value head h over a segment's n tokens, from
+ * and into its state S [dk, dv]; qc [n, ldq] (after conv), ab [n, ldab]
+ * (b | a), out [n, ldo] at head h. */
+static void delta_rule_head(const q35_hp *a, const q35_dn *d, int h, size_t n, const float *qc,
+                            size_t ldq, const float *ab, size_t ldab, float *S, float *out,
+                            size_t ldo)
+{
+    float q[DG_DN_MAX_HEAD_DIM], k[DG_DN_MAX_HEAD_DIM], beta, decay;
     for (size_t t = 0; t < n; t++) {
-        const float *row = qkv + t * ldq;
-        memcpy(q, row + kh * dk, sizeof(float) * dk);
-        memcpy(k, row + KD + kh * dk, sizeof(float) * dk);
-        const float *v = row + 2 * KD + (size_t)h * dv;
-        l2norm(q, dk);
-        for (size_t i = 0; i < dk; i++) q[i] /= sq;
-        l2norm(k, dk);
-        float beta = 1.0f / (1.0f + expf(-bb[t * ldab + (size_t)h]));
-        float decay = expf(negA * softplus(aa[t * ldab + (size_t)h] + d->dt_bias[h]));
-        dg_delta_rule_step(S, q, k, v, decay, beta, dk, dv, NULL, out + t * ldo + (size_t)h * dv);
+        const float *v = dg_q35_token_inputs(a, d, h, qc + t * ldq, ab + t * ldab, q, k, &beta,
+                                             &decay);
+        dg_delta_rule_step(S, q, k, v, decay, beta, (size_t)a->dk, (size_t)a->dv, NULL,
+                           out + t * ldo + (size_t)h * (size_t)a->dv);
     }
 }
 
-/* Gated DeltaNet block: x += out_proj(gated_norm(delta_rule(conv(qkv)), z)). */
-static void q35_deltanet_block(const deg_model *m, int il, dg_batch *b, float *x)
+void dg_q35_deltanet_core(const deg_model *m, int il, dg_batch *b, const float *x)
 {
-    const dg_hparams *hp = &m->hp;
     const dg_layer *L = &m->layers[il];
     const q35_hp *a = m->arch_hp;
     const q35_dn *d = L->arch_data;
-    size_t M = b->n_tokens, E = (size_t)hp->n_embd, CD = conv_dim(a);
+    size_t M = b->n_tokens, E = (size_t)m->hp.n_embd, CD = dg_q35_conv_dim(a);
     size_t NV = (size_t)a->nv, DV = (size_t)a->dv, VD = NV * DV;
     size_t S_n = NV * (size_t)a->dk * DV;
     float *qkv = b->rbuf, *qc = qkv + M * CD, *z = qc + M * CD, *ab = z + M * VD,
           *core = ab + M * 2 * NV;
-    dg_rmsnorm_rows(b->xn, x, L->attn_norm, M, E, hp->rms_eps);
+    dg_rmsnorm_rows(b->xn, x, L->attn_norm, M, E, m->hp.rms_eps);
     dg_weight_matmul(&d->in_qkv, (int64_t)M, b->xn, (int64_t)E, qkv, (int64_t)CD);
     dg_weight_matmul(&d->in_z, (int64_t)M, b->xn, (int64_t)E, z, (int64_t)VD);
     dg_weight_matmul(&d->in_b, (int64_t)M, b->xn, (int64_t)E, ab, (int64_t)(2 * NV));
@@ -272,23 +264,37 @@ static void q35_deltanet_block(const deg_model *m, int il, dg_batch *b, float *x
     for (long t = 0; t < n_tasks; t++) {
         const dg_seg *s = &b->segs[(size_t)t / NV];
         size_t h = (size_t)t % NV;
-        delta_rule_head(a, d, (int)h, s->n, qc + s->t0 * CD, CD, ab + s->t0 * 2 * NV,
-                        ab + s->t0 * 2 * NV + NV, 2 * NV,
+        delta_rule_head(a, d, (int)h, s->n, qc + s->t0 * CD, CD, ab + s->t0 * 2 * NV, 2 * NV,
                         s->rec[il] + h * (size_t)a->dk * DV, core + s->t0 * VD, VD);
     }
+}
+
+/* Gated DeltaNet block: x += out_proj(gated_norm(delta_rule(conv(qkv)), z)). */
+static void q35_deltanet_block(const deg_model *m, int il, dg_batch *b, float *x)
+{
+    const q35_hp *a = m->arch_hp;
+    const q35_dn *d = m->layers[il].arch_data;
+    size_t M = b->n_tokens, E = (size_t)m->hp.n_embd, CD = dg_q35_conv_dim(a);
+    size_t NV = (size_t)a->nv, DV = (size_t)a->dv, VD = NV * DV;
+    const float *z = b->rbuf + 2 * M * CD, *core = z + M * VD + M * 2 * NV;
+    float *gated = (float *)core + M * VD;
+    dg_q35_deltanet_core(m, il, b, x);
     /* gated RMSNorm per (token, head): RMSNorm(o) * w * silu(z) */
-    dg_rmsnorm_rows(core, core, d->norm, M * NV, DV, hp->rms_eps);
-    for (size_t i = 0; i < M * VD; i++) core[i] *= z[i] / (1.0f + expf(-z[i]));
-    dg_weight_matmul(&d->out, (int64_t)M, core, (int64_t)VD, b->tmp, (int64_t)E);
+    dg_rmsnorm_rows(gated, core, d->norm, M * NV, DV, m->hp.rms_eps);
+    for (size_t i = 0; i < M * VD; i++) gated[i] *= z[i] / (1.0f + expf(-z[i]));
+    dg_weight_matmul(&d->out, (int64_t)M, gated, (int64_t)VD, b->tmp, (int64_t)E);
     for (size_t i = 0; i < M * E; i++) x[i] += b->tmp[i];
 }
 
 static void q35_forward_layer(const deg_model *m, int il, dg_batch *b, float *x)
 {
+    size_t n = b->n_tokens * (size_t)m->hp.n_embd;
+    if (b->save) memcpy(b->save->x_in, x, sizeof(float) * n);
     if (m->layers[il].has_kv)
         q35_attn_block(m, il, b, x);
     else
         q35_deltanet_block(m, il, b, x);
+    if (b->save) memcpy(b->save->x_mid, x, sizeof(float) * n);
     dg_forward_mlp(m, il, b, x);
 }
 

@@ -44,8 +44,12 @@ typedef struct dg_seg {
  *   per-head norm (qwen3 only); q [M, H*D], k, v [M, Hkv*D] after norm + RoPE;
  *   stats [M, H, 2] attention row max and sum of exp; x_mid [M, E] residual
  *   after attention; gate, up [M, F] MLP pre-activations; att [M, H*D] the
- *   attention output (the input of the o projection; saved only when the
- *   caller allocates it: the LoRA backward needs it). */
+ *   attention output (saved only when the caller allocates it: the LoRA
+ *   backward needs it, and qwen3_5's gated attention, whose att is before the
+ *   output gate).
+ * A recurrent layer (lfm2 short conv, Gated DeltaNet) saves x_in, x_mid and
+ * the MLP's gate/up only: its backward recomputes the block from x_in and the
+ * initial state (dg_layer_grad.prec) with the forward's own code. */
 typedef struct dg_layer_acts {
     float *x_in, *q_pre, *k_pre, *q, *k, *v, *stats, *x_mid, *gate, *up, *att;
 } dg_layer_acts;
@@ -68,6 +72,11 @@ struct dg_batch {
     /* Training: the layer fills *save (NULL in inference). */
     dg_layer_acts *save;
 };
+
+/* Every segment's recurrent block of layer il (seg->rec[il]) := rec0 (n
+ * floats; rec0 NULL: zeros). The training forward and the recurrent layers'
+ * backward (which recompute from the initial state) start a layer with it. */
+void dg_segs_rec_reset(const dg_batch *b, int il, const float *rec0, size_t n);
 
 /* RMSNorm of n rows of dim floats (dg_rmsnorm per row, in parallel over rows
  * when n > 16: each row's arithmetic is the same either way). x, out may alias. */

@@ -23,6 +23,15 @@ void dg_rmsnorm_rows(float *out, const float *x, const float *w, size_t n, size_
     for (size_t i = 0; i < n; i++) dg_rmsnorm(out + i * dim, x + i * dim, w, 1, dim, eps);
 }
 
+void dg_segs_rec_reset(const dg_batch *b, int il, const float *rec0, size_t n)
+{
+    for (size_t si = 0; si < b->n_segs; si++) {
+        float *r = b->segs[si].rec[il];
+        if (rec0) memcpy(r, rec0, sizeof(float) * n);
+        else memset(r, 0, sizeof(float) * n);
+    }
+}
+
 /* y[M, ldy] += the LoRA of target t for the rows of segments that run an
  * adapter (x: the projection's input [M, ldx]); per row (dg_lora_rows), in
  * parallel over segments. */
