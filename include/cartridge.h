@@ -13,6 +13,16 @@
  * freeze, paper App. A.1); the other rows are trained by backprop through
  * the frozen model from a sparse distillation loss, with Adam.
  *
+ * Hybrid models (lfm2, qwen3_5: recurrent layers beside attention layers):
+ * the attention layers hold K/V rows as above; a recurrent layer holds no
+ * rows but a state: the fixed-size block (short-conv tail; Gated DeltaNet
+ * state S and conv tail, f32) its layer starts the cartridge's readers from,
+ * i.e. its state after the virtual prefix. A captured cartridge's states are
+ * the prefill's (so the equivalence gate holds exactly); they are trained
+ * with the rows (every float trainable: no frozen part) by the same loss and
+ * Adam. Composition of several cartridges is refused on hybrids (a recurrent
+ * state summarises one whole prefix; two cannot be concatenated).
+ *
  * Conventions as in deg.h (status codes, deg_errmsg(), ownership notes).
  * A cartridge borrows its model (the model must outlive it) and is used by
  * one thread at a time.
@@ -79,6 +89,19 @@ DEG_API deg_status deg_cartridge_get_rows(const deg_cartridge *cartridge, int32_
  * the next training step or save (DEG_ERR_NUMERIC). */
 DEG_API deg_status deg_cartridge_set_rows(deg_cartridge *cartridge, int32_t layer,
                                           const float *keys, const float *values);
+/* The rows functions refuse a hybrid's recurrent layer (DEG_ERR_ARG); its
+ * state is read and written with these. Floats in layer il's state (0 for an
+ * attention layer; 0 for NULL or a bad layer). */
+DEG_API size_t deg_cartridge_state_len(const deg_cartridge *cartridge, int32_t layer);
+/* Copy layer il's state out / in (deg_cartridge_state_len floats, f32), or its
+ * accumulated gradient out. DEG_ERR_RANGE for a bad layer, DEG_ERR_ARG for
+ * NULL or an attention layer (no state). */
+DEG_API deg_status deg_cartridge_get_state(const deg_cartridge *cartridge, int32_t layer,
+                                           float *state);
+DEG_API deg_status deg_cartridge_set_state(deg_cartridge *cartridge, int32_t layer,
+                                           const float *state);
+DEG_API deg_status deg_cartridge_get_state_grads(const deg_cartridge *cartridge, int32_t layer,
+                                                 float *dstate);
 
 /* One sparse teacher target: the teacher gives token `token` at token index
  * `position` of the sequence (1 <= position < n_ids) log-probability

@@ -11,12 +11,13 @@
 #include "model/state.h"
 #include "tokenizer/tokenizer.h"
 
-static float **rows_alloc(int n_layer, size_t n)
+/* [n_layer] blocks of n[il] floats (at least one float each), zeroed. */
+static float **rows_alloc(int n_layer, const size_t *n)
 {
     float **r = calloc((size_t)n_layer, sizeof *r);
     if (!r) return NULL;
     for (int il = 0; il < n_layer; il++) {
-        r[il] = calloc(n ? n : 1, sizeof(float));
+        r[il] = calloc(n[il] ? n[il] : 1, sizeof(float));
         if (!r[il]) {
             for (int j = 0; j < il; j++) free(r[j]);
             free(r);
@@ -35,21 +36,23 @@ static void rows_free(float **r, int n_layer)
 void deg_cartridge_free(deg_cartridge *c)
 {
     if (!c) return;
-    float **all[] = {c->k, c->v, c->gk, c->gv, c->mk, c->mv, c->sk, c->sv};
+    float **all[] = {c->k, c->v, c->gk, c->gv, c->mk, c->mv, c->sk, c->sv,
+                     c->r, c->gr, c->mr, c->sr};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) rows_free(all[i], c->n_layer);
+    free(c->rn);
     deg_draft_ref_free(c->draft);
     free(c);
 }
 
+size_t dg_cartridge_kv_n(const deg_cartridge *c, int il)
+{
+    return c->model->layers[il].has_kv ? c->p * c->row : 0;
+}
+
 deg_status dg_cartridge_alloc(const deg_model *m, size_t p, deg_cartridge **out)
 {
-    /* A cartridge is K/V rows for every layer (cartridges.md). On a hybrid
-     * (recurrent layers: lfm2, qwen3_5) the analogue would be K/V on the
-     * attention layers plus a trained initial recurrent state; not built. */
-    if (dg_model_has_recurrent(m))
-        return dg_fail(DEG_ERR_UNSUPPORTED, "cartridge: architecture '%s' has recurrent layers; "
-                       "cartridges need K/V in every layer (hybrid cartridges are not "
-                       "implemented)", m->arch->name);
+    /* A cartridge is K/V rows for every attention layer (cartridges.md)
+     * and, on a hybrid, the initial state of every recurrent layer. */
     deg_cartridge *c = calloc(1, sizeof *c);
     if (!c) return dg_fail(DEG_ERR_NOMEM, "cartridge: out of memory");
     c->model = m;
@@ -57,14 +60,23 @@ deg_status dg_cartridge_alloc(const deg_model *m, size_t p, deg_cartridge **out)
     c->n_layer = m->hp.n_layer;
     c->row = (size_t)m->hp.n_head_kv * (size_t)m->hp.head_dim;
     c->frozen = p ? 1 : 0;
-    size_t n = p * c->row;
-    float ***all[] = {&c->k, &c->v, &c->gk, &c->gv, &c->mk, &c->mv, &c->sk, &c->sv};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
-        *all[i] = rows_alloc(c->n_layer, n);
-        if (!*all[i]) {
-            deg_cartridge_free(c);
-            return dg_fail(DEG_ERR_NOMEM, "cartridge: cannot allocate %zu rows", p);
-        }
+    size_t *nkv = calloc((size_t)c->n_layer, sizeof *nkv);
+    c->rn = calloc((size_t)c->n_layer, sizeof *c->rn);
+    int ok = nkv && c->rn;
+    for (int il = 0; ok && il < c->n_layer; il++) {
+        nkv[il] = dg_cartridge_kv_n(c, il);
+        c->rn[il] = m->layers[il].state_floats;
+    }
+    float ***all[] = {&c->k, &c->v, &c->gk, &c->gv, &c->mk, &c->mv, &c->sk, &c->sv,
+                      &c->r, &c->gr, &c->mr, &c->sr};
+    for (size_t i = 0; ok && i < sizeof all / sizeof all[0]; i++) {
+        *all[i] = rows_alloc(c->n_layer, i < 8 ? nkv : c->rn);
+        ok = *all[i] != NULL;
+    }
+    free(nkv);
+    if (!ok) {
+        deg_cartridge_free(c);
+        return dg_fail(DEG_ERR_NOMEM, "cartridge: cannot allocate %zu rows", p);
     }
     *out = c;
     return DEG_OK;
@@ -91,7 +103,8 @@ deg_status deg_cartridge_init_tokens(const deg_model *m, const int32_t *ids, siz
     if (st == DEG_OK) st = dg_cartridge_alloc(m, p, &c);
     if (st == DEG_OK)
         for (int il = 0; il < c->n_layer; il++) {
-            dg_trunk_get_kv(t, il, 0, p, c->k[il], c->v[il]);
+            if (dg_cartridge_kv_n(c, il)) dg_trunk_get_kv(t, il, 0, p, c->k[il], c->v[il]);
+            if (c->rn[il]) dg_trunk_get_rec(t, il, c->r[il]);
         }
     deg_trunk_free(t);
     if (st != DEG_OK) return dg_fail_context(st, "deg_cartridge_init_tokens");
@@ -161,9 +174,9 @@ deg_status deg_cartridge_init_random_vectors(const deg_model *m, size_t p, uint6
     DG_TRY(dg_cartridge_alloc(m, p, &c));
     dg_rng rng;
     dg_rng_seed(&rng, seed);
-    size_t n = p * c->row;
     for (int il = 0; il < c->n_layer; il++)
         for (int kv = 0; kv < 2; kv++) {
+            size_t n = dg_cartridge_kv_n(c, il); /* recurrent layers: the zero state */
             float *r = kv ? c->v[il] : c->k[il];
             /* Box-Muller: two normals per pair of uniforms. */
             for (size_t i = 0; i < n; i += 2) {
@@ -212,6 +225,9 @@ static deg_status check_layer(const deg_cartridge *c, int32_t layer, const char 
     if (layer < 0 || layer >= c->n_layer)
         return dg_fail(DEG_ERR_RANGE, "%s: layer %d outside [0, %d)", w, (int)layer,
                        c->n_layer);
+    if (!dg_cartridge_kv_n(c, layer) && c->p)
+        return dg_fail(DEG_ERR_ARG, "%s: layer %d is a recurrent layer (no K/V rows; its part "
+                       "of the cartridge is a state: deg_cartridge_get_state)", w, (int)layer);
     return DEG_OK;
 }
 
@@ -245,21 +261,63 @@ deg_status deg_cartridge_get_grads(const deg_cartridge *c, int32_t layer, float 
     return DEG_OK;
 }
 
+size_t deg_cartridge_state_len(const deg_cartridge *c, int32_t layer)
+{
+    return c && layer >= 0 && layer < c->n_layer ? c->rn[layer] : 0;
+}
+
+static deg_status check_state(const deg_cartridge *c, int32_t layer, const void *buf,
+                              const char *w)
+{
+    if (!c || !buf) return dg_fail(DEG_ERR_ARG, "%s: NULL argument", w);
+    if (layer < 0 || layer >= c->n_layer)
+        return dg_fail(DEG_ERR_RANGE, "%s: layer %d outside [0, %d)", w, (int)layer,
+                       c->n_layer);
+    if (!c->rn[layer])
+        return dg_fail(DEG_ERR_ARG, "%s: layer %d is an attention layer (K/V rows, no state: "
+                       "deg_cartridge_get_rows)", w, (int)layer);
+    return DEG_OK;
+}
+
+deg_status deg_cartridge_get_state(const deg_cartridge *c, int32_t layer, float *state)
+{
+    DG_TRY(check_state(c, layer, state, "deg_cartridge_get_state"));
+    memcpy(state, c->r[layer], sizeof(float) * c->rn[layer]);
+    return DEG_OK;
+}
+
+deg_status deg_cartridge_set_state(deg_cartridge *c, int32_t layer, const float *state)
+{
+    DG_TRY(check_state(c, layer, state, "deg_cartridge_set_state"));
+    memcpy(c->r[layer], state, sizeof(float) * c->rn[layer]);
+    return DEG_OK;
+}
+
+deg_status deg_cartridge_get_state_grads(const deg_cartridge *c, int32_t layer, float *dstate)
+{
+    DG_TRY(check_state(c, layer, dstate, "deg_cartridge_get_state_grads"));
+    memcpy(dstate, c->gr[layer], sizeof(float) * c->rn[layer]);
+    return DEG_OK;
+}
+
 void deg_cartridge_zero_grads(deg_cartridge *c)
 {
     if (!c) return;
     for (int il = 0; il < c->n_layer; il++) {
-        memset(c->gk[il], 0, sizeof(float) * c->p * c->row);
-        memset(c->gv[il], 0, sizeof(float) * c->p * c->row);
+        memset(c->gk[il], 0, sizeof(float) * dg_cartridge_kv_n(c, il));
+        memset(c->gv[il], 0, sizeof(float) * dg_cartridge_kv_n(c, il));
+        memset(c->gr[il], 0, sizeof(float) * c->rn[il]);
     }
 }
 
 int dg_cartridge_finite(const deg_cartridge *c)
 {
-    size_t n = c->p * c->row;
-    for (int il = 0; il < c->n_layer; il++)
-        for (size_t i = 0; i < n; i++)
+    for (int il = 0; il < c->n_layer; il++) {
+        for (size_t i = 0; i < dg_cartridge_kv_n(c, il); i++)
             if (!isfinite(c->k[il][i]) || !isfinite(c->v[il][i])) return 0;
+        for (size_t i = 0; i < c->rn[il]; i++)
+            if (!isfinite(c->r[il][i])) return 0;
+    }
     return 1;
 }
 

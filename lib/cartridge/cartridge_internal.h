@@ -14,15 +14,27 @@ struct deg_cartridge {
     size_t row;               /* floats per row = n_head_kv * head_dim */
     int n_layer;
     size_t frozen;            /* rows [0, frozen) are constants */
-    float **k, **v;           /* [n_layer] x [p, row] */
+    float **k, **v;           /* [n_layer] x [p, row] (attention layers; a
+                                 recurrent layer's are empty: dg_cartridge_kv_n) */
     float **gk, **gv;         /* gradients, same shape (allocated with k/v) */
     float **mk, **mv;         /* Adam first moments */
     float **sk, **sv;         /* Adam second moments */
+    /* Hybrids (docs/ARCHITECTURE.md "Cartridges on hybrids"): a recurrent
+     * layer's part of the cartridge is the fixed-size block its layer starts
+     * the cartridge's readers from (state.h layout: the state after the
+     * prefix), trainable as a whole (no frozen part); rn[il] floats, 0 and
+     * NULL blocks on attention layers. */
+    size_t *rn;
+    float **r, **gr, **mr, **sr;
     int64_t steps;
     deg_draft_ref *draft;     /* draft reference (corpus ids) or NULL; owned */
 };
 
-/* Empty cartridge of p rows (zeroed rows, grads, moments). */
+/* Floats of layer il's K/V rows: p * row on attention layers, 0 on
+ * recurrent layers. */
+size_t dg_cartridge_kv_n(const deg_cartridge *c, int il);
+
+/* Empty cartridge of p rows (zeroed rows, recurrent blocks, grads, moments). */
 deg_status dg_cartridge_alloc(const deg_model *m, size_t p, deg_cartridge **out);
 
 /* 64 lowercase hex chars + NUL: SHA-256 over the model's architecture,

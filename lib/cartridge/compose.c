@@ -19,6 +19,11 @@ deg_status deg_cartridge_compose_check(const deg_cartridge *const *parts, size_t
     for (size_t i = 0; i < n_parts; i++)
         if (!parts[i]) return dg_fail(DEG_ERR_ARG, "%s: part %zu is NULL", w, i);
     const deg_cartridge *a = parts[0];
+    if (n_parts > 1 && dg_model_has_recurrent(a->model))
+        return dg_fail(DEG_ERR_UNSUPPORTED, "%s: the model '%s' has recurrent layers; a "
+                       "recurrent state summarises one whole prefix and two cannot be "
+                       "concatenated (compose cartridges of attention-only models)", w,
+                       a->model->arch->name);
     char fa[65] = "", fb[65];
     for (size_t i = 1; i < n_parts; i++) {
         const deg_cartridge *b = parts[i];
@@ -90,10 +95,10 @@ static deg_status composed_build(const deg_cartridge *const *parts, size_t n, in
     for (int il = 0; il < c->L; il++) {
         size_t o = 0;
         for (size_t i = 0; i < n; i++) {
-            size_t nb = parts[i]->p * c->row;
+            size_t nb = dg_cartridge_kv_n(parts[i], il);
             memcpy(c->k[il] + o, parts[i]->k[il], nb * sizeof(float));
             memcpy(c->v[il] + o, parts[i]->v[il], nb * sizeof(float));
-            o += nb;
+            o += parts[i]->p * c->row;
         }
     }
     return DEG_OK;
@@ -137,6 +142,9 @@ deg_status deg_trunk_from_cartridges(const deg_cartridge *const *parts, size_t n
         deg_trunk_free(t);
         return dg_fail_context(st, "deg_trunk_from_cartridges");
     }
+    /* a hybrid's recurrent layers (one part: compose_check) */
+    for (int il = 0; il < parts[0]->n_layer; il++)
+        if (parts[0]->rn[il]) dg_trunk_set_rec(t, il, parts[0]->r[il]);
     *out = t;
     return DEG_OK;
 }
@@ -154,8 +162,9 @@ deg_status deg_cartridge_compose_eval(const deg_cartridge *const *parts, size_t 
     DG_TRY(composed_build(parts, n_parts, 0, &c));
     dg_distill_loss dl = {targets, n_targets};
     dg_train_args a = {.pk = (const float *const *)c.k, .pv = (const float *const *)c.v,
-                       .P = c.P, .ids = ids, .T = n_ids, .loss_fn = dg_distill_loss_fn,
-                       .loss_ud = &dl, .loss = n_targets ? loss : NULL, .logits = logits};
+                       .P = c.P, .prec = (const float *const *)parts[0]->r, .ids = ids,
+                       .T = n_ids, .loss_fn = dg_distill_loss_fn, .loss_ud = &dl,
+                       .loss = n_targets ? loss : NULL, .logits = logits};
     deg_status st = dg_train_run(m, &a);
     composed_free(&c);
     return st;
@@ -181,10 +190,13 @@ deg_status deg_cartridge_compose_backward(deg_cartridge *const *parts, size_t n_
     DG_TRY(composed_build(cp, n_parts, 1, &c));
     float l = 0.0f;
     dg_distill_loss dl = {targets, n_targets};
+    /* (hybrids: one part, whose state gradient goes straight to it) */
     dg_train_args a = {.pk = (const float *const *)c.k, .pv = (const float *const *)c.v,
-                       .P = c.P, .ids = ids, .T = n_ids, .loss_fn = dg_distill_loss_fn,
-                       .loss_ud = &dl, .checkpoint = checkpoint, .loss = &l, .dpk = c.gk,
-                       .dpv = c.gv, .seg_lens = seg_lens, .n_segs = seg_lens ? n_segs : 0};
+                       .P = c.P, .prec = (const float *const *)parts[0]->r, .ids = ids,
+                       .T = n_ids, .loss_fn = dg_distill_loss_fn, .loss_ud = &dl,
+                       .checkpoint = checkpoint, .loss = &l, .dpk = c.gk, .dpv = c.gv,
+                       .dprec = parts[0]->gr, .seg_lens = seg_lens,
+                       .n_segs = seg_lens ? n_segs : 0};
     deg_status st = dg_train_run(m, &a);
     if (st == DEG_OK && !isfinite(l))
         st = dg_fail(DEG_ERR_NUMERIC, "%s: the loss is %g (non-finite rows or targets?)", w,
@@ -195,13 +207,13 @@ deg_status deg_cartridge_compose_backward(deg_cartridge *const *parts, size_t n_
         for (int il = 0; il < c.L; il++) {
             size_t o = 0;
             for (size_t i = 0; i < n_parts; i++) {
-                size_t nb = parts[i]->p * c.row;
+                size_t nb = dg_cartridge_kv_n(parts[i], il);
                 float *gk = parts[i]->gk[il], *gv = parts[i]->gv[il];
                 for (size_t j = 0; j < nb; j++) {
                     gk[j] += c.gk[il][o + j];
                     gv[j] += c.gv[il][o + j];
                 }
-                o += nb;
+                o += parts[i]->p * c.row;
             }
         }
         if (loss) *loss = l;

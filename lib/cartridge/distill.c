@@ -102,8 +102,9 @@ deg_status deg_cartridge_eval(const deg_cartridge *c, const int32_t *ids, size_t
                                      "deg_cartridge_eval"));
     dg_distill_loss dl = {targets, n_targets};
     dg_train_args a = {.pk = (const float *const *)c->k, .pv = (const float *const *)c->v,
-                       .P = c->p, .ids = ids, .T = n_ids, .loss_fn = dg_distill_loss_fn,
-                       .loss_ud = &dl, .loss = loss, .logits = logits};
+                       .P = c->p, .prec = (const float *const *)c->r, .ids = ids, .T = n_ids,
+                       .loss_fn = dg_distill_loss_fn, .loss_ud = &dl, .loss = loss,
+                       .logits = logits};
     return dg_train_run(c->model, &a);
 }
 
@@ -119,9 +120,9 @@ deg_status deg_cartridge_backward(deg_cartridge *c, const int32_t *ids, size_t n
     float l = 0.0f;
     dg_distill_loss dl = {targets, n_targets};
     dg_train_args a = {.pk = (const float *const *)c->k, .pv = (const float *const *)c->v,
-                       .P = c->p, .ids = ids, .T = n_ids, .loss_fn = dg_distill_loss_fn,
-                       .loss_ud = &dl, .checkpoint = checkpoint, .loss = &l,
-                       .dpk = c->gk, .dpv = c->gv};
+                       .P = c->p, .prec = (const float *const *)c->r, .ids = ids, .T = n_ids,
+                       .loss_fn = dg_distill_loss_fn, .loss_ud = &dl, .checkpoint = checkpoint,
+                       .loss = &l, .dpk = c->gk, .dpv = c->gv, .dprec = c->gr};
     DG_TRY(dg_train_run(c->model, &a));
     if (loss) *loss = l;
     if (!isfinite(l))
@@ -171,25 +172,35 @@ deg_status deg_cartridge_adam_step(deg_cartridge *c, const deg_adam_params *prm)
     if (!c || !prm) return dg_fail(DEG_ERR_ARG, "deg_cartridge_adam_step: NULL argument");
     dg_adam_rule rule;
     DG_TRY(adam_rule(prm, false, "deg_cartridge_adam_step", &rule));
-    size_t o = c->frozen * c->row, n = c->p * c->row;
     int64_t t = c->steps + 1;
     /* Two passes: check that every update is finite, then apply; a failed
-     * step changes nothing. */
+     * step changes nothing. Per layer: K/V rows past the frozen ones, or a
+     * recurrent layer's whole state (kv = 2). */
     for (int pass = 0; pass < 2; pass++) {
         for (int il = 0; il < c->n_layer; il++)
-            for (int kv = 0; kv < 2; kv++) {
-                float *w = kv ? c->v[il] : c->k[il], *g = kv ? c->gv[il] : c->gk[il];
-                float *m1 = kv ? c->mv[il] : c->mk[il], *m2 = kv ? c->sv[il] : c->sk[il];
+            for (int kv = 0; kv < 3; kv++) {
+                size_t o = kv < 2 ? c->frozen * c->row : 0;
+                size_t n = kv < 2 ? dg_cartridge_kv_n(c, il) : c->rn[il];
+                if (n <= o) continue;
+                float *w = kv == 2 ? c->r[il] : kv ? c->v[il] : c->k[il];
+                float *g = kv == 2 ? c->gr[il] : kv ? c->gv[il] : c->gk[il];
+                float *m1 = kv == 2 ? c->mr[il] : kv ? c->mv[il] : c->mk[il];
+                float *m2 = kv == 2 ? c->sr[il] : kv ? c->sv[il] : c->sk[il];
                 size_t bad = dg_adam_update(w + o, g + o, m1 + o, m2 + o, n - o, prm->lr, NULL, t,
                                             &rule, pass == 1);
                 if (pass == 0 && bad != SIZE_MAX) {
                     size_t i = o + bad;
+                    float gi = g[i];
                     deg_cartridge_zero_grads(c);
+                    if (kv == 2)
+                        return dg_fail(DEG_ERR_NUMERIC, "deg_cartridge_adam_step: layer %d "
+                                       "state element %zu would become non-finite (gradient "
+                                       "%g); nothing was changed", il, i, (double)gi);
                     return dg_fail(DEG_ERR_NUMERIC,
                                    "deg_cartridge_adam_step: layer %d %s row %zu "
                                    "would become non-finite (gradient %g); nothing "
                                    "was changed", il, kv ? "value" : "key",
-                                   i / c->row, (double)g[i]);
+                                   i / c->row, (double)gi);
                 }
             }
     }

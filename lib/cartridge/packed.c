@@ -59,9 +59,10 @@ deg_status deg_cartridge_backward_packed(deg_cartridge *c, const int32_t *ids, s
     float l = 0.0f;
     dg_distill_loss dl = {targets, n_targets};
     dg_train_args a = {.pk = (const float *const *)c->k, .pv = (const float *const *)c->v,
-                       .P = c->p, .ids = ids, .T = n_ids, .loss_fn = dg_distill_loss_fn,
-                       .loss_ud = &dl, .checkpoint = checkpoint, .loss = &l,
-                       .dpk = c->gk, .dpv = c->gv, .seg_lens = seg_lens, .n_segs = n_segs};
+                       .P = c->p, .prec = (const float *const *)c->r, .ids = ids, .T = n_ids,
+                       .loss_fn = dg_distill_loss_fn, .loss_ud = &dl, .checkpoint = checkpoint,
+                       .loss = &l, .dpk = c->gk, .dpv = c->gv, .dprec = c->gr,
+                       .seg_lens = seg_lens, .n_segs = n_segs};
     DG_TRY(dg_train_run(m, &a));
     if (loss) *loss = l;
     if (!isfinite(l))

@@ -14,6 +14,8 @@
 #include "model/arch.h"
 
 #define FORMAT_NAME "deg-cartridge/1"
+/* Tensor kinds per layer: layers.<il>.keys / values / state. */
+static const char *const KIND[3] = {"keys", "values", "state"};
 #define DRAFT_NAME "draft_reference"
 
 static void sha_floats(struct sha256_ctx *ctx, const float *x, size_t n)
@@ -61,10 +63,13 @@ void dg_model_fingerprint(const deg_model *m, char hex[65])
     for (int il = 0; il < hp->n_layer; il++) {
         const dg_layer *L = &m->layers[il];
         sha_floats(&ctx, L->attn_norm, E);
-        /* row 0 of each (E floats; w_down's is n_ff floats) */
-        sha_row(&ctx, &L->wq, 0);
-        sha_row(&ctx, &L->wk, 0);
-        sha_row(&ctx, &L->wv, 0);
+        /* row 0 of each (E floats; w_down's is n_ff floats); a recurrent
+         * layer has no q/k/v (its norm and MLP still tell models apart) */
+        if (L->has_kv) {
+            sha_row(&ctx, &L->wq, 0);
+            sha_row(&ctx, &L->wk, 0);
+            sha_row(&ctx, &L->wv, 0);
+        }
         sha_row(&ctx, &L->w_down, 0);
     }
     uint8_t d[SHA256_DIGEST_SIZE];
@@ -109,18 +114,20 @@ deg_status deg_cartridge_save(const deg_cartridge *c, const char *path, int with
     deg_status st = DEG_OK;
     int64_t shape[3] = {(int64_t)c->p, c->model->hp.n_head_kv, c->model->hp.head_dim};
     char name[96];
-    static const char *const kind[2] = {"keys", "values"};
+    /* Per layer: keys and values (attention layers), state (a hybrid's
+     * recurrent layers, 1-D), each with its Adam moments when asked. */
     for (int il = 0; il < c->n_layer && st == DEG_OK; il++)
-        for (int kv = 0; kv < 2 && st == DEG_OK; kv++) {
-            snprintf(name, sizeof name, "layers.%d.%s", il, kind[kv]);
-            st = dg_st_writer_add(w, name, DG_F32, 3, shape, kv ? c->v[il] : c->k[il]);
-            if (with_optimizer && st == DEG_OK) {
-                snprintf(name, sizeof name, "adam.m.layers.%d.%s", il, kind[kv]);
-                st = dg_st_writer_add(w, name, DG_F32, 3, shape, kv ? c->mv[il] : c->mk[il]);
-            }
-            if (with_optimizer && st == DEG_OK) {
-                snprintf(name, sizeof name, "adam.v.layers.%d.%s", il, kind[kv]);
-                st = dg_st_writer_add(w, name, DG_F32, 3, shape, kv ? c->sv[il] : c->sk[il]);
+        for (int kv = 0; kv < 3 && st == DEG_OK; kv++) {
+            if (!(kv < 2 ? dg_cartridge_kv_n(c, il) : c->rn[il])) continue;
+            int nd = kv < 2 ? 3 : 1;
+            int64_t rshape[1] = {(int64_t)c->rn[il]};
+            const int64_t *sh = kv < 2 ? shape : rshape;
+            float *const *arr[3][3] = {{c->k, c->mk, c->sk}, {c->v, c->mv, c->sv},
+                                       {c->r, c->mr, c->sr}};
+            static const char *const pre[3] = {"", "adam.m.", "adam.v."};
+            for (int a = 0; a < (with_optimizer ? 3 : 1) && st == DEG_OK; a++) {
+                snprintf(name, sizeof name, "%slayers.%d.%s", pre[a], il, KIND[kv]);
+                st = dg_st_writer_add(w, name, DG_F32, nd, sh, arr[kv][a][il]);
             }
         }
     /* the draft reference as I64 (the entry the spec names; 8 bytes a token) */
@@ -189,8 +196,11 @@ static deg_status parse_size(const dg_safetensors *st, const char *key, const ch
 }
 
 /* Copy tensor `name` ([p, Hkv, D] F32) into dst; required or optional. */
-static deg_status read_rows(const dg_safetensors *st, const char *name, const int64_t *shape,
-                            float *dst, int required, int *found, const char *path)
+/* Tensor name, F32 of the given shape (n_dims 3: [p, n_head_kv, head_dim]
+ * rows; 1: a recurrent layer's state [n]), into dst. */
+static deg_status read_rows(const dg_safetensors *st, const char *name, int n_dims,
+                            const int64_t *shape, float *dst, int required, int *found,
+                            const char *path)
 {
     const dg_tensor_view *t = dg_safetensors_find(st, name);
     if (found) *found = t != NULL;
@@ -198,12 +208,21 @@ static deg_status read_rows(const dg_safetensors *st, const char *name, const in
         if (!required) return DEG_OK;
         return dg_fail(DEG_ERR_FORMAT, "deg_cartridge_load %s: tensor %s missing", path, name);
     }
-    if (t->dtype != DG_F32 || t->n_dims != 3 || t->shape[0] != shape[0] ||
-        t->shape[1] != shape[1] || t->shape[2] != shape[2])
+    int ok = t->dtype == DG_F32 && t->n_dims == n_dims;
+    size_t n = 1;
+    for (int i = 0; ok && i < n_dims; i++) {
+        ok = t->shape[i] == shape[i];
+        n *= (size_t)shape[i];
+    }
+    if (!ok && n_dims == 1)
+        return dg_fail(DEG_ERR_FORMAT, "deg_cartridge_load %s: tensor %s is %s with %d dims, "
+                       "expected F32 [%" PRId64 "] (the layer's recurrent state)", path, name,
+                       dg_dtype_name(t->dtype), t->n_dims, shape[0]);
+    if (!ok)
         return dg_fail(DEG_ERR_FORMAT, "deg_cartridge_load %s: tensor %s is %s with %d dims, "
                        "expected F32 [%" PRId64 ", %" PRId64 ", %" PRId64 "]", path, name,
                        dg_dtype_name(t->dtype), t->n_dims, shape[0], shape[1], shape[2]);
-    memcpy(dst, t->data, (size_t)(shape[0] * shape[1] * shape[2]) * sizeof(float));
+    memcpy(dst, t->data, n * sizeof(float));
     return DEG_OK;
 }
 
@@ -270,11 +289,15 @@ deg_status deg_cartridge_load(const deg_model *m, const char *path, deg_cartridg
             goto done;
         }
     }
-    /* Geometry from the header: p from layers.0.keys. */
-    const dg_tensor_view *t0 = dg_safetensors_find(st, "layers.0.keys");
+    /* Geometry from the header: p from the first attention layer's keys. */
+    int il0 = 0;
+    while (il0 < m->hp.n_layer && !m->layers[il0].has_kv) il0++;
+    char name0[64];
+    snprintf(name0, sizeof name0, "layers.%d.keys", il0);
+    const dg_tensor_view *t0 = dg_safetensors_find(st, name0);
     if (!t0 || t0->n_dims != 3 || t0->shape[0] < 1) {
-        s = dg_fail(DEG_ERR_FORMAT, "deg_cartridge_load %s: tensor layers.0.keys missing or "
-                    "not [p, n_head_kv, head_dim] with p >= 1", path);
+        s = dg_fail(DEG_ERR_FORMAT, "deg_cartridge_load %s: tensor %s missing or not [p, "
+                    "n_head_kv, head_dim] with p >= 1", path, name0);
         goto done;
     }
     long long frozen = 0, steps = 0;
@@ -291,28 +314,31 @@ deg_status deg_cartridge_load(const deg_model *m, const char *path, deg_cartridg
     c->steps = steps;
     int64_t shape[3] = {(int64_t)p, m->hp.n_head_kv, m->hp.head_dim};
     char name[96];
-    static const char *const kind[2] = {"keys", "values"};
-    int have_m = 0, have_v = 0, f;
+    int have_m = 0, have_v = 0, n_main = 0, f;
     for (int il = 0; il < c->n_layer && s == DEG_OK; il++)
-        for (int kv = 0; kv < 2 && s == DEG_OK; kv++) {
-            snprintf(name, sizeof name, "layers.%d.%s", il, kind[kv]);
-            s = read_rows(st, name, shape, kv ? c->v[il] : c->k[il], 1, NULL, path);
-            snprintf(name, sizeof name, "adam.m.layers.%d.%s", il, kind[kv]);
-            if (s == DEG_OK)
-                s = read_rows(st, name, shape, kv ? c->mv[il] : c->mk[il], 0, &f, path);
+        for (int kv = 0; kv < 3 && s == DEG_OK; kv++) {
+            if (!(kv < 2 ? dg_cartridge_kv_n(c, il) : c->rn[il])) continue;
+            int nd = kv < 2 ? 3 : 1;
+            int64_t rshape[1] = {(int64_t)c->rn[il]};
+            const int64_t *sh = kv < 2 ? shape : rshape;
+            float *const *arr[3][3] = {{c->k, c->mk, c->sk}, {c->v, c->mv, c->sv},
+                                       {c->r, c->mr, c->sr}};
+            n_main++;
+            snprintf(name, sizeof name, "layers.%d.%s", il, KIND[kv]);
+            s = read_rows(st, name, nd, sh, arr[kv][0][il], 1, NULL, path);
+            snprintf(name, sizeof name, "adam.m.layers.%d.%s", il, KIND[kv]);
+            if (s == DEG_OK) s = read_rows(st, name, nd, sh, arr[kv][1][il], 0, &f, path);
             have_m += f;
-            snprintf(name, sizeof name, "adam.v.layers.%d.%s", il, kind[kv]);
-            if (s == DEG_OK)
-                s = read_rows(st, name, shape, kv ? c->sv[il] : c->sk[il], 0, &f, path);
+            snprintf(name, sizeof name, "adam.v.layers.%d.%s", il, KIND[kv]);
+            if (s == DEG_OK) s = read_rows(st, name, nd, sh, arr[kv][2][il], 0, &f, path);
             have_v += f;
         }
-    if (s == DEG_OK && (have_m || have_v) &&
-        (have_m != 2 * c->n_layer || have_v != 2 * c->n_layer))
+    if (s == DEG_OK && (have_m || have_v) && (have_m != n_main || have_v != n_main))
         s = dg_fail(DEG_ERR_FORMAT, "deg_cartridge_load %s: optimizer moments incomplete",
                     path);
     int have_draft = 0;
     if (s == DEG_OK) s = read_draft(st, c, path, &have_draft);
-    size_t expect = (size_t)(2 * c->n_layer) * (have_m ? 3 : 1) + (size_t)have_draft;
+    size_t expect = (size_t)n_main * (have_m ? 3 : 1) + (size_t)have_draft;
     if (s == DEG_OK && dg_safetensors_n_tensors(st) != expect)
         s = dg_fail(DEG_ERR_FORMAT, "deg_cartridge_load %s: %zu tensors, expected %zu for %d "
                     "layers", path, dg_safetensors_n_tensors(st), expect, c->n_layer);

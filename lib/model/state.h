@@ -71,6 +71,10 @@ void dg_trunk_get_kv(const deg_trunk *trunk, int il, size_t first, size_t n, flo
                      float *v);
 deg_status dg_trunk_set_kv(deg_trunk *trunk, size_t len,
                            void (*put)(void *ud, int il, float *k, float *v), void *ud);
+/* A hybrid's recurrent layer il: its fixed-size block of the trunk's state
+ * (state_floats of dg_layer) copied out / in (cartridges on hybrids). */
+void dg_trunk_get_rec(const deg_trunk *trunk, int il, float *out);
+void dg_trunk_set_rec(deg_trunk *trunk, int il, const float *in);
 
 struct deg_trunk {
     const deg_model *model;

@@ -97,6 +97,16 @@ deg_status dg_trunk_set_kv(deg_trunk *trunk, size_t len,
     return DEG_OK;
 }
 
+void dg_trunk_get_rec(const deg_trunk *trunk, int il, float *out)
+{
+    memcpy(out, trunk->st.rec[il], sizeof(float) * trunk->st.rec_n[il]);
+}
+
+void dg_trunk_set_rec(deg_trunk *trunk, int il, const float *in)
+{
+    memcpy(trunk->st.rec[il], in, sizeof(float) * trunk->st.rec_n[il]);
+}
+
 size_t deg_trunk_len(const deg_trunk *trunk) { return trunk ? trunk->st.len : 0; }
 
 /* ----------------------------------------------------------------- fork */
