@@ -23,6 +23,11 @@
  * (row-major). in/out: q [n_head*head_dim, n_embd], k and v
  * [n_head_kv*head_dim, n_embd], o [n_embd, n_head*head_dim], gate and up
  * [n_ff, n_embd], down [n_embd, n_ff] (as [out, in]).
+ * Hybrids (lfm2, qwen3_5): a recurrent layer has no q, k, v, o (those
+ * targets are absent from its part of the layout; its own in/out
+ * projections are not adapted); qwen3_5's q_proj gives q and the attention
+ * output gate, so its q target is [2*n_head*head_dim, n_embd] (the
+ * projection adapted whole).
  *
  * Training (deg_lora_tape_*): fork rows over a frozen trunk are run forward
  * with their adapters, keeping what the backward needs; the caller computes

@@ -100,6 +100,7 @@ deg_status deg_lora_tape_forward(const deg_lora *l, const deg_trunk *trunk,
     }
     t->args = (dg_train_args){.pk = (const float *const *)trunk->st.k,
                               .pv = (const float *const *)trunk->st.v, .P = trunk->st.len,
+                              .prec = (const float *const *)trunk->st.rec,
                               .ids = t->ids, .T = T, .checkpoint = checkpoint,
                               .seg_lens = t->lens, .n_segs = n_rows, .lora = l,
                               .seg_adapters = t->adapters, .dlora = t->grad};

@@ -13,12 +13,14 @@
 #include "grad/layer_bwd.h"
 #include "model/arch_qwen3_5.h"
 #include "model/delta_rule.h"
+#include "model/lora_internal.h"
 #include "model/ops.h"
 #include "tensor/blas.h"
 
 static float sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
 
-/* x_mid = x_in + o_proj(att * sigmoid(gate)), [q | gate] per head = q_proj(xn). */
+/* x_mid = x_in + o_proj(att * sigmoid(gate)), [q | gate] per head = q_proj(xn)
+ * (adapters on q_proj, k, v, o: their gradients into g->dlora). */
 static deg_status attn_bwd(const deg_model *m, int il, dg_batch *b, const dg_layer_acts *a,
                            float *dx, const dg_layer_grad *g, float *dqg)
 {
@@ -29,7 +31,16 @@ static deg_status attn_bwd(const deg_model *m, int il, dg_batch *b, const dg_lay
     float *qg = b->rbuf; /* the forward's q_proj output, recomputed */
     dg_rmsnorm_rows(b->xn, a->x_in, L->attn_norm, T, E, hp->rms_eps);
     dg_weight_matmul(&L->wq, (int64_t)T, b->xn, (int64_t)E, qg, (int64_t)(2 * QD));
+    dg_lora_add_segs(b, il, DG_LORA_Q, b->xn, E, qg, 2 * QD);
     DG_TRY(dg_weight_backward_x(&L->wo, (int64_t)T, dx, (int64_t)E, g->datt, (int64_t)QD, 0));
+    if (g->dlora) { /* o_proj's input: the gated attention output */
+        float *gated = dqg + T * 2 * QD;
+        for (size_t i = 0; i < T; i++)
+            for (size_t j = 0; j < QD; j++)
+                gated[i * QD + j] = a->att[i * QD + j] *
+                                    (1.0f / (1.0f + expf(-qg[i * 2 * QD + (j / D) * 2 * D + D + j % D])));
+        dg_backward_lora(b, il, DG_LORA_O, g, dx, E, gated, QD, g->datt);
+    }
     for (size_t i = 0; i < T; i++)
         for (size_t h = 0; h < H; h++)
             for (size_t j = 0; j < D; j++) {
@@ -51,6 +62,9 @@ static deg_status attn_bwd(const deg_model *m, int il, dg_batch *b, const dg_lay
                                 0));
     DG_TRY(dg_weight_backward_x(&L->wk, (int64_t)T, g->dk, (int64_t)KD, g->dxn, (int64_t)E, 1));
     DG_TRY(dg_weight_backward_x(&L->wv, (int64_t)T, g->dv, (int64_t)KD, g->dxn, (int64_t)E, 1));
+    dg_backward_lora(b, il, DG_LORA_Q, g, dqg, 2 * QD, b->xn, E, g->dxn);
+    dg_backward_lora(b, il, DG_LORA_K, g, g->dk, KD, b->xn, E, g->dxn);
+    dg_backward_lora(b, il, DG_LORA_V, g, g->dv, KD, b->xn, E, g->dxn);
     dg_rmsnorm_backward_rows(dx, g->dxn, a->x_in, L->attn_norm, T, E, hp->rms_eps, 1);
     return DEG_OK;
 }
@@ -190,7 +204,7 @@ deg_status dg_backward_qwen3_5_layer(const deg_model *m, int il, dg_batch *b,
     DG_TRY(dg_backward_mlp(m, il, b, a, dx, g));
     size_t M = b->n_tokens, QD = (size_t)m->hp.n_head * (size_t)m->hp.head_dim, n;
     if (L->has_kv) {
-        n = M * 2 * QD;
+        n = M * 3 * QD; /* dqg [M, 2QD], the gated output [M, QD] (adapters) */
     } else {
         size_t CD = dg_q35_conv_dim(ah), NV = (size_t)ah->nv, VD = NV * (size_t)ah->dv;
         size_t dk = (size_t)ah->dk, dv = (size_t)ah->dv, max_n = 0;

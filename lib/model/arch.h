@@ -118,6 +118,11 @@ struct dg_arch {
     deg_status (*load_layer)(deg_model *m, int il, dg_layer *out);
     /* Run layer il on the batch: x [n_tokens, n_embd] residual stream, in place. */
     void (*forward_layer)(const deg_model *m, int il, dg_batch *b, float *x);
+    /* 1: the layers apply LoRA adapters (include/lora.h) beyond
+     * dg_forward_std_layer's (which always does): the attention and MLP
+     * projections of a hybrid; its recurrent layers' projections are not
+     * adapted. */
+    int lora;
 };
 
 /* NULL if unknown. The table lives in arch_table.c. */
@@ -184,6 +189,11 @@ size_t dg_attention_scratch(const deg_model *m);
  * w_gate x) * w_up x) -> residual), in layer_std.c: shared by every
  * architecture whose layers end with it (llama, qwen3, lfm2, qwen3_5). */
 void dg_forward_mlp(const deg_model *m, int il, dg_batch *b, float *x);
+/* y[M, ldy] += the LoRA of target t (DG_LORA_*, lora_internal.h) of layer il
+ * for the rows of segments that run an adapter (x: the projection's input
+ * [M, ldx]); per row, in parallel over segments (layer_std.c). */
+void dg_lora_add_segs(const dg_batch *b, int il, int t, const float *x, size_t ldx, float *y,
+                      size_t ldy);
 /* HF tensor names (with one "%d" = the layer) of the standard layer's
  * tensors; the GGUF names are llama.cpp's (blk.%d.attn_q.weight ...) for
  * every architecture. dg_std_names_llama: transformers' llama/qwen3 names. */

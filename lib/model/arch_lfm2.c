@@ -228,4 +228,5 @@ const dg_arch dg_arch_lfm2 = {
     .chat_layout = "lfm2",
     .load_layer = lfm2_load_layer,
     .forward_layer = lfm2_forward_layer,
+    .lora = 1,
 };

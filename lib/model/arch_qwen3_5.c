@@ -27,6 +27,7 @@
 #include "model/conv.h"
 #include "model/delta_rule.h"
 #include "model/layer.h"
+#include "model/lora_internal.h"
 #include "model/ops.h"
 #include "tensor/blas.h"
 
@@ -153,7 +154,8 @@ static deg_status q35_load_layer(deg_model *m, int il, dg_layer *L)
 
 static deg_status q35_finish(deg_model *m) { return plus_one(m, m->hp.n_embd, &m->out_norm); }
 
-/* Gated attention block: x += o_proj(attention(q, k, v) * sigmoid(gate)).
+/* Gated attention block: x += o_proj(attention(q, k, v) * sigmoid(gate)),
+ * LoRA adapters on q_proj (q and gate), k, v and o_proj.
  * Training (b->save): q/k before and after their norms, v, the attention
  * statistics and its output before the gate are saved (the gate itself is
  * recomputed by the backward, lib/grad/qwen3_5_bwd.c). */
@@ -171,6 +173,9 @@ static void q35_attn_block(const deg_model *m, int il, dg_batch *b, float *x)
     dg_weight_matmul(&L->wq, (int64_t)M, b->xn, (int64_t)E, qg, (int64_t)(2 * QD));
     dg_weight_matmul(&L->wk, (int64_t)M, b->xn, (int64_t)E, k_pre, (int64_t)KD);
     dg_weight_matmul(&L->wv, (int64_t)M, b->xn, (int64_t)E, v, (int64_t)KD);
+    dg_lora_add_segs(b, il, DG_LORA_Q, b->xn, E, qg, 2 * QD);
+    dg_lora_add_segs(b, il, DG_LORA_K, b->xn, E, k_pre, KD);
+    dg_lora_add_segs(b, il, DG_LORA_V, b->xn, E, v, KD);
     for (size_t i = 0; i < M; i++)
         for (size_t h = 0; h < H; h++) {
             memcpy(q_pre + i * QD + h * D, qg + i * 2 * QD + h * 2 * D, sizeof(float) * D);
@@ -185,6 +190,7 @@ static void q35_attn_block(const deg_model *m, int il, dg_batch *b, float *x)
     if (sv) memcpy(sv->att, b->att, sizeof(float) * M * QD);
     for (size_t i = 0; i < M * QD; i++) b->att[i] *= 1.0f / (1.0f + expf(-gate[i]));
     dg_weight_matmul(&L->wo, (int64_t)M, b->att, (int64_t)QD, b->tmp, (int64_t)E);
+    dg_lora_add_segs(b, il, DG_LORA_O, b->att, QD, b->tmp, E);
     for (size_t i = 0; i < M * E; i++) x[i] += b->tmp[i];
 }
 
@@ -306,4 +312,5 @@ const dg_arch dg_arch_qwen3_5 = {
     .chat_layout = "qwen3",
     .load_layer = q35_load_layer,
     .forward_layer = q35_forward_layer,
+    .lora = 1,
 };

@@ -32,11 +32,8 @@ void dg_segs_rec_reset(const dg_batch *b, int il, const float *rec0, size_t n)
     }
 }
 
-/* y[M, ldy] += the LoRA of target t for the rows of segments that run an
- * adapter (x: the projection's input [M, ldx]); per row (dg_lora_rows), in
- * parallel over segments. */
-static void lora_add(const dg_batch *b, int il, int t, const float *x, size_t ldx, float *y,
-                     size_t ldy)
+void dg_lora_add_segs(const dg_batch *b, int il, int t, const float *x, size_t ldx, float *y,
+                      size_t ldy)
 {
     size_t n_ad = 0;
     for (size_t si = 0; si < b->n_segs; si++) n_ad += b->segs[si].adapter >= 0;
@@ -156,9 +153,9 @@ void dg_forward_std_layer(const deg_model *m, int il, dg_batch *b, float *x)
         const int64_t ld[3] = {(int64_t)QD, (int64_t)KD, (int64_t)KD};
         dg_weight_matmul_multi(ws, 3, (int64_t)M, b->xn, (int64_t)E, ys, ld);
     }
-    lora_add(b, il, DG_LORA_Q, b->xn, E, q_pre, QD);
-    lora_add(b, il, DG_LORA_K, b->xn, E, k_pre, KD);
-    lora_add(b, il, DG_LORA_V, b->xn, E, v, KD);
+    dg_lora_add_segs(b, il, DG_LORA_Q, b->xn, E, q_pre, QD);
+    dg_lora_add_segs(b, il, DG_LORA_K, b->xn, E, k_pre, KD);
+    dg_lora_add_segs(b, il, DG_LORA_V, b->xn, E, v, KD);
     if (L->q_norm) dg_rmsnorm_rows(q, q_pre, L->q_norm, M * hp->n_head, D, hp->rms_eps);
     if (L->k_norm) dg_rmsnorm_rows(k, k_pre, L->k_norm, M * hp->n_head_kv, D, hp->rms_eps);
     dg_rope_apply_partial(q, b->rope_cos, b->rope_sin, M, hp->n_head, (int)D, hp->rope_dim);
@@ -168,7 +165,7 @@ void dg_forward_std_layer(const deg_model *m, int il, dg_batch *b, float *x)
     dg_attention_segs(m, il, b, q, sv ? sv->stats : NULL);
     if (sv && sv->att) memcpy(sv->att, b->att, sizeof(float) * M * QD);
     mm_nt(M, b->att, QD, &L->wo, b->tmp, E);
-    lora_add(b, il, DG_LORA_O, b->att, QD, b->tmp, E);
+    dg_lora_add_segs(b, il, DG_LORA_O, b->att, QD, b->tmp, E);
     for (size_t i = 0; i < M * E; i++) x[i] += b->tmp[i];
     if (sv) memcpy(sv->x_mid, x, sizeof(float) * M * E);
     dg_forward_mlp(m, il, b, x);
@@ -188,13 +185,13 @@ void dg_forward_mlp(const deg_model *m, int il, dg_batch *b, float *x)
         const int64_t ld[2] = {(int64_t)F, (int64_t)F};
         dg_weight_matmul_multi(ws, 2, (int64_t)M, b->xn, (int64_t)E, ys, ld);
     }
-    lora_add(b, il, DG_LORA_GATE, b->xn, E, gate, F);
-    lora_add(b, il, DG_LORA_UP, b->xn, E, up, F);
+    dg_lora_add_segs(b, il, DG_LORA_GATE, b->xn, E, gate, F);
+    dg_lora_add_segs(b, il, DG_LORA_UP, b->xn, E, up, F);
     /* SwiGLU into b->gate (in place in inference; training keeps gate). */
     if (gate != b->gate) memcpy(b->gate, gate, sizeof(float) * M * F);
 #pragma omp parallel for schedule(static) if (M > 4) num_threads(dg_num_threads())
     for (size_t i = 0; i < M; i++) dg_swiglu(b->gate + i * F, up + i * F, F);
     mm_nt(M, b->gate, F, &L->w_down, b->tmp, E);
-    lora_add(b, il, DG_LORA_DOWN, b->gate, F, b->tmp, E);
+    dg_lora_add_segs(b, il, DG_LORA_DOWN, b->gate, F, b->tmp, E);
     for (size_t i = 0; i < M * E; i++) x[i] += b->tmp[i];
 }

@@ -19,13 +19,21 @@ deg_lora_params deg_lora_default_params(void)
                              .n_adapters = 1, .seed = 0};
 }
 
+/* q's out is the q projection's rows: n_head * head_dim, or twice that for
+ * qwen3_5's gated attention (q_proj gives q and the output gate; the adapter
+ * adapts the projection whole, as peft does). */
 static void target_dims(const deg_model *m, size_t *in, size_t *out)
 {
     const dg_hparams *hp = &m->hp;
     size_t E = (size_t)hp->n_embd, QD = (size_t)hp->n_head * hp->head_dim;
-    size_t KD = (size_t)hp->n_head_kv * hp->head_dim, F = (size_t)hp->n_ff;
+    size_t KD = (size_t)hp->n_head_kv * hp->head_dim, F = (size_t)hp->n_ff, QO = QD;
+    for (int il = 0; il < hp->n_layer; il++)
+        if (m->layers[il].has_kv) {
+            QO = (size_t)m->layers[il].wq.rows;
+            break;
+        }
     size_t i[DG_LORA_N_TARGETS] = {E, E, E, QD, E, E, F};
-    size_t o[DG_LORA_N_TARGETS] = {QD, KD, KD, E, F, F, E};
+    size_t o[DG_LORA_N_TARGETS] = {QO, KD, KD, E, F, F, E};
     memcpy(in, i, sizeof i);
     memcpy(out, o, sizeof o);
 }
@@ -43,7 +51,7 @@ deg_status deg_lora_new(const deg_model *m, const deg_lora_params *p, deg_lora *
                        "DEG_LORA_* bits (0x7f = all)", (unsigned)p->targets);
     if (!isfinite(p->alpha))
         return dg_fail(DEG_ERR_ARG, "deg_lora_new: alpha is not finite");
-    if (m->arch->forward_layer != dg_forward_std_layer)
+    if (m->arch->forward_layer != dg_forward_std_layer && !m->arch->lora)
         return dg_fail(DEG_ERR_UNSUPPORTED, "deg_lora_new: architecture '%s' has no adapted "
                        "layer", m->arch->name);
     deg_lora *l = calloc(1, sizeof *l);
@@ -60,7 +68,9 @@ deg_status deg_lora_new(const deg_model *m, const deg_lora_params *p, deg_lora *
         for (size_t il = 0; il < NL; il++)
             for (int t = 0; t < DG_LORA_N_TARGETS; t++) {
                 size_t *o = &l->off[(a * NL + il) * DG_LORA_N_TARGETS + (size_t)t];
-                *o = (p->targets >> t) & 1 ? n : (size_t)-1;
+                /* a hybrid's recurrent layers have no q/k/v/o */
+                int on = (p->targets >> t) & 1 && (t > DG_LORA_O || m->layers[il].has_kv);
+                *o = on ? n : (size_t)-1;
                 if (*o != (size_t)-1) n += r * (l->in[t] + l->out[t]);
             }
     l->n_params = n;
