@@ -150,7 +150,10 @@ static deg_status gguf_head_count_kv(const dg_gguf *g, const char *arch, dg_hpar
     for (uint64_t i = 0; i < n; i++) {
         int64_t v;
         DG_TRY(dg_gguf_arr_int(g, key, i, &v));
-        if (v < 0 || v > INT32_MAX || (v && kv && v != kv))
+        if (v < 0 || v > INT32_MAX)
+            return dg_fail(DEG_ERR_FORMAT, "GGUF: '%s'[%llu] = %lld is not a K/V head count", key,
+                           (unsigned long long)i, (long long)v);
+        if (v && kv && v != kv)
             return dg_fail(DEG_ERR_UNSUPPORTED, "GGUF: '%s'[%llu] = %lld (attention layers "
                            "with different K/V head counts)", key, (unsigned long long)i,
                            (long long)v);
