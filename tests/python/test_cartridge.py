@@ -91,3 +91,35 @@ def test_errors(tiny, tmp_path):
     bad.write_bytes(b"garbage")
     with pytest.raises(deg.FormatError):
         deg.Cartridge.load(tiny, bad)
+
+
+def test_hybrid_state():
+    """A hybrid's cartridge (tiny lfm2): the equivalence gate, the recurrent
+    layers' states through Python, training moves them, save/load keeps them;
+    rows of a recurrent layer / state of an attention layer are refused."""
+    m = deg.load_model(ROOT / "tests" / "goldens" / "tiny-lfm2")
+    prefix, suffix = [3, 14, 15, 92, 65, 35], [89, 79, 32, 38]
+    c = deg.Cartridge.from_tokens(m, prefix)
+    _, behind = c.eval(suffix, logits=True)
+    ref = m.trunk().prefill(prefix + suffix, logits="all")
+    assert behind.tobytes() == ref[len(prefix) * m.info.n_vocab:].tobytes()
+    kinds = [c.state_len(il) for il in range(m.info.n_layer)]
+    rec = kinds.index(max(kinds))
+    att = kinds.index(0)
+    assert kinds[rec] > 0
+    s0 = c.state(rec)
+    assert len(s0) == kinds[rec] and any(x != 0 for x in s0)
+    with pytest.raises(deg.ArgumentError):
+        c.rows(rec)
+    with pytest.raises(deg.ArgumentError):
+        c.state(att)
+    with pytest.raises(deg.ArgumentError):
+        c.set_state(rec, [0.0])
+    targets = [deg.DistillTarget(1, 40, -0.5), deg.DistillTarget(3, 7, -0.1)]
+    c.train_step(suffix, targets, lr=1e-2)
+    assert c.state(rec) != s0
+    c.set_state(rec, s0)
+    assert c.state(rec) == s0
+    assert math.isfinite(c.eval(suffix, targets))
+    del c
+    m.close()

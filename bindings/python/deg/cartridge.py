@@ -269,6 +269,36 @@ class Cartridge(_Handle):
             check(lib.deg_cartridge_get_grads(_p, int(layer), kp, vp))
         return k, v
 
+    # ------------------------------------------------- hybrid recurrent states
+    def state_len(self, layer):
+        """Floats of a recurrent layer's state (0 for an attention layer).
+        On hybrids (lfm2, qwen3_5) a recurrent layer holds this state instead
+        of K/V rows: the block its layer starts the cartridge's readers from."""
+        with self._use() as _p:
+            return int(lib.deg_cartridge_state_len(_p, int(layer)))
+
+    def state(self, layer):
+        """A recurrent layer's state: array('f') of state_len(layer) floats."""
+        a, ap = _floats(self.state_len(layer))
+        with self._use() as _p:
+            check(lib.deg_cartridge_get_state(_p, int(layer), ap))
+        return a
+
+    def set_state(self, layer, values):
+        n = self.state_len(layer)
+        a = array("f", values)
+        if len(a) != n:
+            raise ArgumentError(f"layer {layer}'s state needs {n} floats, got {len(a)}")
+        with self._use() as _p:
+            check(lib.deg_cartridge_set_state(_p, int(layer), ffi.from_buffer("float[]", a)))
+
+    def state_grads(self, layer):
+        """Accumulated gradient of a recurrent layer's state."""
+        a, ap = _floats(self.state_len(layer))
+        with self._use() as _p:
+            check(lib.deg_cartridge_get_state_grads(_p, int(layer), ap))
+        return a
+
     # ------------------------------------------------------------ training
     def eval(self, ids, targets=(), logits=False):
         """Forward behind the cartridge. Returns the loss (None without
