@@ -64,6 +64,7 @@ static gg *gg_read(void)
     for (size_t i = 0; i < g->n_t; i++) {
         ti_ent *t = &g->t[i];
         size_t nl = rd64(p);
+        cr_assert_lt(nl, sizeof t->name);
         memcpy(t->name, p + 8, nl);
         p += 8 + nl;
         t->nd = rd32(p);
