@@ -121,54 +121,57 @@ int dg_fill_fork_len_stopped(freq *r, const job *j)
     return 1;
 }
 
+/* Array p with room for one more element (n used of *cap, elem bytes each; the
+ * first capacity is first, then doubling): p itself or its reallocation; NULL when
+ * out of memory (p is then unchanged). */
+static void *grow(void *p, size_t n, size_t *cap, size_t elem, size_t first)
+{
+    if (n < *cap) return p;
+    size_t c = *cap ? 2 * *cap : first;
+    void *q = realloc(p, c * elem);
+    if (q) *cap = c;
+    return q;
+}
+
+/* Original indices of item `item` of instance `in` and its enclosing items, outermost
+ * first (none when in < 0): malloc'd in *idx (at least one slot), count in *n. */
+static int item_chain(const freq *r, int in, size_t item, size_t **idx, size_t *n)
+{
+    *n = in >= 0 ? r->insts[in].n_idx + 1 : 0;
+    *idx = calloc(*n ? *n : 1, sizeof(size_t));
+    if (!*idx) return 0;
+    if (in >= 0) {
+        memcpy(*idx, r->insts[in].idx, r->insts[in].n_idx * sizeof(size_t));
+        (*idx)[*n - 1] = item;
+    }
+    return 1;
+}
+
 int dg_fill_add_inst(freq *r, int array, int parent, size_t parent_item)
 {
-    if (r->n_insts == r->cap_insts) {
-        size_t cap = r->cap_insts ? 2 * r->cap_insts : 16;
-        inst *p = realloc(r->insts, cap * sizeof *p);
-        if (!p) return -1;
-        r->insts = p;
-        r->cap_insts = cap;
-    }
+    inst *grown = grow(r->insts, r->n_insts, &r->cap_insts, sizeof *grown, 16);
+    if (!grown) return -1;
+    r->insts = grown;
     inst *I = &r->insts[r->n_insts];
     memset(I, 0, sizeof *I);
     I->array = array;
     I->parent = parent;
     I->parent_item = parent_item;
-    size_t n = 0;
-    if (parent >= 0) n = r->insts[parent].n_idx + 1;
-    I->idx = calloc(n ? n : 1, sizeof(size_t));
-    if (!I->idx) return -1;
-    if (parent >= 0) {
-        memcpy(I->idx, r->insts[parent].idx, r->insts[parent].n_idx * sizeof(size_t));
-        I->idx[n - 1] = parent_item;
-    }
-    I->n_idx = n;
+    if (!item_chain(r, parent, parent_item, &I->idx, &I->n_idx)) return -1;
     return (int)r->n_insts++;
 }
 
 long dg_fill_add_leaf(freq *r, size_t field, int in, size_t item)
 {
-    if (r->n_leaves == r->cap_leaves) {
-        size_t cap = r->cap_leaves ? 2 * r->cap_leaves : 32;
-        leaf *p = realloc(r->leaves, cap * sizeof *p);
-        if (!p) return -1;
-        r->leaves = p;
-        r->cap_leaves = cap;
-    }
+    leaf *grown = grow(r->leaves, r->n_leaves, &r->cap_leaves, sizeof *grown, 32);
+    if (!grown) return -1;
+    r->leaves = grown;
     leaf *L = &r->leaves[r->n_leaves];
     memset(L, 0, sizeof *L);
     L->field = field;
     L->inst = in;
     L->item = item;
-    size_t n = in >= 0 ? r->insts[in].n_idx + 1 : 0;
-    L->idx = calloc(n ? n : 1, sizeof(size_t));
-    if (!L->idx) return -1;
-    if (in >= 0) {
-        memcpy(L->idx, r->insts[in].idx, r->insts[in].n_idx * sizeof(size_t));
-        L->idx[n - 1] = item;
-    }
-    L->n_idx = n;
+    if (!item_chain(r, in, item, &L->idx, &L->n_idx)) return -1;
     return (long)r->n_leaves++;
 }
 
