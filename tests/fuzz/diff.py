@@ -27,7 +27,9 @@ checked, inputs/s, agreements, documented differences by reason, failures.
 import argparse
 import json
 import os
+import resource
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -38,6 +40,47 @@ ROOT = Path(__file__).resolve().parents[2]
 SOURCES = {"utf8": ["parse", "tokenize"], "safetensors": ["safetensors"], "gguf": ["gguf"],
            "validate": ["validate"]}
 CHUNK = 64  # files per fuzz_verdict run
+# A reference run on one input gets REF_SECONDS of wall time and this process at
+# most REF_MEMORY bytes of address space: a fuzzed GGUF header declaring an array
+# of 3.7e18 elements made gguf.GGUFReader grow to 10 GB over more than 10 minutes
+# (libdeg rejects it in 16 ms). Such an input counts as the reference rejecting it.
+REF_SECONDS = 10
+REF_MEMORY = 3 << 30
+
+
+class RefExhausted(BaseException):
+    """The reference ran out of its time or memory budget on one input."""
+
+
+def _on_alarm(signum, frame):
+    raise RefExhausted(f"more than {REF_SECONDS} s")
+
+
+def bounded(fn, *args):
+    """fn(*args) under REF_SECONDS; MemoryError and the alarm become RefExhausted."""
+    old = signal.signal(signal.SIGALRM, _on_alarm)
+    signal.alarm(REF_SECONDS)
+    try:
+        return fn(*args)
+    except MemoryError as e:
+        raise RefExhausted(f"MemoryError {e}") from None
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _limit_memory():
+    """Lower this process's soft RLIMIT_AS to REF_MEMORY (children raise it back)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard == resource.RLIM_INFINITY or hard > REF_MEMORY:
+        resource.setrlimit(resource.RLIMIT_AS, (REF_MEMORY, hard))
+
+
+def _unlimit_memory():
+    """preexec_fn of fuzz_verdict: the soft limit back at the hard one (an ASan
+    binary reserves terabytes of address space)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
 
 
 # ------------------------------------------------------------- references
@@ -239,7 +282,7 @@ def inputs(kind, build):
 
 def verdicts(tool, kind, paths):
     out = subprocess.run([str(tool), kind] + [str(p) for p in paths], capture_output=True,
-                         check=False)
+                         check=False, preexec_fn=_unlimit_memory)
     lines = out.stdout.decode("utf-8", "replace").splitlines()
     if out.returncode != 0 or len(lines) != len(paths):
         sys.stderr.write(out.stderr.decode("utf-8", "replace")[-4000:])
@@ -251,8 +294,17 @@ def compare(kind, path, deg):
     """None when deg and the reference agree, else (reason or None, detail)."""
     data = path.read_bytes()
     deg_ok = deg.startswith("ok")
+    try:
+        return _compare(kind, path, data, deg, deg_ok)
+    except RefExhausted as e:
+        if deg_ok:
+            return None, f"deg: {deg} | reference: gave up ({e})"
+        return f"reference exhausted its budget ({REF_SECONDS} s / {REF_MEMORY >> 30} GiB), deg rejects", ""
+
+
+def _compare(kind, path, data, deg, deg_ok):
     if kind == "validate":
-        ref, why = ref_validate(data)
+        ref, why = bounded(ref_validate, data)
         if ref == "skip" or deg == "skip":
             return None
         agree = {"ok0": deg == "ok 0", "ok+": deg_ok and deg != "ok 0",
@@ -264,11 +316,11 @@ def compare(kind, path, deg):
             return None
         return known_validate(data, deg, ref), f"deg: {deg} | jsonschema: {ref} {why}"
     if kind == "utf8":
-        ref_ok, why = ref_utf8(data)
+        ref_ok, why = bounded(ref_utf8, data)
     elif kind == "safetensors":
-        ref_ok, why = ref_safetensors(data, str(path))
+        ref_ok, why = bounded(ref_safetensors, data, str(path))
     else:
-        ref_ok, why = ref_gguf(data, str(path))
+        ref_ok, why = bounded(ref_gguf, data, str(path))
     if ref_ok == deg_ok:
         return None
     known = {"utf8": known_utf8, "safetensors": known_safetensors, "gguf": known_gguf}[kind]
@@ -319,6 +371,7 @@ def main(argv=None):
     ap.add_argument("kinds", nargs="*", default=list(SOURCES))
     a = ap.parse_args(argv)
     build = Path(a.build)
+    _limit_memory()
     rc = 0
     print(f"{'kind':12s} {'inputs':>7s} {'of':>7s} {'in/s':>8s} {'agree':>7s} "
           f"{'known':>6s} {'FAILED':>6s} {'NEW':>5s}")
