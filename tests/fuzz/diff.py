@@ -280,14 +280,28 @@ def inputs(kind, build):
     return files
 
 
-def verdicts(tool, kind, paths):
+def _run_tool(tool, kind, paths):
     out = subprocess.run([str(tool), kind] + [str(p) for p in paths], capture_output=True,
                          check=False, preexec_fn=_unlimit_memory)
-    lines = out.stdout.decode("utf-8", "replace").splitlines()
-    if out.returncode != 0 or len(lines) != len(paths):
-        sys.stderr.write(out.stderr.decode("utf-8", "replace")[-4000:])
-        raise SystemExit(f"diff.py: fuzz_verdict {kind} failed (exit {out.returncode})")
-    return lines
+    return out.returncode, out.stdout.decode("utf-8", "replace"), out.stderr
+
+
+def verdicts(tool, kind, paths):
+    """One verdict line per path. When a chunk's output does not split into one
+    line per input (a message can quote a line break from the input), each input
+    runs alone and its whole output, line breaks as spaces, is its verdict."""
+    rc, text, err = _run_tool(tool, kind, paths)
+    lines = text.splitlines()
+    if rc == 0 and len(lines) == len(paths):
+        return lines
+    out = []
+    for p in paths:
+        rc, text, err = _run_tool(tool, kind, [p])
+        if rc != 0:
+            sys.stderr.write(err.decode("utf-8", "replace")[-4000:])
+            raise SystemExit(f"diff.py: fuzz_verdict {kind} {p} failed (exit {rc})")
+        out.append(" ".join(text.split("\n")).strip())
+    return out
 
 
 def compare(kind, path, deg):
