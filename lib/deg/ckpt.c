@@ -235,18 +235,11 @@ static deg_status key_prior_load(const json_t *v, const char *jpath, dg_key_prio
     return DEG_OK;
 }
 
+/* The checkpoint's layout name of a model: the model's own layout
+ * (dg_chat_layout_of_model), named by the library's one mapping (model/chat.h). */
 static const char *model_chat_layout(const deg_model *m)
 {
-    deg_chat_message msg = {"user", "x"};
-    char *out = NULL;
-    deg_model_info info;
-    if (deg_model_get_info(m, &info) != DEG_OK) return "none";
-    if (deg_chat_format(m, &msg, 1, 1, &out) != DEG_OK) {
-        dg_clear_error();
-        return "none";
-    }
-    free(out);
-    return strcmp(info.chat_layout, "qwen3") == 0 ? "qwen3" : "chatml";
+    return dg_chat_layout_name(dg_chat_layout_of_model(m));
 }
 
 /* Write heads.safetensors (the store, tensors in TABLE layout), the adapters
@@ -635,7 +628,13 @@ deg_status deg_ckpt_open(const char *dir, const deg_ckpt_params *params, deg_ckp
     if ((st = load_heads(k, meta, spath, ppath, jpath, info.n_embd, off)) != DEG_OK) goto fail;
     if ((st = read_decoding(k, meta, jpath)) != DEG_OK) goto fail;
     const char *cl = json_string_value(json_object_get(meta, "chat_layout"));
-    k->chat_layout = strdup(cl ? cl : model_chat_layout(k->model));
+    if (!cl) cl = model_chat_layout(k->model);
+    if (!dg_chat_layout_lookup(cl, &k->layout)) {
+        st = dg_fail(DEG_ERR_FORMAT, "%s: chat_layout \"%s\" is not a chat layout (one of "
+                     "none, chatml, qwen3, lfm2)", jpath, cl);
+        goto fail;
+    }
+    k->chat_layout = strdup(cl);
     k->backbone_file = dup_str(bfile);
     k->backbone_sha256 = dup_str(bsha);
     {
@@ -648,9 +647,7 @@ deg_status deg_ckpt_open(const char *dir, const deg_ckpt_params *params, deg_ckp
         /* The library's stop rule (lib/model/chat.h) under the checkpoint's
          * layout: EOS, and the end-of-turn token when it is another one. */
         int32_t stops[DG_CHAT_MAX_STOPS];
-        dg_chat_layout layout = strcmp(k->chat_layout ? k->chat_layout : "none", "none") != 0
-                                    ? DG_CHAT_CHATML : DG_CHAT_NONE;
-        size_t ns = dg_chat_stop_ids(k->model, layout, stops);
+        size_t ns = dg_chat_stop_ids(k->model, k->layout, stops);
         k->eos_id = info.eos_id;
         k->stop_id = ns > (info.eos_id >= 0 ? 1u : 0u) ? stops[ns - 1] : info.eos_id;
     }

@@ -29,6 +29,7 @@
 
 #include "deg.h"
 #include "deg/keyprior.h"
+#include "model/chat.h"
 #include "lora.h"
 
 #define DG_HEAD_DIM 256
@@ -69,7 +70,8 @@ struct deg_ckpt {
     float temp[DG_T_N];
     char *array_mode;         /* "index" or "anchor" */
     int64_t anchor_min_tokens;
-    char *chat_layout;        /* "chatml", "qwen3", "none" */
+    char *chat_layout;        /* deg.json "chat_layout": "none", "chatml", "qwen3", "lfm2" */
+    dg_chat_layout layout;    /* its layout (dg_chat_layout_lookup: the one name mapping) */
     char *backbone_file, *backbone_sha256;
     char *backbone_path;      /* the resolved backbone (absolute when resolvable) */
     size_t fork_budget_bytes; /* fork batch memory budget */

@@ -187,7 +187,8 @@ void dg_fill_jobs_free(jobs *J);
 
 /* ---- trunk (fill_trunk.c) ------------------------------------------------- */
 
-/* The checkpoint's chat layout of the fill prompt ("none", "qwen3", else ChatML). */
+/* The chat layout of the fill prompt: the checkpoint's (deg.json chat_layout, mapped by
+ * dg_chat_layout_lookup at load). */
 dg_chat_layout dg_fill_layout(const dg_ckpt *k);
 /* Tokenize and prefill r's trunk; fills the code point tables and ctx_hidden. */
 deg_status dg_fill_trunk(const dg_ckpt *k, freq *r);

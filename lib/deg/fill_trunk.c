@@ -19,19 +19,25 @@
  * parts: the trunk opens it (the turn's opening, "CONTEXT:\n", the context) and a
  * generate fork's text closes it (the turn's end and the generation prompt); the
  * text around the content is the chat renderer's (dg_chat_user_turn). Layout
- * "none": no turn ("CONTEXT:\n" ... "VALUE: "). Any other name is ChatML. */
-dg_chat_layout dg_fill_layout(const dg_ckpt *k)
-{
-    if (strcmp(k->chat_layout, "none") == 0) return DG_CHAT_NONE;
-    return strcmp(k->chat_layout, "qwen3") == 0 ? DG_CHAT_QWEN3 : DG_CHAT_CHATML;
-}
+ * "none": no turn ("CONTEXT:\n" ... "VALUE: "). The layout is the one the
+ * checkpoint's name maps to (dg_chat_layout_lookup, at load). */
+dg_chat_layout dg_fill_layout(const dg_ckpt *k) { return k->layout; }
 
-/* The trunk's text before the context, tokenized with special tokens into ids. */
+/* The trunk's tokens before the context, appended to ids. Under a chat layout the
+ * chat tokenization rule (model/chat.h, as Hugging Face's
+ * apply_chat_template(tokenize=True)): the layout's text with special tokens and no
+ * BOS of the tokenizer's own (a layout that wants one writes it: LFM2's
+ * "<|startoftext|>"). Layout "none": raw text, the tokenizer's BOS when it adds one. */
 static deg_status put_turn_open(ivec *ids, const dg_ckpt *k)
 {
     static const char head[] = "CONTEXT:\n";
     dg_chat_layout layout = dg_fill_layout(k);
-    if (layout == DG_CHAT_NONE) return dg_fill_tok(ids, k->model, head, strlen(head), 1);
+    if (layout == DG_CHAT_NONE) {
+        const dg_tokenizer *tk = dg_model_tokenizer(k->model);
+        int32_t bos = dg_tokenizer_bos(tk);
+        if (bos >= 0 && dg_tokenizer_add_bos(tk)) DG_TRY(dg_fill_push(ids, bos));
+        return dg_fill_tok(ids, k->model, head, strlen(head), 1);
+    }
     char *open, *close;
     DG_TRY(dg_chat_user_turn(layout, &open, &close));
     dg_strbuf b = {0};
@@ -50,10 +56,7 @@ deg_status dg_fill_trunk(const dg_ckpt *k, freq *r)
     const deg_model *m = k->model;
     const dg_tokenizer *tk = dg_model_tokenizer(m);
     ivec ids = {0};
-    deg_status st = DEG_OK;
-    int32_t bos = dg_tokenizer_bos(tk);
-    if (bos >= 0 && dg_tokenizer_add_bos(tk)) st = dg_fill_push(&ids, bos);
-    if (st == DEG_OK) st = put_turn_open(&ids, k);
+    deg_status st = put_turn_open(&ids, k);
     r->c0 = ids.n;
     if (st == DEG_OK) st = dg_fill_tok(&ids, m, r->ctx, r->ctx_len, 0);
     r->c1 = ids.n;

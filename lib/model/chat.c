@@ -62,13 +62,29 @@ static int ends_with(span s, const char *suf)
 
 /* ---- layout selection ----------------------------------------------------- */
 
+/* indexed by dg_chat_layout */
+static const char *const LAYOUT_NAMES[] = {"none", "chatml", "qwen3", "lfm2"};
+#define N_LAYOUTS (sizeof LAYOUT_NAMES / sizeof LAYOUT_NAMES[0])
+
+int dg_chat_layout_lookup(const char *name, dg_chat_layout *out)
+{
+    for (size_t i = 0; name && i < N_LAYOUTS; i++)
+        if (strcmp(name, LAYOUT_NAMES[i]) == 0) {
+            *out = (dg_chat_layout)i;
+            return 1;
+        }
+    return 0;
+}
+
 dg_chat_layout dg_chat_layout_from_name(const char *name)
 {
-    if (!name) return DG_CHAT_NONE;
-    if (strcmp(name, "chatml") == 0) return DG_CHAT_CHATML;
-    if (strcmp(name, "qwen3") == 0) return DG_CHAT_QWEN3;
-    if (strcmp(name, "lfm2") == 0) return DG_CHAT_LFM2;
-    return DG_CHAT_NONE;
+    dg_chat_layout l = DG_CHAT_NONE;
+    return dg_chat_layout_lookup(name, &l) ? l : DG_CHAT_NONE;
+}
+
+const char *dg_chat_layout_name(dg_chat_layout layout)
+{
+    return (size_t)layout < N_LAYOUTS ? LAYOUT_NAMES[layout] : "none";
 }
 
 dg_chat_layout dg_chat_layout_detect(const char *t)

@@ -37,9 +37,17 @@ typedef enum dg_chat_layout {
     DG_CHAT_LFM2
 } dg_chat_layout;
 
-/* Layout from its name in deg_model_info.chat_layout ("chatml", "qwen3", "lfm2");
- * DG_CHAT_NONE for anything else (including NULL, "", "none"). */
+/* THE mapping between layout names and layouts, for the whole library: the
+ * names are "none", "chatml", "qwen3", "lfm2" (deg_model_info.chat_layout,
+ * a checkpoint's deg.json "chat_layout").
+ * dg_chat_layout_from_name: the layout of a name; DG_CHAT_NONE for anything
+ * else (including NULL and "").
+ * dg_chat_layout_lookup: the same, strictly: 1 and *out for one of the four
+ * names, 0 for anything else (a checkpoint refuses an unknown name).
+ * dg_chat_layout_name: the name of a layout (static string). */
 dg_chat_layout dg_chat_layout_from_name(const char *name);
+int dg_chat_layout_lookup(const char *name, dg_chat_layout *out);
+const char *dg_chat_layout_name(dg_chat_layout layout);
 
 /* Layout recognised from a raw Jinja chat template (NULL -> DG_CHAT_NONE):
  * Qwen3 if it uses enable_thinking with <think> blocks inside ChatML, ChatML

@@ -120,6 +120,21 @@ Test(chat, layout_detection_from_templates)
     cr_assert_eq(dg_chat_layout_from_name(NULL), DG_CHAT_NONE);
     cr_assert_eq(dg_chat_layout_from_name("qwen3"), DG_CHAT_QWEN3);
     cr_assert_eq(dg_chat_layout_from_name("lfm2"), DG_CHAT_LFM2);
+    /* one mapping: every layout's name maps back to it; unknown names do not map */
+    const dg_chat_layout all[] = {DG_CHAT_NONE, DG_CHAT_CHATML, DG_CHAT_QWEN3, DG_CHAT_LFM2};
+    const char *const names[] = {"none", "chatml", "qwen3", "lfm2"};
+    for (size_t i = 0; i < 4; i++) {
+        dg_chat_layout l = (dg_chat_layout)-1;
+        cr_assert_str_eq(dg_chat_layout_name(all[i]), names[i]);
+        cr_assert(dg_chat_layout_lookup(names[i], &l));
+        cr_assert_eq(l, all[i]);
+    }
+    dg_chat_layout l = DG_CHAT_QWEN3;
+    cr_assert_not(dg_chat_layout_lookup("ChatML", &l));
+    cr_assert_not(dg_chat_layout_lookup("", &l));
+    cr_assert_not(dg_chat_layout_lookup(NULL, &l));
+    cr_assert_eq(l, DG_CHAT_QWEN3, "a failed lookup leaves *out");
+    cr_assert_eq(dg_chat_layout_from_name("ChatML"), DG_CHAT_NONE);
     free(qwen3);
     json_decref(g);
 }
@@ -356,8 +371,9 @@ Test(chat, user_turn_parts_are_the_renderers)
     const struct { dg_chat_layout l; const char *open, *close; } want[] = {
         {DG_CHAT_CHATML, "<|im_start|>user\n", "<|im_end|>\n<|im_start|>assistant\n"},
         {DG_CHAT_QWEN3, "<|im_start|>user\n",
-         "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"}};
-    for (size_t i = 0; i < 2; i++) {
+         "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"},
+        {DG_CHAT_LFM2, "<|startoftext|><|im_start|>user\n", "<|im_end|>\n<|im_start|>assistant\n"}};
+    for (size_t i = 0; i < 3; i++) {
         char *open, *close, *full;
         cr_assert_eq(dg_chat_user_turn(want[i].l, &open, &close), DEG_OK, "%s", deg_errmsg());
         cr_expect_str_eq(open, want[i].open);

@@ -1,8 +1,10 @@
 /* deg_ckpt_open over an already loaded model (one model for several
  * checkpoints and cartridges): fills bitwise equal to deg_ckpt_load's, the
  * model borrowed (alive after deg_ckpt_free), backbone mismatch, the
- * null_margin default, deg_ckpt_backbone_path, bad params. */
+ * null_margin default, deg_ckpt_backbone_path, bad params, the chat layout a
+ * checkpoint records and how its name maps. */
 #include <criterion/criterion.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +12,8 @@
 
 #include "cartridge.h"
 #include "deg.h"
+#include "model/chat.h"
+#include "model/model.h"
 
 #define GOLDENS DEG_SOURCE_ROOT "/tests/goldens"
 
@@ -162,4 +166,76 @@ Test(ckpt_open, mismatch_backbone_path_and_bad_params)
     cr_assert_eq(deg_ckpt_backbone_path("/nonexistent/ckpt", &bp), DEG_ERR_IO);
     cr_assert_null(bp);
     cr_assert_eq(deg_ckpt_backbone_path(NULL, &bp), DEG_ERR_ARG);
+}
+
+static void set_chat_layout(const char *dir, const char *name)
+{
+    char js[512];
+    snprintf(js, sizeof js, "%s/deg.json", dir);
+    json_t *meta = json_load_file(js, 0, NULL);
+    cr_assert(meta);
+    json_object_set_new(meta, "chat_layout", json_string(name));
+    cr_assert_eq(json_dump_file(meta, js, JSON_INDENT(1)), 0);
+    json_decref(meta);
+}
+
+/* The trunk's tokens before the context under the checkpoint dir's layout equal
+ * the chat tokenization (dg_chat_tokenize, Hugging Face's apply_chat_template rule)
+ * of a user message "CONTEXT:\n" in layout want, up to the context. */
+static void expect_trunk_opening(const char *dir, dg_chat_layout want)
+{
+    static const char req[] = "{\"context\": \"Order 4711.\", \"schema\": {\"type\": "
+                              "\"object\", \"properties\": {\"urgent\": {\"type\": \"boolean\"}}}}";
+    deg_ckpt *k = NULL;
+    cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_OK, "%s", deg_errmsg());
+    deg_features *f = NULL;
+    cr_assert_eq(deg_features_extract(k, req, strlen(req), "{\"urgent\": true}", 16, 0, 0, &f,
+                                      NULL), DEG_OK, "%s", deg_errmsg());
+    deg_chat_message msg = {"user", "CONTEXT:\n"};
+    int32_t *ids = NULL;
+    size_t n = 0;
+    cr_assert_eq(dg_chat_tokenize(dg_model_tokenizer(deg_ckpt_model(k)), want, NULL, &msg, 1, 0,
+                                  0, &ids, &n), DEG_OK, "%s", deg_errmsg());
+    /* the message's rendering goes on with "<|im_end|>\n" (special: its own token) */
+    cr_assert(f->ctx_first >= 3 && f->ctx_first + 2 <= n, "%zu of %zu", f->ctx_first, n);
+    for (size_t i = 0; i < f->ctx_first; i++)
+        cr_expect_eq(f->trunk_ids[i], ids[i], "layout %s: trunk token %zu",
+                     dg_chat_layout_name(want), i);
+    free(ids);
+    deg_features_free(f);
+    deg_ckpt_free(k);
+}
+
+/* One name mapping (model/chat.h): a checkpoint records its model's layout by
+ * name (LFM2 models "lfm2": "<|startoftext|>" + ChatML, its template's text), the
+ * fill reads the name back through the same mapping (a checkpoint that recorded
+ * "chatml" on an LFM2 model keeps the ChatML prompt its heads were trained on),
+ * and an unknown name is refused at load. */
+Test(ckpt_open, chat_layout_is_the_models_by_one_name_mapping)
+{
+    const char *const tiny[] = {"tiny-llama", "tiny-qwen3", "tiny-lfm2", "tiny-qwen3_5"};
+    const char *const want[] = {"chatml", "qwen3", "lfm2", "qwen3"};
+    for (size_t i = 0; i < 4; i++) {
+        char model[512], js[600];
+        snprintf(model, sizeof model, "%s/%s", GOLDENS, tiny[i]);
+        const char *dir = random_ckpt(model, tiny[i]);
+        snprintf(js, sizeof js, "%s/deg.json", dir);
+        json_t *meta = json_load_file(js, 0, NULL);
+        cr_assert(meta);
+        cr_expect_str_eq(json_string_value(json_object_get(meta, "chat_layout")), want[i], "%s",
+                         tiny[i]);
+        json_decref(meta);
+    }
+    char model[512];
+    snprintf(model, sizeof model, "%s/tiny-lfm2", GOLDENS);
+    const char *dir = random_ckpt(model, "lfm2-layout");
+    expect_trunk_opening(dir, DG_CHAT_LFM2);
+    set_chat_layout(dir, "chatml");
+    expect_trunk_opening(dir, DG_CHAT_CHATML);
+    set_chat_layout(dir, "ChatML");
+    deg_ckpt *k = (deg_ckpt *)1;
+    cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_ERR_FORMAT);
+    cr_assert_null(k);
+    cr_assert(strstr(deg_errmsg(), "chat_layout \"ChatML\" is not a chat layout"), "%s",
+              deg_errmsg());
 }
