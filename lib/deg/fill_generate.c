@@ -16,6 +16,7 @@
 #include "deg/fill_internal.h"
 #include "deg/render.h"
 #include "model/arch.h"
+#include "model/generate.h"
 #include "model/model.h"
 #include "model/sample.h"
 #include "model/state.h"
@@ -372,8 +373,40 @@ static void gen_results(const dg_ckpt *k, freq *reqs, gen_row *rows, size_t n_ro
     }
 }
 
-/* Decode rows [0, n_rows) (the prompts of jobs J) together: one deg_forks_feed
- * of every prompt, then one token per active row per step. */
+/* The fill's rows on the library's decode loop (model/generate.h dg_forks_decode). */
+typedef struct gen_decoding {
+    const dg_ckpt *k;
+    freq *reqs;
+    gen_row *rows;
+    float *logits;          /* [n_vocab] scratch */
+    tc *buf;                /* [DG_GEN_TOP] scratch */
+    int32_t *next;          /* [n_rows] each row's token of the step */
+    batch_poll *bp;
+} gen_decoding;
+
+/* Row q's choice: gen_step (the acceptor's admissible candidates in order). */
+static deg_status gen_choose(void *ud, size_t q, int32_t *id, int *feed)
+{
+    gen_decoding *d = ud;
+    DG_TRY(gen_step(d->k, d->reqs, &d->rows[q], d->logits, d->buf, &d->next[q], feed));
+    if (*feed) {
+        *id = d->next[q];
+        d->reqs[d->rows[q].req].gen_fed++;
+    }
+    return DEG_OK;
+}
+
+/* A feed stopped by the run poll (every request of the batch stopped) is no
+ * error: each row's request fails with its own reason (dg_fill_stopped). */
+static deg_status gen_fed(void *ud, deg_status st)
+{
+    const gen_decoding *d = ud;
+    return d->bp->stopped ? DEG_OK : st;
+}
+
+/* Decode rows [0, n_rows) (the prompts of jobs J) together on the library's
+ * decode loop: one deg_forks_feed of every prompt, then one token per active
+ * row per step. */
 static deg_status gen_decode(const dg_ckpt *k, freq *reqs, const jobs *J, gen_row *rows,
                              size_t n_rows)
 {
@@ -382,13 +415,11 @@ static deg_status gen_decode(const dg_ckpt *k, freq *reqs, const jobs *J, gen_ro
     deg_fork **forks = calloc(n_rows, sizeof *forks);
     const int32_t **ids = calloc(n_rows, sizeof *ids);
     size_t *ns = calloc(n_rows, sizeof *ns);
-    float *logits = malloc((size_t)k->model->hp.n_vocab * sizeof(float));
-    tc *buf = malloc(DG_GEN_TOP * sizeof *buf);
-    int32_t *next = calloc(n_rows, sizeof *next);
-    if (!forks || !ids || !ns || !logits || !buf || !next)
-        st = dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
     size_t *sel = calloc(n_rows, sizeof *sel);
-    if (!sel) st = dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+    gen_decoding gd = {k, reqs, rows, malloc((size_t)k->model->hp.n_vocab * sizeof(float)),
+                       malloc(DG_GEN_TOP * sizeof(tc)), calloc(n_rows, sizeof(int32_t)), NULL};
+    if (!forks || !ids || !ns || !sel || !gd.logits || !gd.buf || !gd.next)
+        st = dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
     for (size_t q = 0; q < n_rows && st == DEG_OK; q++) reqs[rows[q].req].due += J->p[q].ids.n;
     for (size_t q = 0; q < n_rows && st == DEG_OK; q++) {
         freq *r = &reqs[rows[q].req];
@@ -400,27 +431,11 @@ static deg_status gen_decode(const dg_ckpt *k, freq *reqs, const jobs *J, gen_ro
     }
     for (size_t q = 0; q < n_rows && st == DEG_OK; q++) reqs[rows[q].req].due = 0;
     batch_poll bp = {reqs, J->p, sel, n_rows, 0};
+    gd.bp = &bp;
+    const dg_decode dec = {.choose = gen_choose, .fed = gen_fed, .ud = &gd};
     dg_poll prev = dg_run_push(dg_fill_batch_poll, &bp);
-    if (st == DEG_OK) st = deg_forks_feed(forks, n_rows, ids, ns, NULL);
-    if (bp.stopped) st = DEG_OK; /* each row's request fails below (dg_fill_stopped) */
-    while (st == DEG_OK) {
-        size_t n_active = 0;
-        for (size_t q = 0; q < n_rows; q++) {
-            int fed = 0;
-            ns[q] = 0;
-            if ((st = gen_step(k, reqs, &rows[q], logits, buf, &next[q], &fed)) != DEG_OK) break;
-            if (!fed) continue;
-            ids[q] = &next[q];
-            ns[q] = 1;
-            reqs[rows[q].req].gen_fed++;
-            n_active++;
-        }
-        if (st != DEG_OK || n_active == 0) break;
-        st = deg_forks_feed(forks, n_rows, ids, ns, NULL);
-        if (bp.stopped) st = DEG_OK;
-    }
+    if (st == DEG_OK) st = dg_forks_decode(forks, n_rows, ids, ns, NULL, &dec);
     dg_run_pop(prev);
-    free(sel);
     double dt = dg_now() - t0;
     if (st == DEG_OK) gen_results(k, reqs, rows, n_rows, dt);
     else
@@ -428,9 +443,10 @@ static deg_status gen_decode(const dg_ckpt *k, freq *reqs, const jobs *J, gen_ro
     free(forks);
     free(ids);
     free(ns);
-    free(logits);
-    free(buf);
-    free(next);
+    free(sel);
+    free(gd.logits);
+    free(gd.buf);
+    free(gd.next);
     return st;
 }
 

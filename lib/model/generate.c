@@ -1,16 +1,19 @@
-/* Generation: lockstep decode of several forks (deg_forks_generate) and the
- * one-prompt convenience (deg_generate). Contracts in include/deg.h.
+/* Generation: the library's decode loop (dg_forks_decode, generate.h: lockstep
+ * rows, each with its own token choice), lockstep sampling of several forks on it
+ * (deg_forks_generate) and the one-prompt convenience (deg_generate). Contracts in
+ * include/deg.h.
  *
- * Per step, every live row samples one id from its own logits row with its
- * own stream (sample.h), then all rows that go on are fed together through
- * deg_forks_feed, whose rows are batch-invariant: so a row's ids depend only
- * on its fork, its params and its seed, never on the other rows. */
+ * deg_forks_generate: per step, every live row samples one id from its own logits
+ * row with its own stream (sample.h), then all rows that go on are fed together
+ * through deg_forks_feed, whose rows are batch-invariant: so a row's ids depend
+ * only on its fork, its params and its seed, never on the other rows. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "base/run.h"
 #include "base/status.h"
+#include "model/arch.h"
 #include "model/chat.h"
 #include "model/generate.h"
 #include "model/model.h"
@@ -25,6 +28,73 @@ static double now_seconds(void)
 }
 
 
+/* ---- the decode loop ------------------------------------------------------ */
+
+/* One deg_forks_feed of the nb gathered rows, its status mapped by d->fed. */
+static deg_status decode_feed(const dg_decode *d, deg_fork **bf, size_t nb,
+                              const int32_t **b_ids, const size_t *b_n, float **b_logits)
+{
+    deg_status st = deg_forks_feed(bf, nb, b_ids, b_n, b_logits);
+    return d->fed ? d->fed(d->ud, st) : st;
+}
+
+deg_status dg_forks_decode(deg_fork *const *forks, size_t n, const int32_t *const *prompts,
+                           const size_t *n_prompt, float *logits, const dg_decode *d)
+{
+    if (n == 0) return DEG_OK;
+    const size_t V = (size_t)forks[0]->trunk->model->hp.n_vocab;
+    deg_fork **bf = malloc(n * sizeof *bf);       /* rows fed this step */
+    int32_t *b_id = malloc(n * sizeof *b_id);
+    const int32_t **b_ids = malloc(n * sizeof *b_ids);
+    size_t *b_n = malloc(n * sizeof *b_n);
+    float **b_logits = logits ? malloc(n * sizeof *b_logits) : NULL;
+    unsigned char *done = calloc(n, 1);
+    deg_status st = DEG_OK;
+    if (!bf || !b_id || !b_ids || !b_n || (logits && !b_logits) || !done)
+        st = dg_fail(DEG_ERR_NOMEM, "decode: out of memory for %zu rows", n);
+    if (st == DEG_OK && prompts) {
+        for (size_t i = 0; i < n; i++) {
+            bf[i] = forks[i];
+            b_ids[i] = prompts[i];
+            b_n[i] = n_prompt[i];
+            if (b_logits) b_logits[i] = n_prompt[i] ? logits + i * V : NULL;
+        }
+        st = decode_feed(d, bf, n, b_ids, b_n, b_logits);
+    }
+    while (st == DEG_OK) {
+        if (d->step_begin && (st = d->step_begin(d->ud)) != DEG_OK) break;
+        size_t nb = 0;
+        for (size_t i = 0; i < n && st == DEG_OK; i++) {
+            if (done[i]) continue;
+            int32_t id = -1;
+            int feed = 0;
+            if ((st = d->choose(d->ud, i, &id, &feed)) != DEG_OK) break;
+            if (!feed) {
+                done[i] = 1;
+                continue;
+            }
+            b_id[nb] = id;
+            bf[nb] = forks[i];
+            b_ids[nb] = &b_id[nb];
+            b_n[nb] = 1;
+            if (b_logits) b_logits[nb] = logits + i * V;
+            nb++;
+        }
+        if (st == DEG_OK && nb > 0) st = decode_feed(d, bf, nb, b_ids, b_n, b_logits);
+        if (d->step_end) d->step_end(d->ud);
+        if (nb == 0) break;
+    }
+    free(bf);
+    free(b_id);
+    free(b_ids);
+    free(b_n);
+    free(b_logits);
+    free(done);
+    return st;
+}
+
+/* ---- deg_forks_generate: the sampler as the rows' choice --------------------- */
+
 typedef struct gen_row {
     dg_rng rng;
     const int32_t *stops;
@@ -34,9 +104,59 @@ typedef struct gen_row {
     int in_step;
 } gen_row;
 
-static int is_stop(const gen_row *r, int32_t id)
+typedef struct gen_ctx {
+    deg_fork *const *forks;
+    size_t n_forks, V;
+    const deg_sample_params *params;
+    int32_t *const *out_ids;
+    size_t *n_out;
+    deg_gen_stats *stats;
+    const dg_limits *lim;
+    gen_row *rows;
+    float *logits;         /* [n_forks, V] each row's logits after its last token */
+    dg_sampler *sampler;
+    double t0;             /* the current step's start (stats) */
+} gen_ctx;
+
+/* The work limits, and the rows that take part in the step (a row is charged
+ * the steps it takes part in). */
+static deg_status gen_step_begin(void *ud)
 {
-    return dg_is_stop(r->stops, r->n_stops, id);
+    gen_ctx *c = ud;
+    DG_TRY(dg_limits_check(c->lim, "decode"));
+    for (size_t i = 0; i < c->n_forks; i++) c->rows[i].in_step = c->rows[i].live;
+    return DEG_OK;
+}
+
+/* Sample row i's next id from its logits with its own stream; a stop id or
+ * max_tokens ends the row (the stop id is kept in the output, not fed). */
+static deg_status gen_choose(void *ud, size_t i, int32_t *id, int *feed)
+{
+    gen_ctx *c = ud;
+    gen_row *r = &c->rows[i];
+    deg_status st = dg_sample(c->sampler, c->logits + i * c->V, &c->params[i], &r->rng, id);
+    if (st != DEG_OK)
+        return dg_fail_context(st, "deg_forks_generate: row %zu, token %zu", i, c->n_out[i]);
+    c->out_ids[i][c->n_out[i]++] = *id;
+    int stop = dg_is_stop(r->stops, r->n_stops, *id);
+    *feed = !(stop || c->n_out[i] >= (size_t)r->max_tokens);
+    if (!*feed) {
+        r->live = 0;
+        if (c->stats) c->stats[i].stopped = stop;
+    }
+    return DEG_OK;
+}
+
+static void gen_step_end(void *ud)
+{
+    gen_ctx *c = ud;
+    double t1 = now_seconds();
+    if (c->stats)
+        for (size_t i = 0; i < c->n_forks; i++) {
+            if (c->rows[i].in_step) c->stats[i].decode_seconds += t1 - c->t0;
+            c->stats[i].generated_tokens = c->n_out[i];
+        }
+    c->t0 = t1;
 }
 
 deg_status deg_forks_generate(deg_fork *const *forks, size_t n_forks,
@@ -99,26 +219,21 @@ static deg_status forks_generate(deg_fork *const *forks, size_t n_forks,
 
     deg_model_info info;
     DG_TRY(deg_model_get_info(m, &info));
-    const size_t V = (size_t)info.n_vocab;
     int32_t dstops[DG_CHAT_MAX_STOPS];
     const size_t n_dstops = dg_chat_stop_ids(m, dg_chat_layout_of_model(m), dstops);
-
-    gen_row *rows = calloc(n_forks, sizeof *rows);
-    float *logits = malloc(n_forks * V * sizeof *logits);
-    deg_fork **bf = malloc(n_forks * sizeof *bf);       /* rows fed this step */
-    int32_t *b_id = malloc(n_forks * sizeof *b_id);
-    const int32_t **b_ids = malloc(n_forks * sizeof *b_ids);
-    size_t *b_n = malloc(n_forks * sizeof *b_n);
-    float **b_logits = malloc(n_forks * sizeof *b_logits);
-    dg_sampler *sampler = NULL;
+    gen_ctx c = {.forks = forks, .n_forks = n_forks, .V = (size_t)info.n_vocab,
+                 .params = params, .out_ids = out_ids, .n_out = n_out, .stats = stats,
+                 .lim = lim};
+    c.rows = calloc(n_forks, sizeof *c.rows);
+    c.logits = malloc(n_forks * c.V * sizeof *c.logits);
     deg_status st = DEG_OK;
-    if (!rows || !logits || !bf || !b_id || !b_ids || !b_n || !b_logits)
+    if (!c.rows || !c.logits)
         st = dg_fail(DEG_ERR_NOMEM, "deg_forks_generate: out of memory for %zu rows", n_forks);
-    if (st == DEG_OK) st = dg_sampler_new(info.n_vocab, &sampler);
+    if (st == DEG_OK) st = dg_sampler_new(info.n_vocab, &c.sampler);
 
-    double t0 = now_seconds();
+    c.t0 = now_seconds();
     for (size_t i = 0; i < n_forks && st == DEG_OK; i++) {
-        gen_row *r = &rows[i];
+        gen_row *r = &c.rows[i];
         dg_rng_seed(&r->rng, params[i].seed);
         r->stops = params[i].stop_ids ? params[i].stop_ids : dstops;
         r->n_stops = params[i].stop_ids ? params[i].n_stop_ids : n_dstops;
@@ -128,60 +243,15 @@ static deg_status forks_generate(deg_fork *const *forks, size_t n_forks,
             memset(&stats[i], 0, sizeof stats[i]);
             stats[i].prompt_tokens = deg_trunk_len(forks[i]->trunk) + deg_fork_len(forks[i]);
         }
-        st = deg_fork_logits(forks[i], logits + i * V);
+        st = deg_fork_logits(forks[i], c.logits + i * c.V);
         if (st != DEG_OK) st = dg_fail_context(st, "deg_forks_generate: row %zu", i);
     }
-
-    size_t n_live = n_forks;
-    while (st == DEG_OK && n_live > 0) {
-        if ((st = dg_limits_check(lim, "decode")) != DEG_OK) break;
-        /* a row is charged the steps it takes part in */
-        for (size_t i = 0; i < n_forks; i++) rows[i].in_step = rows[i].live;
-        /* sample every live row; gather those that go on */
-        size_t nb = 0;
-        for (size_t i = 0; i < n_forks && st == DEG_OK; i++) {
-            gen_row *r = &rows[i];
-            if (!r->live) continue;
-            int32_t id;
-            st = dg_sample(sampler, logits + i * V, &params[i], &r->rng, &id);
-            if (st != DEG_OK) {
-                st = dg_fail_context(st, "deg_forks_generate: row %zu, token %zu", i, n_out[i]);
-                break;
-            }
-            out_ids[i][n_out[i]++] = id;
-            int stop = is_stop(r, id);
-            if (stop || n_out[i] >= (size_t)r->max_tokens) {
-                r->live = 0;
-                n_live--;
-                if (stats) stats[i].stopped = stop;
-                continue;
-            }
-            b_id[nb] = id;
-            bf[nb] = forks[i];
-            b_ids[nb] = &b_id[nb];
-            b_n[nb] = 1;
-            b_logits[nb] = logits + i * V;
-            nb++;
-        }
-        if (st == DEG_OK && nb > 0)
-            st = deg_forks_feed(bf, nb, b_ids, b_n, b_logits);
-        double t1 = now_seconds();
-        if (stats)
-            for (size_t i = 0; i < n_forks; i++) {
-                if (rows[i].in_step) stats[i].decode_seconds += t1 - t0;
-                stats[i].generated_tokens = n_out[i];
-            }
-        t0 = t1;
-    }
-
-    dg_sampler_free(sampler);
-    free(rows);
-    free(logits);
-    free(bf);
-    free(b_id);
-    free(b_ids);
-    free(b_n);
-    free(b_logits);
+    const dg_decode d = {.choose = gen_choose, .step_begin = gen_step_begin,
+                         .step_end = gen_step_end, .ud = &c};
+    if (st == DEG_OK) st = dg_forks_decode(forks, n_forks, NULL, NULL, c.logits, &d);
+    dg_sampler_free(c.sampler);
+    free(c.rows);
+    free(c.logits);
     return st;
 }
 
