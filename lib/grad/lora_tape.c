@@ -47,10 +47,11 @@ static deg_status check_rows(const deg_lora *l, const deg_trunk *trunk, const in
     if (!l || !trunk || !ids || !n_ids || !adapters)
         return dg_fail(DEG_ERR_ARG, "%s: NULL argument", w);
     if (n_rows == 0) return dg_fail(DEG_ERR_ARG, "%s: no rows", w);
-    if (trunk->model != l->model)
+    dg_trunk_view tv = dg_trunk_view_of(trunk);
+    if (tv.model != l->model)
         return dg_fail(DEG_ERR_MISMATCH, "%s: the trunk belongs to another model than the "
                        "adapters", w);
-    if (trunk->st.len == 0) return dg_fail(DEG_ERR_STATE, "%s: the trunk is empty", w);
+    if (tv.len == 0) return dg_fail(DEG_ERR_STATE, "%s: the trunk is empty", w);
     int32_t V = l->model->hp.n_vocab;
     *total = 0;
     for (size_t r = 0; r < n_rows; r++) {
@@ -98,9 +99,9 @@ deg_status deg_lora_tape_forward(const deg_lora *l, const deg_trunk *trunk,
         t->adapters[r] = adapters[r];
         o += n_ids[r];
     }
-    t->args = (dg_train_args){.pk = (const float *const *)trunk->st.k,
-                              .pv = (const float *const *)trunk->st.v, .P = trunk->st.len,
-                              .prec = (const float *const *)trunk->st.rec,
+    /* the trunk's K/V and recurrent blocks as the prefix, by reference */
+    const dg_trunk_view tv = dg_trunk_view_of(trunk);
+    t->args = (dg_train_args){.pk = tv.k, .pv = tv.v, .P = tv.len, .prec = tv.rec,
                               .ids = t->ids, .T = T, .checkpoint = checkpoint,
                               .seg_lens = t->lens, .n_segs = n_rows, .lora = l,
                               .seg_adapters = t->adapters, .dlora = t->grad};

@@ -71,6 +71,17 @@ void dg_trunk_get_kv(const deg_trunk *trunk, int il, size_t first, size_t n, flo
                      float *v);
 deg_status dg_trunk_set_kv(deg_trunk *trunk, size_t len,
                            void (*put)(void *ud, int il, float *k, float *v), void *ud);
+/* A trunk's state as the read-only prefix of a pass that attends to it without
+ * copying it (the LoRA tape, lib/grad: dg_train_args.pk / pv / prec): per layer il,
+ * k[il], v[il] its K/V rows [len, n_head_kv * head_dim] (NULL for a layer without
+ * K/V) and rec[il] its fixed-size recurrent block (NULL where the layer has none).
+ * Borrowed: valid while the trunk is neither prefilled again nor freed. */
+typedef struct dg_trunk_view {
+    const deg_model *model;
+    size_t len;
+    const float *const *k, *const *v, *const *rec;
+} dg_trunk_view;
+dg_trunk_view dg_trunk_view_of(const deg_trunk *trunk);
 /* A hybrid's recurrent layer il: its fixed-size block of the trunk's state
  * (state_floats of dg_layer) copied out / in (cartridges on hybrids). */
 void dg_trunk_get_rec(const deg_trunk *trunk, int il, float *out);

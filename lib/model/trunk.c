@@ -97,6 +97,14 @@ deg_status dg_trunk_set_kv(deg_trunk *trunk, size_t len,
     return DEG_OK;
 }
 
+dg_trunk_view dg_trunk_view_of(const deg_trunk *trunk)
+{
+    return (dg_trunk_view){.model = trunk->model, .len = trunk->st.len,
+                           .k = (const float *const *)trunk->st.k,
+                           .v = (const float *const *)trunk->st.v,
+                           .rec = (const float *const *)trunk->st.rec};
+}
+
 void dg_trunk_get_rec(const deg_trunk *trunk, int il, float *out)
 {
     memcpy(out, trunk->st.rec[il], sizeof(float) * trunk->st.rec_n[il]);
