@@ -16,6 +16,37 @@
 #define FORMAT_NAME "deg-cartridge/1"
 /* Tensor kinds per layer: layers.<il>.keys / values / state. */
 static const char *const KIND[3] = {"keys", "values", "state"};
+
+/* The stored tensors of a cartridge, one table for save and load: per layer il
+ * and kind kv (0 keys, 1 values: [p, n_head_kv, head_dim] on attention layers;
+ * 2 state: [rn] on a hybrid's recurrent layers), the value and its two Adam
+ * moments, named PRE[a] "layers.<il>.<kind>". */
+static const char *const PRE[3] = {"", "adam.m.", "adam.v."};
+
+typedef struct ctensor {
+    int nd;
+    int64_t shape[3];
+    float *a[3]; /* value, Adam m, Adam v */
+} ctensor;
+
+/* Layer il's tensor of kind kv in *t; 0 if the layer has none of that kind. */
+static int cart_tensor(const deg_cartridge *c, int il, int kv, ctensor *t)
+{
+    if (!(kv < 2 ? dg_cartridge_kv_n(c, il) : c->rn[il])) return 0;
+    float *const *arr[3][3] = {{c->k, c->mk, c->sk}, {c->v, c->mv, c->sv},
+                               {c->r, c->mr, c->sr}};
+    t->nd = kv < 2 ? 3 : 1;
+    t->shape[0] = kv < 2 ? (int64_t)c->p : (int64_t)c->rn[il];
+    t->shape[1] = c->model->hp.n_head_kv;
+    t->shape[2] = c->model->hp.head_dim;
+    for (int a = 0; a < 3; a++) t->a[a] = arr[kv][a][il];
+    return 1;
+}
+
+static void cart_tensor_name(char *name, size_t cap, int a, int il, int kv)
+{
+    snprintf(name, cap, "%slayers.%d.%s", PRE[a], il, KIND[kv]);
+}
 #define DRAFT_NAME "draft_reference"
 
 static void sha_floats(struct sha256_ctx *ctx, const float *x, size_t n)
@@ -112,22 +143,16 @@ deg_status deg_cartridge_save(const deg_cartridge *c, const char *path, int with
     dg_st_writer *w = NULL;
     DG_TRY(dg_st_writer_new(&w));
     deg_status st = DEG_OK;
-    int64_t shape[3] = {(int64_t)c->p, c->model->hp.n_head_kv, c->model->hp.head_dim};
     char name[96];
     /* Per layer: keys and values (attention layers), state (a hybrid's
      * recurrent layers, 1-D), each with its Adam moments when asked. */
     for (int il = 0; il < c->n_layer && st == DEG_OK; il++)
         for (int kv = 0; kv < 3 && st == DEG_OK; kv++) {
-            if (!(kv < 2 ? dg_cartridge_kv_n(c, il) : c->rn[il])) continue;
-            int nd = kv < 2 ? 3 : 1;
-            int64_t rshape[1] = {(int64_t)c->rn[il]};
-            const int64_t *sh = kv < 2 ? shape : rshape;
-            float *const *arr[3][3] = {{c->k, c->mk, c->sk}, {c->v, c->mv, c->sv},
-                                       {c->r, c->mr, c->sr}};
-            static const char *const pre[3] = {"", "adam.m.", "adam.v."};
+            ctensor t;
+            if (!cart_tensor(c, il, kv, &t)) continue;
             for (int a = 0; a < (with_optimizer ? 3 : 1) && st == DEG_OK; a++) {
-                snprintf(name, sizeof name, "%slayers.%d.%s", pre[a], il, KIND[kv]);
-                st = dg_st_writer_add(w, name, DG_F32, nd, sh, arr[kv][a][il]);
+                cart_tensor_name(name, sizeof name, a, il, kv);
+                st = dg_st_writer_add(w, name, DG_F32, t.nd, t.shape, t.a[a]);
             }
         }
     /* the draft reference as I64 (the entry the spec names; 8 bytes a token) */
@@ -312,27 +337,21 @@ deg_status deg_cartridge_load(const deg_model *m, const char *path, deg_cartridg
     if ((s = dg_cartridge_alloc(m, p, &c)) != DEG_OK) goto done;
     c->frozen = (size_t)frozen;
     c->steps = steps;
-    int64_t shape[3] = {(int64_t)p, m->hp.n_head_kv, m->hp.head_dim};
     char name[96];
-    int have_m = 0, have_v = 0, n_main = 0, f;
+    int have[3] = {0}, n_main = 0;
     for (int il = 0; il < c->n_layer && s == DEG_OK; il++)
         for (int kv = 0; kv < 3 && s == DEG_OK; kv++) {
-            if (!(kv < 2 ? dg_cartridge_kv_n(c, il) : c->rn[il])) continue;
-            int nd = kv < 2 ? 3 : 1;
-            int64_t rshape[1] = {(int64_t)c->rn[il]};
-            const int64_t *sh = kv < 2 ? shape : rshape;
-            float *const *arr[3][3] = {{c->k, c->mk, c->sk}, {c->v, c->mv, c->sv},
-                                       {c->r, c->mr, c->sr}};
+            ctensor t;
+            if (!cart_tensor(c, il, kv, &t)) continue;
             n_main++;
-            snprintf(name, sizeof name, "layers.%d.%s", il, KIND[kv]);
-            s = read_rows(st, name, nd, sh, arr[kv][0][il], 1, NULL, path);
-            snprintf(name, sizeof name, "adam.m.layers.%d.%s", il, KIND[kv]);
-            if (s == DEG_OK) s = read_rows(st, name, nd, sh, arr[kv][1][il], 0, &f, path);
-            have_m += f;
-            snprintf(name, sizeof name, "adam.v.layers.%d.%s", il, KIND[kv]);
-            if (s == DEG_OK) s = read_rows(st, name, nd, sh, arr[kv][2][il], 0, &f, path);
-            have_v += f;
+            for (int a = 0; a < 3 && s == DEG_OK; a++) {
+                int f = 0;
+                cart_tensor_name(name, sizeof name, a, il, kv);
+                s = read_rows(st, name, t.nd, t.shape, t.a[a], a == 0, a ? &f : NULL, path);
+                have[a] += f;
+            }
         }
+    int have_m = have[1], have_v = have[2];
     if (s == DEG_OK && (have_m || have_v) && (have_m != n_main || have_v != n_main))
         s = dg_fail(DEG_ERR_FORMAT, "deg_cartridge_load %s: optimizer moments incomplete",
                     path);
