@@ -65,6 +65,19 @@ deg_status dg_backward_qwen3_5_layer(const deg_model *m, int il, dg_batch *b,
  * g->dq, g->dk (scratch g->datt; no-op for a layer without them). */
 deg_status dg_backward_mlp(const deg_model *m, int il, const dg_batch *b, const dg_layer_acts *a,
                            float *dx, const dg_layer_grad *g);
+/* The attention layers' shared steps (standard, qwen3_5's gated attention):
+ * dg_backward_attn_core: g->datt (at the attention output, per head) -> g->dq, g->dk
+ * at the q/k projections' outputs (through the attention of every segment, RoPE and
+ * the per-head q/k norms) and g->dv; the prefix K/V gradients into g->dpk, dpv.
+ * dg_backward_attn_input: from dq [M, ldq] (the gradient at q_proj's output: ldq =
+ * n_head * head_dim, or twice that for qwen3_5's [q | gate] rows), g->dk and g->dv
+ * through q/k/v_proj and their adapters (xn [M, E]: the normed input, read only with
+ * g->dlora) and the attention norm: dx += dL/d x_in (dx holds the residual's share). */
+deg_status dg_backward_attn_core(const deg_model *m, int il, const dg_batch *b,
+                                 const dg_layer_acts *a, const dg_layer_grad *g);
+deg_status dg_backward_attn_input(const deg_model *m, int il, const dg_batch *b,
+                                  const dg_layer_acts *a, float *dx, const dg_layer_grad *g,
+                                  const float *dq, size_t ldq, const float *xn);
 deg_status dg_backward_attn_segs(const deg_model *m, int il, const dg_batch *b,
                                  const dg_layer_acts *a, const dg_layer_grad *g);
 void dg_backward_lora(const dg_batch *b, int il, int t, const dg_layer_grad *g, const float *dy,

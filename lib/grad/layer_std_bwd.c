@@ -120,37 +120,52 @@ void dg_backward_qk_norm(const deg_model *m, int il, const dg_batch *b, const dg
     }
 }
 
-deg_status dg_backward_std_layer(const deg_model *m, int il, dg_batch *b,
-                                 const dg_layer_acts *a, float *dx, const dg_layer_grad *g)
+deg_status dg_backward_attn_core(const deg_model *m, int il, const dg_batch *b,
+                                 const dg_layer_acts *a, const dg_layer_grad *g)
 {
     const dg_hparams *hp = &m->hp;
-    const dg_layer *L = &m->layers[il];
-    size_t T = b->n_tokens, E = (size_t)hp->n_embd, D = (size_t)hp->head_dim;
-    size_t QD = (size_t)hp->n_head * D, KD = (size_t)hp->n_head_kv * D;
-    DG_TRY(dg_backward_mlp(m, il, b, a, dx, g));
-
-    /* Attention: x_mid = x_in + W_o . attn(q, [prefix; k], [prefix; v]) */
-    DG_TRY(dg_weight_backward_x(&L->wo, (int64_t)T, dx, (int64_t)E, g->datt, (int64_t)QD,
-                                0));
-    dg_backward_lora(b, il, DG_LORA_O, g, dx, E, a->att, QD, g->datt);
+    size_t T = b->n_tokens, D = (size_t)hp->head_dim;
     DG_TRY(dg_backward_attn_segs(m, il, b, a, g));
     dg_rope_backward_partial(g->dq, b->rope_cos, b->rope_sin, T, hp->n_head, (int)D,
                              hp->rope_dim);
     dg_rope_backward_partial(g->dk, b->rope_cos, b->rope_sin, T, hp->n_head_kv, (int)D,
                              hp->rope_dim);
     dg_backward_qk_norm(m, il, b, a, g);
-    DG_TRY(dg_weight_backward_x(&L->wq, (int64_t)T, g->dq, (int64_t)QD, g->dxn, (int64_t)E,
-                                0));
-    DG_TRY(dg_weight_backward_x(&L->wk, (int64_t)T, g->dk, (int64_t)KD, g->dxn, (int64_t)E,
-                                1));
-    DG_TRY(dg_weight_backward_x(&L->wv, (int64_t)T, g->dv, (int64_t)KD, g->dxn, (int64_t)E,
-                                1));
-    if (g->dlora) {
-        dg_rmsnorm_rows(g->xn, a->x_in, L->attn_norm, T, E, hp->rms_eps);
-        dg_backward_lora(b, il, DG_LORA_Q, g, g->dq, QD, g->xn, E, g->dxn);
-        dg_backward_lora(b, il, DG_LORA_K, g, g->dk, KD, g->xn, E, g->dxn);
-        dg_backward_lora(b, il, DG_LORA_V, g, g->dv, KD, g->xn, E, g->dxn);
-    }
+    return DEG_OK;
+}
+
+deg_status dg_backward_attn_input(const deg_model *m, int il, const dg_batch *b,
+                                  const dg_layer_acts *a, float *dx, const dg_layer_grad *g,
+                                  const float *dq, size_t ldq, const float *xn)
+{
+    const dg_hparams *hp = &m->hp;
+    const dg_layer *L = &m->layers[il];
+    size_t T = b->n_tokens, E = (size_t)hp->n_embd;
+    size_t KD = (size_t)hp->n_head_kv * (size_t)hp->head_dim;
+    DG_TRY(dg_weight_backward_x(&L->wq, (int64_t)T, dq, (int64_t)ldq, g->dxn, (int64_t)E, 0));
+    DG_TRY(dg_weight_backward_x(&L->wk, (int64_t)T, g->dk, (int64_t)KD, g->dxn, (int64_t)E, 1));
+    DG_TRY(dg_weight_backward_x(&L->wv, (int64_t)T, g->dv, (int64_t)KD, g->dxn, (int64_t)E, 1));
+    dg_backward_lora(b, il, DG_LORA_Q, g, dq, ldq, xn, E, g->dxn);
+    dg_backward_lora(b, il, DG_LORA_K, g, g->dk, KD, xn, E, g->dxn);
+    dg_backward_lora(b, il, DG_LORA_V, g, g->dv, KD, xn, E, g->dxn);
     dg_rmsnorm_backward_rows(dx, g->dxn, a->x_in, L->attn_norm, T, E, hp->rms_eps, 1);
     return DEG_OK;
+}
+
+deg_status dg_backward_std_layer(const deg_model *m, int il, dg_batch *b,
+                                 const dg_layer_acts *a, float *dx, const dg_layer_grad *g)
+{
+    const dg_hparams *hp = &m->hp;
+    const dg_layer *L = &m->layers[il];
+    size_t T = b->n_tokens, E = (size_t)hp->n_embd, D = (size_t)hp->head_dim;
+    size_t QD = (size_t)hp->n_head * D;
+    DG_TRY(dg_backward_mlp(m, il, b, a, dx, g));
+
+    /* Attention: x_mid = x_in + W_o . attn(q, [prefix; k], [prefix; v]) */
+    DG_TRY(dg_weight_backward_x(&L->wo, (int64_t)T, dx, (int64_t)E, g->datt, (int64_t)QD,
+                                0));
+    dg_backward_lora(b, il, DG_LORA_O, g, dx, E, a->att, QD, g->datt);
+    DG_TRY(dg_backward_attn_core(m, il, b, a, g));
+    if (g->dlora) dg_rmsnorm_rows(g->xn, a->x_in, L->attn_norm, T, E, hp->rms_eps);
+    return dg_backward_attn_input(m, il, b, a, dx, g, g->dq, QD, g->xn);
 }

@@ -27,7 +27,7 @@ static deg_status attn_bwd(const deg_model *m, int il, dg_batch *b, const dg_lay
     const dg_hparams *hp = &m->hp;
     const dg_layer *L = &m->layers[il];
     size_t T = b->n_tokens, E = (size_t)hp->n_embd, D = (size_t)hp->head_dim, H = (size_t)hp->n_head;
-    size_t QD = H * D, KD = (size_t)hp->n_head_kv * D;
+    size_t QD = H * D;
     float *qg = b->rbuf; /* the forward's q_proj output, recomputed */
     dg_rmsnorm_rows(b->xn, a->x_in, L->attn_norm, T, E, hp->rms_eps);
     dg_weight_matmul(&L->wq, (int64_t)T, b->xn, (int64_t)E, qg, (int64_t)(2 * QD));
@@ -49,24 +49,11 @@ static deg_status attn_bwd(const deg_model *m, int il, dg_batch *b, const dg_lay
                 dqg[og] = g->datt[o] * a->att[o] * s * (1.0f - s);
                 g->datt[o] *= s;
             }
-    DG_TRY(dg_backward_attn_segs(m, il, b, a, g));
-    dg_rope_backward_partial(g->dq, b->rope_cos, b->rope_sin, T, hp->n_head, (int)D,
-                             hp->rope_dim);
-    dg_rope_backward_partial(g->dk, b->rope_cos, b->rope_sin, T, hp->n_head_kv, (int)D,
-                             hp->rope_dim);
-    dg_backward_qk_norm(m, il, b, a, g);
+    DG_TRY(dg_backward_attn_core(m, il, b, a, g));
     for (size_t i = 0; i < T; i++)
         for (size_t h = 0; h < H; h++)
             memcpy(dqg + i * 2 * QD + h * 2 * D, g->dq + i * QD + h * D, sizeof(float) * D);
-    DG_TRY(dg_weight_backward_x(&L->wq, (int64_t)T, dqg, (int64_t)(2 * QD), g->dxn, (int64_t)E,
-                                0));
-    DG_TRY(dg_weight_backward_x(&L->wk, (int64_t)T, g->dk, (int64_t)KD, g->dxn, (int64_t)E, 1));
-    DG_TRY(dg_weight_backward_x(&L->wv, (int64_t)T, g->dv, (int64_t)KD, g->dxn, (int64_t)E, 1));
-    dg_backward_lora(b, il, DG_LORA_Q, g, dqg, 2 * QD, b->xn, E, g->dxn);
-    dg_backward_lora(b, il, DG_LORA_K, g, g->dk, KD, b->xn, E, g->dxn);
-    dg_backward_lora(b, il, DG_LORA_V, g, g->dv, KD, b->xn, E, g->dxn);
-    dg_rmsnorm_backward_rows(dx, g->dxn, a->x_in, L->attn_norm, T, E, hp->rms_eps, 1);
-    return DEG_OK;
+    return dg_backward_attn_input(m, il, b, a, dx, g, dqg, 2 * QD, b->xn);
 }
 
 /* dx of y = x / sqrt(sum x^2 + 1e-6) * scale, from dy (n floats; the
