@@ -15,29 +15,22 @@
 #include "deg.h"
 #include "format/safetensors.h"
 #include "model/arch.h"
+#include "cartridge_testutil.h"
 #include "tiny_model.h"
 
 /* ------------------------------------------------------------- golden */
 
 static void check_golden(const char *name)
 {
-    char p[512];
-    snprintf(p, sizeof p, "%s/cartridge/%s.safetensors", TINY_GOLDENS, name);
-    dg_safetensors *st = NULL;
-    cr_assert_eq(dg_safetensors_open(p, &st), DEG_OK, "%s: %s", p, deg_errmsg());
+    cart_golden G = cart_golden_open(name);
     deg_model *m = tiny_load(name);
     geo g = geometry(m);
-    size_t P, T, NT;
-    const int32_t *prefix = golden_tensor(st, "prefix_ids", &P), *ids = golden_tensor(st, "ids", &T);
-    const int32_t *tpos = golden_tensor(st, "tgt_pos", &NT), *ttok = golden_tensor(st, "tgt_tok", NULL);
-    const float *tlp = golden_tensor(st, "tgt_lp", NULL);
-    const float *rk = golden_tensor(st, "rows_k", NULL), *rv = golden_tensor(st, "rows_v", NULL);
-    const float *glog = golden_tensor(st, "logits", NULL);
-    const double *gloss = golden_tensor(st, "loss", NULL);
-    const double *gk = golden_tensor(st, "grad_k", NULL), *gv = golden_tensor(st, "grad_v", NULL);
-    const float *ak = golden_tensor(st, "adam_k", NULL), *av = golden_tensor(st, "adam_v", NULL);
-    deg_distill_target *tg = malloc(NT * sizeof *tg);
-    for (size_t i = 0; i < NT; i++) tg[i] = (deg_distill_target){tpos[i], ttok[i], tlp[i]};
+    size_t P = G.P, T = G.T, NT = G.NT;
+    const int32_t *prefix = G.prefix, *ids = G.ids;
+    const float *rk = G.rk, *rv = G.rv, *glog = G.logits;
+    const double *gloss = G.loss, *gk = G.gk, *gv = G.gv;
+    deg_distill_target *tg = G.tg;
+    const float *ak = golden_tensor(G.st, "adam_k", NULL), *av = golden_tensor(G.st, "adam_v", NULL);
 
     /* Capture against torch's own K/V of the prefix. */
     deg_cartridge *c = NULL;
@@ -121,10 +114,10 @@ static void check_golden(const char *name)
     cr_expect_eq(deg_cartridge_steps(c), 1);
 
     for (int il = 0; il < g.L; il++) { free(sk[il]); free(sv[il]); }
-    free(sk); free(sv); free(k); free(v); free(k2); free(v2); free(logits); free(tg);
+    free(sk); free(sv); free(k); free(v); free(k2); free(v2); free(logits);
     deg_cartridge_free(c);
     deg_model_free(m);
-    dg_safetensors_close(st);
+    cart_golden_close(&G);
 }
 
 Test(cartridge, torch_golden_llama) { check_golden("tiny-llama"); }
@@ -137,41 +130,7 @@ static const char *const TINY[] = {"tiny-llama", "tiny-llama-tied", "tiny-qwen3"
 
 Test(cartridge, equivalence_gate_tiny)
 {
-    for (size_t mi = 0; mi < 4; mi++) {
-        deg_model *m = tiny_load(TINY[mi]);
-        geo g = geometry(m);
-        enum { P = 9, S = 7 };
-        int32_t all[P + S];
-        for (int i = 0; i < P + S; i++) all[i] = (int32_t)((i * 37 + 11) % (int)g.V);
-        /* Real prefill of prefix + suffix. */
-        deg_trunk *t = NULL;
-        cr_assert_eq(deg_trunk_new(m, &t), DEG_OK);
-        float *ref = malloc((P + S) * g.V * 4);
-        cr_assert_eq(deg_trunk_prefill(t, all, P + S, ref, NULL), DEG_OK);
-        /* Untrained cartridge of the prefix: training forward ... */
-        deg_cartridge *c = NULL;
-        cr_assert_eq(deg_cartridge_init_tokens(m, all, P, &c), DEG_OK, "%s", deg_errmsg());
-        float *lg = malloc(S * g.V * 4);
-        cr_assert_eq(deg_cartridge_eval(c, all + P, S, NULL, 0, NULL, lg), DEG_OK);
-        cr_expect(memcmp(lg, ref + P * g.V, S * g.V * 4) == 0,
-                  "%s: logits behind the cartridge differ from the real prefill", TINY[mi]);
-        /* ... and serving: a fork of the trunk written from the cartridge. */
-        deg_trunk *ct = NULL;
-        deg_fork *f = NULL;
-        cr_assert_eq(deg_trunk_from_cartridge(c, &ct), DEG_OK);
-        cr_assert_eq(deg_trunk_len(ct), P);
-        cr_assert_eq(deg_fork_new(ct, &f), DEG_OK);
-        cr_assert_eq(deg_fork_feed(f, all + P, S, lg), DEG_OK);
-        cr_expect(memcmp(lg, ref + P * g.V, S * g.V * 4) == 0,
-                  "%s: fork behind deg_trunk_from_cartridge differs from the real prefill",
-                  TINY[mi]);
-        deg_fork_free(f);
-        deg_trunk_free(ct);
-        deg_trunk_free(t);
-        deg_cartridge_free(c);
-        free(ref); free(lg);
-        deg_model_free(m);
-    }
+    for (size_t mi = 0; mi < 4; mi++) cart_equivalence_gate(TINY[mi]);
 }
 
 /* --------------------------------------- end-to-end finite differences */
@@ -350,14 +309,7 @@ Test(cartridge, learning_check, .timeout = 300)
 
 /* ---------------------------------------------------------- persistence */
 
-static char *tmpfile_path(const char *name)
-{
-    char *p = NULL;
-    const char *base = getenv("TMPDIR");
-    if (asprintf(&p, "%s/degcart_%d_%s", base && *base ? base : "/tmp", (int)getpid(), name) < 0)
-        abort();
-    return p;
-}
+static char *tmpfile_path(const char *name) { return cart_tmp_path("degcart", name); }
 
 Test(cartridge, save_load_roundtrip_and_resume)
 {
@@ -380,15 +332,7 @@ Test(cartridge, save_load_roundtrip_and_resume)
     cr_expect_eq(deg_cartridge_frozen_prefix(d), 2);
     cr_expect_eq(deg_cartridge_steps(d), 3);
     /* Resume: one more step on both gives identical rows (moments restored). */
-    cr_assert_eq(deg_cartridge_train_step(c, ids, 5, tg, 2, &ap, 0, NULL), DEG_OK);
-    cr_assert_eq(deg_cartridge_train_step(d, ids, 5, tg, 2, &ap, 0, NULL), DEG_OK);
-    size_t n = 6 * g.row;
-    float *a = malloc(n * 4), *b = malloc(n * 4);
-    for (int il = 0; il < g.L; il++) {
-        deg_cartridge_get_rows(c, il, a, NULL);
-        deg_cartridge_get_rows(d, il, b, NULL);
-        cr_expect(memcmp(a, b, n * 4) == 0, "resumed training differs (layer %d)", il);
-    }
+    cart_expect_resumed(c, d, ids, 5, tg, 2, &ap, g.L, g.row, 6);
     /* Header alone: geometry and identity readable with a plain reader. */
     dg_safetensors *st = NULL;
     cr_assert_eq(dg_safetensors_open(path, &st), DEG_OK);
@@ -414,7 +358,7 @@ Test(cartridge, save_load_roundtrip_and_resume)
     deg_model_free(q3);
     deg_model_free(q);
     unlink(path);
-    free(path); free(a); free(b);
+    free(path);
     deg_cartridge_free(c);
     deg_cartridge_free(d);
     deg_model_free(m);

@@ -16,6 +16,7 @@
 #include "cartridge.h"
 #include "deg.h"
 #include "format/safetensors.h"
+#include "cartridge_testutil.h"
 #include "tiny_model.h"
 
 static const char *const HYBRIDS[] = {"tiny-lfm2", "tiny-qwen3_5"};
@@ -33,38 +34,7 @@ static void layer_kinds(const deg_cartridge *c, int L, int *rec, int *att)
 
 Test(cartridge_hybrid, equivalence_gate)
 {
-    for (int mi = 0; mi < 2; mi++) {
-        deg_model *m = tiny_load(HYBRIDS[mi]);
-        geo g = geometry(m);
-        enum { P = 9, S = 7 };
-        int32_t all[P + S];
-        for (int i = 0; i < P + S; i++) all[i] = (int32_t)((i * 37 + 11) % (int)g.V);
-        deg_trunk *t = NULL;
-        cr_assert_eq(deg_trunk_new(m, &t), DEG_OK);
-        float *ref = malloc((P + S) * g.V * 4), *lg = malloc(S * g.V * 4);
-        cr_assert_eq(deg_trunk_prefill(t, all, P + S, ref, NULL), DEG_OK);
-        deg_cartridge *c = NULL;
-        cr_assert_eq(deg_cartridge_init_tokens(m, all, P, &c), DEG_OK, "%s", deg_errmsg());
-        cr_assert_eq(deg_cartridge_eval(c, all + P, S, NULL, 0, NULL, lg), DEG_OK, "%s",
-                     deg_errmsg());
-        cr_expect(memcmp(lg, ref + P * g.V, S * g.V * 4) == 0,
-                  "%s: logits behind the cartridge differ from the real prefill", HYBRIDS[mi]);
-        deg_trunk *ct = NULL;
-        deg_fork *f = NULL;
-        cr_assert_eq(deg_trunk_from_cartridge(c, &ct), DEG_OK, "%s", deg_errmsg());
-        cr_assert_eq(deg_trunk_len(ct), P);
-        cr_assert_eq(deg_fork_new(ct, &f), DEG_OK);
-        cr_assert_eq(deg_fork_feed(f, all + P, S, lg), DEG_OK);
-        cr_expect(memcmp(lg, ref + P * g.V, S * g.V * 4) == 0,
-                  "%s: fork behind deg_trunk_from_cartridge differs from the real prefill",
-                  HYBRIDS[mi]);
-        deg_fork_free(f);
-        deg_trunk_free(ct);
-        deg_trunk_free(t);
-        deg_cartridge_free(c);
-        free(ref); free(lg);
-        deg_model_free(m);
-    }
+    for (int mi = 0; mi < 2; mi++) cart_equivalence_gate(HYBRIDS[mi]);
 }
 
 /* The transformers golden (tests/goldens/gen_hybrid_train_goldens.py: the
@@ -72,22 +42,15 @@ Test(cartridge_hybrid, equivalence_gate)
  * behind the cartridge, gradients into the K/V rows and the states. */
 static void check_golden(const char *name)
 {
-    char p[512];
-    snprintf(p, sizeof p, "%s/cartridge/%s.safetensors", TINY_GOLDENS, name);
-    dg_safetensors *st = NULL;
-    cr_assert_eq(dg_safetensors_open(p, &st), DEG_OK, "%s: %s", p, deg_errmsg());
+    cart_golden G = cart_golden_open(name);
+    dg_safetensors *st = G.st;
     deg_model *m = tiny_load(name);
     geo g = geometry(m);
-    size_t P, T, NT;
-    const int32_t *prefix = golden_tensor(st, "prefix_ids", &P), *ids = golden_tensor(st, "ids", &T);
-    const int32_t *tpos = golden_tensor(st, "tgt_pos", &NT), *ttok = golden_tensor(st, "tgt_tok", NULL);
-    const float *tlp = golden_tensor(st, "tgt_lp", NULL);
-    const float *rk = golden_tensor(st, "rows_k", NULL), *rv = golden_tensor(st, "rows_v", NULL);
-    const float *glog = golden_tensor(st, "logits", NULL);
-    const double *gloss = golden_tensor(st, "loss", NULL);
-    const double *gk = golden_tensor(st, "grad_k", NULL), *gv = golden_tensor(st, "grad_v", NULL);
-    deg_distill_target *tg = malloc(NT * sizeof *tg);
-    for (size_t i = 0; i < NT; i++) tg[i] = (deg_distill_target){tpos[i], ttok[i], tlp[i]};
+    size_t P = G.P, T = G.T, NT = G.NT;
+    const int32_t *prefix = G.prefix, *ids = G.ids;
+    const float *rk = G.rk, *rv = G.rv, *glog = G.logits;
+    const double *gloss = G.loss, *gk = G.gk, *gv = G.gv;
+    deg_distill_target *tg = G.tg;
     deg_cartridge *c = NULL;
     cr_assert_eq(deg_cartridge_init_tokens(m, prefix, P, &c), DEG_OK, "%s", deg_errmsg());
     size_t n = P * g.row;
@@ -145,10 +108,10 @@ static void check_golden(const char *name)
     cr_expect_lt(eloss, 1e-4);
     cr_expect_lt(e_rows, 1e-4);
     cr_expect_lt(e_state, 1e-4);
-    free(k); free(v); free(logits); free(tg);
+    free(k); free(v); free(logits);
     deg_cartridge_free(c);
     deg_model_free(m);
-    dg_safetensors_close(st);
+    cart_golden_close(&G);
 }
 
 Test(cartridge_hybrid, transformers_golden_lfm2) { check_golden("tiny-lfm2"); }
@@ -215,15 +178,6 @@ Test(cartridge_hybrid, state_gradcheck_and_training)
     }
 }
 
-static char *tmp_path(const char *name)
-{
-    char *p = NULL;
-    const char *base = getenv("TMPDIR");
-    if (asprintf(&p, "%s/degcarth_%d_%s", base && *base ? base : "/tmp", (int)getpid(), name) < 0)
-        abort();
-    return p;
-}
-
 Test(cartridge_hybrid, save_load_resume_and_refusals)
 {
     deg_model *m = tiny_load("tiny-lfm2");
@@ -237,27 +191,12 @@ Test(cartridge_hybrid, save_load_resume_and_refusals)
     ap.lr = 1e-2f;
     for (int i = 0; i < 3; i++)
         cr_assert_eq(deg_cartridge_train_step(c, IDS, 6, TG, NTG, &ap, 0, NULL), DEG_OK);
-    char *path = tmp_path("rt.safetensors");
+    char *path = cart_tmp_path("degcarth", "rt.safetensors");
     cr_assert_eq(deg_cartridge_save(c, path, 1), DEG_OK, "%s", deg_errmsg());
     deg_cartridge *d = NULL;
     cr_assert_eq(deg_cartridge_load(m, path, &d), DEG_OK, "%s", deg_errmsg());
     cr_expect_eq(deg_cartridge_steps(d), 3);
-    cr_assert_eq(deg_cartridge_train_step(c, IDS, 6, TG, NTG, &ap, 0, NULL), DEG_OK);
-    cr_assert_eq(deg_cartridge_train_step(d, IDS, 6, TG, NTG, &ap, 0, NULL), DEG_OK);
-    for (int il = 0; il < g.L; il++) {
-        size_t n = deg_cartridge_state_len(c, il);
-        if (!n) n = 6 * g.row;
-        float *a = malloc(n * 4), *b = malloc(n * 4);
-        if (deg_cartridge_state_len(c, il)) {
-            deg_cartridge_get_state(c, il, a);
-            deg_cartridge_get_state(d, il, b);
-        } else {
-            deg_cartridge_get_rows(c, il, a, NULL);
-            deg_cartridge_get_rows(d, il, b, NULL);
-        }
-        cr_expect(memcmp(a, b, n * 4) == 0, "resumed training differs (layer %d)", il);
-        free(a); free(b);
-    }
+    cart_expect_resumed(c, d, IDS, 6, TG, NTG, &ap, g.L, g.row, 6);
     dg_safetensors *st = NULL;
     cr_assert_eq(dg_safetensors_open(path, &st), DEG_OK);
     char name[64];
