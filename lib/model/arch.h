@@ -53,6 +53,19 @@ typedef struct dg_layer {
      * recurrent block (0: none). Set by the architecture's load_layer. */
     int has_kv;
     size_t state_floats;
+    /* Attention geometry of the layer (an attention layer, or one that reads
+     * another's K/V): n_head_kv KV heads of head_dim floats (load.c sets the
+     * model's where the architecture leaves 0; Gemma 4's full-attention
+     * layers have their own), kv_row = n_head_kv * head_dim floats per K/V
+     * row of the state; window > 0: sliding-window attention over the last
+     * `window` keys (ops.h dg_attend_group_win); attn_scale: the score scale
+     * (0: 1/sqrt(head_dim)); kv_shared = 1: the layer keeps no K/V of its own
+     * and attends layer kv_src's rows (Gemma 4's num_kv_shared_layers). */
+    int32_t n_head_kv, head_dim;
+    size_t kv_row;
+    int32_t window;
+    float attn_scale;
+    int kv_shared, kv_src;
     void *arch_data;
 } dg_layer;
 
@@ -90,6 +103,10 @@ struct deg_model {
     void *arch_hp;             /* architecture-specific hyper-parameters (arch_<name>.c; owned) */
     size_t scratch_per_token;  /* floats of pass scratch per token its layers need beyond
                                   dg_batch's (dg_batch.rbuf); set by the architecture */
+    size_t max_qd, max_kd;     /* the largest n_head * head_dim, n_head_kv * head_dim over
+                                  the layers (load.c; the pass buffers q/att, k/v) */
+    float final_softcap;       /* > 0: logits = c * tanh(logits / c) (Gemma 4's
+                                  final_logit_softcapping; dg_lm_head); 0: none */
 };
 
 /* Architecture descriptor. Names in GGUF follow llama.cpp (blk.N.attn_q...),
@@ -114,6 +131,12 @@ struct dg_arch {
     /* deg_model_info.chat_layout of the family (NULL: recognised from the
      * chat template: "chatml" if it writes <|im_start|> turns, else "none"). */
     const char *chat_layout;
+    /* Optional: run at the start of every forward pass, after the token
+     * embeddings are in x [M, n_embd] (ids [M], positions pos [M] of the
+     * pass's tokens): Gemma 4 scales the embeddings and computes its
+     * per-layer inputs and RoPE tables into b->rbuf. NULL: nothing. */
+    void (*begin_pass)(const deg_model *m, dg_batch *b, float *x, const int32_t *ids,
+                       const int64_t *pos);
     /* Load layer il's weights into *out (shape-checked). */
     deg_status (*load_layer)(deg_model *m, int il, dg_layer *out);
     /* Run layer il on the batch: x [n_tokens, n_embd] residual stream, in place. */

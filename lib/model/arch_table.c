@@ -8,9 +8,10 @@ extern const dg_arch dg_arch_llama;
 extern const dg_arch dg_arch_qwen3;
 extern const dg_arch dg_arch_lfm2;
 extern const dg_arch dg_arch_qwen3_5;
+extern const dg_arch dg_arch_gemma4;
 
 static const dg_arch *const dg_archs[] = {&dg_arch_llama, &dg_arch_qwen3, &dg_arch_lfm2,
-                                          &dg_arch_qwen3_5};
+                                          &dg_arch_qwen3_5, &dg_arch_gemma4};
 
 const dg_arch *dg_arch_find(const char *name)
 {

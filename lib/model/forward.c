@@ -2,6 +2,7 @@
  * each pass's tokens into one [M, n_embd] matrix (so every projection is one
  * GEMM; BLIS rows are batch-invariant), runs the architecture's layer
  * (lib/model/layer.h) and gathers hidden states and logits. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +18,9 @@ deg_status dg_lm_head(const deg_model *m, const float *hidden, size_t n, float *
 {
     size_t E = (size_t)m->hp.n_embd, V = (size_t)m->hp.n_vocab;
     dg_weight_matmul(&m->lm_head, (int64_t)n, hidden, (int64_t)E, logits, (int64_t)V);
+    float c = m->final_softcap;
+    if (c > 0.0f) /* transformers Gemma4ForCausalLM: tanh(logits / c) * c */
+        for (size_t i = 0; i < n * V; i++) logits[i] = tanhf(logits[i] / c) * c;
     return DEG_OK;
 }
 
@@ -24,6 +28,7 @@ deg_status dg_lm_head(const deg_model *m, const float *hidden, size_t n, float *
 typedef struct dg_arena {
     float *x, *hn, *rope_cos, *rope_sin, *logits, *lhid;
     int64_t *pos;
+    int32_t *ids;          /* [cap_tokens] the pass's token ids (dg_arch.begin_pass) */
     dg_seg *segs;
     struct dg_batch b;
     float *block;          /* one allocation holding the float arrays */
@@ -36,7 +41,7 @@ static deg_status arena_init(dg_arena *a, const deg_model *m, size_t P, size_t L
 {
     const dg_hparams *hp = &m->hp;
     size_t E = (size_t)hp->n_embd, D = (size_t)hp->head_dim;
-    size_t QD = (size_t)hp->n_head * D, KD = (size_t)hp->n_head_kv * D, F = (size_t)hp->n_ff;
+    size_t QD = m->max_qd, KD = m->max_kd, F = (size_t)hp->n_ff;
     int nt = dg_num_threads();
     if (nt < 1) nt = 1;
     size_t sizes[] = {
@@ -62,11 +67,12 @@ static deg_status arena_init(dg_arena *a, const deg_model *m, size_t P, size_t L
     memset(a, 0, sizeof *a);
     a->block = aligned_alloc(64, total * sizeof(float));
     a->pos = malloc(P * sizeof(int64_t));
+    a->ids = malloc(P * sizeof(int32_t));
     a->segs = malloc(P * sizeof(dg_seg));
     a->cap_tokens = P;
     a->cap_logits = LR;
-    if (!a->block || !a->pos || !a->segs) {
-        free(a->block); free(a->pos); free(a->segs);
+    if (!a->block || !a->pos || !a->ids || !a->segs) {
+        free(a->block); free(a->pos); free(a->ids); free(a->segs);
         return dg_fail(DEG_ERR_NOMEM, "forward: cannot allocate %zu bytes of scratch",
                        total * sizeof(float));
     }
@@ -89,6 +95,7 @@ static void arena_free(dg_arena *a)
 {
     free(a->block);
     free(a->pos);
+    free(a->ids);
     free(a->segs);
 }
 
@@ -139,12 +146,14 @@ static deg_status run_pass(const deg_model *m, dg_arena *a, size_t n_segs)
         for (size_t i = 0; i < s->n; i++) {
             int32_t id = s->row->ids[s->off + i];
             dg_weight_get_row(&m->tok_embd, id, a->x + (M + i) * E);
+            a->ids[M + i] = id;
             a->pos[M + i] = (int64_t)(s->prefix_len + s->own_len0 + i);
         }
         M += s->n;
     }
     b->n_tokens = M;
     dg_rope_table(a->rope_cos, a->rope_sin, a->pos, M, hp->rope_dim, hp->rope_theta);
+    if (m->arch->begin_pass) m->arch->begin_pass(m, b, a->x, a->ids, a->pos);
     for (int il = 0; il < hp->n_layer; il++) {
         /* a call under work limits (base/run.h) stops between layers too: a
          * 256-token pass deep in a long context takes seconds. Nothing of the

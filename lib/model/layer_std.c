@@ -1,6 +1,7 @@
 /* The standard pre-norm decoder layer (llama, qwen3), forward: one code path
  * for inference (forks, prefill) and training (saves activations when the
  * batch asks). Its backward is lib/grad/layer_std_bwd.c. */
+#include <math.h>
 #include <omp.h>
 #include <string.h>
 
@@ -51,55 +52,68 @@ void dg_lora_add_segs(const dg_batch *b, int il, int t, const float *x, size_t l
 
 /* Attention tasks: per segment, per KV head, per chunk of at most
  * DG_ATTN_MAX_GROUP of the query heads sharing it, per block of
- * DG_ATTN_ROWS query rows (dg_attend_group, ops.h: each K/V tile read once
- * per task, one pass with the online softmax; a (row, head)'s bits do not
- * depend on the task split). */
+ * DG_ATTN_ROWS query rows (dg_attend_group_win, ops.h: each K/V tile read
+ * once per task, one pass with the online softmax; a (row, head)'s bits do
+ * not depend on the task split). The geometry is the layer's (dg_layer:
+ * n_head_kv, head_dim, window, attn_scale, kv_src). */
 typedef struct attn_tasks {
     int chunk_heads, n_chunks; /* query heads per chunk, chunks per KV head */
     size_t per_block;          /* tasks per row block: n_head_kv * n_chunks */
 } attn_tasks;
 
-static attn_tasks attn_split(const dg_hparams *hp)
+static attn_tasks attn_split(int n_head, int n_head_kv)
 {
-    int G = hp->n_head / hp->n_head_kv;
+    int G = n_head / n_head_kv;
     attn_tasks at;
     at.n_chunks = (G + DG_ATTN_MAX_GROUP - 1) / DG_ATTN_MAX_GROUP;
     at.chunk_heads = (G + at.n_chunks - 1) / at.n_chunks;
-    at.per_block = (size_t)hp->n_head_kv * (size_t)at.n_chunks;
+    at.per_block = (size_t)n_head_kv * (size_t)at.n_chunks;
     return at;
 }
 
-static void attend_task(const dg_seg *s, int il, const float *q, float *out, float *stats,
-                        const attn_tasks *at, size_t t, int n_head, int n_head_kv, int D,
-                        float *scratch)
+static void attend_task(const dg_seg *s, const dg_layer *L, int n_head, const float *q,
+                        float *out, float *stats, const attn_tasks *at, size_t t, float *scratch)
 {
-    int G = n_head / n_head_kv;
+    int n_head_kv = L->n_head_kv, D = L->head_dim, G = n_head / n_head_kv, il = L->kv_src;
     size_t blk = t / at->per_block, rest = t % at->per_block;
     int kvh = (int)(rest / (size_t)at->n_chunks), c = (int)(rest % (size_t)at->n_chunks);
     int h0 = kvh * G + c * at->chunk_heads;
     int gh = G - c * at->chunk_heads < at->chunk_heads ? G - c * at->chunk_heads : at->chunk_heads;
     size_t i0 = blk * DG_ATTN_ROWS, nr = s->n - i0 < DG_ATTN_ROWS ? s->n - i0 : DG_ATTN_ROWS;
     size_t g = (size_t)kvh * (size_t)D;
-    size_t kvrow = (size_t)n_head_kv * D, qrow = (size_t)n_head * D;
+    size_t kvrow = L->kv_row, qrow = (size_t)n_head * D;
     size_t off = (s->t0 + i0) * qrow + (size_t)h0 * D;
     const float *kp = s->pk ? s->pk[il] : NULL, *vp = s->pv ? s->pv[il] : NULL;
     const float *ko = s->ok[il] + s->own_base * kvrow, *vo = s->ov[il] + s->own_base * kvrow;
-    dg_attend_group(out + off, qrow,
-                    stats ? stats + ((s->t0 + i0) * (size_t)n_head + (size_t)h0) * 2 : NULL,
-                    2 * (size_t)n_head, q + off, qrow, kp ? kp + g : NULL, vp ? vp + g : NULL,
-                    s->prefix_len, ko + g, vo + g, s->own_len0 + i0, nr, kvrow, D, gh, scratch);
+    float scale = L->attn_scale > 0.0f ? L->attn_scale : 1.0f / sqrtf((float)D);
+    dg_attend_group_win(out + off, qrow,
+                        stats ? stats + ((s->t0 + i0) * (size_t)n_head + (size_t)h0) * 2 : NULL,
+                        2 * (size_t)n_head, q + off, qrow, kp ? kp + g : NULL,
+                        vp ? vp + g : NULL, s->prefix_len, ko + g, vo + g, s->own_len0 + i0,
+                        nr, kvrow, D, gh, scale, (size_t)L->window, scratch);
 }
 
 size_t dg_attention_scratch(const deg_model *m)
 {
-    return dg_attend_group_scratch(m->hp.head_dim, attn_split(&m->hp).chunk_heads);
+    const dg_hparams *hp = &m->hp;
+    size_t best = dg_attend_group_scratch(hp->head_dim,
+                                          attn_split(hp->n_head, hp->n_head_kv).chunk_heads);
+    for (int il = 0; m->layers && il < hp->n_layer; il++) {
+        const dg_layer *L = &m->layers[il];
+        if (!L->head_dim) continue;
+        size_t n = dg_attend_group_scratch(L->head_dim,
+                                           attn_split(hp->n_head, L->n_head_kv).chunk_heads);
+        if (n > best) best = n;
+    }
+    return best;
 }
 
 void dg_attention_segs(const deg_model *m, int il, dg_batch *b, const float *q, float *stats)
 {
     const dg_hparams *hp = &m->hp;
-    size_t D = (size_t)hp->head_dim;
-    attn_tasks at = attn_split(hp);
+    const dg_layer *L = &m->layers[il];
+    size_t D = (size_t)L->head_dim;
+    attn_tasks at = attn_split(hp->n_head, L->n_head_kv);
     size_t n_tasks = 0;
     for (size_t si = 0; si < b->n_segs; si++)
         n_tasks += (b->segs[si].n + DG_ATTN_ROWS - 1) / DG_ATTN_ROWS * at.per_block;
@@ -118,8 +132,7 @@ void dg_attention_segs(const deg_model *m, int il, dg_batch *b, const float *q, 
         while (tt >= (nt = (b->segs[si].n + DG_ATTN_ROWS - 1) / DG_ATTN_ROWS * at.per_block))
             tt -= nt, si++;
         float *scratch = b->scores + (size_t)omp_get_thread_num() * per_thread;
-        attend_task(&b->segs[si], il, q, b->att, stats, &at, tt, hp->n_head, hp->n_head_kv,
-                    (int)D, scratch);
+        attend_task(&b->segs[si], L, hp->n_head, q, b->att, stats, &at, tt, scratch);
     }
 }
 

@@ -452,6 +452,26 @@ done:
     return st;
 }
 
+/* Every attention layer's geometry (arch.h dg_layer): the model's where its
+ * architecture left it 0; the pass buffers' widths (max_qd, max_kd). */
+static void layer_geometry(deg_model *m)
+{
+    const dg_hparams *hp = &m->hp;
+    m->max_qd = (size_t)hp->n_head * (size_t)hp->head_dim;
+    m->max_kd = (size_t)hp->n_head_kv * (size_t)hp->head_dim;
+    for (int il = 0; il < hp->n_layer; il++) {
+        dg_layer *L = &m->layers[il];
+        if (!L->has_kv && !L->kv_shared) continue;
+        if (!L->head_dim) L->head_dim = hp->head_dim;
+        if (!L->n_head_kv) L->n_head_kv = hp->n_head_kv;
+        if (!L->kv_shared) L->kv_src = il;
+        L->kv_row = (size_t)L->n_head_kv * (size_t)L->head_dim;
+        size_t qd = (size_t)hp->n_head * (size_t)L->head_dim;
+        if (qd > m->max_qd) m->max_qd = qd;
+        if (L->kv_row > m->max_kd) m->max_kd = L->kv_row;
+    }
+}
+
 /* Weights shared by every architecture, then the layers. */
 static deg_status load_weights(deg_model *m)
 {
@@ -472,6 +492,7 @@ static deg_status load_weights(deg_model *m)
     m->layers = calloc((size_t)hp->n_layer, sizeof *m->layers);
     if (!m->layers) return dg_fail(DEG_ERR_NOMEM, "model: out of memory");
     for (int il = 0; il < hp->n_layer; il++) DG_TRY(m->arch->load_layer(m, il, &m->layers[il]));
+    layer_geometry(m);
     DG_TRY(dg_weight_get(m, m->arch->gguf_out_norm ? m->arch->gguf_out_norm : "output_norm.weight",
                          m->arch->hf_out_norm ? m->arch->hf_out_norm : "model.norm.weight", 0, 1,
                          E, 0, &m->out_norm));

@@ -185,10 +185,10 @@ static inline __attribute__((always_inline)) void online_tile(
 static inline __attribute__((always_inline)) void attend_group_d(
     float *out, size_t out_stride, float *stats, size_t stats_stride, const float *q,
     size_t q_stride, const float *kp, const float *vp, size_t Lp, const float *ko,
-    const float *vo, size_t L0, size_t n, size_t kv_stride, int D, int G, float *scratch)
+    const float *vo, size_t L0, size_t n, size_t kv_stride, int D, int G, float scale,
+    size_t window, float *scratch)
 {
     enum { R = DG_ATTN_ROWS, T = DG_ATTN_TILE, GM = DG_ATTN_MAX_GROUP };
-    float scale = 1.0f / sqrtf((float)D);
     size_t Dp = ((size_t)D + 7) & ~(size_t)7;
     float *sc = scratch, *accs = scratch + T; /* [T]; [R * G, Dp] */
     attn_src src = {kp, vp, ko, vo, Lp, kv_stride};
@@ -198,13 +198,18 @@ static inline __attribute__((always_inline)) void attend_group_d(
         for (int p = 0; p < np; p++) m[p] = -INFINITY, l[p] = 0.0f;
         memset(accs, 0, sizeof(float) * Dp * (size_t)np);
         size_t end = Lp + L0 + i0 + (size_t)nr; /* the block's last row's context */
-        for (size_t j0 = 0; j0 < end; j0 += T)
+        /* a sliding window: the block's first row sees keys from lo0 on (the
+         * tile holding lo0 is the first one read) */
+        size_t lo0 = window && Lp + L0 + i0 + 1 > window ? Lp + L0 + i0 + 1 - window : 0;
+        for (size_t j0 = lo0 / T * T; j0 < end; j0 += T)
             for (int p = 0; p < np; p++) {
                 size_t tot = Lp + L0 + i0 + (size_t)(p / G) + 1; /* the pair's context */
-                if (tot <= j0) continue;
-                size_t c = tot - j0 < T ? tot - j0 : T;
+                size_t lo = window && tot > window ? tot - window : 0; /* its first key */
+                if (tot <= j0 || lo >= j0 + T) continue;
+                size_t js = lo > j0 ? lo : j0, je = tot < j0 + T ? tot : j0 + T;
                 const float *qp = q + (i0 + (size_t)(p / G)) * q_stride + (size_t)(p % G) * D;
-                online_tile(&src, qp, j0, c, D, scale, sc, &m[p], &l[p], accs + (size_t)p * Dp);
+                online_tile(&src, qp, js, je - js, D, scale, sc, &m[p], &l[p],
+                            accs + (size_t)p * Dp);
             }
         for (int p = 0; p < np; p++) {
             size_t i = i0 + (size_t)(p / G);
@@ -229,20 +234,21 @@ DG_HOT static void dg_attend_group_impl(float *out, size_t out_stride, float *st
                                         size_t stats_stride, const float *q, size_t q_stride,
                                         const float *kp, const float *vp, size_t Lp,
                                         const float *ko, const float *vo, size_t L0, size_t n,
-                                        size_t kv_stride, int D, int G, float *scratch)
+                                        size_t kv_stride, int D, int G, float scale,
+                                        size_t window, float *scratch)
 {
     switch (D) {
     case 64:
         attend_group_d(out, out_stride, stats, stats_stride, q, q_stride, kp, vp, Lp, ko, vo,
-                       L0, n, kv_stride, 64, G, scratch);
+                       L0, n, kv_stride, 64, G, scale, window, scratch);
         break;
     case 128:
         attend_group_d(out, out_stride, stats, stats_stride, q, q_stride, kp, vp, Lp, ko, vo,
-                       L0, n, kv_stride, 128, G, scratch);
+                       L0, n, kv_stride, 128, G, scale, window, scratch);
         break;
     default:
         attend_group_d(out, out_stride, stats, stats_stride, q, q_stride, kp, vp, Lp, ko, vo,
-                       L0, n, kv_stride, D, G, scratch);
+                       L0, n, kv_stride, D, G, scale, window, scratch);
         break;
     }
 }
@@ -279,5 +285,15 @@ void dg_attend_group(float *out, size_t out_stride, float *stats, size_t stats_s
                      size_t kv_stride, int D, int G, float *scratch)
 {
     dg_attend_group_impl(out, out_stride, stats, stats_stride, q, q_stride, kp, vp, Lp, ko, vo,
-                         L0, n, kv_stride, D, G, scratch);
+                         L0, n, kv_stride, D, G, 1.0f / sqrtf((float)D), 0, scratch);
+}
+
+void dg_attend_group_win(float *out, size_t out_stride, float *stats, size_t stats_stride,
+                         const float *q, size_t q_stride, const float *kp, const float *vp,
+                         size_t Lp, const float *ko, const float *vo, size_t L0, size_t n,
+                         size_t kv_stride, int D, int G, float scale, size_t window,
+                         float *scratch)
+{
+    dg_attend_group_impl(out, out_stride, stats, stats_stride, q, q_stride, kp, vp, Lp, ko, vo,
+                         L0, n, kv_stride, D, G, scale, window, scratch);
 }

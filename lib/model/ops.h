@@ -104,6 +104,19 @@ void dg_attend_group(float *out, size_t out_stride, float *stats, size_t stats_s
                      const float *q, size_t q_stride, const float *kp, const float *vp,
                      size_t Lp, const float *ko, const float *vo, size_t L0, size_t n,
                      size_t kv_stride, int D, int G, float *scratch);
+/* dg_attend_group with the score scale given (scores = q . k * scale; Gemma 4
+ * uses 1 after its q/k norms) and a sliding window (window > 0: query row i
+ * attends only its last `window` keys, global key indices
+ * [Lp + L0 + i + 1 - window, Lp + L0 + i], as transformers'
+ * sliding_window_causal mask: kv_idx > q_idx - window). Tiles stay at the
+ * fixed global indices (the first tile a row reads starts at its first key),
+ * so the bits still depend only on the row's own query, keys and values.
+ * dg_attend_group = scale 1/sqrt(D), window 0 (none). */
+void dg_attend_group_win(float *out, size_t out_stride, float *stats, size_t stats_stride,
+                         const float *q, size_t q_stride, const float *kp, const float *vp,
+                         size_t Lp, const float *ko, const float *vo, size_t L0, size_t n,
+                         size_t kv_stride, int D, int G, float scale, size_t window,
+                         float *scratch);
 
 /* Run-time dispatch of hot loops: an x86-64-v3 (AVX2+FMA) body and the
  * baseline one. ("arch=haswell" would test for an Intel model and miss AMD.) */

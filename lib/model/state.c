@@ -15,16 +15,17 @@ deg_status dg_state_init(dg_state *st, const deg_model *m)
     memset(st, 0, sizeof *st);
     size_t L = (size_t)m->hp.n_layer;
     st->n_layer = m->hp.n_layer;
-    st->row = (size_t)m->hp.n_head_kv * (size_t)m->hp.head_dim;
     st->k = calloc(L, sizeof(float *));
     st->v = calloc(L, sizeof(float *));
     st->mapped = calloc(2 * L, sizeof(size_t));
     st->rec = calloc(L, sizeof(float *));
     st->rec_n = calloc(L, sizeof(size_t));
     st->has_kv = calloc(L, 1);
-    int ok = st->k && st->v && st->mapped && st->rec && st->rec_n && st->has_kv;
+    st->row = calloc(L, sizeof(size_t));
+    int ok = st->k && st->v && st->mapped && st->rec && st->rec_n && st->has_kv && st->row;
     for (size_t il = 0; ok && il < L; il++) {
         st->has_kv[il] = m->layers[il].has_kv != 0;
+        st->row[il] = st->has_kv[il] ? m->layers[il].kv_row : 0;
         size_t n = m->layers[il].state_floats;
         if (!n) continue;
         st->rec[il] = calloc(n, sizeof(float));
@@ -93,9 +94,10 @@ deg_status dg_state_reserve(dg_state *st, size_t n)
     if (n <= st->cap) return DEG_OK;
     size_t cap = st->cap ? st->cap : 16;
     while (cap < n) cap *= 2;
-    size_t old_bytes = st->cap * st->row * sizeof(float), bytes = cap * st->row * sizeof(float);
     for (int il = 0; il < st->n_layer; il++) {
         if (!st->has_kv[il]) continue;
+        size_t old_bytes = st->cap * st->row[il] * sizeof(float);
+        size_t bytes = cap * st->row[il] * sizeof(float);
         if (kv_grow(&st->k[il], &st->mapped[2 * il], old_bytes, bytes) ||
             kv_grow(&st->v[il], &st->mapped[2 * il + 1], old_bytes, bytes))
             return dg_fail(DEG_ERR_NOMEM, "KV cache: cannot grow to %zu rows", cap);
@@ -117,6 +119,7 @@ void dg_state_free(dg_state *st)
     free(st->rec);
     free(st->rec_n);
     free(st->has_kv);
+    free(st->row);
     memset(st, 0, sizeof *st);
 }
 
@@ -129,19 +132,22 @@ void dg_state_copy_fixed(dg_state *dst, const dg_state *src)
 int dg_model_has_recurrent(const deg_model *m)
 {
     for (int il = 0; il < m->hp.n_layer; il++)
-        if (!m->layers[il].has_kv || m->layers[il].state_floats) return 1;
+        if ((!m->layers[il].has_kv && !m->layers[il].kv_shared) || m->layers[il].state_floats)
+            return 1;
     return 0;
 }
 
 void dg_state_get_kv(const dg_state *st, int il, size_t first, size_t n, float *k, float *v)
 {
-    memcpy(k, st->k[il] + first * st->row, sizeof(float) * n * st->row);
-    memcpy(v, st->v[il] + first * st->row, sizeof(float) * n * st->row);
+    size_t r = st->row[il];
+    memcpy(k, st->k[il] + first * r, sizeof(float) * n * r);
+    memcpy(v, st->v[il] + first * r, sizeof(float) * n * r);
 }
 
 void dg_state_put_kv(dg_state *st, int il, size_t first, size_t n, const float *k,
                      const float *v)
 {
-    memcpy(st->k[il] + first * st->row, k, sizeof(float) * n * st->row);
-    memcpy(st->v[il] + first * st->row, v, sizeof(float) * n * st->row);
+    size_t r = st->row[il];
+    memcpy(st->k[il] + first * r, k, sizeof(float) * n * r);
+    memcpy(st->v[il] + first * r, v, sizeof(float) * n * r);
 }

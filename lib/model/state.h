@@ -14,7 +14,8 @@
 /* The model state of one sequence (a trunk's tokens, or a fork's own
  * tokens), per layer, as the layer kind needs (§12.1, §12.2):
  *  - attention layers (dg_layer.has_kv): growable K/V rows. k[il] and v[il]
- *    are [cap, row] f32, row = n_head_kv * head_dim; rows [0, len) are valid;
+ *    are [cap, row[il]] f32, row[il] = the layer's n_head_kv * head_dim (Gemma 4's
+ *    layers differ); rows [0, len) are valid;
  *    keys are stored after RoPE. k[il] = v[il] = NULL for other layers.
  *  - recurrent layers (dg_layer.state_floats > 0: Gated DeltaNet, short
  *    convolution): a fixed-size f32 block rec[il] of rec_n[il] floats (the
@@ -29,7 +30,8 @@ typedef struct dg_state {
     float **k, **v;     /* [n_layer] each */
     size_t len, cap;
     int n_layer;
-    size_t row;         /* floats per K/V row = n_head_kv * head_dim */
+    size_t *row;        /* [n_layer] floats per K/V row of layer il (dg_layer.kv_row:
+                           n_head_kv * head_dim of the layer; 0 without K/V) */
     size_t *mapped;     /* [2 * n_layer] (k, v per layer): mapping length of a
                            large array (mmap'd, state.c), 0 for a heap block */
     float **rec;        /* [n_layer] fixed-size recurrent blocks or NULL */
@@ -49,7 +51,7 @@ void dg_state_copy_fixed(dg_state *dst, const dg_state *src);
  * hybrid: its state is not K/V rows alone). */
 int dg_model_has_recurrent(const deg_model *m);
 /* K/V rows [first, first + n) of attention layer il, copied out to / in from
- * k, v [n, row] (write: rows must be reserved; len is the caller's to set). */
+ * k, v [n, row[il]] (write: rows must be reserved; len is the caller's to set). */
 void dg_state_get_kv(const dg_state *st, int il, size_t first, size_t n, float *k, float *v);
 void dg_state_put_kv(dg_state *st, int il, size_t first, size_t n, const float *k,
                      const float *v);
