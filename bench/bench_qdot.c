@@ -1,7 +1,7 @@
 /* Quantized-weight product speed per dtype: one activation row (decode,
  * M = 1) or a batch against a weight of SmolLM2-135M's MLP shapes, through
  * dg_weight_matmul (the dispatched kernel) and through the portable scalar
- * dot (dg_qdot_scalar / dg_hdot_scalar), single thread, best of reps
+ * dot (dg_qdot_scalar / dg_fdot_scalar), single thread, best of reps
  * (the K-quants only on the 1536-wide shape: their blocks are 256 wide);
  * with M > 1 also against the one-row SIMD kernel called per (row, weight
  * row) pair (dg_qdot), which dg_weight_matmul's multi-row kernel
@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "deg.h"
+#include "tensor/fdot.h"
 #include "tensor/qdot.h"
 #include "tensor/weight.h"
 
@@ -100,7 +101,7 @@ int main(int argc, char **argv)
                     if (t != DG_F16) dg_q8_quantize(x + m * K, &r);
                     for (int64_t n = 0; n < N; n++)
                         sink += t != DG_F16 ? dg_qdot_scalar(t, dg_weight_row_data(&w, n), &r)
-                                            : dg_hdot_scalar(t, dg_weight_row_data(&w, n), x + m * K, K);
+                                            : dg_fdot_scalar(t, dg_weight_row_data(&w, n), x + m * K, K);
                 }
                 t1 = now();
                 if (t1 - t0 < best_ref) best_ref = t1 - t0;

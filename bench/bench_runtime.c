@@ -10,7 +10,8 @@
  *
  * Usage: bench_runtime --model PATH [--prompt 512] [--decode 64]
  *                      [--batch 8] [--threads N] [--reps 2]
- *                      [--weights f32|native]   (deg_model_params.weights;
+ *                      [--weights f32|native|native-f32act]
+ *                                               (deg_model_params.weights;
  *                                                default: $DEG_WEIGHTS, else f32)
  *                      [--no-reference]         (skip the sgemm and memory
  *                                                references: bench/vs_llamacpp.py)
@@ -135,6 +136,7 @@ static const char *weights_name(int w)
 {
     if (w == DEG_WEIGHTS_F32) return "f32";
     if (w == DEG_WEIGHTS_NATIVE) return "native";
+    if (w == DEG_WEIGHTS_NATIVE_F32ACT) return "native-f32act";
     const char *e = getenv("DEG_WEIGHTS");
     return e && *e ? e : "f32";
 }
@@ -231,14 +233,17 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--threads") && v) threads = atoi(argv[++i]);
         else if (!strcmp(a, "--reps") && v) reps = atoi(argv[++i]);
         else if (!strcmp(a, "--no-reference")) refs = 0;
-        else if (!strcmp(a, "--weights") && v && (!strcmp(v, "f32") || !strcmp(v, "native"))) {
-            weights = strcmp(v, "f32") ? DEG_WEIGHTS_NATIVE : DEG_WEIGHTS_F32;
+        else if (!strcmp(a, "--weights") && v &&
+                 (!strcmp(v, "f32") || !strcmp(v, "native") || !strcmp(v, "native-f32act"))) {
+            weights = !strcmp(v, "f32")      ? DEG_WEIGHTS_F32
+                      : !strcmp(v, "native") ? DEG_WEIGHTS_NATIVE
+                                             : DEG_WEIGHTS_NATIVE_F32ACT;
             i++;
         }
         else {
             fprintf(stderr,
                     "usage: %s --model PATH [--prompt 512] [--decode 64] [--batch 8] "
-                    "[--threads N] [--reps 2] [--weights f32|native] [--no-reference]\n",
+                    "[--threads N] [--reps 2] [--weights f32|native|native-f32act] [--no-reference]\n",
                     argv[0]);
             return 2;
         }

@@ -224,11 +224,18 @@ DEG_API deg_status deg_model_load(const char *path, deg_model **out);
  *     Logits differ from the f32 path by the activation rounding (bounded in
  *     lib/tensor/qdot.h); every row is still bitwise independent of the other
  *     rows and of the thread count. f32 tensors stay f32.
- *   DEG_WEIGHTS_DEFAULT: the environment variable DEG_WEIGHTS ("f32" or
- *     "native") if set, else DEG_WEIGHTS_F32. */
+ *   DEG_WEIGHTS_NATIVE_F32ACT: weights kept as with DEG_WEIGHTS_NATIVE
+ *     (resident ~ the file size), activations kept in f32 (weight-only
+ *     quantization): each product dequantizes a few weight rows at a time
+ *     to the exact values DEG_WEIGHTS_F32 holds and takes f32 dots
+ *     (lib/tensor/fdot.h), so logits are the f32 path's up to f32 summation
+ *     order (no activation rounding); rows bitwise independent as above.
+ *   DEG_WEIGHTS_DEFAULT: the environment variable DEG_WEIGHTS ("f32",
+ *     "native" or "native-f32act") if set, else DEG_WEIGHTS_F32. */
 #define DEG_WEIGHTS_DEFAULT 0
 #define DEG_WEIGHTS_F32 1
 #define DEG_WEIGHTS_NATIVE 2
+#define DEG_WEIGHTS_NATIVE_F32ACT 3
 
 /* Loading options of deg_model_load_with_params (llama.h style: start from
  * deg_model_default_params()). */
@@ -239,7 +246,7 @@ typedef struct deg_model_params {
 DEG_API deg_model_params deg_model_default_params(void);
 /* deg_model_load with params (NULL = defaults). Errors: as deg_model_load;
  * DEG_ERR_ARG for an unknown weights value or DEG_WEIGHTS set to something
- * other than "f32" / "native". */
+ * other than "f32" / "native" / "native-f32act". */
 DEG_API deg_status deg_model_load_with_params(const char *path, const deg_model_params *params,
                                               deg_model **out);
 DEG_API void deg_model_free(deg_model *model);

@@ -96,7 +96,10 @@ struct deg_model {
     void **owned;              /* buffers freed with the model */
     size_t n_owned, cap_owned;
     size_t weight_bytes;
-    int native_weights;        /* 1: DEG_WEIGHTS_NATIVE (typed weights keep the file's dtype) */
+    int native_weights;        /* 1: DEG_WEIGHTS_NATIVE or _NATIVE_F32ACT (typed weights keep
+                                  the file's dtype) */
+    int f32_act;               /* 1: DEG_WEIGHTS_NATIVE_F32ACT (quantized weights take f32
+                                  activation rows: dg_weight.f32_act) */
     const char *hf_prefix;     /* static; HF directories: replaces the leading "model." of
                                   every tensor name (a multimodal checkpoint's language model,
                                   "model.language_model."); NULL: names as written */

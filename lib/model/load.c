@@ -513,18 +513,22 @@ deg_model_params deg_model_default_params(void)
     return p;
 }
 
-/* 1 for native weights, 0 for f32; -1 (error set) for a bad value. */
-static int native_weights(const deg_model_params *p)
+/* The weight mode as a DEG_WEIGHTS_F32 / _NATIVE / _NATIVE_F32ACT value;
+ * -1 (error set) for a bad value. */
+static int weight_mode(const deg_model_params *p)
 {
     int32_t w = p ? p->weights : DEG_WEIGHTS_DEFAULT;
     if (w == DEG_WEIGHTS_DEFAULT) {
         const char *e = getenv("DEG_WEIGHTS");
-        if (!e || !*e || !strcmp(e, "f32")) return 0;
-        if (!strcmp(e, "native")) return 1;
-        dg_fail(DEG_ERR_ARG, "DEG_WEIGHTS='%s': expected \"f32\" or \"native\"", e);
+        if (!e || !*e || !strcmp(e, "f32")) return DEG_WEIGHTS_F32;
+        if (!strcmp(e, "native")) return DEG_WEIGHTS_NATIVE;
+        if (!strcmp(e, "native-f32act")) return DEG_WEIGHTS_NATIVE_F32ACT;
+        dg_fail(DEG_ERR_ARG,
+                "DEG_WEIGHTS='%s': expected \"f32\", \"native\" or \"native-f32act\"", e);
         return -1;
     }
-    if (w == DEG_WEIGHTS_F32 || w == DEG_WEIGHTS_NATIVE) return w == DEG_WEIGHTS_NATIVE;
+    if (w == DEG_WEIGHTS_F32 || w == DEG_WEIGHTS_NATIVE || w == DEG_WEIGHTS_NATIVE_F32ACT)
+        return w;
     dg_fail(DEG_ERR_ARG, "deg_model_params.weights = %d: expected a DEG_WEIGHTS_* value",
             (int)w);
     return -1;
@@ -540,13 +544,14 @@ deg_status deg_model_load_with_params(const char *path, const deg_model_params *
 {
     if (!path || !out) return dg_fail(DEG_ERR_ARG, "deg_model_load: NULL argument");
     *out = NULL;
-    int native = native_weights(params);
-    if (native < 0) return DEG_ERR_ARG;
+    int mode = weight_mode(params);
+    if (mode < 0) return DEG_ERR_ARG;
     struct stat sb;
     if (stat(path, &sb) != 0) return dg_fail(DEG_ERR_IO, "%s: no such file or directory", path);
     deg_model *m = calloc(1, sizeof *m);
     if (!m) return dg_fail(DEG_ERR_NOMEM, "deg_model_load: out of memory");
-    m->native_weights = native;
+    m->native_weights = mode != DEG_WEIGHTS_F32;
+    m->f32_act = mode == DEG_WEIGHTS_NATIVE_F32ACT;
     deg_status st = S_ISDIR(sb.st_mode) ? load_hf(m, path) : load_gguf(m, path);
     if (st == DEG_OK) {
         st = load_weights(m);

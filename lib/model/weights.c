@@ -182,6 +182,7 @@ deg_status dg_weight_get_matrix(deg_model *m, const char *gguf_name, const char 
                            t->n_bytes, (long long)rows, (long long)cols,
                            dg_dtype_name(t->dtype));
         out->data = t->data;
+        out->f32_act = m->f32_act;
         if (permute_heads) DG_TRY(head_row_map(m, rows, permute_heads, &out->row_map));
         m->weight_bytes += dg_weight_bytes(out);
         return DEG_OK;

@@ -87,9 +87,4 @@ size_t dg_qdot_rows_scratch(int64_t nb);
 void dg_qdot_rows(dg_dtype t, const uint8_t *w, const dg_q8_row *x, int64_t M, float *y,
                   int64_t ldy, void *scratch);
 
-/* F16 / BF16 weight row w[K] dotted with the f32 row x[K]:
- * acc[i mod 8] += w_i * x_i, then the same final sum (weight.h). */
-float dg_hdot(dg_dtype t, const uint8_t *w, const float *x, int64_t K);
-float dg_hdot_scalar(dg_dtype t, const uint8_t *w, const float *x, int64_t K);
-
 #endif

@@ -8,6 +8,7 @@
 
 #include "base/status.h"
 #include "tensor/blas.h"
+#include "tensor/fdot.h"
 #include "tensor/qdot.h"
 
 #define ROW_CHUNK 64   /* x rows quantized per pass */
@@ -29,28 +30,32 @@ void dg_weight_get_row(const dg_weight *w, int64_t r, float *out)
     (void)dg_dequantize(w->dtype, dg_weight_row_data(w, r), out, w->cols);
 }
 
-/* y rows [0, M) for weight rows [n0, n1), x rows already quantized in xr
- * (quantized dtypes) or given as f32 (F16/BF16). With scratch (quantized,
- * M > 1) each weight row is unpacked once for all M rows (dg_qdot_rows);
- * either way y[m, n] is dg_qdot's value for the pair. */
+/* y rows [0, M) for weight rows [n0, n1). xr: the 8-bit x rows (qdot.h;
+ * with scratch and M > 1 each weight row is unpacked once for all M rows,
+ * dg_qdot_rows) or NULL: f32 x rows (fdot.h; scratch: dg_fdot_scratch
+ * floats). Without scratch (out of memory) the pair-at-a-time reference of
+ * the same numbers. */
 static void dot_tile(const dg_weight *w, int64_t M, const dg_q8_row *xr, const float *x,
                      int64_t ldx, float *y, int64_t ldy, int64_t n0, int64_t n1, void *scratch)
 {
-    int quant = dg_dtype_is_quantized(w->dtype);
-    if (quant && scratch) {
+    if (xr && scratch) {
         for (int64_t n = n0; n < n1; n++)
             dg_qdot_rows(w->dtype, dg_weight_row_data(w, n), xr, M, y + n, ldy, scratch);
+        return;
+    }
+    if (!xr && scratch) {
+        dg_fdot_tile(w, n0, n1, M, x, ldx, y, ldy, scratch);
         return;
     }
     for (int64_t m = 0; m < M; m++)
         for (int64_t n = n0; n < n1; n++) {
             const uint8_t *wr = dg_weight_row_data(w, n);
-            y[m * ldy + n] = quant ? dg_qdot(w->dtype, wr, &xr[m])
-                                   : dg_hdot(w->dtype, wr, x + m * ldx, w->cols);
+            y[m * ldy + n] = xr ? dg_qdot(w->dtype, wr, &xr[m])
+                                : dg_fdot_scalar(w->dtype, wr, x + m * ldx, w->cols);
         }
 }
 
-/* M rows whose quantized x rows are in q/d/s (NULL for F16/BF16), through
+/* M rows whose quantized x rows are in q/d/s (NULL: f32 activations), through
  * the nw weights ws (same cols), outputs ys[i] (row stride ldys[i]): the
  * weights' row tiles share one parallel loop. */
 static void matmul_rows(const dg_weight *const *ws, int nw, int64_t M, const float *x,
@@ -70,8 +75,9 @@ static void matmul_rows(const dg_weight *const *ws, int nw, int64_t M, const flo
     /* Rows sharing weight rows (dg_qdot_rows): the x rows' interleaved
      * copies, then one unpacked-row scratch per thread (on failure the
      * row-at-a-time kernel: the same numbers). */
-    size_t xb = (size_t)(M * n8) * (32 + 2 * sizeof(int32_t)), sb = dg_qdot_rows_scratch(nb);
-    uint8_t *buf = quant && M > 1 ? malloc(xb + sb * (size_t)(par ? nt : 1)) : NULL;
+    size_t xb = quant ? (size_t)(M * n8) * (32 + 2 * sizeof(int32_t)) : 0;
+    size_t sb = quant ? dg_qdot_rows_scratch(nb) : sizeof(float) * dg_fdot_scratch(K);
+    uint8_t *buf = !quant || M > 1 ? malloc(xb + sb * (size_t)(par ? nt : 1)) : NULL;
     for (int64_t m = 0; quant && m < M; m++)
         xr[m] = (dg_q8_row){q + m * K, d + m * nb, s + m * nb, nb,
                             buf ? (int8_t *)buf + m * n8 * 32 : NULL,
@@ -88,7 +94,7 @@ static void matmul_rows(const dg_weight *const *ws, int nw, int64_t M, const flo
         while (tt >= (wt = (ws[i]->rows + N_TILE - 1) / N_TILE)) tt -= wt, i++;
         int64_t n0 = tt * N_TILE, n1 = n0 + N_TILE < ws[i]->rows ? n0 + N_TILE : ws[i]->rows;
         void *sc = buf ? buf + xb + sb * (size_t)(par ? omp_get_thread_num() : 0) : NULL;
-        dot_tile(ws[i], M, xr, x, ldx, ys[i], ldys[i], n0, n1, sc);
+        dot_tile(ws[i], M, quant ? xr : NULL, x, ldx, ys[i], ldys[i], n0, n1, sc);
     }
     free(buf);
 }
@@ -97,13 +103,14 @@ void dg_weight_matmul_multi(const dg_weight *const *ws, int nw, int64_t M, const
                             int64_t ldx, float *const *ys, const int64_t *ldys)
 {
     if (M <= 0 || nw <= 0) return;
-    /* All quantized (one quantized copy of x serves them all) or all F16/BF16
-     * (f32 x rows): one pass; otherwise (F32 among them, or a mix) each alone. */
+    /* All with 8-bit activations (one quantized copy of x serves them all) or
+     * all with f32 activations (F16/BF16, or quantized with f32_act): one
+     * pass; otherwise (F32 among them, or a mix) each alone. */
     int allq = 1, allh = 1;
     for (int i = 0; i < nw; i++) {
-        dg_dtype t = ws[i]->dtype;
-        allq &= dg_dtype_is_quantized(t);
-        allh &= t == DG_F16 || t == DG_BF16;
+        int q8 = dg_weight_q8_act(ws[i]);
+        allq &= q8;
+        allh &= !q8 && ws[i]->dtype != DG_F32;
     }
     if ((!allq && !allh) || nw > DG_WEIGHT_MAX_MULTI) {
         for (int i = 0; i < nw; i++) dg_weight_matmul(ws[i], M, x, ldx, ys[i], ldys[i]);

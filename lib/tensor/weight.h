@@ -5,13 +5,15 @@
  * Products and their numerics, per dtype:
  *   F32: BLIS (dg_sgemm_nt / dg_sgemm_nn, tensor/blas.h): exactly the f32
  *     path, batch-invariant by BLIS's row chunking.
- *   Q8_0, Q4_0, Q4_1, Q4_K, Q6_K: the x row is quantized per block of 32 to
- *     8 bits and dotted with integer block products (tensor/qdot.h: fixed
- *     summation order, bitwise equal across the scalar, AVX2 and AVX-512
- *     VNNI kernels).
- *   F16, BF16: f32 dot of the exactly widened weights with the f32 x row,
- *     acc[i mod 8] += w_i * x_i (one rounding each, no FMA) then
- *     ((a0+a1)+(a2+a3))+((a4+a5)+(a6+a7)); scalar and AVX2 bitwise equal.
+ *   Q8_0, Q4_0, Q4_1, Q4_K, Q6_K with f32_act = 0: the x row is quantized
+ *     per block of 32 to 8 bits and dotted with integer block products
+ *     (tensor/qdot.h: fixed summation order, bitwise equal across the
+ *     scalar, AVX2 and AVX-512 VNNI kernels).
+ *   F16, BF16, and the quantized dtypes with f32_act = 1: f32 dot of the
+ *     exactly dequantized weights with the f32 x row, acc[i mod 8] += w_i *
+ *     x_i (one rounding each, no FMA) then ((a0+a1)+(a2+a3))+((a4+a5)+(a6+a7))
+ *     (tensor/fdot.h; scalar and AVX2 bitwise equal): the f32 path's
+ *     numbers up to summation order.
  * In every case y[m, n] depends only on x row m and weight row n: never on M
  * (rows in the call) nor on the thread count.
  *
@@ -40,7 +42,15 @@ typedef struct dg_weight {
     const void *data;        /* rows one after another, row_bytes each (borrowed) */
     size_t row_bytes;
     const int32_t *row_map;  /* NULL, or [rows]: logical row r is stored row row_map[r] */
+    int f32_act;             /* quantized dtypes: 0 = x rows quantized to 8 bits (qdot.h),
+                                1 = f32 x rows (fdot.h); F16/BF16 always f32 x rows */
 } dg_weight;
+
+/* 1 if products with w quantize the x rows to 8 bits (qdot.h). */
+static inline int dg_weight_q8_act(const dg_weight *w)
+{
+    return dg_dtype_is_quantized(w->dtype) && !w->f32_act;
+}
 
 /* 1 if dg_weight_matmul supports dtype t (and cols is a whole number of
  * blocks, cols <= DG_WEIGHT_MAX_COLS for non-f32). */

@@ -623,6 +623,40 @@ Test(model, bad_calls)
     deg_fork_free(NULL);
 }
 
+/* Weight modes: each DEG_WEIGHTS_* value and DEG_WEIGHTS spelling loads;
+ * an unknown value is DEG_ERR_ARG naming what is accepted. */
+Test(model, weight_modes)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", GOLDENS, "tiny-llama");
+    const int32_t modes[] = {DEG_WEIGHTS_F32, DEG_WEIGHTS_NATIVE, DEG_WEIGHTS_NATIVE_F32ACT};
+    deg_model_params p = deg_model_default_params();
+    deg_model *m = NULL;
+    for (int i = 0; i < 3; i++) {
+        p.weights = modes[i];
+        cr_assert_eq(deg_model_load_with_params(path, &p, &m), DEG_OK, "%s", deg_errmsg());
+        deg_model_free(m);
+    }
+    p.weights = 4;
+    cr_assert_eq(deg_model_load_with_params(path, &p, &m), DEG_ERR_ARG);
+    cr_assert(strstr(deg_errmsg(), "weights = 4") != NULL, "%s", deg_errmsg());
+    const char *prev = getenv("DEG_WEIGHTS");
+    char *saved = prev ? strdup(prev) : NULL;
+    p.weights = DEG_WEIGHTS_DEFAULT;
+    const char *ok[] = {"f32", "native", "native-f32act"};
+    for (int i = 0; i < 3; i++) {
+        setenv("DEG_WEIGHTS", ok[i], 1);
+        cr_assert_eq(deg_model_load_with_params(path, &p, &m), DEG_OK, "%s", deg_errmsg());
+        deg_model_free(m);
+    }
+    setenv("DEG_WEIGHTS", "native_f32act", 1);
+    cr_assert_eq(deg_model_load_with_params(path, &p, &m), DEG_ERR_ARG);
+    cr_assert(strstr(deg_errmsg(), "\"native-f32act\"") != NULL, "%s", deg_errmsg());
+    if (saved) setenv("DEG_WEIGHTS", saved, 1);
+    else unsetenv("DEG_WEIGHTS");
+    free(saved);
+}
+
 /* ------------------------------------------------------------ bad input */
 
 #include <jansson.h>

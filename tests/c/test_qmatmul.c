@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "deg.h"
+#include "tensor/fdot.h"
 #include "tensor/qdot.h"
 #include "tensor/weight.h"
 
@@ -79,12 +80,14 @@ Test(qmatmul, kernel_bitwise_equals_scalar_reference)
 {
     cr_log_info("quantized kernel: %s", dg_qdot_kernel());
     rng_state = 0x1234567;
+    for (int fa = 0; fa < 2; fa++) /* 8-bit activations, then f32 ones (fdot.h) */
     for (size_t ti = 0; ti < N_TYPES; ti++)
         for (int ci = 0; ci < 6; ci++) {
             dg_dtype t = all_types[ti];
-            int64_t K = cols_for(t, ci), N = 1 + ci * 7, M = 1 + ci;
+            int64_t K = cols_for(t, ci), N = 1 + ci * 7, M = 1 + ci + (ci == 5 ? 4 : 0);
             dg_weight w;
             uint8_t *data = make_weight(t, N, K, &w);
+            w.f32_act = fa;
             float *x = malloc(sizeof(float) * (size_t)(M * K)), *y = malloc(sizeof(float) * (size_t)(M * N));
             fill_x(x, (size_t)(M * K), 4.0f);
             if (K >= 64) memset(x + 32, 0, 32 * sizeof(float));
@@ -95,15 +98,15 @@ Test(qmatmul, kernel_bitwise_equals_scalar_reference)
             int32_t *s = malloc(sizeof(int32_t) * (size_t)(nb + 1));
             dg_q8_row r = {q, d, s, nb};
             for (int64_t m = 0; m < M; m++) {
-                int quant = dg_dtype_is_quantized(t);
+                int quant = dg_weight_q8_act(&w);
                 if (quant) dg_q8_quantize(x + m * K, &r);
                 for (int64_t n = 0; n < N; n++) {
                     const uint8_t *wr = dg_weight_row_data(&w, n);
-                    float e = quant ? dg_qdot_scalar(t, wr, &r) : dg_hdot_scalar(t, wr, x + m * K, K);
+                    float e = quant ? dg_qdot_scalar(t, wr, &r) : dg_fdot_scalar(t, wr, x + m * K, K);
                     cr_assert(memcmp(&e, &y[m * N + n], 4) == 0,
-                              "%s K=%lld row %lld col %lld: kernel %.9g vs scalar %.9g",
-                              dg_dtype_name(t), (long long)K, (long long)m, (long long)n,
-                              (double)y[m * N + n], (double)e);
+                              "%s%s K=%lld row %lld col %lld: kernel %.9g vs scalar %.9g",
+                              dg_dtype_name(t), fa ? " f32_act" : "", (long long)K, (long long)m,
+                              (long long)n, (double)y[m * N + n], (double)e);
                 }
             }
             free(q), free(d), free(s), free(x), free(y), free(data);
@@ -172,11 +175,13 @@ Test(qmatmul, rows_bitwise_invariant_to_batch_and_threads)
 {
     rng_state = 0xBEEF;
     const int64_t M = 100;
+    for (int fa = 0; fa < 2; fa++)
     for (size_t ti = 0; ti < N_TYPES; ti++) {
         dg_dtype t = all_types[ti];
         int64_t K = cols_for(t, 5), N = 67;
         dg_weight w;
         uint8_t *data = make_weight(t, N, K, &w);
+        w.f32_act = fa;
         float *x = malloc(sizeof(float) * (size_t)(M * K));
         float *alone = malloc(sizeof(float) * (size_t)(M * N)), *y = malloc(sizeof(float) * (size_t)(M * N));
         fill_x(x, (size_t)(M * K), 3.0f);
@@ -191,8 +196,8 @@ Test(qmatmul, rows_bitwise_invariant_to_batch_and_threads)
                     dg_weight_matmul(&w, mb, x + m0 * K, K, y + m0 * N, N);
                 }
                 cr_assert(memcmp(y, alone, sizeof(float) * (size_t)(M * N)) == 0,
-                          "%s: batch %lld, %d threads differs from rows alone", dg_dtype_name(t),
-                          (long long)b, threads);
+                          "%s%s: batch %lld, %d threads differs from rows alone",
+                          dg_dtype_name(t), fa ? " f32_act" : "", (long long)b, threads);
             }
         }
         deg_set_num_threads(0);
@@ -200,19 +205,25 @@ Test(qmatmul, rows_bitwise_invariant_to_batch_and_threads)
     }
 }
 
-/* Against the double product of the dequantized weights with the exact x:
- * within sum_b d_b/2 * sum_{i in b} |w_i| (activation rounding, qdot.h)
- * plus 1e-5 * sum |w_i x_i| (f32 arithmetic). Not looser: a kernel that
- * skipped a block or misread a nibble breaks it. */
+/* Against the double product of the dequantized weights with the exact x.
+ * 8-bit activations: within sum_b d_b/2 * sum_{i in b} |w_i| (activation
+ * rounding, qdot.h) plus 1e-5 * sum |w_i x_i| (f32 arithmetic). f32
+ * activations (fdot.h): within gamma_(K/8 + 4) * sum |w_i x_i|, the
+ * rigorous bound of its f32 arithmetic (a product and K/8 adds per lane, 3
+ * in the final sum; gamma_n = n u / (1 - n u), u = 2^-24), no activation
+ * term. Not looser: a kernel that skipped a block or misread a nibble breaks
+ * either. */
 Test(qmatmul, accuracy_within_the_activation_rounding_bound)
 {
     rng_state = 0xACC;
+    for (int fa = 0; fa < 2; fa++)
     for (size_t ti = 0; ti < N_TYPES; ti++)
         for (int ci = 0; ci < 6; ci++) {
             dg_dtype t = all_types[ti];
             int64_t K = cols_for(t, ci), N = 9, M = 3;
             dg_weight w;
             uint8_t *data = make_weight(t, N, K, &w);
+            w.f32_act = fa;
             float *x = malloc(sizeof(float) * (size_t)(M * K)), *y = malloc(sizeof(float) * (size_t)(M * N));
             float *wf = malloc(sizeof(float) * (size_t)K);
             fill_x(x, (size_t)(M * K), 2.0f);
@@ -227,7 +238,7 @@ Test(qmatmul, accuracy_within_the_activation_rounding_bound)
                         ref += (double)wf[i] * xr[i];
                         absprod += fabs((double)wf[i] * xr[i]);
                     }
-                    if (dg_dtype_is_quantized(t))
+                    if (dg_weight_q8_act(&w))
                         for (int64_t b = 0; b < K / 32; b++) {
                             double amax = 0.0, wsum = 0.0;
                             for (int i = 0; i < 32; i++) {
@@ -236,7 +247,8 @@ Test(qmatmul, accuracy_within_the_activation_rounding_bound)
                             }
                             bound += (double)(float)(amax / 127.0) / 2.0 * wsum;
                         }
-                    bound += 1e-5 * absprod + 1e-30;
+                    double nu = (double)(K / 8 + 4) * 0x1p-24;
+                    bound += (dg_weight_q8_act(&w) ? 1e-5 : nu / (1.0 - nu)) * absprod + 1e-30;
                     double err = fabs((double)y[m * N + n] - ref);
                     cr_assert(err <= bound, "%s K=%lld: |%.9g - %.9g| = %.3g > bound %.3g",
                               dg_dtype_name(t), (long long)K, (double)y[m * N + n], ref, err, bound);
@@ -341,13 +353,20 @@ Test(qmatmul, activation_quantization)
 Test(qmatmul, multi_equals_separate_products)
 {
     rng_state = 0x3117;
-    const dg_dtype groups[3][3] = {{DG_Q4_1, DG_Q8_0, DG_Q4_0}, {DG_F16, DG_BF16, DG_F16},
-                                   {DG_Q4_1, DG_F16, DG_Q8_0}};
+    /* groups 3 and 4: quantized weights with f32 activations (fdot.h), alone
+     * (one pass with the F16 one) and mixed with 8-bit ones (separately) */
+    const dg_dtype groups[5][3] = {{DG_Q4_1, DG_Q8_0, DG_Q4_0}, {DG_F16, DG_BF16, DG_F16},
+                                   {DG_Q4_1, DG_F16, DG_Q8_0}, {DG_Q4_1, DG_F16, DG_Q8_0},
+                                   {DG_Q4_1, DG_Q4_1, DG_Q4_0}};
+    const int f32_act[5][3] = {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {1, 0, 1}, {1, 0, 1}};
     const int64_t K = 288, rows[3] = {7, 67, 16}, Ms[3] = {1, 5, 70};
-    for (int gi = 0; gi < 3; gi++) {
+    for (int gi = 0; gi < 5; gi++) {
         dg_weight w[3];
         uint8_t *data[3];
-        for (int i = 0; i < 3; i++) data[i] = make_weight(groups[gi][i], rows[i], K, &w[i]);
+        for (int i = 0; i < 3; i++) {
+            data[i] = make_weight(groups[gi][i], rows[i], K, &w[i]);
+            w[i].f32_act = f32_act[gi][i];
+        }
         const dg_weight *ws[3] = {&w[0], &w[1], &w[2]};
         float *x = malloc(sizeof(float) * (size_t)(70 * K));
         fill_x(x, (size_t)(70 * K), 3.0f);

@@ -1,0 +1,183 @@
+/* Typed weight rows times f32 activation rows (see fdot.h): the scalar
+ * reference, the AVX2 row dequantization and the register-blocked tiles. */
+#pragma GCC optimize("fp-contract=off")
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF
+#endif
+
+#include "tensor/fdot.h"
+
+#include "tensor/qdot_simd.h"
+
+#define NB_ROWS 8   /* weight rows dequantized into the scratch at a time */
+#define CHUNK 256   /* elements the reference dequantizes at a time */
+
+/* acc[i mod 8] += w_i x_i for i in [i0, K), then the fixed final sum. */
+static float dot_from(const float *w, const float *x, int64_t K, float acc[8], int64_t i0)
+{
+    for (int64_t i = i0; i < K; i++) acc[i & 7] += w[i] * x[i];
+    return dg_qdot_finish(acc);
+}
+
+float dg_fdot_scalar(dg_dtype t, const uint8_t *w, const float *x, int64_t K)
+{
+    float acc[8] = {0}, buf[CHUNK];
+    int64_t be = dg_dtype_block_elems(t);
+    size_t bb = dg_dtype_block_bytes(t);
+    for (int64_t i = 0; i < K; i += CHUNK) {
+        int64_t n = K - i < CHUNK ? K - i : CHUNK;
+        (void)dg_dequantize(t, w + (size_t)(i / be) * bb, buf, n);
+        for (int64_t j = 0; j < n; j++) acc[(i + j) & 7] += buf[j] * x[i + j];
+    }
+    return dg_qdot_finish(acc);
+}
+
+size_t dg_fdot_scratch(int64_t K) { return (size_t)NB_ROWS * (size_t)K; }
+
+#ifdef DG_QDOT_X86
+/* Eight bytes (unsigned or signed) at lane 0.. of v as f32. */
+#define U8F(v) _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v))
+#define S8F(v) _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v))
+
+/* dequant.c's expressions lane by lane: Q8_0 q * d; Q4_0 d * (q - 8);
+ * Q4_1 (d * q) + m; F16 widened exactly (F16C); BF16 shifted. */
+__attribute__((target(DG_TARGET_AVX2))) static void deq_avx2(dg_dtype t, const uint8_t *w,
+                                                             float *out, int64_t K)
+{
+    const __m128i m4 = _mm_set1_epi8(15), k8 = _mm_set1_epi8(8);
+    if (t == DG_F16 || t == DG_BF16) {
+        int64_t i = 0;
+        for (; i + 8 <= K; i += 8) {
+            __m128i h = _mm_loadu_si128((const __m128i *)(w + 2 * i));
+            _mm256_storeu_ps(out + i, t == DG_F16 ? _mm256_cvtph_ps(h)
+                                                  : _mm256_castsi256_ps(_mm256_slli_epi32(
+                                                        _mm256_cvtepu16_epi32(h), 16)));
+        }
+        if (i < K) (void)dg_dequantize(t, w + 2 * i, out + i, K - i);
+        return;
+    }
+    size_t bb = t == DG_Q8_0 ? 34 : t == DG_Q4_0 ? 18 : 20;
+    for (int64_t b = 0; b < K / 32; b++) {
+        const uint8_t *blk = w + (size_t)b * bb;
+        float *o = out + 32 * b;
+        __m256 d = _mm256_set1_ps(_cvtsh_ss(dg_ld_u16(blk)));
+        if (t == DG_Q8_0) {
+            for (int k = 0; k < 4; k++)
+                _mm256_storeu_ps(o + 8 * k, _mm256_mul_ps(S8F(_mm_loadl_epi64((const __m128i *)(blk + 2 + 8 * k))), d));
+            continue;
+        }
+        __m128i qs = _mm_loadu_si128((const __m128i *)(blk + (t == DG_Q4_1 ? 4 : 2)));
+        __m128i lo = _mm_and_si128(qs, m4), hi = _mm_and_si128(_mm_srli_epi16(qs, 4), m4);
+        if (t == DG_Q4_0) {
+            lo = _mm_sub_epi8(lo, k8), hi = _mm_sub_epi8(hi, k8);
+            _mm256_storeu_ps(o, _mm256_mul_ps(d, S8F(lo)));
+            _mm256_storeu_ps(o + 8, _mm256_mul_ps(d, S8F(_mm_srli_si128(lo, 8))));
+            _mm256_storeu_ps(o + 16, _mm256_mul_ps(d, S8F(hi)));
+            _mm256_storeu_ps(o + 24, _mm256_mul_ps(d, S8F(_mm_srli_si128(hi, 8))));
+        } else {
+            __m256 m = _mm256_set1_ps(_cvtsh_ss(dg_ld_u16(blk + 2)));
+            _mm256_storeu_ps(o, _mm256_add_ps(_mm256_mul_ps(d, U8F(lo)), m));
+            _mm256_storeu_ps(o + 8, _mm256_add_ps(_mm256_mul_ps(d, U8F(_mm_srli_si128(lo, 8))), m));
+            _mm256_storeu_ps(o + 16, _mm256_add_ps(_mm256_mul_ps(d, U8F(hi)), m));
+            _mm256_storeu_ps(o + 24, _mm256_add_ps(_mm256_mul_ps(d, U8F(_mm_srli_si128(hi, 8))), m));
+        }
+    }
+}
+
+/* MB x rows against NB dequantized weight rows (w, row stride K): every
+ * pair's eight lanes run i = 0, 8, 16, ... (one multiply, one add), the
+ * K mod 8 tail and the final sum as dot_from. */
+#define FD_KERNEL(MB, NB)                                                                  \
+    __attribute__((target(DG_TARGET_AVX2))) static void kern_##MB##x##NB(                  \
+        const float *w, const float *x, int64_t ldx, int64_t K, float *y, int64_t ldy)     \
+    {                                                                                      \
+        __m256 acc[MB][NB];                                                                \
+        for (int m = 0; m < MB; m++)                                                       \
+            for (int j = 0; j < NB; j++) acc[m][j] = _mm256_setzero_ps();                  \
+        int64_t K8 = K & ~(int64_t)7;                                                      \
+        for (int64_t i = 0; i < K8; i += 8) {                                              \
+            __m256 wv[NB];                                                                 \
+            for (int j = 0; j < NB; j++) wv[j] = _mm256_loadu_ps(w + j * K + i);           \
+            for (int m = 0; m < MB; m++) {                                                 \
+                __m256 xv = _mm256_loadu_ps(x + m * ldx + i);                              \
+                for (int j = 0; j < NB; j++)                                               \
+                    acc[m][j] = _mm256_add_ps(acc[m][j], _mm256_mul_ps(wv[j], xv));        \
+            }                                                                              \
+        }                                                                                  \
+        for (int m = 0; m < MB; m++)                                                       \
+            for (int j = 0; j < NB; j++) {                                                 \
+                float a[8];                                                                \
+                _mm256_storeu_ps(a, acc[m][j]);                                            \
+                y[m * ldy + j] = dot_from(w + j * K, x + m * ldx, K, a, K8);               \
+            }                                                                              \
+    }
+
+FD_KERNEL(1, 8)
+FD_KERNEL(1, 4)
+FD_KERNEL(1, 1)
+FD_KERNEL(4, 2)
+FD_KERNEL(4, 1)
+FD_KERNEL(2, 2)
+FD_KERNEL(2, 1)
+FD_KERNEL(3, 2)
+FD_KERNEL(3, 1)
+
+typedef void (*kern_fn)(const float *, const float *, int64_t, int64_t, float *, int64_t);
+
+/* nn dequantized rows against x rows [0, M). */
+static void tile_avx2(const float *w, int64_t nn, int64_t K, int64_t M, const float *x,
+                      int64_t ldx, float *y, int64_t ldy)
+{
+    static const kern_fn two[5] = {NULL, NULL, kern_2x2, kern_3x2, kern_4x2};
+    static const kern_fn one[5] = {NULL, kern_1x1, kern_2x1, kern_3x1, kern_4x1};
+    for (int64_t m0 = 0; m0 < M; m0 += 4) {
+        int64_t mm = M - m0 < 4 ? M - m0 : 4;
+        const float *xm = x + m0 * ldx;
+        float *ym = y + m0 * ldy;
+        int64_t j = 0;
+        if (mm == 1) {
+            for (; j + 8 <= nn; j += 8) kern_1x8(w + j * K, xm, ldx, K, ym + j, ldy);
+            for (; j + 4 <= nn; j += 4) kern_1x4(w + j * K, xm, ldx, K, ym + j, ldy);
+        } else {
+            for (; j + 2 <= nn; j += 2) two[mm](w + j * K, xm, ldx, K, ym + j, ldy);
+        }
+        for (; j < nn; j++) one[mm](w + j * K, xm, ldx, K, ym + j, ldy);
+    }
+}
+#endif
+
+void dg_fdot_dequant_row(dg_dtype t, const uint8_t *w, float *out, int64_t K)
+{
+#ifdef DG_QDOT_X86
+    if (dg_qdot_level() != DG_QK_SCALAR &&
+        (t == DG_F16 || t == DG_BF16 || t == DG_Q8_0 || t == DG_Q4_0 || t == DG_Q4_1)) {
+        deq_avx2(t, w, out, K);
+        return;
+    }
+#endif
+    (void)dg_dequantize(t, w, out, K);
+}
+
+void dg_fdot_tile(const dg_weight *w, int64_t n0, int64_t n1, int64_t M, const float *x,
+                  int64_t ldx, float *y, int64_t ldy, float *scratch)
+{
+    int64_t K = w->cols;
+    int simd = dg_qdot_level() != DG_QK_SCALAR;
+    for (int64_t nb = n0; nb < n1; nb += NB_ROWS) {
+        int64_t nn = n1 - nb < NB_ROWS ? n1 - nb : NB_ROWS;
+        for (int64_t j = 0; j < nn; j++)
+            dg_fdot_dequant_row(w->dtype, dg_weight_row_data(w, nb + j), scratch + j * K, K);
+#ifdef DG_QDOT_X86
+        if (simd) {
+            tile_avx2(scratch, nn, K, M, x, ldx, y + nb, ldy);
+            continue;
+        }
+#endif
+        (void)simd;
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t j = 0; j < nn; j++) {
+                float acc[8] = {0};
+                y[m * ldy + nb + j] = dot_from(scratch + j * K, x + m * ldx, K, acc, 0);
+            }
+    }
+}

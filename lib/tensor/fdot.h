@@ -1,0 +1,46 @@
+/* Dot products of typed weight rows with f32 activation rows (weight-only
+ * quantization, "W4A32"): the F16/BF16 products, and the quantized dtypes'
+ * products when the model keeps its activations in f32
+ * (DEG_WEIGHTS_NATIVE_F32ACT).
+ *
+ * Definition (every kernel, bit for bit): the weight row is dequantized to
+ * the exact f32 values dg_dequantize gives (the f32 path's weights; gguf-py's
+ * roundings), then
+ *   acc[i mod 8] = acc[i mod 8] + w_i * x_i   for i = 0, 1, ..., K - 1
+ * (a multiply and an add, each one f32 rounding: no FMA; built with
+ * fp-contract off) and y = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)).
+ * So y is the f32 dot of the dequantized weights with x up to summation
+ * order: no activation rounding (compare qdot.h's 8-bit activations).
+ * The AVX2 kernels dequantize a few weight rows into scratch and dot them
+ * with a few x rows at a time (register blocking); each (x row, weight row)
+ * pair still gets exactly the sequence above, so y[m, n] depends only on x
+ * row m and weight row n: never on the rows in the call, the blocking or the
+ * thread count. Tested bitwise against dg_fdot_scalar in
+ * tests/c/test_qmatmul.c. */
+#ifndef DG_TENSOR_FDOT_H
+#define DG_TENSOR_FDOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tensor/dtype.h"
+#include "tensor/weight.h"
+
+/* The reference: weight row w (dtype t: F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K,
+ * Q6_K; K elements, a whole number of blocks) dotted with x[K]. */
+float dg_fdot_scalar(dg_dtype t, const uint8_t *w, const float *x, int64_t K);
+
+/* Floats of scratch dg_fdot_tile needs for rows of K elements. */
+size_t dg_fdot_scratch(int64_t K);
+
+/* y[m * ldy + n] = the dot of weight row n of w with x row m (x + m * ldx),
+ * for m in [0, M), n in [n0, n1): bitwise dg_fdot_scalar per pair.
+ * scratch: dg_fdot_scratch(w->cols) floats, caller-owned. */
+void dg_fdot_tile(const dg_weight *w, int64_t n0, int64_t n1, int64_t M, const float *x,
+                  int64_t ldx, float *y, int64_t ldy, float *scratch);
+
+/* out[K] = weight row w (dtype t) dequantized, bitwise dg_dequantize (AVX2
+ * for F16, BF16, Q8_0, Q4_0, Q4_1; dg_dequantize for the others). */
+void dg_fdot_dequant_row(dg_dtype t, const uint8_t *w, float *out, int64_t K);
+
+#endif
