@@ -80,8 +80,15 @@ DEG_API size_t deg_cartridge_frozen_prefix(const deg_cartridge *cartridge);
 /* Adam steps taken so far. */
 DEG_API int64_t deg_cartridge_steps(const deg_cartridge *cartridge);
 
+/* Floats per K/V row of layer il: the layer's n_head_kv * head_dim (Gemma 4's
+ * full-attention layers have their own, so a layer's rows are p times this,
+ * not p * deg_model_info's n_head_kv * head_dim); 0 for a recurrent layer, a
+ * layer that reads another layer's K/V (Gemma 4 KV sharing), a bad layer or
+ * NULL. */
+DEG_API size_t deg_cartridge_row_len(const deg_cartridge *cartridge, int32_t layer);
 /* Copy layer il's rows out: keys and values, each [p, n_head_kv, head_dim]
- * f32 (either may be NULL). DEG_ERR_RANGE for a bad layer. */
+ * f32 of the layer (p * deg_cartridge_row_len floats; either may be NULL).
+ * DEG_ERR_RANGE for a bad layer. */
 DEG_API deg_status deg_cartridge_get_rows(const deg_cartridge *cartridge, int32_t layer,
                                           float *keys, float *values);
 /* Overwrite layer il's rows (both [p, n_head_kv, head_dim] f32; either may

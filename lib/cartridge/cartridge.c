@@ -44,9 +44,19 @@ void deg_cartridge_free(deg_cartridge *c)
     free(c);
 }
 
+size_t dg_cartridge_row(const deg_cartridge *c, int il)
+{
+    return c->model->layers[il].has_kv ? c->model->layers[il].kv_row : 0;
+}
+
+size_t deg_cartridge_row_len(const deg_cartridge *c, int32_t layer)
+{
+    return c && layer >= 0 && layer < c->n_layer ? dg_cartridge_row(c, layer) : 0;
+}
+
 size_t dg_cartridge_kv_n(const deg_cartridge *c, int il)
 {
-    return c->model->layers[il].has_kv ? c->p * c->row : 0;
+    return c->p * dg_cartridge_row(c, il);
 }
 
 deg_status dg_cartridge_alloc(const deg_model *m, size_t p, deg_cartridge **out)
@@ -58,7 +68,6 @@ deg_status dg_cartridge_alloc(const deg_model *m, size_t p, deg_cartridge **out)
     c->model = m;
     c->p = p;
     c->n_layer = m->hp.n_layer;
-    c->row = (size_t)m->hp.n_head_kv * (size_t)m->hp.head_dim;
     c->frozen = p ? 1 : 0;
     size_t *nkv = calloc((size_t)c->n_layer, sizeof *nkv);
     c->rn = calloc((size_t)c->n_layer, sizeof *c->rn);
@@ -235,7 +244,7 @@ deg_status deg_cartridge_get_rows(const deg_cartridge *c, int32_t layer, float *
                                   float *values)
 {
     DG_TRY(check_layer(c, layer, "deg_cartridge_get_rows"));
-    size_t n = c->p * c->row * sizeof(float);
+    size_t n = dg_cartridge_kv_n(c, layer) * sizeof(float);
     if (keys) memcpy(keys, c->k[layer], n);
     if (values) memcpy(values, c->v[layer], n);
     return DEG_OK;
@@ -245,7 +254,7 @@ deg_status deg_cartridge_set_rows(deg_cartridge *c, int32_t layer, const float *
                                   const float *values)
 {
     DG_TRY(check_layer(c, layer, "deg_cartridge_set_rows"));
-    size_t n = c->p * c->row * sizeof(float);
+    size_t n = dg_cartridge_kv_n(c, layer) * sizeof(float);
     if (keys) memcpy(c->k[layer], keys, n);
     if (values) memcpy(c->v[layer], values, n);
     return DEG_OK;
@@ -255,7 +264,7 @@ deg_status deg_cartridge_get_grads(const deg_cartridge *c, int32_t layer, float 
                                    float *dvalues)
 {
     DG_TRY(check_layer(c, layer, "deg_cartridge_get_grads"));
-    size_t n = c->p * c->row * sizeof(float);
+    size_t n = dg_cartridge_kv_n(c, layer) * sizeof(float);
     if (dkeys) memcpy(dkeys, c->gk[layer], n);
     if (dvalues) memcpy(dvalues, c->gv[layer], n);
     return DEG_OK;

@@ -11,11 +11,12 @@
 struct deg_cartridge {
     const deg_model *model;   /* borrowed */
     size_t p;                 /* prefix rows */
-    size_t row;               /* floats per row = n_head_kv * head_dim */
     int n_layer;
     size_t frozen;            /* rows [0, frozen) are constants */
-    float **k, **v;           /* [n_layer] x [p, row] (attention layers; a
-                                 recurrent layer's are empty: dg_cartridge_kv_n) */
+    float **k, **v;           /* [n_layer] x [p, row(il)] (attention layers, row =
+                                 dg_cartridge_row: the layer's n_head_kv * head_dim,
+                                 Gemma 4's differ per layer; a recurrent layer's
+                                 are empty: dg_cartridge_kv_n) */
     float **gk, **gv;         /* gradients, same shape (allocated with k/v) */
     float **mk, **mv;         /* Adam first moments */
     float **sk, **sv;         /* Adam second moments */
@@ -30,9 +31,12 @@ struct deg_cartridge {
     deg_draft_ref *draft;     /* draft reference (corpus ids) or NULL; owned */
 };
 
-/* Floats of layer il's K/V rows: p * row on attention layers, 0 on
- * recurrent layers. */
+/* Floats of layer il's K/V rows: p * dg_cartridge_row on attention layers,
+ * 0 on recurrent layers (and on Gemma 4's KV-sharing layers, which read an
+ * earlier layer's rows). */
 size_t dg_cartridge_kv_n(const deg_cartridge *c, int il);
+/* Floats per K/V row of layer il (dg_layer.kv_row; 0 without K/V). */
+size_t dg_cartridge_row(const deg_cartridge *c, int il);
 
 /* Empty cartridge of p rows (zeroed rows, recurrent blocks, grads, moments). */
 deg_status dg_cartridge_alloc(const deg_model *m, size_t p, deg_cartridge **out);

@@ -33,9 +33,11 @@ deg_status deg_cartridge_compose_check(const deg_cartridge *const *parts, size_t
         if (b->n_layer != a->n_layer)
             return dg_fail(DEG_ERR_MISMATCH, "%s: part %zu has %d layers, part 0 has %d", w, i,
                            b->n_layer, a->n_layer);
-        if (b->row != a->row)
-            return dg_fail(DEG_ERR_MISMATCH, "%s: part %zu has %zu floats per K/V row "
-                           "(n_head_kv * head_dim), part 0 has %zu", w, i, b->row, a->row);
+        for (int il = 0; il < a->n_layer; il++)
+            if (dg_cartridge_row(b, il) != dg_cartridge_row(a, il))
+                return dg_fail(DEG_ERR_MISMATCH, "%s: part %zu has %zu floats per K/V row "
+                               "(n_head_kv * head_dim) on layer %d, part 0 has %zu", w, i,
+                               dg_cartridge_row(b, il), il, dg_cartridge_row(a, il));
         if (!fa[0]) dg_model_fingerprint(a->model, fa);
         dg_model_fingerprint(b->model, fb);
         if (strcmp(fa, fb) != 0)
@@ -56,7 +58,8 @@ size_t deg_cartridge_compose_len(const deg_cartridge *const *parts, size_t n_par
  * backward, zeroed gradient blocks of the same shape). */
 typedef struct composed {
     int L;
-    size_t P, row;
+    size_t P;
+    size_t *row;          /* [L] floats per K/V row of layer il */
     float **k, **v, **gk, **gv;
 } composed;
 
@@ -67,6 +70,7 @@ static void composed_free(composed *c)
         for (int il = 0; all[i] && il < c->L; il++) free(all[i][il]);
         free(all[i]);
     }
+    free(c->row);
 }
 
 static deg_status composed_build(const deg_cartridge *const *parts, size_t n, int grads,
@@ -74,13 +78,15 @@ static deg_status composed_build(const deg_cartridge *const *parts, size_t n, in
 {
     memset(c, 0, sizeof *c);
     c->L = parts[0]->n_layer;
-    c->row = parts[0]->row;
     c->P = deg_cartridge_compose_len(parts, n);
+    c->row = calloc((size_t)c->L, sizeof(size_t));
+    if (!c->row) return dg_fail(DEG_ERR_NOMEM, "cartridge composition: out of memory");
+    for (int il = 0; il < c->L; il++) c->row[il] = dg_cartridge_row(parts[0], il);
     float ***all[] = {&c->k, &c->v, &c->gk, &c->gv};
     for (int i = 0; i < (grads ? 4 : 2); i++) {
         *all[i] = calloc((size_t)c->L, sizeof(float *));
         for (int il = 0; *all[i] && il < c->L; il++) {
-            (*all[i])[il] = calloc(c->P * c->row, sizeof(float));
+            (*all[i])[il] = calloc(c->P * c->row[il] + 1, sizeof(float));
             if (!(*all[i])[il]) {
                 composed_free(c);
                 return dg_fail(DEG_ERR_NOMEM, "cartridge composition: cannot allocate %zu rows",
@@ -98,7 +104,7 @@ static deg_status composed_build(const deg_cartridge *const *parts, size_t n, in
             size_t nb = dg_cartridge_kv_n(parts[i], il);
             memcpy(c->k[il] + o, parts[i]->k[il], nb * sizeof(float));
             memcpy(c->v[il] + o, parts[i]->v[il], nb * sizeof(float));
-            o += parts[i]->p * c->row;
+            o += parts[i]->p * c->row[il];
         }
     }
     return DEG_OK;
@@ -117,8 +123,9 @@ static void put_parts(void *ud, int il, float *k, float *v)
     size_t o = 0;
     for (size_t i = 0; i < cp->n; i++) {
         const deg_cartridge *c = cp->parts[i];
-        memcpy(k + o * c->row, c->k[il], c->p * c->row * sizeof(float));
-        memcpy(v + o * c->row, c->v[il], c->p * c->row * sizeof(float));
+        size_t row = dg_cartridge_row(c, il);
+        memcpy(k + o * row, c->k[il], c->p * row * sizeof(float));
+        memcpy(v + o * row, c->v[il], c->p * row * sizeof(float));
         o += c->p;
     }
 }
@@ -213,7 +220,7 @@ deg_status deg_cartridge_compose_backward(deg_cartridge *const *parts, size_t n_
                     gk[j] += c.gk[il][o + j];
                     gv[j] += c.gv[il][o + j];
                 }
-                o += parts[i]->p * c.row;
+                o += parts[i]->p * c.row[il];
             }
         }
         if (loss) *loss = l;

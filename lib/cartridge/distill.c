@@ -179,7 +179,8 @@ deg_status deg_cartridge_adam_step(deg_cartridge *c, const deg_adam_params *prm)
     for (int pass = 0; pass < 2; pass++) {
         for (int il = 0; il < c->n_layer; il++)
             for (int kv = 0; kv < 3; kv++) {
-                size_t o = kv < 2 ? c->frozen * c->row : 0;
+                size_t row = dg_cartridge_row(c, il);
+                size_t o = kv < 2 ? c->frozen * row : 0;
                 size_t n = kv < 2 ? dg_cartridge_kv_n(c, il) : c->rn[il];
                 if (n <= o) continue;
                 float *w = kv == 2 ? c->r[il] : kv ? c->v[il] : c->k[il];
@@ -200,7 +201,7 @@ deg_status deg_cartridge_adam_step(deg_cartridge *c, const deg_adam_params *prm)
                                    "deg_cartridge_adam_step: layer %d %s row %zu "
                                    "would become non-finite (gradient %g); nothing "
                                    "was changed", il, kv ? "value" : "key",
-                                   i / c->row, (double)gi);
+                                   i / row, (double)gi);
                 }
             }
     }

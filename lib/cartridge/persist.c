@@ -37,8 +37,8 @@ static int cart_tensor(const deg_cartridge *c, int il, int kv, ctensor *t)
                                {c->r, c->mr, c->sr}};
     t->nd = kv < 2 ? 3 : 1;
     t->shape[0] = kv < 2 ? (int64_t)c->p : (int64_t)c->rn[il];
-    t->shape[1] = c->model->hp.n_head_kv;
-    t->shape[2] = c->model->hp.head_dim;
+    t->shape[1] = c->model->layers[il].n_head_kv;
+    t->shape[2] = c->model->layers[il].head_dim;
     for (int a = 0; a < 3; a++) t->a[a] = arr[kv][a][il];
     return 1;
 }
@@ -99,7 +99,7 @@ void dg_model_fingerprint(const deg_model *m, char hex[65])
         if (L->has_kv) {
             sha_row(&ctx, &L->wq, 0);
             sha_row(&ctx, &L->wk, 0);
-            sha_row(&ctx, &L->wv, 0);
+            if (L->wv.rows) sha_row(&ctx, &L->wv, 0); /* none: Gemma 4's V = K layers */
         }
         sha_row(&ctx, &L->w_down, 0);
     }

@@ -12,7 +12,7 @@
 
 static size_t fork_token_bytes(const deg_model *m)
 {
-    return (size_t)m->hp.n_layer * 2 * (size_t)m->hp.n_head_kv * (size_t)m->hp.head_dim *
+    return (size_t)m->hp.n_layer * 2 * m->max_kd * /* the widest layer's K/V row */
                sizeof(float) +
            2 * (size_t)m->hp.n_embd * sizeof(float) + 1024;
 }

@@ -1,4 +1,5 @@
-/* deg.fill runtime on the tiny random llama/qwen3 models with random heads:
+/* deg.fill runtime on the tiny random models (llama, qwen3, the hybrids lfm2 and
+ * qwen3_5, Gemma 4 with and without KV sharing) with random heads:
  * checkpoint round trip and mismatch, fork exactness against an independent
  * full forward, bitwise independence of every field (alone, reordered, inside
  * bigger schemas, split vs merged, fill_many, repeats), generate under
@@ -21,7 +22,8 @@
 
 #define GOLDENS DEG_SOURCE_ROOT "/tests/goldens"
 
-static const char *TINY[] = {"tiny-llama", "tiny-qwen3", "tiny-lfm2", "tiny-qwen3_5"};
+static const char *TINY[] = {"tiny-llama", "tiny-qwen3", "tiny-lfm2", "tiny-qwen3_5",
+                             "tiny-gemma4", "tiny-gemma4-kvshare"};
 #define N_TINY (sizeof TINY / sizeof TINY[0])
 
 static char tmpdir_buf[256];

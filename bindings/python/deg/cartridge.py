@@ -1,7 +1,7 @@
 """Cartridges: trained K/V prefixes (include/cartridge.h).
 
 A Cartridge holds per layer a [p, n_head_kv, head_dim] key and value block
-in KV-cache space; rows [0, frozen_prefix) are constants (default 1, the
+in KV-cache space (the layer's geometry: row_len(layer) floats a row); rows [0, frozen_prefix) are constants (default 1, the
 attention-sink freeze), the rest are trained through the frozen model by
 sparse top-k distillation with Adam. Serving: cartridge.trunk() gives a
 deg.Trunk whose forks decode at positions p... exactly as in training.
@@ -233,13 +233,19 @@ class Cartridge(_Handle):
             view.close()
         self._draft_view = None
 
-    def _row_floats(self):
-        i = self.model.info
-        return len(self) * i.n_head_kv * i.head_dim
+    def row_len(self, layer):
+        """Floats per K/V row of a layer: its n_head_kv * head_dim (Gemma 4's
+        full-attention layers have their own geometry); 0 for a recurrent layer
+        or one that reads another layer's K/V."""
+        with self._use() as _p:
+            return int(lib.deg_cartridge_row_len(_p, int(layer)))
+
+    def _row_floats(self, layer):
+        return len(self) * self.row_len(layer)
 
     def rows(self, layer):
-        """(keys, values) of a layer: array('f') of p * n_head_kv * head_dim."""
-        n = self._row_floats()
+        """(keys, values) of a layer: array('f') of p * row_len(layer)."""
+        n = self._row_floats(layer)
         k, kp = _floats(n)
         v, vp = _floats(n)
         with self._use() as _p:
@@ -247,7 +253,7 @@ class Cartridge(_Handle):
         return k, v
 
     def set_rows(self, layer, keys=None, values=None):
-        n = self._row_floats()
+        n = self._row_floats(layer)
         bufs = []
         for x in (keys, values):
             if x is None:
@@ -262,7 +268,7 @@ class Cartridge(_Handle):
 
     def grads(self, layer):
         """Accumulated (dkeys, dvalues) of a layer."""
-        n = self._row_floats()
+        n = self._row_floats(layer)
         k, kp = _floats(n)
         v, vp = _floats(n)
         with self._use() as _p:

@@ -135,9 +135,9 @@ def cmd_equiv(args):
         raise ArgumentError(f"the documents have {len(wrapped)} tokens wrapped; the gate needs "
                             f"more than 2p = {2 * p}")
     whole = Cartridge.from_tokens(model, wrapped[:2 * p])
-    row = model.info.n_head_kv * model.info.head_dim
     parts = [Cartridge.random_vectors(model, p), Cartridge.random_vectors(model, p)]
     for il in range(model.info.n_layer):
+        row = whole.row_len(il)
         k, v = whole.rows(il)
         for j, part in enumerate(parts):
             part.set_rows(il, k[j * p * row:(j + 1) * p * row], v[j * p * row:(j + 1) * p * row])
