@@ -13,7 +13,9 @@
  * Best-of-reps of a short call is a fair comparison of two kernels even on
  * a busy machine (a repetition that was not preempted), absolute figures
  * are not. Prints one JSON line per (dtype, shape): ns per weight row and
- * row-dot, weight GB/s, the kernel and the scalar speed-up. */
+ * row-dot, weight GB/s, the kernel and the scalar speed-up, and ns per
+ * row-dot of the same weights with f32 activations (fdot.h; F16: the same
+ * figure). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,7 +79,7 @@ int main(int argc, char **argv)
             int32_t *s = malloc(sizeof(int32_t) * (size_t)nb);
             if (!data || !x || !y || !q || !d || !s) return 1;
             for (int64_t i = 0; i < M * K; i++) x[i] = (float)((i * 7919) % 1000) / 500.0f - 1.0f;
-            double best = INFINITY, best_ref = INFINITY, best_row = INFINITY;
+            double best = INFINITY, best_ref = INFINITY, best_row = INFINITY, best_fa = INFINITY;
             volatile float sink = 0.0f;
             dg_q8_row r = {q, d, s, nb};
             for (int rep = 0; rep < reps; rep++) {
@@ -86,6 +88,14 @@ int main(int argc, char **argv)
                 double t1 = now();
                 if (t1 - t0 < best) best = t1 - t0;
                 sink += y[0];
+                if (t != DG_F16) { /* the same weights with f32 activations (fdot.h) */
+                    w.f32_act = 1;
+                    t0 = now();
+                    dg_weight_matmul(&w, M, x, K, y, N);
+                    t1 = now();
+                    w.f32_act = 0;
+                    if (t1 - t0 < best_fa) best_fa = t1 - t0;
+                }
                 if (t != DG_F16 && M > 1) { /* the one-row SIMD kernel per pair */
                     t0 = now();
                     for (int64_t m = 0; m < M; m++) {
@@ -109,11 +119,12 @@ int main(int argc, char **argv)
             printf("{\"bench\":\"qdot\",\"dtype\":\"%s\",\"kernel\":\"%s\",\"M\":%lld,\"rows\":%lld,"
                    "\"cols\":%lld,\"ns_per_row_dot\":%.2f,\"weight_gb_s\":%.2f,"
                    "\"scalar_ns_per_row_dot\":%.2f,\"speedup_vs_scalar\":%.2f,"
-                   "\"speedup_vs_one_row_kernel\":%.2f}\n",
+                   "\"speedup_vs_one_row_kernel\":%.2f,\"f32act_ns_per_row_dot\":%.2f}\n",
                    dg_dtype_name(t), dg_qdot_kernel(), (long long)M, (long long)N, (long long)K,
                    1e9 * best / (double)(M * N), (double)dg_weight_bytes(&w) * 1e-9 * (double)M / best,
                    1e9 * best_ref / (double)(M * N), best_ref / best,
-                   isfinite(best_row) ? best_row / best : 1.0);
+                   isfinite(best_row) ? best_row / best : 1.0,
+                   1e9 * (isfinite(best_fa) ? best_fa : best) / (double)(M * N));
             free(data), free(x), free(y), free(q), free(d), free(s);
         }
     return 0;

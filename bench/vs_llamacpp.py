@@ -1,14 +1,19 @@
 #!/usr/bin/env python3
 """deg against llama.cpp on the same GGUF and thread count, in one run.
 
-Runs deg's bench_runtime (f32 and native weights) and llama.cpp's llama-bench
-(and llama-batched-bench for decode at batch 8, when present) alternately,
-`--runs` times each (the order rotates every run), and prints the median of
-each figure for each engine and the ratios deg / llama.cpp:
+Runs deg's bench_runtime (each weight mode of --weights: f32, native = 8-bit
+activations, native-f32act = native weights with f32 activations) and
+llama.cpp's llama-bench (and llama-batched-bench for decode at batch 8, when
+present) alternately, `--runs` times each (the order rotates every run), and
+prints the median of each figure for each engine and the ratios deg /
+llama.cpp:
 
-  prefill P tokens [tok/s]   for each P in --prefill (default 512,4096)
-  decode batch 1 [tok/s]     D = --decode tokens after a --context-token
-                             prompt (default 512; llama-bench -d, its depth)
+  prefill P tokens [tok/s]   for each P in --prefill (default 512,4096,32768;
+                             past SmolLM2's 8,192 trained positions the
+                             figure is speed only: RoPE runs on, both engines)
+  decode batch 1 [tok/s]     D = --decode tokens (default 128: llama-bench's
+                             tg128) after a --context-token prompt (default
+                             512; llama-bench -d, its depth)
   decode batch 8 [tok/s]     8 sequences decoded together (tokens of all 8),
                              after the same context (llama-batched-bench)
   resident after load [MiB]  deg: RSS growth over load + a 1-token forward;
@@ -24,7 +29,7 @@ there from the llama-cpp-python sdist on PyPI (it vendors llama.cpp; `pip
 download` + CMake, CPU only, GGML_NATIVE) -- keep DIR outside the repository;
 the build takes an hour or more at -j 1 on a busy 2-core machine.
 deg: --deg-bench (default build/bench/bench_runtime); --no-llama measures
-deg alone (f32 and native).
+deg alone.
 
 Not a test: timings mean something only on an otherwise idle machine (the
 load average around each run is printed). Example:
@@ -34,6 +39,7 @@ load average around each run is printed). Example:
       --model ~/.cache/deg/models/SmolLM2-135M-Instruct.Q4_1.gguf --threads 2
 Quick end-to-end check (meaningless numbers):
   ... --runs 1 --prefill 64 --context 64 --decode 8
+bench/README.md keeps the measured tables.
 """
 import argparse
 import glob
@@ -138,7 +144,7 @@ def run_llama_batched(bindir, args, batch):
     return row["speed_tg"]
 
 
-ENGINES = ("deg f32", "deg native", "llama.cpp")
+WEIGHT_MODES = ("f32", "native", "native-f32act")
 
 
 def one_run(args, bindir, order, prefills, add, notes):
@@ -151,7 +157,7 @@ def one_run(args, bindir, order, prefills, add, notes):
             j = run_deg(args, w, args.context, args.decode, 8)
             add(f"decode batch 1 [tok/s]", who, j["decode_b1_tok_s"])
             add(f"decode batch 8 [tok/s]", who, j["decode_bn_tok_s"])
-            notes["rss " + w].append(j["load_rss_mib"])
+            notes.setdefault("rss " + w, []).append(j["load_rss_mib"])
             notes["kernel"] = j.get("qkernel", "?")
             for p in prefills:
                 jp = j if p == args.context else run_deg(args, w, p, 2, 1)
@@ -175,15 +181,18 @@ def main():
     ap.add_argument("--model", required=True)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--prefill", default="512,4096", help="comma-separated prompt lengths")
+    ap.add_argument("--prefill", default="512,4096,32768",
+                    help="comma-separated prompt lengths")
     ap.add_argument("--context", type=int, default=512, help="prompt before decode")
-    ap.add_argument("--decode", type=int, default=64)
+    ap.add_argument("--decode", type=int, default=128)
+    ap.add_argument("--weights", default=",".join(WEIGHT_MODES),
+                    help="comma-separated deg weight modes (" + ", ".join(WEIGHT_MODES) + ")")
     ap.add_argument("--deg-bench", default="build/bench/bench_runtime")
     ap.add_argument("--llama-bin", help="dir holding llama-bench (else $DEG_LLAMA_CPP_BIN)")
     ap.add_argument("--build-llama", metavar="DIR",
                     help="build llama-bench under DIR from the llama-cpp-python sdist first")
     ap.add_argument("--jobs", type=int, default=1, help="build parallelism for llama.cpp")
-    ap.add_argument("--no-llama", action="store_true", help="deg f32 and native only")
+    ap.add_argument("--no-llama", action="store_true", help="deg alone")
     args = ap.parse_args()
     if not os.path.isfile(args.model):
         die(f"--model {args.model}: no such file")
@@ -192,11 +201,16 @@ def main():
             "meson setup build && ninja -C build)")
     if args.runs < 1 or args.decode < 2 or args.context < 1:
         die("--runs >= 1, --decode >= 2, --context >= 1")
+    modes = [w for w in args.weights.split(",") if w]
+    bad = [w for w in modes if w not in WEIGHT_MODES]
+    if bad or not modes:
+        die(f"--weights {args.weights}: expected some of {', '.join(WEIGHT_MODES)}")
     bindir = None if args.no_llama else find_llama(args)
-    engines = ENGINES[:2] if args.no_llama else ENGINES
+    degs = ["deg " + w for w in modes]
+    engines = degs + ([] if args.no_llama else ["llama.cpp"])
     prefills = [int(p) for p in args.prefill.split(",") if p]
     rows = {}  # measure -> engine -> values
-    notes = {"load": [], "rss f32": [], "rss native": []}
+    notes = {"load": []}
 
     def add(name, who, v):
         rows.setdefault(name, {}).setdefault(who, []).append(v)
@@ -212,23 +226,26 @@ def main():
           f"{args.decode}, deg quantized kernel {notes.get('kernel')}, load average "
           f"{min(notes['load']):.2f}..{max(notes['load']):.2f}")
     print(f"llama.cpp: {bindir} {notes.get('llama')}")
-    print(f"{'measure':28s} {'deg f32':>9s} {'native':>9s} {'llama.cpp':>9s} "
-          f"{'f32/llama':>9s} {'nat/llama':>9s}")
+    fmt = lambda v, p: f"{v:9.{p}f}" if v is not None else f"{'-':>9s}"
+    short = {"f32": "f32", "native": "native", "native-f32act": "f32act"}
+    heads = [short[w] for w in modes]
+    print(f"{'measure':28s} " + " ".join(f"{h:>9s}" for h in heads) + f" {'llama.cpp':>9s} "
+          + " ".join(f"{h + '/ll':>9s}" for h in heads))
     summary = {}
     for name, per in rows.items():
         med = {who: statistics.median(v) for who, v in per.items()}
         ll = med.get("llama.cpp")
-        rf = med["deg f32"] / ll if ll else None
-        rn = med["deg native"] / ll if ll else None
-        summary[name] = {"deg_f32": med["deg f32"], "deg_native": med["deg native"],
-                         "llama_cpp": ll, "ratio_f32": rf, "ratio_native": rn}
-        fmt = lambda v, p: f"{v:9.{p}f}" if v is not None else f"{'-':>9s}"
-        print(f"{name:28s} {fmt(med['deg f32'], 1)} {fmt(med['deg native'], 1)} "
-              f"{fmt(ll, 1)} {fmt(rf, 2)} {fmt(rn, 2)}")
-    rss = {w: statistics.median(notes["rss " + w]) for w in ("f32", "native")}
-    print(f"{'resident after load [MiB]':28s} {rss['f32']:9.1f} {rss['native']:9.1f} "
-          f"{'file':>5s}{size_mib:5.1f} {rss['f32'] / size_mib:9.2f} "
-          f"{rss['native'] / size_mib:9.2f}  (ratios: to the file size)")
+        fig = {"llama_cpp": ll}
+        for w, who in zip(modes, degs):
+            fig["deg_" + w] = med[who]
+            fig["ratio_" + w] = med[who] / ll if ll else None
+        summary[name] = fig
+        print(f"{name:28s} " + " ".join(fmt(med[who], 1) for who in degs) + f" {fmt(ll, 1)} "
+              + " ".join(fmt(fig["ratio_" + w], 2) for w in modes))
+    rss = {w: statistics.median(notes["rss " + w]) for w in modes}
+    print(f"{'resident after load [MiB]':28s} " + " ".join(f"{rss[w]:9.1f}" for w in modes)
+          + f" {'file':>4s}{size_mib:5.1f} " + " ".join(f"{rss[w] / size_mib:9.2f}" for w in modes)
+          + "  (ratios: to the file size)")
     summary["resident_after_load_mib"] = rss
     summary["file_mib"] = size_mib
     print(json.dumps({"bench": "vs_llamacpp", "threads": args.threads, "runs": args.runs,
