@@ -9,7 +9,7 @@
 
 #include "tensor/qdot_simd.h"
 
-#define NB_ROWS 8   /* weight rows dequantized into the scratch at a time */
+#define NB_ROWS 8   /* most weight rows dequantized into the scratch at a time */
 #define CHUNK 256   /* elements the reference dequantizes at a time */
 
 /* acc[i mod 8] += w_i x_i for i in [i0, K), then the fixed final sum. */
@@ -39,12 +39,103 @@ size_t dg_fdot_scratch(int64_t K) { return (size_t)NB_ROWS * (size_t)K; }
 #define U8F(v) _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v))
 #define S8F(v) _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v))
 
-/* dequant.c's expressions lane by lane: Q8_0 q * d; Q4_0 d * (q - 8);
- * Q4_1 (d * q) + m; F16 widened exactly (F16C); BF16 shifted. */
+/* One 32-element block of Q8_0 / Q4_0 / Q4_1 as four vectors of eight
+ * (elements 0..7, ..., 24..31), dequant.c's expressions lane by lane:
+ * Q8_0 q * d; Q4_0 d * (q - 8); Q4_1 (d * q) + m. */
+__attribute__((target(DG_TARGET_AVX2))) static inline void deq_block(dg_dtype t,
+                                                                     const uint8_t *blk,
+                                                                     __m256 v[4])
+{
+    const __m128i m4 = _mm_set1_epi8(15), k8 = _mm_set1_epi8(8);
+    __m256 d = _mm256_set1_ps(_cvtsh_ss(dg_ld_u16(blk)));
+    if (t == DG_Q8_0) {
+        for (int k = 0; k < 4; k++)
+            v[k] = _mm256_mul_ps(S8F(_mm_loadl_epi64((const __m128i *)(blk + 2 + 8 * k))), d);
+        return;
+    }
+    __m128i qs = _mm_loadu_si128((const __m128i *)(blk + (t == DG_Q4_1 ? 4 : 2)));
+    __m128i lo = _mm_and_si128(qs, m4), hi = _mm_and_si128(_mm_srli_epi16(qs, 4), m4);
+    if (t == DG_Q4_0) {
+        lo = _mm_sub_epi8(lo, k8), hi = _mm_sub_epi8(hi, k8);
+        v[0] = _mm256_mul_ps(d, S8F(lo)), v[1] = _mm256_mul_ps(d, S8F(_mm_srli_si128(lo, 8)));
+        v[2] = _mm256_mul_ps(d, S8F(hi)), v[3] = _mm256_mul_ps(d, S8F(_mm_srli_si128(hi, 8)));
+        return;
+    }
+    __m256 m = _mm256_set1_ps(_cvtsh_ss(dg_ld_u16(blk + 2)));
+    v[0] = _mm256_add_ps(_mm256_mul_ps(d, U8F(lo)), m);
+    v[1] = _mm256_add_ps(_mm256_mul_ps(d, U8F(_mm_srli_si128(lo, 8))), m);
+    v[2] = _mm256_add_ps(_mm256_mul_ps(d, U8F(hi)), m);
+    v[3] = _mm256_add_ps(_mm256_mul_ps(d, U8F(_mm_srli_si128(hi, 8))), m);
+}
+
+static inline size_t block_bytes32(dg_dtype t) { return t == DG_Q8_0 ? 34 : t == DG_Q4_0 ? 18 : 20; }
+
+/* 32 bytes of q values (element l of a sub-block at byte l) times scale
+ * sc, minus mn (Q4_K) -> out[32]; signed: the bytes are int8. */
+__attribute__((target(DG_TARGET_AVX2))) static inline void deq32(__m256i q, int sgn, __m256 sc0,
+                                                                 __m256 sc1, const __m256 *mn,
+                                                                 float *out)
+{
+    __m128i h[2] = {_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1)};
+    for (int k = 0; k < 4; k++) {
+        __m128i b = k & 1 ? _mm_srli_si128(h[k / 2], 8) : h[k / 2];
+        __m256 f = sgn ? S8F(b) : U8F(b);
+        __m256 v = _mm256_mul_ps(k < 2 ? sc0 : sc1, f);
+        _mm256_storeu_ps(out + 8 * k, mn ? _mm256_sub_ps(v, *mn) : v);
+    }
+}
+
+/* Q4_K and Q6_K super-blocks, dequant.c's expressions lane by lane:
+ * Q4_K (d * sc) * q - (dmin * mn) per sub-block of 32; Q6_K (d * s) * q per
+ * group of 16 (the q - 32 exact in int8). */
+__attribute__((target(DG_TARGET_AVX2))) static void deq_k_avx2(dg_dtype t, const uint8_t *w,
+                                                               float *out, int64_t K)
+{
+    const __m256i m4 = _mm256_set1_epi8(15), m3 = _mm256_set1_epi8(3);
+    const __m256i k32 = _mm256_set1_epi8(32);
+    for (int64_t sb = 0; sb < K / 256; sb++, out += 256) {
+        if (t == DG_Q4_K) {
+            const uint8_t *b = w + (size_t)sb * 144;
+            float d = _cvtsh_ss(dg_ld_u16(b)), dmin = _cvtsh_ss(dg_ld_u16(b + 2));
+            for (int c = 0; c < 4; c++) {
+                __m256i q = _mm256_loadu_si256((const __m256i *)(b + 16 + 32 * c));
+                for (int h = 0; h < 2; h++) {
+                    int sc, mn;
+                    dg_q4k_scale_min(b + 4, 2 * c + h, &sc, &mn);
+                    __m256 dl = _mm256_set1_ps(d * (float)sc), ml = _mm256_set1_ps(dmin * (float)mn);
+                    __m256i v = _mm256_and_si256(h ? _mm256_srli_epi16(q, 4) : q, m4);
+                    deq32(v, 0, dl, dl, &ml, out + 32 * (2 * c + h));
+                }
+            }
+        } else {
+            const uint8_t *b = w + (size_t)sb * 210, *qh = b + 128;
+            const int8_t *sc = (const int8_t *)(b + 192);
+            float d = _cvtsh_ss(dg_ld_u16(b + 208));
+            for (int n = 0; n < 2; n++) {
+                __m256i h = _mm256_loadu_si256((const __m256i *)(qh + 32 * n));
+                for (int k = 0; k < 4; k++) {
+                    __m256i lb = _mm256_loadu_si256((const __m256i *)(b + 64 * n + 32 * (k & 1)));
+                    __m256i lo = _mm256_and_si256(k < 2 ? lb : _mm256_srli_epi16(lb, 4), m4);
+                    __m256i hi = _mm256_and_si256(_mm256_srl_epi16(h, _mm_cvtsi32_si128(2 * k)), m3);
+                    __m256i q = _mm256_sub_epi8(_mm256_or_si256(lo, _mm256_slli_epi16(hi, 4)), k32);
+                    __m256 s0 = _mm256_set1_ps(d * (float)sc[8 * n + 2 * k]);
+                    __m256 s1 = _mm256_set1_ps(d * (float)sc[8 * n + 2 * k + 1]);
+                    deq32(q, 1, s0, s1, NULL, out + 128 * n + 32 * k);
+                }
+            }
+        }
+    }
+}
+
+/* F16 widened exactly (F16C), BF16 shifted; the 32-element formats by
+ * deq_block, the K-quants by deq_k_avx2. */
 __attribute__((target(DG_TARGET_AVX2))) static void deq_avx2(dg_dtype t, const uint8_t *w,
                                                              float *out, int64_t K)
 {
-    const __m128i m4 = _mm_set1_epi8(15), k8 = _mm_set1_epi8(8);
+    if (t == DG_Q4_K || t == DG_Q6_K) {
+        deq_k_avx2(t, w, out, K);
+        return;
+    }
     if (t == DG_F16 || t == DG_BF16) {
         int64_t i = 0;
         for (; i + 8 <= K; i += 8) {
@@ -56,33 +147,46 @@ __attribute__((target(DG_TARGET_AVX2))) static void deq_avx2(dg_dtype t, const u
         if (i < K) (void)dg_dequantize(t, w + 2 * i, out + i, K - i);
         return;
     }
-    size_t bb = t == DG_Q8_0 ? 34 : t == DG_Q4_0 ? 18 : 20;
+    size_t bb = block_bytes32(t);
     for (int64_t b = 0; b < K / 32; b++) {
-        const uint8_t *blk = w + (size_t)b * bb;
-        float *o = out + 32 * b;
-        __m256 d = _mm256_set1_ps(_cvtsh_ss(dg_ld_u16(blk)));
-        if (t == DG_Q8_0) {
-            for (int k = 0; k < 4; k++)
-                _mm256_storeu_ps(o + 8 * k, _mm256_mul_ps(S8F(_mm_loadl_epi64((const __m128i *)(blk + 2 + 8 * k))), d));
-            continue;
-        }
-        __m128i qs = _mm_loadu_si128((const __m128i *)(blk + (t == DG_Q4_1 ? 4 : 2)));
-        __m128i lo = _mm_and_si128(qs, m4), hi = _mm_and_si128(_mm_srli_epi16(qs, 4), m4);
-        if (t == DG_Q4_0) {
-            lo = _mm_sub_epi8(lo, k8), hi = _mm_sub_epi8(hi, k8);
-            _mm256_storeu_ps(o, _mm256_mul_ps(d, S8F(lo)));
-            _mm256_storeu_ps(o + 8, _mm256_mul_ps(d, S8F(_mm_srli_si128(lo, 8))));
-            _mm256_storeu_ps(o + 16, _mm256_mul_ps(d, S8F(hi)));
-            _mm256_storeu_ps(o + 24, _mm256_mul_ps(d, S8F(_mm_srli_si128(hi, 8))));
-        } else {
-            __m256 m = _mm256_set1_ps(_cvtsh_ss(dg_ld_u16(blk + 2)));
-            _mm256_storeu_ps(o, _mm256_add_ps(_mm256_mul_ps(d, U8F(lo)), m));
-            _mm256_storeu_ps(o + 8, _mm256_add_ps(_mm256_mul_ps(d, U8F(_mm_srli_si128(lo, 8))), m));
-            _mm256_storeu_ps(o + 16, _mm256_add_ps(_mm256_mul_ps(d, U8F(hi)), m));
-            _mm256_storeu_ps(o + 24, _mm256_add_ps(_mm256_mul_ps(d, U8F(_mm_srli_si128(hi, 8))), m));
-        }
+        __m256 v[4];
+        deq_block(t, w + (size_t)b * bb, v);
+        for (int k = 0; k < 4; k++) _mm256_storeu_ps(out + 32 * b + 8 * k, v[k]);
     }
 }
+
+/* One x row (decode) against R weight rows of Q8_0 / Q4_0 / Q4_1, fused:
+ * each block dequantized in registers and multiplied at once, no scratch;
+ * the same operations per pair as dequantizing first (deq_block, then
+ * acc += w * x over elements 0..7, ..., 24..31 of the block in order). */
+#define FD_FUSED(R)                                                                        \
+    __attribute__((target(DG_TARGET_AVX2))) static void fused_##R(                          \
+        dg_dtype t, const dg_weight *w, int64_t n0, const float *x, float *y)              \
+    {                                                                                      \
+        size_t bb = block_bytes32(t);                                                      \
+        const uint8_t *row[R];                                                             \
+        __m256 acc[R];                                                                     \
+        for (int r = 0; r < R; r++)                                                        \
+            row[r] = dg_weight_row_data(w, n0 + r), acc[r] = _mm256_setzero_ps();          \
+        for (int64_t b = 0; b < w->cols / 32; b++) {                                       \
+            const float *xb = x + 32 * b;                                                  \
+            for (int r = 0; r < R; r++) {                                                  \
+                __m256 v[4];                                                               \
+                deq_block(t, row[r] + (size_t)b * bb, v);                                  \
+                for (int k = 0; k < 4; k++)                                                \
+                    acc[r] = _mm256_add_ps(acc[r],                                         \
+                                           _mm256_mul_ps(v[k], _mm256_loadu_ps(xb + 8 * k))); \
+            }                                                                              \
+        }                                                                                  \
+        for (int r = 0; r < R; r++) {                                                      \
+            float a[8];                                                                    \
+            _mm256_storeu_ps(a, acc[r]);                                                   \
+            y[r] = dg_qdot_finish(a);                                                      \
+        }                                                                                  \
+    }
+
+FD_FUSED(4)
+FD_FUSED(1)
 
 /* MB x rows against NB dequantized weight rows (w, row stride K): every
  * pair's eight lanes run i = 0, 8, 16, ... (one multiply, one add), the
@@ -149,8 +253,7 @@ static void tile_avx2(const float *w, int64_t nn, int64_t K, int64_t M, const fl
 void dg_fdot_dequant_row(dg_dtype t, const uint8_t *w, float *out, int64_t K)
 {
 #ifdef DG_QDOT_X86
-    if (dg_qdot_level() != DG_QK_SCALAR &&
-        (t == DG_F16 || t == DG_BF16 || t == DG_Q8_0 || t == DG_Q4_0 || t == DG_Q4_1)) {
+    if (dg_qdot_level() != DG_QK_SCALAR && t != DG_F32) {
         deq_avx2(t, w, out, K);
         return;
     }
@@ -163,8 +266,19 @@ void dg_fdot_tile(const dg_weight *w, int64_t n0, int64_t n1, int64_t M, const f
 {
     int64_t K = w->cols;
     int simd = dg_qdot_level() != DG_QK_SCALAR;
-    for (int64_t nb = n0; nb < n1; nb += NB_ROWS) {
-        int64_t nn = n1 - nb < NB_ROWS ? n1 - nb : NB_ROWS;
+    dg_dtype t = w->dtype;
+#ifdef DG_QDOT_X86
+    if (simd && M == 1 && (t == DG_Q8_0 || t == DG_Q4_0 || t == DG_Q4_1)) {
+        int64_t n = n0;
+        for (; n + 4 <= n1; n += 4) fused_4(t, w, n, x, y + n);
+        for (; n < n1; n++) fused_1(t, w, n, x, y + n);
+        return;
+    }
+#endif
+    /* rows per pass: their dequantized copies stay in a 32 KiB L1 */
+    int64_t rows = K <= 1024 ? NB_ROWS : NB_ROWS / 2;
+    for (int64_t nb = n0; nb < n1; nb += rows) {
+        int64_t nn = n1 - nb < rows ? n1 - nb : rows;
         for (int64_t j = 0; j < nn; j++)
             dg_fdot_dequant_row(w->dtype, dg_weight_row_data(w, nb + j), scratch + j * K, K);
 #ifdef DG_QDOT_X86
