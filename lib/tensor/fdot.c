@@ -191,8 +191,9 @@ FD_FUSED(1)
 /* MB x rows against NB dequantized weight rows (w, row stride K): every
  * pair's eight lanes run i = 0, 8, 16, ... (one multiply, one add), the
  * K mod 8 tail and the final sum as dot_from. */
-#define FD_KERNEL(MB, NB)                                                                  \
-    __attribute__((target(DG_TARGET_AVX2))) static void kern_##MB##x##NB(                  \
+#define FD_KERNEL(MB, NB) FD_KERNEL_T(MB, NB, DG_TARGET_AVX2, )
+#define FD_KERNEL_T(MB, NB, TARGET, SUFFIX)                                                \
+    __attribute__((target(TARGET))) static void kern_##MB##x##NB##SUFFIX(                  \
         const float *w, const float *x, int64_t ldx, int64_t K, float *y, int64_t ldy)     \
     {                                                                                      \
         __m256 acc[MB][NB];                                                                \
@@ -225,12 +226,15 @@ FD_KERNEL(2, 2)
 FD_KERNEL(2, 1)
 FD_KERNEL(3, 2)
 FD_KERNEL(3, 1)
+/* With AVX-512VL's 32 vector registers (the same 256-bit operations): 4 x 4
+ * pairs, half the x loads per product of 4 x 2. */
+FD_KERNEL_T(4, 4, DG_TARGET_VNNI, _wide)
 
 typedef void (*kern_fn)(const float *, const float *, int64_t, int64_t, float *, int64_t);
 
-/* nn dequantized rows against x rows [0, M). */
+/* nn dequantized rows against x rows [0, M); wide: the CPU has AVX-512VL. */
 static void tile_avx2(const float *w, int64_t nn, int64_t K, int64_t M, const float *x,
-                      int64_t ldx, float *y, int64_t ldy)
+                      int64_t ldx, float *y, int64_t ldy, int wide)
 {
     static const kern_fn two[5] = {NULL, NULL, kern_2x2, kern_3x2, kern_4x2};
     static const kern_fn one[5] = {NULL, kern_1x1, kern_2x1, kern_3x1, kern_4x1};
@@ -243,6 +247,8 @@ static void tile_avx2(const float *w, int64_t nn, int64_t K, int64_t M, const fl
             for (; j + 8 <= nn; j += 8) kern_1x8(w + j * K, xm, ldx, K, ym + j, ldy);
             for (; j + 4 <= nn; j += 4) kern_1x4(w + j * K, xm, ldx, K, ym + j, ldy);
         } else {
+            if (wide && mm == 4)
+                for (; j + 4 <= nn; j += 4) kern_4x4_wide(w + j * K, xm, ldx, K, ym + j, ldy);
             for (; j + 2 <= nn; j += 2) two[mm](w + j * K, xm, ldx, K, ym + j, ldy);
         }
         for (; j < nn; j++) one[mm](w + j * K, xm, ldx, K, ym + j, ldy);
@@ -283,7 +289,7 @@ void dg_fdot_tile(const dg_weight *w, int64_t n0, int64_t n1, int64_t M, const f
             dg_fdot_dequant_row(w->dtype, dg_weight_row_data(w, nb + j), scratch + j * K, K);
 #ifdef DG_QDOT_X86
         if (simd) {
-            tile_avx2(scratch, nn, K, M, x, ldx, y + nb, ldy);
+            tile_avx2(scratch, nn, K, M, x, ldx, y + nb, ldy, dg_qdot_level() == DG_QK_VNNI);
             continue;
         }
 #endif
