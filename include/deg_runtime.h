@@ -132,16 +132,34 @@ DEG_API void deg_cancel_set(deg_cancel *cancel);
 DEG_API void deg_cancel_reset(deg_cancel *cancel);
 DEG_API int deg_cancel_is_set(const deg_cancel *cancel);
 
-/* Default caps of a fill (issue 19: work one request can cause is bounded
- * unless the caller lifts a cap; an array item of 3,002 fields x 5 items, a
- * schema within every schema limit, ran 116 s on a 2-layer tiny model, hours
- * on SmolLM2). deg_run_limits_default() holds them, and every fill given no
- * limits (deg_fill, deg_fill_many, deg_fill_ex / deg_fill_many_ex with limits
- * NULL) runs under them: 4096 instantiated fields, 2^20 fork tokens (256 per
- * field at the field cap). DEG_MAX_FORK_LEN: the most tokens ONE fork may
- * hold while a fork-token cap is set (a fork's attention work grows with the
- * square of its length: an item of 4,000 fields makes a count fork of ~32k
- * tokens, minutes of CPU in one fork); 8192 = SmolLM2's trained context. */
+/* Default limits (issue 19: work one call can cause is bounded unless the
+ * caller lifts a limit). deg_run_limits_default() holds them, and every call
+ * given no limits (deg_fill, deg_fill_many, deg_generate, deg_forks_generate,
+ * the *_ex forms with limits NULL) runs under them.
+ *  - DEG_DEFAULT_DEADLINE_MS, 600,000 ms = 10 min per request: the one
+ *    measure that bounds every phase (context prefill, fork rounds, generate)
+ *    whatever the model and the machine. The caps below alone allow hours: a
+ *    fill of 2^20 fork tokens is ~1 h of SmolLM2-135M on one core, and a
+ *    context's prefill grows with the square of its length (a 30,000-token
+ *    context did not finish in 290 s). A normal fill is far below it: 20
+ *    fields over a 4,000-token context took 29 s on 2 idle cores (bench/README
+ *    "bench_fill"), so 10 min leaves ~20x for a loaded machine. In
+ *    deg_fill_many_ex a request whose deadline_ms is the default gets it
+ *    times the call's number of requests (they share the call's passes).
+ *    A deadline_ms equal to this value counts as the default.
+ *  - DEG_DEFAULT_MAX_FIELDS 4096 instantiated fields and
+ *    DEG_DEFAULT_MAX_FORK_TOKENS 2^20 fork tokens (256 per field at the
+ *    field cap): deterministic caps, checked before the work they count (an
+ *    array item of 3,002 fields x 5 items, within every schema limit, ran
+ *    116 s on a 2-layer tiny model, hours on SmolLM2).
+ *  - DEG_MAX_FORK_LEN: the most tokens ONE fork may hold while a fork-token
+ *    cap is set (a fork's attention work grows with the square of its
+ *    length: an item of 4,000 fields makes a count fork of ~32k tokens,
+ *    minutes of CPU in one fork); 8192 = SmolLM2's trained context.
+ * A limit's DEG_ERR_LIMIT message names it, says whether it is the default,
+ * the caller's or the request's, and how to lift it ("; to lift it: " + the
+ * C field and the Python keyword). */
+#define DEG_DEFAULT_DEADLINE_MS 600000
 #define DEG_DEFAULT_MAX_FIELDS 4096
 #define DEG_DEFAULT_MAX_FORK_TOKENS 1048576
 #define DEG_MAX_FORK_LEN 8192
@@ -150,14 +168,16 @@ DEG_API int deg_cancel_is_set(const deg_cancel *cancel);
  * 0 = no limit in every field (set explicitly: the defaults have caps).
  *  - deadline_ms: wall-clock budget from the call's start (CLOCK_MONOTONIC),
  *    polled where the cancel token is; past it the call returns
- *    DEG_ERR_LIMIT ("deadline of N ms passed during <phase>").
+ *    DEG_ERR_LIMIT ("deadline of N ms passed during <phase>; to lift it: ...").
  *  - max_fields (fill only): cap on instantiated fields of one request, i.e.
  *    leaves created for every array item plus array instances (the work of a
  *    fill grows with it: one fork per instantiated field). Checked before
- *    any work against the schema's own field count (every field once, an
- *    array's item fields once, + the arrays: a count fork lists every field
- *    of its item), then per item as items are instantiated; exceeding it is
- *    DEG_ERR_LIMIT before the forks of that item run.
+ *    any work (the prefill included) against the fields the schema
+ *    instantiates at the least: every field once per item its enclosing
+ *    arrays' minItems require (an array's item fields at least once: a count
+ *    fork lists every field of its item) + one instance per array and
+ *    enclosing item; then per item as items are instantiated; exceeding it
+ *    is DEG_ERR_LIMIT before the forks of that item run.
  *  - max_fork_tokens (fill only): cap on the tokens one request feeds to
  *    forks (every fork's prompt tokens plus generated tokens), checked before
  *    each round / decode step runs: DEG_ERR_LIMIT. While it is set (not 0),
@@ -172,9 +192,10 @@ typedef struct deg_run_limits {
     int64_t max_fork_tokens;  /* >= 0 */
 } deg_run_limits;
 
-/* Defaults: no token, no deadline, max_fields DEG_DEFAULT_MAX_FIELDS,
- * max_fork_tokens DEG_DEFAULT_MAX_FORK_TOKENS (set a field to 0 for no cap).
- * A call given no limits (NULL) runs under these defaults. */
+/* Defaults: no token, deadline_ms DEG_DEFAULT_DEADLINE_MS, max_fields
+ * DEG_DEFAULT_MAX_FIELDS, max_fork_tokens DEG_DEFAULT_MAX_FORK_TOKENS (set a
+ * field to 0 for no limit). A call given no limits (NULL) runs under these
+ * defaults. */
 DEG_API deg_run_limits deg_run_limits_default(void);
 
 /* ------------------------------------------------------------------------ */
@@ -461,7 +482,8 @@ DEG_API deg_status deg_generate(const deg_model *model, const int32_t *prompt, s
                                 size_t cap, size_t *n_out, deg_gen_stats *stats);
 
 /* As deg_forks_generate / deg_generate, under limits (may be NULL: the
- * defaults, i.e. no token and no deadline):
+ * defaults, i.e. no token and the default deadline DEG_DEFAULT_DEADLINE_MS;
+ * deg_forks_generate / deg_generate run under the same defaults):
  * limits->cancel and ->deadline_ms are polled before every decode step and
  * between the prefill passes of deg_generate_ex (max_fields and
  * max_fork_tokens do not apply). A stopped call returns DEG_ERR_CANCELLED or

@@ -1,6 +1,7 @@
 /* run.c - cancel tokens, deadlines and the per-thread poll hook (run.h). */
 #include "base/run.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -42,19 +43,19 @@ int deg_cancel_is_set(const deg_cancel *cancel)
 deg_run_limits deg_run_limits_default(void)
 {
     deg_run_limits l = {0};
+    l.deadline_ms = DEG_DEFAULT_DEADLINE_MS;
     l.max_fields = DEG_DEFAULT_MAX_FIELDS;
     l.max_fork_tokens = DEG_DEFAULT_MAX_FORK_TOKENS;
     return l;
 }
 
-static int64_t tighter(int64_t a, int64_t b)
+static void set_deadline(dg_limits *L, int64_t ms)
 {
-    if (a <= 0) return b > 0 ? b : 0;
-    if (b <= 0) return a;
-    return a < b ? a : b;
+    L->deadline = dg_now() + (double)ms / 1000.0;
+    L->deadline_ms = ms;
 }
 
-void dg_limits_init(dg_limits *L, const deg_run_limits *pub)
+void dg_limits_init(dg_limits *L, const deg_run_limits *pub, size_t n_requests)
 {
     *L = (dg_limits){0};
     deg_run_limits def;
@@ -65,21 +66,71 @@ void dg_limits_init(dg_limits *L, const deg_run_limits *pub)
     L->cancel = pub->cancel;
     L->max_fields = pub->max_fields > 0 ? pub->max_fields : 0;
     L->max_fork_tokens = pub->max_fork_tokens > 0 ? pub->max_fork_tokens : 0;
-    dg_limits_tighten(L, pub->deadline_ms, 0, 0);
+    L->fields_from = L->max_fields == DEG_DEFAULT_MAX_FIELDS ? DG_FROM_DEFAULT : DG_FROM_CALL;
+    L->fork_tokens_from =
+        L->max_fork_tokens == DEG_DEFAULT_MAX_FORK_TOKENS ? DG_FROM_DEFAULT : DG_FROM_CALL;
+    if (pub->deadline_ms <= 0) return;
+    int64_t ms = pub->deadline_ms;
+    if (ms == DEG_DEFAULT_DEADLINE_MS) {
+        L->deadline_from = DG_FROM_DEFAULT; /* per request of the call */
+        ms = n_requests > (size_t)(INT64_MAX / ms) ? INT64_MAX : ms * (int64_t)(n_requests ? n_requests : 1);
+    }
+    set_deadline(L, ms);
+}
+
+/* a request option (> 0) tighter than the limit in force replaces it */
+static int tighter(int64_t *cur, int64_t opt)
+{
+    if (opt <= 0 || (*cur > 0 && *cur <= opt)) return 0;
+    *cur = opt;
+    return 1;
 }
 
 void dg_limits_tighten(dg_limits *L, int64_t deadline_ms, int64_t max_fields,
                        int64_t max_fork_tokens)
 {
-    L->max_fields = tighter(L->max_fields, max_fields);
-    L->max_fork_tokens = tighter(L->max_fork_tokens, max_fork_tokens);
+    if (tighter(&L->max_fields, max_fields)) L->fields_from = DG_FROM_REQUEST;
+    if (tighter(&L->max_fork_tokens, max_fork_tokens)) L->fork_tokens_from = DG_FROM_REQUEST;
     if (deadline_ms > 0) {
         double d = dg_now() + (double)deadline_ms / 1000.0;
         if (L->deadline == 0 || d < L->deadline) {
-            L->deadline = d;
-            L->deadline_ms = deadline_ms;
+            set_deadline(L, deadline_ms);
+            L->deadline_from = DG_FROM_REQUEST;
         }
     }
+}
+
+const char *dg_limit_hint(const dg_limits *L, dg_limit_kind which)
+{
+    /* [kind][DG_FROM_*] */
+    static const char *const hint[3][3] = {
+        {DG_LIMIT_HINT_MARK "raise deg_run_limits.deadline_ms (C) or deadline_ms in Python "
+                            "(deg.fill(limits={\"deadline_ms\": N}), Model.generate(deadline_ms="
+                            "N)), 0 = none",
+         DG_LIMIT_HINT_MARK "it is libdeg's default deadline (DEG_DEFAULT_DEADLINE_MS, 10 min "
+                            "per request of the call); set deg_run_limits.deadline_ms (C) or "
+                            "deadline_ms in Python (deg.fill(limits={\"deadline_ms\": N}), "
+                            "Model.generate(deadline_ms=N)), 0 = none",
+         "; set by the request's options.deadline_ms (a request's options can only tighten "
+         "the caller's limits)"},
+        {DG_LIMIT_HINT_MARK "raise deg_run_limits.max_fields (C) or deg.fill(limits="
+                            "{\"max_fields\": N}) (Python), 0 = none",
+         DG_LIMIT_HINT_MARK "it is libdeg's default cap (DEG_DEFAULT_MAX_FIELDS); set "
+                            "deg_run_limits.max_fields (C) or deg.fill(limits={\"max_fields\": "
+                            "N}) (Python), 0 = none",
+         "; set by the request's options.max_fields (a request's options can only tighten "
+         "the caller's limits)"},
+        {DG_LIMIT_HINT_MARK "raise deg_run_limits.max_fork_tokens (C) or deg.fill(limits="
+                            "{\"max_fork_tokens\": N}) (Python), 0 = none",
+         DG_LIMIT_HINT_MARK "it is libdeg's default cap (DEG_DEFAULT_MAX_FORK_TOKENS); set "
+                            "deg_run_limits.max_fork_tokens (C) or deg.fill(limits="
+                            "{\"max_fork_tokens\": N}) (Python), 0 = none",
+         "; set by the request's options.max_fork_tokens (a request's options can only "
+         "tighten the caller's limits)"},
+    };
+    unsigned from = which == DG_LIMIT_DEADLINE ? L->deadline_from
+                    : which == DG_LIMIT_FIELDS ? L->fields_from : L->fork_tokens_from;
+    return hint[which][from > 2 ? 0 : from];
 }
 
 int dg_limits_hit(const dg_limits *L)
@@ -95,8 +146,8 @@ deg_status dg_limits_check(const dg_limits *L, const char *phase)
     if (L->cancel && deg_cancel_is_set(L->cancel))
         return dg_fail(DEG_ERR_CANCELLED, "cancelled during %s", phase);
     if (L->deadline > 0 && dg_now() >= L->deadline)
-        return dg_fail(DEG_ERR_LIMIT, "deadline of %lld ms passed during %s",
-                       (long long)L->deadline_ms, phase);
+        return dg_fail(DEG_ERR_LIMIT, "deadline of %lld ms passed during %s%s",
+                       (long long)L->deadline_ms, phase, dg_limit_hint(L, DG_LIMIT_DEADLINE));
     return DEG_OK;
 }
 

@@ -6,6 +6,7 @@
 #define DG_BASE_RUN_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "deg.h"
@@ -14,27 +15,46 @@ struct deg_cancel {
     atomic_int flag;
 };
 
+/* Where a limit in force came from: the caller's deg_run_limits, libdeg's
+ * default (no limits given, or a value equal to the default), or the
+ * request's own options (tighter than the caller's). Its message says how to
+ * lift it accordingly (dg_limit_hint). */
+enum { DG_FROM_CALL = 0, DG_FROM_DEFAULT, DG_FROM_REQUEST };
+/* Which limit, for dg_limit_hint. */
+typedef enum dg_limit_kind { DG_LIMIT_DEADLINE = 0, DG_LIMIT_FIELDS, DG_LIMIT_FORK_TOKENS } dg_limit_kind;
+
 /* A call's limits in absolute form: deadline = CLOCK_MONOTONIC seconds (0 =
- * none); deadline_ms kept for the message. */
+ * none); deadline_ms kept for the message; *_from: DG_FROM_* of each. */
 typedef struct dg_limits {
     const deg_cancel *cancel;
     double deadline;
     int64_t deadline_ms;
     int64_t max_fields, max_fork_tokens; /* 0 = none */
+    unsigned char deadline_from, fields_from, fork_tokens_from;
 } dg_limits;
 
 /* Monotonic clock in seconds. */
 double dg_now(void);
 
 /* Absolute limits from a public struct (NULL = deg_run_limits_default()), the deadline counted
- * from now. Extra request-level values (0 = none) tighten them. */
-void dg_limits_init(dg_limits *L, const deg_run_limits *pub);
+ * from now. n_requests: requests sharing the call (deg_fill_many_ex; 1 otherwise): libdeg's
+ * default deadline is per request, so it is multiplied by n_requests (the requests of a
+ * batch share its passes). Extra request-level values (0 = none) tighten them. */
+void dg_limits_init(dg_limits *L, const deg_run_limits *pub, size_t n_requests);
 void dg_limits_tighten(dg_limits *L, int64_t deadline_ms, int64_t max_fields,
                        int64_t max_fork_tokens);
 
+/* What a limit's message ends with (static text): "; to lift it: " + how,
+ * when the limit is libdeg's default or the caller's (the C field and the
+ * Python keyword; deg serve replaces this tail with its server flag), or
+ * "; set by the request's options.<name> ..." when the request set it. */
+const char *dg_limit_hint(const dg_limits *L, dg_limit_kind which);
+/* The marker that opens a liftable limit's hint (deg serve finds it). */
+#define DG_LIMIT_HINT_MARK "; to lift it: "
+
 /* DEG_OK, or the failure with its message: DEG_ERR_CANCELLED ("cancelled
  * during <phase>") or DEG_ERR_LIMIT ("deadline of N ms passed during
- * <phase>"). */
+ * <phase>" + dg_limit_hint). */
 deg_status dg_limits_check(const dg_limits *L, const char *phase);
 /* The same without setting a message (0 = go on). */
 int dg_limits_hit(const dg_limits *L);

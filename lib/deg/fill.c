@@ -181,7 +181,7 @@ deg_status deg_fill_many_ex(deg_ckpt *ckpt, size_t n, const char *const *request
     if (n == 0) return DEG_OK;
     freq *reqs = calloc(n, sizeof *reqs);
     if (!reqs) return dg_fail(DEG_ERR_NOMEM, "deg_fill_many: out of memory");
-    for (size_t i = 0; i < n; i++) dg_limits_init(&reqs[i].lim, limits ? &limits[i] : NULL);
+    for (size_t i = 0; i < n; i++) dg_limits_init(&reqs[i].lim, limits ? &limits[i] : NULL, n);
     for (size_t i = 0; i < n; i++) {
         if (!requests[i]) {
             dg_fail(DEG_ERR_ARG, "request %zu is NULL", i);

@@ -64,14 +64,6 @@ void dg_fill_fail(freq *r, deg_status st, const char *loc)
 /* Work limits (base/run.h): a request that is cancelled, past its deadline
  * or over a cap fails alone with DEG_ERR_CANCELLED / DEG_ERR_LIMIT. Returns 1
  * if the request has stopped (for any reason). */
-/* Said after a cap's message when the cap is libdeg's default (deg_runtime.h). */
-static const char *cap_note(int64_t cap, int64_t def)
-{
-    return cap == def ? " (the default cap: deg_run_limits / deg.fill(limits=...) set "
-                        "another, 0 = none)"
-                      : "";
-}
-
 int dg_fill_stopped(freq *r, const char *phase)
 {
     if (r->st != DEG_OK) return 1;
@@ -81,25 +73,58 @@ int dg_fill_stopped(freq *r, const char *phase)
         st = dg_fail(DEG_ERR_LIMIT, "max_fields %lld: the schema instantiates %zu fields "
                      "(leaves of every item + array instances) during %s%s",
                      (long long)r->lim.max_fields, nf, phase,
-                     cap_note(r->lim.max_fields, DEG_DEFAULT_MAX_FIELDS));
+                     dg_limit_hint(&r->lim, DG_LIMIT_FIELDS));
     if (st == DEG_OK && r->lim.max_fork_tokens &&
         (int64_t)(r->fork_tokens + r->gen_fed + r->due) > r->lim.max_fork_tokens)
         st = dg_fail(DEG_ERR_LIMIT, "max_fork_tokens %lld: %zu fork tokens needed during %s%s",
                      (long long)r->lim.max_fork_tokens, r->fork_tokens + r->gen_fed + r->due,
-                     phase, cap_note(r->lim.max_fork_tokens, DEG_DEFAULT_MAX_FORK_TOKENS));
+                     phase, dg_limit_hint(&r->lim, DG_LIMIT_FORK_TOKENS));
     if (st != DEG_OK) dg_fill_fail(r, st, "");
     return st != DEG_OK;
 }
 
+/* a * b, saturated at UINT64_MAX */
+static uint64_t mul_sat(uint64_t a, uint64_t b)
+{
+    return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
+/* Items of one instance of array ai at the least, times the instances of it
+ * (the items of its enclosing arrays): each array's minItems, at least 1 (a
+ * count fork lists every item field even when no item is taken). */
+static uint64_t min_items_total(const dg_plan *P, int32_t ai)
+{
+    uint64_t n = 1;
+    for (; ai >= 0; ai = P->arrays[ai].parent_array) {
+        int64_t m = P->arrays[ai].min_items;
+        n = mul_sat(n, m > 1 ? (uint64_t)m : 1);
+    }
+    return n;
+}
+
+static uint64_t plan_min_fields(const dg_plan *P)
+{
+    uint64_t nf = 0;
+    for (size_t i = 0; i < P->n_fields; i++) {
+        uint64_t t = min_items_total(P, P->fields[i].array);
+        nf = nf > UINT64_MAX - t ? UINT64_MAX : nf + t;
+    }
+    for (size_t i = 0; i < P->n_arrays; i++) {
+        uint64_t t = min_items_total(P, P->arrays[i].parent_array);
+        nf = nf > UINT64_MAX - t ? UINT64_MAX : nf + t;
+    }
+    return nf;
+}
+
 void dg_fill_plan_fields_check(freq *r)
 {
-    const dg_plan *P = r->plan;
-    size_t nf = P->n_fields + P->n_arrays;
-    if (!r->lim.max_fields || (int64_t)nf <= r->lim.max_fields) return;
-    dg_fail(DEG_ERR_LIMIT, "max_fields %lld: the schema has %zu fields (every field once, "
-            "an array's item fields once, + %zu arrays), checked before the prefill%s",
-            (long long)r->lim.max_fields, nf, P->n_arrays,
-            cap_note(r->lim.max_fields, DEG_DEFAULT_MAX_FIELDS));
+    uint64_t nf = plan_min_fields(r->plan);
+    if (!r->lim.max_fields || nf <= (uint64_t)r->lim.max_fields) return;
+    dg_fail(DEG_ERR_LIMIT, "max_fields %lld: the schema instantiates at least %llu fields "
+            "(every field once per item its enclosing arrays' minItems require, + one "
+            "instance per array and enclosing item), checked before the prefill%s",
+            (long long)r->lim.max_fields, (unsigned long long)nf,
+            dg_limit_hint(&r->lim, DG_LIMIT_FIELDS));
     dg_fill_fail(r, DEG_ERR_LIMIT, "");
 }
 
@@ -109,14 +134,18 @@ int dg_fill_fork_len_stopped(freq *r, const job *j)
     if (!r->lim.max_fork_tokens || j->ids.n <= DEG_MAX_FORK_LEN) return 0;
     int array = j->kind == JOB_COUNT || j->kind == JOB_ANCHOR;
     const char *what = j->kind == JOB_COUNT ? "the count fork of " :
-                       j->kind == JOB_ANCHOR ? "the anchor fork of " : "field ";
+                       j->kind == JOB_ANCHOR ? "the anchor fork of " : "the fork of field ";
     const char *ptr = array ? r->plan->arrays[r->insts[j->target].array].pointer
                             : r->plan->fields[r->leaves[j->target].field].pointer;
-    dg_fail(DEG_ERR_LIMIT, "max_fork_tokens %lld: one fork of %zu tokens (%s%s) is over the "
-            "%d-token cap of a single fork (DEG_MAX_FORK_LEN: a fork's attention grows with "
-            "the square of its length; max_fork_tokens 0 lifts both)%s",
-            (long long)r->lim.max_fork_tokens, j->ids.n, what, ptr, DEG_MAX_FORK_LEN,
-            cap_note(r->lim.max_fork_tokens, DEG_DEFAULT_MAX_FORK_TOKENS));
+    const char *why = r->lim.fork_tokens_from == DG_FROM_REQUEST
+                          ? "; in force because the request's options.max_fork_tokens is set"
+                          : DG_LIMIT_HINT_MARK "set max_fork_tokens to 0, which lifts both "
+                            "fork-token caps (deg_run_limits.max_fork_tokens (C), deg.fill("
+                            "limits={\"max_fork_tokens\": 0}) (Python))";
+    dg_fail(DEG_ERR_LIMIT, "DEG_MAX_FORK_LEN %d: one fork of %zu tokens (%s%s) is over the cap "
+            "of a single fork (a fork's attention grows with the square of its length); this "
+            "cap is in force while a total fork-token cap is (max_fork_tokens %lld)%s",
+            DEG_MAX_FORK_LEN, j->ids.n, what, ptr, (long long)r->lim.max_fork_tokens, why);
     dg_fill_fail(r, DEG_ERR_LIMIT, "");
     return 1;
 }

@@ -176,7 +176,7 @@ deg_status deg_forks_generate_ex(deg_fork *const *forks, size_t n_forks,
                                  const deg_run_limits *limits)
 {
     dg_limits lim;
-    dg_limits_init(&lim, limits);
+    dg_limits_init(&lim, limits, 1);
     return forks_generate(forks, n_forks, params, out_ids, n_out, stats, &lim);
 }
 
@@ -283,7 +283,7 @@ deg_status deg_generate_ex(const deg_model *model, const int32_t *prompt, size_t
     DG_TRY(deg_trunk_new(model, &trunk));
     /* the deadline counts from here; the prefill polls it between passes */
     dg_limits lim;
-    dg_limits_init(&lim, limits);
+    dg_limits_init(&lim, limits, 1);
     double t0 = now_seconds();
     dg_poll prev = dg_run_push(dg_limits_poll, &lim);
     deg_status st = dg_limits_check(&lim, "prefill");

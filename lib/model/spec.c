@@ -273,7 +273,7 @@ deg_status deg_forks_generate_spec(deg_fork *const *forks, size_t n_forks,
     if (st == DEG_OK) st = check_streams(m, streams, n_forks, params);
     if (st != DEG_OK) return dg_fail_context(st, "%s", w);
     dg_limits lim;
-    dg_limits_init(&lim, limits);
+    dg_limits_init(&lim, limits, 1);
     const size_t V = (size_t)m->hp.n_vocab;
     int32_t dstops[DG_CHAT_MAX_STOPS];
     const size_t n_dstops = dg_chat_stop_ids(m, dg_chat_layout_of_model(m), dstops);

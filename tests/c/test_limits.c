@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/run.h"
 #include "deg.h"
 
 #define GOLDENS DEG_SOURCE_ROOT "/tests/goldens"
@@ -93,10 +94,63 @@ Test(limits, cancel_token_basics)
     cr_assert_str_eq(deg_status_name(DEG_ERR_CANCELLED), "DEG_ERR_CANCELLED");
     cr_assert_str_eq(deg_status_name(DEG_ERR_LIMIT), "DEG_ERR_LIMIT");
     deg_run_limits l = deg_run_limits_default();
-    cr_assert(l.cancel == NULL && l.deadline_ms == 0 && l.max_fields == DEG_DEFAULT_MAX_FIELDS &&
+    cr_assert(l.cancel == NULL && l.deadline_ms == DEG_DEFAULT_DEADLINE_MS &&
+              l.max_fields == DEG_DEFAULT_MAX_FIELDS &&
               l.max_fork_tokens == DEG_DEFAULT_MAX_FORK_TOKENS);
     cr_assert(DEG_DEFAULT_MAX_FIELDS == 4096 && DEG_DEFAULT_MAX_FORK_TOKENS == 1048576 &&
-              DEG_MAX_FORK_LEN == 8192);
+              DEG_MAX_FORK_LEN == 8192 && DEG_DEFAULT_DEADLINE_MS == 600000);
+}
+
+/* Bounded by default in time too (issue 19): a call given no limits runs
+ * under the default deadline (10 min per request; in deg_fill_many_ex times
+ * the call's requests), and every limit's message says where it came from
+ * and how to lift it (the C field and the Python keyword). The deadline is
+ * moved into the past here instead of waiting 10 minutes. */
+Test(limits, default_deadline_and_how_to_lift)
+{
+    dg_limits L;
+    dg_limits_init(&L, NULL, 1);
+    cr_assert_eq(L.deadline_ms, DEG_DEFAULT_DEADLINE_MS);
+    cr_assert(L.deadline > dg_now() + 590.0 && L.deadline < dg_now() + 610.0);
+    cr_assert_eq(dg_limits_check(&L, "prefill"), DEG_OK);
+    L.deadline = dg_now() - 1.0;
+    cr_assert_eq(dg_limits_check(&L, "prefill"), DEG_ERR_LIMIT);
+    cr_assert(strstr(deg_errmsg(), "deadline of 600000 ms passed during prefill; to lift it: it "
+                                   "is libdeg's default deadline (DEG_DEFAULT_DEADLINE_MS"),
+              "%s", deg_errmsg());
+    cr_assert(strstr(deg_errmsg(), "deg_run_limits.deadline_ms (C)") &&
+              strstr(deg_errmsg(), "deg.fill(limits={\"deadline_ms\": N})") &&
+              strstr(deg_errmsg(), "Model.generate(deadline_ms=N)") &&
+              strstr(deg_errmsg(), "0 = none"), "%s", deg_errmsg());
+    /* deg_fill_many_ex of 3 requests: the default is per request */
+    deg_run_limits d = deg_run_limits_default();
+    dg_limits_init(&L, &d, 3);
+    cr_assert_eq(L.deadline_ms, 3 * DEG_DEFAULT_DEADLINE_MS);
+    cr_assert_eq(L.deadline_from, DG_FROM_DEFAULT);
+    /* the caller's own deadline: not scaled, "raise" it */
+    d.deadline_ms = 1000;
+    dg_limits_init(&L, &d, 3);
+    cr_assert_eq(L.deadline_ms, 1000);
+    L.deadline = dg_now() - 1.0;
+    cr_assert_eq(dg_limits_check(&L, "the fork rounds"), DEG_ERR_LIMIT);
+    cr_assert(strstr(deg_errmsg(), "deadline of 1000 ms passed during the fork rounds; to lift "
+                                   "it: raise deg_run_limits.deadline_ms (C)"), "%s",
+              deg_errmsg());
+    cr_assert_null(strstr(deg_errmsg(), "default"), "%s", deg_errmsg());
+    /* a request's tighter option: it says so, and offers no lift */
+    dg_limits_init(&L, &d, 3);
+    dg_limits_tighten(&L, 500, 7, 0);
+    cr_assert(L.deadline_from == DG_FROM_REQUEST && L.fields_from == DG_FROM_REQUEST &&
+              L.fork_tokens_from == DG_FROM_DEFAULT && L.max_fields == 7);
+    L.deadline = dg_now() - 1.0;
+    cr_assert_eq(dg_limits_check(&L, "prefill"), DEG_ERR_LIMIT);
+    cr_assert(strstr(deg_errmsg(), "deadline of 500 ms passed during prefill; set by the "
+                                   "request's options.deadline_ms"), "%s", deg_errmsg());
+    cr_assert_null(strstr(deg_errmsg(), DG_LIMIT_HINT_MARK), "%s", deg_errmsg());
+    /* 0 = none */
+    d.deadline_ms = 0;
+    dg_limits_init(&L, &d, 1);
+    cr_assert(L.deadline == 0 && dg_limits_check(&L, "prefill") == DEG_OK);
 }
 
 /* A token already set: the fill stops before any work, the checkpoint stays
@@ -227,7 +281,9 @@ Test(limits, max_fields, .timeout = 600)
     char *req = request_of("Five rows of flags.", schema, "{\"max_fork_tokens\": 20000}");
     char *resp = NULL, *errs = NULL;
     double t0 = now();
-    deg_status s = deg_fill(k, req, strlen(req), &resp, &errs);
+    deg_run_limits nofield = deg_run_limits_default();
+    nofield.max_fields = 0; /* 15,011 fields: over the default field cap */
+    deg_status s = deg_fill_ex(k, req, strlen(req), &nofield, &resp, &errs);
     cr_assert_eq(s, DEG_ERR_LIMIT, "%s: %s", deg_status_name(s), deg_errmsg());
     cr_assert(strstr(deg_errmsg(), "max_fork_tokens 20000: "), "%s", deg_errmsg());
     cr_assert(now() - t0 < 60.0, "the cap must stop the fill before its forks run");
@@ -238,9 +294,11 @@ Test(limits, max_fields, .timeout = 600)
     req = request_of("Five rows of flags.", schema, "{\"max_fields\": 1000}");
     s = deg_fill(k, req, strlen(req), &resp, &errs);
     cr_assert_eq(s, DEG_ERR_LIMIT, "%s: %s", deg_status_name(s), deg_errmsg());
-    /* 1 instance + 4 items x 300 leaves: stopped at the 4th item */
-    cr_assert(strstr(deg_errmsg(), "max_fields 1000: the schema instantiates 1201 fields"), "%s",
-              deg_errmsg());
+    /* 1 instance + minItems 5 x 300 leaves, known before the prefill */
+    cr_assert(strstr(deg_errmsg(), "max_fields 1000: the schema instantiates at least 1501 "
+                                   "fields"), "%s", deg_errmsg());
+    cr_assert(strstr(deg_errmsg(), "checked before the prefill; set by the request's "
+                                   "options.max_fields"), "%s", deg_errmsg());
     deg_free(errs);
     free(req);
     free(schema);
@@ -265,8 +323,8 @@ Test(limits, max_fields, .timeout = 600)
     free(req);
     req = request_of("two rows", arr, "{\"max_fields\": 4}");
     cr_assert_eq(deg_fill(k, req, strlen(req), &resp, NULL), DEG_ERR_LIMIT);
-    cr_assert(strstr(deg_errmsg(), "max_fields 4: the schema instantiates 5 fields"), "%s",
-              deg_errmsg());
+    cr_assert(strstr(deg_errmsg(), "max_fields 4: the schema instantiates at least 5 fields"),
+              "%s", deg_errmsg());
     free(req);
     deg_free(plain);
     deg_ckpt_free(k);
@@ -294,10 +352,13 @@ Test(limits, bounded_by_default, .timeout = 600)
         else if (call == 1) s = deg_fill_ex(k, req, strlen(req), NULL, &resp, &errs);
         else s = deg_fill_many_ex(k, 1, reqs, lens, NULL, &resp, &errs, &st1);
         cr_assert_eq(s, DEG_ERR_LIMIT, "%d: %s: %s", call, deg_status_name(s), deg_errmsg());
-        cr_assert(strstr(deg_errmsg(), "max_fields 4096: the schema has 4101 fields"), "%s",
-                  deg_errmsg());
+        cr_assert(strstr(deg_errmsg(), "max_fields 4096: the schema instantiates at least 8201 "
+                                       "fields"), "%s", deg_errmsg());
         cr_assert(strstr(deg_errmsg(), "before the prefill"), "%s", deg_errmsg());
-        cr_assert(strstr(deg_errmsg(), "(the default cap"), "%s", deg_errmsg());
+        cr_assert(strstr(deg_errmsg(), "; to lift it: it is libdeg's default cap "
+                                       "(DEG_DEFAULT_MAX_FIELDS); set deg_run_limits.max_fields "
+                                       "(C) or deg.fill(limits={\"max_fields\": N}) (Python)"),
+                  "%s", deg_errmsg());
         cr_assert(strstr(errs, "max_fields 4096"), "%s", errs);
         cr_assert_null(resp);
         deg_free(errs);
@@ -310,21 +371,26 @@ Test(limits, bounded_by_default, .timeout = 600)
     char *resp = NULL;
     deg_status s = deg_fill(k, req, strlen(req), &resp, NULL);
     cr_assert_eq(s, DEG_ERR_LIMIT, "%s: %s", deg_status_name(s), deg_errmsg());
-    cr_assert(strstr(deg_errmsg(), "max_fork_tokens 1048576: one fork of "), "%s", deg_errmsg());
-    cr_assert(strstr(deg_errmsg(), "tokens (the count fork of /items) is over the 8192-token"),
-              "%s", deg_errmsg());
-    cr_assert(strstr(deg_errmsg(), "(the default cap"), "%s", deg_errmsg());
+    /* the per-fork cap leads the message (not the total), then how to lift it */
+    cr_assert(!strncmp(deg_errmsg(), "DEG_MAX_FORK_LEN 8192: one fork of ", 35), "%s",
+              deg_errmsg());
+    cr_assert(strstr(deg_errmsg(), "tokens (the count fork of /items) is over the cap of a single "
+                                   "fork"), "%s", deg_errmsg());
+    cr_assert(strstr(deg_errmsg(), "(max_fork_tokens 1048576); to lift it: set max_fork_tokens "
+                                   "to 0"), "%s", deg_errmsg());
     free(req);
     free(schema);
-    /* 1 instance + 2 x 3000 leaves: the plan (3001) is under the default cap;
-     * a cap of the caller's own replaces it and says nothing of defaults */
+    /* 1 instance + 2 x 3000 leaves (minItems 2): a cap of the caller's own
+     * replaces the default and says nothing of defaults */
     schema = array_schema(3000, 2);
     req = request_of("Two rows of flags.", schema, "{\"max_fork_tokens\": 10}");
     deg_run_limits l = deg_run_limits_default();
     l.max_fields = 2000;
     s = deg_fill_ex(k, req, strlen(req), &l, &resp, NULL);
     cr_assert_eq(s, DEG_ERR_LIMIT, "%s: %s", deg_status_name(s), deg_errmsg());
-    cr_assert(strstr(deg_errmsg(), "max_fields 2000: the schema has 3001 fields"), "%s",
+    cr_assert(strstr(deg_errmsg(), "max_fields 2000: the schema instantiates at least 6001 "
+                                   "fields"), "%s", deg_errmsg());
+    cr_assert(strstr(deg_errmsg(), "; to lift it: raise deg_run_limits.max_fields"), "%s",
               deg_errmsg());
     cr_assert_null(strstr(deg_errmsg(), "default"), "%s", deg_errmsg());
     l.max_fields = 0; /* none: the request's own fork-token cap stops it */
@@ -334,6 +400,65 @@ Test(limits, bounded_by_default, .timeout = 600)
     cr_assert_null(strstr(deg_errmsg(), "default"), "%s", deg_errmsg());
     free(req);
     free(schema);
+    deg_ckpt_free(k);
+}
+
+/* The field count a schema instantiates at the least is known before the
+ * prefill (issue 19: an item of 500 fields x minItems 10 was refused only
+ * after 167 s, at the 9th item): minItems multiplies an item's fields, nested
+ * arrays multiply again, and the bound is exact when minItems = maxItems. */
+Test(limits, min_items_counted_before_the_prefill, .timeout = 600)
+{
+    deg_ckpt *k = make_ckpt(9);
+    json_t *props = json_object();
+    for (int i = 0; i < 500; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "f%d", i);
+        json_object_set_new(props, name, json_pack("{s:s}", "type", "boolean"));
+    }
+    json_t *sch = json_pack("{s:s, s:{s:{s:s, s:i, s:{s:s, s:o}}}}", "type", "object",
+                            "properties", "rows", "type", "array", "minItems", 10, "items",
+                            "type", "object", "properties", props);
+    char *schema = json_dumps(sch, JSON_PRESERVE_ORDER);
+    json_decref(sch);
+    char *ctx = long_text(4000);
+    char *req = request_of(ctx, schema, NULL);
+    char *resp = NULL, *errs = NULL;
+    deg_status s = deg_fill(k, req, strlen(req), &resp, &errs);
+    cr_assert_eq(s, DEG_ERR_LIMIT, "%s: %s", deg_status_name(s), deg_errmsg());
+    cr_assert(strstr(deg_errmsg(), "max_fields 4096: the schema instantiates at least 5001 "
+                                   "fields"), "%s", deg_errmsg());
+    cr_assert(strstr(deg_errmsg(), "checked before the prefill"), "%s", deg_errmsg());
+    cr_assert_null(resp);
+    deg_free(errs);
+    free(req);
+    free(schema);
+    free(ctx);
+    /* nested: 1 outer instance + 3 outer items x (1 leaf + 1 inner instance +
+     * 4 inner items x 2 leaves) = 31 */
+    const char *nested =
+        "{\"type\": \"object\", \"properties\": {\"o\": {\"type\": \"array\", \"minItems\": 3, "
+        "\"maxItems\": 3, \"items\": {\"type\": \"object\", \"properties\": {\"a\": {\"type\": "
+        "\"boolean\"}, \"in\": {\"type\": \"array\", \"minItems\": 4, \"maxItems\": 4, \"items\": "
+        "{\"type\": \"object\", \"properties\": {\"b\": {\"type\": \"boolean\"}, \"c\": {\"type\": "
+        "\"boolean\"}}}}}}}}}";
+    req = request_of("three rows of four", nested, "{\"max_fields\": 30}");
+    s = deg_fill(k, req, strlen(req), &resp, NULL);
+    cr_assert_eq(s, DEG_ERR_LIMIT, "%s: %s", deg_status_name(s), deg_errmsg());
+    cr_assert(strstr(deg_errmsg(), "max_fields 30: the schema instantiates at least 31 fields"),
+              "%s", deg_errmsg());
+    cr_assert(strstr(deg_errmsg(), "before the prefill"), "%s", deg_errmsg());
+    free(req);
+    /* the bound is exact: 31 fields fill */
+    req = request_of("three rows of four", nested, "{\"max_fields\": 31}");
+    cr_assert_eq(deg_fill(k, req, strlen(req), &resp, NULL), DEG_OK, "%s", deg_errmsg());
+    json_t *root = json_loads(resp, 0, NULL), *v = json_object_get(root, "value");
+    cr_assert_eq(json_array_size(json_object_get(v, "o")), 3);
+    cr_assert_eq(json_array_size(json_object_get(json_array_get(json_object_get(v, "o"), 2),
+                                                 "in")), 4);
+    json_decref(root);
+    deg_free(resp);
+    free(req);
     deg_ckpt_free(k);
 }
 
