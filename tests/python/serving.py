@@ -1,7 +1,9 @@
-"""Helpers of the deg serve tests (test_server*.py): a free loopback port, waiting
-for /health, a deg.server.Server run on a uvicorn thread for a module's tests, and
-the in-process greedy reference an HTTP chat answer must equal."""
+"""Helpers of the deg serve tests (test_server*.py, test_limits.py): a free
+loopback port, waiting for /health, a deg.server.Server run on a uvicorn thread
+for a module's tests, a POST on a raw socket (a client the test can hang up),
+and the in-process greedy reference an HTTP chat answer must equal."""
 import contextlib
+import json
 import socket
 import threading
 import time
@@ -12,6 +14,16 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def raw_post(url, path, body):
+    """POST the JSON `body` to url + path on a raw socket and return the socket,
+    its answer unread: close() it to make the client go away."""
+    payload = json.dumps(body).encode()
+    sock = socket.create_connection(("127.0.0.1", int(url.rsplit(":", 1)[1])))
+    sock.sendall(b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: %d\r\n\r\n" % (path.encode(), len(payload)) + payload)
+    return sock
 
 
 def wait_up(url, seconds, proc=None):

@@ -184,3 +184,29 @@ def test_fill_reads_documents_with_control_bytes(model_path):
             assert piece == v, (name, piece, v)
         checked += 1
     assert checked >= 1, r
+
+
+# ---- item 2 (saves) through Python --------------------------------------------
+
+def test_checkpoint_save_is_the_documented_python_way(ckpt, tmp_path):
+    """deg.Checkpoint.save writes the checkpoint whole (deg_ckpt_save: the
+    directory is replaced as a whole, kill-tested in tests/c/test_saves.c); the
+    saved checkpoint loads and fills bitwise as the one saved, extra keys land in
+    deg.json, deg's own keys are refused, and Checkpoint.fill passes its limits."""
+    import json
+    doc, schema = "Order 4711, total $12.50, urgent.", {
+        "type": "object", "properties": {"urgent": {"type": "boolean"},
+                                         "total": {"type": ["number", "null"]}}}
+    d = tmp_path / "saved"
+    ckpt.save(d, extra={"training": {"note": "copy"}})
+    assert json.loads((d / "deg.json").read_text())["training"] == {"note": "copy"}
+    assert sorted(p.name for p in d.iterdir() if ".tmp." in p.name) == []
+    with deg.load(d) as again:
+        assert again.fill(doc, schema) == ckpt.fill(doc, schema)
+    ckpt.save(d)  # over an existing checkpoint
+    with deg.load(d) as again:
+        assert again.fill(doc, schema)["value"] == ckpt.fill(doc, schema)["value"]
+    with pytest.raises(deg.ArgumentError):
+        ckpt.save(tmp_path / "bad", extra={"heads_sha256": "x"})
+    with pytest.raises(deg.LimitError, match="max_fork_tokens 3: "):
+        ckpt.fill(doc, schema, limits={"max_fork_tokens": 3})

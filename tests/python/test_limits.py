@@ -70,14 +70,22 @@ def test_fill_cancel_from_thread(ckpt):
 
 
 def test_fill_limits_options(ckpt):
-    with pytest.raises(deg.LimitError, match="deadline of 30 ms passed"):
+    with pytest.raises(deg.LimitError, match="deadline of 30 ms passed") as e:
         deg.fill(long_text(60000), SMALL, model=ckpt, options={"deadline_ms": 30})
+    assert "; set by the request's options.deadline_ms" in str(e.value)
+    # the caller's deadline: the message says how to lift it, in C and in Python
+    with pytest.raises(deg.LimitError, match="deadline of 30 ms passed") as e:
+        deg.fill(long_text(60000), SMALL, model=ckpt, limits={"deadline_ms": 30})
+    assert ('; to lift it: raise deg_run_limits.deadline_ms (C) or deadline_ms in Python '
+            '(deg.fill(limits={"deadline_ms": N}), Model.generate(deadline_ms=N)), 0 = none'
+            ) in str(e.value)
     with pytest.raises(deg.LimitError, match="max_fork_tokens 3: "):
         deg.fill("Order 4711.", SMALL, model=ckpt, options={"max_fork_tokens": 3})
     arr = {"type": "object", "properties": {"xs": {
         "type": "array", "minItems": 3, "maxItems": 3,
         "items": {"type": "object", "properties": {"a": {"type": "boolean"}}}}}}
-    with pytest.raises(deg.LimitError, match="max_fields 3: the schema instantiates 4"):
+    with pytest.raises(deg.LimitError, match="max_fields 3: the schema instantiates at least 4 "
+                       "fields .*before the prefill; set by the request's options.max_fields"):
         deg.fill("three", arr, model=ckpt, options={"max_fields": 3})
     assert deg.fill("three", arr, model=ckpt, options={"max_fields": 4})["value"] == \
         deg.fill("three", arr, model=ckpt)["value"]
@@ -198,14 +206,17 @@ def wide_item(n_fields, n_items=2):
 
 
 def test_python_limits_keep_the_library_defaults():
-    """None = libdeg's default (not 0 = unlimited); 0 lifts a cap explicitly."""
+    """None = libdeg's default (not 0 = unlimited); 0 lifts a limit explicitly.
+    The default deadline (10 minutes) bounds a caller who sets nothing."""
     from deg._native import lib
-    from deg.limits import DEFAULT_MAX_FIELDS, DEFAULT_MAX_FORK_TOKENS, run_limits
+    from deg.limits import (DEFAULT_DEADLINE_MS, DEFAULT_MAX_FIELDS, DEFAULT_MAX_FORK_TOKENS,
+                            run_limits)
     d = lib.deg_run_limits_default()
-    assert (DEFAULT_MAX_FIELDS, DEFAULT_MAX_FORK_TOKENS) == (4096, 1 << 20)
+    assert (DEFAULT_DEADLINE_MS, DEFAULT_MAX_FIELDS, DEFAULT_MAX_FORK_TOKENS) == \
+        (600000, 4096, 1 << 20)
     lim = run_limits()
     assert (lim.deadline_ms, lim.max_fields, lim.max_fork_tokens) == \
-        (d.deadline_ms, d.max_fields, d.max_fork_tokens) == (0, 4096, 1 << 20)
+        (d.deadline_ms, d.max_fields, d.max_fork_tokens) == (600000, 4096, 1 << 20)
     lim = run_limits(deadline_ms=0, max_fields=0, max_fork_tokens=7)
     assert (lim.deadline_ms, lim.max_fields, lim.max_fork_tokens) == (0, 0, 7)
     for bad in (-1, 1.5, True, "3", 2**63):
@@ -232,7 +243,10 @@ def test_fill_is_bounded_by_default(ckpt):
         except deg.LimitError as e:
             r = e
         assert isinstance(r, deg.LimitError), r
-        assert "max_fields 4096: the schema" in str(r) and "the default cap" in str(r), r
+        assert "max_fields 4096: the schema instantiates at least 8201 fields" in str(r), r
+        assert ("; to lift it: it is libdeg's default cap (DEG_DEFAULT_MAX_FIELDS); set "
+                "deg_run_limits.max_fields (C) or deg.fill(limits={\"max_fields\": N}) "
+                "(Python), 0 = none") in str(r), r
     assert time.monotonic() - t0 < 60, "stopped before the forks ran"
     with pytest.raises(deg.LimitError, match="max_fork_tokens 50: ") as e:
         deg.fill("Two rows.", schema, model=ckpt, limits={"max_fields": 0,
@@ -277,14 +291,77 @@ def test_deg_serve_bounds_each_fill_by_default(ckpt, tmp_path):
         r = job.future.result(300)
         assert r["value"] == deg.fill("Order 4711.", SMALL, model=ckpt)["value"]
         fut = srv.engine.submit_fill({"context": "rows", "schema": wide_item(4100)}).future
-        with pytest.raises(deg.LimitError, match="max_fields 4096"):
+        with pytest.raises(deg.LimitError, match="max_fields 4096") as e:
+            fut.result(120)
+        # the server set the limit: its message names the deg serve flag, not the library call
+        assert str(e.value).endswith(
+            "; to lift it: a limit of this server: the operator starts deg serve with "
+            "--max-fields N (0 = none); a request's options can only tighten it"), e.value
+        assert "deg_run_limits" not in str(e.value)
+        fut = srv.engine.submit_fill({"context": "rows", "schema": wide_item(2000, 1)}).future
+        with pytest.raises(deg.LimitError, match="^DEG_MAX_FORK_LEN 8192: one fork of") as e:
+            fut.result(120)
+        assert "deg serve with --max-fork-tokens 0 (no fork-token caps)" in str(e.value)
+        # a limit of the request's own options is the request's to change
+        fut = srv.engine.submit_fill({"context": "rows", "schema": wide_item(3, 3),
+                                      "options": {"max_fields": 5}}).future
+        with pytest.raises(deg.LimitError, match="set by the request's options.max_fields \\(a request's"):
             fut.result(120)
     finally:
         srv.close()
     srv = Server(ckpt=str(d), limits={"deadline_ms": 30})
     try:
-        with pytest.raises(deg.LimitError, match="deadline of 30 ms passed"):
+        with pytest.raises(deg.LimitError, match="deadline of 30 ms passed") as e:
             job = srv.engine.submit_fill({"context": long_text(60000), "schema": SMALL})
             job.future.result(120)
+        assert "deg serve with --deadline-ms N (0 = none)" in str(e.value)
     finally:
         srv.close()
+
+
+def test_deg_serve_oversized_fill_does_not_block_another_client(tmp_path):
+    """Head-of-line blocking (issue 19): client A's oversized fill (an item of
+    3,002 fields x 5, limits lifted: minutes on the tiny model) runs on one fill
+    worker; client B's normal request, sent once A's is running, is answered
+    while A's still runs (ordering, not timings). A then goes away and its fill
+    is cancelled. With one worker B would wait for all of A."""
+    pytest.importorskip("uvicorn")
+    httpx = pytest.importorskip("httpx")
+    import argparse
+    from serving import raw_post, running
+    from deg.server import DEFAULT_FILL_WORKERS, Server, add_arguments
+    p = argparse.ArgumentParser()
+    add_arguments(p)
+    assert p.parse_args([]).fill_workers == DEFAULT_FILL_WORKERS == 2
+    d = tmp_path / "ck"
+    deg.create_random_checkpoint(GOLDENS / "tiny-llama", d, seed=5)
+    srv = Server(ckpt=str(d), limits={"deadline_ms": 0, "max_fields": 0, "max_fork_tokens": 0})
+    with running(srv) as srv:
+        eng = srv.engine
+        assert eng.health()["fill_workers"] == 2
+        a = raw_post(srv.url, "/v1/fill", {"context": "Five rows of flags.",
+                                           "schema": wide_item(3002, 5)})
+        for _ in range(6000):
+            if eng.health()["fills_running"] >= 1:
+                break
+            time.sleep(0.02)
+        assert eng.health()["fills_running"] == 1, "A's fill is running"
+        batches = eng.health()["fill_batches"]
+        r = httpx.post(srv.url + "/v1/fill", json={"context": "Order 4711.", "schema": SMALL},
+                       timeout=600)
+        h = eng.health()
+        assert r.status_code == 200, r.text
+        assert r.json()["value"] == deg.fill("Order 4711.", SMALL, model=d)["value"]
+        # B's batch finished while A's is still running (A has not answered)
+        assert h["fill_batches"] == batches + 1 and h["fills_running"] == 1, h
+        a.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            a.recv(1)
+        cancelled = h["fill_cancelled"]
+        a.close()  # A goes away: its fill stops at its cancel token
+        for _ in range(6000):
+            if eng.health()["fill_cancelled"] > cancelled:
+                break
+            time.sleep(0.05)
+        assert eng.health()["fill_cancelled"] == cancelled + 1
+        assert eng.health()["fills_running"] == 0

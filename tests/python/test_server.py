@@ -7,7 +7,6 @@ deg.fill, alone and batched), and SIGTERM on a `deg serve` subprocess."""
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -17,7 +16,7 @@ import pytest
 
 import deg
 from conftest import needs
-from serving import free_port, reference_chat, running, wait_up
+from serving import free_port, raw_post, reference_chat, running, wait_up
 
 pytestmark = needs("deg_ckpt_open", "deg_fill_many", "deg_forks_generate")
 openai = pytest.importorskip("openai")
@@ -381,11 +380,7 @@ def test_nonstreaming_disconnect_cancels(server):
             "messages": [{"role": "user", "content": "Write a long story about a robot."}]}
     h = eng.health()
     before, steps0 = h["chat_cancelled"], h["decode_steps"]
-    payload = json.dumps(body).encode()
-    port = int(server.url.rsplit(":", 1)[1])
-    sock = socket.create_connection(("127.0.0.1", port))
-    sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
-                 b"application/json\r\nContent-Length: %d\r\n\r\n" % len(payload) + payload)
+    sock = raw_post(server.url, "/v1/chat/completions", body)
     for _ in range(1200):
         if eng.health()["active_streams"] >= 1:
             break
@@ -435,11 +430,7 @@ def test_running_fill_is_cancelled_when_its_client_goes_away(server):
     h = eng.health()
     before, batches = h["fill_cancelled"], h["fill_batches"]
     words = " ".join(f"line {i}: order {i} shipped to city {i % 17}." for i in range(900))
-    payload = json.dumps({"context": words, "schema": SCHEMA}).encode()
-    port = int(server.url.rsplit(":", 1)[1])
-    sock = socket.create_connection(("127.0.0.1", port))
-    sock.sendall(b"POST /v1/fill HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                 b"Content-Length: %d\r\n\r\n" % len(payload) + payload)
+    sock = raw_post(server.url, "/v1/fill", {"context": words, "schema": SCHEMA})
     for _ in range(1200):
         if eng.health()["fills_running"] >= 1:
             break

@@ -147,7 +147,22 @@ class Checkpoint(_Handle):
              cancel: Optional[CancelToken] = None,
          limits: Optional[Mapping[str, int]] = None) -> Response:
         return fill(context, schema, model=self, options=options, model_name=model,
-                    cancel=cancel)
+                    cancel=cancel, limits=limits)
+
+    def save(self, directory: StrPath, extra: Optional[Mapping[str, Any]] = None,
+             backbone_path: bool = True) -> None:
+        """Save this checkpoint (deg.json, heads.safetensors, its calibration and
+        LoRA adapters) into `directory` (deg_ckpt_save). The directory is
+        replaced as a whole: a save killed at any point leaves the previous
+        checkpoint loadable, never a mix of two saves, and the next save or
+        load removes a killed save's temporaries. extra: keys added to deg.json
+        (e.g. {"training": {...}}; deg's own keys raise ArgumentError).
+        backbone_path=False leaves the backbone's path out of deg.json (it is
+        then resolved by file name, as for a shipped checkpoint)."""
+        ex = json.dumps(extra).encode() if extra is not None else ffi.NULL
+        flags = 0 if backbone_path else lib.DEG_SAVE_NO_BACKBONE_PATH
+        with self._use() as p:
+            check(lib.deg_ckpt_save(p, path_arg(directory), ex, flags))
 
 
 def load(checkpoint: Optional[StrPath] = None, model_path: Optional[StrPath] = None,
@@ -232,8 +247,10 @@ def fill(context: JSONValue, schema: JSONValue,
     per process.
     Work limits (LimitError when reached): limits = {"deadline_ms",
     "max_fields", "max_fork_tokens"}, each None/absent = libdeg's default
-    (deg.limits.DEFAULT_MAX_FIELDS, DEFAULT_MAX_FORK_TOKENS, no deadline),
-    0 = no limit, n >= 1 = n; the request options of the same names can only
+    (deg.limits.DEFAULT_DEADLINE_MS = 10 minutes, DEFAULT_MAX_FIELDS,
+    DEFAULT_MAX_FORK_TOKENS), 0 = no limit, n >= 1 = n (e.g. limits=
+    {"deadline_ms": 0} for a fill that may run longer than 10 minutes); the
+    request options of the same names can only
     tighten them. cancel = a deg.CancelToken (CancelledError once another
     thread calls its cancel())."""
     if model is None:
@@ -271,7 +288,8 @@ def fill_many(jobs: Sequence[Job], model: Union[Checkpoint, StrPath, None] = Non
               ) -> List[Union[Response, Exception]]:
     """Fill several requests with their fork rows in the same batches. jobs:
     dicts {"context", "schema"[, "options", "model", "cancel", "limits"]} ("cancel":
-    a deg.CancelToken for that job alone; "limits": as deg.fill's), a request's JSON
+    a deg.CancelToken for that job alone; "limits": as deg.fill's; the default
+    deadline is per job: n jobs left at it get n x 10 minutes), a request's JSON
     text as bytes, or {"request": bytes[, "cancel", "limits"]} (bytes are checked whole by
     libdeg: missing or unknown fields are RequestErrors). Returns a list with, per job, the response
     dict or the exception it raised (not raised)."""

@@ -9,12 +9,15 @@
 A cancelled call raises CancelledError; a deadline or cap raises LimitError
 (each with the C message, e.g. "deadline of 50 ms passed during prefill").
 
-Defaults (issue 19): a fill is bounded unless the caller lifts a cap: limits
-left None take libdeg's defaults (deg_run_limits_default(): no deadline,
-DEFAULT_MAX_FIELDS instantiated fields, DEFAULT_MAX_FORK_TOKENS fork tokens);
-0 lifts that cap explicitly (no limit). deg.fill(..., limits={"max_fields":
-20000, "max_fork_tokens": 0}) raises or lifts the defaults; the request
-options of the same names can only tighten them.
+Defaults (issue 19): a call is bounded unless the caller lifts a limit: limits
+left None take libdeg's defaults (deg_run_limits_default(): DEFAULT_DEADLINE_MS
+= 10 minutes per request (deg.fill_many: times the number of jobs; also
+Model.generate's deadline), DEFAULT_MAX_FIELDS instantiated fields,
+DEFAULT_MAX_FORK_TOKENS fork tokens; why these numbers: include/deg_runtime.h);
+0 lifts that limit explicitly (no limit). deg.fill(..., limits={"deadline_ms":
+0, "max_fields": 20000, "max_fork_tokens": 0}) raises or lifts the defaults;
+the request options of the same names can only tighten them. A LimitError's
+message names the limit, says whether it is the default, and how to lift it.
 The running call polls the token between units of work (each layer of a
 forward pass, each fork batch, each decode step), so it returns within one. The C
 calls release the GIL, so cancel() from another Python thread is seen.
@@ -24,10 +27,11 @@ from collections.abc import Mapping
 from ._native import check, ffi, lib
 from .errors import ArgumentError
 
-__all__ = ["CancelToken", "run_limits", "LIMIT_NAMES", "DEFAULT_MAX_FIELDS",
-           "DEFAULT_MAX_FORK_TOKENS"]
+__all__ = ["CancelToken", "run_limits", "LIMIT_NAMES", "DEFAULT_DEADLINE_MS",
+           "DEFAULT_MAX_FIELDS", "DEFAULT_MAX_FORK_TOKENS"]
 
-#: the caps a fill runs under when the caller sets none (include/deg_runtime.h)
+#: the limits a call runs under when the caller sets none (include/deg_runtime.h)
+DEFAULT_DEADLINE_MS = int(lib.deg_run_limits_default().deadline_ms)
 DEFAULT_MAX_FIELDS = int(lib.deg_run_limits_default().max_fields)
 DEFAULT_MAX_FORK_TOKENS = int(lib.deg_run_limits_default().max_fork_tokens)
 #: the keys of a limits mapping (deg.fill(limits=...), deg serve)

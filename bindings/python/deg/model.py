@@ -370,8 +370,10 @@ class Model(_Handle):
         temperature 0 is greedy; top_k 0 and top_p 1 are off; the same seed
         gives the same text. stop_ids: None = the model's EOS.
         cancel: a deg.CancelToken (cancel() from another thread -> CancelledError);
-        deadline_ms: wall-clock budget (LimitError when it passes). Both are
-        checked between prefill passes and before every decode step.
+        deadline_ms: wall-clock budget (LimitError when it passes; None =
+        libdeg's default, deg.limits.DEFAULT_DEADLINE_MS = 10 minutes; 0 =
+        none). Both are checked between prefill passes and before every decode
+        step.
         """
         if isinstance(prompt, str):
             ids = self.tokenize(prompt, special=special)
@@ -524,7 +526,8 @@ def generate_forks(forks: Iterable[Fork], max_tokens: int = 256,
     not depend on the other rows (bitwise), so this equals calling
     Fork.generate on each. Every generated id but the last is fed to its fork.
     cancel (a deg.CancelToken) / deadline_ms stop it between decode steps
-    (CancelledError / LimitError)."""
+    (CancelledError / LimitError; deadline_ms None = the default 10 minutes,
+    0 = none)."""
     rows = list(forks)
     n = len(rows)
     if n == 0:

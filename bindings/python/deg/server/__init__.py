@@ -6,19 +6,24 @@ rows become a trunk of that same model, so a cartridge adds only its rows; a
 fleet (--fleet) opens over the same model and composes the selected documents'
 cartridges per conversation (server/fleet.py).
 Routes: POST /v1/fill, /v1/decisions, /v1/systemone, /v1/chat/completions;
-GET /v1/models, /health (server/app.py). All model work runs on one worker
-thread with batching (server/engine.py). SIGTERM/SIGINT: uvicorn stops
-accepting, lets running requests finish, then the worker drains and exits.
+GET /v1/models, /health (server/app.py). Fills run on --fill-workers worker
+threads (default 2, each its own checkpoint handle over the one model) with
+batching, chats on their own thread (server/engine.py): one oversized fill
+holds one worker, never the requests behind it. SIGTERM/SIGINT: uvicorn stops
+accepting, lets running requests finish, then the workers drain and exit.
 
     deg serve [--ckpt DIR] [--model PATH] [--cartridge [NAME=]FILE ...]
               [--fleet [NAME=]DIR ... [--rag-docs K] [--rag-adaptive [--rag-margin M]]]
               [--host 127.0.0.1] [--port 8790] [--api-key KEY | $DEG_API_KEY]
-              [--deadline-ms 60000] [--max-fields N] [--max-fork-tokens N] ...
+              [--deadline-ms 60000] [--max-fields N] [--max-fork-tokens N]
+              [--fill-workers 2] [--max-pending 256] ...
 Work a request can cause is bounded by default: a body of at most
 --max-body-bytes (4 MiB), and per fill a deadline (--deadline-ms, 60 s) and
 libdeg's default caps on instantiated fields and fork tokens (--max-fields,
 --max-fork-tokens); chat prompts + max_tokens fit the backbone's context. 0
-lifts a limit; a request's own options can only tighten them.
+lifts a limit; a request's own options can only tighten them; a limit error
+names the flag. At most --fill-workers fill batches run at once; beyond them
+requests queue, and more than --max-pending queued jobs get 429 + Retry-After.
 """
 import argparse
 import os
@@ -38,18 +43,26 @@ API_KEY_ENV = "DEG_API_KEY"
 #: a request body of --max-body-bytes (a context of ~10^6 tokens) must not buy
 #: minutes of CPU. Fills past it fail alone with LimitError (HTTP 400 limit_error).
 DEFAULT_DEADLINE_MS = 60000
+#: --fill-workers: fill batches that run at once (issue 19: with one, an oversized
+#: fill held every other client's request for its whole deadline). Each worker is
+#: one checkpoint handle over the shared model (its heads: a few MB) and one
+#: running fill's K/V; 2 = this machine class's cores. More workers share the
+#: same cores: a normal fill next to a big one runs slower, never behind it.
+DEFAULT_FILL_WORKERS = 2
 
 
 class Server:
     """The loaded state of a server: model, checkpoint, cartridge trunks, engine and
     the ASGI app (self.app). close() stops the engine and frees everything.
     limits: the work limits of every fill (deg.fill's limits mapping); None =
-    {"deadline_ms": DEFAULT_DEADLINE_MS} + libdeg's default caps."""
+    {"deadline_ms": DEFAULT_DEADLINE_MS} + libdeg's default caps. fill_workers:
+    fill batches that run at once (one checkpoint handle each)."""
 
     def __init__(self, ckpt=None, model_path=None, cartridges=(), batch_window_ms=5.0,
                  max_batch=16, max_pending=256, api_key=None, null_margin=None, threads=None,
                  max_body=4 << 20, chat_cache=16, fleets=(), rag_docs=1, rag_adaptive=False,
-                 rag_margin=DEFAULT_RAG_MARGIN, limits=None):
+                 rag_margin=DEFAULT_RAG_MARGIN, limits=None,
+                 fill_workers=DEFAULT_FILL_WORKERS):
         from ..fill import ckpt_backbone_path, default_checkpoint_path, load
         from ..api import ModelNames
         from ..cartridge import Cartridge
@@ -61,12 +74,17 @@ class Server:
         from ..fleet import Fleet
         if threads:
             set_num_threads(int(threads))
+        if int(fill_workers) < 1:
+            raise ArgumentError(f"fill_workers must be >= 1, got {fill_workers}")
         ckpt_dir = ckpt or default_checkpoint_path()
         self._trunks = {}
         self._fleets = {}
         self.model = load_model(model_path or ckpt_backbone_path(ckpt_dir))
         try:  # a failure frees what was loaded (closing the model closes its children)
             self.ckpt = load(ckpt_dir, model=self.model, null_margin=null_margin)
+            self._fill_ckpts = [self.ckpt] + [
+                load(ckpt_dir, model=self.model, null_margin=null_margin)
+                for _ in range(int(fill_workers) - 1)]
             self.names = ModelNames(ckpt_dir)
             trunks = self._trunks
             trunks[""] = self.model.trunk()
@@ -98,7 +116,7 @@ class Server:
                     raise
                 targets[name] = name
             _trim_heap()  # give back the cartridges' freed load buffers (grads, moments)
-            self.engine = Engine(self.ckpt, self.model, trunks,
+            self.engine = Engine(self._fill_ckpts, self.model, trunks,
                                  batch_window=float(batch_window_ms) / 1000.0,
                                  max_batch=int(max_batch), max_pending=int(max_pending),
                                  chat_cache=int(chat_cache), fleets=self._fleets,
@@ -118,8 +136,9 @@ class Server:
             t.close()
         for f in getattr(self, "_fleets", {}).values():
             f.close()
-        if getattr(self, "ckpt", None) is not None:
-            self.ckpt.close()
+        for ck in getattr(self, "_fill_ckpts", [getattr(self, "ckpt", None)]):
+            if ck is not None:
+                ck.close()
         if getattr(self, "model", None) is not None:
             self.model.close()
 
@@ -165,6 +184,10 @@ def add_arguments(p):
                    help="fills per batch and concurrent chat streams (default 16)")
     p.add_argument("--max-pending", type=int, default=256,
                    help="queued jobs beyond this get 429 + Retry-After (default 256)")
+    p.add_argument("--fill-workers", type=int, default=DEFAULT_FILL_WORKERS,
+                   help="fill batches that run at once, one checkpoint handle each: an "
+                   "oversized fill holds one worker, not the requests behind it (default "
+                   f"{DEFAULT_FILL_WORKERS})")
     p.add_argument("--api-key", default=None, help=f"require Authorization: Bearer KEY "
                    f"(default: ${API_KEY_ENV} if set)")
     p.add_argument("--null-margin", type=float, default=None,
@@ -217,7 +240,7 @@ def limits_from_args(args):
 def run(args):
     import uvicorn
     for name, lo in (("--max-batch", 1), ("--max-pending", 1), ("--max-body-bytes", 1024),
-                     ("--chat-cache", 0)):
+                     ("--chat-cache", 0), ("--fill-workers", 1)):
         if getattr(args, name[2:].replace("-", "_")) < lo:
             raise SystemExit(f"deg serve: {name} must be >= {lo}")
     if args.rag_docs < 1:
@@ -232,7 +255,7 @@ def run(args):
         srv = Server(args.ckpt, args.model, args.cartridge, args.batch_window_ms,
                      args.max_batch, args.max_pending, key, args.null_margin, args.threads,
                      args.max_body_bytes, args.chat_cache, args.fleet, args.rag_docs,
-                     args.rag_adaptive, args.rag_margin, limits)
+                     args.rag_adaptive, args.rag_margin, limits, args.fill_workers)
     except DegError as e:
         raise SystemExit(f"deg serve: error: {e}") from None
     print(f"deg serve: {srv.names.id} on http://{args.host}:{args.port} "

@@ -1,8 +1,16 @@
-"""The server's one worker thread: every libdeg call of the server runs here.
+"""The server's worker threads: every libdeg call of the server runs on one of them.
 
-Fill jobs arriving within the batch window (up to max_batch) are taken together
-and run through deg_fill_many (§9.1 batching: each response is bitwise the one
-deg_fill gives alone, §10). Chat streams decode in lockstep: each step feeds
+Fills run on fill_workers threads, each with its own checkpoint handle over the
+one model (a checkpoint runs one fill at a time; the model is shared): a worker
+that is free takes the fill jobs queued within the batch window (up to
+max_batch) and runs them through deg_fill_many (§9.1 batching: each response is
+bitwise the one deg_fill gives alone, §10). So one oversized fill occupies one
+worker until it ends or its deadline passes, and a normal request that arrives
+meanwhile runs on another (no head-of-line blocking, issue 19); with every
+worker busy, requests queue, and more than max_pending queued jobs are refused
+with 429. Chats run on their own thread, never behind a fill. A LimitError
+that the server's own limit raised names the deg serve flag that lifts it
+(server_limit_message). Chat streams decode in lockstep: each step feeds
 every active stream's last token as one row of ONE deg_forks_feed batch, then
 samples one token per row (deg_forks_generate, max_tokens 1, each row its own
 seeded stream), so concurrent chats share every weight pass. Between steps the
@@ -25,14 +33,39 @@ import threading
 import time
 
 from ..cartridges import _stop_ids, chat_ids
-from ..errors import CancelledError, DegError, InternalError
+from ..errors import CancelledError, DegError, InternalError, LimitError
 from ..fill import fill_many
 from ..limits import CancelToken, limits_of
 from ..model import feed_forks, generate_forks
 
-__all__ = ["Engine", "Overloaded", "ChatJob", "ChatError"]
+__all__ = ["Engine", "Overloaded", "ChatJob", "ChatError", "server_limit_message",
+           "LIMIT_FLAGS"]
 
 _MASK64 = (1 << 64) - 1
+
+#: how a limit's message starts -> the deg serve flag that sets it
+LIMIT_FLAGS = (("deadline of ", "--deadline-ms N"), ("max_fields ", "--max-fields N"),
+               ("max_fork_tokens ", "--max-fork-tokens N"),
+               ("DEG_MAX_FORK_LEN ", "--max-fork-tokens 0 (no fork-token caps)"))
+#: libdeg's marker before "how to lift it" in the library's terms (lib/base/run.h)
+_LIFT = "; to lift it: "
+
+
+def server_limit_message(msg):
+    """A LimitError message of a fill the server ran, with its lift hint in the
+    server's terms: libdeg says how to lift a default or caller limit with the C
+    field / Python keyword; over HTTP the server set it, so the hint names the
+    deg serve flag instead. A limit the request's own options set is left as is
+    (the request can loosen it)."""
+    i = msg.find(_LIFT)
+    if i < 0:
+        return msg
+    head = msg[:i]
+    for start, flag in LIMIT_FLAGS:
+        if head.startswith(start):
+            return (f"{head}{_LIFT}a limit of this server: the operator starts deg serve with "
+                    f"{flag} (0 = none); a request's options can only tighten it")
+    return msg
 
 
 class Overloaded(Exception):
@@ -107,7 +140,9 @@ class Engine:
 
     def __init__(self, ckpt, model, trunks, batch_window=0.005, max_batch=16, max_pending=256,
                  chat_cache=16, n_ctx=None, cache_tokens=32768, fleets=None, limits=None):
-        self.ckpt, self.model, self.trunks = ckpt, model, dict(trunks)
+        # ckpt: one deg.Checkpoint, or a list of them (one fill worker each)
+        self.ckpts = list(ckpt) if isinstance(ckpt, (list, tuple)) else [ckpt]
+        self.ckpt, self.model, self.trunks = self.ckpts[0], model, dict(trunks)
         self.limits = limits_of(limits)
         self.fleets = dict(fleets or {})  # target name -> server.fleet.FleetTarget
         self.window, self.max_batch, self.max_pending = batch_window, max_batch, max_pending
@@ -128,6 +163,11 @@ class Engine:
                       "chat_streams": 0, "chat_cancelled": 0, "cache_hits": 0}
         self._thread = threading.Thread(target=self._run, name="deg-engine", daemon=True)
         self._thread.start()
+        self._fill_threads = [threading.Thread(target=self._fill_loop, args=(ck,), daemon=True,
+                                               name=f"deg-fill-{i}")
+                              for i, ck in enumerate(self.ckpts)]
+        for t in self._fill_threads:
+            t.start()
 
     # ----------------------------------------------------------- submission
     def _pending(self):
@@ -140,7 +180,7 @@ class Engine:
             if self._pending() >= self.max_pending:
                 raise Overloaded(1)
             queue.append(job)
-            self._cv.notify()
+            self._cv.notify_all()
         return job
 
     def submit_fill(self, request):
@@ -154,7 +194,7 @@ class Engine:
 
     def wake(self):
         with self._cv:
-            self._cv.notify()
+            self._cv.notify_all()
 
     def health(self):
         with self._cv:
@@ -164,6 +204,7 @@ class Engine:
             s["cached_conversations"] = len(self._cache)
             for name, ft in self.fleets.items():
                 s.setdefault("fleets", {})[name] = dict(ft.stats)
+        s["fill_workers"] = len(self.ckpts)
         s["mean_batch_size"] = s["fill_jobs"] / s["fill_batches"] if s["fill_batches"] else 0.0
         s["mean_decode_batch"] = (s["decode_rows"] / s["decode_steps"]
                                   if s["decode_steps"] else 0.0)
@@ -173,7 +214,9 @@ class Engine:
         """Stop accepting, finish every queued and running job, end the thread."""
         with self._cv:
             self._stopping = True
-            self._cv.notify()
+            self._cv.notify_all()
+        for t in self._fill_threads:
+            t.join(timeout)
         self._thread.join(timeout)
         for f in self._cache.values():
             f.close()
@@ -182,41 +225,65 @@ class Engine:
 
     # ---------------------------------------------------------------- loop
     def _run(self):
+        """The chat thread: admits new streams and decodes every active one a step."""
         while True:
             with self._cv:
-                while not (self._fills or self._waiting or self._streams or self._stopping):
+                while not (self._waiting or self._streams or self._stopping):
                     self._cv.wait()
-                if self._stopping and not (self._fills or self._waiting or self._streams):
+                if self._stopping and not (self._waiting or self._streams):
                     return
-                if self._fills and not self._streams:
-                    deadline = self._fills[0].t + self.window
-                    while (len(self._fills) < self.max_batch and not self._stopping
-                           and time.monotonic() < deadline):
-                        self._cv.wait(max(0.0, deadline - time.monotonic()))
-                batch = []
-                while self._fills and len(batch) < self.max_batch:
-                    j = self._fills.popleft()
-                    if not j.cancelled:
-                        batch.append(j)
-                    else:
-                        j.future.cancel()
                 admit = []
                 while self._waiting and len(self._streams) + len(admit) < self.max_batch:
                     admit.append(self._waiting.popleft())
             try:
-                if batch:
-                    self._run_fills(batch)
                 if admit:
                     self._admit(admit)
                 if self._streams:
                     self._step()
             except Exception as e:  # a bug must fail its requests, never stop the worker
-                self._fail_all(batch, admit, InternalError(f"server worker: {e!r}"))
+                self._fail_chats(admit, InternalError(f"server worker: {e!r}"))
 
-    def _fail_all(self, batch, admit, err):
+    def _take_fills(self):
+        """(under self._cv) The batch a free fill worker runs: the jobs queued
+        within the batch window of the first, up to max_batch; cancelled ones
+        are dropped. None once stopping with nothing queued."""
+        while not (self._fills or self._stopping):
+            self._cv.wait()
+        if not self._fills:
+            return None
+        deadline = self._fills[0].t + self.window
+        while (len(self._fills) < self.max_batch and not self._stopping
+               and time.monotonic() < deadline):
+            self._cv.wait(max(0.0, deadline - time.monotonic()))
+        batch = []
+        while self._fills and len(batch) < self.max_batch:
+            j = self._fills.popleft()
+            if not j.cancelled:
+                batch.append(j)
+            else:
+                j.future.cancel()
+        return batch
+
+    def _fill_loop(self, ckpt):
+        """One fill worker: its own checkpoint handle, one batch at a time."""
+        while True:
+            with self._cv:
+                batch = self._take_fills()
+            if batch is None:
+                return
+            try:
+                if batch:
+                    self._run_fills(ckpt, batch)
+            except Exception as e:  # a bug must fail its requests, never stop the worker
+                self._fail_fills(batch, InternalError(f"server worker: {e!r}"))
+
+    @staticmethod
+    def _fail_fills(batch, err):
         for j in batch:
             if not j.future.done():
                 j.future.set_exception(err)
+
+    def _fail_chats(self, admit, err):
         for j in list(admit) + list(self._streams):
             if j.fork is not None:
                 j.fork.close()
@@ -224,18 +291,22 @@ class Engine:
             j.emit(("error", err))
         self._streams = []
 
-    def _run_fills(self, batch):
+    def _run_fills(self, ckpt, batch):
         with self._cv:
-            self.stats["fills_running"] = len(batch)
+            self.stats["fills_running"] += len(batch)
         try:
             out = fill_many([dict(j.request, cancel=j.token, limits=self.limits)
                              if isinstance(j.request, dict)
                              else {"request": j.request, "cancel": j.token, "limits": self.limits}
-                             for j in batch], model=self.ckpt)
+                             for j in batch], model=ckpt)
         except Exception as e:  # a runtime failure (e.g. out of memory) fails the batch
             out = [e] * len(batch)
+        for r in out:
+            if isinstance(r, LimitError):
+                r.message = server_limit_message(r.message)
+                r.args = (r.message,)
         with self._cv:
-            self.stats["fills_running"] = 0
+            self.stats["fills_running"] -= len(batch)
             self.stats["fill_batches"] += 1
             self.stats["fill_jobs"] += len(batch)
             self.stats["fill_cancelled"] += sum(isinstance(r, CancelledError) for r in out)

@@ -1,12 +1,10 @@
 """The heads of a loaded checkpoint as a flat fp32 vector, and the libdeg calls
 that train them (deg.h "Training"): batch loss + gradient, raw logits,
 calibration temperatures, atomic save."""
-import json
-from os import fspath
 
 import numpy as np
 
-from .._native import check, ffi, lib, path_arg
+from .._native import check, ffi, lib
 
 KINDS = ("choice", "score", "noul", "extract", "count")
 # loss kinds of deg_train_example (deg.h DEG_HEAD_*): the calibration kinds, then
@@ -47,10 +45,8 @@ class Heads:
             check(lib.deg_ckpt_set_calibration(_p, t))
 
     def save(self, directory, extra=None, backbone_path=True):
-        ex = json.dumps(extra).encode() if extra is not None else ffi.NULL
-        flags = 0 if backbone_path else lib.DEG_SAVE_NO_BACKBONE_PATH
-        with self.ckpt._use() as _p:
-            check(lib.deg_ckpt_save(_p, path_arg(directory), ex, flags))
+        """The checkpoint with these heads (deg.Checkpoint.save)."""
+        self.ckpt.save(directory, extra=extra, backbone_path=backbone_path)
 
     @staticmethod
     def _c_examples(examples):
