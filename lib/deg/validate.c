@@ -207,20 +207,6 @@ static int multiple_of_failed(const json_t *inst, const json_t *db)
 
 /* ---- helpers ----------------------------------------------------------- */
 
-static const char *type_name(const json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "object";
-    case JSON_ARRAY: return "array";
-    case JSON_STRING: return "string";
-    case JSON_INTEGER: return "integer";
-    case JSON_REAL: return "number";
-    case JSON_TRUE:
-    case JSON_FALSE: return "boolean";
-    default: return "null";
-    }
-}
-
 static int has_type(const json_t *v, const char *t)
 {
     if (!strcmp(t, "string")) return json_is_string(v);
@@ -455,7 +441,7 @@ static void validate_node(vctx *c, const json_t *s, const json_t *v)
         } else if (!json_is_object(t) && !json_is_boolean(t)) {
             c->fatal = dg_fail(DEG_ERR_SCHEMA, "validate: $ref \"%s\" at %s points to %s, not a "
                                "schema (a JSON object or boolean)", json_string_value(k),
-                               c->sp.s ? c->sp.s : "", type_name(t));
+                               c->sp.s ? c->sp.s : "", dg_json_kind(t));
         } else {
             old = sb_push(&c->sp, "$ref", 4);
             validate_node(c, t, v);
@@ -471,7 +457,7 @@ static void validate_node(vctx *c, const json_t *s, const json_t *v)
                 if (json_is_string(t) && has_type(v, json_string_value(t))) ok = 1;
             }
         }
-        if (!ok) add_error(c, "type", "%s is not of the schema's type", type_name(v));
+        if (!ok) add_error(c, "type", "%s is not of the schema's type", dg_json_kind(v));
     }
     if ((k = json_object_get(s, "enum")) && json_is_array(k)) {
         int ok = 0;
