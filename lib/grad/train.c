@@ -132,22 +132,18 @@ static deg_status state_init(dg_train_state *r, const deg_model *m, const dg_tra
 {
     const dg_hparams *hp = &m->hp;
     size_t T = a->T, E = (size_t)hp->n_embd, D = (size_t)hp->head_dim, NL = (size_t)hp->n_layer;
-    size_t QD = (size_t)hp->n_head * D, F = (size_t)hp->n_ff;
     size_t n_seg = a->n_segs ? a->n_segs : 1;
     pool *p = &r->p;
     dg_batch *b = &r->b;
-    b->n_threads = dg_num_threads();
-    if (b->n_threads < 1) b->n_threads = 1;
+    int nt = dg_num_threads();
+    if (nt < 1) nt = 1;
     b->n_tokens = T;
     float *cs = palloc(p, T * (D / 2)), *sn = palloc(p, T * (D / 2));
     b->rope_cos = cs;
     b->rope_sin = sn;
-    b->xn = palloc(p, T * E);
-    b->att = palloc(p, T * QD);
-    b->gate = palloc(p, T * F);
-    b->tmp = palloc(p, T * E);
-    b->scores = palloc(p, (size_t)b->n_threads * dg_attention_scratch(m));
-    b->rbuf = m->scratch_per_token ? palloc(p, T * m->scratch_per_token) : NULL;
+    /* the layer pass's scratch; q, k, v and up are the saved activations' */
+    float *scratch = palloc(p, dg_batch_scratch_floats(m, T, nt, 1));
+    if (scratch) dg_batch_bind_scratch(b, m, T, nt, 1, scratch);
     r->x = palloc(p, T * E);
     /* Saved activations: per layer (full), or per-layer inputs + one
      * recompute set (checkpoint), or one reused set (forward only). */

@@ -36,12 +36,12 @@ typedef struct dg_arena {
     size_t cap_logits;     /* rows per LM-head block */
 } dg_arena;
 
-/* Sized for passes of at most P tokens and LM-head blocks of at most LR rows. */
+/* Sized for passes of at most P tokens and LM-head blocks of at most LR rows: the
+ * forward's own arrays, then the layer pass's scratch (dg_batch_bind_scratch). */
 static deg_status arena_init(dg_arena *a, const deg_model *m, size_t P, size_t LR)
 {
     const dg_hparams *hp = &m->hp;
     size_t E = (size_t)hp->n_embd, D = (size_t)hp->head_dim;
-    size_t QD = m->max_qd, KD = m->max_kd, F = (size_t)hp->n_ff;
     int nt = dg_num_threads();
     if (nt < 1) nt = 1;
     size_t sizes[] = {
@@ -49,21 +49,12 @@ static deg_status arena_init(dg_arena *a, const deg_model *m, size_t P, size_t L
         P * E,              /* hn */
         P * (D / 2),        /* rope_cos */
         P * (D / 2),        /* rope_sin */
-        P * E,              /* xn */
-        P * QD,             /* q */
-        P * KD,             /* k */
-        P * KD,             /* v */
-        P * QD,             /* att */
-        P * F,              /* gate */
-        P * F,              /* up */
-        P * E,              /* tmp */
-        (size_t)nt * dg_attention_scratch(m), /* scores */
         LR * (size_t)hp->n_vocab, /* logits */
         LR * E,                   /* lhid */
-        P * m->scratch_per_token, /* rbuf */
     };
     size_t total = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) total += (sizes[i] + 15) & ~(size_t)15;
+    total += dg_batch_scratch_floats(m, P, nt, 0);
     memset(a, 0, sizeof *a);
     a->block = aligned_alloc(64, total * sizeof(float));
     a->pos = malloc(P * sizeof(int64_t));
@@ -77,17 +68,15 @@ static deg_status arena_init(dg_arena *a, const deg_model *m, size_t P, size_t L
                        total * sizeof(float));
     }
     float *p = a->block;
-    float **dst[] = {&a->x, &a->hn, &a->rope_cos, &a->rope_sin, &a->b.xn, &a->b.q, &a->b.k,
-                     &a->b.v, &a->b.att, &a->b.gate, &a->b.up, &a->b.tmp, &a->b.scores,
-                     &a->logits, &a->lhid, &a->b.rbuf};
+    float **dst[] = {&a->x, &a->hn, &a->rope_cos, &a->rope_sin, &a->logits, &a->lhid};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         *dst[i] = p;
         p += (sizes[i] + 15) & ~(size_t)15;
     }
+    dg_batch_bind_scratch(&a->b, m, P, nt, 0, p);
     a->b.rope_cos = a->rope_cos;
     a->b.rope_sin = a->rope_sin;
     a->b.segs = a->segs;
-    a->b.n_threads = nt;
     return DEG_OK;
 }
 

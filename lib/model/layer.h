@@ -73,6 +73,17 @@ struct dg_batch {
     dg_layer_acts *save;
 };
 
+/* The scratch of a pass of M tokens (xn, q, k, v, att, gate, up, tmp, scores, rbuf
+ * of dg_batch) in one block of dg_batch_scratch_floats floats, 64-byte aligned by the
+ * caller (parts at multiples of 16 floats), for the inference and the training
+ * forward alike; n_threads: the pass's attention threads (scores). saves: the pass
+ * saves activations (training), whose set holds q, k, v and up (left NULL here).
+ * dg_batch_bind_scratch points b's scratch into block and sets b->n_threads; a part
+ * of no size (rbuf of a model without recurrent layers) is NULL. */
+size_t dg_batch_scratch_floats(const deg_model *m, size_t M, int n_threads, int saves);
+void dg_batch_bind_scratch(dg_batch *b, const deg_model *m, size_t M, int n_threads,
+                           int saves, float *block);
+
 /* Every segment's recurrent block of layer il (seg->rec[il]) := rec0 (n
  * floats; rec0 NULL: zeros). The training forward and the recurrent layers'
  * backward (which recompute from the initial state) start a layer with it. */
