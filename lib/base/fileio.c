@@ -1,3 +1,5 @@
+/* fileio.c - files: read-only mappings, whole-file reads, atomic writes, directory
+ * locks, stale temporary files (base/fileio.h). */
 #include "base/fileio.h"
 
 #include <errno.h>
@@ -13,23 +15,32 @@
 
 #include "base/status.h"
 
+/* Open path read-only as a regular file: *fd and its *st, or an error saying
+ * what failed (verb: "map" / "read", the caller's use). */
+static deg_status open_regular(const char *path, const char *verb, int *fd, struct stat *st)
+{
+    *fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (*fd < 0) return dg_fail(DEG_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    if (fstat(*fd, st) != 0) {
+        int e = errno;
+        close(*fd);
+        return dg_fail(DEG_ERR_IO, "cannot stat '%s': %s", path, strerror(e));
+    }
+    if (!S_ISREG(st->st_mode)) {
+        close(*fd);
+        return dg_fail(DEG_ERR_IO, "cannot %s '%s': not a regular file", verb, path);
+    }
+    return DEG_OK;
+}
+
 deg_status dg_map_file(const char *path, dg_mapping *m)
 {
     m->data = NULL;
     m->size = 0;
     if (!path) return dg_fail(DEG_ERR_ARG, "dg_map_file: path is NULL");
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return dg_fail(DEG_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    int fd;
     struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return dg_fail(DEG_ERR_IO, "cannot stat '%s': %s", path, strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return dg_fail(DEG_ERR_IO, "cannot map '%s': not a regular file", path);
-    }
+    DG_TRY(open_regular(path, "map", &fd, &st));
     if (st.st_size == 0) {
         close(fd);
         return DEG_OK;
@@ -139,18 +150,9 @@ deg_status dg_read_file(const char *path, size_t max_bytes, char **out, size_t *
     *out = NULL;
     if (len) *len = 0;
     if (!path) return dg_fail(DEG_ERR_ARG, "dg_read_file: path is NULL");
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return dg_fail(DEG_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    int fd;
     struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return dg_fail(DEG_ERR_IO, "cannot stat '%s': %s", path, strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return dg_fail(DEG_ERR_IO, "cannot read '%s': not a regular file", path);
-    }
+    DG_TRY(open_regular(path, "read", &fd, &st));
     if ((uint64_t)st.st_size > (uint64_t)max_bytes) {
         close(fd);
         return dg_fail(DEG_ERR_RANGE, "'%s' is %lld bytes, more than the %zu allowed", path,
