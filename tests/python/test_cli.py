@@ -82,3 +82,31 @@ def test_fill_names_the_missing_file(tmp_path):
     assert "No such file" in res.stderr
     res = run_cli("fill", "--context", schema, "--schema", tmp_path / "gone.json", check=False)
     assert res.returncode == 2 and "--schema" in res.stderr and "gone.json" in res.stderr
+
+
+def test_fill_limits_flags(tmp_path):
+    """deg fill's --deadline-ms / --max-fields / --max-fork-tokens (issue 19):
+    a limit stops the fill with exit 4 and a message naming the flag that lifts
+    it (not the library call); a limit the request's options set says so."""
+    from conftest import ROOT
+    ck, ctx, schema = tmp_path / "ck", tmp_path / "c.txt", tmp_path / "s.json"
+    deg.create_random_checkpoint(ROOT / "tests" / "goldens" / "tiny-llama", ck, seed=3)
+    ctx.write_text("two rows")
+    schema.write_text(json.dumps({"type": "object", "properties": {"xs": {
+        "type": "array", "minItems": 2, "maxItems": 2,
+        "items": {"type": "object", "properties": {"a": {"type": "boolean"},
+                                                   "b": {"type": "boolean"}}}}}}))
+    base = ("fill", "--ckpt", ck, "--context", ctx, "--schema", schema)
+    ok = run_cli(*base, "--max-fields", "5", "--deadline-ms", "0")
+    assert json.loads(ok.stdout)["value"] == json.loads(run_cli(*base).stdout)["value"]
+    res = run_cli(*base, "--max-fields", "4", check=False)
+    assert res.returncode == 4 and "Traceback" not in res.stderr, res.stderr
+    assert "max_fields 4: the schema instantiates at least 5 fields" in res.stderr
+    assert res.stderr.rstrip().endswith("; to lift it: run deg fill with --max-fields N "
+                                        "(0 = none)"), res.stderr
+    assert "deg_run_limits" not in res.stderr
+    res = run_cli(*base, "--max-fork-tokens", "3", "--options", '{"max_fields": 4}',
+                  check=False)
+    assert res.returncode == 4 and "set by the request's options.max_fields" in res.stderr
+    res = run_cli(*base, "--max-fields", "-1", check=False)
+    assert res.returncode != 0 and "deg fill: --max-fields must be >= 0" in res.stderr

@@ -28,7 +28,8 @@ from ._native import check, ffi, lib
 from .errors import ArgumentError
 
 __all__ = ["CancelToken", "run_limits", "LIMIT_NAMES", "DEFAULT_DEADLINE_MS",
-           "DEFAULT_MAX_FIELDS", "DEFAULT_MAX_FORK_TOKENS"]
+           "DEFAULT_MAX_FIELDS", "DEFAULT_MAX_FORK_TOKENS", "LIFT_MARK", "LIMIT_FLAGS",
+           "flag_hint", "add_limit_arguments", "limits_from_args"]
 
 #: the limits a call runs under when the caller sets none (include/deg_runtime.h)
 DEFAULT_DEADLINE_MS = int(lib.deg_run_limits_default().deadline_ms)
@@ -36,6 +37,54 @@ DEFAULT_MAX_FIELDS = int(lib.deg_run_limits_default().max_fields)
 DEFAULT_MAX_FORK_TOKENS = int(lib.deg_run_limits_default().max_fork_tokens)
 #: the keys of a limits mapping (deg.fill(limits=...), deg serve)
 LIMIT_NAMES = ("deadline_ms", "max_fields", "max_fork_tokens")
+#: what libdeg's LimitError message says before how to lift a limit of the caller's
+#: or a default one in the library's terms (lib/base/run.h DG_LIMIT_HINT_MARK)
+LIFT_MARK = "; to lift it: "
+#: how a limit's message starts -> the command-line flag that sets it (deg fill, deg serve)
+LIMIT_FLAGS = (("deadline of ", "--deadline-ms N"), ("max_fields ", "--max-fields N"),
+               ("max_fork_tokens ", "--max-fork-tokens N"),
+               ("DEG_MAX_FORK_LEN ", "--max-fork-tokens 0 (no fork-token caps)"))
+
+
+def flag_hint(message, who, tail=""):
+    """A LimitError message whose limit a command line set, with libdeg's lift
+    hint (the C field and the Python keyword) replaced by the flag: LIFT_MARK +
+    who + " " + flag + tail. A message without the hint (a limit the request's
+    own options set: the request can change it) is returned as is."""
+    i = message.find(LIFT_MARK)
+    if i < 0:
+        return message
+    head = message[:i]
+    for start, flag in LIMIT_FLAGS:
+        if head.startswith(start):
+            return f"{head}{LIFT_MARK}{who} {flag}{tail}"
+    return message
+
+
+def add_limit_arguments(parser, what, deadline_ms=None):
+    """--deadline-ms, --max-fields, --max-fork-tokens of a command that fills
+    (what: e.g. "the fill"); each None = libdeg's default, 0 = none. deadline_ms:
+    the command's own default deadline (None = libdeg's, DEFAULT_DEADLINE_MS)."""
+    parser.add_argument("--deadline-ms", type=int, default=deadline_ms,
+                        help=f"wall-clock budget of {what}; past it the fill fails with "
+                        f"LimitError (default {deadline_ms or DEFAULT_DEADLINE_MS}, 0 = none)")
+    parser.add_argument("--max-fields", type=int, default=None,
+                        help=f"cap on the fields {what} instantiates (default "
+                        f"{DEFAULT_MAX_FIELDS}; 0 = none)")
+    parser.add_argument("--max-fork-tokens", type=int, default=None,
+                        help=f"cap on the tokens {what} feeds to forks (default "
+                        f"{DEFAULT_MAX_FORK_TOKENS}; 0 = none: lifts the single-fork cap too)")
+
+
+def limits_from_args(args, prog):
+    """The limits mapping of add_limit_arguments' flags (those left None are
+    libdeg's defaults); SystemExit naming the flag for a negative value."""
+    limits = {name: getattr(args, name) for name in LIMIT_NAMES
+              if getattr(args, name) is not None}
+    for name, v in limits.items():
+        if v < 0:
+            raise SystemExit(f"{prog}: --{name.replace('_', '-')} must be >= 0 (0 = none)")
+    return limits
 
 
 class CancelToken:

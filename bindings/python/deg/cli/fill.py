@@ -3,14 +3,16 @@ import json
 import sys
 from pathlib import Path
 
-from ..errors import FillError, RequestError, SchemaError
+from ..errors import FillError, LimitError, RequestError, SchemaError
+from ..limits import add_limit_arguments, flag_hint, limits_from_args
 
 
 def register(sub):
     p = sub.add_parser("fill", help="fill a JSON Schema from a context (deg checkpoint)",
                        description="Print the §8 response JSON {model, value, meta, usage, "
                        "plan}. Problems with the request or schema are listed as "
-                       "{loc, msg} on stderr (exit 2); a FillError exits 3.")
+                       "{loc, msg} on stderr (exit 2); a FillError exits 3, a work limit "
+                       "(LimitError: --deadline-ms, --max-fields, --max-fork-tokens) 4.")
     p.add_argument("--ckpt", help="checkpoint directory (default: the shipped checkpoint, "
                    "DEG_CHECKPOINT or deg.fill module's default_checkpoint_path()) (deg.json + "
                    "heads.safetensors)")
@@ -28,6 +30,7 @@ def register(sub):
                    "'default' = the default model) to --ckpt")
     p.add_argument("--seed", type=int, default=0, help="head seed for --create-random")
     p.add_argument("--indent", type=int, default=None)
+    add_limit_arguments(p, "the fill")
     p.set_defaults(func=run)
 
 
@@ -61,6 +64,7 @@ def run(args):
             from ..fetch import default_model_path
             backbone = default_model_path()
         create_random_checkpoint(backbone, args.ckpt, seed=args.seed)
+    limits = limits_from_args(args, "deg fill")
     try:
         context = _read(args.context, "--context")
         if args.json_context:
@@ -75,7 +79,7 @@ def run(args):
         return 2
     with load(args.ckpt, model_path=args.model_path) as ck:
         try:
-            resp = fill(context, schema, model=ck, options=options)
+            resp = fill(context, schema, model=ck, options=options, limits=limits)
         except (SchemaError, RequestError) as e:
             print(f"deg fill: {type(e).__name__}: {e}", file=sys.stderr)
             for err in getattr(e, "errors", None) or []:
@@ -84,5 +88,9 @@ def run(args):
         except FillError as e:
             print(f"deg fill: FillError: {e}", file=sys.stderr)
             return 3
+        except LimitError as e:  # the flags, not the library call, lift it here
+            msg = flag_hint(str(e), "run deg fill with", " (0 = none)")
+            print(f"deg fill: LimitError: {msg}", file=sys.stderr)
+            return 4
     print(json.dumps(resp, ensure_ascii=False, indent=args.indent))
     return 0

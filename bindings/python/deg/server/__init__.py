@@ -30,6 +30,8 @@ import os
 import sys
 
 from ..errors import ArgumentError, DegError
+from ..limits import add_limit_arguments
+from ..limits import limits_from_args as _limits_from_args
 
 __all__ = ["Server", "add_arguments", "limits_from_args", "main"]
 
@@ -211,30 +213,14 @@ def add_arguments(p):
     p.add_argument("--rag-margin", type=float, default=DEFAULT_RAG_MARGIN,
                    help=f"--rag-adaptive's decisive margin, in retrieval score (default "
                    f"{DEFAULT_RAG_MARGIN})")
-    p.add_argument("--deadline-ms", type=int, default=DEFAULT_DEADLINE_MS,
-                   help="wall-clock budget of one fill from the start of its batch; past it "
-                   f"the fill fails alone with limit_error (default {DEFAULT_DEADLINE_MS}, "
-                   "0 = none)")
-    p.add_argument("--max-fields", type=int, default=None,
-                   help="cap on the fields one fill instantiates (default: libdeg's, "
-                   "deg.limits.DEFAULT_MAX_FIELDS; 0 = none)")
-    p.add_argument("--max-fork-tokens", type=int, default=None,
-                   help="cap on the tokens one fill feeds to forks (default: libdeg's, "
-                   "deg.limits.DEFAULT_MAX_FORK_TOKENS; 0 = none)")
+    add_limit_arguments(p, "one fill (from the start of its batch)", DEFAULT_DEADLINE_MS)
     p.add_argument("--log-level", default="info")
 
 
 def limits_from_args(args):
     """The fills' work limits from --deadline-ms, --max-fields, --max-fork-tokens
     (absent caps: libdeg's defaults); SystemExit for a negative value."""
-    limits = {"deadline_ms": args.deadline_ms}
-    for name in ("max_fields", "max_fork_tokens"):
-        if getattr(args, name) is not None:
-            limits[name] = getattr(args, name)
-    for name, v in limits.items():
-        if v < 0:
-            raise SystemExit(f"deg serve: --{name.replace('_', '-')} must be >= 0 (0 = none)")
-    return limits
+    return _limits_from_args(args, "deg serve")
 
 
 def run(args):

@@ -35,37 +35,22 @@ import time
 from ..cartridges import _stop_ids, chat_ids
 from ..errors import CancelledError, DegError, InternalError, LimitError
 from ..fill import fill_many
-from ..limits import CancelToken, limits_of
+from ..limits import CancelToken, flag_hint, limits_of
 from ..model import feed_forks, generate_forks
 
-__all__ = ["Engine", "Overloaded", "ChatJob", "ChatError", "server_limit_message",
-           "LIMIT_FLAGS"]
+__all__ = ["Engine", "Overloaded", "ChatJob", "ChatError", "server_limit_message"]
 
 _MASK64 = (1 << 64) - 1
-
-#: how a limit's message starts -> the deg serve flag that sets it
-LIMIT_FLAGS = (("deadline of ", "--deadline-ms N"), ("max_fields ", "--max-fields N"),
-               ("max_fork_tokens ", "--max-fork-tokens N"),
-               ("DEG_MAX_FORK_LEN ", "--max-fork-tokens 0 (no fork-token caps)"))
-#: libdeg's marker before "how to lift it" in the library's terms (lib/base/run.h)
-_LIFT = "; to lift it: "
 
 
 def server_limit_message(msg):
     """A LimitError message of a fill the server ran, with its lift hint in the
     server's terms: libdeg says how to lift a default or caller limit with the C
     field / Python keyword; over HTTP the server set it, so the hint names the
-    deg serve flag instead. A limit the request's own options set is left as is
-    (the request can loosen it)."""
-    i = msg.find(_LIFT)
-    if i < 0:
-        return msg
-    head = msg[:i]
-    for start, flag in LIMIT_FLAGS:
-        if head.startswith(start):
-            return (f"{head}{_LIFT}a limit of this server: the operator starts deg serve with "
-                    f"{flag} (0 = none); a request's options can only tighten it")
-    return msg
+    deg serve flag instead (deg.limits.flag_hint). A limit the request's own
+    options set is left as is (the request can loosen it)."""
+    return flag_hint(msg, "a limit of this server: the operator starts deg serve with",
+                     " (0 = none); a request's options can only tighten it")
 
 
 class Overloaded(Exception):
