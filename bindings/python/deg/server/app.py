@@ -1,5 +1,6 @@
 """The HTTP layer of deg serve (Starlette on uvicorn): routes, request bodies,
-authentication, error shapes. Every model call goes to the Engine's worker.
+authentication, error shapes. Every model call goes to the Engine: its fill
+workers or its chat thread.
 
 Error shapes per route (§9, §9.1): one shape, OpenAI's
   {"error": {message, type, param, code}}, on every route but Jev's:
