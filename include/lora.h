@@ -19,13 +19,16 @@
  *
  * Parameters are f32 in one flat array (deg_lora_get_params/set_params),
  * laid out adapter-major: for adapter a, layer il, each enabled target t in
- * the order q, k, v, o, gate, up, down: A [rank, in_t] then B [out_t, rank]
+ * the order q, k, v, o, gate, up, down, rec_in, rec_z, rec_out: A [rank, in_t]
+ * then B [out_t, rank]
  * (row-major). in/out: q [n_head*head_dim, n_embd], k and v
  * [n_head_kv*head_dim, n_embd], o [n_embd, n_head*head_dim], gate and up
  * [n_ff, n_embd], down [n_embd, n_ff] (as [out, in]).
  * Hybrids (lfm2, qwen3_5): a recurrent layer has no q, k, v, o (those
- * targets are absent from its part of the layout; its own in/out
- * projections are not adapted); qwen3_5's q_proj gives q and the attention
+ * targets are absent from its part of the layout); its own projections are
+ * the targets rec_in, rec_z, rec_out (DEG_LORA_REC_*, after down in the
+ * layout order, present on recurrent layers only: rec_z on qwen3_5 only);
+ * qwen3_5's q_proj gives q and the attention
  * output gate, so its q target is [2*n_head*head_dim, n_embd] (the
  * projection adapted whole).
  *
@@ -65,6 +68,18 @@ typedef struct deg_lora deg_lora;
 #define DEG_LORA_UP 32
 #define DEG_LORA_DOWN 64
 #define DEG_LORA_ALL 127
+/* A hybrid's recurrent layers' own projections (not in DEG_LORA_ALL: adding
+ * them changes the layout of adapters made with DEG_LORA_ALL):
+ *   REC_IN  the input projection: lfm2 conv.in_proj [3 n_embd, n_embd] (B, C, x);
+ *           qwen3_5 linear_attn.in_proj_qkv [2 nk dk + nv dv, n_embd]
+ *   REC_Z   qwen3_5 linear_attn.in_proj_z [nv dv, n_embd] (the output gate)
+ *   REC_OUT the output projection: lfm2 conv.out_proj [n_embd, n_embd]; qwen3_5
+ *           linear_attn.out_proj [n_embd, nv dv]
+ * (qwen3_5's in_proj_b / in_proj_a, [nv, n_embd] each, are not adapted). */
+#define DEG_LORA_REC_IN 128
+#define DEG_LORA_REC_Z 256
+#define DEG_LORA_REC_OUT 512
+#define DEG_LORA_ALL_RECURRENT (DEG_LORA_REC_IN | DEG_LORA_REC_Z | DEG_LORA_REC_OUT)
 
 typedef struct deg_lora_params {
     int32_t rank;          /* r in [1, 256] (default 8) */

@@ -12,8 +12,8 @@
 #include "model/arch.h"
 #include "model/lora_internal.h"
 
-static const char *const TARGET_NAMES[DG_LORA_N_TARGETS] = {"q", "k", "v", "o",
-                                                            "gate", "up", "down"};
+static const char *const TARGET_NAMES[DG_LORA_N_TARGETS] = {
+    "q", "k", "v", "o", "gate", "up", "down", "rec_in", "rec_z", "rec_out"};
 static const char *const KIND_NAMES[] = {"decide", "extract"};
 static const char *const SHARED_NAMES[] = {"shared"};
 

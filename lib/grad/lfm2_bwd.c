@@ -8,12 +8,15 @@
 #include "grad/kernels.h"
 #include "grad/layer_bwd.h"
 #include "model/arch_lfm2.h"
+#include "model/lora_internal.h"
 #include "tensor/blas.h"
 
 /* x_mid = x_in + out_proj(C * y0), y0 = conv(B * X), B | C | X = in_proj(xn):
  *   dy = out_proj^T dx; dC = dy * y0; dy0 = dy * C;
  *   dbx, dtail = conv^T dy0; dB = dbx * X; dX = dbx * B;
- *   dxn = in_proj^T [dB | dC | dX]; dx += RMSNorm^T dxn. */
+ *   dxn = in_proj^T [dB | dC | dX]; dx += RMSNorm^T dxn.
+ * Adapters on out_proj / in_proj (DG_LORA_REC_OUT / REC_IN) add their share
+ * to dy / dxn and their parameter gradients (dg_backward_lora). */
 static deg_status conv_block_bwd(const deg_model *m, int il, dg_batch *b, const dg_layer_acts *a,
                                  float *dx, const dg_layer_grad *g, float *buf)
 {
@@ -25,8 +28,12 @@ static deg_status conv_block_bwd(const deg_model *m, int il, dg_batch *b, const 
     dg_lfm2_conv_core(m, il, b, a->x_in);
     const float *bcx = b->rbuf, *bx = bcx + M * E3, *y0 = bx + M * E;
     float *dy = buf, *dbcx = dy + M * E, *dy0 = dbcx + M * E3, *dbx = dy0 + M * E;
-    float *dtail = dbx + M * E;
+    float *dtail = dbx + M * E, *gated = dtail + L->state_floats;
     DG_TRY(dg_weight_backward_x(&c->out_proj, (int64_t)M, dx, (int64_t)E, dy, (int64_t)E, 0));
+    if (g->dlora) {
+        dg_lfm2_conv_gated(m, b, gated);
+        dg_backward_lora(b, il, DG_LORA_REC_OUT, g, dx, E, gated, E, dy);
+    }
     for (size_t i = 0; i < M; i++)
         for (size_t e = 0; e < E; e++) {
             dbcx[i * E3 + E + e] = dy[i * E + e] * y0[i * E + e];
@@ -46,6 +53,7 @@ static deg_status conv_block_bwd(const deg_model *m, int il, dg_batch *b, const 
         }
     DG_TRY(dg_weight_backward_x(&c->in_proj, (int64_t)M, dbcx, (int64_t)E3, g->dxn, (int64_t)E,
                                 0));
+    dg_backward_lora(b, il, DG_LORA_REC_IN, g, dbcx, E3, b->xn, E, g->dxn);
     dg_rmsnorm_backward_rows(dx, g->dxn, a->x_in, L->attn_norm, M, E, m->hp.rms_eps, 1);
     return DEG_OK;
 }
@@ -57,7 +65,7 @@ deg_status dg_backward_lfm2_layer(const deg_model *m, int il, dg_batch *b,
     if (L->has_kv) return dg_backward_std_layer(m, il, b, a, dx, g);
     DG_TRY(dg_backward_mlp(m, il, b, a, dx, g));
     size_t M = b->n_tokens, E = (size_t)m->hp.n_embd;
-    float *buf = malloc(sizeof(float) * (M * 6 * E + L->state_floats));
+    float *buf = malloc(sizeof(float) * (M * 7 * E + L->state_floats));
     if (!buf)
         return dg_fail(DEG_ERR_NOMEM, "lfm2 conv layer backward: out of memory (%zu tokens)", M);
     deg_status st = conv_block_bwd(m, il, b, a, dx, g, buf);

@@ -147,6 +147,7 @@ static deg_status deltanet_bwd(const deg_model *m, int il, dg_batch *b, const dg
     float *dqkv = dqc + M * CD, *dab = dqkv + M * CD, *dtail = dab + M * 2 * NV;
     float *hw = dtail + (L->state_floats - S_n);
     DG_TRY(dg_weight_backward_x(&d->out, (int64_t)M, dx, (int64_t)E, dy, (int64_t)VD, 0));
+    if (g->dlora) dg_backward_lora(b, il, DG_LORA_REC_OUT, g, dx, E, dg_q35_gated(m, il, b), VD, dy);
     gated_norm_bwd(m, d, M, o, z, dy, dout, dz);
     memset(dqc, 0, sizeof(float) * M * CD);
     size_t max_n = 0;
@@ -179,6 +180,8 @@ static deg_status deltanet_bwd(const deg_model *m, int il, dg_batch *b, const dg
                                 1));
     DG_TRY(dg_weight_backward_x(&d->in_a, (int64_t)M, dab + NV, (int64_t)(2 * NV), g->dxn,
                                 (int64_t)E, 1));
+    dg_backward_lora(b, il, DG_LORA_REC_IN, g, dqkv, CD, b->xn, E, g->dxn);
+    dg_backward_lora(b, il, DG_LORA_REC_Z, g, dz, VD, b->xn, E, g->dxn);
     dg_rmsnorm_backward_rows(dx, g->dxn, a->x_in, L->attn_norm, M, E, m->hp.rms_eps, 1);
     return DEG_OK;
 }

@@ -149,6 +149,10 @@ struct dg_arch {
      * projections of a hybrid; its recurrent layers' projections are not
      * adapted. */
     int lora;
+    /* Optional: [out, in] of a recurrent layer's projection adapted by target
+     * t (DG_LORA_REC_IN / REC_Z / REC_OUT, lora_internal.h); both 0 when the
+     * architecture has none. NULL: no recurrent targets. */
+    void (*rec_lora_dims)(const deg_model *m, int t, size_t *in, size_t *out);
 };
 
 /* NULL if unknown. The table lives in arch_table.c. */

@@ -23,6 +23,7 @@
 #include "model/arch_lfm2.h"
 #include "model/conv.h"
 #include "model/layer.h"
+#include "model/lora_internal.h"
 #include "model/ops.h"
 #include "tensor/blas.h"
 
@@ -178,6 +179,7 @@ void dg_lfm2_conv_core(const deg_model *m, int il, dg_batch *b, const float *x)
     float *bcx = b->rbuf, *bx = bcx + M * 3 * E, *y0 = bx + M * E;
     dg_rmsnorm_rows(b->xn, x, L->attn_norm, M, E, m->hp.rms_eps);
     dg_weight_matmul(&c->in_proj, (int64_t)M, b->xn, (int64_t)E, bcx, (int64_t)(3 * E));
+    dg_lora_add_segs(b, il, DG_LORA_REC_IN, b->xn, E, bcx, 3 * E);
     for (size_t i = 0; i < M; i++)
         for (size_t e = 0; e < E; e++) bx[i * E + e] = bcx[i * 3 * E + e] * bcx[i * 3 * E + 2 * E + e];
     /* Tasks: (segment, block of channels); a channel's taps and tail are its own. */
@@ -193,16 +195,23 @@ void dg_lfm2_conv_core(const deg_model *m, int il, dg_batch *b, const float *x)
     }
 }
 
+void dg_lfm2_conv_gated(const deg_model *m, const dg_batch *b, float *y)
+{
+    size_t M = b->n_tokens, E = (size_t)m->hp.n_embd;
+    const float *bcx = b->rbuf, *y0 = b->rbuf + M * 4 * E;
+    for (size_t i = 0; i < M; i++)
+        for (size_t e = 0; e < E; e++) y[i * E + e] = y0[i * E + e] * bcx[i * 3 * E + E + e];
+}
+
 /* The gated short convolution of a conv layer, x += out_proj(C * conv(B * x)). */
 static void lfm2_conv_block(const deg_model *m, int il, dg_batch *b, float *x)
 {
     const lfm2_conv *c = m->layers[il].arch_data;
     size_t M = b->n_tokens, E = (size_t)m->hp.n_embd;
-    const float *bcx = b->rbuf, *y0 = b->rbuf + M * 4 * E;
     dg_lfm2_conv_core(m, il, b, x);
-    for (size_t i = 0; i < M; i++)
-        for (size_t e = 0; e < E; e++) b->tmp[i * E + e] = y0[i * E + e] * bcx[i * 3 * E + E + e];
+    dg_lfm2_conv_gated(m, b, b->tmp);
     dg_weight_matmul(&c->out_proj, (int64_t)M, b->tmp, (int64_t)E, b->xn, (int64_t)E);
+    dg_lora_add_segs(b, il, DG_LORA_REC_OUT, b->tmp, E, b->xn, E);
     for (size_t i = 0; i < M * E; i++) x[i] += b->xn[i];
 }
 
@@ -219,6 +228,14 @@ static void lfm2_forward_layer(const deg_model *m, int il, dg_batch *b, float *x
     dg_forward_mlp(m, il, b, x);
 }
 
+/* LoRA on a conv layer's own projections: in_proj [3E, E], out_proj [E, E]. */
+static void lfm2_rec_lora_dims(const deg_model *m, int t, size_t *in, size_t *out)
+{
+    size_t E = (size_t)m->hp.n_embd;
+    *in = t == DG_LORA_REC_Z ? 0 : E;
+    *out = t == DG_LORA_REC_IN ? 3 * E : t == DG_LORA_REC_OUT ? E : 0;
+}
+
 const dg_arch dg_arch_lfm2 = {
     .name = "lfm2",
     .hf_config = lfm2_hf_config,
@@ -229,4 +246,5 @@ const dg_arch dg_arch_lfm2 = {
     .load_layer = lfm2_load_layer,
     .forward_layer = lfm2_forward_layer,
     .lora = 1,
+    .rec_lora_dims = lfm2_rec_lora_dims,
 };

@@ -25,7 +25,10 @@ typedef struct lfm2_conv {
  * [M, 5E] (m->scratch_per_token) = B | C | X (in_proj of RMSNorm(x), [M, 3E]),
  * then bx = B * X [M, E], then y0 = conv(bx) [M, E] from each segment's tail
  * (seg->rec[il], advanced). b->xn = RMSNorm(x). The block's output is
- * out_proj(C * y0). */
+ * out_proj(C * y0). With adapters (DG_LORA_REC_IN) the in_proj output
+ * includes them. */
 void dg_lfm2_conv_core(const deg_model *m, int il, dg_batch *b, const float *x);
+/* y [M, E] = C * y0 from the core's b->rbuf: out_proj's input. */
+void dg_lfm2_conv_gated(const deg_model *m, const dg_batch *b, float *y);
 
 #endif

@@ -251,6 +251,8 @@ void dg_q35_deltanet_core(const deg_model *m, int il, dg_batch *b, const float *
     dg_rmsnorm_rows(b->xn, x, L->attn_norm, M, E, m->hp.rms_eps);
     dg_weight_matmul(&d->in_qkv, (int64_t)M, b->xn, (int64_t)E, qkv, (int64_t)CD);
     dg_weight_matmul(&d->in_z, (int64_t)M, b->xn, (int64_t)E, z, (int64_t)VD);
+    dg_lora_add_segs(b, il, DG_LORA_REC_IN, b->xn, E, qkv, CD);
+    dg_lora_add_segs(b, il, DG_LORA_REC_Z, b->xn, E, z, VD);
     dg_weight_matmul(&d->in_b, (int64_t)M, b->xn, (int64_t)E, ab, (int64_t)(2 * NV));
     dg_weight_matmul(&d->in_a, (int64_t)M, b->xn, (int64_t)E, ab + NV, (int64_t)(2 * NV));
     const size_t CB = 256;
@@ -275,20 +277,30 @@ void dg_q35_deltanet_core(const deg_model *m, int il, dg_batch *b, const float *
     }
 }
 
+float *dg_q35_gated(const deg_model *m, int il, dg_batch *b)
+{
+    const q35_hp *a = m->arch_hp;
+    const q35_dn *d = m->layers[il].arch_data;
+    size_t M = b->n_tokens, CD = dg_q35_conv_dim(a);
+    size_t NV = (size_t)a->nv, DV = (size_t)a->dv, VD = NV * DV;
+    const float *z = b->rbuf + 2 * M * CD, *core = z + M * VD + M * 2 * NV;
+    float *gated = (float *)core + M * VD;
+    /* gated RMSNorm per (token, head): RMSNorm(o) * w * silu(z) */
+    dg_rmsnorm_rows(gated, core, d->norm, M * NV, DV, m->hp.rms_eps);
+    for (size_t i = 0; i < M * VD; i++) gated[i] *= z[i] / (1.0f + expf(-z[i]));
+    return gated;
+}
+
 /* Gated DeltaNet block: x += out_proj(gated_norm(delta_rule(conv(qkv)), z)). */
 static void q35_deltanet_block(const deg_model *m, int il, dg_batch *b, float *x)
 {
     const q35_hp *a = m->arch_hp;
     const q35_dn *d = m->layers[il].arch_data;
-    size_t M = b->n_tokens, E = (size_t)m->hp.n_embd, CD = dg_q35_conv_dim(a);
-    size_t NV = (size_t)a->nv, DV = (size_t)a->dv, VD = NV * DV;
-    const float *z = b->rbuf + 2 * M * CD, *core = z + M * VD + M * 2 * NV;
-    float *gated = (float *)core + M * VD;
+    size_t M = b->n_tokens, E = (size_t)m->hp.n_embd, VD = (size_t)a->nv * (size_t)a->dv;
     dg_q35_deltanet_core(m, il, b, x);
-    /* gated RMSNorm per (token, head): RMSNorm(o) * w * silu(z) */
-    dg_rmsnorm_rows(gated, core, d->norm, M * NV, DV, m->hp.rms_eps);
-    for (size_t i = 0; i < M * VD; i++) gated[i] *= z[i] / (1.0f + expf(-z[i]));
+    float *gated = dg_q35_gated(m, il, b);
     dg_weight_matmul(&d->out, (int64_t)M, gated, (int64_t)VD, b->tmp, (int64_t)E);
+    dg_lora_add_segs(b, il, DG_LORA_REC_OUT, gated, VD, b->tmp, E);
     for (size_t i = 0; i < M * E; i++) x[i] += b->tmp[i];
 }
 
@@ -304,6 +316,16 @@ static void q35_forward_layer(const deg_model *m, int il, dg_batch *b, float *x)
     dg_forward_mlp(m, il, b, x);
 }
 
+/* LoRA on a DeltaNet layer's own projections: in_proj_qkv [CD, E], in_proj_z
+ * [VD, E], out_proj [E, VD]. */
+static void q35_rec_lora_dims(const deg_model *m, int t, size_t *in, size_t *out)
+{
+    const q35_hp *a = m->arch_hp;
+    size_t E = (size_t)m->hp.n_embd, VD = (size_t)a->nv * (size_t)a->dv;
+    *in = t == DG_LORA_REC_OUT ? VD : E;
+    *out = t == DG_LORA_REC_IN ? dg_q35_conv_dim(a) : t == DG_LORA_REC_Z ? VD : E;
+}
+
 const dg_arch dg_arch_qwen3_5 = {
     .name = "qwen3_5_text",
     .hf_config = q35_hf_config,
@@ -313,4 +335,5 @@ const dg_arch dg_arch_qwen3_5 = {
     .load_layer = q35_load_layer,
     .forward_layer = q35_forward_layer,
     .lora = 1,
+    .rec_lora_dims = q35_rec_lora_dims,
 };

@@ -48,5 +48,9 @@ const float *dg_q35_token_inputs(const q35_hp *a, const q35_dn *d, int h, const 
  * delta rule per value head from each segment's state; seg->rec[il]
  * advanced), then [M, nv dv] free for the gated norm's output. */
 void dg_q35_deltanet_core(const deg_model *m, int il, dg_batch *b, const float *x);
+/* After the core: the gated RMSNorm RMSNorm(o) * w * silu(z) per (token,
+ * value head) into the free [M, nv dv] of b->rbuf, returned (out_proj's
+ * input). */
+float *dg_q35_gated(const deg_model *m, int il, dg_batch *b);
 
 #endif

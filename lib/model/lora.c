@@ -34,8 +34,19 @@ static void target_dims(const deg_model *m, size_t *in, size_t *out)
         }
     size_t i[DG_LORA_N_TARGETS] = {E, E, E, QD, E, E, F};
     size_t o[DG_LORA_N_TARGETS] = {QO, KD, KD, E, F, F, E};
+    for (int t = DG_LORA_REC_IN; t < DG_LORA_N_TARGETS; t++)
+        if (m->arch->rec_lora_dims) m->arch->rec_lora_dims(m, t, &i[t], &o[t]);
     memcpy(in, i, sizeof i);
     memcpy(out, o, sizeof o);
+}
+
+/* 1 if layer il has target t's projection. */
+static int has_target(const deg_model *m, const deg_lora *l, int il, int t)
+{
+    const dg_layer *L = &m->layers[il];
+    if (t <= DG_LORA_O) return L->has_kv; /* a recurrent layer has no q/k/v/o */
+    if (t <= DG_LORA_DOWN) return 1;
+    return L->state_floats && l->out[t] > 0;
 }
 
 deg_status deg_lora_new(const deg_model *m, const deg_lora_params *p, deg_lora **out)
@@ -46,9 +57,10 @@ deg_status deg_lora_new(const deg_model *m, const deg_lora_params *p, deg_lora *
         return dg_fail(DEG_ERR_ARG, "deg_lora_new: need rank in [1, %d] (got %d) and "
                        "n_adapters >= 1 (got %d)", DG_LORA_MAX_RANK, (int)p->rank,
                        (int)p->n_adapters);
-    if (p->targets == 0 || (p->targets & ~(uint32_t)DEG_LORA_ALL))
+    if (p->targets == 0 || (p->targets & ~(uint32_t)DG_LORA_ALL_BITS))
         return dg_fail(DEG_ERR_ARG, "deg_lora_new: targets 0x%x: need a nonzero set of "
-                       "DEG_LORA_* bits (0x7f = all)", (unsigned)p->targets);
+                       "DEG_LORA_* bits (0x7f = all attention/MLP, 0x380 = a hybrid's "
+                       "recurrent projections)", (unsigned)p->targets);
     if (!isfinite(p->alpha))
         return dg_fail(DEG_ERR_ARG, "deg_lora_new: alpha is not finite");
     if (m->arch->forward_layer != dg_forward_std_layer && !m->arch->lora)
@@ -68,12 +80,16 @@ deg_status deg_lora_new(const deg_model *m, const deg_lora_params *p, deg_lora *
         for (size_t il = 0; il < NL; il++)
             for (int t = 0; t < DG_LORA_N_TARGETS; t++) {
                 size_t *o = &l->off[(a * NL + il) * DG_LORA_N_TARGETS + (size_t)t];
-                /* a hybrid's recurrent layers have no q/k/v/o */
-                int on = (p->targets >> t) & 1 && (t > DG_LORA_O || m->layers[il].has_kv);
+                int on = (p->targets >> t) & 1 && has_target(m, l, (int)il, t);
                 *o = on ? n : (size_t)-1;
                 if (*o != (size_t)-1) n += r * (l->in[t] + l->out[t]);
             }
     l->n_params = n;
+    if (n == 0) {
+        deg_lora_free(l);
+        return dg_fail(DEG_ERR_ARG, "deg_lora_new: targets 0x%x: no layer of '%s' has those "
+                       "projections", (unsigned)p->targets, m->arch->name);
+    }
     l->data = calloc(n, sizeof(float));
     if (!l->data) {
         deg_lora_free(l);

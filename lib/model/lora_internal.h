@@ -14,7 +14,9 @@
 
 /* Targets in the order of the flat layout (and of the DEG_LORA_* bits). */
 enum { DG_LORA_Q, DG_LORA_K, DG_LORA_V, DG_LORA_O, DG_LORA_GATE, DG_LORA_UP, DG_LORA_DOWN,
-       DG_LORA_N_TARGETS };
+       DG_LORA_REC_IN, DG_LORA_REC_Z, DG_LORA_REC_OUT, DG_LORA_N_TARGETS };
+/* Every target bit deg_lora_new accepts. */
+#define DG_LORA_ALL_BITS (DEG_LORA_ALL | DEG_LORA_ALL_RECURRENT)
 
 struct deg_lora {
     const deg_model *model;

@@ -150,9 +150,13 @@ Test(lora, new_and_params)
     p.rank = 257;
     cr_expect_eq(deg_lora_new(m, &p, &l2), DEG_ERR_ARG);
     p.rank = 8;
-    p.targets = 128;
+    p.targets = 1024;
     cr_expect_eq(deg_lora_new(m, &p, &l2), DEG_ERR_ARG);
     cr_expect(strstr(deg_errmsg(), "targets") != NULL, "%s", deg_errmsg());
+    /* recurrent targets only, on a model without recurrent layers: nothing */
+    p.targets = DEG_LORA_ALL_RECURRENT;
+    cr_expect_eq(deg_lora_new(m, &p, &l2), DEG_ERR_ARG);
+    cr_expect(strstr(deg_errmsg(), "no layer") != NULL, "%s", deg_errmsg());
     p.targets = DEG_LORA_ALL;
     p.alpha = INFINITY;
     cr_expect_eq(deg_lora_new(m, &p, &l2), DEG_ERR_ARG);
@@ -209,7 +213,9 @@ static fixture fixture_new(const char *name)
     x.E = (size_t)mi.n_embd;
     x.V = (size_t)mi.n_vocab;
     x.n_layer = mi.n_layer;
-    x.l = random_lora(x.m, 2, DEG_LORA_ALL);
+    /* on the hybrids also their recurrent layers' own projections (llama and
+     * qwen3 have none: those bits add nothing there) */
+    x.l = random_lora(x.m, 2, DEG_LORA_ALL | DEG_LORA_ALL_RECURRENT);
     cr_assert_eq(deg_trunk_new(x.m, &x.t), DEG_OK);
     cr_assert_eq(deg_trunk_prefill(x.t, TRUNK_IDS, 10, NULL, NULL), DEG_OK);
     return x;
@@ -408,9 +414,12 @@ static void check_tape(const char *name)
     int checked = 0;
     for (int a = 0; a < 2; a++)
         for (int tg = 0; tg < DG_LORA_N_TARGETS; tg++) {
-            int il = (a + tg) % x.n_layer;
-            /* (a hybrid's recurrent layers have no q/k/v/o adapters) */
-            while (dg_lora_offset(l, a, il, tg) == (size_t)-1) il = (il + 1) % x.n_layer;
+            int il = (a + tg) % x.n_layer, tries = 0;
+            /* (a hybrid's recurrent layers have no q/k/v/o adapters, its
+             * attention layers no rec_* ones; llama/qwen3 have no rec_*) */
+            while (dg_lora_offset(l, a, il, tg) == (size_t)-1 && tries++ < x.n_layer)
+                il = (il + 1) % x.n_layer;
+            if (dg_lora_offset(l, a, il, tg) == (size_t)-1) continue;
             size_t o = dg_lora_offset(l, a, il, tg);
             size_t ra = 4 * l->in[tg], rb = l->out[tg] * 4;
             size_t idx[2] = {o + (size_t)(tg * 7) % ra, o + ra + (size_t)(tg * 5) % rb};
@@ -455,7 +464,8 @@ static void check_tape(const char *name)
 Test(lora, tape_llama) { check_tape("tiny-llama"); }
 Test(lora, tape_qwen3) { check_tape("tiny-qwen3"); }
 /* Hybrids: adapters on the attention and MLP projections (qwen3_5's q_proj
- * whole: q and the output gate), none on the recurrent layers. */
+ * whole: q and the output gate) and on the recurrent layers' own projections
+ * (lfm2 in_proj / out_proj; qwen3_5 in_proj_qkv / in_proj_z / out_proj). */
 Test(lora, tape_lfm2) { check_tape("tiny-lfm2"); }
 Test(lora, tape_qwen3_5) { check_tape("tiny-qwen3_5"); }
 Test(lora, rows_independent_hybrids)

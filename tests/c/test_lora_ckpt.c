@@ -158,6 +158,59 @@ Test(lora_ckpt, selector_fill_and_round_trip)
     free(dir2);
 }
 
+/* A hybrid's recurrent-projection adapters (rec_in / rec_z / rec_out) in a
+ * checkpoint: they change the fill, and save + load keeps the targets (named
+ * in deg.json), the parameters and the filled bytes. */
+Test(lora_ckpt, hybrid_recurrent_targets_round_trip)
+{
+    const char *names[] = {"tiny-lfm2", "tiny-qwen3_5"};
+    for (int mi = 0; mi < 2; mi++) {
+        char *dir = tu_mkdtemp(), *dir2 = tu_mkdtemp();
+        char model[512];
+        snprintf(model, sizeof model, "%s/%s", TINY_GOLDENS, names[mi]);
+        deg_ckpt *k = tu_random_ckpt(model, 3, dir, NULL, -1);
+        char *base = fill_text(k);
+        deg_lora_params p = deg_lora_default_params();
+        p.rank = 4;
+        p.targets = DEG_LORA_ALL_RECURRENT;
+        cr_assert_eq(deg_ckpt_add_lora(k, &p, DEG_LORA_SELECT_SHARED), DEG_OK, "%s",
+                     deg_errmsg());
+        deg_lora *l = deg_ckpt_get_lora(k);
+        size_t n = deg_lora_n_params(l);
+        float *a = malloc(n * 4), *b = malloc(n * 4);
+        for (size_t i = 0; i < n; i++) a[i] = (float)(((double)((i * 2654435761u) % 1000) - 500) * 4e-4);
+        cr_assert_eq(deg_lora_set_params(l, a, n), DEG_OK);
+        char *adapted = fill_text(k);
+        cr_expect(strcmp(adapted, base) != 0, "%s: recurrent adapters left the fill unchanged",
+                  names[mi]);
+        cr_assert_eq(deg_ckpt_save(k, dir2, NULL, 0), DEG_OK, "%s", deg_errmsg());
+        deg_ckpt *k2 = NULL;
+        cr_assert_eq(deg_ckpt_load(dir2, model, &k2), DEG_OK, "%s", deg_errmsg());
+        deg_ckpt_set_debug(k2, 1);
+        deg_lora *l2 = deg_ckpt_get_lora(k2);
+        cr_assert_eq(deg_lora_n_params(l2), n);
+        cr_expect_eq(deg_lora_get_config(l2).targets, (uint32_t)DEG_LORA_ALL_RECURRENT);
+        deg_lora_get_params(l2, b, n);
+        cr_expect(memcmp(a, b, n * 4) == 0, "%s: adapters changed by save + load", names[mi]);
+        char *again = fill_text(k2);
+        cr_expect_str_eq(again, adapted, "%s: reloaded adapters fill other bytes", names[mi]);
+        char js[512];
+        snprintf(js, sizeof js, "%s/deg.json", dir2);
+        json_t *meta = json_load_file(js, 0, NULL);
+        json_t *tg = json_object_get(json_object_get(meta, "lora"), "targets");
+        cr_expect_eq(json_array_size(tg), 3);
+        cr_expect_str_eq(json_string_value(json_array_get(tg, 0)), "rec_in");
+        json_decref(meta);
+        free(a); free(b); free(base); free(adapted); free(again);
+        deg_ckpt_free(k);
+        deg_ckpt_free(k2);
+        tu_rmrf(dir);
+        tu_rmrf(dir2);
+        free(dir);
+        free(dir2);
+    }
+}
+
 /* deg.json["lora"] edited by f, then loaded: expect status want and a message
  * containing what. */
 static void bad_entry(const char *dir, const char *model, void (*f)(json_t *e), deg_status want,

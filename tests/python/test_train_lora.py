@@ -246,3 +246,13 @@ def test_anchor_mode_forks_train_too(dataset, heads_run):
             assert np.array_equal(forks[u]["hidden"], want["hidden"]), want["pointer"]
     finally:
         ck.close()
+
+
+def test_lora_target_names():
+    """The --lora-targets names: "all" is the attention and MLP projections only;
+    the recurrent layers' own projections are named (rec_in, rec_z, rec_out)."""
+    from deg._native import lib
+    assert lora.parse_targets("all") == lib.DEG_LORA_ALL == 127
+    bits = lora.parse_targets("rec_in, rec_z,rec_out")
+    assert bits == lib.DEG_LORA_ALL_RECURRENT == 128 | 256 | 512
+    assert lora.target_names(bits | lib.DEG_LORA_Q) == ["q", "rec_in", "rec_z", "rec_out"]

@@ -24,12 +24,15 @@ from . import data, features
 
 SELECTORS = {"kind": lib.DEG_LORA_SELECT_KIND, "shared": lib.DEG_LORA_SELECT_SHARED}
 TARGETS = {"q": lib.DEG_LORA_Q, "k": lib.DEG_LORA_K, "v": lib.DEG_LORA_V, "o": lib.DEG_LORA_O,
-           "gate": lib.DEG_LORA_GATE, "up": lib.DEG_LORA_UP, "down": lib.DEG_LORA_DOWN}
+           "gate": lib.DEG_LORA_GATE, "up": lib.DEG_LORA_UP, "down": lib.DEG_LORA_DOWN,
+           # a hybrid's recurrent layers' own projections (include/lora.h DEG_LORA_REC_*)
+           "rec_in": lib.DEG_LORA_REC_IN, "rec_z": lib.DEG_LORA_REC_Z,
+           "rec_out": lib.DEG_LORA_REC_OUT}
 
 
 def parse_targets(text):
-    """DEG_LORA_* bits of "all" or a comma list of q,k,v,o,gate,up,down; ValueError
-    naming what is wrong."""
+    """DEG_LORA_* bits of "all" (the attention and MLP projections) or a comma list
+    of q,k,v,o,gate,up,down,rec_in,rec_z,rec_out; ValueError naming what is wrong."""
     if text.strip() == "all":
         return lib.DEG_LORA_ALL
     bits = 0
