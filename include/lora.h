@@ -79,7 +79,7 @@ typedef struct deg_lora deg_lora;
 #define DEG_LORA_REC_IN 128
 #define DEG_LORA_REC_Z 256
 #define DEG_LORA_REC_OUT 512
-#define DEG_LORA_ALL_RECURRENT (DEG_LORA_REC_IN | DEG_LORA_REC_Z | DEG_LORA_REC_OUT)
+#define DEG_LORA_ALL_RECURRENT 896 /* REC_IN | REC_Z | REC_OUT (a literal: the cffi bindings read plain numbers) */
 
 typedef struct deg_lora_params {
     int32_t rank;          /* r in [1, 256] (default 8) */

@@ -15,8 +15,12 @@
  * embed_tokens_per_layer and per_layer_model_projection; logits soft-capped
  * (final_logit_softcapping). Norms are w * x / rms(x) (Gemma4RMSNorm: weight
  * initialised to 1, not 1 + w as in Gemma 1-3).
- * Not supported (refused at load): the MoE feed-forward (enable_moe_block),
- * bidirectional attention, RoPE types other than default / proportional,
+ * With enable_moe_block every layer adds a routed mixture of experts beside
+ * its MLP (Gemma4TextRouter: softmax over the experts of proj(norm(h) *
+ * scale / sqrt(E)), top-k renormalised, times per_expert_scale; experts
+ * GeGLU on pre_feedforward_layernorm_2(h); the two outputs post-normed
+ * (_1, _2) and summed before post_feedforward_layernorm).
+ * Not supported (refused at load): bidirectional attention, RoPE types other than default / proportional,
  * activations other than gelu_pytorch_tanh; GGUF files (no_gguf). */
 #include <math.h>
 #include <stdlib.h>
@@ -43,9 +47,6 @@ static deg_status cfg_int(json_t *cfg, const char *key, int32_t dflt, int32_t lo
 
 static deg_status cfg_refusals(json_t *cfg, const char *path)
 {
-    if (json_is_true(json_object_get(cfg, "enable_moe_block")))
-        return dg_fail(DEG_ERR_UNSUPPORTED, "%s: the Mixture-of-Experts feed-forward "
-                       "(enable_moe_block) is not supported", path);
     json_t *bi = json_object_get(cfg, "use_bidirectional_attention");
     if (json_is_string(bi) && !strcmp(json_string_value(bi), "all"))
         return dg_fail(DEG_ERR_UNSUPPORTED, "%s: use_bidirectional_attention = \"all\" is not "
@@ -205,6 +206,14 @@ static deg_status g4_hf_config(deg_model *m, json_t *cfg, const char *path)
     if (sc && !json_is_null(sc) && (!json_is_number(sc) || !(json_number_value(sc) > 0)))
         return dg_fail(DEG_ERR_FORMAT, "%s: invalid \"final_logit_softcapping\"", path);
     m->final_softcap = json_is_number(sc) ? (float)json_number_value(sc) : 0.0f;
+    if (json_is_true(json_object_get(cfg, "enable_moe_block"))) {
+        DG_TRY(cfg_int(cfg, "num_experts", 0, 1, &a->n_exp, path));
+        DG_TRY(cfg_int(cfg, "top_k_experts", 0, 1, &a->top_k, path));
+        DG_TRY(cfg_int(cfg, "moe_intermediate_size", 0, 1, &a->moe_ff, path));
+        if (!a->n_exp || !a->top_k || !a->moe_ff || a->top_k > a->n_exp || a->n_exp > 4096)
+            return dg_fail(DEG_ERR_FORMAT, "%s: enable_moe_block needs num_experts (<= 4096), "
+                           "top_k_experts <= num_experts and moe_intermediate_size", path);
+    }
     /* transformers: torch.tensor(hidden_size ** 0.5), an f32 scalar */
     a->embed_scale = (float)sqrt((double)hp->n_embd);
     m->scratch_per_token = dg_g4_scratch(m);
@@ -249,6 +258,24 @@ static deg_status g4_load_attn(deg_model *m, int il, const g4_hp *a, dg_layer *L
     return DEG_OK;
 }
 
+static deg_status g4_load_moe(deg_model *m, int il, const g4_hp *a, g4_layer *g)
+{
+    int64_t E = m->hp.n_embd, X = a->n_exp, I = a->moe_ff;
+    int64_t gu[3] = {X, 2 * I, E}, dn[3] = {X, E, I};
+    DG_TRY(dg_weight_get_matrix(m, NULL, G4 "router.proj.weight", il, X, E, 0, &g->router));
+    DG_TRY(dg_weight_get(m, NULL, G4 "router.scale", il, 1, &E, 0, &g->router_scale));
+    DG_TRY(dg_weight_get(m, NULL, G4 "router.per_expert_scale", il, 1, &X, 0, &g->expert_scale));
+    DG_TRY(dg_weight_get(m, NULL, G4 "experts.gate_up_proj", il, 3, gu, 0, &g->gate_up));
+    DG_TRY(dg_weight_get(m, NULL, G4 "experts.down_proj", il, 3, dn, 0, &g->down));
+    DG_TRY(dg_weight_get(m, NULL, G4 "pre_feedforward_layernorm_2.weight", il, 1, &E, 0,
+                         &g->pre_ffn_norm_2));
+    DG_TRY(dg_weight_get(m, NULL, G4 "post_feedforward_layernorm_1.weight", il, 1, &E, 0,
+                         &g->post_ffn_norm_1));
+    DG_TRY(dg_weight_get(m, NULL, G4 "post_feedforward_layernorm_2.weight", il, 1, &E, 0,
+                         &g->post_ffn_norm_2));
+    return ones(m, E, &g->ones);
+}
+
 static deg_status g4_load_layer(deg_model *m, int il, dg_layer *L)
 {
     const g4_hp *a = m->arch_hp;
@@ -274,6 +301,7 @@ static deg_status g4_load_layer(deg_model *m, int il, dg_layer *L)
         DG_TRY(dg_weight_get(m, NULL, G4 "layer_scalar", il, 1, &one, 0, &s));
         g->layer_scalar = s[0];
     }
+    if (a->n_exp) DG_TRY(g4_load_moe(m, il, a, g));
     if (P) {
         DG_TRY(dg_weight_get_matrix(m, NULL, G4 "per_layer_input_gate.weight", il, P, E, 0,
                                     &g->ple_gate));

@@ -34,6 +34,9 @@ typedef struct g4_hp {
     dg_weight ple_model_proj; /* [n_layer * ple_dim, n_embd] */
     const float *ple_proj_norm; /* [ple_dim] */
     int32_t max_ff;           /* the largest n_ff[il] */
+    /* Mixture of experts (enable_moe_block; n_exp = 0: none): num_experts,
+     * top_k_experts, moe_intermediate_size */
+    int32_t n_exp, top_k, moe_ff;
 } g4_hp;
 
 /* A layer's weights beyond dg_layer's (dg_layer.arch_data); dg_layer holds
@@ -47,6 +50,14 @@ typedef struct g4_layer {
     dg_weight ple_gate;                          /* [ple_dim, n_embd] */
     dg_weight ple_proj;                          /* [n_embd, ple_dim] */
     const float *ple_post_norm;                  /* [n_embd] */
+    /* MoE block (g4_hp.n_exp > 0; Gemma4TextRouter / Gemma4TextExperts) */
+    dg_weight router;                            /* [n_exp, n_embd] router.proj */
+    const float *router_scale;                   /* [n_embd] router.scale */
+    const float *expert_scale;                   /* [n_exp] router.per_expert_scale */
+    const float *gate_up;                        /* [n_exp, 2 moe_ff, n_embd] */
+    const float *down;                           /* [n_exp, n_embd, moe_ff] */
+    const float *pre_ffn_norm_2, *post_ffn_norm_1, *post_ffn_norm_2; /* [n_embd] */
+    const float *ones;                           /* [n_embd] (the router's scale-free norm) */
 } g4_layer;
 
 /* Scratch floats per token of a pass (deg_model.scratch_per_token). */

@@ -19,39 +19,53 @@ typedef struct g4_buf {
     float *cos[2], *sin[2]; /* [M, head_dim / 2] of the sliding [0] / full [1] layers */
     float *gate, *up;    /* [M, max_ff] */
     float *pg;           /* [M, ple_dim] */
+    float *moe_out;      /* [M, n_embd] the experts' sum (MoE) */
+    float *moe_tmp;      /* [M, moe_scratch] per-token router / expert temporaries */
 } g4_buf;
 
-static size_t widths(const deg_model *m, size_t w[8])
+#define N_REGIONS 11
+
+/* Per-token scratch of one token's routing and experts: the normed input
+ * [E], the experts' input [E], gate|up [2I], one expert's output [E],
+ * router scores [n_exp]. */
+static size_t moe_scratch(const deg_model *m)
+{
+    const g4_hp *a = m->arch_hp;
+    size_t E = (size_t)m->hp.n_embd;
+    return a->n_exp ? 3 * E + 2 * (size_t)a->moe_ff + (size_t)a->n_exp : 0;
+}
+
+static size_t widths(const deg_model *m, size_t w[N_REGIONS])
 {
     const g4_hp *a = m->arch_hp;
     size_t LP = (size_t)m->hp.n_layer * (size_t)a->ple_dim;
     size_t h0 = (size_t)a->rope[0].head_dim / 2, h1 = (size_t)a->rope[1].head_dim / 2;
-    size_t f = (size_t)a->max_ff;
-    size_t v[8] = {LP, LP, h0, h0, h1, h1, f, f};
-    memcpy(w, v, sizeof v);
-    return LP * 2 + h0 * 2 + h1 * 2 + f * 2 + (size_t)a->ple_dim;
+    size_t f = (size_t)a->max_ff, moe = a->n_exp ? (size_t)m->hp.n_embd : 0;
+    size_t v[N_REGIONS] = {LP, LP, h0, h0, h1, h1, f, f, (size_t)a->ple_dim, moe,
+                           moe_scratch(m)};
+    size_t t = 0;
+    for (int i = 0; i < N_REGIONS; i++) t += w[i] = v[i];
+    return t;
 }
 
 size_t dg_g4_scratch(const deg_model *m)
 {
-    size_t w[8];
+    size_t w[N_REGIONS];
     return widths(m, w);
 }
 
 static g4_buf regions(const deg_model *m, const dg_batch *b)
 {
-    size_t w[8], M = b->n_tokens;
+    size_t w[N_REGIONS], M = b->n_tokens;
     widths(m, w);
     float *p = b->rbuf;
-    float **dst[8];
     g4_buf g;
-    dst[0] = &g.ple, dst[1] = &g.ple_tok, dst[2] = &g.cos[0], dst[3] = &g.sin[0];
-    dst[4] = &g.cos[1], dst[5] = &g.sin[1], dst[6] = &g.gate, dst[7] = &g.up;
-    for (int i = 0; i < 8; i++) {
+    float **dst[N_REGIONS] = {&g.ple, &g.ple_tok, &g.cos[0], &g.sin[0], &g.cos[1], &g.sin[1],
+                              &g.gate, &g.up, &g.pg, &g.moe_out, &g.moe_tmp};
+    for (int i = 0; i < N_REGIONS; i++) {
         *dst[i] = p;
         p += M * w[i];
     }
-    g.pg = p;
     return g;
 }
 
@@ -156,7 +170,49 @@ static void g4_attention(const deg_model *m, int il, dg_batch *b, float *x, cons
     add_normed(x, b->tmp, g->post_attn_norm, M, E, hp->rms_eps);
 }
 
-/* x += post_feedforward_norm(down(gelu(gate(h)) * up(h))), h = pre_feedforward_norm(x). */
+/* The routed experts of one token (Gemma4TextRouter, Gemma4TextExperts):
+ * out [E] = sum over its top_k experts e, in ascending e (transformers adds
+ * them in that order) of w_e * down_e(gelu(gate_e(h2)) * up_e(h2)),
+ * h2 = pre_feedforward_layernorm_2(x); w = softmax(router(norm(x) * scale
+ * / sqrt(E))) over the experts, the top_k renormalised to sum 1, times
+ * per_expert_scale. t: moe_scratch floats. */
+static void moe_token(const deg_model *m, const g4_layer *g, const float *x, float *out, float *t)
+{
+    const g4_hp *a = m->arch_hp;
+    size_t E = (size_t)m->hp.n_embd, I = (size_t)a->moe_ff, X = (size_t)a->n_exp;
+    float *r = t, *h2 = r + E, *gu = h2 + E, *o = gu + 2 * I, *p = o + E;
+    float eps = m->hp.rms_eps, rs = (float)(1.0 / sqrt((double)E));
+    dg_rmsnorm(r, x, g->ones, 1, E, eps);
+    for (size_t j = 0; j < E; j++) r[j] = r[j] * g->router_scale[j] * rs;
+    dg_weight_matmul(&g->router, 1, r, (int64_t)E, p, (int64_t)X);
+    float mx = p[0], sum = 0.0f;
+    for (size_t e = 1; e < X; e++) mx = p[e] > mx ? p[e] : mx;
+    for (size_t e = 0; e < X; e++) sum += p[e] = expf(p[e] - mx);
+    for (size_t e = 0; e < X; e++) p[e] /= sum;
+    /* top_k (ties: the lower index), marked by negating into -1 - p */
+    float tsum = 0.0f;
+    for (int k = 0; k < a->top_k; k++) {
+        size_t best = X;
+        for (size_t e = 0; e < X; e++)
+            if (p[e] >= 0.0f && (best == X || p[e] > p[best])) best = e;
+        tsum += p[best];
+        p[best] = -1.0f - p[best];
+    }
+    dg_rmsnorm(h2, x, g->pre_ffn_norm_2, 1, E, eps);
+    memset(out, 0, sizeof(float) * E);
+    for (size_t e = 0; e < X; e++) {
+        if (p[e] >= 0.0f) continue;
+        float w = (-1.0f - p[e]) / tsum * g->expert_scale[e];
+        const float *gw = g->gate_up + e * 2 * I * E, *dw = g->down + e * E * I;
+        for (size_t j = 0; j < 2 * I; j++) gu[j] = dg_dot(gw + j * E, h2, E);
+        for (size_t j = 0; j < I; j++) gu[j] = gelu_tanh(gu[j]) * gu[I + j];
+        for (size_t j = 0; j < E; j++) o[j] = dg_dot(dw + j * I, gu, I);
+        for (size_t j = 0; j < E; j++) out[j] += o[j] * w;
+    }
+}
+
+/* x += post_feedforward_norm(down(gelu(gate(h)) * up(h))), h = pre_feedforward_norm(x);
+ * with MoE: x += post_feedforward_norm(post_1(mlp) + post_2(experts(x))). */
 static void g4_mlp(const deg_model *m, int il, dg_batch *b, float *x, const g4_buf *gb)
 {
     const dg_layer *L = &m->layers[il];
@@ -173,6 +229,15 @@ static void g4_mlp(const deg_model *m, int il, dg_batch *b, float *x, const g4_b
         for (size_t j = 0; j < F; j++)
             gb->gate[i * F + j] = gelu_tanh(gb->gate[i * F + j]) * gb->up[i * F + j];
     dg_weight_matmul(&L->w_down, (int64_t)M, gb->gate, (int64_t)F, b->tmp, (int64_t)E);
+    if (((const g4_hp *)m->arch_hp)->n_exp) {
+        size_t ms = moe_scratch(m);
+#pragma omp parallel for schedule(static) if (M > 1) num_threads(dg_num_threads())
+        for (size_t i = 0; i < M; i++)
+            moe_token(m, g, x + i * E, gb->moe_out + i * E, gb->moe_tmp + i * ms);
+        dg_rmsnorm_rows(b->tmp, b->tmp, g->post_ffn_norm_1, M, E, m->hp.rms_eps);
+        dg_rmsnorm_rows(gb->moe_out, gb->moe_out, g->post_ffn_norm_2, M, E, m->hp.rms_eps);
+        for (size_t i = 0; i < M * E; i++) b->tmp[i] += gb->moe_out[i];
+    }
     add_normed(x, b->tmp, g->post_ffn_norm, M, E, m->hp.rms_eps);
 }
 

@@ -13,6 +13,11 @@
 #include "model/state.h"
 #include "tensor/blas.h"
 
+_Static_assert(DEG_LORA_ALL_RECURRENT == (DEG_LORA_REC_IN | DEG_LORA_REC_Z | DEG_LORA_REC_OUT),
+               "DEG_LORA_ALL_RECURRENT is the three recurrent target bits");
+_Static_assert(DG_LORA_ALL_BITS == (1u << DG_LORA_N_TARGETS) - 1,
+               "one DEG_LORA_* bit per target of the layout");
+
 deg_lora_params deg_lora_default_params(void)
 {
     return (deg_lora_params){.rank = 8, .alpha = 16.0f, .targets = DEG_LORA_ALL,

@@ -1,6 +1,7 @@
 /* Cartridges on Gemma 4 (tiny random gemma4_text models of
  * tests/goldens/gen_gemma4_goldens.py): per-layer K/V geometry (row_len per
- * layer; none on KV-sharing layers), the serving equivalence gate with a
+ * layer; none on KV-sharing layers), the serving equivalence gate (also
+ * with the MoE feed-forward) with a
  * prefix longer than the sliding window (a sliding layer's query sees the
  * cartridge exactly as a real prefix, within its window), save/load, a
  * two-part composition split from one capture (the window cuts through the
@@ -116,4 +117,7 @@ Test(cartridge_gemma4, equivalence_gate)
     /* -kvshare: sliding 2 x 16, full 2 x 32; layers 2, 3 read layers 0, 1's rows */
     const size_t kvs[] = {32, 64, 0, 0};
     gemma4_gate("tiny-gemma4-kvshare", kvs);
+    /* -moe: sliding 2 x 16, full 2 x 32; routed experts beside every MLP */
+    const size_t moe[] = {32, 64, 64};
+    gemma4_gate("tiny-gemma4-moe", moe);
 }

@@ -22,8 +22,9 @@ static const char *const HYBRID[] = {"tiny-lfm2", "tiny-qwen3_5", "tiny-qwen3_5-
 #define N_HYBRID (sizeof HYBRID / sizeof HYBRID[0])
 /* Gemma 4 text (tests/goldens/gen_gemma4_goldens.py): sliding-window and full
  * layers of their own K/V geometry and RoPE, per-layer inputs, soft-capped
- * logits; -kvshare: layers reusing earlier layers' K/V, double-wide MLPs. */
-static const char *const GEMMA4[] = {"tiny-gemma4", "tiny-gemma4-kvshare"};
+ * logits; -kvshare: layers reusing earlier layers' K/V, double-wide MLPs;
+ * -moe: the routed experts beside every MLP. */
+static const char *const GEMMA4[] = {"tiny-gemma4", "tiny-gemma4-kvshare", "tiny-gemma4-moe"};
 #define N_GEMMA4 (sizeof GEMMA4 / sizeof GEMMA4[0])
 /* Every tiny model with transformers goldens: TINY, HYBRID, GEMMA4. */
 #define N_ALL (N_TINY + N_HYBRID + N_GEMMA4)
@@ -318,10 +319,10 @@ Test(model, gemma4_greedy_and_info)
         deg_model_info info;
         cr_assert_eq(deg_model_get_info(m, &info), DEG_OK);
         cr_assert_str_eq(info.arch, "gemma4_text");
-        cr_assert_eq(info.n_layer, k ? 4 : 5);
+        cr_assert_eq(info.n_layer, k == 0 ? 5 : k == 1 ? 4 : 3);
         cr_assert_eq(info.head_dim, 16);
         cr_assert_eq(info.n_head_kv, 2);
-        cr_assert_eq(info.tied_lm_head, k == 0);
+        cr_assert_eq(info.tied_lm_head, k != 1);
         greedy_on(m, GEMMA4[k]);
         deg_model_free(m);
     }

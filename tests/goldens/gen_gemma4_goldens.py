@@ -20,6 +20,9 @@ HF directories with their golden logits.
                                       soft-capping; untied LM head (transformers 5.24's
                                       generate fails on KV sharing without per-layer
                                       inputs: _maybe_slice_kv_shared_inputs slices None)
+  tests/goldens/tiny-gemma4-moe/      3 layers (sliding, full, full) with the MoE block
+                                      (enable_moe_block: 4 experts, top 2, width 32) beside
+                                      each MLP; no per-layer inputs; soft-capping 30
 
 Each golden.safetensors holds what gen_hybrid_goldens.py's do (prefill.<i>, decode,
 trunk + fork.<j>, greedy), from transformers' forward. Randomized so that logits are
@@ -79,6 +82,24 @@ def gemma4_kvshare_model():
     return Gemma4ForCausalLM(cfg)
 
 
+def gemma4_moe_model():
+    from transformers import Gemma4ForCausalLM, Gemma4TextConfig
+
+    cfg = Gemma4TextConfig(
+        vocab_size=VOCAB, hidden_size=64, intermediate_size=64, num_hidden_layers=3,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16, global_head_dim=32,
+        layer_types=["sliding_attention", "full_attention", "full_attention"],
+        sliding_window=8, max_position_embeddings=1024, rms_norm_eps=1e-6,
+        rope_parameters={
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+            "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25,
+                               "rope_theta": 1000000.0}},
+        hidden_size_per_layer_input=0, enable_moe_block=True, num_experts=4, top_k_experts=2,
+        moe_intermediate_size=32, final_logit_softcapping=30.0, tie_word_embeddings=True,
+        bos_token_id=1, eos_token_id=2, pad_token_id=0)
+    return Gemma4ForCausalLM(cfg)
+
+
 def layer_scalars(model, seed):
     g = torch.Generator().manual_seed(seed + 200)
     with torch.no_grad():
@@ -95,7 +116,8 @@ def conditioning(name):
 
     d = os.path.join(HERE, name)
     gold = load_file(os.path.join(d, "golden.safetensors"))
-    model = AutoModelForCausalLM.from_pretrained(d, dtype=torch.float64).eval()
+    model = AutoModelForCausalLM.from_pretrained(d, dtype=torch.float64,
+                                                 experts_implementation="eager").eval()
     worst = 0.0
     for i in range(5):
         ids = torch.tensor(gold[f"prefill.{i}.ids"]).long()[None]
@@ -107,13 +129,16 @@ def conditioning(name):
 
 
 def main():
-    which = sys.argv[1:] or ["gemma4", "gemma4_kvshare"]
+    which = sys.argv[1:] or ["gemma4", "gemma4_kvshare", "gemma4_moe"]
     if "gemma4" in which:
         make("tiny-gemma4", gemma4_model, seed=21, post=layer_scalars)
         conditioning("tiny-gemma4")
     if "gemma4_kvshare" in which:
         make("tiny-gemma4-kvshare", gemma4_kvshare_model, seed=22, post=layer_scalars)
         conditioning("tiny-gemma4-kvshare")
+    if "gemma4_moe" in which:
+        make("tiny-gemma4-moe", gemma4_moe_model, seed=23, post=layer_scalars)
+        conditioning("tiny-gemma4-moe")
 
 
 if __name__ == "__main__":
