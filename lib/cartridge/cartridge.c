@@ -234,6 +234,10 @@ static deg_status check_layer(const deg_cartridge *c, int32_t layer, const char 
     if (layer < 0 || layer >= c->n_layer)
         return dg_fail(DEG_ERR_RANGE, "%s: layer %d outside [0, %d)", w, (int)layer,
                        c->n_layer);
+    const dg_layer *L = &c->model->layers[layer];
+    if (L->kv_shared && c->p)
+        return dg_fail(DEG_ERR_ARG, "%s: layer %d keeps no K/V rows: it reads layer %d's "
+                       "(KV sharing)", w, (int)layer, L->kv_src);
     if (!dg_cartridge_kv_n(c, layer) && c->p)
         return dg_fail(DEG_ERR_ARG, "%s: layer %d is a recurrent layer (no K/V rows; its part "
                        "of the cartridge is a state: deg_cartridge_get_state)", w, (int)layer);

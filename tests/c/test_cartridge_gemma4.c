@@ -60,9 +60,13 @@ static void gemma4_gate(const char *name, const size_t *row_len)
     float *ref = real_prefill(m, all, P, g.V);
     deg_cartridge *c = NULL;
     cr_assert_eq(deg_cartridge_init_tokens(m, all, P, &c), DEG_OK, "%s", deg_errmsg());
-    for (int il = 0; il < g.L; il++)
+    for (int il = 0; il < g.L; il++) {
         cr_assert_eq(deg_cartridge_row_len(c, il), row_len[il], "%s layer %d row_len %zu", name,
                      il, deg_cartridge_row_len(c, il));
+        if (row_len[il]) continue; /* a KV-sharing layer: no rows to read */
+        cr_expect_eq(deg_cartridge_get_rows(c, il, NULL, NULL), DEG_ERR_ARG);
+        cr_expect(strstr(deg_errmsg(), "KV sharing") != NULL, "%s", deg_errmsg());
+    }
     const deg_cartridge *one[1] = {c};
     served_equals(one, 1, all + P, ref + P * g.V, g.V, name);
     /* the training forward refuses the architecture (no layer backward) */

@@ -138,6 +138,8 @@ def cmd_equiv(args):
     parts = [Cartridge.random_vectors(model, p), Cartridge.random_vectors(model, p)]
     for il in range(model.info.n_layer):
         row = whole.row_len(il)
+        if not row:  # a recurrent layer (the composition below refuses the model, naming
+            continue  # why) or a Gemma 4 layer reading another layer's K/V
         k, v = whole.rows(il)
         for j, part in enumerate(parts):
             part.set_rows(il, k[j * p * row:(j + 1) * p * row], v[j * p * row:(j + 1) * p * row])
