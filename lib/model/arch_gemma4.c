@@ -258,21 +258,25 @@ static deg_status g4_load_attn(deg_model *m, int il, const g4_hp *a, dg_layer *L
     return DEG_OK;
 }
 
+/* Layer il's [n_embd] norm weight hf. */
+static deg_status g4_norm(deg_model *m, const char *hf, int il, const float **out)
+{
+    int64_t E = m->hp.n_embd;
+    return dg_weight_get(m, NULL, hf, il, 1, &E, 0, out);
+}
+
 static deg_status g4_load_moe(deg_model *m, int il, const g4_hp *a, g4_layer *g)
 {
     int64_t E = m->hp.n_embd, X = a->n_exp, I = a->moe_ff;
     int64_t gu[3] = {X, 2 * I, E}, dn[3] = {X, E, I};
     DG_TRY(dg_weight_get_matrix(m, NULL, G4 "router.proj.weight", il, X, E, 0, &g->router));
-    DG_TRY(dg_weight_get(m, NULL, G4 "router.scale", il, 1, &E, 0, &g->router_scale));
+    DG_TRY(g4_norm(m, G4 "router.scale", il, &g->router_scale));
     DG_TRY(dg_weight_get(m, NULL, G4 "router.per_expert_scale", il, 1, &X, 0, &g->expert_scale));
     DG_TRY(dg_weight_get(m, NULL, G4 "experts.gate_up_proj", il, 3, gu, 0, &g->gate_up));
     DG_TRY(dg_weight_get(m, NULL, G4 "experts.down_proj", il, 3, dn, 0, &g->down));
-    DG_TRY(dg_weight_get(m, NULL, G4 "pre_feedforward_layernorm_2.weight", il, 1, &E, 0,
-                         &g->pre_ffn_norm_2));
-    DG_TRY(dg_weight_get(m, NULL, G4 "post_feedforward_layernorm_1.weight", il, 1, &E, 0,
-                         &g->post_ffn_norm_1));
-    DG_TRY(dg_weight_get(m, NULL, G4 "post_feedforward_layernorm_2.weight", il, 1, &E, 0,
-                         &g->post_ffn_norm_2));
+    DG_TRY(g4_norm(m, G4 "pre_feedforward_layernorm_2.weight", il, &g->pre_ffn_norm_2));
+    DG_TRY(g4_norm(m, G4 "post_feedforward_layernorm_1.weight", il, &g->post_ffn_norm_1));
+    DG_TRY(g4_norm(m, G4 "post_feedforward_layernorm_2.weight", il, &g->post_ffn_norm_2));
     return ones(m, E, &g->ones);
 }
 
@@ -284,14 +288,11 @@ static deg_status g4_load_layer(deg_model *m, int il, dg_layer *L)
     g4_layer *g;
     DG_TRY(dg_model_alloc(m, sizeof *g, (void **)&g));
     L->arch_data = g;
-    DG_TRY(dg_weight_get(m, NULL, G4 "input_layernorm.weight", il, 1, &E, 0, &L->attn_norm));
+    DG_TRY(g4_norm(m, G4 "input_layernorm.weight", il, &L->attn_norm));
     DG_TRY(g4_load_attn(m, il, a, L, g));
-    DG_TRY(dg_weight_get(m, NULL, G4 "post_attention_layernorm.weight", il, 1, &E, 0,
-                         &g->post_attn_norm));
-    DG_TRY(dg_weight_get(m, NULL, G4 "pre_feedforward_layernorm.weight", il, 1, &E, 0,
-                         &L->ffn_norm));
-    DG_TRY(dg_weight_get(m, NULL, G4 "post_feedforward_layernorm.weight", il, 1, &E, 0,
-                         &g->post_ffn_norm));
+    DG_TRY(g4_norm(m, G4 "post_attention_layernorm.weight", il, &g->post_attn_norm));
+    DG_TRY(g4_norm(m, G4 "pre_feedforward_layernorm.weight", il, &L->ffn_norm));
+    DG_TRY(g4_norm(m, G4 "post_feedforward_layernorm.weight", il, &g->post_ffn_norm));
     DG_TRY(dg_weight_get_matrix(m, NULL, G4 "mlp.gate_proj.weight", il, F, E, 0, &L->w_gate));
     DG_TRY(dg_weight_get_matrix(m, NULL, G4 "mlp.up_proj.weight", il, F, E, 0, &L->w_up));
     DG_TRY(dg_weight_get_matrix(m, NULL, G4 "mlp.down_proj.weight", il, E, F, 0, &L->w_down));
@@ -307,8 +308,7 @@ static deg_status g4_load_layer(deg_model *m, int il, dg_layer *L)
                                     &g->ple_gate));
         DG_TRY(dg_weight_get_matrix(m, NULL, G4 "per_layer_projection.weight", il, E, P, 0,
                                     &g->ple_proj));
-        DG_TRY(dg_weight_get(m, NULL, G4 "post_per_layer_input_norm.weight", il, 1, &E, 0,
-                             &g->ple_post_norm));
+        DG_TRY(g4_norm(m, G4 "post_per_layer_input_norm.weight", il, &g->ple_post_norm));
     }
     return DEG_OK;
 }
