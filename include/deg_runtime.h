@@ -180,9 +180,11 @@ DEG_API int deg_cancel_is_set(const deg_cancel *cancel);
  *    is DEG_ERR_LIMIT before the forks of that item run.
  *  - max_fork_tokens (fill only): cap on the tokens one request feeds to
  *    forks (every fork's prompt tokens plus generated tokens), checked before
- *    each round / decode step runs: DEG_ERR_LIMIT. While it is set (not 0),
- *    a single fork's prompt may not exceed DEG_MAX_FORK_LEN tokens either
- *    (DEG_ERR_LIMIT before its round runs; 0 lifts both).
+ *    the prefill against the first round's forks (every top-level field's
+ *    fork and array's count fork: their texts are known from the schema),
+ *    then before each round / decode step runs: DEG_ERR_LIMIT. While it is
+ *    set (not 0), a single fork's prompt may not exceed DEG_MAX_FORK_LEN
+ *    tokens either (checked at the same points; 0 lifts both).
  * Fill requests may also set "deadline_ms", "max_fields", "max_fork_tokens"
  * in their options (§9 extension); the tighter of the two applies. */
 typedef struct deg_run_limits {

@@ -73,6 +73,7 @@ void dg_fill_prepare(const dg_ckpt *k, freq *r, const char *text, size_t len)
         return;
     }
     dg_fill_plan_fields_check(r);
+    dg_fill_first_round_check(r, k->model);
     if (r->st != DEG_OK) return;
     st = dg_fill_trunk(k, r);
     if (st == DEG_OK && k->key_prior.on) st = dg_keylines_scan(r->ctx, r->ctx_len, &r->kv);

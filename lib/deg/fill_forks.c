@@ -211,13 +211,14 @@ static deg_status build_leaf_job(job *j, const deg_model *m, const freq *r, cons
     return job_mark(j);
 }
 
-/* Count fork (§12.1) or, with anchor != 0, anchor fork (§12.6) of instance in. */
-static deg_status build_array_job(job *j, const deg_model *m, const freq *r, int in, int anchor)
+/* Count fork (§12.1) or, with anchor != 0, anchor fork (§12.6) of an instance
+ * of plan array `array` in item parent_item of instance parent (-1: top level). */
+static deg_status build_array_text(job *j, const deg_model *m, const freq *r, int array,
+                                   int parent, size_t parent_item, int anchor)
 {
-    const inst *I = &r->insts[in];
-    const dg_array_plan *a = &r->plan->arrays[I->array];
-    DG_TRY(put_path_line(j, m, "ARRAY", r, &a->path, I->parent, I->parent_item));
-    DG_TRY(put_items(j, m, r, in, 0, 0));
+    const dg_array_plan *a = &r->plan->arrays[array];
+    DG_TRY(put_path_line(j, m, "ARRAY", r, &a->path, parent, parent_item));
+    DG_TRY(put_items(j, m, r, parent, 1, parent_item));
     DG_TRY(put_annotations(j, m, a->title, a->description));
     dg_strbuf b = {0};
     dg_sb_puts(&b, "ITEM FIELDS:");
@@ -231,6 +232,12 @@ static deg_status build_array_job(job *j, const deg_model *m, const freq *r, int
     if (anchor) DG_TRY(put_line(j, m, "KIND: mark where each item starts in the context"));
     DG_TRY(dg_fill_tok(&j->ids, m, "ANSWER:", 7, 0));
     return job_mark(j);
+}
+
+static deg_status build_array_job(job *j, const deg_model *m, const freq *r, int in, int anchor)
+{
+    const inst *I = &r->insts[in];
+    return build_array_text(j, m, r, I->array, I->parent, I->parent_item, anchor);
 }
 
 static deg_status build_count_job(job *j, const deg_model *m, const freq *r, int in)
@@ -273,6 +280,62 @@ static deg_status array_jobs(freq *r, size_t ri, jobs *J, const deg_model *m, in
     job *j = dg_fill_job_add(J, JOB_COUNT, ri, (size_t)c);
     if (!j) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
     return build_count_job(j, m, r, c);
+}
+
+/* *n = one top-level fork's tokens: a leaf's, or an array's count fork (an
+ * anchor fork is that text + one line). */
+static deg_status top_fork_len(const freq *r, const deg_model *m, int array, size_t field,
+                               size_t *n)
+{
+    job j = {0};
+    leaf L = {.field = field, .inst = -1};
+    deg_status st = array >= 0 ? build_array_text(&j, m, r, array, -1, 0, 0)
+                               : build_leaf_job(&j, m, r, &L);
+    *n = j.ids.n;
+    free(j.ids.p);
+    free(j.mark);
+    free(j.order);
+    return st;
+}
+
+void dg_fill_first_round_check(freq *r, const deg_model *m)
+{
+    const dg_plan *P = r->plan;
+    if (r->st != DEG_OK || !r->lim.max_fork_tokens) return;
+    size_t total = 0, over = 0; /* over: tokens of the first fork over DEG_MAX_FORK_LEN */
+    int over_array = -1;
+    size_t over_i = 0;
+    for (size_t i = 0; i < P->n_fields + P->n_arrays; i++) {
+        int array = i < P->n_fields ? -1 : (int)(i - P->n_fields);
+        if (array < 0 ? P->fields[i].array >= 0 || P->fields[i].mode == DG_MODE_GENERATE
+                      : P->arrays[array].parent_array >= 0)
+            continue;
+        size_t n = 0;
+        deg_status st = top_fork_len(r, m, array, i, &n);
+        if (st != DEG_OK) {
+            dg_fill_fail(r, st, "");
+            return;
+        }
+        if (!over && n > DEG_MAX_FORK_LEN) {
+            over = n;
+            over_array = array;
+            over_i = i;
+        }
+        total += n;
+    }
+    /* the order of the rounds' own checks: the total, then each fork */
+    if ((int64_t)total > r->lim.max_fork_tokens) {
+        dg_fail(DEG_ERR_LIMIT, "max_fork_tokens %lld: the first round's forks need at least "
+                "%zu tokens (every top-level field's fork and array's count fork), checked "
+                "before the prefill%s", (long long)r->lim.max_fork_tokens, total,
+                dg_limit_hint(&r->lim, DG_LIMIT_FORK_TOKENS));
+        dg_fill_fail(r, DEG_ERR_LIMIT, "");
+    } else if (over) {
+        dg_fill_fork_len_check(r, over, over_array >= 0 ? "the count fork of " :
+                               "the fork of field ", over_array >= 0 ?
+                               P->arrays[over_array].pointer : P->fields[over_i].pointer,
+                               ", checked before the prefill");
+    }
 }
 
 /* Create the round's jobs for the items of instance `in` (its leaves and

@@ -175,8 +175,13 @@ int dg_fill_stopped(freq *r, const char *phase);
  * per-item check (issue 19: 500 item fields x minItems 10 ran 167 s before
  * it). The request fails alone (DEG_ERR_LIMIT). */
 void dg_fill_plan_fields_check(freq *r);
-/* While a fork-token cap is set, job j's fork may not exceed DEG_MAX_FORK_LEN
- * tokens (deg_runtime.h). Returns 1 if the request has stopped. */
+/* While a fork-token cap is set, a fork of n tokens (what + ptr names it, e.g.
+ * "the count fork of " "/items"; when: appended to the message, "" or ",
+ * checked before the prefill") may not exceed DEG_MAX_FORK_LEN tokens
+ * (deg_runtime.h). Returns 1 if the request has stopped. */
+int dg_fill_fork_len_check(freq *r, size_t n, const char *what, const char *ptr,
+                           const char *when);
+/* The same for job j's fork. */
 int dg_fill_fork_len_stopped(freq *r, const job *j);
 /* A new array instance (index) / leaf (index) of r; -1 when out of memory. */
 int dg_fill_add_inst(freq *r, int array, int parent, size_t parent_item);
@@ -198,6 +203,13 @@ deg_status dg_fill_trunk(const dg_ckpt *k, freq *r);
 deg_status dg_fill_line_tables(freq *r);
 
 /* ---- forks (fill_forks.c) ------------------------------------------------- */
+
+/* While a fork-token cap is set, the first round's forks (every top-level
+ * field's fork and array's count fork: their texts are known from the plan)
+ * against DEG_MAX_FORK_LEN each and max_fork_tokens in total, before the
+ * prefill: a wide item's count fork was refused only after a long document's
+ * prefill (issue 19). The request fails alone (DEG_ERR_LIMIT). */
+void dg_fill_first_round_check(freq *r, const deg_model *m);
 
 /* Create the round's jobs for the items of instance `in` (its leaves and nested
  * count / anchor forks), or for the top level when in < 0. */

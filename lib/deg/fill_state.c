@@ -128,15 +128,11 @@ void dg_fill_plan_fields_check(freq *r)
     dg_fill_fail(r, DEG_ERR_LIMIT, "");
 }
 
-int dg_fill_fork_len_stopped(freq *r, const job *j)
+int dg_fill_fork_len_check(freq *r, size_t n, const char *what, const char *ptr,
+                           const char *when)
 {
     if (r->st != DEG_OK) return 1;
-    if (!r->lim.max_fork_tokens || j->ids.n <= DEG_MAX_FORK_LEN) return 0;
-    int array = j->kind == JOB_COUNT || j->kind == JOB_ANCHOR;
-    const char *what = j->kind == JOB_COUNT ? "the count fork of " :
-                       j->kind == JOB_ANCHOR ? "the anchor fork of " : "the fork of field ";
-    const char *ptr = array ? r->plan->arrays[r->insts[j->target].array].pointer
-                            : r->plan->fields[r->leaves[j->target].field].pointer;
+    if (!r->lim.max_fork_tokens || n <= DEG_MAX_FORK_LEN) return 0;
     const char *why = r->lim.fork_tokens_from == DG_FROM_REQUEST
                           ? "; in force because the request's options.max_fork_tokens is set"
                           : DG_LIMIT_HINT_MARK "set max_fork_tokens to 0, which lifts both "
@@ -144,10 +140,20 @@ int dg_fill_fork_len_stopped(freq *r, const job *j)
                             "limits={\"max_fork_tokens\": 0}) (Python))";
     dg_fail(DEG_ERR_LIMIT, "DEG_MAX_FORK_LEN %d: one fork of %zu tokens (%s%s) is over the cap "
             "of a single fork (a fork's attention grows with the square of its length); this "
-            "cap is in force while a total fork-token cap is (max_fork_tokens %lld)%s",
-            DEG_MAX_FORK_LEN, j->ids.n, what, ptr, (long long)r->lim.max_fork_tokens, why);
+            "cap is in force while a total fork-token cap is (max_fork_tokens %lld)%s%s",
+            DEG_MAX_FORK_LEN, n, what, ptr, (long long)r->lim.max_fork_tokens, when, why);
     dg_fill_fail(r, DEG_ERR_LIMIT, "");
     return 1;
+}
+
+int dg_fill_fork_len_stopped(freq *r, const job *j)
+{
+    int array = j->kind == JOB_COUNT || j->kind == JOB_ANCHOR;
+    const char *what = j->kind == JOB_COUNT ? "the count fork of " :
+                       j->kind == JOB_ANCHOR ? "the anchor fork of " : "the fork of field ";
+    const char *ptr = array ? r->plan->arrays[r->insts[j->target].array].pointer
+                            : r->plan->fields[r->leaves[j->target].field].pointer;
+    return dg_fill_fork_len_check(r, j->ids.n, what, ptr, "");
 }
 
 /* Array p with room for one more element (n used of *cap, elem bytes each; the
