@@ -208,14 +208,18 @@ typedef struct deg_model deg_model;
 
 /* Architecture hyper-parameters and special tokens of a loaded model. */
 typedef struct deg_model_info {
-    const char *arch;       /* "llama", "qwen3" (static string) */
+    const char *arch;       /* "llama", "qwen3", "lfm2", "qwen3_5_text", "gemma4_text"
+                               (static string) */
     const char *name;       /* model name from the file's metadata, or "" */
     int32_t n_vocab;        /* vocabulary size = logits row length */
     int32_t n_embd;         /* hidden size */
     int32_t n_layer;
     int32_t n_head;         /* query heads */
     int32_t n_head_kv;      /* key/value heads (GQA groups = n_head / n_head_kv) */
-    int32_t head_dim;
+    int32_t head_dim;       /* n_head_kv and head_dim are the model's default layer's;
+                               Gemma 4's full-attention layers have their own (a
+                               cartridge layer's row: deg_cartridge_row_len) */
+    /* n_ff: Gemma 4's KV-sharing layers may be twice as wide (use_double_wide_mlp) */
     int32_t n_ff;           /* MLP intermediate size */
     int32_t n_ctx_train;    /* context length the model was trained with */
     float rope_theta;
