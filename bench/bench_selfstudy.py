@@ -19,7 +19,7 @@ import subprocess
 import time
 
 import deg
-from deg import cartridges as cs
+from deg import selfstudy as cs
 
 
 def main():

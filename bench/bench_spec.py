@@ -27,7 +27,7 @@ import tempfile
 import time
 
 import deg
-from deg import cartridges as cs
+from deg import selfstudy as cs
 from deg.cartridge import Cartridge
 from deg.spec import answer
 

@@ -58,7 +58,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
 
     import deg
-    from deg import cartridges as cs
+    from deg import selfstudy as cs
     from deg import cartridge_qa as qa
     model = deg.load_model(a.model or deg.default_model_path())
     meta, items = qa.load_qa(a.qa)
@@ -94,7 +94,7 @@ def main(argv=None):
 
 def run_one(a, model, corpus, items, meta, base, steps, epochs, answers):
     """Train (or resume, with --state) to `epochs` passes and score."""
-    from deg import cartridges as cs
+    from deg import selfstudy as cs
     from deg import cartridge_qa as qa
     t0 = time.process_time()
     rep = cs.train(model, corpus, p=a.p, steps=steps, accum=a.accum, gen_batch=a.gen_batch,

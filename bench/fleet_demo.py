@@ -25,7 +25,7 @@ import time
 import numpy as np
 
 import deg
-from deg import cartridges as cs
+from deg import selfstudy as cs
 from deg import fleets
 
 DOCS = [

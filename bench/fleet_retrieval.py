@@ -17,7 +17,7 @@ import sys
 import numpy as np
 
 import deg
-from deg import cartridges as cs
+from deg import selfstudy as cs
 from deg.bm25 import BM25
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

@@ -435,6 +435,256 @@ DEG_API deg_status deg_fleet_save(deg_fleet *fleet);
 DEG_API deg_status deg_fleet_trunk(const deg_fleet *fleet, const size_t *docs, size_t n,
                                    deg_trunk **out);
 
+/* ---------------------------------------------------------------------
+ * Self-study (spec cartridges.md, "Self-study", "Batched self-study";
+ * Cartridges, arXiv 2506.06266, Algorithm 1 with k = 1): the conversation
+ * engine that turns a corpus into distillation data, and the training run
+ * over it. Every random choice comes from one xoshiro256** stream
+ * (lib/model/sample.h) seeded by the caller, bot A samples from its own
+ * per-conversation stream drawn from it, bot B is greedy, and every batch
+ * is bitwise batch-invariant: the same seed and settings give the same
+ * conversations, and the same run the same artifact bytes, from any host
+ * (C or the Python package, which calls these functions).
+ * --------------------------------------------------------------------- */
+
+/* A corpus: one or more documents as one provenance-tagged token stream.
+ * Document i's block is its text with leading and trailing ASCII whitespace
+ * removed; with several documents the block is "Document: NAME\n\n" TEXT
+ * "\n\n" (chunks and the in-context arm say where text comes from), with
+ * one document TEXT "\n". The blocks are tokenized one by one
+ * (deg_tokenize, no special tokens) and concatenated. */
+typedef struct deg_corpus deg_corpus;
+
+/* names[i] (NUL-terminated UTF-8) and texts[i] (lens[i] bytes UTF-8) for
+ * i < n_docs, all borrowed (copied). Errors: DEG_ERR_ARG (NULL, n_docs = 0,
+ * a document with no text once stripped: named), DEG_ERR_UTF8 (named),
+ * DEG_ERR_UNSUPPORTED (a byte the vocabulary has no token for), DEG_ERR_NOMEM.
+ * The corpus borrows model (must outlive it); owned by the caller. */
+DEG_API deg_status deg_corpus_new(const deg_model *model, const char *const *names,
+                                  const char *const *texts, const size_t *lens, size_t n_docs,
+                                  deg_corpus **out);
+DEG_API void deg_corpus_free(deg_corpus *corpus);
+/* Token count, and the ids (borrowed, valid while the corpus lives). */
+DEG_API size_t deg_corpus_len(const deg_corpus *corpus);
+DEG_API const int32_t *deg_corpus_ids(const deg_corpus *corpus);
+/* The concatenated blocks (NUL-terminated, borrowed; *len may be NULL):
+ * the text deg_cartridge_init_corpus captures and the in-context arm shows. */
+DEG_API const char *deg_corpus_text(const deg_corpus *corpus, size_t *len);
+DEG_API size_t deg_corpus_n_docs(const deg_corpus *corpus);
+/* Document i: its name (borrowed) and token span [*first, *end) in the
+ * stream (any output may be NULL). DEG_ERR_RANGE for a bad index. */
+DEG_API deg_status deg_corpus_doc(const deg_corpus *corpus, size_t i, const char **name,
+                                  size_t *first, size_t *end);
+
+/* Conversation kinds: the seven seed-prompt types (form only, never
+ * content: the chunk is the sole content selector), then the two kinds
+ * that skip bot B. */
+typedef enum deg_selfstudy_kind {
+    DEG_SELFSTUDY_STRUCTURING = 0,
+    DEG_SELFSTUDY_SUMMARIZATION,
+    DEG_SELFSTUDY_QUESTION,
+    DEG_SELFSTUDY_USE_CASE,
+    DEG_SELFSTUDY_CREATIVE,
+    DEG_SELFSTUDY_MECHANISM,
+    DEG_SELFSTUDY_VERBATIM,
+    DEG_SELFSTUDY_N_SEED_TYPES,          /* 7 */
+    DEG_SELFSTUDY_RECALL = DEG_SELFSTUDY_N_SEED_TYPES, /* corpus recall (issue 13) */
+    DEG_SELFSTUDY_PASSAGE_QA             /* passage question (issue 13) */
+} deg_selfstudy_kind;
+
+/* Name of a kind ("structuring" ... "verbatim", "recall", "passage_qa") or
+ * NULL. The seed prompts of seed type kind: count, and prompt j (static
+ * strings; NULL out of range). */
+DEG_API const char *deg_selfstudy_kind_name(int32_t kind);
+DEG_API size_t deg_selfstudy_n_seed_prompts(int32_t kind);
+DEG_API const char *deg_selfstudy_seed_prompt(int32_t kind, size_t j);
+
+typedef struct deg_selfstudy_params {
+    uint64_t seed;          /* the stream's seed; default 0 */
+    int32_t chunk_min;      /* chunk length in tokens, uniform in [chunk_min, */
+    int32_t chunk_max;      /*   chunk_max] (capped at the corpus); 256, 512 */
+    int32_t max_q;          /* bot A's message, max tokens; 64 */
+    int32_t max_a;          /* the answer, max tokens; 160 */
+    int32_t top_k;          /* teacher targets per position; 20 */
+    float min_mass;         /* ... up to this probability mass; 0.99 */
+    float temperature_a;    /* bot A's sampling temperature; 0.6 */
+    float recall;           /* fraction of corpus-recall conversations; 0 */
+    int32_t recall_q_min;   /* a recall prompt's tokens, uniform in */
+    int32_t recall_q_max;   /*   [recall_q_min, recall_q_max]; 16, 48 */
+    float passage_qa;       /* fraction of passage-question conversations; 0;
+                               recall + passage_qa <= 1 */
+    int32_t spec_b;         /* 1: bot B decodes speculatively (same ids); 0 */
+} deg_selfstudy_params;
+DEG_API deg_selfstudy_params deg_selfstudy_default_params(void);
+
+/* One conversation. Every array is owned by the conversation
+ * (deg_selfstudy_conv_clear frees them) when it comes from this library;
+ * conversations a caller builds (e.g. read back from a file) are only read
+ * by the functions taking them. */
+typedef struct deg_selfstudy_conv {
+    int32_t kind;                   /* deg_selfstudy_kind */
+    size_t chunk_first, chunk_end;  /* the chunk's token span in the corpus */
+    char *message;                  /* the user message (NUL-terminated UTF-8) */
+    int32_t *answer_ids;            /* the answer's ids (bot B's decode, its stop
+                                       token included; or corpus text) */
+    size_t n_answer;
+    int32_t *student_ids;           /* chat([user: message]) + answer_ids */
+    size_t n_student;
+    deg_distill_target *targets;    /* the teacher's top-k at every answer
+                                       position (positions index student_ids) */
+    size_t n_targets;
+    size_t n_supervised;            /* supervised positions = n_answer */
+} deg_selfstudy_conv;
+DEG_API void deg_selfstudy_conv_clear(deg_selfstudy_conv *conv);
+
+/* A synthesiser: one corpus, one settings block, one seeded stream. The
+ * conversation of a draw (spec cartridges.md "Self-study"):
+ *  1. chunk length L = min(uniform [chunk_min, chunk_max], corpus tokens),
+ *     start uniform in [0, n - L]; a seed type uniform over the seven, one
+ *     of its prompts uniform; bot A's 63-bit sampling seed; then, only when
+ *     recall or passage_qa > 0, one uniform u: u < recall is a recall
+ *     conversation (prompt length uniform in [recall_q_min, recall_q_max],
+ *     at most L/2), u < recall + passage_qa a passage question (a passage
+ *     drawn uniformly from deg_selfstudy_passages, the chunk placed around
+ *     it; a recall conversation when the corpus has no passage);
+ *  2. bot A (temperature_a) writes a message seeing the chunk in its system
+ *     message ("The following is an excerpt[ from NAMES] of a larger text.
+ *     Use it to answer.\n\n<excerpt>\nCHUNK\n</excerpt>") and the seed
+ *     prompt (passage questions: the passage prompt); "<think>" spans and
+ *     surrounding whitespace removed, "Explain the excerpt." if empty;
+ *  3. bot B (greedy) answers with the chunk in context (think spans
+ *     stripped and the rest re-tokenized); recall: the prompt is a corpus
+ *     span and the answer the max_a tokens after it; passage: the passage's
+ *     words (whitespace runs as one space) are the answer;
+ *  4. the teacher pass: each answer teacher-forced behind chunk + message,
+ *     top_k targets up to min_mass per answer position;
+ *  5. the student sequence: chat([user: message]) + answer (no chunk).
+ * Texts cut from token spans decode with U+FFFD for ill-formed UTF-8.
+ * Chat ids: deg_chat_tokenize; stops: deg_model_stop_ids. The corpus is
+ * borrowed (must outlive the synthesiser). Errors: DEG_ERR_ARG (NULL, bad
+ * params: the field named), DEG_ERR_UNSUPPORTED (no chat layout),
+ * DEG_ERR_NOMEM. Owned by the caller. One thread at a time. */
+typedef struct deg_selfstudy deg_selfstudy;
+DEG_API deg_status deg_selfstudy_new(const deg_corpus *corpus, const deg_selfstudy_params *params,
+                                     deg_selfstudy **out);
+DEG_API void deg_selfstudy_free(deg_selfstudy *study);
+
+/* n conversations as one lockstep batch (bot A's rows in one
+ * deg_forks_generate call, then bot B's, then one deg_forks_feed teacher
+ * pass): out[0..n) receives them (clear each with deg_selfstudy_conv_clear).
+ * A batch of n equals n batches of one (batch invariance). On error
+ * nothing is written to out and the stream has still advanced. Errors: as
+ * the generation and feed calls, DEG_ERR_NOMEM. */
+DEG_API deg_status deg_selfstudy_generate(deg_selfstudy *study, size_t n,
+                                          deg_selfstudy_conv *out);
+
+/* The stream's state (4 words), to snapshot and restore a run. */
+DEG_API void deg_selfstudy_get_rng(const deg_selfstudy *study, uint64_t state[4]);
+DEG_API deg_status deg_selfstudy_set_rng(deg_selfstudy *study, const uint64_t state[4]);
+
+/* Where the synthesiser's time went (seconds since it was made; wall and
+ * CPU of the whole process) and speculative-decoding counts (--spec-b). */
+typedef struct deg_selfstudy_timing {
+    double generate, teacher, generate_cpu, teacher_cpu;
+    size_t drafted, accepted;
+} deg_selfstudy_timing;
+DEG_API deg_selfstudy_timing deg_selfstudy_get_timing(const deg_selfstudy *study);
+
+/* The answer passages of a token stream ids[0..n_ids) (e.g. a corpus'), as
+ * token spans: its
+ * paragraphs (split at lines holding only spaces and tabs) of at least
+ * min_words whitespace-separated words that do not end with '?' (an FAQ
+ * heading answers nothing), each cut into the fewest equal pieces of at
+ * most max_tokens tokens. A span holds the tokens overlapping the
+ * paragraph's bytes from its first to its last non-blank byte. *spans
+ * (pairs first, end: 2 * *n_spans entries) is owned by the caller
+ * (deg_free); NULL when there are none. Errors: DEG_ERR_ARG, DEG_ERR_RANGE
+ * (an id outside the vocabulary), DEG_ERR_NOMEM. */
+DEG_API deg_status deg_selfstudy_passages(const deg_model *model, const int32_t *ids,
+                                          size_t n_ids, int32_t max_tokens, int32_t min_words,
+                                          size_t **spans, size_t *n_spans);
+
+/* The group gradient of self-study: the gradient of the packed loss (the
+ * mean over all the conversations' supervised positions) added (+=) into
+ * the gradient buffers of parts[0..n_parts) (one cartridge, or a
+ * composition: deg_cartridge_compose_backward). pack != 0: one packed
+ * forward/backward (deg_cartridge_backward_packed); 0: one backward per
+ * conversation with its targets weighted by its share of the positions
+ * (logprob + log(N_c / N)), the same gradient up to f32 roundoff in flat
+ * memory. Conversations without targets are skipped. *loss (may be NULL)
+ * = the group's loss (0 when no conversation has targets). Errors: as the
+ * backward calls. */
+DEG_API deg_status deg_selfstudy_backward(deg_cartridge *const *parts, size_t n_parts,
+                                          const deg_selfstudy_conv *convs, size_t n, int pack,
+                                          int checkpoint, float *loss);
+
+/* A training run (the spec's self-study loop): optimizer step s (1-based)
+ * of pass 1 (s <= steps) trains on the next accum synthesised
+ * conversations (synthesised gen_batch at a time; leftovers wait in a
+ * queue); every later pass replays the first pass's conversations in a new
+ * order (a Fisher-Yates shuffle from the replay stream, seeded by
+ * replay_seed, drawn at the pass's first step). A step = zero gradients,
+ * deg_selfstudy_backward, deg_cartridge_adam_step. steps * epochs steps in
+ * all. */
+typedef struct deg_selfstudy_train_params {
+    int32_t steps;          /* optimizer steps per pass, >= 0; default 8 */
+    int32_t epochs;         /* passes, >= 1; 1 */
+    int32_t accum;          /* conversations per step, >= 1; 4 */
+    int32_t gen_batch;      /* conversations per synthesis batch; 0 = accum */
+    int32_t pack;           /* 1: packed backward; 0: per conversation */
+    int32_t checkpoint;     /* 1: recompute activations in the backward; 0 */
+    uint64_t replay_seed;   /* the replay stream's seed (deg.selfstudy uses
+                               seed ^ 0x2E91A7); 0x2E91A7 */
+    deg_adam_params adam;   /* deg_adam_params_default() */
+} deg_selfstudy_train_params;
+DEG_API deg_selfstudy_train_params deg_selfstudy_default_train_params(void);
+
+/* The run borrows study and cartridge (both must outlive it). params NULL
+ * = defaults. Errors: DEG_ERR_ARG (NULL, bad params named), DEG_ERR_MISMATCH
+ * (the cartridge belongs to another model than the corpus). */
+typedef struct deg_selfstudy_run deg_selfstudy_run;
+DEG_API deg_status deg_selfstudy_run_new(deg_selfstudy *study, deg_cartridge *cartridge,
+                                         const deg_selfstudy_train_params *params,
+                                         deg_selfstudy_run **out);
+DEG_API void deg_selfstudy_run_free(deg_selfstudy_run *run);
+
+/* The next optimizer step. *loss (may be NULL) = the group's loss before
+ * the step. DEG_ERR_STATE when all steps * epochs steps are done; other
+ * errors as the synthesis, backward and Adam calls (the step is not
+ * counted; conversations it synthesised stay queued). */
+DEG_API deg_status deg_selfstudy_run_step(deg_selfstudy_run *run, float *loss);
+
+/* The run's state after its last step: enough, with the cartridge's rows
+ * and Adam moments (deg_cartridge_save), to continue it bitwise. */
+typedef struct deg_selfstudy_run_state {
+    int64_t step;               /* steps taken (the cartridge's Adam steps
+                                   since the run started at step 0) */
+    int64_t trained;            /* conversations trained on, replays included */
+    size_t n_synthesised;       /* conversations synthesised (trained + queued) */
+    size_t n_seen;              /* of which trained on in pass 1 */
+    uint64_t rng_synthesis[4];  /* deg_selfstudy_get_rng */
+    uint64_t rng_replay[4];
+    const size_t *order;        /* the current pass's replay order: n_order
+                                   indices into the first n_seen conversations
+                                   (borrowed from the run; NULL in pass 1) */
+    size_t n_order;
+} deg_selfstudy_run_state;
+DEG_API void deg_selfstudy_run_get_state(const deg_selfstudy_run *run,
+                                         deg_selfstudy_run_state *out);
+/* Conversation i < n_synthesised, in synthesis order (borrowed from the
+ * run, valid until it is freed), or NULL. */
+DEG_API const deg_selfstudy_conv *deg_selfstudy_run_conv(const deg_selfstudy_run *run,
+                                                         size_t i);
+/* Continue a run from a state and its n_synthesised conversations (copied;
+ * e.g. read back from a snapshot): the study's stream and the replay stream
+ * are set, the step count and queue restored. Call on a new run before its
+ * first step. Errors: DEG_ERR_ARG (counts that do not fit together, an
+ * order that is not a permutation of [0, n_seen)), DEG_ERR_STATE (the run
+ * has stepped), DEG_ERR_NOMEM. */
+DEG_API deg_status deg_selfstudy_run_restore(deg_selfstudy_run *run,
+                                             const deg_selfstudy_run_state *state,
+                                             const deg_selfstudy_conv *convs);
+
 #ifdef __cplusplus
 }
 #endif

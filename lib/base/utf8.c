@@ -1,5 +1,8 @@
 #include "base/utf8.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 /* Lead byte c of a multi-byte sequence: its length n (2..4), the allowed
  * range [lo, hi] of the second byte and the payload bits of c (table 3-7: the
  * narrowed second-byte ranges exclude overlongs (E0, F0), surrogates (ED) and
@@ -119,4 +122,37 @@ int dg_utf8_encode(uint32_t cp, char out[4])
     o[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
     o[3] = (unsigned char)(0x80 | (cp & 0x3F));
     return 4;
+}
+
+char *dg_utf8_lossy(const char *buf, size_t len, size_t *out_len)
+{
+    const unsigned char *s = (const unsigned char *)buf;
+    char *out = malloc(len * 3 + 1); /* a replaced byte grows to 3 */
+    if (!out) return NULL;
+    size_t i = 0, o = 0;
+    while (i < len) {
+        uint32_t cp;
+        int n = dg_utf8_decode(buf + i, len - i, &cp);
+        if (n > 0) {
+            memcpy(out + o, buf + i, (size_t)n);
+            o += (size_t)n;
+            i += (size_t)n;
+            continue;
+        }
+        /* the maximal subpart: the lead byte and the continuation bytes that
+         * could still start a well-formed sequence with it */
+        unsigned lo, hi;
+        int need = lead_info(s[i], &lo, &hi, &cp);
+        size_t k = 1;
+        if (need > 0 && i + 1 < len && s[i + 1] >= lo && s[i + 1] <= hi) {
+            k = 2;
+            while ((int)k < need && i + k < len && (s[i + k] & 0xC0) == 0x80) k++;
+        }
+        memcpy(out + o, "\xEF\xBF\xBD", 3);
+        o += 3;
+        i += k;
+    }
+    out[o] = 0;
+    if (out_len) *out_len = o;
+    return out;
 }

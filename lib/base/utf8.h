@@ -27,4 +27,11 @@ size_t dg_utf8_complete_len(const char *buf, size_t len);
  * length, or 0 if cp is not a Unicode scalar value. */
 int dg_utf8_encode(uint32_t cp, char out[4]);
 
+/* buf[0..len) as well-formed UTF-8: every maximal subpart of an ill-formed
+ * sequence (Unicode 15 section 3.9, "U+FFFD Substitution of Maximal
+ * Subparts"; what Python's bytes.decode(errors="replace") does) becomes
+ * U+FFFD. Returns a malloc'd NUL-terminated string (its length in *out_len,
+ * may be NULL), or NULL when out of memory. */
+char *dg_utf8_lossy(const char *buf, size_t len, size_t *out_len);
+
 #endif

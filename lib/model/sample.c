@@ -49,6 +49,20 @@ double dg_rng_uniform(dg_rng *rng)
     return (double)(dg_rng_next(rng) >> 11) * 0x1.0p-53;
 }
 
+uint64_t dg_rng_below(dg_rng *rng, uint64_t n)
+{
+    unsigned __int128 m = (unsigned __int128)dg_rng_next(rng) * n;
+    uint64_t low = (uint64_t)m;
+    if (low < n) {
+        uint64_t t = (0 - n) % n;
+        while (low < t) {
+            m = (unsigned __int128)dg_rng_next(rng) * n;
+            low = (uint64_t)m;
+        }
+    }
+    return (uint64_t)(m >> 64);
+}
+
 /* ---- checks ------------------------------------------------------------- */
 
 int32_t dg_sample_argmax(const float *logits, int32_t n)

@@ -46,6 +46,10 @@ void dg_rng_seed(dg_rng *rng, uint64_t seed);
 uint64_t dg_rng_next(dg_rng *rng);
 /* Uniform double in [0, 1) with 53 random bits. */
 double dg_rng_uniform(dg_rng *rng);
+/* Uniform integer in [0, n) (n >= 1), unbiased: Lemire's multiply-shift
+ * with rejection ("Fast random integer generation in an interval", ACM
+ * TOMS 2019); draws one output, more only on a rejection. */
+uint64_t dg_rng_below(dg_rng *rng, uint64_t n);
 /* splitmix64: advances *state and returns the next output (exposed for the
  * test against the reference vectors). */
 uint64_t dg_splitmix64(uint64_t *state);

@@ -64,7 +64,7 @@ def running(srv, seconds=60):
 
 def reference_chat(model, messages, max_tokens, cartridge_trunk=None):
     """Greedy text from a fork of the same trunk, in-process (deg_forks_generate)."""
-    from deg.cartridges import chat_ids
+    from deg.selfstudy import chat_ids
     trunk = cartridge_trunk or model.trunk()
     f = trunk.fork()
     f.feed(chat_ids(model, messages))

@@ -11,7 +11,7 @@ import pytest
 
 import deg
 from deg import cartridge_qa as qa
-from deg import cartridges as cs
+from deg import selfstudy as cs
 
 from conftest import ROOT, needs, run_cli
 
@@ -139,7 +139,7 @@ def test_arms_match_independent_prefills(tiny):
     b, i = rep["all"]["arms"]["bare"]["nll"], rep["all"]["arms"]["in_context"]["nll"]
     assert rep["all"]["gap_closure"]["trained"] == pytest.approx(
         (b - rep["all"]["arms"]["trained"]["nll"]) / (b - i))
-    # greedy answers: the bare arm's equal deg.cartridges.ask on the bare model
+    # greedy answers: the bare arm's equal deg.selfstudy.ask on the bare model
     for it, rec in zip(ITEMS, rep["items"]):
         assert rec["answers"]["bare"] == cs.ask(tiny, it[0], max_tokens=5)
         assert rec["answers"]["trained"] == trained.ask(it[0], max_tokens=5)
@@ -260,6 +260,14 @@ PARAS = ("Why does the tool warn about a dash?\n\n"
          "\ton machines with many processors, and clusters need a shared filesystem.\n")
 
 
+def _chunk_system(corpus, first, end, text):
+    """The chunk's system message, as include/cartridge.h states the rule."""
+    src = corpus.sources(first, end)
+    where = (f" from {', '.join(src)}" if len(corpus.documents) > 1 else "")
+    return (f"The following is an excerpt{where} of a larger text. "
+            f"Use it to answer.\n\n<excerpt>\n{text}\n</excerpt>")
+
+
 def test_passage_spans(tiny):
     """Paragraphs of >= 12 words that are not questions, as the token spans
     of their bytes; a long paragraph is cut into pieces of max_tokens."""
@@ -296,7 +304,7 @@ def test_passage_qa_conversations(tiny):
         head = cs.chat_ids(tiny, [{"role": "user", "content": v.message}])
         assert v.student_ids == head + v.answer_ids
         chunk = tiny.detokenize(corpus.ids[first:end], errors="replace")
-        sys_msg = cs._chunk_system(corpus, first, end, chunk)
+        sys_msg = _chunk_system(corpus, first, end, chunk)
         t = tiny.trunk()
         rows = t.prefill(cs.chat_ids(tiny, [{"role": "system", "content": sys_msg},
                                             {"role": "user", "content": v.message}])

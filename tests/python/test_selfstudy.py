@@ -1,4 +1,4 @@
-"""Self-study (deg.cartridges) and `deg cartridge` on the tiny random models of
+"""Self-study (deg.selfstudy) and `deg cartridge` on the tiny random models of
 tests/goldens (always run), plus one real-model smoke test (skipped without
 the model)."""
 import math
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import deg
-from deg import cartridges as cs
+from deg import selfstudy as cs
 
 from conftest import ROOT, needs, run_cli
 
@@ -313,22 +313,16 @@ def test_cli_sigint_keeps_last_artifact(corpus_file, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.safetensors", "doc.txt"]
 
 
-def test_epochs_replay_without_synthesis(tiny, corpus_file, tmp_path, monkeypatch):
-    calls = []
-    generate = cs.SelfStudy.generate
-
-    def counting(self, n):
-        calls.append(n)
-        return generate(self, n)
-
-    monkeypatch.setattr(cs.SelfStudy, "generate", counting)
+def test_epochs_replay_without_synthesis(tiny, corpus_file, tmp_path):
     kw = dict(p=12, steps=2, accum=2, seed=4, epochs=3, **SMALL)
     seen = []
     r = cs.train(tiny, [corpus_file], save=tmp_path / "a.safetensors",
-                 progress=lambda s, i: seen.append((s, i["epoch"], i["synthesised"])), **kw)
-    assert calls == [2, 2]  # only the first pass synthesises
+                 progress=lambda s, i: seen.append((s, i["epoch"], i["synthesised"],
+                                                    i["generated"])), **kw)
     assert r.conversations == 4 and r.steps == 6 and len(r.losses) == 6
-    assert seen == [(1, 1, 2), (2, 1, 4), (3, 2, 4), (4, 2, 4), (5, 3, 4), (6, 3, 4)]
+    # only the first pass synthesises (generated: every conversation made so far)
+    assert seen == [(1, 1, 2, 2), (2, 1, 4, 4), (3, 2, 4, 4), (4, 2, 4, 4), (5, 3, 4, 4),
+                    (6, 3, 4, 4)]
     assert deg.Cartridge.load(tiny, tmp_path / "a.safetensors").steps == 6
     cs.train(tiny, [corpus_file], save=tmp_path / "b.safetensors", **kw)
     assert (tmp_path / "a.safetensors").read_bytes() == (tmp_path / "b.safetensors").read_bytes()

@@ -7,7 +7,7 @@ flags (train --draft-ref --spec-b, ask --spec-serve)."""
 import pytest
 
 import deg
-from deg import cartridges as cs
+from deg import selfstudy as cs
 from deg.spec import DraftRef, answer, composed_reference, generate_forks_spec
 
 from conftest import ROOT, needs, run_cli

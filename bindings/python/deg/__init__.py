@@ -33,6 +33,6 @@ from .fill import (  # noqa: F401,E402
 )
 
 __version__ = version()
-from . import cartridges  # noqa: F401,E402  (self-study: deg.cartridges.train, Cartridge.ask)
+from . import selfstudy  # noqa: F401,E402  (self-study: deg.selfstudy.train, Cartridge.ask)
 from . import api  # noqa: F401,E402  (decision APIs of §9.1: deg.api.decisions / systemone)
 from .client import Client  # noqa: F401,E402  (SDK of a deg server)

@@ -144,7 +144,7 @@ def is_correct(text, keys):
 def _arm_prefixes(model, corpus, arms):
     """{arm: (trunk factory, tail builder)}: the tail of an item's ids after
     the arm's prefix (the in-context arm's system message lives in its trunk)."""
-    from .cartridges import chat_ids
+    from .selfstudy import chat_ids
     sys_ids = chat_ids(model, [{"role": "system", "content": corpus.text}],
                        add_generation_prompt=False)
 
@@ -172,7 +172,7 @@ def _arm_prefixes(model, corpus, arms):
 def _score_arm(model, make_trunk, tail, items, ref_ids, batch, max_tokens, stops):
     """Per item: (sum logprob of the reference, greedy answer text, KV rows
     beyond the prefix). One trunk; forks fed `batch` at a time."""
-    from .cartridges import _logprob_rows
+    from .selfstudy import _logprob_rows
     from .model import feed_forks, generate_forks
     nv = model.info.n_vocab
     lps, texts, rows = [], [], []
@@ -212,7 +212,7 @@ def qa_evaluate(model, corpus, items, trained=None, p=None, max_tokens=64, batch
     (`beyond_init`: the untrained control holds the first p tokens
     verbatim, so items inside them test recall of the init, not training)."""
     from .cartridge import Cartridge
-    from .cartridges import chat_ids
+    from .selfstudy import chat_ids
     import time
     if trained is not None:
         p = len(trained)

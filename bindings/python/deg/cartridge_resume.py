@@ -1,4 +1,4 @@
-"""Resumable self-study runs: snapshots of a deg.cartridges.train() run in a directory.
+"""Resumable self-study runs: snapshots of a deg.selfstudy.train() run in a directory.
 
 A run given `state=DIR` (`deg cartridge train --state DIR`) writes, after
 every save_every optimizer steps and at the end:
@@ -36,22 +36,12 @@ from .atomic import atomic_write
 from .cartridge import Cartridge
 from .errors import ArgumentError, FormatError
 
-STATE_VERSION = 1
+STATE_VERSION = 2  # 2: libdeg's run (xoshiro256** stream states, deg_selfstudy_run_state)
 
 #: What load() gives back: the cartridge of the last snapshot, every
 #: synthesised conversation (the first n_seen were trained on), and the
 #: state.json fields.
 Resumed = namedtuple("Resumed", "cartridge conversations n_seen state")
-
-
-def rng_state(rng):
-    """A random.Random's state as JSON-able lists."""
-    v, internal, gauss = rng.getstate()
-    return [v, list(internal), gauss]
-
-
-def set_rng_state(rng, s):
-    rng.setstate((s[0], tuple(s[1]), s[2]))
 
 
 class RunState:

@@ -34,7 +34,7 @@ import time
 from collections import namedtuple
 from pathlib import Path
 
-from . import cartridges as cs
+from . import selfstudy as cs
 from .bm25 import BM25
 from .errors import ArgumentError, DegIOError, FormatError, StateError
 
@@ -102,7 +102,7 @@ def train(fleet, rounds, accum=4, p_iso=0.75, distract_max=2, seed=0, pack=True,
     only prefix, else 1..distract_max other residents co-load in shuffled
     order.
     accum conversations about the target (bot A asks about a chunk of the
-    target document, bot B answers with the chunk in context: deg.cartridges
+    target document, bot B answers with the chunk in context: deg.selfstudy
     SelfStudy, seeded per document from seed) train behind the composed
     prefix in one packed backward, and every co-loaded cartridge's optimizer
     steps (deg.Fleet.step, which also rotates the residents). The fleet is

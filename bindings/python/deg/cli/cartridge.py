@@ -46,11 +46,11 @@ def _study_opts(p, recipe=False):
 
 
 def _fill_defaults(args, corpus_tokens):
-    """Options left unset take the --budget recipe's value (deg.cartridges.RECIPE)
-    or deg.cartridges.train's default; --budget also picks --steps from the
+    """Options left unset take the --budget recipe's value (deg.selfstudy.RECIPE)
+    or deg.selfstudy.train's default; --budget also picks --steps from the
     corpus length."""
     import inspect
-    from .. import cartridges as cs
+    from .. import selfstudy as cs
     plain = {k: v.default for k, v in inspect.signature(cs.train).parameters.items()}
     base = cs.RECIPE if args.budget else plain
     for k in cs.RECIPE:
@@ -66,7 +66,7 @@ def _fill_defaults(args, corpus_tokens):
 
 
 def cmd_train(args):
-    from .. import cartridges as cs
+    from .. import selfstudy as cs
     model = _model(args)
     corpus = cs.load_corpus(model, args.corpus)
     _fill_defaults(args, len(corpus))
@@ -151,7 +151,7 @@ def _draft_source(model, carts, corpus):
 
 
 def cmd_ask(args):
-    from .. import cartridges as cs
+    from .. import selfstudy as cs
     from ..cartridge import Cartridge
     model = _model(args)
     cart = Cartridge.load(model, args.load)
@@ -185,7 +185,7 @@ def _spec_report(src, sst):
 def cmd_eval_qa(args):
     """Human-written Q&A: bare / untrained control / trained / in context."""
     import json
-    from .. import cartridges as cs
+    from .. import selfstudy as cs
     from .. import cartridge_qa as qa
     from ..cartridge import Cartridge
     model = _model(args)
@@ -216,7 +216,7 @@ def cmd_eval_qa(args):
 
 
 def cmd_eval(args):
-    from .. import cartridges as cs
+    from .. import selfstudy as cs
     from ..cartridge import Cartridge
     if args.qa:
         return cmd_eval_qa(args)
@@ -251,7 +251,7 @@ def cmd_eval(args):
 
 def cmd_compose(args):
     """Answer behind several saved cartridges composed by concatenation."""
-    from .. import cartridges as cs
+    from .. import selfstudy as cs
     from ..cartridge import Cartridge, compose_len
     model = _model(args)
     parts = [Cartridge.load(model, path) for path in args.load]
@@ -269,7 +269,7 @@ def cmd_compose(args):
 def cmd_equiv(args):
     """Zero-training gate: a corpus-init cartridge vs the real prefill of the
     same tokens, on a suffix of the corpus."""
-    from .. import cartridges as cs
+    from .. import selfstudy as cs
     from ..cartridge import Cartridge
     model = _model(args)
     corpus = cs.load_corpus(model, args.corpus)
@@ -316,7 +316,7 @@ def register(sub):
     t.add_argument("--budget", type=float, default=0,
                    help="the issue-13 recipe: coverage in supervised tokens per corpus token; "
                         "picks --steps from the corpus length and defaults every option "
-                        "below that is not given to deg.cartridges.RECIPE")
+                        "below that is not given to deg.selfstudy.RECIPE")
     t.add_argument("--epochs", type=int, default=None,
                    help="passes over the synthesised conversations (1)")
     t.add_argument("--accum", type=int, default=None, help="conversations per step (4)")

@@ -26,7 +26,7 @@ def _bar(total, unit, quiet):
 
 
 def cmd_init(args):
-    from .. import cartridges as cs
+    from .. import selfstudy as cs
     from ..fleet import Fleet
     model = _model(args)
     docs = []
@@ -123,7 +123,7 @@ def cmd_equiv(args):
     """Two-part composition gate: parts A (rows 0..p-1) and B (rows p..2p-1)
     split from one capture of the two documents' concatenation, composed,
     vs the real prefill of the same 2p tokens, on the next tokens."""
-    from .. import cartridges as cs
+    from .. import selfstudy as cs
     from ..cartridge import Cartridge, compose_trunk
     model = _model(args)
     corpus = cs.load_corpus(model, args.docs)

@@ -32,7 +32,7 @@ import concurrent.futures
 import threading
 import time
 
-from ..cartridges import _stop_ids, chat_ids
+from ..selfstudy import _stop_ids, chat_ids
 from ..errors import CancelledError, DegError, InternalError, LimitError
 from ..fill import fill_many
 from ..limits import CancelToken, flag_hint, limits_of

@@ -1,0 +1,485 @@
+/* The stages of a self-study batch: prompts, bot A (sampled), bot B
+ * (greedy), the teacher pass with top-k targets. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/status.h"
+#include "base/strbuf.h"
+#include "cartridge/selfstudy_bots.h"
+#include "model/arch.h"
+
+/* Bot A's prompt for a passage-question conversation. */
+#define PASSAGE_PROMPT_HEAD "Here is a passage of the excerpt above:\n\n<passage>\n"
+#define PASSAGE_PROMPT_TAIL                                                              \
+    "\n</passage>\n\nWrite the question a reader of this text would ask that this "     \
+    "passage answers. Output only the question."
+
+deg_status dg_batch_alloc(dg_batch *b, size_t n)
+{
+    b->n = n;
+    b->plans = calloc(n, sizeof *b->plans);
+    b->system = calloc(n, sizeof *b->system);
+    b->prompt_a = calloc(n, sizeof *b->prompt_a);
+    b->message = calloc(n, sizeof *b->message);
+    b->answer = calloc(n, sizeof *b->answer);
+    b->n_answer = calloc(n, sizeof *b->n_answer);
+    b->trunk = calloc(n, sizeof *b->trunk);
+    b->last = calloc(n, sizeof *b->last);
+    if (!b->plans || !b->system || !b->prompt_a || !b->message || !b->answer || !b->n_answer ||
+        !b->trunk || !b->last) {
+        dg_batch_free(b);
+        return dg_fail(DEG_ERR_NOMEM, "deg_selfstudy_generate: out of memory");
+    }
+    return DEG_OK;
+}
+
+void dg_batch_free(dg_batch *b)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        if (b->system) free(b->system[i]);
+        if (b->prompt_a) free(b->prompt_a[i]);
+        if (b->message) free(b->message[i]);
+        if (b->answer) free(b->answer[i]);
+        if (b->trunk) deg_trunk_free(b->trunk[i]);
+        if (b->last) free(b->last[i]);
+    }
+    free(b->plans);
+    free(b->system);
+    free(b->prompt_a);
+    free(b->message);
+    free(b->answer);
+    free(b->n_answer);
+    free(b->trunk);
+    free(b->last);
+    memset(b, 0, sizeof *b);
+}
+
+static deg_status oom(void) { return dg_fail(DEG_ERR_NOMEM, "deg_selfstudy_generate: out of memory"); }
+
+/* Chat ids of messages (deg_chat_tokenize) into a malloc'd array. */
+static deg_status chat_ids(const deg_model *m, const deg_chat_message *msgs, size_t n_msgs,
+                           int gen, int32_t **ids, size_t *n)
+{
+    size_t cap = 256, got = 0;
+    for (;;) {
+        int32_t *buf = malloc(cap * sizeof *buf);
+        if (!buf) return oom();
+        deg_status st = deg_chat_tokenize(m, msgs, n_msgs, gen, 0, buf, cap, &got);
+        if (st == DEG_ERR_RANGE && got > cap) {
+            free(buf);
+            cap = got;
+            continue;
+        }
+        if (st != DEG_OK) {
+            free(buf);
+            return st;
+        }
+        *ids = buf;
+        *n = got;
+        return DEG_OK;
+    }
+}
+
+/* Remove every "<think>" span (through the next "</think>", or to the end)
+ * from s in place. */
+static void strip_think(char *s)
+{
+    char *p;
+    while ((p = strstr(s, "<think>")) != NULL) {
+        char *e = strstr(p + 7, "</think>");
+        if (!e) {
+            *p = 0;
+            return;
+        }
+        memmove(p, e + 8, strlen(e + 8) + 1);
+    }
+}
+
+/* s without leading/trailing ASCII whitespace (in place); returns s. */
+static char *strip_in_place(char *s, int left_only)
+{
+    size_t a, b, n = strlen(s);
+    dg_strip(s, n, &a, &b);
+    if (left_only) b = n;
+    memmove(s, s + a, b - a);
+    s[b - a] = 0;
+    return s;
+}
+
+static int is_stop(const deg_selfstudy *s, int32_t id)
+{
+    for (size_t k = 0; k < s->n_stop; k++)
+        if (s->stop[k] == id) return 1;
+    return 0;
+}
+
+/* The decoded text of ids without stop tokens (lossy UTF-8). */
+static deg_status text_of(const deg_selfstudy *s, const int32_t *ids, size_t n, char **out)
+{
+    int32_t *kept = malloc((n + 1) * sizeof *kept);
+    if (!kept) return oom();
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!is_stop(s, ids[i])) kept[k++] = ids[i];
+    deg_status st = dg_detokenize_lossy(s->model, kept, k, out);
+    free(kept);
+    return st;
+}
+
+/* The chunk's system message (its sources named when there are several). */
+static deg_status chunk_system(const deg_selfstudy *s, const dg_plan *pl, char **out)
+{
+    const deg_corpus *c = s->corpus;
+    char *chunk = NULL;
+    DG_TRY(dg_detokenize_lossy(s->model, c->ids + pl->first, pl->end - pl->first, &chunk));
+    dg_strbuf b = {0};
+    dg_sb_puts(&b, "The following is an excerpt");
+    if (c->n_docs > 1) {
+        const char *sep = " from ";
+        for (size_t d = 0; d < c->n_docs; d++)
+            if (c->first[d] < pl->end && pl->first < c->first[d + 1]) {
+                dg_sb_puts(&b, sep);
+                dg_sb_puts(&b, c->names[d]);
+                sep = ", ";
+            }
+    }
+    dg_sb_puts(&b, " of a larger text. Use it to answer.\n\n<excerpt>\n");
+    dg_sb_puts(&b, chunk);
+    dg_sb_puts(&b, "\n</excerpt>");
+    free(chunk);
+    if (b.oom) {
+        free(b.p);
+        return oom();
+    }
+    *out = b.p;
+    return DEG_OK;
+}
+
+/* The passage (whitespace runs as one space) as bot A's prompt and the answer. */
+static deg_status passage(deg_selfstudy *s, dg_batch *b, size_t i)
+{
+    const dg_plan *pl = &b->plans[i];
+    char *raw = NULL;
+    DG_TRY(dg_detokenize_lossy(s->model, s->corpus->ids + pl->pa, pl->pb - pl->pa, &raw));
+    size_t o = 0;
+    for (size_t k = 0; raw[k];) { /* whitespace runs -> one space, no edges */
+        size_t a = k;
+        while (raw[k] && strchr(" \t\n\r\v\f", raw[k])) k++;
+        if (k > a && o > 0 && raw[k]) raw[o++] = ' ';
+        while (raw[k] && !strchr(" \t\n\r\v\f", raw[k])) raw[o++] = raw[k++];
+    }
+    raw[o] = 0;
+    dg_strbuf pr = {0};
+    dg_sb_puts(&pr, PASSAGE_PROMPT_HEAD);
+    dg_sb_puts(&pr, raw);
+    dg_sb_puts(&pr, PASSAGE_PROMPT_TAIL);
+    int32_t *ids = NULL;
+    size_t n = 0;
+    deg_status st = pr.oom ? oom() : dg_tokenize_alloc(s->model, raw, o, &ids, &n);
+    free(raw);
+    if (st != DEG_OK) {
+        free(pr.p);
+        return st;
+    }
+    b->prompt_a[i] = pr.p;
+    b->answer[i] = ids;
+    b->n_answer[i] = n < (size_t)s->p.max_a ? n : (size_t)s->p.max_a;
+    return DEG_OK;
+}
+
+/* Recall: the prompt is q corpus tokens, the answer the tokens after it. */
+static deg_status recall(deg_selfstudy *s, dg_batch *b, size_t i)
+{
+    const dg_plan *pl = &b->plans[i];
+    const int32_t *ids = s->corpus->ids;
+    DG_TRY(dg_detokenize_lossy(s->model, ids + pl->first, pl->q, &b->message[i]));
+    if (!*strip_in_place(b->message[i], 0)) {
+        free(b->message[i]);
+        if (!(b->message[i] = strdup("..."))) return oom();
+    }
+    size_t a = pl->first + pl->q, e = a + (size_t)s->p.max_a;
+    if (e > pl->end) e = pl->end;
+    size_t n = e > a ? e - a : 0;
+    b->answer[i] = malloc((n + 1) * sizeof(int32_t));
+    if (!b->answer[i]) return oom();
+    memcpy(b->answer[i], ids + a, n * sizeof(int32_t));
+    b->n_answer[i] = n;
+    return DEG_OK;
+}
+
+deg_status dg_selfstudy_prompts(deg_selfstudy *s, dg_batch *b)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        const dg_plan *pl = &b->plans[i];
+        DG_TRY(chunk_system(s, pl, &b->system[i]));
+        if (pl->kind == DEG_SELFSTUDY_RECALL) {
+            DG_TRY(recall(s, b, i));
+        } else if (pl->kind == DEG_SELFSTUDY_PASSAGE_QA) {
+            DG_TRY(passage(s, b, i));
+        } else if (!(b->prompt_a[i] = strdup(deg_selfstudy_seed_prompt(pl->kind, pl->prompt)))) {
+            return oom();
+        }
+    }
+    return DEG_OK;
+}
+
+/* The rows of one lockstep decode: per row a prompt trunk and a fork. */
+typedef struct rows {
+    size_t n;
+    size_t *idx;          /* conversation index of each row */
+    deg_trunk **trunk;    /* owned unless moved to the batch */
+    deg_fork **fork;
+    int32_t **prompt;     /* the prompt's ids */
+    size_t *n_prompt;
+    int32_t **out;        /* decoded ids */
+    size_t *n_out;
+} rows;
+
+static void rows_free(rows *r)
+{
+    for (size_t k = 0; k < r->n; k++) {
+        if (r->fork) deg_fork_free(r->fork[k]);
+        if (r->trunk) deg_trunk_free(r->trunk[k]);
+        if (r->prompt) free(r->prompt[k]);
+        if (r->out) free(r->out[k]);
+    }
+    free(r->idx);
+    free(r->trunk);
+    free(r->fork);
+    free(r->prompt);
+    free(r->n_prompt);
+    free(r->out);
+    free(r->n_out);
+    memset(r, 0, sizeof *r);
+}
+
+/* Rows for the conversations with want(b, i), each prefilled with
+ * chat([system, user: user[i]]); keep_last: the last logits go to b->last.
+ * Decode buffers of max_tokens ids. */
+static deg_status rows_open(deg_selfstudy *s, dg_batch *b, int (*want)(const dg_batch *, size_t),
+                            char **user, int keep_last, size_t max_tokens, rows *r)
+{
+    memset(r, 0, sizeof *r);
+    size_t n = b->n;
+    r->idx = calloc(n, sizeof *r->idx);
+    r->trunk = calloc(n, sizeof *r->trunk);
+    r->fork = calloc(n, sizeof *r->fork);
+    r->prompt = calloc(n, sizeof *r->prompt);
+    r->n_prompt = calloc(n, sizeof *r->n_prompt);
+    r->out = calloc(n, sizeof *r->out);
+    r->n_out = calloc(n, sizeof *r->n_out);
+    if (!r->idx || !r->trunk || !r->fork || !r->prompt || !r->n_prompt || !r->out || !r->n_out)
+        return oom();
+    size_t nv = (size_t)s->model->hp.n_vocab;
+    for (size_t i = 0; i < n; i++) {
+        if (!want(b, i)) continue;
+        size_t k = r->n++;
+        r->idx[k] = i;
+        deg_chat_message msgs[2] = {{"system", b->system[i]}, {"user", user[i]}};
+        DG_TRY(chat_ids(s->model, msgs, 2, 1, &r->prompt[k], &r->n_prompt[k]));
+        DG_TRY(deg_trunk_new(s->model, &r->trunk[k]));
+        float *last = NULL;
+        if (keep_last && !(last = b->last[i] = malloc(nv * sizeof(float)))) return oom();
+        DG_TRY(deg_trunk_prefill(r->trunk[k], r->prompt[k], r->n_prompt[k], NULL, last));
+        DG_TRY(deg_fork_new(r->trunk[k], &r->fork[k]));
+        if (max_tokens && !(r->out[k] = malloc(max_tokens * sizeof(int32_t)))) return oom();
+    }
+    return DEG_OK;
+}
+
+/* One lockstep decode of the rows (temperature 0 = greedy; spec: through
+ * deg_forks_generate_spec, each stream drafting from its prompt). */
+static deg_status rows_decode(deg_selfstudy *s, const dg_batch *b, rows *r, float temperature,
+                              int32_t max_tokens, int spec)
+{
+    deg_sample_params *pp = calloc(r->n, sizeof *pp);
+    deg_spec_stream *ss = spec ? calloc(r->n, sizeof *ss) : NULL;
+    deg_spec_stats *sst = spec ? calloc(r->n, sizeof *sst) : NULL;
+    deg_status st = DEG_OK;
+    if (!pp || (spec && (!ss || !sst))) st = oom();
+    for (size_t k = 0; st == DEG_OK && k < r->n; k++) {
+        pp[k] = deg_sample_params_default();
+        pp[k].temperature = temperature;
+        pp[k].seed = b->plans[r->idx[k]].seed_a;
+        pp[k].max_tokens = max_tokens;
+        pp[k].stop_ids = s->stop;
+        pp[k].n_stop_ids = s->n_stop;
+        if (spec) ss[k] = (deg_spec_stream){r->prompt[k], r->n_prompt[k], NULL};
+    }
+    if (st == DEG_OK && spec) {
+        st = deg_forks_generate_spec(r->fork, r->n, pp, ss, NULL, r->out, r->n_out, NULL, sst,
+                                     NULL);
+        for (size_t k = 0; st == DEG_OK && k < r->n; k++) {
+            s->timing.drafted += sst[k].drafted;
+            s->timing.accepted += sst[k].accepted;
+        }
+    } else if (st == DEG_OK) {
+        st = deg_forks_generate(r->fork, r->n, pp, r->out, r->n_out, NULL);
+    }
+    free(pp);
+    free(ss);
+    free(sst);
+    return st;
+}
+
+static int wants_a(const dg_batch *b, size_t i) { return b->prompt_a[i] != NULL; }
+
+deg_status dg_selfstudy_bot_a(deg_selfstudy *s, dg_batch *b)
+{
+    rows r;
+    deg_status st = rows_open(s, b, wants_a, b->prompt_a, 0, (size_t)s->p.max_q, &r);
+    if (st == DEG_OK && r.n) st = rows_decode(s, b, &r, s->p.temperature_a, s->p.max_q, 0);
+    for (size_t k = 0; st == DEG_OK && k < r.n; k++) {
+        size_t i = r.idx[k];
+        st = text_of(s, r.out[k], r.n_out[k], &b->message[i]);
+        if (st != DEG_OK) break;
+        strip_think(b->message[i]);
+        if (!*strip_in_place(b->message[i], 0)) {
+            free(b->message[i]);
+            if (!(b->message[i] = strdup("Explain the excerpt."))) st = oom();
+        }
+    }
+    rows_free(&r);
+    return st;
+}
+
+static int wants_b(const dg_batch *b, size_t i)
+{
+    return b->plans[i].kind < DEG_SELFSTUDY_N_SEED_TYPES;
+}
+
+/* Bot B's answer ids: think spans stripped and the rest re-tokenized, the
+ * stop tokens it emitted kept after it. */
+static deg_status answer_of(deg_selfstudy *s, const int32_t *ids, size_t n, int32_t **out,
+                            size_t *n_out)
+{
+    char *text = NULL;
+    DG_TRY(text_of(s, ids, n, &text));
+    if (!strstr(text, "<think>")) {
+        free(text);
+        if (!(*out = malloc((n + 1) * sizeof(int32_t)))) return oom();
+        memcpy(*out, ids, n * sizeof(int32_t));
+        *n_out = n;
+        return DEG_OK;
+    }
+    strip_think(text);
+    strip_in_place(text, 1);
+    int32_t *t = NULL;
+    size_t nt = 0;
+    deg_status st = dg_tokenize_alloc(s->model, text, strlen(text), &t, &nt);
+    free(text);
+    if (st != DEG_OK) return st;
+    int32_t *all = realloc(t, (nt + n + 1) * sizeof(int32_t));
+    if (!all) {
+        free(t);
+        return oom();
+    }
+    for (size_t i = 0; i < n; i++)
+        if (is_stop(s, ids[i])) all[nt++] = ids[i];
+    *out = all;
+    *n_out = nt;
+    return DEG_OK;
+}
+
+deg_status dg_selfstudy_bot_b(deg_selfstudy *s, dg_batch *b)
+{
+    rows r;
+    deg_status st = rows_open(s, b, wants_b, b->message, 1, (size_t)s->p.max_a, &r);
+    if (st == DEG_OK && r.n) st = rows_decode(s, b, &r, 0.0f, s->p.max_a, s->p.spec_b);
+    for (size_t k = 0; st == DEG_OK && k < r.n; k++) {
+        size_t i = r.idx[k];
+        st = answer_of(s, r.out[k], r.n_out[k], &b->answer[i], &b->n_answer[i]);
+    }
+    for (size_t k = 0; k < r.n; k++) { /* the teacher reuses the prompt trunks */
+        deg_fork_free(r.fork[k]);
+        r.fork[k] = NULL;
+        b->trunk[r.idx[k]] = r.trunk[k];
+        r.trunk[k] = NULL;
+    }
+    rows_free(&r);
+    return st;
+}
+
+static int wants_teacher_prompt(const dg_batch *b, size_t i) { return b->trunk[i] == NULL; }
+
+/* Conversation i from its answer, the teacher's logits rows (rows[j - 1]
+ * for answer position j >= 1, b->last[i] for j = 0) and the student prompt. */
+static deg_status make_conv(deg_selfstudy *s, dg_batch *b, size_t i, const float *rows,
+                            deg_selfstudy_conv *c)
+{
+    size_t nv = (size_t)s->model->hp.n_vocab, na = b->n_answer[i];
+    memset(c, 0, sizeof *c);
+    deg_chat_message msg = {"user", b->message[i]};
+    int32_t *prompt = NULL;
+    size_t np = 0;
+    DG_TRY(chat_ids(s->model, &msg, 1, 1, &prompt, &np));
+    c->kind = b->plans[i].kind;
+    c->chunk_first = b->plans[i].first;
+    c->chunk_end = b->plans[i].end;
+    c->message = b->message[i];
+    b->message[i] = NULL;
+    c->answer_ids = b->answer[i];
+    b->answer[i] = NULL;
+    c->n_answer = c->n_supervised = na;
+    c->student_ids = realloc(prompt, (np + na + 1) * sizeof(int32_t));
+    c->targets = malloc((na * (size_t)s->p.top_k + 1) * sizeof *c->targets);
+    if (!c->student_ids || !c->targets) {
+        if (!c->student_ids) free(prompt);
+        deg_selfstudy_conv_clear(c);
+        return oom();
+    }
+    memcpy(c->student_ids + np, c->answer_ids, na * sizeof(int32_t));
+    c->n_student = np + na;
+    for (size_t j = 0; j < na; j++) {
+        const float *row = j == 0 ? b->last[i] : rows + (j - 1) * nv;
+        size_t k = 0;
+        deg_status st = deg_distill_targets_from_logits(s->model, row, (int32_t)(np + j),
+                                                        s->p.top_k, s->p.min_mass,
+                                                        c->targets + c->n_targets, &k);
+        if (st != DEG_OK) {
+            deg_selfstudy_conv_clear(c);
+            return st;
+        }
+        c->n_targets += k;
+    }
+    return DEG_OK;
+}
+
+deg_status dg_selfstudy_teach(deg_selfstudy *s, dg_batch *b, deg_selfstudy_conv *out)
+{
+    rows r;
+    deg_status st = rows_open(s, b, wants_teacher_prompt, b->message, 1, 0, &r);
+    for (size_t k = 0; k < r.n; k++) { /* every conversation now has a prompt trunk */
+        deg_fork_free(r.fork[k]);
+        r.fork[k] = NULL;
+        b->trunk[r.idx[k]] = r.trunk[k];
+        r.trunk[k] = NULL;
+    }
+    rows_free(&r);
+    if (st != DEG_OK) return st;
+    size_t n = b->n, nv = (size_t)s->model->hp.n_vocab;
+    deg_fork **forks = calloc(n, sizeof *forks);
+    const int32_t **ids = calloc(n, sizeof *ids);
+    size_t *nf = calloc(n, sizeof *nf);
+    float **logits = calloc(n, sizeof *logits);
+    st = forks && ids && nf && logits ? DEG_OK : oom();
+    for (size_t i = 0; st == DEG_OK && i < n; i++) {
+        ids[i] = b->answer[i];
+        nf[i] = b->n_answer[i] > 1 ? b->n_answer[i] - 1 : 0;
+        if (nf[i] && !(logits[i] = malloc(nf[i] * nv * sizeof(float)))) st = oom();
+        if (st == DEG_OK) st = deg_fork_new(b->trunk[i], &forks[i]);
+    }
+    if (st == DEG_OK) st = deg_forks_feed(forks, n, ids, nf, logits);
+    size_t made = 0;
+    for (; st == DEG_OK && made < n; made++)
+        st = make_conv(s, b, made, logits[made], &out[made]);
+    if (st != DEG_OK)
+        for (size_t i = 0; i < made; i++) deg_selfstudy_conv_clear(&out[i]);
+    for (size_t i = 0; forks && i < n; i++) deg_fork_free(forks[i]);
+    for (size_t i = 0; logits && i < n; i++) free(logits[i]);
+    free(forks);
+    free(ids);
+    free(nf);
+    free(logits);
+    return st;
+}

@@ -1,0 +1,44 @@
+/* The stages of one self-study batch (selfstudy_bots.c): prompts, bot A,
+ * bot B, the teacher pass; deg_selfstudy_generate runs them in order. */
+#ifndef DG_SELFSTUDY_BOTS_H
+#define DG_SELFSTUDY_BOTS_H
+
+#include "cartridge/selfstudy_internal.h"
+
+/* One conversation's draws. */
+typedef struct dg_plan {
+    size_t first, end;  /* the chunk's token span */
+    int32_t kind;       /* deg_selfstudy_kind */
+    size_t prompt;      /* seed prompt index (seed types) */
+    uint64_t seed_a;    /* bot A's sampling seed */
+    size_t q;           /* recall: prompt tokens */
+    size_t pa, pb;      /* passage_qa: the passage's token span */
+} dg_plan;
+
+/* A batch in flight; every array has n entries, all owned. */
+typedef struct dg_batch {
+    size_t n;
+    dg_plan *plans;
+    char **system;        /* the chunk's system message */
+    char **prompt_a;      /* bot A's user message, NULL when bot A does not run */
+    char **message;       /* the conversation's user message */
+    int32_t **answer;     /* the answer ids */
+    size_t *n_answer;
+    deg_trunk **trunk;    /* prompt trunks of [system, user: message] (bot B, teacher) */
+    float **last;         /* [n_vocab] logits after each prompt trunk */
+} dg_batch;
+
+deg_status dg_batch_alloc(dg_batch *b, size_t n);
+void dg_batch_free(dg_batch *b);
+
+/* Chunk texts, system messages, bot A's prompts; recall and passage answers. */
+deg_status dg_selfstudy_prompts(deg_selfstudy *s, dg_batch *b);
+/* Bot A's messages (one lockstep sampled decode). */
+deg_status dg_selfstudy_bot_a(deg_selfstudy *s, dg_batch *b);
+/* Bot B's answers to the seed-type conversations (one lockstep greedy
+ * decode; prompt trunks kept for the teacher). */
+deg_status dg_selfstudy_bot_b(deg_selfstudy *s, dg_batch *b);
+/* The teacher pass and the conversations (out[0..n), on error none). */
+deg_status dg_selfstudy_teach(deg_selfstudy *s, dg_batch *b, deg_selfstudy_conv *out);
+
+#endif
