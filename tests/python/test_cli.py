@@ -108,5 +108,8 @@ def test_fill_limits_flags(tmp_path):
     res = run_cli(*base, "--max-fork-tokens", "3", "--options", '{"max_fields": 4}',
                   check=False)
     assert res.returncode == 4 and "set by the request's options.max_fields" in res.stderr
-    res = run_cli(*base, "--max-fields", "-1", check=False)
-    assert res.returncode != 0 and "deg fill: --max-fields must be >= 0" in res.stderr
+    res = run_cli(*base, "--max-fields", "-1", check=False)  # a usage error: exit 2, as argparse's
+    assert res.returncode == 2, res.stderr
+    assert "deg fill: error: argument --max-fields: -1 must be >= 0 (0 = none)" in res.stderr
+    res = run_cli(*base, "--deadline-ms", "soon", check=False)
+    assert res.returncode == 2 and "argument --deadline-ms: 'soon' is not an integer" in res.stderr

@@ -22,6 +22,8 @@ The running call polls the token between units of work (each layer of a
 forward pass, each fork batch, each decode step), so it returns within one. The C
 calls release the GIL, so cancel() from another Python thread is seen.
 """
+
+import argparse
 from collections.abc import Mapping
 
 from ._native import check, ffi, lib
@@ -61,17 +63,31 @@ def flag_hint(message, who, tail=""):
     return message
 
 
-def add_limit_arguments(parser, what, deadline_ms=None):
+def _flag_count(text):
+    """argparse type of a limit flag: an integer >= 0 (a bad value is a usage
+    error, exit 2, like every other malformed argument)."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"{v} must be >= 0 (0 = none)")
+    return v
+
+
+def add_limit_arguments(parser, what, deadline_ms=None, deadline_from=""):
     """--deadline-ms, --max-fields, --max-fork-tokens of a command that fills
     (what: e.g. "the fill"); each None = libdeg's default, 0 = none. deadline_ms:
-    the command's own default deadline (None = libdeg's, DEFAULT_DEADLINE_MS)."""
-    parser.add_argument("--deadline-ms", type=int, default=deadline_ms,
-                        help=f"wall-clock budget of {what}; past it the fill fails with "
-                        f"LimitError (default {deadline_ms or DEFAULT_DEADLINE_MS}, 0 = none)")
-    parser.add_argument("--max-fields", type=int, default=None,
+    the command's own default deadline (None = libdeg's, DEFAULT_DEADLINE_MS);
+    deadline_from: where the deadline's clock starts, said in its help."""
+    parser.add_argument("--deadline-ms", type=_flag_count, default=deadline_ms,
+                        help=f"wall-clock budget of {what}{deadline_from}; past it the fill "
+                        f"fails with LimitError (default {deadline_ms or DEFAULT_DEADLINE_MS}, "
+                        "0 = none)")
+    parser.add_argument("--max-fields", type=_flag_count, default=None,
                         help=f"cap on the fields {what} instantiates (default "
                         f"{DEFAULT_MAX_FIELDS}; 0 = none)")
-    parser.add_argument("--max-fork-tokens", type=int, default=None,
+    parser.add_argument("--max-fork-tokens", type=_flag_count, default=None,
                         help=f"cap on the tokens {what} feeds to forks (default "
                         f"{DEFAULT_MAX_FORK_TOKENS}; 0 = none: lifts the single-fork cap too)")
 

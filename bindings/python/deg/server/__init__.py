@@ -213,7 +213,7 @@ def add_arguments(p):
     p.add_argument("--rag-margin", type=float, default=DEFAULT_RAG_MARGIN,
                    help=f"--rag-adaptive's decisive margin, in retrieval score (default "
                    f"{DEFAULT_RAG_MARGIN})")
-    add_limit_arguments(p, "one fill (from the start of its batch)", DEFAULT_DEADLINE_MS)
+    add_limit_arguments(p, "one fill", DEFAULT_DEADLINE_MS, " (from the start of its batch)")
     p.add_argument("--log-level", default="info")
 
 
