@@ -7,6 +7,7 @@
 #include "base/strbuf.h"
 #include "cartridge/selfstudy_bots.h"
 #include "model/arch.h"
+#include "model/chat.h"
 
 /* Bot A's prompt for a passage-question conversation. */
 #define PASSAGE_PROMPT_HEAD "Here is a passage of the excerpt above:\n\n<passage>\n"
@@ -55,30 +56,6 @@ void dg_batch_free(dg_batch *b)
 }
 
 static deg_status oom(void) { return dg_fail(DEG_ERR_NOMEM, "deg_selfstudy_generate: out of memory"); }
-
-/* Chat ids of messages (deg_chat_tokenize) into a malloc'd array. */
-static deg_status chat_ids(const deg_model *m, const deg_chat_message *msgs, size_t n_msgs,
-                           int gen, int32_t **ids, size_t *n)
-{
-    size_t cap = 256, got = 0;
-    for (;;) {
-        int32_t *buf = malloc(cap * sizeof *buf);
-        if (!buf) return oom();
-        deg_status st = deg_chat_tokenize(m, msgs, n_msgs, gen, 0, buf, cap, &got);
-        if (st == DEG_ERR_RANGE && got > cap) {
-            free(buf);
-            cap = got;
-            continue;
-        }
-        if (st != DEG_OK) {
-            free(buf);
-            return st;
-        }
-        *ids = buf;
-        *n = got;
-        return DEG_OK;
-    }
-}
 
 /* Remove every "<think>" span (through the next "</think>", or to the end)
  * from s in place. */
@@ -276,7 +253,8 @@ static deg_status rows_open(deg_selfstudy *s, dg_batch *b, int (*want)(const dg_
         size_t k = r->n++;
         r->idx[k] = i;
         deg_chat_message msgs[2] = {{"system", b->system[i]}, {"user", user[i]}};
-        DG_TRY(chat_ids(s->model, msgs, 2, 1, &r->prompt[k], &r->n_prompt[k]));
+        DG_TRY(dg_model_chat_tokenize(s->model, "deg_selfstudy_generate", msgs, 2, 1, 0,
+                                      &r->prompt[k], &r->n_prompt[k]));
         DG_TRY(deg_trunk_new(s->model, &r->trunk[k]));
         float *last = NULL;
         if (keep_last && !(last = b->last[i] = malloc(nv * sizeof(float)))) return oom();
@@ -412,7 +390,8 @@ static deg_status make_conv(deg_selfstudy *s, dg_batch *b, size_t i, const float
     deg_chat_message msg = {"user", b->message[i]};
     int32_t *prompt = NULL;
     size_t np = 0;
-    DG_TRY(chat_ids(s->model, &msg, 1, 1, &prompt, &np));
+    DG_TRY(dg_model_chat_tokenize(s->model, "deg_selfstudy_generate", &msg, 1, 1, 0, &prompt,
+                                  &np));
     c->kind = b->plans[i].kind;
     c->chunk_first = b->plans[i].first;
     c->chunk_end = b->plans[i].end;

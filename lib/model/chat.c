@@ -420,6 +420,22 @@ deg_status deg_chat_format(const deg_model *model, const deg_chat_message *messa
     return DEG_OK;
 }
 
+deg_status dg_model_chat_tokenize(const deg_model *model, const char *who,
+                                  const deg_chat_message *messages, size_t n_messages,
+                                  int add_generation_prompt, unsigned flags, int32_t **ids,
+                                  size_t *n_ids)
+{
+    const dg_tokenizer *t = dg_model_tokenizer(model);
+    if (!t) return dg_fail(DEG_ERR_STATE, "%s: the model has no tokenizer", who);
+    dg_chat_layout layout;
+    char *sys = NULL;
+    DG_TRY(model_layout(model, who, &layout, &sys));
+    deg_status s = dg_chat_tokenize(t, layout, sys, messages, n_messages, add_generation_prompt,
+                                    flags, ids, n_ids);
+    free(sys);
+    return s == DEG_OK ? DEG_OK : dg_fail_context(s, who);
+}
+
 deg_status deg_chat_tokenize(const deg_model *model, const deg_chat_message *messages,
                              size_t n_messages, int add_generation_prompt, unsigned flags,
                              int32_t *ids, size_t cap, size_t *n_ids)
@@ -427,17 +443,10 @@ deg_status deg_chat_tokenize(const deg_model *model, const deg_chat_message *mes
     if (n_ids) *n_ids = 0;
     if (!model || !n_ids || (cap && !ids))
         return dg_fail(DEG_ERR_ARG, "deg_chat_tokenize: NULL model, n_ids or ids");
-    const dg_tokenizer *t = dg_model_tokenizer(model);
-    if (!t) return dg_fail(DEG_ERR_STATE, "deg_chat_tokenize: the model has no tokenizer");
-    dg_chat_layout layout;
-    char *sys = NULL;
-    DG_TRY(model_layout(model, "deg_chat_tokenize", &layout, &sys));
     int32_t *all = NULL;
     size_t n = 0;
-    deg_status s = dg_chat_tokenize(t, layout, sys, messages, n_messages, add_generation_prompt,
-                                    flags, &all, &n);
-    free(sys);
-    if (s != DEG_OK) return dg_fail_context(s, "deg_chat_tokenize");
+    DG_TRY(dg_model_chat_tokenize(model, "deg_chat_tokenize", messages, n_messages,
+                                  add_generation_prompt, flags, &all, &n));
     *n_ids = n;
     if (n && cap) memcpy(ids, all, (n < cap ? n : cap) * sizeof *ids);
     free(all);

@@ -82,6 +82,17 @@ deg_status dg_chat_tokenize(const dg_tokenizer *tok, dg_chat_layout layout,
                             size_t n_messages, int add_generation_prompt, unsigned flags,
                             int32_t **ids, size_t *n_ids);
 
+/* deg_chat_tokenize's ids in a malloc'd array (*ids, free) of *n_ids: the
+ * model's chat layout and default system message, then dg_chat_tokenize; errors
+ * carry `who` as context. For callers that would otherwise grow a buffer and
+ * call deg_chat_tokenize again (it renders and tokenizes the whole chat each
+ * call). Errors: DEG_ERR_STATE (no tokenizer), DEG_ERR_FORMAT (unknown layout),
+ * as dg_chat_tokenize. */
+deg_status dg_model_chat_tokenize(const deg_model *model, const char *who,
+                                  const deg_chat_message *messages, size_t n_messages,
+                                  int add_generation_prompt, unsigned flags, int32_t **ids,
+                                  size_t *n_ids);
+
 /* The text around the content of a single user message rendered with the
  * generation prompt and no system message: *open precedes the content (ChatML:
  * "<|im_start|>user\n"), *close follows it ("<|im_end|>\n<|im_start|>assistant\n",
