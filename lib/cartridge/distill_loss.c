@@ -6,8 +6,8 @@
 
 #include "base/status.h"
 #include "cartridge/cartridge_internal.h"
-#include "grad/kernels.h"
-#include "grad/layer_bwd.h"
+#include "model/ops_bwd.h"
+#include "model/layer_bwd.h"
 #include "model/arch.h"
 #include "model/layer.h"
 #include "model/state.h"

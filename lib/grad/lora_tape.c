@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "base/status.h"
-#include "grad/kernels.h"
+#include "model/ops_bwd.h"
 #include "grad/train.h"
 #include "model/arch.h"
 #include "model/layer.h"

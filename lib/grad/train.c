@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "base/status.h"
-#include "grad/layer_bwd.h"
+#include "model/layer_bwd.h"
 #include "model/arch.h"
 #include "model/layer.h"
 #include "model/ops.h"
@@ -213,7 +213,7 @@ static void layer_fwd(dg_train_state *r, int il, float *x)
 deg_status dg_train_forward(const deg_model *m, const dg_train_args *a, dg_train_state **out)
 {
     *out = NULL;
-    if (!dg_layer_backward_for(m))
+    if (!m->arch->backward_layer)
         return dg_fail(DEG_ERR_UNSUPPORTED, "training: architecture '%s' has no layer backward",
                        m->arch->name);
     dg_train_state *r = calloc(1, sizeof *r);
@@ -259,7 +259,6 @@ deg_status dg_train_backward(dg_train_state *r, float *dx)
         g.h = palloc(p, T * F);
     }
     if (p->failed) return dg_fail(DEG_ERR_NOMEM, "training backward: out of memory");
-    dg_layer_backward_fn bwd = dg_layer_backward_for(m);
     for (int il = m->hp.n_layer; il-- > 0;) {
         if (!r->full) {
             /* Recompute the layer from its saved input (same code path:
@@ -267,7 +266,7 @@ deg_status dg_train_backward(dg_train_state *r, float *dx)
             memcpy(r->x, r->x_ins[il], sizeof(float) * T * E);
             layer_fwd(r, il, r->x);
         }
-        DG_TRY(bwd(m, il, &r->b, &r->acts[r->full ? il : 0], dx, &g));
+        DG_TRY(m->arch->backward_layer(m, il, &r->b, &r->acts[r->full ? il : 0], dx, &g));
     }
     return DEG_OK;
 }

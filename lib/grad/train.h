@@ -3,7 +3,7 @@
  * (llama, qwen3, lfm2, qwen3_5). The forward is the inference
  * forward's layer (lib/model/layer_std.c, one code path; so with the same
  * prefix its logits are bitwise equal to a fork's) told to keep what the
- * backward (lib/grad/layer_std_bwd.c) needs; the loss is the caller's (a
+ * backward (lib/model/layer_std_bwd.c) needs; the loss is the caller's (a
  * callback on the final residual stream: the cartridge's fused sparse
  * distillation loss is lib/cartridge/distill_loss.c).
  *

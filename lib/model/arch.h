@@ -1,9 +1,9 @@
 /* Architecture table: the private layout of deg_model and the descriptor each
  * architecture file (arch_<name>.c) provides. lib/model/load.c reads the
  * hyper-parameters common to all decoder-only transformers, then hands the
- * per-layer weights and the per-layer forward to the descriptor, so adding an
- * architecture (qwen3.5 hybrid, lfm2) adds a file and a table entry and
- * touches no other architecture. */
+ * per-layer weights, the per-layer forward and its backward (training) to the
+ * descriptor, so adding an architecture (qwen3.5 hybrid, lfm2) adds its files
+ * and a table entry and touches no other architecture. */
 #ifndef DG_MODEL_ARCH_H
 #define DG_MODEL_ARCH_H
 
@@ -20,6 +20,8 @@
 
 typedef struct dg_arch dg_arch;
 typedef struct dg_batch dg_batch;
+typedef struct dg_layer_acts dg_layer_acts; /* layer.h */
+typedef struct dg_layer_grad dg_layer_grad; /* layer_bwd.h */
 
 /* Hyper-parameters (names as in deg_model_info). */
 typedef struct dg_hparams {
@@ -144,6 +146,17 @@ struct dg_arch {
     deg_status (*load_layer)(deg_model *m, int il, dg_layer *out);
     /* Run layer il on the batch: x [n_tokens, n_embd] residual stream, in place. */
     void (*forward_layer)(const deg_model *m, int il, dg_batch *b, float *x);
+    /* Layer il's backward (layer_bwd.h; written beside the forward, e.g.
+     * layer_std.c / layer_std_bwd.c): dx [M, E] holds dL/d(layer output) and
+     * becomes dL/d(layer input). b is the batch of the training forward that
+     * filled a (forward_layer with b->save = a; a recurrent layer's backward
+     * reruns its block's forward in b's scratch and segment states); segments
+     * with own_len0 = 0: their own K/V are a->k, a->v; with g->dlora, a->att is
+     * saved. Errors: DEG_ERR_NOMEM. NULL: the architecture cannot train (the
+     * training driver, hence cartridges, LoRA and self-study, refuses it with
+     * DEG_ERR_UNSUPPORTED). */
+    deg_status (*backward_layer)(const deg_model *m, int il, dg_batch *b,
+                                 const dg_layer_acts *a, float *dx, const dg_layer_grad *g);
     /* 1: the layers apply LoRA adapters (include/lora.h) beyond
      * dg_forward_std_layer's (which always does): the attention and MLP
      * projections of a hybrid; its recurrent layers' projections are not
@@ -202,7 +215,7 @@ int dg_weight_has(const deg_model *m, const char *gguf_name, const char *hf_name
 /* Standard pre-norm decoder layer (llama, qwen3): RMSNorm -> GQA attention
  * with rotate-half RoPE (optional per-head q/k RMSNorm before RoPE) ->
  * residual -> RMSNorm -> SwiGLU MLP -> residual. In layer_std.c (batch
- * layout: layer.h); its backward is lib/grad/layer_std_bwd.c. */
+ * layout: layer.h); its backward is dg_backward_std_layer (layer_std_bwd.c). */
 void dg_forward_std_layer(const deg_model *m, int il, dg_batch *b, float *x);
 /* The attention pieces of the standard layer (layer_std.c), for
  * architectures with their own attention variant (qwen3_5's gated one):

@@ -340,4 +340,5 @@ const dg_arch dg_arch_gemma4 = {
     .begin_pass = dg_g4_begin_pass,
     .load_layer = g4_load_layer,
     .forward_layer = dg_g4_forward_layer,
+    .backward_layer = NULL, /* no backward yet: training refuses Gemma 4 */
 };

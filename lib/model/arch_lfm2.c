@@ -23,6 +23,7 @@
 #include "model/arch_lfm2.h"
 #include "model/conv.h"
 #include "model/layer.h"
+#include "model/layer_bwd.h"
 #include "model/lora_internal.h"
 #include "model/ops.h"
 #include "tensor/blas.h"
@@ -245,6 +246,7 @@ const dg_arch dg_arch_lfm2 = {
     .chat_layout = "lfm2",
     .load_layer = lfm2_load_layer,
     .forward_layer = lfm2_forward_layer,
+    .backward_layer = dg_backward_lfm2_layer,
     .lora = 1,
     .rec_lora_dims = lfm2_rec_lora_dims,
 };

@@ -1,6 +1,6 @@
 /* lfm2's private layout (arch_lfm2.c): hyper-parameters, the weights of a
  * short-conv layer, and the first half of its block, shared with the layer
- * backward (lib/grad/lfm2_bwd.c) so both run the same arithmetic. */
+ * backward (lib/model/arch_lfm2_bwd.c) so both run the same arithmetic. */
 #ifndef DG_MODEL_ARCH_LFM2_H
 #define DG_MODEL_ARCH_LFM2_H
 

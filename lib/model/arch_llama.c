@@ -3,6 +3,7 @@
  * modeling_llama.py). llama.cpp's converter interleaves the rows of each
  * attn_q/attn_k head in GGUF files; the loader undoes it. */
 #include "model/arch.h"
+#include "model/layer_bwd.h"
 
 static deg_status llama_load_layer(deg_model *m, int il, dg_layer *out)
 {
@@ -13,4 +14,5 @@ const dg_arch dg_arch_llama = {
     .name = "llama",
     .load_layer = llama_load_layer,
     .forward_layer = dg_forward_std_layer,
+    .backward_layer = dg_backward_std_layer,
 };

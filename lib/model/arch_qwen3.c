@@ -3,6 +3,7 @@
  * modeling_qwen3.py). llama.cpp writes qwen3 q/k rows unpermuted (NEOX-style
  * RoPE = rotate-half), so nothing is undone for GGUF. */
 #include "model/arch.h"
+#include "model/layer_bwd.h"
 
 static deg_status qwen3_load_layer(deg_model *m, int il, dg_layer *out)
 {
@@ -14,4 +15,5 @@ const dg_arch dg_arch_qwen3 = {
     .chat_layout = "qwen3",
     .load_layer = qwen3_load_layer,
     .forward_layer = dg_forward_std_layer,
+    .backward_layer = dg_backward_std_layer,
 };

@@ -27,6 +27,7 @@
 #include "model/conv.h"
 #include "model/delta_rule.h"
 #include "model/layer.h"
+#include "model/layer_bwd.h"
 #include "model/lora_internal.h"
 #include "model/ops.h"
 #include "tensor/blas.h"
@@ -158,7 +159,7 @@ static deg_status q35_finish(deg_model *m) { return plus_one(m, m->hp.n_embd, &m
  * LoRA adapters on q_proj (q and gate), k, v and o_proj.
  * Training (b->save): q/k before and after their norms, v, the attention
  * statistics and its output before the gate are saved (the gate itself is
- * recomputed by the backward, lib/grad/qwen3_5_bwd.c). */
+ * recomputed by the backward, lib/model/arch_qwen3_5_bwd.c). */
 static void q35_attn_block(const deg_model *m, int il, dg_batch *b, float *x)
 {
     const dg_hparams *hp = &m->hp;
@@ -334,6 +335,7 @@ const dg_arch dg_arch_qwen3_5 = {
     .chat_layout = "qwen3",
     .load_layer = q35_load_layer,
     .forward_layer = q35_forward_layer,
+    .backward_layer = dg_backward_qwen3_5_layer,
     .lora = 1,
     .rec_lora_dims = q35_rec_lora_dims,
 };

@@ -1,6 +1,6 @@
 /* qwen3_5's private layout (arch_qwen3_5.c): hyper-parameters, the weights
  * of a Gated DeltaNet layer and the pieces of its block that the layer
- * backward (lib/grad/qwen3_5_bwd.c) reruns, so both use the same arithmetic. */
+ * backward (lib/model/arch_qwen3_5_bwd.c) reruns, so both use the same arithmetic. */
 #ifndef DG_MODEL_ARCH_QWEN3_5_H
 #define DG_MODEL_ARCH_QWEN3_5_H
 

@@ -1,7 +1,7 @@
 /* The gated delta rule (Yang et al. 2024, "Gated Delta Networks"; transformers
  * torch_recurrent_gated_delta_rule), one token of one value head: the
  * recurrence of a Gated DeltaNet layer (arch_qwen3_5.c), shared with its
- * backward (lib/grad/recurrent_bwd.c) so both run the same arithmetic. */
+ * backward (lib/model/recurrent_bwd.c) so both run the same arithmetic. */
 #ifndef DG_MODEL_DELTA_RULE_H
 #define DG_MODEL_DELTA_RULE_H
 

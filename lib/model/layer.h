@@ -2,7 +2,7 @@
  * the per-architecture layer forward (lib/model/layer_std.c) reads, shared by
  * the inference forward (lib/model/forward.c: forks, prefill) and the training
  * forward (lib/grad/train.c), which passes buffers to capture what its
- * backward (lib/grad/layer_std_bwd.c) needs. One layer, two callers (as
+ * backward (lib/model/layer_std_bwd.c) needs. One layer, two callers (as
  * llm.c's gpt2_forward serves inference and training). */
 #ifndef DG_MODEL_LAYER_H
 #define DG_MODEL_LAYER_H

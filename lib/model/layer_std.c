@@ -1,6 +1,6 @@
 /* The standard pre-norm decoder layer (llama, qwen3), forward: one code path
  * for inference (forks, prefill) and training (saves activations when the
- * batch asks). Its backward is lib/grad/layer_std_bwd.c. */
+ * batch asks). Its backward is lib/model/layer_std_bwd.c. */
 #include <math.h>
 #include <omp.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* LoRA adapters (include/lora.h): the private layout of deg_lora and the
  * per-row kernels the layer forward (layer_std.c) and the layer backward
- * (lib/grad/layer_std_bwd.c) apply. */
+ * (lib/model/layer_std_bwd.c) apply. */
 #ifndef DG_MODEL_LORA_INTERNAL_H
 #define DG_MODEL_LORA_INTERNAL_H
 

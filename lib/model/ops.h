@@ -80,7 +80,7 @@ static inline void dg_axpy(float *y, float a, const float *x, size_t n)
  *   out + i*out_stride + g*D [D] = softmax_j(q . k_j / sqrt(D)) . v_j;
  *   stats (may be NULL) + i*stats_stride + 2g: {m, l}, the row max of the
  *   scores and sum_j exp(s_j - m), what the backward recomputes p_j from
- *   (lib/grad/kernels.h).
+ *   (lib/model/ops_bwd.h).
  * The keys of a row, prefix then own, are cut into tiles of DG_ATTN_TILE at
  * fixed indices 0, T, 2T, ... of that concatenation (a tile may straddle
  * prefix and own); per tile: scores in dg_dot's lane order times

@@ -1,4 +1,4 @@
-/* Gradchecks of the backward kernels (lib/grad/kernels.h): each f32 analytic
+/* Gradchecks of the backward kernels (lib/model/ops_bwd.h): each f32 analytic
  * gradient against central finite differences of an independent float64
  * reference forward written here, for the scalar loss sum(dy * y) with random
  * dy. Reported: max |analytic - numeric| / max |numeric| per kernel. */
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grad/kernels.h"
+#include "model/ops_bwd.h"
 #include "model/conv.h"
 #include "model/delta_rule.h"
 #include "model/ops.h"

@@ -1,4 +1,5 @@
-#include "grad/kernels.h"
+/* Backward kernels (declared and documented in ops_bwd.h), each beside its forward in ops.c. */
+#include "model/ops_bwd.h"
 
 #include <math.h>
 #include <omp.h>

@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "base/status.h"
-#include "grad/kernels.h"
-#include "grad/layer_bwd.h"
+#include "model/ops_bwd.h"
+#include "model/layer_bwd.h"
 #include "model/arch_qwen3_5.h"
 #include "model/delta_rule.h"
 #include "model/lora_internal.h"

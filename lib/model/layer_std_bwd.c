@@ -1,11 +1,11 @@
 /* Backward of the standard pre-norm decoder layer (llama, qwen3) whose
  * forward is lib/model/layer_std.c (see layer_bwd.h). */
-#include "grad/layer_bwd.h"
+#include "model/layer_bwd.h"
 
 #include <string.h>
 
 #include "base/status.h"
-#include "grad/kernels.h"
+#include "model/ops_bwd.h"
 #include "model/lora_internal.h"
 #include "model/ops.h"
 #include "tensor/blas.h"
@@ -16,14 +16,6 @@ void dg_rmsnorm_backward_rows(float *dx, const float *dy, const float *x, const 
 #pragma omp parallel for schedule(static) if (n > 16) num_threads(dg_num_threads())
     for (size_t i = 0; i < n; i++)
         dg_rmsnorm_backward(dx + i * dim, dy + i * dim, x + i * dim, w, 1, dim, eps, acc);
-}
-
-dg_layer_backward_fn dg_layer_backward_for(const deg_model *m)
-{
-    if (m->arch->forward_layer == dg_forward_std_layer) return dg_backward_std_layer;
-    if (!strcmp(m->arch->name, "lfm2")) return dg_backward_lfm2_layer;
-    if (!strcmp(m->arch->name, "qwen3_5_text")) return dg_backward_qwen3_5_layer;
-    return NULL;
 }
 
 /* Attention backward per segment (layer_bwd.h): segment s attends to its

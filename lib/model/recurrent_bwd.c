@@ -1,4 +1,4 @@
-/* Backward kernels of the recurrent layers' cores (kernels.h): the
+/* Backward kernels of the recurrent layers' cores (ops_bwd.h): the
  * depthwise causal convolution with a carried tail (lib/model/conv.c) and
  * the gated delta rule of one Gated DeltaNet value head
  * (lib/model/arch_qwen3_5.c), including the gradient into the initial
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "base/status.h"
-#include "grad/kernels.h"
+#include "model/ops_bwd.h"
 #include "model/delta_rule.h"
 
 void dg_causal_conv_backward(float *dx, float *dw, float *dtail, const float *dy,

@@ -5,8 +5,8 @@
  * into activations and, where asked, into the K/V rows of a prefix: the model
  * weights are frozen (dW is offered for the linear layer only, for later
  * adapters). Each kernel is gradchecked in tests/c/test_grad.c. */
-#ifndef DG_GRAD_KERNELS_H
-#define DG_GRAD_KERNELS_H
+#ifndef DG_MODEL_OPS_BWD_H
+#define DG_MODEL_OPS_BWD_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "base/status.h"
-#include "grad/kernels.h"
-#include "grad/layer_bwd.h"
+#include "model/ops_bwd.h"
+#include "model/layer_bwd.h"
 #include "model/arch_lfm2.h"
 #include "model/lora_internal.h"
 #include "tensor/blas.h"

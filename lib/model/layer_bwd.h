@@ -1,11 +1,12 @@
 /* Layer backward over a pass laid out as lib/model/layer.h (the training
- * forward's batch), per architecture: the standard llama/qwen3 layer's (and
- * the MLP half every architecture shares) is in layer_std_bwd.c, beside the
- * forward of lib/model/layer_std.c whose saved activations (dg_layer_acts) it
- * reads; lfm2's short-conv block in lfm2_bwd.c, qwen3_5's Gated DeltaNet and
- * gated attention in qwen3_5_bwd.c. */
-#ifndef DG_GRAD_LAYER_BWD_H
-#define DG_GRAD_LAYER_BWD_H
+ * forward's batch), per architecture, each beside its forward and reached
+ * through the architecture's descriptor (dg_arch.backward_layer, arch.h): the
+ * standard llama/qwen3 layer's (and the MLP half every architecture shares)
+ * in layer_std_bwd.c, beside layer_std.c whose saved activations
+ * (dg_layer_acts) it reads; lfm2's short-conv block in arch_lfm2_bwd.c,
+ * qwen3_5's Gated DeltaNet and gated attention in arch_qwen3_5_bwd.c. */
+#ifndef DG_MODEL_LAYER_BWD_H
+#define DG_MODEL_LAYER_BWD_H
 
 #include <stddef.h>
 
@@ -34,18 +35,9 @@ typedef struct dg_layer_grad {
     float *const *dprec;
 } dg_layer_grad;
 
-/* dx [M, E] holds dL/d(layer output) and becomes dL/d(layer input). b is the
- * batch of the forward that filled a (a recurrent layer's backward reruns its
- * block's forward in b's scratch and segment states) (segments with own_len0 = 0: the
- * segments' own K/V are a->k, a->v; with g->dlora, a->att saved). Errors:
- * DEG_ERR_NOMEM. */
-typedef deg_status (*dg_layer_backward_fn)(const deg_model *m, int il, dg_batch *b,
-                                           const dg_layer_acts *a, float *dx,
-                                           const dg_layer_grad *g);
-
-/* The backward of the model's layer, or NULL when its architecture has none. */
-dg_layer_backward_fn dg_layer_backward_for(const deg_model *m);
-
+/* The architectures' layer backwards (dg_arch.backward_layer, whose contract
+ * arch.h states: dx [M, E] from dL/d(layer output) to dL/d(layer input)) of
+ * llama and qwen3, lfm2, qwen3_5. */
 deg_status dg_backward_std_layer(const deg_model *m, int il, dg_batch *b,
                                  const dg_layer_acts *a, float *dx, const dg_layer_grad *g);
 deg_status dg_backward_lfm2_layer(const deg_model *m, int il, dg_batch *b,
