@@ -1,7 +1,9 @@
 """AdamW (decoupled weight decay) with linear warmup then cosine decay to 10%
 of the peak learning rate (§12.4). The update is libdeg's one Adam
-(deg_adam_update, rule in lib/grad/adam.h: torch.optim.AdamW's arithmetic in
-fp32), the same code that steps cartridges: the same inputs give the same bits."""
+(deg_adam_update: torch.optim.AdamW's arithmetic in fp32), the same code that
+steps cartridges: the same inputs give the same bits. Its rule, sources
+(Kingma & Ba; Loshchilov & Hutter) and the trainer's hyper-parameters are
+written once, in lib/grad/adam.h."""
 import math
 
 import numpy as np
