@@ -6,6 +6,7 @@
 #include "base/strbuf.h"
 #include "base/utf8.h"
 #include "cartridge/selfstudy_internal.h"
+#include "model/model.h"
 
 static int ascii_space(unsigned char c)
 {
@@ -24,17 +25,7 @@ void dg_strip(const char *s, size_t n, size_t *first, size_t *end)
 deg_status dg_tokenize_alloc(const deg_model *m, const char *text, size_t len, int32_t **ids,
                              size_t *n)
 {
-    size_t cap = len + 8, got = 0; /* byte-level BPE: at most one id per byte */
-    int32_t *buf = malloc(cap * sizeof *buf);
-    if (!buf) return dg_fail(DEG_ERR_NOMEM, "tokenize: out of memory");
-    deg_status st = deg_tokenize(m, text, len, 0, buf, cap, &got);
-    if (st != DEG_OK) {
-        free(buf);
-        return st;
-    }
-    *ids = buf;
-    *n = got;
-    return DEG_OK;
+    return dg_model_tokenize(m, text, len, 0, ids, n);
 }
 
 void deg_corpus_free(deg_corpus *c)

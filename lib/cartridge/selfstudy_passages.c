@@ -6,36 +6,13 @@
 #include "base/status.h"
 #include "base/utf8.h"
 #include "cartridge/selfstudy_internal.h"
-
-/* The bytes of ids (deg_detokenize) into a malloc'd buffer. */
-static deg_status detok(const deg_model *m, const int32_t *ids, size_t n, char **out,
-                        size_t *len)
-{
-    size_t cap = 16 * n + 16, got = 0;
-    for (;;) {
-        char *buf = malloc(cap + 1);
-        if (!buf) return dg_fail(DEG_ERR_NOMEM, "detokenize: out of memory");
-        deg_status st = deg_detokenize(m, ids, n, buf, cap, &got);
-        if (st == DEG_ERR_RANGE && got > cap) {
-            free(buf);
-            cap = got;
-            continue;
-        }
-        if (st != DEG_OK) {
-            free(buf);
-            return st;
-        }
-        *out = buf;
-        *len = got;
-        return DEG_OK;
-    }
-}
+#include "model/model.h"
 
 deg_status dg_detokenize_lossy(const deg_model *m, const int32_t *ids, size_t n, char **out)
 {
     char *raw = NULL;
     size_t len = 0;
-    DG_TRY(detok(m, ids, n, &raw, &len));
+    DG_TRY(dg_model_detokenize(m, ids, n, &raw, &len));
     *out = dg_utf8_lossy(raw, len, NULL);
     free(raw);
     return *out ? DEG_OK : dg_fail(DEG_ERR_NOMEM, "detokenize: out of memory");
@@ -116,7 +93,7 @@ deg_status deg_selfstudy_passages(const deg_model *model, const int32_t *ids, si
     deg_status st = offs && pieces && plen ? DEG_OK
                                            : dg_fail(DEG_ERR_NOMEM, "passages: out of memory");
     for (size_t t = 0; st == DEG_OK && t < n; t++) { /* end byte of every token */
-        st = detok(model, ids + t, 1, &pieces[t], &plen[t]);
+        st = dg_model_detokenize(model, ids + t, 1, &pieces[t], &plen[t]);
         total += plen[t];
         offs[t] = total;
     }

@@ -12,7 +12,19 @@
 #include "deg/request.h"
 #include "model/model.h"
 #include "model/state.h"
-#include "tokenizer/tokenizer.h"
+
+/* Room for extra more ids on v (doubling from 64). */
+static deg_status ivec_reserve(ivec *v, size_t extra)
+{
+    if (v->n + extra <= v->cap) return DEG_OK;
+    size_t cap = v->cap ? v->cap : 64;
+    while (cap < v->n + extra) cap *= 2;
+    int32_t *p = realloc(v->p, cap * sizeof *p);
+    if (!p) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (tokens)");
+    v->p = p;
+    v->cap = cap;
+    return DEG_OK;
+}
 
 /* Tokenize text (special != 0: special tokens parsed) onto v. Bytes the
  * vocabulary lacks are dropped as HF tokenizers drops them (issue 19 item 5:
@@ -21,33 +33,19 @@
 deg_status dg_fill_tok(ivec *v, const deg_model *m, const char *text, size_t len, int special)
 {
     size_t n = 0;
+    int32_t *ids = NULL;
     unsigned fl = (special ? DEG_TOKENIZE_SPECIAL : 0u) | DEG_TOKENIZE_DROP_MISSING_BYTES;
-    deg_status st = dg_tokenizer_encode_ex(dg_model_tokenizer(m), text, len, fl, NULL, 0, &n);
-    if (st != DEG_OK && st != DEG_ERR_RANGE) return st;
-    dg_clear_error();
-    if (v->n + n > v->cap) {
-        size_t cap = v->cap ? v->cap : 64;
-        while (cap < v->n + n) cap *= 2;
-        int32_t *p = realloc(v->p, cap * sizeof *p);
-        if (!p) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (tokens)");
-        v->p = p;
-        v->cap = cap;
-    }
-    size_t got = 0;
-    DG_TRY(dg_tokenizer_encode_ex(dg_model_tokenizer(m), text, len, fl, v->p + v->n, n, &got));
-    v->n += got;
-    return DEG_OK;
+    DG_TRY(dg_model_tokenize(m, text, len, fl, &ids, &n));
+    deg_status st = ivec_reserve(v, n);
+    if (st == DEG_OK && n) memcpy(v->p + v->n, ids, n * sizeof *ids);
+    if (st == DEG_OK) v->n += n;
+    free(ids);
+    return st;
 }
 
 deg_status dg_fill_push(ivec *v, int32_t id)
 {
-    if (v->n + 1 > v->cap) {
-        size_t cap = v->cap ? 2 * v->cap : 64;
-        int32_t *p = realloc(v->p, cap * sizeof *p);
-        if (!p) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (tokens)");
-        v->p = p;
-        v->cap = cap;
-    }
+    DG_TRY(ivec_reserve(v, 1));
     v->p[v->n++] = id;
     return DEG_OK;
 }

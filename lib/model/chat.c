@@ -320,30 +320,10 @@ deg_status dg_chat_tokenize(const dg_tokenizer *tok, dg_chat_layout layout,
     chat_out o = {.ranges = malloc((2 * n + 1) * sizeof *o.ranges)};
     if (!o.ranges) return dg_fail(DEG_ERR_NOMEM, "chat: out of memory");
     render(&o, layout, default_system, m, n, add_generation_prompt);
-    deg_status s = DEG_OK;
-    if (o.b.oom) s = dg_fail(DEG_ERR_NOMEM, "chat: out of memory rendering %zu messages", n);
-    size_t cap = 0;
-    int32_t *buf = NULL;
-    while (s == DEG_OK) {
-        size_t got = 0;
-        s = dg_tokenizer_encode_plain(tok, o.b.p, o.b.len, flags | DEG_TOKENIZE_SPECIAL, o.ranges,
-                                      o.n_ranges, buf, cap, &got);
-        if (s == DEG_ERR_RANGE && got > cap) {
-            free(buf);
-            cap = got;
-            buf = malloc((cap ? cap : 1) * sizeof *buf);
-            s = buf ? DEG_OK : dg_fail(DEG_ERR_NOMEM, "chat: out of memory");
-            continue;
-        }
-        if (s == DEG_OK) {
-            *ids = buf ? buf : malloc(sizeof *buf);
-            *n_ids = got;
-            buf = NULL;
-            if (!*ids) s = dg_fail(DEG_ERR_NOMEM, "chat: out of memory");
-        }
-        break;
-    }
-    free(buf);
+    deg_status s =
+        o.b.oom ? dg_fail(DEG_ERR_NOMEM, "chat: out of memory rendering %zu messages", n)
+                : dg_tokenizer_encode_alloc(tok, o.b.p, o.b.len, flags | DEG_TOKENIZE_SPECIAL,
+                                            o.ranges, o.n_ranges, ids, n_ids);
     free(o.b.p);
     free(o.ranges);
     return s;

@@ -438,15 +438,11 @@ deg_status dg_tokenizer_encode_ex(const dg_tokenizer *t, const char *text, size_
     return dg_tokenizer_encode_plain(t, text, len, flags, NULL, 0, ids, cap, n_ids);
 }
 
-deg_status dg_tokenizer_encode_plain(const dg_tokenizer *t, const char *text, size_t len,
-                                     unsigned flags, const dg_tok_range *plain, size_t n_plain,
-                                     int32_t *ids, size_t cap, size_t *n_ids)
+/* The checks every encode entry point makes on its input, then the encoding
+ * into c->out[0..n_out) (c->t set by the caller; c freed by the caller). */
+static deg_status encode_run(enc_ctx *c, const char *text, size_t len, unsigned flags,
+                             const dg_tok_range *plain, size_t n_plain)
 {
-    int parse_special = (flags & DEG_TOKENIZE_SPECIAL) != 0;
-    if (!t || !n_ids) return dg_fail(DEG_ERR_ARG, "tokenize: NULL tokenizer or n_ids");
-    *n_ids = 0;
-    if (!text && len) return dg_fail(DEG_ERR_ARG, "tokenize: text is NULL but len is %zu", len);
-    if (!ids && cap) return dg_fail(DEG_ERR_ARG, "tokenize: ids is NULL but cap is %zu", cap);
     size_t bad;
     if (!dg_utf8_validate(text, len, &bad))
         return dg_fail(DEG_ERR_UTF8, "tokenize: invalid UTF-8 at byte offset %zu (byte 0x%02x)",
@@ -460,17 +456,53 @@ deg_status dg_tokenizer_encode_plain(const dg_tokenizer *t, const char *text, si
             return dg_fail(DEG_ERR_ARG,
                            "tokenize: plain range %zu [%zu, %zu) is not ordered inside [0, %zu)",
                            i, plain[i].start, plain[i].end, len);
-    enc_ctx c = {.t = t,
-                 .drop_missing = (flags & DEG_TOKENIZE_DROP_MISSING_BYTES) != 0,
-                 .plain = plain,
-                 .n_plain = n_plain};
-    deg_status s = len ? encode_all(&c, text, len, parse_special) : DEG_OK;
+    c->drop_missing = (flags & DEG_TOKENIZE_DROP_MISSING_BYTES) != 0;
+    c->plain = plain;
+    c->n_plain = n_plain;
+    return len ? encode_all(c, text, len, (flags & DEG_TOKENIZE_SPECIAL) != 0) : DEG_OK;
+}
+
+deg_status dg_tokenizer_encode_plain(const dg_tokenizer *t, const char *text, size_t len,
+                                     unsigned flags, const dg_tok_range *plain, size_t n_plain,
+                                     int32_t *ids, size_t cap, size_t *n_ids)
+{
+    if (!t || !n_ids) return dg_fail(DEG_ERR_ARG, "tokenize: NULL tokenizer or n_ids");
+    *n_ids = 0;
+    if (!text && len) return dg_fail(DEG_ERR_ARG, "tokenize: text is NULL but len is %zu", len);
+    if (!ids && cap) return dg_fail(DEG_ERR_ARG, "tokenize: ids is NULL but cap is %zu", cap);
+    enc_ctx c = {.t = t};
+    deg_status s = encode_run(&c, text, len, flags, plain, n_plain);
     if (s == DEG_OK) {
         *n_ids = c.n_out;
         if (c.n_out && cap) memcpy(ids, c.out, (c.n_out < cap ? c.n_out : cap) * sizeof *ids);
         if (c.n_out > cap)
             s = dg_fail(DEG_ERR_RANGE, "tokenize: %zu ids do not fit in a buffer of %zu",
                         c.n_out, cap);
+    }
+    ctx_free(&c);
+    return s;
+}
+
+deg_status dg_tokenizer_encode_alloc(const dg_tokenizer *t, const char *text, size_t len,
+                                     unsigned flags, const dg_tok_range *plain, size_t n_plain,
+                                     int32_t **ids, size_t *n_ids)
+{
+    if (!t || !ids || !n_ids) return dg_fail(DEG_ERR_ARG, "tokenize: NULL tokenizer or output");
+    *ids = NULL;
+    *n_ids = 0;
+    if (!text && len) return dg_fail(DEG_ERR_ARG, "tokenize: text is NULL but len is %zu", len);
+    enc_ctx c = {.t = t};
+    deg_status s = encode_run(&c, text, len, flags, plain, n_plain);
+    if (s == DEG_OK) {
+        /* the encoder's own output array is handed over: nothing is encoded twice */
+        int32_t *p = c.out ? c.out : malloc(sizeof *p);
+        if (!p) {
+            s = dg_fail(DEG_ERR_NOMEM, "tokenize: out of memory");
+        } else {
+            *ids = p;
+            *n_ids = c.n_out;
+            c.out = NULL;
+        }
     }
     ctx_free(&c);
     return s;
@@ -504,6 +536,29 @@ deg_status dg_tokenizer_decode(const dg_tokenizer *t, const int32_t *ids, size_t
     if (total > cap)
         return dg_fail(DEG_ERR_RANGE, "detokenize: %zu bytes do not fit in a buffer of %zu", total,
                        cap);
+    return DEG_OK;
+}
+
+deg_status dg_tokenizer_decode_alloc(const dg_tokenizer *t, const int32_t *ids, size_t n_ids,
+                                     char **out, size_t *len)
+{
+    if (!t || !out || !len) return dg_fail(DEG_ERR_ARG, "detokenize: NULL tokenizer or output");
+    *out = NULL;
+    *len = 0;
+    if (!ids && n_ids) return dg_fail(DEG_ERR_ARG, "detokenize: ids is NULL but n_ids is %zu", n_ids);
+    size_t total = 0;
+    for (size_t i = 0; i < n_ids; i++)
+        if (ids[i] >= 0 && ids[i] < t->n_vocab) total += t->tok[ids[i]].len;
+    char *buf = malloc(total + 1);
+    if (!buf) return dg_fail(DEG_ERR_NOMEM, "detokenize: out of memory (%zu bytes)", total + 1);
+    deg_status s = dg_tokenizer_decode(t, ids, n_ids, buf, total, len);
+    if (s != DEG_OK) {
+        free(buf);
+        *len = 0;
+        return s;
+    }
+    buf[total] = '\0';
+    *out = buf;
     return DEG_OK;
 }
 

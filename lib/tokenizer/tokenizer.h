@@ -93,11 +93,26 @@ typedef struct dg_tok_range {
 deg_status dg_tokenizer_encode_plain(const dg_tokenizer *t, const char *text, size_t len,
                                      unsigned flags, const dg_tok_range *plain, size_t n_plain,
                                      int32_t *ids, size_t cap, size_t *n_ids);
+/* dg_tokenizer_encode_plain (plain = NULL, n_plain = 0: dg_tokenizer_encode_ex)
+ * into a malloc'd array: *ids (free; non-NULL on success, also for no ids) of
+ * *n_ids, encoded once. The one way libdeg tokenizes into memory it allocates
+ * (chat, fill texts, self-study corpora): no caller guesses a size and retries.
+ * Errors as encode_plain (never DEG_ERR_RANGE), DEG_ERR_NOMEM; *ids = NULL,
+ * *n_ids = 0 on error. */
+deg_status dg_tokenizer_encode_alloc(const dg_tokenizer *t, const char *text, size_t len,
+                                     unsigned flags, const dg_tok_range *plain, size_t n_plain,
+                                     int32_t **ids, size_t *n_ids);
 /* 1 if byte b has no token in the vocabulary (dropped under
  * DEG_TOKENIZE_DROP_MISSING_BYTES). */
 int dg_tokenizer_byte_missing(const dg_tokenizer *t, unsigned char b);
 /* Decode: same contract as deg_detokenize. */
 deg_status dg_tokenizer_decode(const dg_tokenizer *t, const int32_t *ids, size_t n_ids,
                                char *buf, size_t cap, size_t *len);
+/* The same into a malloc'd buffer: *out (free) holds the *len decoded bytes and
+ * a NUL after them (the bytes may hold NULs and partial UTF-8 characters), sized
+ * once from the ids. Errors as decode (never DEG_ERR_RANGE for the size),
+ * DEG_ERR_NOMEM; *out = NULL, *len = 0 on error. */
+deg_status dg_tokenizer_decode_alloc(const dg_tokenizer *t, const int32_t *ids, size_t n_ids,
+                                     char **out, size_t *len);
 
 #endif

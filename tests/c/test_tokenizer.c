@@ -160,7 +160,7 @@ static size_t check_texts(const dg_tokenizer *t, const char *name, json_t *texts
                           int roundtrip, size_t *n_tokens, double *seconds)
 {
     cr_assert_eq(gold->n, count, "%s: %zu golden lines for %zu texts", name, gold->n, count);
-    size_t bad = 0, cap = 0, capd = 1 << 16;
+    size_t bad = 0, capd = 1 << 16;
     int32_t *ids = NULL, *want = NULL;
     size_t wcap = 0;
     char *dec = malloc(capd);
@@ -170,12 +170,13 @@ static size_t check_texts(const dg_tokenizer *t, const char *name, json_t *texts
         size_t len = json_string_length(s);
         size_t n;
         double t0 = now_s();
-        deg_status st = dg_tokenizer_encode(t, text, len, parse_special, ids, cap, &n);
-        if (st == DEG_ERR_RANGE) {
-            cap = n + 16;
-            ids = realloc(ids, cap * sizeof *ids);
-            st = dg_tokenizer_encode(t, text, len, parse_special, ids, cap, &n);
-        }
+        /* the allocating encode (the library's callers use it; the caller-buffer
+         * contract is pinned by buffer_contract) */
+        free(ids);
+        ids = NULL;
+        deg_status st = dg_tokenizer_encode_alloc(t, text, len,
+                                                  parse_special ? DEG_TOKENIZE_SPECIAL : 0u, NULL,
+                                                  0, &ids, &n);
         *seconds += now_s() - t0;
         cr_assert_eq(st, DEG_OK, "%s: text %zu: %s", name, i, deg_errmsg());
         *n_tokens += n;
@@ -361,6 +362,30 @@ Test(tokenizer, buffer_contract)
     cr_assert_eq(len, strlen(text));
     cr_assert_eq(dg_tokenizer_decode(t, ids, n, buf, sizeof buf, &len), DEG_OK);
     cr_assert(len == strlen(text) && memcmp(buf, text, len) == 0);
+    /* the allocating encode and decode: the same ids and bytes, sized once */
+    int32_t *aids = NULL;
+    size_t an = 0;
+    cr_assert_eq(dg_tokenizer_encode_alloc(t, text, strlen(text), DEG_TOKENIZE_SPECIAL, NULL, 0,
+                                           &aids, &an), DEG_OK);
+    cr_assert(an == n && memcmp(aids, ids, n * sizeof *ids) == 0);
+    char *abuf = NULL;
+    cr_assert_eq(dg_tokenizer_decode_alloc(t, aids, an, &abuf, &len), DEG_OK);
+    cr_assert(len == strlen(text) && strcmp(abuf, text) == 0);
+    free(abuf);
+    free(aids);
+    cr_assert_eq(dg_tokenizer_encode_alloc(t, "", 0, 0, NULL, 0, &aids, &an), DEG_OK);
+    cr_assert(aids != NULL && an == 0);
+    free(aids);
+    cr_assert_eq(dg_tokenizer_decode_alloc(t, NULL, 0, &abuf, &len), DEG_OK);
+    cr_assert(abuf != NULL && abuf[0] == '\0' && len == 0);
+    free(abuf);
+    /* errors leave no output */
+    aids = (int32_t *)1;
+    cr_assert_eq(dg_tokenizer_encode_alloc(t, "\xff", 1, 0, NULL, 0, &aids, &an), DEG_ERR_UTF8);
+    cr_assert(aids == NULL && an == 0);
+    int32_t bad_id = 1 << 20;
+    cr_assert_eq(dg_tokenizer_decode_alloc(t, &bad_id, 1, &abuf, &len), DEG_ERR_RANGE);
+    cr_assert(abuf == NULL && len == 0);
     /* empty text */
     cr_assert_eq(dg_tokenizer_encode(t, "", 0, 1, NULL, 0, &n), DEG_OK);
     cr_assert_eq(n, 0);
