@@ -209,6 +209,17 @@ char *dg_dir_of(const char *path)
     return slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
 }
 
+char *dg_path_join(const char *dir, const char *name)
+{
+    size_t a = strlen(dir), b = strlen(name);
+    char *p = malloc(a + b + 2);
+    if (!p) return NULL;
+    memcpy(p, dir, a);
+    p[a] = '/';
+    memcpy(p + a + 1, name, b + 1);
+    return p;
+}
+
 size_t dg_remove_stale_temps(const char *path)
 {
     char *dir = dg_dir_of(path);
@@ -222,10 +233,8 @@ size_t dg_remove_stale_temps(const char *path)
         while ((e = readdir(d)) != NULL) {
             if (strncmp(e->d_name, base, bl) != 0 || strncmp(e->d_name + bl, ".tmp.", 5) != 0)
                 continue;
-            size_t l = strlen(dir) + 1 + strlen(e->d_name) + 1;
-            char *full = malloc(l);
+            char *full = dg_path_join(dir, e->d_name);
             if (!full) break;
-            snprintf(full, l, "%s/%s", dir, e->d_name);
             if (unlink(full) == 0) n++;
             free(full);
         }

@@ -49,6 +49,9 @@ void dg_dir_unlock(int fd);
 
 /* Directory part of path (malloc'd; "." when there is none; NULL on OOM). */
 char *dg_dir_of(const char *path);
+/* "dir/name" (malloc'd; NULL on OOM): libdeg's one path join (dir as given: a
+ * trailing '/' is not folded, as POSIX resolves "a//b" as "a/b"). */
+char *dg_path_join(const char *dir, const char *name);
 
 /* Remove what killed saves of path left next to it: dg_write_atomic's
  * temporaries "<path>.tmp.*". Call only with the directory's lock held (no

@@ -63,9 +63,8 @@ deg_status dg_backbone_sha256(const char *path, char out[65])
     if (st == DEG_OK) qsort(names, n, sizeof *names, cmp_str);
     for (size_t i = 0; st == DEG_OK && i <= n; i++) {
         const char *name = i == 0 ? "config.json" : names[i - 1];
-        char *p = malloc(strlen(path) + strlen(name) + 2);
+        char *p = dg_path_join(path, name);
         if (!p) { st = dg_fail(DEG_ERR_NOMEM, "backbone hash: out of memory"); break; }
-        sprintf(p, "%s/%s", path, name);
         struct sha256_ctx fc;
         sha256_init(&fc);
         st = dg_sha256_file_update(p, &fc);
@@ -184,13 +183,6 @@ static void init_random(dg_ckpt *k, const size_t *off, uint64_t seed)
 
 static const char *TEMP_NAMES[DG_T_N] = {"choice", "score", "noul", "extract", "count"};
 
-static char *path_join(const char *dir, const char *name)
-{
-    char *p = malloc(strlen(dir) + strlen(name) + 2);
-    if (p) sprintf(p, "%s/%s", dir, name);
-    return p;
-}
-
 static const char *base_name(const char *path)
 {
     size_t l = strlen(path);
@@ -283,8 +275,8 @@ static void settle_dir(const char *jpath, const char *spath, const char *apath)
 static deg_status write_files(const float *store, const size_t *off, int E, json_t *meta,
                               const char *dir, const dg_ckpt *k)
 {
-    char *jpath = path_join(dir, "deg.json"), *spath = path_join(dir, "heads.safetensors");
-    char *apath = path_join(dir, DG_CKPT_ADAPTERS_FILE);
+    char *jpath = dg_path_join(dir, "deg.json"), *spath = dg_path_join(dir, "heads.safetensors");
+    char *apath = dg_path_join(dir, DG_CKPT_ADAPTERS_FILE);
     char *text = NULL;
     dg_st_writer *w = NULL;
     deg_status st = DEG_OK;
@@ -341,7 +333,7 @@ static void tidy_dir(const char *dir, const char *jpath, const char *spath)
 {
     int lock = dg_dir_lock(dir, 0);
     if (lock < 0) return;
-    char *apath = path_join(dir, DG_CKPT_ADAPTERS_FILE);
+    char *apath = dg_path_join(dir, DG_CKPT_ADAPTERS_FILE);
     if (apath) settle_dir(jpath, spath, apath);
     free(apath);
     dg_dir_unlock(lock);
@@ -444,16 +436,16 @@ static deg_status resolve_backbone(const char *dir, const char *jpath, const cha
                                    const char *bpath, char **out)
 {
     const char *cands[3] = {bpath, NULL, NULL};
-    char *c1 = path_join(dir, bfile), *c2 = NULL;
+    char *c1 = dg_path_join(dir, bfile), *c2 = NULL;
     const char *cache = getenv("DEG_CACHE");
     const char *home = getenv("HOME");
     if (cache) {
-        char *m = path_join(cache, "models");
-        c2 = m ? path_join(m, bfile) : NULL;
+        char *m = dg_path_join(cache, "models");
+        c2 = m ? dg_path_join(m, bfile) : NULL;
         free(m);
     } else if (home) {
-        char *m = path_join(home, ".cache/deg/models");
-        c2 = m ? path_join(m, bfile) : NULL;
+        char *m = dg_path_join(home, ".cache/deg/models");
+        c2 = m ? dg_path_join(m, bfile) : NULL;
         free(m);
     }
     cands[1] = c1;
@@ -475,7 +467,7 @@ deg_status deg_ckpt_backbone_path(const char *dir, char **out)
 {
     if (!dir || !out) return dg_fail(DEG_ERR_ARG, "deg_ckpt_backbone_path: NULL argument");
     *out = NULL;
-    char *jpath = path_join(dir, "deg.json");
+    char *jpath = dg_path_join(dir, "deg.json");
     if (!jpath) return dg_fail(DEG_ERR_NOMEM, "deg_ckpt_backbone_path: out of memory");
     json_t *meta = NULL;
     const char *bfile, *bsha, *bpath;
@@ -586,8 +578,8 @@ deg_status deg_ckpt_open(const char *dir, const deg_ckpt_params *params, deg_ckp
     if (P.fork_budget_bytes != 0 && P.fork_budget_bytes < ((size_t)1 << 20))
         return dg_fail(DEG_ERR_ARG, "deg_ckpt_open: fork_budget_bytes must be 0 (default) or "
                        ">= 1 MiB");
-    char *jpath = path_join(dir, "deg.json"), *spath = path_join(dir, "heads.safetensors");
-    char *ppath = path_join(dir, PREV_NAME);
+    char *jpath = dg_path_join(dir, "deg.json"), *spath = dg_path_join(dir, "heads.safetensors");
+    char *ppath = dg_path_join(dir, PREV_NAME);
     json_t *meta = NULL;
     deg_status st = DEG_OK;
     dg_ckpt *k = calloc(1, sizeof *k);

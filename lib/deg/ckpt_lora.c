@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fileio.h"
 #include "base/prevsave.h"
 #include "base/status.h"
 #include "deg/fill.h"
@@ -53,13 +54,6 @@ int32_t deg_ckpt_lora_adapter(const deg_ckpt *k, int32_t kind)
     if (!decide && !extract) return -1;
     if (k->lora_selector == DEG_LORA_SELECT_SHARED) return 0;
     return decide ? 0 : 1;
-}
-
-static char *join(const char *dir, const char *name)
-{
-    char *p = NULL;
-    if (asprintf(&p, "%s/%s", dir, name) < 0) return NULL;
-    return p;
 }
 
 /* Parse deg.json["lora"] into params + selector. */
@@ -171,7 +165,7 @@ deg_status dg_ckpt_lora_load(dg_ckpt *k, json_t *meta, const char *dir, const ch
     int32_t sel = DEG_LORA_SELECT_KIND;
     DG_TRY(parse_entry(e, jpath, &p, &sel));
     DG_TRY(deg_ckpt_add_lora(k, &p, sel));
-    char *spath = join(dir, DG_CKPT_ADAPTERS_FILE), *ppath = spath ? dg_prev_path(spath) : NULL;
+    char *spath = dg_path_join(dir, DG_CKPT_ADAPTERS_FILE), *ppath = spath ? dg_prev_path(spath) : NULL;
     if (!ppath) {
         free(spath);
         return dg_fail(DEG_ERR_NOMEM, "checkpoint adapters: out of memory");
@@ -222,7 +216,7 @@ deg_status dg_ckpt_lora_save(const dg_ckpt *k, json_t *meta, const char *dir)
                           "alpha", (double)l->p.alpha, "targets", tg, "adapters", ad,
                           "selector", k->lora_selector == DEG_LORA_SELECT_KIND ? "kind" : "shared",
                           "context", "base", "file", DG_CKPT_ADAPTERS_FILE);
-    char *spath = join(dir, DG_CKPT_ADAPTERS_FILE);
+    char *spath = dg_path_join(dir, DG_CKPT_ADAPTERS_FILE);
     dg_st_writer *w = NULL;
     deg_status st = !e || !spath ? dg_fail(DEG_ERR_NOMEM, "checkpoint adapters: out of memory")
                                  : dg_st_writer_new(&w);

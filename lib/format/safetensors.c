@@ -583,25 +583,6 @@ static int ends_with(const char *s, const char *suf)
     return a >= b && strcmp(s + a - b, suf) == 0;
 }
 
-static char *join(const char *dir, const char *name)
-{
-    size_t a = strlen(dir), b = strlen(name);
-    char *p = malloc(a + b + 2);
-    if (!p) return NULL;
-    memcpy(p, dir, a);
-    p[a] = '/';
-    memcpy(p + a + 1, name, b + 1);
-    return p;
-}
-
-static char *dirname_of(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    if (!slash) return strdup(".");
-    if (slash == path) return strdup("/");
-    return strndup(path, (size_t)(slash - path));
-}
-
 static deg_status set_add_file(dg_st_set *set, const char *path)
 {
     dg_safetensors **nf = realloc(set->files, (set->n_files + 1) * sizeof *nf);
@@ -674,7 +655,7 @@ static deg_status set_from_index(dg_st_set *set, const char *index_path)
         goto out;
     }
     for (size_t k = 0; k < n_shards && s == DEG_OK; k++) {
-        char *p = join(set->dir, shards[k]);
+        char *p = dg_path_join(set->dir, shards[k]);
         if (!p) {
             s = dg_fail(DEG_ERR_NOMEM, "out of memory");
             break;
@@ -717,8 +698,8 @@ deg_status dg_st_set_open(const char *path, dg_st_set **out)
     char *index = NULL, *single = NULL;
     if (is_dir(path)) {
         set->dir = strdup(path);
-        index = join(path, "model.safetensors.index.json");
-        single = join(path, "model.safetensors");
+        index = dg_path_join(path, "model.safetensors.index.json");
+        single = dg_path_join(path, "model.safetensors");
         if (!set->dir || !index || !single) {
             s = dg_fail(DEG_ERR_NOMEM, "out of memory");
         } else if (is_file(index)) {
@@ -731,7 +712,7 @@ deg_status dg_st_set_open(const char *path, dg_st_set **out)
                         path);
         }
     } else {
-        set->dir = dirname_of(path);
+        set->dir = dg_dir_of(path);
         if (!set->dir)
             s = dg_fail(DEG_ERR_NOMEM, "out of memory");
         else if (ends_with(path, ".json"))

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/fileio.h"
 #include "base/status.h"
 #include "model/arch.h"
 #include "model/model.h"
@@ -26,17 +27,6 @@ static char *dup_n(const char *s, size_t n)
         d[n] = '\0';
     }
     return d;
-}
-
-static char *path_join(const char *dir, const char *name)
-{
-    size_t a = strlen(dir), b = strlen(name);
-    char *p = malloc(a + b + 2);
-    if (!p) return NULL;
-    memcpy(p, dir, a);
-    p[a] = '/';
-    memcpy(p + a + 1, name, b + 1);
-    return p;
 }
 
 static int file_exists(const char *path)
@@ -365,10 +355,10 @@ static deg_status load_gguf(deg_model *m, const char *path)
 
 static deg_status load_hf(deg_model *m, const char *dir)
 {
-    char *cfg_path = path_join(dir, "config.json");
-    char *tok_path = path_join(dir, "tokenizer.json");
-    char *tcfg_path = path_join(dir, "tokenizer_config.json");
-    char *jinja_path = path_join(dir, "chat_template.jinja");
+    char *cfg_path = dg_path_join(dir, "config.json");
+    char *tok_path = dg_path_join(dir, "tokenizer.json");
+    char *tcfg_path = dg_path_join(dir, "tokenizer_config.json");
+    char *jinja_path = dg_path_join(dir, "chat_template.jinja");
     json_t *cfg = NULL, *tcfg = NULL;
     deg_status st = DEG_OK;
     if (!cfg_path || !tok_path || !tcfg_path || !jinja_path) {

@@ -146,6 +146,28 @@ static void invalid_at(const char *s, size_t n, size_t at)
     cr_assert_eq(off, at, "bad offset %zu, expected %zu", off, at);
 }
 
+/* The one path join and directory part (safetensors shards, HF directories,
+ * checkpoints, temporaries all use these). */
+Test(fileio, path_join_and_dir_of)
+{
+    const char *cases[][3] = {{"a", "b", "a/b"},
+                              {"/models/x", "config.json", "/models/x/config.json"},
+                              {".", "deg.json", "./deg.json"},
+                              {"a/", "b", "a//b"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *p = dg_path_join(cases[i][0], cases[i][1]);
+        cr_assert_str_eq(p, cases[i][2]);
+        free(p);
+    }
+    const char *dirs[][2] = {{"a/b/c.safetensors", "a/b"}, {"c.safetensors", "."},
+                             {"/c.safetensors", "/"}, {"/m/x", "/m"}};
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        char *d = dg_dir_of(dirs[i][0]);
+        cr_assert_str_eq(d, dirs[i][1], "dg_dir_of(%s)", dirs[i][0]);
+        free(d);
+    }
+}
+
 Test(utf8, accepts_well_formed)
 {
     valid("", 0);
