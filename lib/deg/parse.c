@@ -535,18 +535,26 @@ static int parse_date_time(const char *s, size_t n, deg_date_order order, date_t
     return DATE_OK;
 }
 
-deg_status dg_parse_date(const char *s0, size_t n0, deg_date_order order, char out[11])
+/* The date (and time) written in s0[0..n0) ("what" names it in errors): UTF-8
+ * checked, surrounding whitespace trimmed, then parse_date_time. */
+static deg_status read_date_time(const char *s0, size_t n0, deg_date_order order,
+                                 const char *what, date_t *d, time_t_ *t, int *has_time)
 {
-    if (!s0 || !out) return dg_fail(DEG_ERR_ARG, "date: NULL argument");
-    DG_TRY(dg_parse_utf8_check(s0, n0, "date", NULL));
+    DG_TRY(dg_parse_utf8_check(s0, n0, what, NULL));
     const char *s = s0;
     size_t n = n0;
     dg_parse_trim_ws(&s, &n);
+    int r = parse_date_time(s, n, order, d, t, has_time);
+    return r == DATE_OK ? DEG_OK : date_fail(r, s0, n0, what);
+}
+
+deg_status dg_parse_date(const char *s0, size_t n0, deg_date_order order, char out[11])
+{
+    if (!s0 || !out) return dg_fail(DEG_ERR_ARG, "date: NULL argument");
     date_t d;
     time_t_ t;
     int has_time;
-    int r = parse_date_time(s, n, order, &d, &t, &has_time);
-    if (r != DATE_OK) return date_fail(r, s0, n0, "date");
+    DG_TRY(read_date_time(s0, n0, order, "date", &d, &t, &has_time));
     snprintf(out, 11, "%04d-%02d-%02d", d.y, d.m, d.d);
     return DEG_OK;
 }
@@ -574,15 +582,10 @@ deg_status dg_parse_datetime(const char *s0, size_t n0, deg_date_order order,
     int dmin = 0, dz = 0;
     if (default_offset && parse_offset_option(default_offset, &dmin, &dz) < 0)
         return dg_fail(DEG_ERR_ARG, "date-time: default_offset \"%s\" is not \"Z\" or \"+HH:MM\"", default_offset);
-    DG_TRY(dg_parse_utf8_check(s0, n0, "date-time", NULL));
-    const char *s = s0;
-    size_t n = n0;
-    dg_parse_trim_ws(&s, &n);
     date_t d;
     time_t_ t;
     int has_time;
-    int r = parse_date_time(s, n, order, &d, &t, &has_time);
-    if (r != DATE_OK) return date_fail(r, s0, n0, "date-time");
+    DG_TRY(read_date_time(s0, n0, order, "date-time", &d, &t, &has_time));
     if (!has_time)
         return dg_fail(DEG_ERR_FORMAT, "date-time \"%.*s\": no time written (midnight would be invented)", (int)(n0 > 80 ? 80 : n0), s0);
     int assumed = 0;
