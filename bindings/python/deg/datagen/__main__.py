@@ -1,4 +1,4 @@
-"""python -m deg.datagen --out records.jsonl [--v2 | --v3] [--seed N] [--packages N] ...
+"""python -m deg.datagen --out records.jsonl [--v2 | --v3 | --v4] [--seed N] [--packages N] ...
 
 Without --v2: the v1 run (Debian package records, changelogs, synthetic
 documents). With --v2: datagen v2 (deg.datagen.v2: many document kinds of real
@@ -6,6 +6,9 @@ offline text, varied schemas and layouts) plus the v1 sources at a small share
 (--packages / --changelogs / --synthetic default to deg.datagen.v2.V1_SHARE).
 With --v3: --v2 plus datagen v3's kinds (deg.datagen.v2.V3_PER_KIND); the v2
 kinds' records are the --v2 run's, byte for byte.
+With --v4: --v3 plus datagen v4's kinds (deg.datagen.v2.V4_PER_KIND) and its
+extra records of every kind (deg.datagen.v4: short documents, absent lists,
+structure booleans); the v2 / v3 kinds' own records are the --v3 run's.
 Stats go to OUT.stats.json; a report is printed at the end.
 """
 import argparse
@@ -32,6 +35,10 @@ def main(argv=None):
     ap.add_argument("--v3", action="store_true",
                     help="datagen v3: v2 plus the kinds of deg.datagen.v2.V3_PER_KIND (unit, "
                          "pkgconfig, npm, cheader, pymodule, perlpod, info, gettext, gnulog)")
+    ap.add_argument("--v4", action="store_true",
+                    help="datagen v4: v3 plus the kinds of deg.datagen.v2.V4_PER_KIND (mimetype, "
+                         "mimemap, script, completion, cmakemod, distro) and deg.datagen.v4's short "
+                         "documents, absent lists and structure booleans")
     ap.add_argument("--kind", action="append", type=_kind_count, default=[], metavar="KIND=N",
                     help="v2: documents of one kind (repeatable; KIND=0 drops it; default "
                          "deg.datagen.v2.DEFAULT_PER_KIND)")
@@ -46,6 +53,7 @@ def main(argv=None):
                     help="apt Packages list (repeatable; default /var/lib/apt/lists/*_Packages*)")
     ap.add_argument("--changelog-glob", default=debian.CHANGELOG_GLOB)
     a = ap.parse_args(argv)
+    a.v3 = a.v3 or a.v4
     a.v2 = a.v2 or a.v3
     if not 0.0 <= a.withhold <= 1.0:
         ap.error(f"--withhold {a.withhold}: a probability in [0, 1]")
@@ -67,8 +75,10 @@ def main(argv=None):
         per_kind = dict(v2.DEFAULT_PER_KIND)
         if a.v3:
             per_kind.update(v2.V3_PER_KIND)
+        if a.v4:
+            per_kind.update(v2.V4_PER_KIND)
         per_kind.update(dict(a.kind))
-        records, stats = v2.generate_v2(a.seed, per_kind, withhold=a.withhold)
+        records, stats = v2.generate_v2(a.seed, per_kind, withhold=a.withhold, v4=a.v4)
         v2.merge_v1(records, stats, v1_records, a.seed)
         for k, c in v1_stats["bad"].items():
             stats["bad"][k] = stats["bad"].get(k, 0) + c
@@ -80,6 +90,9 @@ def main(argv=None):
         json.dump(stats, f, indent=1, sort_keys=True)
     if a.v2:
         print("\n".join(v2.report(stats)))
+        if a.v4:
+            from .v4 import report_v4
+            print("\n".join(report_v4(records)))
     else:
         print(json.dumps({k: stats[k] for k in ("records", "bad")}, sort_keys=True))
         for split, m in sorted(stats["modes"].items()):

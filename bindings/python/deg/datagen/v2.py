@@ -11,6 +11,10 @@ gettext, gnulog (kinds/gnu.py). They are additive: a kind's records depend only 
 (seed, kind, doc, record number), so the v2 kinds' records of a v3 run are the
 v2 run's records byte for byte, and `--v2` (what train-v4 / train-v5 were
 trained on) is unchanged.
+Datagen v4 (`--v4`, V4_PER_KIND) adds mimetype, mimemap (kinds/mime.py), script,
+completion (kinds/shell.py), cmakemod (kinds/cmake.py), distro (kinds/csvtab.py)
+and, with generate_v2(v4=True), deg.datagen.v4's extra records of every kind
+(short documents, absent lists, structure booleans), additive the same way.
 Every document becomes 1..2 records, each with its own schema
 (deg.datagen.facts.make_schema) and layout: `raw` (the source text itself,
 for kinds that have one) or a programmatic rendering (deg.datagen.render)
@@ -18,7 +22,7 @@ in one of 7 languages; record `template` = "raw" or "<layout>-<lang>".
 
 Splits:
   * TEST_ONLY_KINDS (license, zone, v1's event, listing; v3's info,
-    perlpod): every document in `test`, never in train or val;
+    perlpod; v4's distro): every document in `test`, never in train or val;
   * VAL_ONLY_KINDS (services; v3's unit): every document in `val`, so calibration
     sees a kind that training never saw (held-out-kind-like variety)
     without touching a test kind;
@@ -34,7 +38,7 @@ import random
 
 from . import kinds as _k
 from .facts import gold_of, make_schema, pointers, withheld
-from .kinds import conf, data, docs, gnu, locale, man, meta, pydoc, source, tabs
+from .kinds import cmake, conf, csvtab, data, docs, gnu, locale, man, meta, mime, pydoc, shell, source, tabs
 from .record import BadRecord, build, count_record
 from .render import LANGS, LAYOUTS, render, usable
 
@@ -44,8 +48,11 @@ KINDS = {"manpage": man, "locale": locale, "readme": docs.README, "news": docs.N
          # datagen v3 (--v3: V3_PER_KIND; additive, the v2 kinds' records are unchanged)
          "unit": meta.UNIT, "pkgconfig": meta.PKGCONFIG, "npm": meta.NPM,
          "cheader": source.CHEADER, "pymodule": source.PYMODULE, "perlpod": source.PERLPOD,
-         "info": gnu.INFO, "gettext": gnu.GETTEXT, "gnulog": gnu.GNULOG}
-TEST_ONLY_KINDS = ("license", "zone", "event", "listing", "info", "perlpod")
+         "info": gnu.INFO, "gettext": gnu.GETTEXT, "gnulog": gnu.GNULOG,
+         # datagen v4 (--v4: V4_PER_KIND; additive as v3)
+         "mimetype": mime.MIMETYPE, "mimemap": mime.MIMEMAP, "script": shell.SCRIPT,
+         "completion": shell.COMPLETION, "cmakemod": cmake.CMAKEMOD, "distro": csvtab.DISTRO}
+TEST_ONLY_KINDS = ("license", "zone", "event", "listing", "info", "perlpod", "distro")
 VAL_ONLY_KINDS = ("services", "unit")
 HELD_OUT_LAYOUTS = ("html",)
 # documents per kind (`scripts/train/datagen-v2`); records = 1..2 per document
@@ -55,6 +62,10 @@ DEFAULT_PER_KIND = {"manpage": 800, "locale": 250, "readme": 250, "news": 300, "
 # datagen v3's new kinds (documents per kind; `--v3` = DEFAULT_PER_KIND + these)
 V3_PER_KIND = {"unit": 120, "pkgconfig": 120, "npm": 180, "cheader": 200, "pymodule": 200,
                "perlpod": 120, "info": 90, "gettext": 90, "gnulog": 150}
+# datagen v4's new kinds (documents per kind; `--v4` = --v3 + these + deg.datagen.v4's
+# short renderings, absent lists and structure booleans)
+V4_PER_KIND = {"mimetype": 300, "mimemap": 150, "script": 200, "completion": 110, "cmakemod": 250,
+               "distro": 50}
 # v1 sources kept at a small share (python -m deg.datagen --v2 defaults)
 V1_SHARE = {"packages": 40, "changelogs": 60, "synthetic": 40}
 
@@ -100,16 +111,20 @@ def _texts(f):
     return out
 
 
+def written_elsewhere(f, facts, own=None):
+    """True when another fact of `facts` writes one of `own` (default: f's
+    texts; none for a list) inside one of its texts."""
+    own = ([] if f.kind == "list" else _texts(f)) if own is None else own
+    others = [t for g in facts if g is not f for t in _texts(g)]
+    return any(a in b for a in own for b in others)
+
+
 def _withhold_pick(facts, rng):
     """The fact to withhold (or None): one whose value no other fact writes
     (a left-out first name must not stand in a list of names); facts whose
     type family has another shown fact weigh 3, others 1."""
-    def written_elsewhere(f):
-        own = [] if f.kind == "list" else _texts(f)
-        others = [t for g in facts if g is not f for t in _texts(g)]
-        return any(a in b for a in own for b in others)
     cand = [f for f in facts if f.kind in WITHHOLD_KINDS and f.value and
-            not written_elsewhere(f)]
+            not written_elsewhere(f, facts)]
     if len(cand) < 3:
         return None
     fam = {}
@@ -124,13 +139,22 @@ def _nested(f):
     return f.kind == "objects" and any(s[1] == "list" for s in f.sub)
 
 
-def record_of(kind, ent, split, rng, k, withhold=0.0):
+def writes(f):
+    """True for a fact a rendering writes: every fact but datagen v4's structure
+    booleans (key "struct:..."), whose answer is the document's shape."""
+    return not f.key.startswith("struct:")
+
+
+def record_of(kind, ent, split, rng, k, withhold=0.0, hide=None, absent=None):
     """One checked record of entity `ent` (raise BadRecord). `withhold`: the
     probability that one fact is left out of a rendered document and asked
     anyway (gold null / omitted / []; deg.datagen.facts.withheld): hard
     negatives for optional fields, whose every other value stays in the text.
-    0 draws nothing extra (records as before, bitwise)."""
-    hidden = None
+    0 draws nothing extra (records as before, bitwise). `hide`: a fact of
+    ent.facts to withhold so (always); `absent`: a withheld-form fact
+    (facts.withheld) the entity does not have, asked of it (any layout,
+    raw too). Record id: kind/doc/k, + "/withheld" when a fact is left out."""
+    hidden = hide
     if withhold and random.Random(f"withhold:{kind}:{ent.doc}:{k}").random() < withhold:
         hidden = _withhold_pick(ent.facts, random.Random(f"withhold-pick:{kind}:{ent.doc}:{k}"))
     layout, lang = _layout(rng, split, ent.raw is not None and hidden is None)
@@ -143,10 +167,15 @@ def record_of(kind, ent, split, rng, k, withhold=0.0):
     must = None
     if hidden is not None:
         must = withheld(hidden)
-        facts = [must if f is hidden else f for f in facts]
+        facts = [must if f is hidden else f for f in facts
+                 if writes(f) or not f.key.endswith(":" + hidden.key)]  # its structure booleans
+    elif absent is not None:
+        must = absent
+        facts = [f for f in facts if f.key != absent.key] + [absent]
     schema, fields = make_schema(facts, rng, must=must)
     ptrs = pointers(fields)
-    shown = [f for f in ent.facts if f is not hidden and (layout == "raw" or not _nested(f))]
+    shown = [f for f in ent.facts if f is not hidden and writes(f) and
+             (layout == "raw" or not _nested(f))]
     d = _k.raw_doc(ent, ptrs) if layout == "raw" else render(shown, ptrs, layout, lang, rng,
                                                              title=ent.title)
     ctx, marks, regions = d.finish()
@@ -154,25 +183,52 @@ def record_of(kind, ent, split, rng, k, withhold=0.0):
                                   if hidden.kind != "enum" and len(t) >= 3):
         raise BadRecord("withheld-value-written", hidden.key)
     template = layout if layout == "raw" else f"{layout}-{lang}"
-    rid = f"{kind}/{ent.doc}/{k}" + ("/withheld" if hidden is not None else "")
+    rid = f"{kind}/{ent.doc}/{k}" + ("/withheld" if must is not None else "")
     rec = build(rid=rid, split=split, source=kind, template=template,
                 doc=ent.doc, context=ctx, schema=schema, value=gold_of(fields), marks=marks,
                 regions=regions)
-    if hidden is not None:  # the asked field the document does not show
+    if must is not None:  # the asked field the document does not show
         rec["withheld"] = "/" + next(f.name for f in fields if f.fact is must)
+    mark_structure(rec, fields)
     return rec
 
 
+def mark_structure(rec, fields):
+    """rec["structure"]: the pointers of datagen v4's structure booleans among
+    `fields` (deg.datagen.v4.structure_facts), when there are any."""
+    st = ["/" + f.name for f in fields if not writes(f.fact)]
+    if st:
+        rec["structure"] = st
+
+
 def generate_v2(seed=0, per_kind=None, roots=None, records_per_doc=(1, 2), progress=None,
-                withhold=0.0):
+                withhold=0.0, v4=False):
     """(records, stats) over the KINDS in `per_kind` ({kind: documents});
     roots: {kind: path} overrides a kind's default source location (tests);
-    withhold: see record_of (hard negatives; 0 = datagen v2 as published).
+    withhold: see record_of (hard negatives; 0 = datagen v2 as published);
+    v4: add datagen v4's extra records of every kind (deg.datagen.v4:
+    short renderings, absent lists; each kind's after its own records).
     Kinds whose sources are missing give no records (counted in stats["missing"])."""
     per_kind = dict(DEFAULT_PER_KIND if per_kind is None else per_kind)
     roots = roots or {}
     records, stats = [], {"records": {}, "modes": {}, "sources": {}, "templates": {},
                           "bad": {}, "bad_examples": [], "missing": []}
+
+    def keep(make, rid):
+        """make() -> a record kept (and counted), or BadRecord counted; the record or None."""
+        try:
+            rec = make()
+        except BadRecord as e:
+            stats["bad"][e.reason] = stats["bad"].get(e.reason, 0) + 1
+            if len(stats["bad_examples"]) < 20:
+                stats["bad_examples"].append({"id": rid, "why": str(e)})
+            return None
+        records.append(rec)
+        count_record(stats, rec)
+        if progress:
+            progress(len(records))
+        return rec
+
     for kind in sorted(per_kind):
         mod = KINDS[kind]
         paths = mod.find(roots[kind]) if kind in roots else mod.find()
@@ -180,24 +236,22 @@ def generate_v2(seed=0, per_kind=None, roots=None, records_per_doc=(1, 2), progr
             stats["missing"].append(kind)
             continue
         ents = mod.entities(paths, random.Random(f"{seed}:{kind}:pick"), per_kind[kind])
-        if kind in V3_PER_KIND:  # v3 kinds only: v2's records stay as published
+        if kind in V3_PER_KIND or kind in V4_PER_KIND:  # v2's records stay as published
             ents = balance_bool_facts(ents, f"{seed}:{kind}")
+        if v4 or kind in V4_PER_KIND:
+            from .v4 import structure_facts
+            ents4 = structure_facts(ents, f"{seed}:{kind}")
+            ents = ents4 if kind in V4_PER_KIND else ents
+        first = len(records)
         for ent in sorted(ents, key=lambda e: e.doc):
             split = split_of_v2(kind, ent.doc)
             rng0 = random.Random(f"{seed}:{kind}:{ent.doc}")
             for k in range(rng0.randint(*records_per_doc)):
                 rng = random.Random(f"{seed}:{kind}:{ent.doc}:{k}")
-                try:
-                    rec = record_of(kind, ent, split, rng, k, withhold)
-                except BadRecord as e:
-                    stats["bad"][e.reason] = stats["bad"].get(e.reason, 0) + 1
-                    if len(stats["bad_examples"]) < 20:
-                        stats["bad_examples"].append({"id": f"{kind}/{ent.doc}/{k}", "why": str(e)})
-                    continue
-                records.append(rec)
-                count_record(stats, rec)
-                if progress:
-                    progress(len(records))
+                keep(lambda: record_of(kind, ent, split, rng, k, withhold), f"{kind}/{ent.doc}/{k}")
+        if v4:
+            from .v4 import extra_records
+            extra_records(kind, ents4, seed, records[first:], keep)
     return records, stats
 
 

@@ -1,4 +1,4 @@
-"""Document kinds of datagen v2 and v3: real offline text on this machine.
+"""Document kinds of datagen v2, v3 and v4: real offline text on this machine.
 
 Each kind module has NAME, SOURCE (what it reads), `find(root)` -> sorted source
 paths (every path passes deg.datagen.guard) and `entities(paths, rng, n)` ->
