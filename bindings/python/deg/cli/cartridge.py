@@ -266,6 +266,16 @@ def cmd_compose(args):
     return 0
 
 
+def _equiv_numbers(got, ref, n_vocab, n_rows):
+    """The equivalence gate's two numbers (`cartridge equiv`, `fleet equiv`): the max
+    |delta logit| between two [n_rows, n_vocab] logit lists and the number of rows whose
+    greedy (argmax) token agrees."""
+    dmax = max(abs(a - b) for a, b in zip(got, ref))
+    agree = sum(max(range(n_vocab), key=lambda j: got[i * n_vocab + j]) ==
+                max(range(n_vocab), key=lambda j: ref[i * n_vocab + j]) for i in range(n_rows))
+    return dmax, agree
+
+
 def cmd_equiv(args):
     """Zero-training gate: a corpus-init cartridge vs the real prefill of the
     same tokens, on a suffix of the corpus."""
@@ -293,9 +303,7 @@ def cmd_equiv(args):
     ref = f.feed(suffix, logits="all")
     f.close()
     ref_t.close()
-    dmax = max(abs(a - b) for a, b in zip(got, ref))
-    agree = sum(max(range(nv), key=lambda j: got[i * nv + j]) ==
-                max(range(nv), key=lambda j: ref[i * nv + j]) for i in range(n_suf))
+    dmax, agree = _equiv_numbers(got, ref, nv, n_suf)
     print(f"equiv: p = {args.p}, suffix {n_suf}: max |delta logit| = {dmax:g}, "
           f"greedy {agree}/{n_suf}")
     return 0 if dmax <= args.tolerance and agree == n_suf else 1

@@ -14,7 +14,7 @@ import json
 import sys
 
 from ..errors import ArgumentError
-from .cartridge import _common, _model, _study_opts
+from .cartridge import _common, _equiv_numbers, _model, _study_opts
 
 
 def _bar(total, unit, quiet):
@@ -151,9 +151,7 @@ def cmd_equiv(args):
     ref_t = model.trunk(wrapped[:2 * p])
     ref = ref_t.fork().feed(suffix, logits="all")
     ref_t.close()
-    dmax = max(abs(a - b) for a, b in zip(got, ref))
-    agree = sum(max(range(nv), key=lambda j: got[i * nv + j]) ==
-                max(range(nv), key=lambda j: ref[i * nv + j]) for i in range(n_suf))
+    dmax, agree = _equiv_numbers(got, ref, nv, n_suf)
     print(f"equiv (2 parts x p = {p}, {2 * p} composed rows, suffix {n_suf}): "
           f"max |delta logit| = {dmax:g}, greedy agreement {agree}/{n_suf}")
     return 0 if dmax <= args.tolerance and agree == n_suf else 1
