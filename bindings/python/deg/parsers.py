@@ -141,19 +141,13 @@ def assemble_response(schema, outcomes):
     "arrays": {pointer: {"items", "dropped", "meta"}}, "usage":
     {"prompt_tokens"}}). A value that violates the schema raises FillError
     whose .errors lists the violations; nothing invalid is ever returned."""
-    from .schema import _raise_listed, _take_errors, _text  # the compiler's helpers
-    text = _text(schema, "schema")
-    plan = ffi.new("deg_plan **")
-    errs = ffi.new("char **")
-    status = lib.deg_plan_compile(text, len(text), plan, errs)
-    errors = _take_errors(errs)
-    if status != 0:
-        _raise_listed(status, errors)
+    from .schema import _plan_compile  # the compiler's one entry point
+    plan = _plan_compile(schema)
     try:
         out = ffi.new("char **")
         verrs = ffi.new("char **")
         ot = outcomes if isinstance(outcomes, (str, bytes)) else json.dumps(outcomes, allow_nan=False)
-        status = lib.deg_response_assemble(plan[0], _bytes(ot), out, verrs)
+        status = lib.deg_response_assemble(plan, _bytes(ot), out, verrs)
         violations = json.loads(_take_string(verrs)) if verrs[0] != ffi.NULL else []
         if status == FillError.status:
             e = FillError(ffi.string(lib.deg_errmsg()).decode("utf-8", "replace"), status)
@@ -162,7 +156,7 @@ def assemble_response(schema, outcomes):
         check(status)
         return json.loads(_take_string(out))
     finally:
-        lib.deg_plan_free(plan[0])
+        lib.deg_plan_free(plan)
 
 
 class Acceptor:

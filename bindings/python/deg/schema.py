@@ -196,9 +196,10 @@ def _raise_listed(status: int, errors: List[Dict[str, Any]]) -> NoReturn:
     raise AssertionError(f"status {status} is not an error")  # pragma: no cover
 
 
-def compile_schema(schema: JSONValue) -> FillPlan:
-    """Compile a JSON Schema (dict, or JSON text as str/bytes) into a FillPlan.
-    Raises SchemaError (with .errors) when deg cannot fill it (§5)."""
+def _plan_compile(schema: JSONValue) -> Any:
+    """deg_plan_compile of a JSON Schema (dict, or JSON text as str/bytes): the native
+    plan (a cdata deg_plan *; the caller frees it with lib.deg_plan_free). Raises
+    SchemaError (with .errors) when deg cannot fill it (§5)."""
     text = _text(schema, "schema")
     out = ffi.new("deg_plan **")
     errs = ffi.new("char **")
@@ -206,15 +207,22 @@ def compile_schema(schema: JSONValue) -> FillPlan:
     errors = _take_errors(errs)
     if status != 0:
         _raise_listed(status, errors)
+    return out[0]
+
+
+def compile_schema(schema: JSONValue) -> FillPlan:
+    """Compile a JSON Schema (dict, or JSON text as str/bytes) into a FillPlan.
+    Raises SchemaError (with .errors) when deg cannot fill it (§5)."""
+    plan = _plan_compile(schema)
     try:
         js = ffi.new("char **")
-        check(lib.deg_plan_to_json(out[0], js))
+        check(lib.deg_plan_to_json(plan, js))
         try:
             d = json.loads(ffi.string(js[0]).decode("utf-8"))
         finally:
             lib.deg_free(js[0])
     finally:
-        lib.deg_plan_free(out[0])
+        lib.deg_plan_free(plan)
     return FillPlan(d)
 
 
