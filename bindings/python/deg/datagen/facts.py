@@ -336,10 +336,14 @@ def _array_field(fact, rng, namer, hint_only):
 def withheld(fact):
     """A copy of `fact` for a document that does not show it (a hard negative:
     the document keeps its other facts, often of the same type): value None
-    (scalars, enums: gold null or omitted) or [] (lists: an empty array)."""
-    return Fact(fact.key, fact.kind, [] if fact.kind == "list" else None,
+    (scalars, enums: gold null or omitted) or [] (lists and arrays of objects,
+    whose item schema `sub` is kept: an empty array)."""
+    arr = fact.kind in ("list", "objects")
+    return Fact(fact.key, fact.kind, [] if arr else None,
                 names=fact.names, label=fact.label, desc=fact.desc, options=fact.options,
-                option_desc=fact.option_desc, derive=False)
+                option_desc=fact.option_desc, derive=False,
+                sub=fact.sub if fact.kind == "objects" else None,
+                items=[] if fact.kind == "objects" else None)
 
 
 def make_schema(facts, rng, max_fields=8, must=None):

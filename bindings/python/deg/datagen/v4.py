@@ -10,8 +10,8 @@ documents (their split is the document's):
     SHORT_WITHHELD one more of the document's scalar facts is asked though not
     written (gold null / omitted; record key "withheld");
   * absent lists (`<kind>/<doc>/nolist/withheld`, record key "withheld" = the
-    empty array's pointer): a list the document does not have, asked with gold
-    [], while other documents of the kind have it: either a list key of the
+    empty array's pointer): a list or array of objects the document does not
+    have, asked with gold [], while other documents of the kind have it: either a list key of the
     kind this document lacks (`absent`: any layout, raw too) or one of its own
     lists left out of a rendering (`hide`: v2.record_of's withheld-field path).
     Documents are taken in a seeded hash order until EMPTY_SHARE of the kind's
@@ -30,7 +30,7 @@ from . import kinds as _k
 from .facts import Fact, gold_of, make_schema, pointers, withheld
 from .record import BadRecord, build
 from .short import SHORT_KINDS, render_short, short_facts
-from .v2 import (_texts, balance_bool_facts, mark_structure, record_of, split_of_v2, writes,
+from .v2 import (_nested, _texts, balance_bool_facts, mark_structure, record_of, split_of_v2, writes,
                  written_elsewhere)
 
 SHORT_SHARE = 0.2      # documents of a kind that also get a short record
@@ -125,15 +125,16 @@ def arrays_of(rec):
 
 
 def nolist_record(kind, ent, split, seed, lists):
-    """make() of a record asking for a list `ent` does not show (gold []): a
-    list key of the kind (`lists`: {key: exemplar fact}) it lacks ("missing"),
-    or one of its own lists withheld from a rendering ("withheld"); a coin
-    when both are possible. Record key "absent_list": {"key", "how"}. None
+    """make() of a record asking for a list or array of objects `ent` does not
+    show (gold []): a key of the kind (`lists`: {key: exemplar fact}) it lacks ("missing"),
+    or one of its own withheld from a rendering ("withheld"; only one no other
+    fact or the title writes, and no array holding arrays: renderings write
+    none); a coin when both are possible. Record key "absent_list": {"key", "how"}. None
     when neither is possible."""
     rng = random.Random(f"{seed}:{kind}:{ent.doc}:nolist")
-    lists_of = [f for f in ent.facts if f.kind == "list" and f.value and writes(f)]
+    lists_of = [f for f in ent.facts if f.kind in ("list", "objects") and f.value and writes(f)]
     lacks = sorted(k for k in lists if k not in {f.key for f in lists_of})
-    own = [f for f in lists_of if hideable(f, ent)]
+    own = [f for f in lists_of if hideable(f, ent) and not _nested(f)]
     if lacks and (not own or rng.random() < 0.5):
         absent, hide, how = withheld(lists[rng.choice(lacks)]), None, "missing"
     elif own:
@@ -155,7 +156,7 @@ def extra_records(kind, ents, seed, regular, keep):
     by_rank = lambda what: sorted(ents, key=lambda e: _rank(seed, kind, e.doc, what))  # noqa: E731
     for e in by_rank("short")[:round(SHORT_SHARE * len(ents))]:
         keep(lambda: short_record(kind, e, split_of_v2(kind, e.doc), seed), f"{kind}/{e.doc}/short")
-    lists = _list_keys(ents, ("list",))
+    lists = _list_keys(ents)
     n_arr = sum(arrays_of(r)[0] for r in regular)
     n_empty = sum(arrays_of(r)[1] for r in regular)
     if not lists or not n_arr:
