@@ -266,13 +266,26 @@ def cmd_compose(args):
     return 0
 
 
-def _equiv_numbers(got, ref, n_vocab, n_rows):
-    """The equivalence gate's two numbers (`cartridge equiv`, `fleet equiv`): the max
-    |delta logit| between two [n_rows, n_vocab] logit lists and the number of rows whose
-    greedy (argmax) token agrees."""
+def _equiv_gate(model, trunk, prefix, suffix):
+    """The equivalence gate of `cartridge equiv` and `fleet equiv`: the suffix's logits
+    behind trunk (the path under test) vs behind a real prefill of the prefix ids.
+    Returns (max |delta logit|, number of suffix rows whose greedy token agrees)."""
+    def logits_behind(t):
+        f = t.fork()
+        try:
+            return f.feed(suffix, logits="all")
+        finally:
+            f.close()
+    got = logits_behind(trunk)
+    ref_t = model.trunk(prefix)
+    try:
+        ref = logits_behind(ref_t)
+    finally:
+        ref_t.close()
+    nv, n = model.info.n_vocab, len(suffix)
     dmax = max(abs(a - b) for a, b in zip(got, ref))
-    agree = sum(max(range(n_vocab), key=lambda j: got[i * n_vocab + j]) ==
-                max(range(n_vocab), key=lambda j: ref[i * n_vocab + j]) for i in range(n_rows))
+    agree = sum(max(range(nv), key=lambda j: got[i * nv + j]) ==
+                max(range(nv), key=lambda j: ref[i * nv + j]) for i in range(n))
     return dmax, agree
 
 
@@ -290,20 +303,12 @@ def cmd_equiv(args):
         raise ArgumentError(f"corpus has {len(wrapped)} tokens wrapped; the gate needs more "
                             f"than p = {args.p}")
     cart = Cartridge.from_corpus(model, corpus.text, args.p)
-    suffix = wrapped[args.p:args.p + n_suf]
-    nv = model.info.n_vocab
     # cartridge serving path vs a real prefill of the same prefix
     t = cart.trunk()
-    f = t.fork()
-    got = f.feed(suffix, logits="all")
-    f.close()
-    t.close()
-    ref_t = model.trunk(wrapped[:args.p])
-    f = ref_t.fork()
-    ref = f.feed(suffix, logits="all")
-    f.close()
-    ref_t.close()
-    dmax, agree = _equiv_numbers(got, ref, nv, n_suf)
+    try:
+        dmax, agree = _equiv_gate(model, t, wrapped[:args.p], wrapped[args.p:args.p + n_suf])
+    finally:
+        t.close()
     print(f"equiv: p = {args.p}, suffix {n_suf}: max |delta logit| = {dmax:g}, "
           f"greedy {agree}/{n_suf}")
     return 0 if dmax <= args.tolerance and agree == n_suf else 1

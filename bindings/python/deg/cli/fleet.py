@@ -14,7 +14,7 @@ import json
 import sys
 
 from ..errors import ArgumentError
-from .cartridge import _common, _equiv_numbers, _model, _study_opts
+from .cartridge import _common, _equiv_gate, _model, _study_opts
 
 
 def _bar(total, unit, quiet):
@@ -143,15 +143,11 @@ def cmd_equiv(args):
         k, v = whole.rows(il)
         for j, part in enumerate(parts):
             part.set_rows(il, k[j * p * row:(j + 1) * p * row], v[j * p * row:(j + 1) * p * row])
-    suffix = wrapped[2 * p:2 * p + n_suf]
-    nv = model.info.n_vocab
     t = compose_trunk(parts)
-    got = t.fork().feed(suffix, logits="all")
-    t.close()
-    ref_t = model.trunk(wrapped[:2 * p])
-    ref = ref_t.fork().feed(suffix, logits="all")
-    ref_t.close()
-    dmax, agree = _equiv_numbers(got, ref, nv, n_suf)
+    try:
+        dmax, agree = _equiv_gate(model, t, wrapped[:2 * p], wrapped[2 * p:2 * p + n_suf])
+    finally:
+        t.close()
     print(f"equiv (2 parts x p = {p}, {2 * p} composed rows, suffix {n_suf}): "
           f"max |delta logit| = {dmax:g}, greedy agreement {agree}/{n_suf}")
     return 0 if dmax <= args.tolerance and agree == n_suf else 1
