@@ -220,3 +220,33 @@ def test_rescore_ratios_and_cli(tmp_path):
                  "--out", str(out)]) == 0
     res = json.loads((out / "results_o4.json").read_text())
     assert res["per_record"] == [] and res["env"]["partial"].startswith("0 of 2 records")
+
+
+def test_options_reach_the_fill(tmp_path, model_path):
+    """--options are the deg system's request options: a huge negative
+    null_margin makes the nullable e-mail the text's only e-mail, a huge
+    positive one null; the results record them; bad --options are usage errors."""
+    import json
+    from deg.evaluate.__main__ import main
+    import deg
+    rec = {"id": "e1", "split": "test", "context": "Order 4711 from ann@example.com",
+           "schema": {"type": "object", "properties": {
+               "email": {"type": ["string", "null"], "format": "email"}}, "required": ["email"]},
+           "value": {"email": "ann@example.com"}}
+    f = tmp_path / "r.jsonl"
+    f.write_text(json.dumps(rec) + "\n")
+    ck = str(deg.default_checkpoint_path())
+    got = {}
+    for label, opts in (("plain", None), ("found", '{"null_margin": -1e6}'),
+                        ("nullish", '{"null_margin": 1e6}')):
+        argv = ["--records", str(f), "--system", f"deg:{label}", "--ckpt", ck, "--model",
+                str(model_path), "--out", str(tmp_path / "o")]
+        assert main(argv + (["--options", opts] if opts else [])) == 0
+        res = json.loads((tmp_path / "o" / f"results_{label}.json").read_text())
+        got[label] = res["per_record"][0]["response"]["value"]["email"]
+        assert res["env"].get("options") == (json.loads(opts) if opts else None)
+    assert got["found"] == "ann@example.com" and got["nullish"] is None
+    for bad in ("{nope", "[1]"):
+        with pytest.raises(SystemExit) as e:
+            main(["--records", str(f), "--system", "deg", "--options", bad, "--out", str(tmp_path)])
+        assert e.value.code == 2

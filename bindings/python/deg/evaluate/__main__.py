@@ -110,7 +110,10 @@ def make_system(name, args, records, env):
             # a measurement of accuracy, not of this machine's speed: no default
             # 10-minute deadline (a long document on a loaded machine may need
             # more); the default field / fork-token caps stay
-            return deg.fill(context, schema, model=ckpt, limits={"deadline_ms": 0})
+            return deg.fill(context, schema, model=ckpt, options=args.options,
+                            limits={"deadline_ms": 0})
+        if args.options:
+            env["options"] = args.options
         return run
     raise SystemExit(f"unknown system {name!r} (deg, baseline, chat, oracle)")
 
@@ -239,9 +242,20 @@ def main(argv=None):
                     help="add the per-field accuracy table (top-level fields)")
     ap.add_argument("--examples", type=int, default=0,
                     help="with --per-field: up to N failures per field and system")
+    ap.add_argument("--options", default=None, metavar="JSON",
+                    help="request options for the deg system (§9 `options`, e.g. "
+                    "'{\"null_margin\": 1, \"array_decode\": \"threshold\"}'); stored in "
+                    "the results' env")
     ap.add_argument("--title", default="deg evaluation")
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
+    if a.options is not None:
+        try:
+            a.options = json.loads(a.options)
+        except ValueError as e:
+            ap.error(f"--options is not JSON: {e}")
+        if not isinstance(a.options, dict):
+            ap.error("--options must be a JSON object (the request's options)")
     a.argv = list(sys.argv[1:] if argv is None else argv)
     if not a.system and not a.merge:
         a.system = ["oracle"]
