@@ -488,8 +488,8 @@ typedef enum deg_selfstudy_kind {
     DEG_SELFSTUDY_MECHANISM,
     DEG_SELFSTUDY_VERBATIM,
     DEG_SELFSTUDY_N_SEED_TYPES,          /* 7 */
-    DEG_SELFSTUDY_RECALL = DEG_SELFSTUDY_N_SEED_TYPES, /* corpus recall (issue 13) */
-    DEG_SELFSTUDY_PASSAGE_QA             /* passage question (issue 13) */
+    DEG_SELFSTUDY_RECALL = DEG_SELFSTUDY_N_SEED_TYPES, /* corpus recall (.recall below) */
+    DEG_SELFSTUDY_PASSAGE_QA             /* passage question (.passage_qa below) */
 } deg_selfstudy_kind;
 
 /* Name of a kind ("structuring" ... "verbatim", "recall", "passage_qa") or

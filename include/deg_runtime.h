@@ -132,8 +132,8 @@ DEG_API void deg_cancel_set(deg_cancel *cancel);
 DEG_API void deg_cancel_reset(deg_cancel *cancel);
 DEG_API int deg_cancel_is_set(const deg_cancel *cancel);
 
-/* Default limits (issue 19: work one call can cause is bounded unless the
- * caller lifts a limit). deg_run_limits_default() holds them, and every call
+/* Default limits (the work one call can cause is bounded unless the caller
+ * lifts a limit). deg_run_limits_default() holds them, and every call
  * given no limits (deg_fill, deg_fill_many, deg_generate, deg_forks_generate,
  * the *_ex forms with limits NULL) runs under them.
  *  - DEG_DEFAULT_DEADLINE_MS, 600,000 ms = 10 min per request: the one
