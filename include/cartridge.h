@@ -570,8 +570,10 @@ DEG_API deg_status deg_selfstudy_new(const deg_corpus *corpus, const deg_selfstu
 DEG_API void deg_selfstudy_free(deg_selfstudy *study);
 
 /* n conversations as one lockstep batch (bot A's rows in one
- * deg_forks_generate call, then bot B's, then one deg_forks_feed teacher
- * pass): out[0..n) receives them (clear each with deg_selfstudy_conv_clear).
+ * deg_forks_generate call, then bot B's, whose greedy logits give its
+ * answers' targets, then one deg_forks_feed teacher pass for the recall,
+ * passage and think-stripped answers; a chunk is prefilled once for bot A
+ * and reused by the prompt after it): out[0..n) receives them (clear each with deg_selfstudy_conv_clear).
  * A batch of n equals n batches of one (batch invariance). On error
  * nothing is written to out and the stream has still advanced. Errors: as
  * the generation and feed calls, DEG_ERR_NOMEM. */

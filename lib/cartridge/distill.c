@@ -23,11 +23,25 @@ typedef struct lp_idx {
     int32_t id;
 } lp_idx;
 
-static int lp_cmp(const void *a, const void *b)
+/* The k best of the V logprobs lp_of(j) in the order (logprob descending, id
+ * ascending) into top[0..*n): the first k entries of that full sort, found by
+ * one pass with insertion into the sorted top (j ascending, so an equal
+ * logprob never displaces an earlier id); O(V) for a peaked row instead of a
+ * sort of the whole vocabulary. */
+static void top_k(const float *logits, size_t V, double lse, size_t k, lp_idx *top, size_t *n)
 {
-    const lp_idx *x = a, *y = b;
-    if (x->lp != y->lp) return x->lp > y->lp ? -1 : 1;
-    return x->id < y->id ? -1 : (x->id > y->id);
+    size_t m = 0;
+    for (size_t j = 0; j < V; j++) {
+        float lp = (float)((double)logits[j] - lse);
+        if (m == k && !(lp > top[k - 1].lp)) continue;
+        size_t at = m < k ? m++ : k - 1;
+        while (at > 0 && top[at - 1].lp < lp) {
+            top[at] = top[at - 1];
+            at--;
+        }
+        top[at] = (lp_idx){lp, (int32_t)j};
+    }
+    *n = m;
 }
 
 deg_status deg_distill_targets_from_logits(const deg_model *m, const float *logits,
@@ -51,13 +65,13 @@ deg_status deg_distill_targets_from_logits(const deg_model *m, const float *logi
     double s = 0.0;
     for (size_t j = 0; j < V; j++) s += exp((double)logits[j] - mx);
     double lse = mx + log(s);
-    lp_idx *a = malloc(V * sizeof *a);
+    size_t kk = (size_t)k < V ? (size_t)k : V, n_top = 0;
+    lp_idx *a = malloc(kk * sizeof *a);
     if (!a) return dg_fail(DEG_ERR_NOMEM, "deg_distill_targets_from_logits: out of memory");
-    for (size_t j = 0; j < V; j++) a[j] = (lp_idx){(float)((double)logits[j] - lse), (int32_t)j};
-    qsort(a, V, sizeof *a, lp_cmp);
+    top_k(logits, V, lse, kk, a, &n_top);
     double mass = 0.0;
     size_t n = 0;
-    while (n < (size_t)k && n < V && mass < (double)min_mass) {
+    while (n < n_top && mass < (double)min_mass) {
         out[n] = (deg_distill_target){position, a[n].id, a[n].lp};
         mass += exp((double)a[n].lp);
         n++;

@@ -8,6 +8,8 @@
 #include "cartridge/selfstudy_bots.h"
 #include "model/arch.h"
 #include "model/chat.h"
+#include "model/generate.h"
+#include "model/state.h"
 
 /* Bot A's prompt for a passage-question conversation. */
 #define PASSAGE_PROMPT_HEAD "Here is a passage of the excerpt above:\n\n<passage>\n"
@@ -26,8 +28,14 @@ deg_status dg_batch_alloc(dg_batch *b, size_t n)
     b->n_answer = calloc(n, sizeof *b->n_answer);
     b->trunk = calloc(n, sizeof *b->trunk);
     b->last = calloc(n, sizeof *b->last);
+    b->chunk = calloc(n, sizeof *b->chunk);
+    b->chunk_ids = calloc(n, sizeof *b->chunk_ids);
+    b->n_chunk = calloc(n, sizeof *b->n_chunk);
+    b->targets = calloc(n, sizeof *b->targets);
+    b->n_targets = calloc(n, sizeof *b->n_targets);
     if (!b->plans || !b->system || !b->prompt_a || !b->message || !b->answer || !b->n_answer ||
-        !b->trunk || !b->last) {
+        !b->trunk || !b->last || !b->chunk || !b->chunk_ids || !b->n_chunk || !b->targets ||
+        !b->n_targets) {
         dg_batch_free(b);
         return dg_fail(DEG_ERR_NOMEM, "deg_selfstudy_generate: out of memory");
     }
@@ -43,6 +51,9 @@ void dg_batch_free(dg_batch *b)
         if (b->answer) free(b->answer[i]);
         if (b->trunk) deg_trunk_free(b->trunk[i]);
         if (b->last) free(b->last[i]);
+        if (b->chunk) deg_trunk_free(b->chunk[i]);
+        if (b->chunk_ids) free(b->chunk_ids[i]);
+        if (b->targets) free(b->targets[i]);
     }
     free(b->plans);
     free(b->system);
@@ -52,6 +63,11 @@ void dg_batch_free(dg_batch *b)
     free(b->n_answer);
     free(b->trunk);
     free(b->last);
+    free(b->chunk);
+    free(b->chunk_ids);
+    free(b->n_chunk);
+    free(b->targets);
+    free(b->n_targets);
     memset(b, 0, sizeof *b);
 }
 
@@ -230,11 +246,46 @@ static void rows_free(rows *r)
     memset(r, 0, sizeof *r);
 }
 
+/* Conversation i's chunk trunk: chat([system]) prefilled. */
+static deg_status chunk_trunk(deg_selfstudy *s, dg_batch *b, size_t i)
+{
+    deg_chat_message msg = {"system", b->system[i]};
+    DG_TRY(dg_model_chat_tokenize(s->model, "deg_selfstudy_generate", &msg, 1, 0, 0,
+                                  &b->chunk_ids[i], &b->n_chunk[i]));
+    DG_TRY(deg_trunk_new(s->model, &b->chunk[i]));
+    return deg_trunk_prefill(b->chunk[i], b->chunk_ids[i], b->n_chunk[i], NULL, NULL);
+}
+
+/* Conversation i's trunk of prompt ids[0..n) (*out, owned by the caller):
+ * when the prompt starts with the chunk trunk's ids, that trunk (cloned, or
+ * taken from the batch when take) extended by the rest of the prompt, else a
+ * fresh prefill; the state is bitwise the same either way (dg_trunk_clone).
+ * last (may be NULL): the logits after the prompt. */
+static deg_status prompt_trunk(deg_selfstudy *s, dg_batch *b, size_t i, const int32_t *ids,
+                               size_t n, int take, float *last, deg_trunk **out)
+{
+    size_t nc = b->n_chunk[i];
+    if (b->chunk[i] && nc < n && !memcmp(ids, b->chunk_ids[i], nc * sizeof *ids)) {
+        if (take) {
+            *out = b->chunk[i];
+            b->chunk[i] = NULL;
+        } else {
+            DG_TRY(dg_trunk_clone(b->chunk[i], out));
+        }
+        ids += nc;
+        n -= nc;
+    } else {
+        DG_TRY(deg_trunk_new(s->model, out));
+    }
+    return deg_trunk_prefill(*out, ids, n, NULL, last);
+}
+
 /* Rows for the conversations with want(b, i), each prefilled with
- * chat([system, user: user[i]]); keep_last: the last logits go to b->last.
- * Decode buffers of max_tokens ids. */
+ * chat([system, user: user[i]]) through prompt_trunk; share: bot A's rows,
+ * which first prefill their chunk trunk and clone it (later prompts take it).
+ * keep_last: the last logits go to b->last. Decode buffers of max_tokens ids. */
 static deg_status rows_open(deg_selfstudy *s, dg_batch *b, int (*want)(const dg_batch *, size_t),
-                            char **user, int keep_last, size_t max_tokens, rows *r)
+                            char **user, int keep_last, int share, size_t max_tokens, rows *r)
 {
     memset(r, 0, sizeof *r);
     size_t n = b->n;
@@ -255,20 +306,46 @@ static deg_status rows_open(deg_selfstudy *s, dg_batch *b, int (*want)(const dg_
         deg_chat_message msgs[2] = {{"system", b->system[i]}, {"user", user[i]}};
         DG_TRY(dg_model_chat_tokenize(s->model, "deg_selfstudy_generate", msgs, 2, 1, 0,
                                       &r->prompt[k], &r->n_prompt[k]));
-        DG_TRY(deg_trunk_new(s->model, &r->trunk[k]));
+        if (share) DG_TRY(chunk_trunk(s, b, i));
         float *last = NULL;
         if (keep_last && !(last = b->last[i] = malloc(nv * sizeof(float)))) return oom();
-        DG_TRY(deg_trunk_prefill(r->trunk[k], r->prompt[k], r->n_prompt[k], NULL, last));
+        DG_TRY(prompt_trunk(s, b, i, r->prompt[k], r->n_prompt[k], !share, last, &r->trunk[k]));
         DG_TRY(deg_fork_new(r->trunk[k], &r->fork[k]));
         if (max_tokens && !(r->out[k] = malloc(max_tokens * sizeof(int32_t)))) return oom();
     }
     return DEG_OK;
 }
 
+typedef struct seen_ctx {
+    deg_selfstudy *s;
+    dg_batch *b;
+    const rows *r;
+} seen_ctx;
+
+/* dg_logits_seen of bot B's decode: row k's logits before its answer token j
+ * are the teacher's row for answer position j; its targets are appended to
+ * the conversation's b->targets (position j, made absolute by make_conv). */
+static deg_status seen_targets(void *ud, size_t k, size_t j, const float *logits)
+{
+    seen_ctx *c = ud;
+    deg_selfstudy *s = c->s;
+    dg_batch *b = c->b;
+    size_t i = c->r->idx[k], got = 0;
+    if (!b->targets[i] &&
+        !(b->targets[i] = malloc((size_t)s->p.max_a * (size_t)s->p.top_k * sizeof **b->targets)))
+        return oom();
+    DG_TRY(deg_distill_targets_from_logits(s->model, logits, (int32_t)j, s->p.top_k,
+                                           s->p.min_mass, b->targets[i] + b->n_targets[i],
+                                           &got));
+    b->n_targets[i] += got;
+    return DEG_OK;
+}
+
 /* One lockstep decode of the rows (temperature 0 = greedy; spec: through
- * deg_forks_generate_spec, each stream drafting from its prompt). */
-static deg_status rows_decode(deg_selfstudy *s, const dg_batch *b, rows *r, float temperature,
-                              int32_t max_tokens, int spec)
+ * deg_forks_generate_spec, each stream drafting from its prompt; targets:
+ * the teacher's targets are read off the decode, seen_targets). */
+static deg_status rows_decode(deg_selfstudy *s, dg_batch *b, rows *r, float temperature,
+                              int32_t max_tokens, int spec, int targets)
 {
     deg_sample_params *pp = calloc(r->n, sizeof *pp);
     deg_spec_stream *ss = spec ? calloc(r->n, sizeof *ss) : NULL;
@@ -291,6 +368,9 @@ static deg_status rows_decode(deg_selfstudy *s, const dg_batch *b, rows *r, floa
             s->timing.drafted += sst[k].drafted;
             s->timing.accepted += sst[k].accepted;
         }
+    } else if (st == DEG_OK && targets) {
+        seen_ctx c = {s, b, r};
+        st = dg_forks_generate_seen(r->fork, r->n, pp, r->out, r->n_out, seen_targets, &c);
     } else if (st == DEG_OK) {
         st = deg_forks_generate(r->fork, r->n, pp, r->out, r->n_out, NULL);
     }
@@ -305,8 +385,8 @@ static int wants_a(const dg_batch *b, size_t i) { return b->prompt_a[i] != NULL;
 deg_status dg_selfstudy_bot_a(deg_selfstudy *s, dg_batch *b)
 {
     rows r;
-    deg_status st = rows_open(s, b, wants_a, b->prompt_a, 0, (size_t)s->p.max_q, &r);
-    if (st == DEG_OK && r.n) st = rows_decode(s, b, &r, s->p.temperature_a, s->p.max_q, 0);
+    deg_status st = rows_open(s, b, wants_a, b->prompt_a, 0, 1, (size_t)s->p.max_q, &r);
+    if (st == DEG_OK && r.n) st = rows_decode(s, b, &r, s->p.temperature_a, s->p.max_q, 0, 0);
     for (size_t k = 0; st == DEG_OK && k < r.n; k++) {
         size_t i = r.idx[k];
         st = text_of(s, r.out[k], r.n_out[k], &b->message[i]);
@@ -327,13 +407,15 @@ static int wants_b(const dg_batch *b, size_t i)
 }
 
 /* Bot B's answer ids: think spans stripped and the rest re-tokenized, the
- * stop tokens it emitted kept after it. */
+ * stop tokens it emitted kept after it; *same = 1 when they are the decoded
+ * ids unchanged. */
 static deg_status answer_of(deg_selfstudy *s, const int32_t *ids, size_t n, int32_t **out,
-                            size_t *n_out)
+                            size_t *n_out, int *same)
 {
     char *text = NULL;
     DG_TRY(text_of(s, ids, n, &text));
-    if (!strstr(text, "<think>")) {
+    *same = !strstr(text, "<think>");
+    if (*same) {
         free(text);
         if (!(*out = malloc((n + 1) * sizeof(int32_t)))) return oom();
         memcpy(*out, ids, n * sizeof(int32_t));
@@ -362,26 +444,39 @@ static deg_status answer_of(deg_selfstudy *s, const int32_t *ids, size_t n, int3
 deg_status dg_selfstudy_bot_b(deg_selfstudy *s, dg_batch *b)
 {
     rows r;
-    deg_status st = rows_open(s, b, wants_b, b->message, 1, (size_t)s->p.max_a, &r);
-    if (st == DEG_OK && r.n) st = rows_decode(s, b, &r, 0.0f, s->p.max_a, s->p.spec_b);
+    int spec = s->p.spec_b;
+    deg_status st = rows_open(s, b, wants_b, b->message, 1, 0, (size_t)s->p.max_a, &r);
+    if (st == DEG_OK && r.n) st = rows_decode(s, b, &r, 0.0f, s->p.max_a, spec, !spec);
     for (size_t k = 0; st == DEG_OK && k < r.n; k++) {
         size_t i = r.idx[k];
-        st = answer_of(s, r.out[k], r.n_out[k], &b->answer[i], &b->n_answer[i]);
+        int same = 0;
+        st = answer_of(s, r.out[k], r.n_out[k], &b->answer[i], &b->n_answer[i], &same);
+        if (st == DEG_OK && !same) { /* think spans stripped: the teacher pass scores it */
+            free(b->targets[i]);
+            b->targets[i] = NULL;
+            b->n_targets[i] = 0;
+        }
     }
-    for (size_t k = 0; k < r.n; k++) { /* the teacher reuses the prompt trunks */
+    for (size_t k = 0; k < r.n; k++) { /* the teacher pass reuses the prompt trunks it needs */
         deg_fork_free(r.fork[k]);
         r.fork[k] = NULL;
-        b->trunk[r.idx[k]] = r.trunk[k];
-        r.trunk[k] = NULL;
+        if (!b->targets[r.idx[k]]) {
+            b->trunk[r.idx[k]] = r.trunk[k];
+            r.trunk[k] = NULL;
+        }
     }
     rows_free(&r);
     return st;
 }
 
-static int wants_teacher_prompt(const dg_batch *b, size_t i) { return b->trunk[i] == NULL; }
+static int wants_teacher_prompt(const dg_batch *b, size_t i)
+{
+    return b->trunk[i] == NULL && b->targets[i] == NULL;
+}
 
-/* Conversation i from its answer, the teacher's logits rows (rows[j - 1]
- * for answer position j >= 1, b->last[i] for j = 0) and the student prompt. */
+/* Conversation i from its answer, the student prompt and its targets: read
+ * off bot B's decode (b->targets[i]) or from the teacher's logits rows
+ * (rows[j - 1] for answer position j >= 1, b->last[i] for j = 0). */
 static deg_status make_conv(deg_selfstudy *s, dg_batch *b, size_t i, const float *rows,
                             deg_selfstudy_conv *c)
 {
@@ -409,6 +504,14 @@ static deg_status make_conv(deg_selfstudy *s, dg_batch *b, size_t i, const float
     }
     memcpy(c->student_ids + np, c->answer_ids, na * sizeof(int32_t));
     c->n_student = np + na;
+    if (b->targets[i]) {
+        for (size_t e = 0; e < b->n_targets[i]; e++) {
+            c->targets[e] = b->targets[i][e];
+            c->targets[e].position += (int32_t)np;
+        }
+        c->n_targets = b->n_targets[i];
+        return DEG_OK;
+    }
     for (size_t j = 0; j < na; j++) {
         const float *row = j == 0 ? b->last[i] : rows + (j - 1) * nv;
         size_t k = 0;
@@ -427,7 +530,7 @@ static deg_status make_conv(deg_selfstudy *s, dg_batch *b, size_t i, const float
 deg_status dg_selfstudy_teach(deg_selfstudy *s, dg_batch *b, deg_selfstudy_conv *out)
 {
     rows r;
-    deg_status st = rows_open(s, b, wants_teacher_prompt, b->message, 1, 0, &r);
+    deg_status st = rows_open(s, b, wants_teacher_prompt, b->message, 1, 0, 0, &r);
     for (size_t k = 0; k < r.n; k++) { /* every conversation now has a prompt trunk */
         deg_fork_free(r.fork[k]);
         r.fork[k] = NULL;
@@ -436,19 +539,22 @@ deg_status dg_selfstudy_teach(deg_selfstudy *s, dg_batch *b, deg_selfstudy_conv 
     }
     rows_free(&r);
     if (st != DEG_OK) return st;
-    size_t n = b->n, nv = (size_t)s->model->hp.n_vocab;
-    deg_fork **forks = calloc(n, sizeof *forks);
+    size_t n = b->n, nv = (size_t)s->model->hp.n_vocab, nfeed = 0;
+    deg_fork **forks = calloc(n, sizeof *forks); /* rows fed: those without targets */
     const int32_t **ids = calloc(n, sizeof *ids);
     size_t *nf = calloc(n, sizeof *nf);
-    float **logits = calloc(n, sizeof *logits);
-    st = forks && ids && nf && logits ? DEG_OK : oom();
+    float **logits = calloc(n, sizeof *logits);   /* per conversation */
+    float **fl = calloc(n, sizeof *fl);           /* per fed row */
+    st = forks && ids && nf && logits && fl ? DEG_OK : oom();
     for (size_t i = 0; st == DEG_OK && i < n; i++) {
-        ids[i] = b->answer[i];
-        nf[i] = b->n_answer[i] > 1 ? b->n_answer[i] - 1 : 0;
-        if (nf[i] && !(logits[i] = malloc(nf[i] * nv * sizeof(float)))) st = oom();
-        if (st == DEG_OK) st = deg_fork_new(b->trunk[i], &forks[i]);
+        if (b->targets[i]) continue;
+        size_t k = nfeed++;
+        ids[k] = b->answer[i];
+        nf[k] = b->n_answer[i] > 1 ? b->n_answer[i] - 1 : 0;
+        if (nf[k] && !(fl[k] = logits[i] = malloc(nf[k] * nv * sizeof(float)))) st = oom();
+        if (st == DEG_OK) st = deg_fork_new(b->trunk[i], &forks[k]);
     }
-    if (st == DEG_OK) st = deg_forks_feed(forks, n, ids, nf, logits);
+    if (st == DEG_OK && nfeed) st = deg_forks_feed(forks, nfeed, ids, nf, fl);
     size_t made = 0;
     for (; st == DEG_OK && made < n; made++)
         st = make_conv(s, b, made, logits[made], &out[made]);
@@ -460,5 +566,6 @@ deg_status dg_selfstudy_teach(deg_selfstudy *s, dg_batch *b, deg_selfstudy_conv 
     free(ids);
     free(nf);
     free(logits);
+    free(fl);
     return st;
 }

@@ -26,6 +26,18 @@ typedef struct dg_batch {
     size_t *n_answer;
     deg_trunk **trunk;    /* prompt trunks of [system, user: message] (bot B, teacher) */
     float **last;         /* [n_vocab] logits after each prompt trunk */
+    /* The chunk's trunk: chat([system]) prefilled once when bot A runs, then
+     * cloned for bot A's prompt and taken by bot B's or the teacher's (whose
+     * prompts start with the same ids); NULL when none is kept. */
+    deg_trunk **chunk;
+    int32_t **chunk_ids;
+    size_t *n_chunk;
+    /* The teacher's targets read off bot B's greedy decode (its logits before
+     * each answer token are the teacher's rows: same context, rows
+     * batch-invariant), positions 0-based in the answer; NULL: the teacher
+     * pass computes them. */
+    deg_distill_target **targets;
+    size_t *n_targets;
 } dg_batch;
 
 deg_status dg_batch_alloc(dg_batch *b, size_t n);

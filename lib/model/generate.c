@@ -114,6 +114,8 @@ typedef struct gen_ctx {
     const dg_limits *lim;
     gen_row *rows;
     float *logits;         /* [n_forks, V] each row's logits after its last token */
+    dg_logits_seen seen;   /* may be NULL (dg_forks_generate_seen) */
+    void *seen_ud;
     dg_sampler *sampler;
     double t0;             /* the current step's start (stats) */
 } gen_ctx;
@@ -134,6 +136,7 @@ static deg_status gen_choose(void *ud, size_t i, int32_t *id, int *feed)
 {
     gen_ctx *c = ud;
     gen_row *r = &c->rows[i];
+    if (c->seen) DG_TRY(c->seen(c->seen_ud, i, c->n_out[i], c->logits + i * c->V));
     deg_status st = dg_sample(c->sampler, c->logits + i * c->V, &c->params[i], &r->rng, id);
     if (st != DEG_OK)
         return dg_fail_context(st, "deg_forks_generate: row %zu, token %zu", i, c->n_out[i]);
@@ -168,7 +171,17 @@ deg_status deg_forks_generate(deg_fork *const *forks, size_t n_forks,
 
 static deg_status forks_generate(deg_fork *const *forks, size_t n_forks,
                                  const deg_sample_params *params, int32_t *const *out_ids,
-                                 size_t *n_out, deg_gen_stats *stats, const dg_limits *lim);
+                                 size_t *n_out, deg_gen_stats *stats, const dg_limits *lim,
+                                 dg_logits_seen seen, void *seen_ud);
+
+deg_status dg_forks_generate_seen(deg_fork *const *forks, size_t n_forks,
+                                  const deg_sample_params *params, int32_t *const *out_ids,
+                                  size_t *n_out, dg_logits_seen seen, void *ud)
+{
+    dg_limits lim;
+    dg_limits_init(&lim, NULL, 1);
+    return forks_generate(forks, n_forks, params, out_ids, n_out, NULL, &lim, seen, ud);
+}
 
 deg_status deg_forks_generate_ex(deg_fork *const *forks, size_t n_forks,
                                  const deg_sample_params *params, int32_t *const *out_ids,
@@ -177,7 +190,7 @@ deg_status deg_forks_generate_ex(deg_fork *const *forks, size_t n_forks,
 {
     dg_limits lim;
     dg_limits_init(&lim, limits, 1);
-    return forks_generate(forks, n_forks, params, out_ids, n_out, stats, &lim);
+    return forks_generate(forks, n_forks, params, out_ids, n_out, stats, &lim, NULL, NULL);
 }
 
 deg_status dg_generate_check(deg_fork *const *forks, size_t n_forks,
@@ -211,7 +224,8 @@ deg_status dg_generate_check(deg_fork *const *forks, size_t n_forks,
 
 static deg_status forks_generate(deg_fork *const *forks, size_t n_forks,
                                  const deg_sample_params *params, int32_t *const *out_ids,
-                                 size_t *n_out, deg_gen_stats *stats, const dg_limits *lim)
+                                 size_t *n_out, deg_gen_stats *stats, const dg_limits *lim,
+                                 dg_logits_seen seen, void *seen_ud)
 {
     if (n_forks == 0) return DEG_OK;
     DG_TRY(dg_generate_check(forks, n_forks, params, out_ids, n_out, "deg_forks_generate"));
@@ -223,7 +237,7 @@ static deg_status forks_generate(deg_fork *const *forks, size_t n_forks,
     const size_t n_dstops = dg_chat_stop_ids(m, dg_chat_layout_of_model(m), dstops);
     gen_ctx c = {.forks = forks, .n_forks = n_forks, .V = (size_t)info.n_vocab,
                  .params = params, .out_ids = out_ids, .n_out = n_out, .stats = stats,
-                 .lim = lim};
+                 .lim = lim, .seen = seen, .seen_ud = seen_ud};
     c.rows = calloc(n_forks, sizeof *c.rows);
     c.logits = malloc(n_forks * c.V * sizeof *c.logits);
     deg_status st = DEG_OK;
@@ -292,7 +306,7 @@ deg_status deg_generate_ex(const deg_model *model, const int32_t *prompt, size_t
     double t1 = now_seconds();
     if (st == DEG_OK) st = deg_fork_new(trunk, &fork);
     if (st == DEG_OK) {
-        st = forks_generate(&fork, 1, params, &out_ids, n_out, stats, &lim);
+        st = forks_generate(&fork, 1, params, &out_ids, n_out, stats, &lim, NULL, NULL);
         if (stats) {
             stats->prompt_tokens = n_prompt;
             stats->prefill_seconds = t1 - t0;

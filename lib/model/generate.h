@@ -49,6 +49,20 @@ typedef struct dg_decode {
 deg_status dg_forks_decode(deg_fork *const *forks, size_t n, const int32_t *const *prompts,
                            const size_t *n_prompt, float *logits, const dg_decode *d);
 
+/* Row i's logits [n_vocab] from which its token j (0-based, of this decode) is
+ * about to be chosen: the logits after the fork's state before the decode and
+ * its tokens 0..j-1. Borrowed for the call. A status other than DEG_OK ends the
+ * decode with it. */
+typedef deg_status (*dg_logits_seen)(void *ud, size_t i, size_t j, const float *logits);
+
+/* deg_forks_generate (no stats, the default limits) that shows every row's
+ * logits to seen before each of its tokens is chosen (self-study: bot B's
+ * decode yields the teacher's targets, selfstudy_bots.c). The ids are those of
+ * deg_forks_generate. */
+deg_status dg_forks_generate_seen(deg_fork *const *forks, size_t n_forks,
+                                  const deg_sample_params *params, int32_t *const *out_ids,
+                                  size_t *n_out, dg_logits_seen seen, void *ud);
+
 /* 1 if id is one of stops[0..n). */
 static inline int dg_is_stop(const int32_t *stops, size_t n, int32_t id)
 {

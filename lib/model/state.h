@@ -73,6 +73,12 @@ void dg_trunk_get_kv(const deg_trunk *trunk, int il, size_t first, size_t n, flo
                      float *v);
 deg_status dg_trunk_set_kv(deg_trunk *trunk, size_t len,
                            void (*put)(void *ud, int il, float *k, float *v), void *ud);
+/* A new trunk holding a copy of src's state (K/V rows, recurrent blocks, last
+ * hidden state; no forks): prefilling more tokens into it gives bitwise what
+ * one prefill of src's tokens and those would (rows do not depend on where a
+ * prefill is split). Self-study clones a chunk's trunk for each prompt that
+ * starts with it. Errors: DEG_ERR_NOMEM (*out = NULL). */
+deg_status dg_trunk_clone(const deg_trunk *src, deg_trunk **out);
 /* A trunk's state as the read-only prefix of a pass that attends to it without
  * copying it (the LoRA tape, lib/grad: dg_train_args.pk / pv / prec): per layer il,
  * k[il], v[il] its K/V rows [len, n_head_kv * head_dim] (NULL for a layer without

@@ -117,6 +117,25 @@ void dg_trunk_set_rec(deg_trunk *trunk, int il, const float *in)
 
 size_t deg_trunk_len(const deg_trunk *trunk) { return trunk ? trunk->st.len : 0; }
 
+deg_status dg_trunk_clone(const deg_trunk *src, deg_trunk **out)
+{
+    DG_TRY(deg_trunk_new(src->model, out));
+    deg_trunk *t = *out;
+    const dg_state *s = &src->st;
+    deg_status st = dg_state_reserve(&t->st, s->len);
+    if (st != DEG_OK) {
+        deg_trunk_free(t);
+        *out = NULL;
+        return st;
+    }
+    for (int il = 0; il < s->n_layer; il++)
+        if (s->has_kv[il] && s->len) dg_state_put_kv(&t->st, il, 0, s->len, s->k[il], s->v[il]);
+    dg_state_copy_fixed(&t->st, s);
+    t->st.len = s->len;
+    memcpy(t->last_hidden, src->last_hidden, sizeof(float) * (size_t)src->model->hp.n_embd);
+    return DEG_OK;
+}
+
 /* ----------------------------------------------------------------- fork */
 
 deg_status deg_fork_new(deg_trunk *trunk, deg_fork **out)

@@ -580,6 +580,68 @@ Test(cartridge, targets_from_logits)
     deg_model_free(m);
 }
 
+typedef struct ref_lp {
+    float lp;
+    int32_t id;
+} ref_lp;
+
+static int ref_cmp(const void *a, const void *b)
+{
+    const ref_lp *x = a, *y = b;
+    if (x->lp != y->lp) return x->lp > y->lp ? -1 : 1;
+    return x->id < y->id ? -1 : (x->id > y->id);
+}
+
+/* The top-k selection equals a full sort by (logprob desc, id asc), entry
+ * for entry and bit for bit: random rows, rows of ties (a flat row, a few
+ * equal maxima), k up to past the vocabulary. The reference is the rule
+ * written out: every logprob, qsort, the head until min_mass. */
+Test(cartridge, targets_top_k_is_the_sorted_head)
+{
+    deg_model *m = tiny_load("tiny-llama");
+    geo g = geometry(m);
+    float *lg = calloc(g.V, 4);
+    ref_lp *all = malloc(g.V * sizeof *all);
+    deg_distill_target *out = malloc((g.V + 8) * sizeof *out);
+    uint64_t x = 0x9E3779B97F4A7C15ULL;
+    for (int row = 0; row < 24; row++) {
+        for (size_t j = 0; j < g.V; j++) {
+            x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+            float u = (float)(x >> 40) / (float)(1u << 24);
+            lg[j] = row % 4 == 0 ? 1.0f                            /* flat: all tied */
+                  : row % 4 == 1 ? (float)((x >> 40) % 3)          /* three levels, many ties */
+                                 : 8.0f * u * u * u - 4.0f;        /* spread */
+        }
+        double mx = -INFINITY, s = 0;
+        for (size_t j = 0; j < g.V; j++) mx = lg[j] > mx ? lg[j] : mx;
+        for (size_t j = 0; j < g.V; j++) s += exp((double)lg[j] - mx);
+        double lse = mx + log(s);
+        for (size_t j = 0; j < g.V; j++) all[j] = (ref_lp){(float)((double)lg[j] - lse), (int32_t)j};
+        qsort(all, g.V, sizeof *all, ref_cmp);
+        int32_t ks[4] = {1, 5, 20, (int32_t)g.V + 3};
+        float masses[2] = {0.5f, 1.0f};
+        for (int a = 0; a < 4; a++)
+            for (int b = 0; b < 2; b++) {
+                size_t n = 0, want = 0;
+                double mass = 0;
+                while (want < (size_t)ks[a] && want < g.V && mass < (double)masses[b])
+                    mass += exp((double)all[want++].lp);
+                cr_assert_eq(deg_distill_targets_from_logits(m, lg, 3, ks[a], masses[b], out, &n),
+                             DEG_OK);
+                cr_assert_eq(n, want, "row %d k %d: %zu entries, want %zu", row, ks[a], n, want);
+                for (size_t e = 0; e < n; e++) {
+                    cr_assert_eq(out[e].token, all[e].id, "row %d k %d entry %zu", row, ks[a], e);
+                    cr_assert(!memcmp(&out[e].logprob, &all[e].lp, sizeof(float)));
+                    cr_assert_eq(out[e].position, 3);
+                }
+            }
+    }
+    free(lg);
+    free(all);
+    free(out);
+    deg_model_free(m);
+}
+
 Test(cartridge, random_inits)
 {
     deg_model *m = tiny_load("tiny-qwen3");

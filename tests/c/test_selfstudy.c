@@ -262,6 +262,64 @@ Test(selfstudy, targets_are_the_teachers)
     deg_model_free(m);
 }
 
+/* FNV-1a 64 over bytes. */
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+/* One hash of everything a conversation holds (its targets' logprob bits too). */
+static uint64_t conv_hash(uint64_t h, const deg_selfstudy_conv *v)
+{
+    uint64_t f[6] = {(uint64_t)v->kind, v->chunk_first, v->chunk_end, v->n_answer, v->n_student,
+                     v->n_targets};
+    h = fnv(h, f, sizeof f);
+    h = fnv(h, v->message, strlen(v->message) + 1);
+    h = fnv(h, v->answer_ids, v->n_answer * sizeof(int32_t));
+    h = fnv(h, v->student_ids, v->n_student * sizeof(int32_t));
+    return fnv(h, v->targets, v->n_targets * sizeof *v->targets);
+}
+
+/* The conversations of a seed are pinned: any change to how synthesis
+ * computes them (the chunk trunk shared by bot A, bot B and the teacher;
+ * the teacher's targets taken from bot B's decode) must leave every byte
+ * as it was. The value was computed by the code before those changes
+ * (commit a2bdac6): 16 conversations of every kind (seed types, recall,
+ * passage questions) in batches of 4, seed 21. A change that means to
+ * alter the conversations (new prompts) updates it and says so. */
+Test(selfstudy, pinned_conversations)
+{
+    deg_model *m = tiny();
+    deg_corpus *c = corpus1(m);
+    deg_selfstudy_params p = small(21);
+    p.recall = 0.25f;
+    p.passage_qa = 0.25f;
+    p.recall_q_min = 4;
+    p.recall_q_max = 6;
+    deg_selfstudy *s = NULL;
+    cr_assert_eq(deg_selfstudy_new(c, &p, &s), DEG_OK, "%s", deg_errmsg());
+    uint64_t h = 0xcbf29ce484222325ULL;
+    int kinds[3] = {0, 0, 0};
+    for (int b = 0; b < 4; b++) {
+        deg_selfstudy_conv v[4];
+        cr_assert_eq(deg_selfstudy_generate(s, 4, v), DEG_OK, "%s", deg_errmsg());
+        for (int i = 0; i < 4; i++) {
+            kinds[v[i].kind == DEG_SELFSTUDY_RECALL       ? 1
+                  : v[i].kind == DEG_SELFSTUDY_PASSAGE_QA ? 2
+                                                          : 0]++;
+            h = conv_hash(h, &v[i]);
+            deg_selfstudy_conv_clear(&v[i]);
+        }
+    }
+    cr_assert(kinds[0] && kinds[1] && kinds[2], "kinds %d %d %d", kinds[0], kinds[1], kinds[2]);
+    cr_assert_eq(h, 0xb1cd93cd2f3b455dULL, "conversation hash %016llx", (unsigned long long)h);
+    deg_selfstudy_free(s);
+    deg_corpus_free(c);
+    deg_model_free(m);
+}
+
 Test(selfstudy, passages)
 {
     deg_model *m = tiny();
