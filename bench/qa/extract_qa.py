@@ -12,7 +12,10 @@ the corpus-init control is reported.
 
   python3 bench/qa/extract_qa.py [--out bench/qa] [--check]
 
-writes (or with --check, compares against) one JSON file per set:
+writes (or with --check, compares against) one JSON file per set, and for
+the questions written by hand (bench/qa/handwritten.py) a NAME-para.json per
+FAQ set (the same answers asked in other words; items also keep the FAQ's
+heading as "faq_question") and one set per hand-written document:
 {"format": "deg-qa/1", "name", "source", "source_sha256", "kind", "items":
 [{"id", "question", "answer", "offset"}]} where offset is the answer's
 character offset in the source text (decompressed). The source's sha256 is
@@ -110,6 +113,54 @@ def build(name, source, kind, parser):
             "extracted_by": "bench/qa/extract_qa.py", "items": items}
 
 
+def _handwritten():
+    sys.path.insert(0, str(Path(__file__).parent))
+    import handwritten
+    return handwritten
+
+
+def paraphrased(qa, questions):
+    """The set qa with the hand-written questions (id -> question) instead of
+    the FAQ's headings, for the items that have one; answers and offsets
+    unchanged."""
+    items = [dict(it, question=questions[it["id"]], faq_question=it["question"])
+             for it in qa["items"] if it["id"] in questions]
+    missing = set(questions) - {it["id"] for it in qa["items"]}
+    if missing:
+        raise SystemExit(f"{qa['name']}: no extracted items {sorted(missing)} to paraphrase")
+    return dict(qa, name=qa["name"] + "-para", extracted_by="bench/qa/extract_qa.py + "
+                "bench/qa/handwritten.py (questions written by hand, not the FAQ's headings)",
+                items=items)
+
+
+def document(doc):
+    """A hand-written set over a document: each reference answer is located
+    in the source (whitespace-normalised) for its offset."""
+    text = read_source(doc["source"])
+    items = []
+    for q, a in doc["items"]:
+        pat = r"\s+".join(re.escape(w) for w in a.split())
+        m = re.search(pat, text)
+        if not m:
+            raise SystemExit(f"{doc['name']}: answer not found in {doc['source']}: {a[:60]!r}")
+        items.append({"id": len(items), "question": q, "answer": _squash(a), "offset": m.start()})
+    return {"format": "deg-qa/1", "name": doc["name"], "source": doc["source"],
+            "source_sha256": hashlib.sha256(text.encode()).hexdigest(), "kind": doc["kind"],
+            "extracted_by": "bench/qa/handwritten.py (questions and answers chosen by hand; "
+                            "answers quote the document)", "items": items}
+
+
+def all_sets():
+    hw = _handwritten()
+    for name, source, kind, parser in SETS:
+        qa = build(name, source, kind, parser)
+        yield qa
+        if name in hw.PARAPHRASES:
+            yield paraphrased(qa, hw.PARAPHRASES[name])
+    for doc in hw.DOCUMENTS:
+        yield document(doc)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=str(Path(__file__).parent))
@@ -117,8 +168,8 @@ def main(argv=None):
                     help="compare with the files in --out instead of writing them")
     args = ap.parse_args(argv)
     bad = 0
-    for name, source, kind, parser in SETS:
-        qa = build(name, source, kind, parser)
+    for qa in all_sets():
+        name, source = qa["name"], qa["source"]
         f = Path(args.out) / f"{name}.json"
         blob = json.dumps(qa, indent=1, ensure_ascii=False) + "\n"
         if args.check:

@@ -3,6 +3,7 @@
 re-extracted from this machine's FAQs (skipped where the packages are absent)."""
 import json
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -210,10 +211,12 @@ def test_cli_eval_qa(tmp_path):
 
 @pytest.mark.skipif(not all(Path(p).exists() for p in (
     "/usr/share/doc/procps/FAQ.gz", "/usr/share/doc/xz-utils/faq.txt.gz",
-    "/usr/share/doc/zlib1g-dev/FAQ.gz")), reason="the FAQs' Debian packages are not installed")
+    "/usr/share/doc/zlib1g-dev/FAQ.gz", "/usr/share/doc/xz-utils/history.txt.gz")),
+    reason="the FAQs' Debian packages are not installed")
 def test_committed_qa_sets_reextract():
-    """bench/qa/*.json are what extract_qa.py makes from the FAQs (same
-    package versions: the source sha256 is pinned in each file)."""
+    """bench/qa/*.json are what extract_qa.py makes from the FAQs and the
+    hand-written questions (same package versions: the source sha256 is
+    pinned in each file)."""
     r = subprocess.run([sys.executable, str(ROOT / "bench" / "qa" / "extract_qa.py"),
                         "--check"], capture_output=True, text=True)
     if "DIFFERENT" in r.stdout:
@@ -224,9 +227,35 @@ def test_committed_qa_sets_reextract():
             except deg.FormatError:
                 pytest.skip(f"{meta['source']} is another version than the set's")
     assert r.returncode == 0, r.stdout + r.stderr
-    for f in ("procps-faq", "xz-faq", "zlib-faq"):
+    for f in ("procps-faq", "xz-faq", "zlib-faq", "procps-faq-para", "xz-faq-para",
+              "zlib-faq-para", "xz-history"):
         meta, items = qa.load_qa(ROOT / "bench" / "qa" / f"{f}.json")
         assert len(items) >= 10
+        qa.qa_corpus(meta)  # the pinned source text
+
+
+def _words(s):
+    return re.findall(r"[a-z0-9]+", s.lower())
+
+
+def test_paraphrased_sets_do_not_copy_the_headings():
+    """The -para sets ask the FAQ's facts in other words: no question equals
+    its FAQ heading or shares a run of 4 words with it (the headings are in
+    the corpus, and bot A copies them into training questions), and the
+    answers are the extracted set's."""
+    for f in ("procps-faq", "xz-faq", "zlib-faq"):
+        _, orig = qa.load_qa(ROOT / "bench" / "qa" / f"{f}.json")
+        by_id = {it.id: it for it in orig}
+        d = json.loads((ROOT / "bench" / "qa" / f"{f}-para.json").read_text())
+        assert len(d["items"]) >= 10
+        for it in d["items"]:
+            o = by_id[it["id"]]
+            assert it["faq_question"] == o.question and it["answer"] == o.answer
+            assert it["offset"] == o.offset
+            q, h = _words(it["question"]), _words(o.question)
+            runs = {tuple(h[i:i + 4]) for i in range(len(h) - 3)}
+            shared = [q[i:i + 4] for i in range(len(q) - 3) if tuple(q[i:i + 4]) in runs]
+            assert q != h and not shared, (f, it["id"], it["question"], shared)
 
 
 def test_cli_train_budget(tiny, tmp_path):
