@@ -565,10 +565,16 @@ static deg_status check_schema(const json_t *root, dg_draft draft, const json_t 
     json_t *v;
     json_object_foreach((json_t *)s, k, v)
     {
-        if (dg_kw_is_unsupported(k) && strcmp(k, "const") != 0)
-            return dg_fail(DEG_ERR_SCHEMA, "schema at \"%s\": unsupported keyword \"%s\" (deg "
-                           "applies the keywords of deg-contract §5 only; deg.compile_schema "
-                           "rejects it too)", loc, k);
+        if (dg_kw_is_unsupported(k) && strcmp(k, "const") != 0) {
+            /* located at the keyword itself, as deg_plan_compile's error list does */
+            char *kl = dg_loc_key(loc, k);
+            deg_status st = kl ? dg_fail(DEG_ERR_SCHEMA, "schema at \"%s\": unsupported keyword "
+                                         "\"%s\" (deg applies the keywords of deg-contract §5 "
+                                         "only; deg.compile_schema rejects it too)", kl, k)
+                               : dg_fail(DEG_ERR_NOMEM, "deg_validate: out of memory");
+            free(kl);
+            return st;
+        }
         if (!dg_kw_is_structural(k) && !dg_kw_is_annotation(k)) continue;
         char *kl = dg_loc_key(loc, k);
         if (!kl) return dg_fail(DEG_ERR_NOMEM, "deg_validate: out of memory");

@@ -53,12 +53,18 @@ def test_score_levels_decimal_step():
     ({"allOf": [{"minimum": 10}]}, 'unsupported keyword "allOf"'),
     ({"not": {"type": "integer"}}, 'unsupported keyword "not"'),
     ({"type": "object", "minProperties": 3}, 'unsupported keyword "minProperties"'),
-    ({"properties": {"a": {"if": {"type": "integer"}}}}, '"/properties/a"'),
+    ({"properties": {"a": {"if": {"type": "integer"}}}}, '"/properties/a/if"'),
     (5, "not integer"), ([{"type": "integer"}], "not array"), (None, "not null"),
 ])
 def test_validate_refuses_what_it_does_not_apply(schema, where):
-    with pytest.raises(deg.SchemaError, match=where.replace("(", r"\(")):
+    with pytest.raises(deg.SchemaError, match=where.replace("(", r"\(")) as e:
         deg.validate(schema, 5)
+    # located like compile_schema's errors: [{"loc": pointer into the schema, "msg"}]
+    assert len(e.value.errors) == 1 and e.value.errors[0]["msg"] in str(e.value)
+    if isinstance(schema, dict):
+        kw = where.split('"')[1] if where.startswith("unsupported") else None
+        loc = e.value.errors[0]["loc"]
+        assert loc == ("/" + kw if kw else where.strip('"')), loc
     if isinstance(schema, dict):  # compile_schema refuses the same keywords
         with pytest.raises(deg.SchemaError):
             deg.compile_schema({"type": "object", "properties": {"x": schema}})

@@ -303,7 +303,8 @@ def test_deg_serve_bounds_each_fill_by_default(ckpt, tmp_path, capsys):
         fut = srv.engine.submit_fill({"context": "rows", "schema": wide_item(2000, 1)}).future
         with pytest.raises(deg.LimitError, match="^DEG_MAX_FORK_LEN 8192: one fork of") as e:
             fut.result(120)
-        assert "deg serve with --max-fork-tokens 0 (no fork-token caps)" in str(e.value)
+        assert ("deg serve with --max-fork-tokens 0 (no fork-token caps); a request's options"
+                in str(e.value)), e.value  # no second "(0 = none)" after the flag's own words
         # a limit of the request's own options is the request's to change
         fut = srv.engine.submit_fill({"context": "rows", "schema": wide_item(3, 3),
                                       "options": {"max_fields": 5}}).future

@@ -59,6 +59,8 @@ def flag_hint(message, who, tail=""):
     head = message[:i]
     for start, flag in LIMIT_FLAGS:
         if head.startswith(start):
+            if not flag.endswith(" N"):  # the flag names its value and says what it means
+                tail = tail.replace(" (0 = none)", "", 1)
             return f"{head}{LIFT_MARK}{who} {flag}{tail}"
     return message
 

@@ -9,9 +9,10 @@ formed but inadmissible: fractional integer, invalid calendar date),
 Utf8Error, ArgumentError, SchemaError.
 """
 import json
+import re
 
 from ._native import check, ffi, lib
-from .errors import ArgumentError, FillError, StateError
+from .errors import ArgumentError, FillError, SchemaError, StateError
 
 __all__ = [
     "parse_number", "parse_number_json", "parse_date", "parse_datetime", "format_check",
@@ -126,11 +127,22 @@ def validate(schema, value):
     return validate_json(st, vt)
 
 
+#: deg_validate's schema errors read 'schema at "<JSON pointer>": <why>' (lib/deg/validate.c)
+_SCHEMA_AT = re.compile(r'schema at "((?:[^"\\]|\\.)*)": (.*)', re.S)
+
+
 def validate_json(schema_json, value_json):
-    """validate() for JSON texts (str or bytes)."""
+    """validate() for JSON texts (str or bytes). A SchemaError's .errors is
+    [{"loc": pointer into the schema, "msg": why}], as compile_schema's."""
     n = ffi.new("size_t *")
     out = ffi.new("char **")
-    check(lib.deg_validate(_bytes(schema_json), _bytes(value_json), n, out))
+    try:
+        check(lib.deg_validate(_bytes(schema_json), _bytes(value_json), n, out))
+    except SchemaError as e:
+        m = _SCHEMA_AT.match(str(e))
+        if m and not e.errors:
+            e.errors = [{"loc": m.group(1), "msg": m.group(2)}]
+        raise
     return json.loads(_take_string(out))
 
 
