@@ -152,10 +152,11 @@ class Checkpoint(_Handle):
     def save(self, directory: StrPath, extra: Optional[Mapping[str, Any]] = None,
              backbone_path: bool = True) -> None:
         """Save this checkpoint (deg.json, heads.safetensors, its calibration and
-        LoRA adapters) into `directory` (deg_ckpt_save). The directory is
-        replaced as a whole: a save killed at any point leaves the previous
-        checkpoint loadable, never a mix of two saves, and the next save or
-        load removes a killed save's temporaries. extra: keys added to deg.json
+        LoRA adapters) into `directory` (deg_ckpt_save). A save killed at any
+        point leaves the previous checkpoint loadable by deg, never a mix of
+        two saves; until deg's next save or load repairs the directory (and
+        removes the temporaries), its raw files can be of two saves (the
+        previous heads in heads.safetensors.prev), so read it through deg. extra: keys added to deg.json
         (e.g. {"training": {...}}; deg's own keys raise ArgumentError).
         backbone_path=False leaves the backbone's path out of deg.json (it is
         then resolved by file name, as for a shipped checkpoint)."""
