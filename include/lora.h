@@ -31,6 +31,12 @@
  * qwen3_5's q_proj gives q and the attention
  * output gate, so its q target is [2*n_head*head_dim, n_embd] (the
  * projection adapted whole).
+ * Gemma 4 (gemma4_text): the shapes are each layer's own (its full layers'
+ * head_dim and KV heads, double-wide MLPs on its KV-sharing layers); a
+ * KV-sharing layer has no k, v (absent from its part of the layout), a full
+ * layer with V = K (attention_k_eq_v) no v (its k adapter also reaches V, the
+ * raw k_proj output); the routed experts, the router and the per-layer-input
+ * projections are not adapted.
  *
  * Training (deg_lora_tape_*): fork rows over a frozen trunk are run forward
  * with their adapters, keeping what the backward needs; the caller computes

@@ -24,9 +24,10 @@ static int tref_cmp(const void *a, const void *b)
     return x->idx < y->idx ? -1 : (x->idx > y->idx);
 }
 
-/* Loss and dz of one logits row zb [V] for the entries [e0, e1) of tr. */
-static double row_loss(float *zb, size_t V, const dg_distill_loss *d, const tref *tr, size_t e0,
-                       size_t e1, double invN, int grad)
+/* Loss of one logits row zb [V] for the entries [e0, e1) of tr; with dz
+ * (non-NULL) the gradient at zb into dz [V]. */
+static double row_loss(const float *zb, float *dz, size_t V, const dg_distill_loss *d,
+                       const tref *tr, size_t e0, size_t e1, double invN)
 {
     float mx = -INFINITY;
     for (size_t j = 0; j < V; j++) if (zb[j] > mx) mx = zb[j];
@@ -39,12 +40,12 @@ static double row_loss(float *zb, size_t V, const dg_distill_loss *d, const tref
         loss += -w * ((double)zb[t->token] - lse) * invN;
         wsum += w;
     }
-    if (!grad) return loss;
+    if (!dz) return loss;
     /* dz = (wsum * softmax(z) - sum_e w_e onehot(token_e)) / N */
-    for (size_t j = 0; j < V; j++) zb[j] = (float)(wsum * exp((double)zb[j] - lse) * invN);
+    for (size_t j = 0; j < V; j++) dz[j] = (float)(wsum * exp((double)zb[j] - lse) * invN);
     for (size_t e = e0; e < e1; e++) {
         const deg_distill_target *t = &d->targets[tr[e].idx];
-        zb[t->token] -= (float)(exp((double)t->logprob) * invN);
+        dz[t->token] -= (float)(exp((double)t->logprob) * invN);
     }
     return loss;
 }
@@ -59,8 +60,9 @@ deg_status dg_distill_loss_fn(const deg_model *m, const float *x, size_t T, floa
     tref *tr = malloc((n ? n : 1) * sizeof *tr);
     float *hn = malloc(sizeof(float) * B * E), *xr = malloc(sizeof(float) * B * E);
     float *z = malloc(sizeof(float) * B * V), *dhn = malloc(sizeof(float) * B * E);
-    if (!tr || !hn || !xr || !z || !dhn) {
-        free(tr); free(hn); free(xr); free(z); free(dhn);
+    float *dz = dx ? malloc(sizeof(float) * B * V) : NULL;
+    if (!tr || !hn || !xr || !z || !dhn || (dx && !dz)) {
+        free(tr); free(hn); free(xr); free(z); free(dhn); free(dz);
         return dg_fail(DEG_ERR_NOMEM, "training loss: out of memory");
     }
     for (size_t i = 0; i < n; i++) tr[i] = (tref){d->targets[i].position, i};
@@ -87,12 +89,12 @@ deg_status dg_distill_loss_fn(const deg_model *m, const float *x, size_t T, floa
         dg_rmsnorm_rows(hn, xr, m->out_norm, nb, E, m->hp.rms_eps);
         dg_lm_head(m, hn, nb, z);
         for (size_t b = 0; b < nb; b++)
-            loss += row_loss(z + b * V, V, d, tr, first[b], first[b + 1], invN, dx != NULL);
+            loss += row_loss(z + b * V, dz ? dz + b * V : NULL, V, d, tr, first[b],
+                             first[b + 1], invN);
         if (dx) {
-            deg_status st = dg_weight_backward_x(&m->lm_head, (int64_t)nb, z, (int64_t)V, dhn,
-                                                 (int64_t)E, 0);
+            deg_status st = dg_lm_head_backward(m, z, dz, nb, dhn);
             if (st != DEG_OK) {
-                free(tr); free(hn); free(xr); free(z); free(dhn);
+                free(tr); free(hn); free(xr); free(z); free(dhn); free(dz);
                 return st;
             }
             for (size_t b = 0; b < nb; b++)
@@ -100,7 +102,7 @@ deg_status dg_distill_loss_fn(const deg_model *m, const float *x, size_t T, floa
                                     m->out_norm, 1, E, m->hp.rms_eps, 1);
         }
     }
-    free(tr); free(hn); free(xr); free(z); free(dhn);
+    free(tr); free(hn); free(xr); free(z); free(dhn); free(dz);
     *loss_out = (float)loss;
     return DEG_OK;
 }

@@ -142,8 +142,8 @@ static deg_status visit(const deg_lora *l, int32_t selector, visit_fn f, void *u
                 if (o == (size_t)-1) continue;
                 snprintf(na, sizeof na, "%s.layers.%d.%s.lora_A", names[a], il, TARGET_NAMES[t]);
                 snprintf(nb, sizeof nb, "%s.layers.%d.%s.lora_B", names[a], il, TARGET_NAMES[t]);
-                DG_TRY(f(ud, na, nb, l->p.rank, (int64_t)l->in[t], (int64_t)l->out[t],
-                         l->data + o));
+                DG_TRY(f(ud, na, nb, l->p.rank, (int64_t)dg_lora_in(l, il, t),
+                         (int64_t)dg_lora_out(l, il, t), l->data + o));
             }
     return DEG_OK;
 }

@@ -51,35 +51,61 @@ static void pool_free(pool *p)
 }
 
 /* All fields but x_in, for layer il (il < 0: one set reused by every layer,
- * sized for any of them). Recurrent layers keep x_mid and the MLP's gate/up
- * only; att is kept when save_att (adapters: their backward reads it) or
- * for a gated attention (qwen3_5: q_proj also gives the output gate, whose
- * backward needs the attention output before it). */
+ * sized for any of them), at each layer's own attention geometry and MLP
+ * width. Recurrent layers keep x_mid and the MLP's gate/up only; att is
+ * kept when save_att (adapters: their backward reads it) or for a gated
+ * attention (qwen3_5: q_proj also gives the output gate, whose backward
+ * needs the attention output before it); the architecture's train_saves
+ * add Gemma 4's (layer.h). A KV-sharing layer keeps no K/V of its own. */
 static void acts_alloc(pool *p, const deg_model *m, size_t T, int il, int save_att,
                        dg_layer_acts *a)
 {
     const dg_hparams *hp = &m->hp;
-    size_t D = (size_t)hp->head_dim, QD = (size_t)hp->n_head * D, KD = (size_t)hp->n_head_kv * D;
-    int kv = 0, qk_norm = 0;
+    int g4 = (m->arch->train_saves & DG_SAVE_GEMMA4) != 0;
+    size_t QD = 0, KD = 0, F = (size_t)hp->n_ff;
+    int attn = 0, qk_norm = 0;
     for (int j = il < 0 ? 0 : il; j < (il < 0 ? hp->n_layer : il + 1); j++) {
         const dg_layer *L = &m->layers[j];
-        kv |= L->has_kv;
-        qk_norm |= L->has_kv && L->q_norm != NULL;
-        save_att |= L->has_kv && L->wq.rows > (int64_t)QD;
+        if ((size_t)L->w_gate.rows > F) F = (size_t)L->w_gate.rows;
+        if (!L->has_kv && !L->kv_shared) continue;
+        size_t qd = (size_t)hp->n_head * (size_t)L->head_dim;
+        attn = 1;
+        if (qd > QD) QD = qd;
+        if (L->has_kv && L->kv_row > KD) KD = L->kv_row;
+        qk_norm |= L->q_norm != NULL;
+        save_att |= L->wq.rows > (int64_t)qd;
     }
     memset(a, 0, sizeof *a);
-    if (kv) {
-        a->q_pre = qk_norm ? palloc(p, T * QD) : NULL;
-        a->k_pre = qk_norm ? palloc(p, T * KD) : NULL;
+    if (attn) {
+        a->q_pre = qk_norm || g4 ? palloc(p, T * QD) : NULL;
         a->q = palloc(p, T * QD);
+        a->stats = palloc(p, T * (size_t)hp->n_head * 2);
+        a->att = save_att || g4 ? palloc(p, T * QD) : NULL;
+    }
+    if (KD) {
+        a->k_pre = qk_norm || g4 ? palloc(p, T * KD) : NULL;
         a->k = palloc(p, T * KD);
         a->v = palloc(p, T * KD);
-        a->stats = palloc(p, T * (size_t)hp->n_head * 2);
-        a->att = save_att ? palloc(p, T * QD) : NULL;
+        a->v_pre = g4 ? palloc(p, T * KD) : NULL;
     }
     a->x_mid = palloc(p, T * (size_t)hp->n_embd);
-    a->gate = palloc(p, T * (size_t)hp->n_ff);
-    a->up = palloc(p, T * (size_t)hp->n_ff);
+    a->x_ffn = g4 ? palloc(p, T * (size_t)hp->n_embd) : NULL;
+    a->gate = palloc(p, T * F);
+    a->up = palloc(p, T * F);
+}
+
+/* One activation set for every layer (checkpointing, or a forward only): a
+ * layer whose K/V a later KV-sharing layer reads keeps them in rows of its
+ * own, as the set's are overwritten by the layers in between. */
+static void share_sources(pool *p, const deg_model *m, size_t T, const dg_layer_acts *set,
+                          float **ok, float **ov)
+{
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        int src = m->layers[il].kv_src;
+        if (!m->layers[il].kv_shared || ok[src] != set->k) continue;
+        ok[src] = palloc(p, T * m->layers[src].kv_row);
+        ov[src] = palloc(p, T * m->layers[src].kv_row);
+    }
 }
 
 /* Recurrent blocks of the pass: one working block per segment (every layer
@@ -126,6 +152,7 @@ struct dg_train_state {
     int64_t *pos;
     int full;              /* one activation set per layer */
     int want_bwd, done_bwd;
+    float **share;         /* [2 * n_layer] dg_layer_grad.dk_share | dv_share or NULL */
 };
 
 static deg_status state_init(dg_train_state *r, const deg_model *m, const dg_train_args *a)
@@ -164,6 +191,7 @@ static deg_status state_init(dg_train_state *r, const deg_model *m, const dg_tra
         r->ok[il] = r->acts[r->full ? il : 0].k;
         r->ov[il] = r->acts[r->full ? il : 0].v;
     }
+    if (!r->full) share_sources(p, m, T, &r->acts[0], r->ok, r->ov);
     last_act_bytes = p->bytes - bytes0;
     if (p->failed)
         return dg_fail(DEG_ERR_NOMEM, "training forward: cannot allocate activations for %zu "
@@ -196,6 +224,7 @@ void dg_train_state_free(dg_train_state *r)
     free(r->b.segs);
     free(r->seg_rec);
     free(r->rec0);
+    free(r->share);
     free(r);
 }
 
@@ -210,12 +239,18 @@ static void layer_fwd(dg_train_state *r, int il, float *x)
     r->m->arch->forward_layer(r->m, il, &r->b, x);
 }
 
+deg_status dg_train_check(const deg_model *m, const char *who)
+{
+    if (!m->arch->backward_layer)
+        return dg_fail(DEG_ERR_UNSUPPORTED, "%s: architecture '%s' has no layer backward (it "
+                       "cannot be trained)", who, m->arch->name);
+    return DEG_OK;
+}
+
 deg_status dg_train_forward(const deg_model *m, const dg_train_args *a, dg_train_state **out)
 {
     *out = NULL;
-    if (!m->arch->backward_layer)
-        return dg_fail(DEG_ERR_UNSUPPORTED, "training: architecture '%s' has no layer backward",
-                       m->arch->name);
+    DG_TRY(dg_train_check(m, "training"));
     dg_train_state *r = calloc(1, sizeof *r);
     if (!r) return dg_fail(DEG_ERR_NOMEM, "training forward: out of memory");
     r->m = m;
@@ -229,6 +264,7 @@ deg_status dg_train_forward(const deg_model *m, const dg_train_args *a, dg_train
     }
     for (size_t i = 0; i < a->T; i++)
         dg_weight_get_row(&m->tok_embd, a->ids[i], r->x + i * E);
+    if (a->T && m->arch->begin_pass) m->arch->begin_pass(m, &r->b, r->x, a->ids, r->pos);
     for (int il = 0; a->T && il < m->hp.n_layer; il++) layer_fwd(r, il, r->x);
     *out = r;
     return DEG_OK;
@@ -243,17 +279,34 @@ deg_status dg_train_backward(dg_train_state *r, float *dx)
     if (!r->want_bwd || r->done_bwd)
         return dg_fail(DEG_ERR_INTERNAL, "training backward: no saved forward");
     r->done_bwd = 1;
-    size_t T = a->T, E = (size_t)m->hp.n_embd, D = (size_t)m->hp.head_dim;
-    size_t QD = (size_t)m->hp.n_head * D, KD = (size_t)m->hp.n_head_kv * D;
-    size_t F = (size_t)m->hp.n_ff;
+    size_t T = a->T, E = (size_t)m->hp.n_embd, QD = m->max_qd, KD = m->max_kd;
+    size_t F = m->max_ff, NL = (size_t)m->hp.n_layer;
     if (T == 0) return DEG_OK;
     pool *p = &r->p;
+    /* KV sharing: the gradient into a source layer's own K/V rows from the
+     * later layers that read them, added in at the source's backward */
+    float **share = NULL;
+    for (size_t il = 0; il < NL; il++) {
+        const dg_layer *L = &m->layers[il];
+        if (!L->kv_shared) continue;
+        if (!share && !(share = calloc(2 * NL, sizeof *share)))
+            return dg_fail(DEG_ERR_NOMEM, "training backward: out of memory");
+        size_t src = (size_t)L->kv_src, n = T * m->layers[src].kv_row;
+        if (!share[src]) {
+            share[src] = palloc(p, n);
+            share[NL + src] = palloc(p, n);
+            if (share[src]) memset(share[src], 0, sizeof(float) * n);
+            if (share[NL + src]) memset(share[NL + src], 0, sizeof(float) * n);
+        }
+    }
+    r->share = share;
     dg_layer_grad g = {.dxn = palloc(p, T * E), .datt = palloc(p, T * QD),
                        .dq = palloc(p, T * QD), .dk = palloc(p, T * KD), .dv = palloc(p, T * KD),
                        .dh = palloc(p, T * F), .dgate = palloc(p, T * F),
                        .dup = palloc(p, T * F), .dpk = a->P ? a->dpk : NULL,
                        .dpv = a->P ? a->dpv : NULL, .dlora = a->dlora,
-                       .prec = r->rec0, .dprec = a->dprec};
+                       .prec = r->rec0, .dprec = a->dprec, .dk_share = share,
+                       .dv_share = share ? share + NL : NULL};
     if (a->dlora) {
         g.xn = palloc(p, T * E);
         g.h = palloc(p, T * F);

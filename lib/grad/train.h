@@ -1,6 +1,6 @@
 /* Training forward and backward of token sequences behind a prefix of K/V
  * rows (and, on hybrids, initial recurrent states), through a frozen model
- * (llama, qwen3, lfm2, qwen3_5). The forward is the inference
+ * (llama, qwen3, lfm2, qwen3_5, gemma4). The forward is the inference
  * forward's layer (lib/model/layer_std.c, one code path; so with the same
  * prefix its logits are bitwise equal to a fork's) told to keep what the
  * backward (lib/model/layer_std_bwd.c) needs; the loss is the caller's (a
@@ -85,6 +85,11 @@ const float *dg_train_final(const dg_train_state *s);
 /* dx [T, n_embd]: dL/d(final residual), used as scratch. Once per state. */
 deg_status dg_train_backward(dg_train_state *s, float *dx);
 void dg_train_state_free(dg_train_state *s);
+
+/* DEG_OK when the model's architecture has a layer backward (every
+ * training entry needs one; self-study checks it before it synthesises any
+ * conversation), else DEG_ERR_UNSUPPORTED naming it, prefixed by who. */
+deg_status dg_train_check(const deg_model *m, const char *who);
 
 /* Errors: DEG_ERR_UNSUPPORTED (architecture without a layer backward),
  * DEG_ERR_NOMEM, the loss callback's. dpk != NULL needs loss_fn. */

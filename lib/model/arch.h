@@ -110,6 +110,8 @@ struct deg_model {
                                   dg_batch's (dg_batch.rbuf); set by the architecture */
     size_t max_qd, max_kd;     /* the largest n_head * head_dim, n_head_kv * head_dim over
                                   the layers (load.c; the pass buffers q/att, k/v) */
+    size_t max_ff;             /* the largest MLP width over the layers (load.c: the
+                                  w_gate rows; Gemma 4's double-wide MLPs) */
     float final_softcap;       /* > 0: logits = c * tanh(logits / c) (Gemma 4's
                                   final_logit_softcapping; dg_lm_head); 0: none */
 };
@@ -162,11 +164,17 @@ struct dg_arch {
      * projections of a hybrid; its recurrent layers' projections are not
      * adapted. */
     int lora;
+    /* What the training forward's saved sets (layer.h dg_layer_acts) hold
+     * beyond the standard layer's: DG_SAVE_GEMMA4 = q_pre, k_pre, v_pre, att
+     * and x_ffn on every layer; 0: the standard sets. */
+    unsigned train_saves;
     /* Optional: [out, in] of a recurrent layer's projection adapted by target
      * t (DG_LORA_REC_IN / REC_Z / REC_OUT, lora_internal.h); both 0 when the
      * architecture has none. NULL: no recurrent targets. */
     void (*rec_lora_dims)(const deg_model *m, int t, size_t *in, size_t *out);
 };
+
+#define DG_SAVE_GEMMA4 1u
 
 /* NULL if unknown. The table lives in arch_table.c. */
 const dg_arch *dg_arch_find(const char *name);

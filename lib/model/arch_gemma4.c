@@ -29,6 +29,7 @@
 #include "base/status.h"
 #include "model/arch.h"
 #include "model/arch_gemma4.h"
+#include "model/layer_bwd.h"
 #include "model/ops.h"
 
 static deg_status cfg_int(json_t *cfg, const char *key, int32_t dflt, int32_t lo, int32_t *out,
@@ -340,5 +341,7 @@ const dg_arch dg_arch_gemma4 = {
     .begin_pass = dg_g4_begin_pass,
     .load_layer = g4_load_layer,
     .forward_layer = dg_g4_forward_layer,
-    .backward_layer = NULL, /* no backward yet: training refuses Gemma 4 */
+    .backward_layer = dg_backward_gemma4_layer,
+    .train_saves = DG_SAVE_GEMMA4,
+    .lora = 1,
 };

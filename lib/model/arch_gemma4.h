@@ -4,6 +4,7 @@
 #define DG_MODEL_ARCH_GEMMA4_H
 
 #include <stddef.h>
+#include <math.h>
 #include <stdint.h>
 
 #include "model/arch.h"
@@ -59,6 +60,43 @@ typedef struct g4_layer {
     const float *pre_ffn_norm_2, *post_ffn_norm_1, *post_ffn_norm_2; /* [n_embd] */
     const float *ones;                           /* [n_embd] (the router's scale-free norm) */
 } g4_layer;
+
+/* The pass scratch (dg_batch.rbuf), regions of M rows each: begin_pass
+ * writes ple and the RoPE tables, the layers the rest (the backward,
+ * arch_gemma4_bwd.c, reads ple and the tables). */
+typedef struct g4_buf {
+    float *ple;          /* [M, n_layer * ple_dim] per-layer inputs */
+    float *ple_tok;      /* [M, n_layer * ple_dim] their token-identity part */
+    float *cos[2], *sin[2]; /* [M, head_dim / 2] of the sliding [0] / full [1] layers */
+    float *gate, *up;    /* [M, max_ff] */
+    float *pg;           /* [M, ple_dim] */
+    float *moe_out;      /* [M, n_embd] the experts' sum (MoE) */
+    float *moe_tmp;      /* [M, moe_scratch] per-token router / expert temporaries */
+} g4_buf;
+g4_buf dg_g4_regions(const deg_model *m, const dg_batch *b);
+
+/* gelu_pytorch_tanh: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+static inline float dg_gelu_tanh(float x)
+{
+    const float k = 0.7978845608028654f;
+    return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
+}
+
+/* The router of one token (Gemma4TextRouter): p [n_exp] = softmax(router(
+ * norm(x) * scale / sqrt(E))) with its top_k entries (ties: the lower index)
+ * marked by negating into -1 - p; returns their sum. r: [n_embd] scratch. */
+float dg_g4_route(const deg_model *m, const g4_layer *g, const float *x, float *r, float *p);
+
+/* The routed experts of one token's residual x [n_embd] into out [n_embd]
+ * (before post_feedforward_layernorm_2); t: dg_g4_moe_scratch floats. */
+void dg_g4_moe_token(const deg_model *m, const g4_layer *g, const float *x, float *out, float *t);
+size_t dg_g4_moe_scratch(const deg_model *m);
+
+/* Expert e of one token (Gemma4TextExperts): gu [2 moe_ff] = gate_up_e h2
+ * (pre-activations), h [moe_ff] = gelu(gate) * up (may alias gu), o [n_embd]
+ * = down_e h. */
+void dg_g4_expert(const deg_model *m, const g4_layer *g, size_t e, const float *h2, float *gu,
+                  float *h, float *o);
 
 /* Scratch floats per token of a pass (deg_model.scratch_per_token). */
 size_t dg_g4_scratch(const deg_model *m);

@@ -24,6 +24,20 @@ deg_status dg_lm_head(const deg_model *m, const float *hidden, size_t n, float *
     return DEG_OK;
 }
 
+deg_status dg_lm_head_backward(const deg_model *m, const float *logits, float *dlogits, size_t n,
+                               float *dhidden)
+{
+    size_t E = (size_t)m->hp.n_embd, V = (size_t)m->hp.n_vocab;
+    float c = m->final_softcap;
+    if (c > 0.0f) /* d(c tanh(z / c)) / dz = 1 - tanh^2 */
+        for (size_t i = 0; i < n * V; i++) {
+            float t = logits[i] / c;
+            dlogits[i] *= 1.0f - t * t;
+        }
+    return dg_weight_backward_x(&m->lm_head, (int64_t)n, dlogits, (int64_t)V, dhidden,
+                                (int64_t)E, 0);
+}
+
 /* Scratch of one dg_forward call, allocated once and released as a whole. */
 typedef struct dg_arena {
     float *x, *hn, *rope_cos, *rope_sin, *logits, *lhid;

@@ -47,11 +47,17 @@ typedef struct dg_seg {
  *   attention output (saved only when the caller allocates it: the LoRA
  *   backward needs it, and qwen3_5's gated attention, whose att is before the
  *   output gate).
+ * Gemma 4 (dg_arch.train_saves DG_SAVE_GEMMA4) also saves v_pre [M, Hkv*D]
+ * (v before its norm), x_ffn [M, E] (the residual after the feed-forward
+ * half, the per-layer-input block's input), and q_pre / k_pre and att on
+ * every attention layer; its full layers have their own head_dim / KV heads
+ * (the sets are sized by the widest layer or the layer's own geometry).
  * A recurrent layer (lfm2 short conv, Gated DeltaNet) saves x_in, x_mid and
  * the MLP's gate/up only: its backward recomputes the block from x_in and the
  * initial state (dg_layer_grad.prec) with the forward's own code. */
 typedef struct dg_layer_acts {
     float *x_in, *q_pre, *k_pre, *q, *k, *v, *stats, *x_mid, *gate, *up, *att;
+    float *v_pre, *x_ffn;
 } dg_layer_acts;
 
 struct dg_batch {

@@ -4,7 +4,8 @@
  * standard llama/qwen3 layer's (and the MLP half every architecture shares)
  * in layer_std_bwd.c, beside layer_std.c whose saved activations
  * (dg_layer_acts) it reads; lfm2's short-conv block in arch_lfm2_bwd.c,
- * qwen3_5's Gated DeltaNet and gated attention in arch_qwen3_5_bwd.c. */
+ * qwen3_5's Gated DeltaNet and gated attention in arch_qwen3_5_bwd.c, Gemma 4's
+ * layer in arch_gemma4_bwd.c. */
 #ifndef DG_MODEL_LAYER_BWD_H
 #define DG_MODEL_LAYER_BWD_H
 
@@ -33,23 +34,33 @@ typedef struct dg_layer_grad {
      * none). */
     const float *const *prec;
     float *const *dprec;
+    /* KV sharing (Gemma 4): dk_share[src], dv_share[src] [M, kv_row of src]
+     * the gradient into layer src's own K/V rows from the later layers that
+     * attend them (accumulated there, added in at src's backward); NULL
+     * array: the model shares none. */
+    float *const *dk_share, *const *dv_share;
 } dg_layer_grad;
 
 /* The architectures' layer backwards (dg_arch.backward_layer, whose contract
  * arch.h states: dx [M, E] from dL/d(layer output) to dL/d(layer input)) of
- * llama and qwen3, lfm2, qwen3_5. */
+ * llama and qwen3, lfm2, qwen3_5, gemma4. */
 deg_status dg_backward_std_layer(const deg_model *m, int il, dg_batch *b,
                                  const dg_layer_acts *a, float *dx, const dg_layer_grad *g);
 deg_status dg_backward_lfm2_layer(const deg_model *m, int il, dg_batch *b,
                                   const dg_layer_acts *a, float *dx, const dg_layer_grad *g);
 deg_status dg_backward_qwen3_5_layer(const deg_model *m, int il, dg_batch *b,
                                      const dg_layer_acts *a, float *dx, const dg_layer_grad *g);
+deg_status dg_backward_gemma4_layer(const deg_model *m, int il, dg_batch *b,
+                                    const dg_layer_acts *a, float *dx, const dg_layer_grad *g);
 
 /* Pieces of the standard layer's backward for the other architectures:
  * dg_backward_mlp: dx (dL/d layer output) becomes dL/d x_mid (through the
  * residual and the SwiGLU MLP, adapters included; reads a->x_mid, gate, up).
  * dg_backward_attn_segs: the attention of every segment, g->datt -> g->dq,
- * dk, dv (and the prefix K/V gradients g->dpk, dpv). dg_backward_lora: the
+ * dk, dv (and the prefix K/V gradients g->dpk, dpv), at the layer's own
+ * geometry (dg_layer: head_dim, n_head_kv, score scale, window; a KV-sharing
+ * layer reads layer kv_src's rows, so its prefix gradient goes to
+ * g->dpk[kv_src] and g->dk, dv are the gradient into kv_src's own rows). dg_backward_lora: the
  * adapters of target t (DG_LORA_*) of the segments that run one: dy [M, ldy]
  * the gradient at the projection's output, x [M, ldx] its input; dx [M, ldx]
  * += the adapters' share, their parameters' gradient into g->dlora (no-op
@@ -64,7 +75,8 @@ deg_status dg_backward_mlp(const deg_model *m, int il, const dg_batch *b, const 
  * dg_backward_attn_input: from dq [M, ldq] (the gradient at q_proj's output: ldq =
  * n_head * head_dim, or twice that for qwen3_5's [q | gate] rows), g->dk and g->dv
  * through q/k/v_proj and their adapters (xn [M, E]: the normed input, read only with
- * g->dlora) and the attention norm: dx += dL/d x_in (dx holds the residual's share). */
+ * g->dlora) and the attention norm: dx += dL/d x_in (dx holds the residual's share).
+ * The per-head q/k norms of dg_backward_qk_norm are at the layer's head_dim. */
 deg_status dg_backward_attn_core(const deg_model *m, int il, const dg_batch *b,
                                  const dg_layer_acts *a, const dg_layer_grad *g);
 deg_status dg_backward_attn_input(const deg_model *m, int il, const dg_batch *b,

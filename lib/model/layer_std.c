@@ -45,8 +45,9 @@ void dg_lora_add_segs(const dg_batch *b, int il, int t, const float *x, size_t l
         const float *A = s->adapter >= 0 ? dg_lora_A(s->lora, s->adapter, il, t) : NULL;
         if (!A) continue;
         const deg_lora *l = s->lora;
+        size_t in = dg_lora_in(l, il, t);
         dg_lora_rows(y + s->t0 * ldy, ldy, x + s->t0 * ldx, ldx, s->n, A,
-                     A + (size_t)l->p.rank * l->in[t], l->p.rank, l->in[t], l->out[t], l->scale);
+                     A + (size_t)l->p.rank * in, l->p.rank, in, dg_lora_out(l, il, t), l->scale);
     }
 }
 

@@ -2,6 +2,7 @@
  * forward is lib/model/layer_std.c (see layer_bwd.h). */
 #include "model/layer_bwd.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "base/status.h"
@@ -19,23 +20,27 @@ void dg_rmsnorm_backward_rows(float *dx, const float *dy, const float *x, const 
 }
 
 /* Attention backward per segment (layer_bwd.h): segment s attends to its
- * prefix and causally to its own rows (one kernel call on row slices). */
+ * prefix and causally to its own rows (one kernel call on row slices; the
+ * own rows are where the forward appended them, s->ok[kv_src]). */
 deg_status dg_backward_attn_segs(const deg_model *m, int il, const dg_batch *b,
                                 const dg_layer_acts *a, const dg_layer_grad *g)
 {
     const dg_hparams *hp = &m->hp;
-    size_t D = (size_t)hp->head_dim, QD = (size_t)hp->n_head * D, KD = (size_t)hp->n_head_kv * D;
-    int nt = b->n_threads;
+    const dg_layer *L = &m->layers[il];
+    int src = L->kv_src, D = L->head_dim, nt = b->n_threads;
+    size_t QD = (size_t)hp->n_head * (size_t)D, KD = L->kv_row;
+    float scale = L->attn_scale > 0.0f ? L->attn_scale : 1.0f / sqrtf((float)D);
     for (size_t si = 0; si < b->n_segs; si++) {
         const dg_seg *s = &b->segs[si];
         size_t t0 = s->t0, P = s->prefix_len;
-        const float *pk = s->pk ? s->pk[il] : NULL, *pv = s->pv ? s->pv[il] : NULL;
-        DG_TRY(dg_attention_backward(g->dq + t0 * QD, g->dpk ? g->dpk[il] : NULL,
-                                     g->dpv ? g->dpv[il] : NULL, g->dk + t0 * KD,
-                                     g->dv + t0 * KD, g->datt + t0 * QD, a->q + t0 * QD, pk, pv,
-                                     P, a->k + t0 * KD, a->v + t0 * KD, s->n, hp->n_head,
-                                     hp->n_head_kv, (int)D, a->stats + t0 * (size_t)hp->n_head * 2,
-                                     nt));
+        const float *pk = s->pk ? s->pk[src] : NULL, *pv = s->pv ? s->pv[src] : NULL;
+        const float *ko = s->ok[src] + s->own_base * KD, *vo = s->ov[src] + s->own_base * KD;
+        DG_TRY(dg_attention_backward_win(g->dq + t0 * QD, g->dpk ? g->dpk[src] : NULL,
+                                         g->dpv ? g->dpv[src] : NULL, g->dk + t0 * KD,
+                                         g->dv + t0 * KD, g->datt + t0 * QD, a->q + t0 * QD, pk,
+                                         pv, P, ko, vo, s->n, hp->n_head, L->n_head_kv, D, scale,
+                                         (size_t)L->window,
+                                         a->stats + t0 * (size_t)hp->n_head * 2, nt));
     }
     return DEG_OK;
 }
@@ -52,10 +57,10 @@ void dg_backward_lora(const dg_batch *b, int il, int t, const dg_layer_grad *g, 
         const deg_lora *l = s->lora;
         size_t o = dg_lora_offset(l, s->adapter, il, t);
         if (o == (size_t)-1) continue;
-        size_t ra = (size_t)l->p.rank * l->in[t];
+        size_t in = dg_lora_in(l, il, t), ra = (size_t)l->p.rank * in;
         dg_lora_rows_backward(g->dlora + o, g->dlora + o + ra, dx + s->t0 * ldx, ldx,
                               dy + s->t0 * ldy, ldy, x + s->t0 * ldx, ldx, s->n, l->data + o,
-                              l->data + o + ra, l->p.rank, l->in[t], l->out[t], l->scale);
+                              l->data + o + ra, l->p.rank, in, dg_lora_out(l, il, t), l->scale);
     }
 }
 
@@ -97,8 +102,8 @@ void dg_backward_qk_norm(const deg_model *m, int il, const dg_batch *b, const dg
 {
     const dg_hparams *hp = &m->hp;
     const dg_layer *L = &m->layers[il];
-    size_t T = b->n_tokens, D = (size_t)hp->head_dim;
-    size_t QD = (size_t)hp->n_head * D, KD = (size_t)hp->n_head_kv * D;
+    size_t T = b->n_tokens, D = (size_t)L->head_dim;
+    size_t QD = (size_t)hp->n_head * D, KD = L->kv_row;
     /* In place (the kernel reads a row's dy before writing). */
     if (L->q_norm) {
         memcpy(g->datt, g->dq, sizeof(float) * T * QD);
@@ -107,8 +112,8 @@ void dg_backward_qk_norm(const deg_model *m, int il, const dg_batch *b, const dg
     }
     if (L->k_norm) {
         memcpy(g->datt, g->dk, sizeof(float) * T * KD);
-        dg_rmsnorm_backward_rows(g->dk, g->datt, a->k_pre, L->k_norm, T * hp->n_head_kv, D,
-                                 hp->rms_eps, 0);
+        dg_rmsnorm_backward_rows(g->dk, g->datt, a->k_pre, L->k_norm, T * (size_t)L->n_head_kv,
+                                 D, hp->rms_eps, 0);
     }
 }
 

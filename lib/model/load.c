@@ -443,14 +443,16 @@ done:
 }
 
 /* Every attention layer's geometry (arch.h dg_layer): the model's where its
- * architecture left it 0; the pass buffers' widths (max_qd, max_kd). */
+ * architecture left it 0; the pass buffers' widths (max_qd, max_kd, max_ff). */
 static void layer_geometry(deg_model *m)
 {
     const dg_hparams *hp = &m->hp;
     m->max_qd = (size_t)hp->n_head * (size_t)hp->head_dim;
     m->max_kd = (size_t)hp->n_head_kv * (size_t)hp->head_dim;
+    m->max_ff = (size_t)hp->n_ff;
     for (int il = 0; il < hp->n_layer; il++) {
         dg_layer *L = &m->layers[il];
+        if ((size_t)L->w_gate.rows > m->max_ff) m->max_ff = (size_t)L->w_gate.rows;
         if (!L->has_kv && !L->kv_shared) continue;
         if (!L->head_dim) L->head_dim = hp->head_dim;
         if (!L->n_head_kv) L->n_head_kv = hp->n_head_kv;

@@ -24,34 +24,41 @@ deg_lora_params deg_lora_default_params(void)
                              .n_adapters = 1, .seed = 0};
 }
 
-/* q's out is the q projection's rows: n_head * head_dim, or twice that for
- * qwen3_5's gated attention (q_proj gives q and the output gate; the adapter
- * adapts the projection whole, as peft does). */
-static void target_dims(const deg_model *m, size_t *in, size_t *out)
+/* Layer il's [out, in] per target, from its weights: q's out is the q
+ * projection's rows (n_head * head_dim of the layer, or twice that for
+ * qwen3_5's gated attention: q_proj gives q and the output gate; the adapter
+ * adapts the projection whole, as peft does), o's in its columns; the MLP's
+ * width is the layer's (Gemma 4's double-wide MLPs); the recurrent targets
+ * are the architecture's (rec_lora_dims). A target the layer lacks gets its
+ * model-wide shape (never allocated: has_target). */
+static void target_dims(const deg_model *m, int il, size_t *in, size_t *out)
 {
     const dg_hparams *hp = &m->hp;
+    const dg_layer *L = &m->layers[il];
     size_t E = (size_t)hp->n_embd, QD = (size_t)hp->n_head * hp->head_dim;
-    size_t KD = (size_t)hp->n_head_kv * hp->head_dim, F = (size_t)hp->n_ff, QO = QD;
-    for (int il = 0; il < hp->n_layer; il++)
-        if (m->layers[il].has_kv) {
-            QO = (size_t)m->layers[il].wq.rows;
-            break;
-        }
-    size_t i[DG_LORA_N_TARGETS] = {E, E, E, QD, E, E, F};
-    size_t o[DG_LORA_N_TARGETS] = {QO, KD, KD, E, F, F, E};
+    size_t KD = (size_t)hp->n_head_kv * hp->head_dim, F = (size_t)hp->n_ff;
+    size_t QO = L->wq.rows ? (size_t)L->wq.rows : QD, OI = L->wo.cols ? (size_t)L->wo.cols : QD;
+    size_t FG = L->w_gate.rows ? (size_t)L->w_gate.rows : F;
+    size_t FD = L->w_down.cols ? (size_t)L->w_down.cols : F;
+    if (L->kv_row) KD = L->kv_row;
+    size_t i[DG_LORA_N_TARGETS] = {E, E, E, OI, E, E, FD};
+    size_t o[DG_LORA_N_TARGETS] = {QO, KD, KD, E, FG, FG, E};
     for (int t = DG_LORA_REC_IN; t < DG_LORA_N_TARGETS; t++)
         if (m->arch->rec_lora_dims) m->arch->rec_lora_dims(m, t, &i[t], &o[t]);
     memcpy(in, i, sizeof i);
     memcpy(out, o, sizeof o);
 }
 
-/* 1 if layer il has target t's projection. */
+/* 1 if layer il has target t's projection (a KV-sharing layer has no k/v;
+ * a Gemma 4 full layer with V = K no v_proj). */
 static int has_target(const deg_model *m, const deg_lora *l, int il, int t)
 {
     const dg_layer *L = &m->layers[il];
-    if (t <= DG_LORA_O) return L->has_kv; /* a recurrent layer has no q/k/v/o */
+    if (t == DG_LORA_Q || t == DG_LORA_O) return L->has_kv || L->kv_shared;
+    if (t == DG_LORA_K) return L->has_kv;
+    if (t == DG_LORA_V) return L->has_kv && L->wv.rows > 0;
     if (t <= DG_LORA_DOWN) return 1;
-    return L->state_floats && l->out[t] > 0;
+    return L->state_floats && dg_lora_out(l, il, t) > 0;
 }
 
 deg_status deg_lora_new(const deg_model *m, const deg_lora_params *p, deg_lora **out)
@@ -77,9 +84,15 @@ deg_status deg_lora_new(const deg_model *m, const deg_lora_params *p, deg_lora *
     l->model = m;
     l->p = *p;
     l->scale = p->alpha / (float)p->rank;
-    target_dims(m, l->in, l->out);
     l->off = malloc(NA * NL * DG_LORA_N_TARGETS * sizeof *l->off);
-    if (!l->off) { free(l); return dg_fail(DEG_ERR_NOMEM, "deg_lora_new: out of memory"); }
+    l->in = malloc(NL * DG_LORA_N_TARGETS * sizeof *l->in);
+    l->out = malloc(NL * DG_LORA_N_TARGETS * sizeof *l->out);
+    if (!l->off || !l->in || !l->out) {
+        deg_lora_free(l);
+        return dg_fail(DEG_ERR_NOMEM, "deg_lora_new: out of memory");
+    }
+    for (size_t il = 0; il < NL; il++)
+        target_dims(m, (int)il, l->in + il * DG_LORA_N_TARGETS, l->out + il * DG_LORA_N_TARGETS);
     size_t n = 0;
     for (size_t a = 0; a < NA; a++)
         for (size_t il = 0; il < NL; il++)
@@ -87,7 +100,8 @@ deg_status deg_lora_new(const deg_model *m, const deg_lora_params *p, deg_lora *
                 size_t *o = &l->off[(a * NL + il) * DG_LORA_N_TARGETS + (size_t)t];
                 int on = (p->targets >> t) & 1 && has_target(m, l, (int)il, t);
                 *o = on ? n : (size_t)-1;
-                if (*o != (size_t)-1) n += r * (l->in[t] + l->out[t]);
+                if (*o != (size_t)-1)
+                    n += r * (dg_lora_in(l, (int)il, t) + dg_lora_out(l, (int)il, t));
             }
     l->n_params = n;
     if (n == 0) {
@@ -104,11 +118,12 @@ deg_status deg_lora_new(const deg_model *m, const deg_lora_params *p, deg_lora *
     dg_rng rng;
     dg_rng_seed(&rng, p->seed);
     for (size_t i = 0; i < NA * NL * DG_LORA_N_TARGETS; i++) {
-        int t = (int)(i % DG_LORA_N_TARGETS);
+        int t = (int)(i % DG_LORA_N_TARGETS), il = (int)(i / DG_LORA_N_TARGETS % NL);
         if (l->off[i] == (size_t)-1) continue;
-        double bound = 1.0 / sqrt((double)l->in[t]);
+        size_t in = dg_lora_in(l, il, t);
+        double bound = 1.0 / sqrt((double)in);
         float *A = l->data + l->off[i];
-        for (size_t j = 0; j < r * l->in[t]; j++)
+        for (size_t j = 0; j < r * in; j++)
             A[j] = (float)((2.0 * dg_rng_uniform(&rng) - 1.0) * bound);
     }
     *out = l;
@@ -119,6 +134,8 @@ void deg_lora_free(deg_lora *l)
 {
     if (!l) return;
     free(l->off);
+    free(l->in);
+    free(l->out);
     free(l->data);
     free(l);
 }

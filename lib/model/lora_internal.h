@@ -22,13 +22,25 @@ struct deg_lora {
     const deg_model *model;
     deg_lora_params p;
     float scale;                           /* alpha / rank */
-    size_t in[DG_LORA_N_TARGETS], out[DG_LORA_N_TARGETS];
+    /* in[il * DG_LORA_N_TARGETS + t], out[...]: layer il's projection of
+     * target t is [out, in] (Gemma 4's layers differ: full layers' head_dim,
+     * KV-sharing layers' double-wide MLPs); read with dg_lora_in / _out. */
+    size_t *in, *out;
     /* off[((a * n_layer) + il) * DG_LORA_N_TARGETS + t]: offset of A in data
      * (B follows at + rank * in[t]); (size_t)-1 for a disabled target. */
     size_t *off;
     size_t n_params;
     float *data;                           /* [n_params] */
 };
+
+static inline size_t dg_lora_in(const deg_lora *l, int il, int t)
+{
+    return l->in[(size_t)il * DG_LORA_N_TARGETS + (size_t)t];
+}
+static inline size_t dg_lora_out(const deg_lora *l, int il, int t)
+{
+    return l->out[(size_t)il * DG_LORA_N_TARGETS + (size_t)t];
+}
 
 /* A of adapter a, layer il, target t, or NULL when t is not adapted. */
 const float *dg_lora_A(const deg_lora *l, int a, int il, int t);

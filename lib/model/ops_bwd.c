@@ -135,8 +135,19 @@ deg_status dg_attention_backward(float *dq, float *dkp, float *dvp, float *dko, 
                                  size_t T, int H, int Hkv, int D, const float *stats,
                                  int n_threads)
 {
+    return dg_attention_backward_win(dq, dkp, dvp, dko, dvo, dout, q, kp, vp, P, ko, vo, T, H,
+                                     Hkv, D, 1.0f / sqrtf((float)D), 0, stats, n_threads);
+}
+
+/* Rows j < lo of query row i (window: its first key, as dg_attend_group_win)
+ * and j > P + i have p_ij = 0, hence ds_ij = 0. */
+deg_status dg_attention_backward_win(float *dq, float *dkp, float *dvp, float *dko, float *dvo,
+                                     const float *dout, const float *q, const float *kp,
+                                     const float *vp, size_t P, const float *ko, const float *vo,
+                                     size_t T, int H, int Hkv, int D, float scale, size_t window,
+                                     const float *stats, int n_threads)
+{
     size_t kvrow = (size_t)Hkv * D, qrow = (size_t)H * D, Dz = (size_t)D;
-    float scale = 1.0f / sqrtf((float)D);
     int grp = H / Hkv;
     size_t L = P + T, LD = L * Dz;
     if (T == 0) return DEG_OK;
@@ -171,13 +182,14 @@ deg_status dg_attention_backward(float *dq, float *dkp, float *dvp, float *dko, 
             float *si = S + i * L, *dpi = dP + i * L;
             float mx = stats[(i * H + h) * 2];
             float inv = 1.0f / stats[(i * H + h) * 2 + 1];
-            size_t n = P + i + 1;
+            size_t n = P + i + 1, lo = window && n > window ? n - window : 0;
             double delta = 0.0;
-            for (size_t j = 0; j < n; j++) {
+            for (size_t j = lo; j < n; j++) {
                 si[j] = dg_expf(si[j] * scale - mx) * inv; /* the forward's exp */
                 delta += (double)si[j] * dpi[j];
             }
-            for (size_t j = 0; j < n; j++) dpi[j] = si[j] * (dpi[j] - (float)delta) * scale;
+            for (size_t j = lo; j < n; j++) dpi[j] = si[j] * (dpi[j] - (float)delta) * scale;
+            for (size_t j = 0; j < lo; j++) si[j] = dpi[j] = 0.0f;
             for (size_t j = n; j < L; j++) si[j] = dpi[j] = 0.0f;
         }
         /* S holds P, dP holds dS. */

@@ -85,6 +85,16 @@ deg_status dg_attention_backward(float *dq, float *dkp, float *dvp, float *dko, 
                                  size_t T, int H, int Hkv, int D, const float *stats,
                                  int n_threads);
 
+/* dg_attention_backward with the forward's score scale (s_ij = q_i.k_j *
+ * scale; 1/sqrt(D) above), a sliding window (window > 0: query row i reads
+ * keys [P + i + 1 - window, P + i] only, as dg_attend_group_win; 0: none).
+ * Same outputs and errors. */
+deg_status dg_attention_backward_win(float *dq, float *dkp, float *dvp, float *dko, float *dvo,
+                                     const float *dout, const float *q, const float *kp,
+                                     const float *vp, size_t P, const float *ko, const float *vo,
+                                     size_t T, int H, int Hkv, int D, float scale, size_t window,
+                                     const float *stats, int n_threads);
+
 /* Depthwise causal convolution backward (forward: dg_causal_conv,
  * lib/model/conv.h) of one row's n tokens, all C channels, from the tail
  * [K-1, C] the forward started from:

@@ -143,5 +143,11 @@ deg_status dg_forward(const deg_model *m, const dg_row *rows, size_t n_rows);
 
 /* logits [n, n_vocab] = LM head of final-norm hidden [n, n_embd]. */
 deg_status dg_lm_head(const deg_model *m, const float *hidden, size_t n, float *logits);
+/* Its backward (training losses): dlogits [n, n_vocab] the gradient at the
+ * returned logits (soft-capped ones: scaled in place by the cap's derivative
+ * 1 - (logits / c)^2, so logits [n, n_vocab] are dg_lm_head's output) ->
+ * dhidden [n, n_embd] (overwritten). Errors: dg_weight_backward_x's. */
+deg_status dg_lm_head_backward(const deg_model *m, const float *logits, float *dlogits, size_t n,
+                               float *dhidden);
 
 #endif

@@ -207,6 +207,8 @@ typedef struct {
     size_t P, T; int H, Hkv, D;
     double *q, *kp, *vp, *ko, *vo;  /* current values (one is perturbed) */
     const float *dy;
+    double scale;                   /* 0: 1/sqrt(D) */
+    size_t window;                  /* 0: none; else row i sees keys > P + i - window */
 } att_ctx;
 
 /* f64 reference: end-aligned causal GQA attention over prefix + own rows. */
@@ -221,20 +223,20 @@ static double att_loss(const double *unused, void *vc)
         for (int h = 0; h < c->H; h++) {
             int g = h / grp;
             const double *qi = c->q + i * qr + (size_t)h * D;
-            size_t n = c->P + i + 1;
+            size_t n = c->P + i + 1, lo = c->window && n > c->window ? n - c->window : 0;
             double mx = -INFINITY;
-            for (size_t j = 0; j < n; j++) {
+            for (size_t j = lo; j < n; j++) {
                 const double *kj = j < c->P ? c->kp + j * kvr : c->ko + (j - c->P) * kvr;
                 double d = 0;
                 for (int e = 0; e < D; e++) d += qi[e] * kj[g * D + e];
-                s[j] = d / sqrt((double)D);
+                s[j] = d * (c->scale ? c->scale : 1.0 / sqrt((double)D));
                 if (s[j] > mx) mx = s[j];
             }
             double sum = 0;
-            for (size_t j = 0; j < n; j++) { s[j] = exp(s[j] - mx); sum += s[j]; }
+            for (size_t j = lo; j < n; j++) { s[j] = exp(s[j] - mx); sum += s[j]; }
             for (int e = 0; e < D; e++) {
                 double o = 0;
-                for (size_t j = 0; j < n; j++) {
+                for (size_t j = lo; j < n; j++) {
                     const double *vj = j < c->P ? c->vp + j * kvr : c->vo + (j - c->P) * kvr;
                     o += s[j] / sum * vj[g * D + e];
                 }
@@ -245,7 +247,11 @@ static double att_loss(const double *unused, void *vc)
     return tot;
 }
 
-static void check_attention(size_t P, size_t T, int H, int Hkv, int D, int nt)
+/* scale 0: 1/sqrt(D) and no window (dg_attention_forward / _backward);
+ * else the forward of dg_attend_group_win per head and
+ * dg_attention_backward_win with that scale and window. */
+static void check_attention_win(size_t P, size_t T, int H, int Hkv, int D, int nt, float scale,
+                                size_t window)
 {
     size_t kvr = (size_t)Hkv * D, qr = (size_t)H * D;
     size_t nq = T * qr, np = P * kvr, no = T * kvr;
@@ -255,13 +261,25 @@ static void check_attention(size_t P, size_t T, int H, int Hkv, int D, int nt)
     fill(vo, no, 1.0); fill(dy, nq, 1.0);
     float *out = malloc(nq * 4), *stats = malloc(T * H * 2 * 4);
     float *scr = malloc((size_t)nt * dg_attend_group_scratch(D, 1) * 4);
-    dg_attention_forward(out, stats, q, kp, vp, P, ko, vo, T, H, Hkv, D, scr, nt);
+    if (!scale)
+        dg_attention_forward(out, stats, q, kp, vp, P, ko, vo, T, H, Hkv, D, scr, nt);
+    else
+        for (int h = 0; h < H; h++) {
+            size_t go = (size_t)(h / (H / Hkv)) * (size_t)D, ho = (size_t)h * (size_t)D;
+            dg_attend_group_win(out + ho, qr, stats + 2 * (size_t)h, 2 * (size_t)H, q + ho, qr,
+                                kp + go, vp + go, P, ko + go, vo + go, 0, T, kvr, D, 1, scale,
+                                window, scr);
+        }
     float *dq = malloc(nq * 4), *dkp = calloc(np + 1, 4), *dvp = calloc(np + 1, 4);
     float *dko = malloc(no * 4), *dvo = malloc(no * 4);
-    cr_assert_eq(dg_attention_backward(dq, dkp, dvp, dko, dvo, dy, q, kp, vp, P, ko, vo, T, H,
-                                       Hkv, D, stats, nt), DEG_OK);
+    if (!scale)
+        cr_assert_eq(dg_attention_backward(dq, dkp, dvp, dko, dvo, dy, q, kp, vp, P, ko, vo, T,
+                                           H, Hkv, D, stats, nt), DEG_OK);
+    else
+        cr_assert_eq(dg_attention_backward_win(dq, dkp, dvp, dko, dvo, dy, q, kp, vp, P, ko, vo,
+                                               T, H, Hkv, D, scale, window, stats, nt), DEG_OK);
     att_ctx c = {P, T, H, Hkv, D, to_d(q, nq), to_d(kp, np), to_d(vp, np), to_d(ko, no),
-                 to_d(vo, no), dy};
+                 to_d(vo, no), dy, scale, window};
     double *g = malloc((nq > np ? (nq > no ? nq : no) : (np > no ? np : no)) * 8 + 8);
     struct { const char *name; double *x; float *ana; size_t n; } parts[] = {
         {"q", c.q, dq, nq}, {"k_prefix", c.kp, dkp, np}, {"v_prefix", c.vp, dvp, np},
@@ -270,8 +288,8 @@ static void check_attention(size_t P, size_t T, int H, int Hkv, int D, int nt)
         if (!parts[k].n) continue;
         num_grad(g, parts[k].x, parts[k].n, att_loss, &c);
         double e = rel_err(parts[k].ana, g, parts[k].n);
-        cr_log_info("gradcheck attention P=%zu T=%zu H=%d Hkv=%d: d%s rel err %.3g", P, T, H,
-                    Hkv, parts[k].name, e);
+        cr_log_info("gradcheck attention P=%zu T=%zu H=%d Hkv=%d scale %g window %zu: d%s rel "
+                    "err %.3g", P, T, H, Hkv, (double)scale, window, parts[k].name, e);
         cr_expect_lt(e, 2e-5, "attention d%s rel err %g", parts[k].name, e);
     }
     free(q); free(kp); free(vp); free(ko); free(vo); free(dy); free(out); free(stats);
@@ -279,7 +297,23 @@ static void check_attention(size_t P, size_t T, int H, int Hkv, int D, int nt)
     free(c.q); free(c.kp); free(c.vp); free(c.ko); free(c.vo);
 }
 
+static void check_attention(size_t P, size_t T, int H, int Hkv, int D, int nt)
+{
+    check_attention_win(P, T, H, Hkv, D, nt, 0.0f, 0);
+}
+
 Test(grad, attention_prefix_gqa) { check_attention(5, 4, 4, 2, 8, 1); }
+/* Gemma 4's attention: score scale 1 (after its q/k norms) and a sliding
+ * window that cuts into the prefix for the first rows and into the own rows
+ * for the last (window 4 over P = 5, T = 6); a wide window (no cut) and a
+ * window of 1 (each row sees only itself: dq = 0, dk_prefix = 0). */
+Test(grad, attention_window_scale)
+{
+    check_attention_win(5, 6, 4, 2, 8, 1, 1.0f, 4);
+    check_attention_win(5, 6, 4, 2, 8, 2, 0.3f, 4);
+    check_attention_win(3, 4, 2, 1, 8, 1, 1.0f, 100);
+    check_attention_win(4, 3, 2, 2, 4, 1, 0.5f, 1);
+}
 Test(grad, attention_prefix_gqa_threads) { check_attention(6, 3, 6, 2, 4, 2); }
 Test(grad, attention_no_prefix) { check_attention(0, 5, 2, 1, 8, 1); }
 Test(grad, attention_mha) { check_attention(3, 2, 2, 2, 6, 1); }

@@ -129,7 +129,8 @@ def test_gemma4_rows_per_layer():
     """Gemma 4 (tiny-gemma4-kvshare): each layer's rows have its own geometry
     (row_len: sliding 2 x 16, full 2 x 32, none on the KV-sharing layers),
     rows()/set_rows() size by it, and a served cartridge whose prefix runs past
-    the sliding window (6) gives the real prefill's logits bitwise."""
+    the sliding window (6) gives the real prefill's logits bitwise, through
+    serving and through the training forward (eval)."""
     m = deg.load_model(ROOT / "tests" / "goldens" / "tiny-gemma4-kvshare")
     prefix, suffix = [(i * 37 + 11) % 512 for i in range(20)], [89, 79, 32, 38]
     c = deg.Cartridge.from_tokens(m, prefix)
@@ -139,10 +140,10 @@ def test_gemma4_rows_per_layer():
     c.set_rows(1, k, v)
     with pytest.raises(deg.ArgumentError):
         c.set_rows(0, k)  # layer 0's rows are 20 x 32 floats
-    with pytest.raises(deg.UnsupportedError):
-        c.eval(suffix, logits=True)  # no layer backward for gemma4: no training forward
     ref = m.trunk().prefill(prefix + suffix, logits="all")
     f = c.trunk().fork()
     got = f.feed(suffix, logits="all")
     nv = m.info.n_vocab
     assert got.tobytes() == ref[len(prefix) * nv:].tobytes()
+    _, ev = c.eval(suffix, logits=True)
+    assert ev.tobytes() == ref[len(prefix) * nv:].tobytes()

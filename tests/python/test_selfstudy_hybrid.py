@@ -1,8 +1,9 @@
 """Self-study on the hybrid backbones and on Gemma 4 (issue 18), tiny random models:
 training runs on lfm2 / qwen3_5 and moves the cartridge's recurrent states as well
 as its K/V rows, evaluation runs, composition is refused naming why (a recurrent
-state summarises one whole prefix); Gemma 4 (no layer backward) is refused with
-DEG_ERR_UNSUPPORTED, and its cartridges still serve."""
+state summarises one whole prefix); on Gemma 4 (per-layer row widths, KV-sharing
+layers without rows of their own) training moves the rows and its cartridges
+serve."""
 import importlib
 import math
 from pathlib import Path
@@ -53,11 +54,17 @@ def test_selfstudy_trains_a_hybrid(doc, name):
         ss.ask(m, "Who wrote zlib?", cartridge=[c, c], max_tokens=4)
 
 
-def test_selfstudy_refuses_gemma4(doc):
-    m = deg.load_model(GOLDENS / "tiny-gemma4")
+@pytest.mark.parametrize("name", ["tiny-gemma4", "tiny-gemma4-kvshare"])
+def test_selfstudy_trains_gemma4(doc, name):
+    m = deg.load_model(GOLDENS / name)
     corpus = ss.load_corpus(m, [doc])
-    with pytest.raises(deg.UnsupportedError, match="no layer backward"):
-        ss.train(m, corpus, p=16, steps=1, accum=1, seed=1, chunk_min=32, chunk_max=64,
+    init = deg.Cartridge.from_corpus(m, corpus.text, 16)
+    att = [il for il in range(m.info.n_layer) if init.row_len(il)]
+    r = ss.train(m, corpus, p=16, steps=2, accum=1, seed=1, chunk_min=32, chunk_max=64,
                  max_q=8, max_a=8)
-    c = deg.Cartridge.from_corpus(m, corpus.text, 16)
+    assert r.steps == 2 and all(math.isfinite(x) for x in r.losses)
+    c = r.cartridge
+    assert all(c.rows(il)[0].tobytes() != init.rows(il)[0].tobytes() for il in att)
+    ev = ss.evaluate(c, corpus, ss.heldout_set(m, corpus, 3, 2))
+    assert math.isfinite(ev.nll_cartridge) and math.isfinite(ev.nll_bare)
     assert ss.ask(m, "Who wrote zlib?", cartridge=c, max_tokens=4) is not None
