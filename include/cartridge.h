@@ -643,7 +643,9 @@ DEG_API deg_selfstudy_train_params deg_selfstudy_default_train_params(void);
 
 /* The run borrows study and cartridge (both must outlive it). params NULL
  * = defaults. Errors: DEG_ERR_ARG (NULL, bad params named), DEG_ERR_MISMATCH
- * (the cartridge belongs to another model than the corpus). */
+ * (the cartridge belongs to another model than the corpus),
+ * DEG_ERR_UNSUPPORTED (the model's architecture cannot be trained: refused
+ * here, before any conversation is synthesised). */
 typedef struct deg_selfstudy_run deg_selfstudy_run;
 DEG_API deg_status deg_selfstudy_run_new(deg_selfstudy *study, deg_cartridge *cartridge,
                                          const deg_selfstudy_train_params *params,

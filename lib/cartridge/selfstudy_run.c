@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/status.h"
+#include "grad/train.h"
 #include "cartridge/cartridge_internal.h"
 #include "cartridge/selfstudy_internal.h"
 
@@ -148,6 +149,8 @@ deg_status deg_selfstudy_run_new(deg_selfstudy *study, deg_cartridge *cart,
     if (cart->model != study->model)
         return dg_fail(DEG_ERR_MISMATCH, "deg_selfstudy_run_new: the cartridge belongs to "
                        "another model handle than the corpus");
+    /* before any conversation is synthesised for it */
+    DG_TRY(dg_train_check(cart->model, "deg_selfstudy_run_new"));
     if (p.gen_batch == 0) p.gen_batch = p.accum;
     deg_selfstudy_run *r = calloc(1, sizeof *r);
     if (!r) return dg_fail(DEG_ERR_NOMEM, "deg_selfstudy_run_new: out of memory");

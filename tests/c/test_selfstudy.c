@@ -12,6 +12,7 @@
 #include "base/utf8.h"
 #include "cartridge.h"
 #include "deg.h"
+#include "model/arch.h"
 
 #define GOLDENS DEG_SOURCE_ROOT "/tests/goldens"
 
@@ -548,6 +549,49 @@ Test(selfstudy, restore_refuses_bad_states)
     deg_selfstudy_run_free(r);
     deg_cartridge_free(cart);
     deg_selfstudy_free(s);
+    deg_corpus_free(c);
+    deg_model_free(m);
+}
+
+/* A model whose architecture has no layer backward (every loaded one has one
+ * now, so the test gives tiny-qwen3 a copy of its descriptor under another
+ * name without its backward_layer): the training run is refused with
+ * DEG_ERR_UNSUPPORTED before any conversation is synthesised (the
+ * synthesis stream has not moved), and so is a direct backward. */
+Test(selfstudy, untrainable_model_refused_before_synthesis)
+{
+    deg_model *m = tiny();
+    deg_corpus *c = corpus1(m);
+    deg_selfstudy_params p = small(3);
+    deg_selfstudy *s = NULL;
+    deg_cartridge *cart = NULL;
+    deg_selfstudy_run *r = NULL;
+    cr_assert_eq(deg_selfstudy_new(c, &p, &s), DEG_OK, "%s", deg_errmsg());
+    cr_assert_eq(deg_cartridge_init_corpus(m, TEXT, strlen(TEXT), 12, &cart), DEG_OK);
+    const dg_arch *real = m->arch;
+    dg_arch fake = *real;
+    fake.name = "untrainable";
+    fake.backward_layer = NULL;
+    m->arch = &fake;
+    uint64_t before[4], after[4];
+    deg_selfstudy_get_rng(s, before);
+    deg_selfstudy_train_params tp = deg_selfstudy_default_train_params();
+    cr_expect_eq(deg_selfstudy_run_new(s, cart, &tp, &r), DEG_ERR_UNSUPPORTED);
+    cr_expect(strstr(deg_errmsg(), "deg_selfstudy_run_new: architecture 'untrainable' has no "
+                                   "layer backward") != NULL, "%s", deg_errmsg());
+    cr_expect_null(r);
+    deg_selfstudy_get_rng(s, after);
+    cr_expect(memcmp(before, after, sizeof before) == 0, "conversations were synthesised");
+    int32_t ids[3] = {5, 6, 7};
+    deg_distill_target tg = {1, 4, -0.5f};
+    float loss = 0;
+    cr_expect_eq(deg_cartridge_backward(cart, ids, 3, &tg, 1, 0, &loss), DEG_ERR_UNSUPPORTED);
+    m->arch = real;
+    /* the same model with its own descriptor trains */
+    cr_assert_eq(deg_selfstudy_run_new(s, cart, &tp, &r), DEG_OK, "%s", deg_errmsg());
+    deg_selfstudy_run_free(r);
+    deg_selfstudy_free(s);
+    deg_cartridge_free(cart);
     deg_corpus_free(c);
     deg_model_free(m);
 }

@@ -621,8 +621,6 @@ def train(model, corpus, p=256, steps=8, accum=4, gen_batch=None, lr=2e-3, seed=
     if passage_qa:
         kw.update(passage_qa=passage_qa)
     study = SelfStudy(model, corpus, seed=seed, spec_b=spec_b, **kw)
-    heldout = (heldout_set(model, corpus, seed + 0x5EED0000, n_eval, cache=heldout_cache, **kw)
-               if eval_every else [])
     total = steps * epochs
     timing = dict(study.timing, train=0.0, train_cpu=0.0, seconds=0.0)
     run, got, losses = None, None, []
@@ -642,10 +640,14 @@ def train(model, corpus, p=256, steps=8, accum=4, gen_batch=None, lr=2e-3, seed=
             history = [tuple(h) for h in got.state["history"]]
     if draft_ref:  # after a resume too (the snapshot's cartridge may lack it)
         cart.set_draft_reference(corpus.ids)
+    study.timing = {k: timing[k] for k in study.timing}
+    # the run first: libdeg refuses a model it cannot train before any
+    # conversation (held-out ones included) is synthesised
+    driver = _Run(study, cart, steps, epochs, accum, gen_batch, pack, checkpoint, lr, seed, got)
+    heldout = (heldout_set(model, corpus, seed + 0x5EED0000, n_eval, cache=heldout_cache, **kw)
+               if eval_every else [])
     if not got:
         history = [(0, distill_loss(cart, heldout))] if heldout else []
-    study.timing = {k: timing[k] for k in study.timing}
-    driver = _Run(study, cart, steps, epochs, accum, gen_batch, pack, checkpoint, lr, seed, got)
     synth = list(got.conversations) if got else []  # Python copies, for snapshots
     t0 = time.perf_counter() - timing["seconds"]
     if save:
