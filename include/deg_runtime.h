@@ -228,7 +228,8 @@ typedef struct deg_model_info {
     int32_t bos_id;         /* -1 if none */
     int32_t eos_id;         /* end of turn / end of text; -1 if none */
     const char *chat_layout;/* "chatml", "qwen3" (ChatML, thinking off), "lfm2" (ChatML
-                               after <|startoftext|>), "none" */
+                               after <|startoftext|>), "gemma4" (<|turn> turns, thinking
+                               off), "none" */
     size_t weight_bytes;    /* bytes of weights as held for compute */
 } deg_model_info;
 

@@ -623,7 +623,7 @@ deg_status deg_ckpt_open(const char *dir, const deg_ckpt_params *params, deg_ckp
     if (!cl) cl = model_chat_layout(k->model);
     if (!dg_chat_layout_lookup(cl, &k->layout)) {
         st = dg_fail(DEG_ERR_FORMAT, "%s: chat_layout \"%s\" is not a chat layout (one of "
-                     "none, chatml, qwen3, lfm2)", jpath, cl);
+                     "none, chatml, qwen3, lfm2, gemma4)", jpath, cl);
         goto fail;
     }
     k->chat_layout = strdup(cl);

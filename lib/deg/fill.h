@@ -70,7 +70,7 @@ struct deg_ckpt {
     float temp[DG_T_N];
     char *array_mode;         /* "index" or "anchor" */
     int64_t anchor_min_tokens;
-    char *chat_layout;        /* deg.json "chat_layout": "none", "chatml", "qwen3", "lfm2" */
+    char *chat_layout;        /* deg.json "chat_layout": dg_chat_layout_lookup's names */
     dg_chat_layout layout;    /* its layout (dg_chat_layout_lookup: the one name mapping) */
     char *backbone_file, *backbone_sha256;
     char *backbone_path;      /* the resolved backbone (absolute when resolvable) */

@@ -63,7 +63,7 @@ static int ends_with(span s, const char *suf)
 /* ---- layout selection ----------------------------------------------------- */
 
 /* indexed by dg_chat_layout */
-static const char *const LAYOUT_NAMES[] = {"none", "chatml", "qwen3", "lfm2"};
+static const char *const LAYOUT_NAMES[] = {"none", "chatml", "qwen3", "lfm2", "gemma4"};
 #define N_LAYOUTS (sizeof LAYOUT_NAMES / sizeof LAYOUT_NAMES[0])
 
 int dg_chat_layout_lookup(const char *name, dg_chat_layout *out)
@@ -89,6 +89,7 @@ const char *dg_chat_layout_name(dg_chat_layout layout)
 
 dg_chat_layout dg_chat_layout_detect(const char *t)
 {
+    if (t && strstr(t, "<|turn>")) return DG_CHAT_GEMMA4;
     if (!t || !strstr(t, "<|im_start|>")) return DG_CHAT_NONE;
     if (strstr(t, "enable_thinking") && strstr(t, "<think>")) return DG_CHAT_QWEN3;
     return DG_CHAT_CHATML;
@@ -204,9 +205,78 @@ static void qwen3_assistant(chat_out *o, span content, int after_last_query, int
     dg_sb_puts(&o->b, "<|im_end|>\n");
 }
 
+/* Python's str.isspace for the code point at p (len bytes of UTF-8 there). */
+static int py_space(const unsigned char *p, size_t avail, size_t *len)
+{
+    *len = 1;
+    if (p[0] < 0x80) return (p[0] >= 0x09 && p[0] <= 0x0d) || (p[0] >= 0x1c && p[0] <= 0x20);
+    unsigned cp;
+    if ((p[0] & 0xe0) == 0xc0 && avail >= 2) cp = (p[0] & 0x1fu) << 6 | (p[1] & 0x3fu), *len = 2;
+    else if ((p[0] & 0xf0) == 0xe0 && avail >= 3)
+        cp = (p[0] & 0x0fu) << 12 | (p[1] & 0x3fu) << 6 | (p[2] & 0x3fu), *len = 3;
+    else return 0;
+    return cp == 0x85 || cp == 0xa0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200a) ||
+           cp == 0x2028 || cp == 0x2029 || cp == 0x202f || cp == 0x205f || cp == 0x3000;
+}
+
+/* Jinja's trim (Python str.strip()): whitespace off both ends. */
+static span py_strip(span s)
+{
+    size_t len;
+    while (s.n && py_space((const unsigned char *)s.p, s.n, &len)) s.p += len, s.n -= len;
+    while (s.n) { /* the last code point starts past its continuation bytes */
+        size_t i = s.n - 1;
+        while (i && s.n - i < 3 && ((unsigned char)s.p[i] & 0xc0) == 0x80) i--;
+        if (!py_space((const unsigned char *)s.p + i, s.n - i, &len) || i + len != s.n) break;
+        s.n = i;
+    }
+    return s;
+}
+
+/* Gemma 4 message content: a model message without its thinking (chat.h),
+ * then trimmed; into tmp (the stripped text is rebuilt there). */
+static span gemma4_content(dg_strbuf *tmp, span c, int model)
+{
+    if (!model) return py_strip(c);
+    tmp->len = 0;
+    while (c.n) {
+        const char *close = sp_find(c, "<channel|>");
+        span part = {c.p, close ? (size_t)(close - c.p) : c.n};
+        const char *open = sp_find(part, "<|channel>");
+        dg_sb_put(tmp, part.p, open ? (size_t)(open - part.p) : part.n);
+        if (!close) break;
+        size_t skip = (size_t)(close - c.p) + strlen("<channel|>");
+        c.p += skip;
+        c.n -= skip;
+    }
+    return py_strip((span){tmp->p ? tmp->p : "", tmp->len});
+}
+
+/* Gemma 4 (rules in chat.h). */
+static void render_gemma4(chat_out *o, const deg_chat_message *m, size_t n,
+                          int add_generation_prompt)
+{
+    dg_strbuf tmp = {0};
+    dg_sb_puts(&o->b, "<bos>");
+    for (size_t i = 0; i < n; i++) {
+        int model = strcmp(m[i].role, "assistant") == 0;
+        if (!(model && i > 0 && strcmp(m[i - 1].role, "assistant") == 0)) {
+            dg_sb_puts(&o->b, "<|turn>");
+            dg_sb_puts(&o->b, model ? "model" : m[i].role);
+            dg_sb_puts(&o->b, "\n");
+        }
+        put_content(o, gemma4_content(&tmp, sp_of(m[i].content), model));
+        dg_sb_puts(&o->b, "<turn|>\n");
+    }
+    if (tmp.oom) o->b.oom = 1;
+    free(tmp.p);
+    if (add_generation_prompt) dg_sb_puts(&o->b, "<|turn>model\n<|channel>thought\n<channel|>");
+}
+
 static deg_status check_messages(dg_chat_layout layout, const deg_chat_message *m, size_t n)
 {
-    if (layout != DG_CHAT_CHATML && layout != DG_CHAT_QWEN3 && layout != DG_CHAT_LFM2)
+    if (layout != DG_CHAT_CHATML && layout != DG_CHAT_QWEN3 && layout != DG_CHAT_LFM2 &&
+        layout != DG_CHAT_GEMMA4)
         return dg_fail(DEG_ERR_UNSUPPORTED, "chat: the model has no known chat layout");
     if (n == 0 || !m) return dg_fail(DEG_ERR_ARG, "chat: no messages");
     for (size_t i = 0; i < n; i++) {
@@ -231,6 +301,10 @@ static void render(chat_out *o, dg_chat_layout layout, const char *default_syste
             turn(o, "system", sp_of(default_system));
         for (size_t i = 0; i < n; i++) turn(o, m[i].role, sp_of(m[i].content));
         if (add_generation_prompt) dg_sb_puts(&o->b, "<|im_start|>assistant\n");
+        return;
+    }
+    if (layout == DG_CHAT_GEMMA4) {
+        render_gemma4(o, m, n, add_generation_prompt);
         return;
     }
     if (layout == DG_CHAT_LFM2) {
@@ -348,7 +422,8 @@ size_t dg_chat_stop_ids(const deg_model *m, dg_chat_layout layout,
     if (info.eos_id >= 0) out[n++] = info.eos_id;
     if (layout != DG_CHAT_NONE) {
         const dg_tokenizer *t = dg_model_tokenizer(m);
-        int32_t im_end = t ? dg_tokenizer_find(t, "<|im_end|>", strlen("<|im_end|>")) : -1;
+        const char *eot = layout == DG_CHAT_GEMMA4 ? "<turn|>" : "<|im_end|>";
+        int32_t im_end = t ? dg_tokenizer_find(t, eot, strlen(eot)) : -1;
         if (im_end >= 0 && (n == 0 || out[0] != im_end)) out[n++] = im_end;
     }
     return n;
@@ -378,7 +453,7 @@ static deg_status model_layout(const deg_model *model, const char *who, dg_chat_
     if (*layout == DG_CHAT_NONE)
         return dg_fail(DEG_ERR_UNSUPPORTED,
                        "%s: no known chat layout for model \"%s\" (arch %s, "
-                       "layout \"%s\"); supported: chatml, qwen3, lfm2",
+                       "layout \"%s\"); supported: chatml, qwen3, lfm2, gemma4",
                        who, info.name ? info.name : "", info.arch ? info.arch : "?",
                        info.chat_layout ? info.chat_layout : "");
     if (*layout == DG_CHAT_CHATML)

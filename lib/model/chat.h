@@ -23,6 +23,20 @@
  *    content (an empty one renders nothing; a later system message is an
  *    ordinary turn), then every other message as a ChatML turn; no default
  *    system message. Generation prompt: "<|im_start|>assistant\n".
+ *  - DG_CHAT_GEMMA4 (Gemma 4, its chat template without tools, thinking
+ *    off: google/gemma-4-*-it's chat_template.jinja, a copy of which is
+ *    llama.cpp's models/templates/google-gemma-4-31B-it.jinja): "<bos>",
+ *    then per message "<|turn>" role "\n" content "<turn|>\n" with role
+ *    "model" for assistant; the content trimmed (Python str.strip: Unicode
+ *    whitespace at both ends); a model message's content first loses its
+ *    thinking ("<|channel>" .. "<channel|>" parts: of each "<channel|>"-
+ *    separated part that holds "<|channel>", only the text before it is
+ *    kept); an assistant message right after an assistant message continues
+ *    its turn (no new "<|turn>model\n"). No default system message (a first
+ *    system message is an ordinary "<|turn>system\n" turn). Generation
+ *    prompt: "<|turn>model\n<|channel>thought\n<channel|>" (the empty
+ *    thought channel that turns thinking off). End of a model turn:
+ *    "<turn|>".
  */
 #ifndef DG_MODEL_CHAT_H
 #define DG_MODEL_CHAT_H
@@ -34,15 +48,16 @@ typedef enum dg_chat_layout {
     DG_CHAT_NONE = 0,
     DG_CHAT_CHATML,
     DG_CHAT_QWEN3,
-    DG_CHAT_LFM2
+    DG_CHAT_LFM2,
+    DG_CHAT_GEMMA4
 } dg_chat_layout;
 
 /* THE mapping between layout names and layouts, for the whole library: the
- * names are "none", "chatml", "qwen3", "lfm2" (deg_model_info.chat_layout,
- * a checkpoint's deg.json "chat_layout").
+ * names are "none", "chatml", "qwen3", "lfm2", "gemma4"
+ * (deg_model_info.chat_layout, a checkpoint's deg.json "chat_layout").
  * dg_chat_layout_from_name: the layout of a name; DG_CHAT_NONE for anything
  * else (including NULL and "").
- * dg_chat_layout_lookup: the same, strictly: 1 and *out for one of the four
+ * dg_chat_layout_lookup: the same, strictly: 1 and *out for one of the five
  * names, 0 for anything else (a checkpoint refuses an unknown name).
  * dg_chat_layout_name: the name of a layout (static string). */
 dg_chat_layout dg_chat_layout_from_name(const char *name);
@@ -50,8 +65,8 @@ int dg_chat_layout_lookup(const char *name, dg_chat_layout *out);
 const char *dg_chat_layout_name(dg_chat_layout layout);
 
 /* Layout recognised from a raw Jinja chat template (NULL -> DG_CHAT_NONE):
- * Qwen3 if it uses enable_thinking with <think> blocks inside ChatML, ChatML
- * if it writes <|im_start|> turns. */
+ * Gemma 4 if it writes <|turn> turns, Qwen3 if it uses enable_thinking with
+ * <think> blocks inside ChatML, ChatML if it writes <|im_start|> turns. */
 dg_chat_layout dg_chat_layout_detect(const char *chat_template);
 
 /* The default system message of a ChatML template (the literal system turn
@@ -107,9 +122,9 @@ dg_chat_layout dg_chat_layout_of_model(const deg_model *m);
 
 /* THE stop-token rule of the library (generation's default stops, the end
  * of a fill answer, self-study's bots through deg_model_stop_ids): the
- * model's EOS, and under a chat layout also "<|im_end|>" (the end of an
- * assistant turn in ChatML and Qwen3) when the vocabulary has it and it is
- * another token. Writes the ids (EOS first) to out; returns the count. */
+ * model's EOS, and under a chat layout also the end of an assistant turn
+ * ("<|im_end|>" in ChatML, Qwen3 and LFM2; "<turn|>" in Gemma 4) when the
+ * vocabulary has it and it is another token. Writes the ids (EOS first) to out; returns the count. */
 #define DG_CHAT_MAX_STOPS 2
 size_t dg_chat_stop_ids(const deg_model *m, dg_chat_layout layout,
                         int32_t out[DG_CHAT_MAX_STOPS]);

@@ -12,6 +12,7 @@
 #include "base/fileio.h"
 #include "base/status.h"
 #include "model/arch.h"
+#include "model/chat.h"
 #include "model/model.h"
 #include "model/ops.h"
 
@@ -570,12 +571,9 @@ deg_status deg_model_load_with_params(const char *path, const deg_model_params *
         deg_model_free(m);
         return dg_fail(DEG_ERR_NOMEM, "deg_model_load: out of memory");
     }
-    if (m->arch->chat_layout)
-        m->chat_layout = m->arch->chat_layout;
-    else if (m->chat_template && strstr(m->chat_template, "<|im_start|>"))
-        m->chat_layout = "chatml";
-    else
-        m->chat_layout = "none";
+    /* the family's, else recognised from the chat template (chat.h) */
+    m->chat_layout = m->arch->chat_layout ? m->arch->chat_layout
+                                          : dg_chat_layout_name(dg_chat_layout_detect(m->chat_template));
     *out = m;
     return DEG_OK;
 }

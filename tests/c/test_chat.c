@@ -85,6 +85,37 @@ Test(chat, layouts_match_transformers_goldens)
     json_decref(g);
 }
 
+/* Gemma 4's layout against its own template rendered by transformers
+ * (tests/goldens/chat_gemma4.json, gen_chat.py): the common conversations and
+ * Gemma's own cases (thinking channels dropped from model messages, model
+ * messages continuing a model turn, Unicode whitespace trimmed). */
+Test(chat, gemma4_matches_its_template)
+{
+    json_error_t err;
+    json_t *g = json_load_file(DEG_SOURCE_ROOT "/tests/goldens/chat_gemma4.json", 0, &err);
+    cr_assert_not_null(g, "chat_gemma4.json:%d: %s", err.line, err.text);
+    json_t *cases = json_object_get(g, "cases");
+    cr_assert_geq(json_array_size(cases), 36);
+    size_t i;
+    json_t *c;
+    json_array_foreach(cases, i, c) {
+        const char *name = json_string_value(json_object_get(c, "name"));
+        const char *want = json_string_value(json_object_get(c, "text"));
+        int gen = json_is_true(json_object_get(c, "add_generation_prompt"));
+        cr_assert_str_eq(json_string_value(json_object_get(c, "layout")), "gemma4");
+        size_t n = 0;
+        deg_chat_message *m = case_messages(c, &n);
+        char *out = NULL;
+        cr_assert_eq(dg_chat_render(DG_CHAT_GEMMA4, NULL, m, n, gen, &out), DEG_OK, "%s: %s",
+                     name, deg_errmsg());
+        cr_expect_str_eq(out, want, "gemma4/%s gen=%d:\n got: [%s]\nwant: [%s]", name, gen, out,
+                         want);
+        free(out);
+        free(m);
+    }
+    json_decref(g);
+}
+
 Test(chat, layout_detection_from_templates)
 {
     json_t *g = goldens();
@@ -120,10 +151,16 @@ Test(chat, layout_detection_from_templates)
     cr_assert_eq(dg_chat_layout_from_name(NULL), DG_CHAT_NONE);
     cr_assert_eq(dg_chat_layout_from_name("qwen3"), DG_CHAT_QWEN3);
     cr_assert_eq(dg_chat_layout_from_name("lfm2"), DG_CHAT_LFM2);
+    cr_assert_eq(dg_chat_layout_from_name("gemma4"), DG_CHAT_GEMMA4);
+    /* Gemma 4's own template (no <|im_start|>): its <|turn> turns */
+    char *gemma4 = read_text(DEG_SOURCE_ROOT "/tests/goldens/gemma4_chat_template.jinja");
+    cr_assert_eq(dg_chat_layout_detect(gemma4), DG_CHAT_GEMMA4);
+    free(gemma4);
     /* one mapping: every layout's name maps back to it; unknown names do not map */
-    const dg_chat_layout all[] = {DG_CHAT_NONE, DG_CHAT_CHATML, DG_CHAT_QWEN3, DG_CHAT_LFM2};
-    const char *const names[] = {"none", "chatml", "qwen3", "lfm2"};
-    for (size_t i = 0; i < 4; i++) {
+    const dg_chat_layout all[] = {DG_CHAT_NONE, DG_CHAT_CHATML, DG_CHAT_QWEN3, DG_CHAT_LFM2,
+                                  DG_CHAT_GEMMA4};
+    const char *const names[] = {"none", "chatml", "qwen3", "lfm2", "gemma4"};
+    for (size_t i = 0; i < 5; i++) {
         dg_chat_layout l = (dg_chat_layout)-1;
         cr_assert_str_eq(dg_chat_layout_name(all[i]), names[i]);
         cr_assert(dg_chat_layout_lookup(names[i], &l));
@@ -372,8 +409,10 @@ Test(chat, user_turn_parts_are_the_renderers)
         {DG_CHAT_CHATML, "<|im_start|>user\n", "<|im_end|>\n<|im_start|>assistant\n"},
         {DG_CHAT_QWEN3, "<|im_start|>user\n",
          "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"},
-        {DG_CHAT_LFM2, "<|startoftext|><|im_start|>user\n", "<|im_end|>\n<|im_start|>assistant\n"}};
-    for (size_t i = 0; i < 3; i++) {
+        {DG_CHAT_LFM2, "<|startoftext|><|im_start|>user\n", "<|im_end|>\n<|im_start|>assistant\n"},
+        {DG_CHAT_GEMMA4, "<bos><|turn>user\n",
+         "<turn|>\n<|turn>model\n<|channel>thought\n<channel|>"}};
+    for (size_t i = 0; i < 4; i++) {
         char *open, *close, *full;
         cr_assert_eq(dg_chat_user_turn(want[i].l, &open, &close), DEG_OK, "%s", deg_errmsg());
         cr_expect_str_eq(open, want[i].open);

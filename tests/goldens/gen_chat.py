@@ -12,10 +12,18 @@ apply_chat_template.
   messages -- bos_token "<|startoftext|>", a system turn only from a non-empty
   messages[0] system message, ChatML turns; its tool branches left out),
   rendered by the same apply_chat_template.
+- "gemma4" (written to chat_gemma4.json): Gemma 4's own chat template
+  (gemma4_chat_template.jinja: the "chat_template.jinja" of google/gemma-4-31B-it,
+  as llama.cpp keeps it in models/templates/google-gemma-4-31B-it.jinja),
+  thinking off (no enable_thinking), bos_token "<bos>", rendered by the same
+  apply_chat_template, on the conversations above plus Gemma-specific ones
+  (thinking channels in model messages, consecutive model messages, Unicode
+  whitespace that the template's trim removes). No Gemma 4 tokenizer is
+  available offline, so these have no ids golden (chat_ids.json).
 
 Usage: /tmp/venv/bin/python tests/goldens/gen_chat.py [MODEL.gguf]
 (default model: $DEG_MODEL or ${DEG_CACHE:-~/.cache/deg}/models/SmolLM2-135M-Instruct.Q4_1.gguf)
-Writes tests/goldens/chat_goldens.json.
+Writes tests/goldens/chat_goldens.json and tests/goldens/chat_gemma4.json.
 """
 import json
 import os
@@ -56,6 +64,50 @@ CONVERSATIONS = [
 ]
 
 
+GEMMA4_EXTRA = [
+    ("gemma4_thinking_in_history",
+     [{"role": "user", "content": "q1"},
+      {"role": "assistant", "content": "<|channel>thought\nplan it<channel|>The answer."},
+      {"role": "user", "content": "q2"}]),
+    ("gemma4_thinking_last", [{"role": "user", "content": "q"},
+                              {"role": "assistant",
+                               "content": "  <|channel>thought\nx<channel|>\n final \n"}]),
+    ("gemma4_channel_edge_cases",
+     [{"role": "user", "content": "q"},
+      {"role": "assistant", "content": "a<channel|>b<|channel>hidden"},
+      {"role": "user", "content": "<|channel>kept in a user turn<channel|>"}]),
+    ("gemma4_consecutive_model",
+     [{"role": "system", "content": "S"}, {"role": "assistant", "content": "one"},
+      {"role": "assistant", "content": " two "}, {"role": "user", "content": "u"},
+      {"role": "assistant", "content": "three"}]),
+    ("gemma4_unicode_whitespace",
+     [{"role": "system", "content": "\u3000\xa0 Be brief.\u2003\n"},
+      {"role": "user", "content": "\t\x1c hi \u2029\u205f"},
+      {"role": "assistant", "content": "\u00e9\u3000"}]),
+]
+
+
+def gemma4_cases(tok):
+    with open(os.path.join(HERE, "gemma4_chat_template.jinja"), encoding="utf-8") as f:
+        tmpl = f.read()
+    cases = []
+    for name, msgs in CONVERSATIONS + [("empty_system", [{"role": "system", "content": ""},
+                                                        {"role": "user", "content": "hi"}])] \
+            + GEMMA4_EXTRA:
+        for gen in (True, False):
+            text = tok.apply_chat_template(msgs, chat_template=tmpl, tokenize=False,
+                                           add_generation_prompt=gen, bos_token="<bos>")
+            assert text.startswith("<bos>"), text
+            cases.append({"layout": "gemma4", "name": name, "add_generation_prompt": gen,
+                          "messages": msgs, "text": text})
+    out = {"source": "transformers apply_chat_template with gemma4_chat_template.jinja; "
+                     "see gen_chat.py", "cases": cases}
+    with open(os.path.join(HERE, "chat_gemma4.json"), "w", encoding="utf-8") as f:
+        json.dump(out, f, ensure_ascii=False, indent=1)
+        f.write("\n")
+    print(f"wrote {len(cases)} gemma4 cases")
+
+
 def main():
     model = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("DEG_MODEL") or os.path.join(
         os.environ.get("DEG_CACHE", os.path.expanduser("~/.cache/deg")), "models",
@@ -94,6 +146,7 @@ def main():
         json.dump(out, f, ensure_ascii=False, indent=1)
         f.write("\n")
     print(f"wrote {len(cases)} cases")
+    gemma4_cases(tok)
 
 
 if __name__ == "__main__":
