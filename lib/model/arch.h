@@ -124,8 +124,13 @@ struct dg_arch {
      * common ones (may adjust m->hp, sets m->arch_hp). NULL: none. */
     deg_status (*hf_config)(deg_model *m, json_t *cfg, const char *cfg_path);
     /* 1: GGUF files of this architecture are refused (conventions not
-     * implemented); the HF directory loads. */
+     * implemented); the HF directory loads. no_gguf_why: the reason, for the
+     * message (what llama.cpp's converter does that a loader would undo). */
     int no_gguf;
+    const char *no_gguf_why;
+    /* llama.cpp's general.architecture for the family when it differs from
+     * name (GGUF files are found by it: dg_arch_find_gguf); NULL: name. */
+    const char *gguf_arch;
     /* Optional: read the architecture's own GGUF metadata (llama.cpp keys
      * "<arch>.*") after the common ones; sets m->arch_hp. NULL: none. */
     deg_status (*gguf_config)(deg_model *m);
@@ -176,8 +181,10 @@ struct dg_arch {
 
 #define DG_SAVE_GEMMA4 1u
 
-/* NULL if unknown. The table lives in arch_table.c. */
+/* NULL if unknown. The table lives in arch_table.c. dg_arch_find: by name
+ * (HF model_type); dg_arch_find_gguf: by GGUF general.architecture. */
 const dg_arch *dg_arch_find(const char *name);
+const dg_arch *dg_arch_find_gguf(const char *name);
 /* "llama, qwen3": the supported names, for error messages. */
 void dg_arch_list(char *buf, size_t cap);
 

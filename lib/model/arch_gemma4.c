@@ -337,6 +337,12 @@ const dg_arch dg_arch_gemma4 = {
     .name = "gemma4_text",
     .hf_config = g4_hf_config,
     .no_gguf = 1,
+    .gguf_arch = "gemma4",
+    .no_gguf_why = "llama.cpp's Gemma4Model converter writes per-layer head_count_kv and "
+                   "feed_forward_length arrays, sliding_window_pattern, key_length_swa, "
+                   "shared_kv_layers, embedding_length_per_layer_input, a rope_freqs tensor "
+                   "standing for the proportional RoPE, and renames the router and "
+                   "per-expert scales; deg does not read that layout yet",
     .finish = g4_finish,
     .begin_pass = dg_g4_begin_pass,
     .load_layer = g4_load_layer,

@@ -331,6 +331,10 @@ const dg_arch dg_arch_qwen3_5 = {
     .name = "qwen3_5_text",
     .hf_config = q35_hf_config,
     .no_gguf = 1,
+    .gguf_arch = "qwen35",
+    .no_gguf_why = "llama.cpp's qwen35 converter reorders the DeltaNet value heads, stores "
+                   "A = -exp(A_log) and the norms as 1 + w, splits q/k/v and z, renames "
+                   "dt_bias and appends MTP layers; deg does not undo that layout yet",
     .finish = q35_finish,
     .chat_layout = "qwen3",
     .load_layer = q35_load_layer,

@@ -20,6 +20,15 @@ const dg_arch *dg_arch_find(const char *name)
     return NULL;
 }
 
+const dg_arch *dg_arch_find_gguf(const char *name)
+{
+    for (size_t i = 0; i < sizeof dg_archs / sizeof dg_archs[0]; i++) {
+        const char *g = dg_archs[i]->gguf_arch ? dg_archs[i]->gguf_arch : dg_archs[i]->name;
+        if (strcmp(g, name) == 0) return dg_archs[i];
+    }
+    return NULL;
+}
+
 void dg_arch_list(char *buf, size_t cap)
 {
     size_t o = 0;

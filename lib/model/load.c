@@ -311,14 +311,15 @@ deg_status dg_hf_layer_types(const deg_model *m, json_t *cfg, const char *path,
 
 /* ---------------------------------------------------------- the sources */
 
-static const dg_arch *find_arch(const char *name, size_t len, const char *where,
+/* gguf: name is a GGUF general.architecture (dg_arch_find_gguf). */
+static const dg_arch *find_arch(const char *name, size_t len, const char *where, int gguf,
                                 deg_status *st)
 {
     char buf[64];
     if (len >= sizeof buf) len = sizeof buf - 1;
     memcpy(buf, name, len);
     buf[len] = '\0';
-    const dg_arch *a = dg_arch_find(buf);
+    const dg_arch *a = gguf ? dg_arch_find_gguf(buf) : dg_arch_find(buf);
     if (!a) {
         char list[256];
         dg_arch_list(list, sizeof list);
@@ -337,11 +338,13 @@ static deg_status load_gguf(deg_model *m, const char *path)
     if (st == DEG_ERR_RANGE)
         return dg_fail(DEG_ERR_FORMAT, "%s: no general.architecture", path);
     if (st != DEG_OK) return st;
-    m->arch = find_arch(s.ptr, (size_t)s.len, path, &st);
+    m->arch = find_arch(s.ptr, (size_t)s.len, path, 1, &st);
     if (!m->arch) return st;
     if (m->arch->no_gguf)
         return dg_fail(DEG_ERR_UNSUPPORTED, "%s: GGUF files of architecture '%s' are not "
-                       "supported (load its Hugging Face directory)", path, m->arch->name);
+                       "supported%s%s (load its Hugging Face directory)", path, m->arch->name,
+                       m->arch->no_gguf_why ? ": " : "",
+                       m->arch->no_gguf_why ? m->arch->no_gguf_why : "");
     DG_TRY(gguf_hparams(m, m->arch->name));
     if (m->arch->gguf_config) DG_TRY(m->arch->gguf_config(m));
     if (dg_gguf_get_str(g, "general.name", &s) == DEG_OK) m->name = dup_n(s.ptr, (size_t)s.len);
@@ -391,7 +394,7 @@ static deg_status load_hf(deg_model *m, const char *dir)
                      lm == cfg ? "" : "text_config.");
         goto done;
     }
-    m->arch = find_arch(json_string_value(mt), strlen(json_string_value(mt)), cfg_path, &st);
+    m->arch = find_arch(json_string_value(mt), strlen(json_string_value(mt)), cfg_path, 0, &st);
     if (!m->arch) goto done;
     if ((st = hf_hparams(m, lm, cfg_path)) != DEG_OK) goto done;
     /* transformers ties by the outer config's flag (PreTrainedModel.tie_weights) */

@@ -847,6 +847,46 @@ static int patch_bytes(unsigned char *buf, size_t len, const char *from, size_t 
     return 0;
 }
 
+/* A GGUF file holding only general.architecture = arch (GGUF v3, no tensors). */
+static void gguf_with_arch(const char *path, const char *arch)
+{
+    unsigned char buf[256];
+    size_t o = 0, kl = strlen("general.architecture"), al = strlen(arch);
+    uint32_t ver = 3, type = 8; /* GGUF_TYPE_STRING */
+    uint64_t n_tensors = 0, n_kv = 1, k64 = kl, a64 = al;
+    memcpy(buf + o, "GGUF", 4), o += 4;
+    memcpy(buf + o, &ver, 4), o += 4;
+    memcpy(buf + o, &n_tensors, 8), o += 8;
+    memcpy(buf + o, &n_kv, 8), o += 8;
+    memcpy(buf + o, &k64, 8), o += 8;
+    memcpy(buf + o, "general.architecture", kl), o += kl;
+    memcpy(buf + o, &type, 4), o += 4;
+    memcpy(buf + o, &a64, 8), o += 8;
+    memcpy(buf + o, arch, al), o += al;
+    spit(path, buf, o);
+}
+
+/* GGUF files of Gemma 4 and Qwen3.5 as llama.cpp names them ("gemma4",
+ * "qwen35"): refused, naming the architecture and why (the converter's
+ * layout deg does not read yet), not as an unknown architecture. */
+Test(model, gguf_of_unread_layouts_refused_with_the_reason)
+{
+    char p[] = "/tmp/deg_model_arch_XXXXXX";
+    int fd = mkstemp(p);
+    cr_assert(fd >= 0);
+    close(fd);
+    gguf_with_arch(p, "gemma4");
+    expect_load_error(p, DEG_ERR_UNSUPPORTED, "GGUF files of architecture 'gemma4_text' are not "
+                      "supported: llama.cpp's Gemma4Model converter", "Hugging Face directory");
+    gguf_with_arch(p, "qwen35");
+    expect_load_error(p, DEG_ERR_UNSUPPORTED, "GGUF files of architecture 'qwen3_5_text' are "
+                      "not supported: llama.cpp's qwen35 converter", "value heads");
+    /* deg's own names are not GGUF architecture names */
+    gguf_with_arch(p, "gemma4_text");
+    expect_load_error(p, DEG_ERR_UNSUPPORTED, "unknown architecture 'gemma4_text'", NULL);
+    unlink(p);
+}
+
 Test(model, bad_gguf_files)
 {
     size_t len;
