@@ -30,17 +30,6 @@ const char *dg_dtype_name(dg_dtype t) { return valid(t) ? dtype_info[t].name : "
 int64_t dg_dtype_block_elems(dg_dtype t) { return valid(t) ? dtype_info[t].block_elems : 0; }
 size_t dg_dtype_block_bytes(dg_dtype t) { return valid(t) ? dtype_info[t].block_bytes : 0; }
 
-void dg_q4k_scale_min(const uint8_t *s, int j, int *sc, int *mn)
-{
-    if (j < 4) {
-        *sc = s[j] & 63;
-        *mn = s[j + 4] & 63;
-    } else {
-        *sc = (s[j + 4] & 0x0F) | ((s[j - 4] >> 6) << 4);
-        *mn = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-    }
-}
-
 int dg_dtype_is_quantized(dg_dtype t)
 {
     return t == DG_Q8_0 || t == DG_Q4_0 || t == DG_Q4_1 || t == DG_Q4_K || t == DG_Q6_K;

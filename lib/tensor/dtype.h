@@ -56,7 +56,16 @@ deg_status dg_dequantize(dg_dtype t, const void *src, float *dst, int64_t n);
  *   j < 4:  sc = s[j] & 63,  mn = s[j+4] & 63
  *   j >= 4: sc = (s[j+4] & 15) | ((s[j-4] >> 6) << 4),
  *           mn = (s[j+4] >> 4) | ((s[j] >> 6) << 4) */
-void dg_q4k_scale_min(const uint8_t *s, int j, int *sc, int *mn);
+static inline void dg_q4k_scale_min(const uint8_t *s, int j, int *sc, int *mn)
+{
+    if (j < 4) {
+        *sc = s[j] & 63;
+        *mn = s[j + 4] & 63;
+    } else {
+        *sc = (s[j + 4] & 0x0F) | ((s[j - 4] >> 6) << 4);
+        *mn = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    }
+}
 
 float dg_f16_to_f32(uint16_t h);
 uint16_t dg_f32_to_f16(float f);   /* round to nearest even */

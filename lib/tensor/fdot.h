@@ -15,17 +15,19 @@
  * the K-quants included) and dot them with up to 4 x rows at a time
  * (register blocking: 4 x 2, 1 x 8 pairs; 4 x 4 where AVX-512VL's 32
  * registers hold them, the same 256-bit operations); a single x row (decode) against
- * Q8_0 / Q4_0 / Q4_1 dequantizes each block in registers and multiplies at
- * once (4 weight rows per pass, no scratch). Each (x row, weight row) pair
+ * Q8_0 / Q4_0 / Q4_1 / Q4_K dequantizes each 32-element block (Q4_K: sub-block)
+ * in registers and multiplies at once (4 weight rows per pass, no scratch).
+ * Each (x row, weight row) pair
  * still gets exactly the sequence above, so y[m, n] depends only on x row m
  * and weight row n: never on the rows in the call, the blocking or the
  * thread count. Tested bitwise against dg_fdot_scalar in
  * tests/c/test_qmatmul.c (also under DEG_QKERNEL=scalar / avx2).
  * Cost (bench_qdot, one thread, best of 100 under load, SmolLM2 shapes):
- * decode (one x row) takes 1.5-2.1x the 8-bit kernels' time per row dot
- * for Q4_0/Q4_1/Q8_0 (65 vs 38 ns per 576-wide Q4_1 row), 1.7-3x for the
- * K-quants; 64-row batches (prefill) 1.03-1.16x (Q4_1 576-wide: 14.6 vs
- * 14.2 ns; 1536-wide 35.8 vs 31.3). */
+ * decode (one x row) takes 1.3-2.1x the 8-bit kernels' time per row dot
+ * for Q4_0/Q4_1/Q8_0 (61 vs 38 ns per 576-wide Q4_1 row), Q4_K 2.5x (191 vs
+ * 77 ns per 1536-wide row; 234 before its fused loop, session 9), Q6_K
+ * 1.7x; 64-row batches (prefill) 1.03-1.16x (Q4_1 576-wide: 14.6 vs 14.2
+ * ns; 1536-wide 35.8 vs 31.3). */
 #ifndef DG_TENSOR_FDOT_H
 #define DG_TENSOR_FDOT_H
 
