@@ -138,3 +138,31 @@ def test_every_integer_define_of_the_headers_is_bound():
             "DEG_LORA_ALL"} <= set(want)
     missing = {k: v for k, v in want.items() if getattr(lib, k, None) != v}
     assert not missing
+
+
+def test_weight_modes(monkeypatch):
+    """load_model(weights=...): the F16 tiny model is held as 16-bit blocks in
+    the native modes (the default: native-f32act) and as f32 with "f32"
+    (twice the matrix bytes); native-f32act's logits are f32's up to
+    summation order; an unknown mode is an ArgumentError, and DEG_WEIGHTS
+    picks the mode when weights is None."""
+    path = ROOT / "tests" / "goldens" / "tiny-qwen3-untied"  # F16 safetensors
+    ids = [5, 17, 3, 99, 42, 7]
+    monkeypatch.delenv("DEG_WEIGHTS", raising=False)
+    got = {}
+    for mode in (None, "native-f32act", "f32", "native"):
+        with deg.load_model(path, weights=mode) as m:
+            got[mode] = (m.info.weight_bytes, m.trunk().prefill(ids, logits="all"))
+    assert got[None][0] == got["native-f32act"][0] == got["native"][0]
+    assert got[None][1].tobytes() == got["native-f32act"][1].tobytes()  # the default
+    assert got["f32"][0] > 1.5 * got["native-f32act"][0]
+    diff = max(abs(a - b) for a, b in zip(got["f32"][1], got["native-f32act"][1]))
+    assert diff < 1e-4
+    monkeypatch.setenv("DEG_WEIGHTS", "f32")
+    with deg.load_model(path) as m:
+        assert m.info.weight_bytes == got["f32"][0]
+    monkeypatch.setenv("DEG_WEIGHTS", "f33")
+    with pytest.raises(deg.ArgumentError, match="DEG_WEIGHTS='f33'"):
+        deg.load_model(path)
+    with pytest.raises(deg.ArgumentError, match="weights='q4'"):
+        deg.load_model(path, weights="q4")

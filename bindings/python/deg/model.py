@@ -229,14 +229,35 @@ def _sample_params(max_tokens: int, temperature: float, top_k: int, top_p: float
     return p
 
 
+#: Weight modes of load_model(weights=...): the DEG_WEIGHTS spellings and
+#: their deg_model_params.weights values (include/deg_runtime.h).
+WEIGHT_MODES = {"f32": lib.DEG_WEIGHTS_F32, "native": lib.DEG_WEIGHTS_NATIVE,
+                "native-f32act": lib.DEG_WEIGHTS_NATIVE_F32ACT}
+
+
 class Model(_Handle):
-    """A loaded model (deg_model): immutable, shareable across threads."""
+    """A loaded model (deg_model): immutable, shareable across threads.
+
+    weights: how the weight matrices are held (deg_model_params.weights):
+    "native-f32act" (the GGUF's quantized blocks resident, f32 activations:
+    the f32 path's logits up to summation order), "f32" (dequantized to f32
+    at load: transformers' f32 numerics), "native" (quantized blocks and
+    8-bit activations, llama.cpp's numerics). None: $DEG_WEIGHTS if set,
+    else "native-f32act". ArgumentError for another value."""
 
     _free = "deg_model_free"
 
-    def __init__(self, path: StrPath) -> None:
+    def __init__(self, path: StrPath, weights: Optional[str] = None) -> None:
         out = ffi.new("deg_model **")
-        check(lib.deg_model_load(path_arg(path), out))
+        if weights is None:
+            check(lib.deg_model_load(path_arg(path), out))
+        else:
+            if weights not in WEIGHT_MODES:
+                raise ArgumentError(f"weights={weights!r}: expected one of "
+                                    + ", ".join(repr(w) for w in WEIGHT_MODES))
+            params = ffi.new("deg_model_params *", lib.deg_model_default_params())
+            params.weights = WEIGHT_MODES[weights]
+            check(lib.deg_model_load_with_params(path_arg(path), params, out))
         super().__init__(out[0])
         self.path = fspath(path)
         self._info: Optional[ModelInfo] = None
@@ -408,10 +429,12 @@ class Model(_Handle):
         return t
 
 
-def load_model(path: StrPath) -> Model:
+def load_model(path: StrPath, weights: Optional[str] = None) -> Model:
     """Load a GGUF file or a Hugging Face model directory (deg_model_load).
-    Raises DegIOError, FormatError, UnsupportedError with the C message."""
-    return Model(path)
+    weights: "native-f32act", "f32" or "native" (Model); None = $DEG_WEIGHTS,
+    else "native-f32act". Raises DegIOError, FormatError, UnsupportedError
+    with the C message, ArgumentError for an unknown weights value."""
+    return Model(path, weights)
 
 
 class Trunk(_Handle):

@@ -12,11 +12,22 @@ from ..errors import DegError
 #: Command modules in deg.cli, in help order. Later issues append here.
 COMMANDS = ["generate", "info", "fetch_model", "cartridge", "fleet", "fill", "serve"]
 
+#: The environment variable every command's model loading reads (deg --help).
+ENV_HELP = """environment:
+  DEG_WEIGHTS   how model weights are held (include/deg_runtime.h):
+                native-f32act (default) the GGUF's quantized blocks resident,
+                              f32 activations: f32 logits up to summation order
+                f32           dequantized to f32 at load (transformers' numerics,
+                              ~4 bytes a weight)
+                native        quantized blocks and 8-bit activations
+                              (llama.cpp's numerics)"""
+
 
 def build_parser():
     from ..runtime import version
     parser = argparse.ArgumentParser(
-        prog="deg", description="deg: small transformer LMs on the CPU (libdeg).")
+        prog="deg", description="deg: small transformer LMs on the CPU (libdeg).",
+        epilog=ENV_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"deg {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
