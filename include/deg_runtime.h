@@ -246,9 +246,10 @@ DEG_API deg_status deg_model_load(const char *path, deg_model **out);
  *     resident); products are f32 BLIS GEMMs: the numerics of transformers'
  *     f32 reference (the goldens; the tests comparing against them load f32).
  *   DEG_WEIGHTS_NATIVE: kept in the file's dtype (Q4_0, Q4_1, Q8_0, Q4_K,
- *     Q6_K, F16, BF16), borrowed from the mapped file (resident weights ~
- *     the file size); products quantize each activation row to 8 bits per
- *     block of 32 and use integer block dot products (F16/BF16: f32 dots).
+ *     Q6_K, Q5_0, Q5_1, F16, BF16), borrowed from the mapped file (resident
+ *     weights ~ the file size); products quantize each activation row to 8
+ *     bits per block of 32 and use integer block dot products (F16, BF16,
+ *     Q5_0, Q5_1: f32 dots).
  *     Logits differ from the f32 path by the activation rounding (bounded in
  *     lib/tensor/qdot.h); every row is still bitwise independent of the other
  *     rows and of the thread count. f32 tensors stay f32.

@@ -97,6 +97,8 @@ static int ggml_to_dtype(uint32_t t, dg_dtype *out)
     case 1: *out = DG_F16; return 1;
     case 2: *out = DG_Q4_0; return 1;
     case 3: *out = DG_Q4_1; return 1;
+    case 6: *out = DG_Q5_0; return 1;
+    case 7: *out = DG_Q5_1; return 1;
     case 8: *out = DG_Q8_0; return 1;
     case 12: *out = DG_Q4_K; return 1;
     case 14: *out = DG_Q6_K; return 1;
@@ -361,7 +363,7 @@ static deg_status parse_tensors(dg_gguf *g, cursor *c)
         if (!ggml_to_dtype(type, &t->dtype))
             return dg_fail(DEG_ERR_UNSUPPORTED,
                            "%s: tensor '%s' has type %s (ggml type %u), which deg cannot read "
-                           "(supported: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q4_K Q6_K I8 I16 I32 I64 F64)",
+                           "(supported: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q6_K I8 I16 I32 I64 F64)",
                            g->path, t->name, dg_ggml_type_name(type), type);
         /* shape: outermost first, numel must not overflow */
         t->n_dims = (int)nd;

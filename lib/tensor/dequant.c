@@ -56,6 +56,30 @@ static void deq_q4_1(const uint8_t *b, float *y)
     }
 }
 
+/* Q5_0 / Q5_1 block [22 / 24 B] -> y[32] (gguf-py's Q5_0 / Q5_1): q_j =
+ * (qs[j] & 15) | (bit j of qh) << 4, q_{j+16} = (qs[j] >> 4) | (bit j + 16 of
+ * qh) << 4 (qh little-endian), j < 16; Q5_0 y = d * (q - 16), Q5_1
+ * y = (d * q) + m. */
+static void deq_q5(const uint8_t *b, float *y, int has_min)
+{
+    float d = ld_f16(b);
+    float m = has_min ? ld_f16(b + 2) : 0.0f;
+    const uint8_t *p = b + (has_min ? 4 : 2), *qs = p + 4;
+    uint32_t qh = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+                  (uint32_t)p[3] << 24;
+    for (int j = 0; j < 16; j++) {
+        int lo = (qs[j] & 0x0F) | (int)((qh >> j) & 1) << 4;
+        int hi = (qs[j] >> 4) | (int)((qh >> (j + 16)) & 1) << 4;
+        if (has_min) {
+            y[j] = d * (float)lo + m;
+            y[j + 16] = d * (float)hi + m;
+        } else {
+            y[j] = d * (float)(lo - 16);
+            y[j + 16] = d * (float)(hi - 16);
+        }
+    }
+}
+
 /* Q4_K super-block [144 B] -> y[256]: 8 sub-blocks of 32 with 6-bit scale sc
  * and min mn packed in scales[12] (dg_q4k_scale_min).
  * qs holds 4 chunks of 32 bytes; chunk c: low nibbles -> sub-block 2c, high
@@ -144,6 +168,10 @@ deg_status dg_dequantize(dg_dtype t, const void *src, float *dst, int64_t n)
         return DEG_OK;
     case DG_Q4_1:
         for (int64_t i = 0; i < nb; i++) deq_q4_1(s + i * bb, dst + i * be);
+        return DEG_OK;
+    case DG_Q5_0:
+    case DG_Q5_1:
+        for (int64_t i = 0; i < nb; i++) deq_q5(s + i * bb, dst + i * be, t == DG_Q5_1);
         return DEG_OK;
     case DG_Q4_K:
         for (int64_t i = 0; i < nb; i++) deq_q4_k(s + i * bb, dst + i * be);

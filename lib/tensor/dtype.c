@@ -9,6 +9,8 @@
  *   Q8_0: f16 d; int8 qs[32]                                     34 B / 32
  *   Q4_0: f16 d; uint8 qs[16] (low nibbles = elems 0..15)         18 B / 32
  *   Q4_1: f16 d; f16 m; uint8 qs[16]                              20 B / 32
+ *   Q5_0: f16 d; uint32 qh (5th bits); uint8 qs[16]               22 B / 32
+ *   Q5_1: f16 d; f16 m; uint32 qh; uint8 qs[16]                   24 B / 32
  *   Q4_K: f16 d; f16 dmin; uint8 scales[12] (6-bit packed); qs[128]  144 B / 256
  *   Q6_K: uint8 ql[128]; uint8 qh[64]; int8 scales[16]; f16 d     210 B / 256 */
 static const struct {
@@ -21,7 +23,7 @@ static const struct {
     [DG_Q4_K] = {"q4_K", 256, 144}, [DG_Q6_K] = {"q6_K", 256, 210},
     [DG_I8] = {"i8", 1, 1},       [DG_I16] = {"i16", 1, 2},     [DG_I32] = {"i32", 1, 4},
     [DG_I64] = {"i64", 1, 8},     [DG_F64] = {"f64", 1, 8},     [DG_U8] = {"u8", 1, 1},
-    [DG_BOOL] = {"bool", 1, 1},
+    [DG_BOOL] = {"bool", 1, 1},   [DG_Q5_0] = {"q5_0", 32, 22}, [DG_Q5_1] = {"q5_1", 32, 24},
 };
 
 static int valid(dg_dtype t) { return (unsigned)t < (unsigned)DG_DTYPE_COUNT; }
@@ -37,7 +39,8 @@ int dg_dtype_is_quantized(dg_dtype t)
 
 int dg_dtype_is_float(dg_dtype t)
 {
-    return t == DG_F32 || t == DG_F16 || t == DG_BF16 || t == DG_F64 || dg_dtype_is_quantized(t);
+    return t == DG_F32 || t == DG_F16 || t == DG_BF16 || t == DG_F64 || t == DG_Q5_0 ||
+           t == DG_Q5_1 || dg_dtype_is_quantized(t);
 }
 
 size_t dg_dtype_row_bytes(dg_dtype t, int64_t n, int *ok)

@@ -1,6 +1,6 @@
 /* Element types of weights and activations, and the block layouts of the
- * quantized ones (GGUF spec / ggml: Q8_0, Q4_0, Q4_1 blocks of 32; Q4_K and
- * Q6_K super-blocks of 256). */
+ * quantized ones (GGUF spec / ggml: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 blocks of
+ * 32; Q4_K and Q6_K super-blocks of 256). */
 #ifndef DG_TENSOR_DTYPE_H
 #define DG_TENSOR_DTYPE_H
 
@@ -25,6 +25,8 @@ typedef enum dg_dtype {
     DG_F64,
     DG_U8,      /* safetensors U8 */
     DG_BOOL,    /* safetensors BOOL: one byte, 0 or 1 */
+    DG_Q5_0,    /* the 5-bit formats llama.cpp's K-quant mixes fall back to on rows */
+    DG_Q5_1,    /* whose length is not a multiple of 256 (e.g. SmolLM2's 576) */
     DG_DTYPE_COUNT
 } dg_dtype;
 
@@ -32,7 +34,9 @@ typedef enum dg_dtype {
 const char *dg_dtype_name(dg_dtype t);
 /* 1 for F32, F16, BF16, F64 and the quantized types (dg_dequantize works). */
 int dg_dtype_is_float(dg_dtype t);
-/* 1 for Q8_0, Q4_0, Q4_1, Q4_K, Q6_K. */
+/* 1 for Q8_0, Q4_0, Q4_1, Q4_K, Q6_K: the dtypes with 8-bit-activation
+ * integer kernels (qdot.h). Q5_0 / Q5_1 are block formats without them:
+ * their products always take f32 activations (fdot.h), like F16/BF16. */
 int dg_dtype_is_quantized(dg_dtype t);
 /* Elements per block (1 for plain types). */
 int64_t dg_dtype_block_elems(dg_dtype t);

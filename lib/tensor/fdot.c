@@ -39,24 +39,47 @@ size_t dg_fdot_scratch(int64_t K) { return (size_t)NB_ROWS * (size_t)K; }
 #define U8F(v) _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v))
 #define S8F(v) _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v))
 
-/* One 32-element block of Q8_0 / Q4_0 / Q4_1 as four vectors of eight
- * (elements 0..7, ..., 24..31), dequant.c's expressions lane by lane:
- * Q8_0 q * d; Q4_0 d * (q - 8); Q4_1 (d * q) + m. */
+/* The 32 bits of a Q5 block's qh (little-endian) as 32 bytes: byte i is
+ * 0x10 if bit i is set, else 0 (element i's fifth bit, in place). */
+__attribute__((target(DG_TARGET_AVX2))) static inline __m256i q5_high(const uint8_t *qh)
+{
+    uint32_t h;
+    memcpy(&h, qh, 4);
+    const __m256i idx = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                         2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i bit = _mm256_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16, 32, 64,
+                                         -128, 1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16, 32,
+                                         64, -128);
+    __m256i v = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)h), idx), bit);
+    return _mm256_and_si256(_mm256_cmpeq_epi8(v, bit), _mm256_set1_epi8(0x10));
+}
+
+/* One 32-element block of Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 as four vectors
+ * of eight (elements 0..7, ..., 24..31), dequant.c's expressions lane by
+ * lane: Q8_0 q * d; Q4_0 d * (q - 8); Q5_0 d * (q - 16); Q4_1 / Q5_1
+ * (d * q) + m (the Q5 q: the nibble | the qh bit << 4). */
 __attribute__((target(DG_TARGET_AVX2))) static inline void deq_block(dg_dtype t,
                                                                      const uint8_t *blk,
                                                                      __m256 v[4])
 {
-    const __m128i m4 = _mm_set1_epi8(15), k8 = _mm_set1_epi8(8);
+    const __m128i m4 = _mm_set1_epi8(15);
     __m256 d = _mm256_set1_ps(_cvtsh_ss(dg_ld_u16(blk)));
     if (t == DG_Q8_0) {
         for (int k = 0; k < 4; k++)
             v[k] = _mm256_mul_ps(S8F(_mm_loadl_epi64((const __m128i *)(blk + 2 + 8 * k))), d);
         return;
     }
-    __m128i qs = _mm_loadu_si128((const __m128i *)(blk + (t == DG_Q4_1 ? 4 : 2)));
+    int q5 = t == DG_Q5_0 || t == DG_Q5_1, has_m = t == DG_Q4_1 || t == DG_Q5_1;
+    __m128i qs = _mm_loadu_si128((const __m128i *)(blk + 2 + 2 * has_m + 4 * q5));
     __m128i lo = _mm_and_si128(qs, m4), hi = _mm_and_si128(_mm_srli_epi16(qs, 4), m4);
-    if (t == DG_Q4_0) {
-        lo = _mm_sub_epi8(lo, k8), hi = _mm_sub_epi8(hi, k8);
+    if (q5) {
+        __m256i h = q5_high(blk + 2 + 2 * has_m);
+        lo = _mm_or_si128(lo, _mm256_castsi256_si128(h));
+        hi = _mm_or_si128(hi, _mm256_extracti128_si256(h, 1));
+    }
+    if (!has_m) {
+        __m128i k = _mm_set1_epi8(q5 ? 16 : 8);
+        lo = _mm_sub_epi8(lo, k), hi = _mm_sub_epi8(hi, k);
         v[0] = _mm256_mul_ps(d, S8F(lo)), v[1] = _mm256_mul_ps(d, S8F(_mm_srli_si128(lo, 8)));
         v[2] = _mm256_mul_ps(d, S8F(hi)), v[3] = _mm256_mul_ps(d, S8F(_mm_srli_si128(hi, 8)));
         return;
@@ -68,7 +91,10 @@ __attribute__((target(DG_TARGET_AVX2))) static inline void deq_block(dg_dtype t,
     v[3] = _mm256_add_ps(_mm256_mul_ps(d, U8F(_mm_srli_si128(hi, 8))), m);
 }
 
-static inline size_t block_bytes32(dg_dtype t) { return t == DG_Q8_0 ? 34 : t == DG_Q4_0 ? 18 : 20; }
+static inline size_t block_bytes32(dg_dtype t)
+{
+    return t == DG_Q8_0 ? 34 : t == DG_Q4_0 ? 18 : t == DG_Q4_1 ? 20 : t == DG_Q5_0 ? 22 : 24;
+}
 
 /* 32 bytes of q values (element l of a sub-block at byte l) times scale
  * sc0 (elements 0..15) / sc1 (16..31), minus mn (Q4_K) -> v[4] (elements
@@ -215,6 +241,8 @@ FD_FUSED(Q8_0)
 FD_FUSED(Q4_0)
 FD_FUSED(Q4_1)
 FD_FUSED(Q4_K)
+FD_FUSED(Q5_0)
+FD_FUSED(Q5_1)
 
 /* The fused decode kernel of dtype t; NULL for the dtypes that dequantize
  * rows into scratch first (F16/BF16; Q6_K, whose fused loop measured 7%
@@ -227,6 +255,8 @@ static void (*fused_for(dg_dtype t))(const dg_weight *, int64_t, int64_t, const 
     case DG_Q4_0: return fused_Q4_0;
     case DG_Q4_1: return fused_Q4_1;
     case DG_Q4_K: return fused_Q4_K;
+    case DG_Q5_0: return fused_Q5_0;
+    case DG_Q5_1: return fused_Q5_1;
     default: return NULL;
     }
 }

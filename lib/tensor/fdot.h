@@ -15,7 +15,7 @@
  * the K-quants included) and dot them with up to 4 x rows at a time
  * (register blocking: 4 x 2, 1 x 8 pairs; 4 x 4 where AVX-512VL's 32
  * registers hold them, the same 256-bit operations); a single x row (decode) against
- * Q8_0 / Q4_0 / Q4_1 / Q4_K dequantizes each 32-element block (Q4_K: sub-block)
+ * Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q4_K dequantizes each 32-element block (Q4_K: sub-block)
  * in registers and multiplies at once (4 weight rows per pass, no scratch).
  * Each (x row, weight row) pair
  * still gets exactly the sequence above, so y[m, n] depends only on x row m
@@ -37,8 +37,8 @@
 #include "tensor/dtype.h"
 #include "tensor/weight.h"
 
-/* The reference: weight row w (dtype t: F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K,
- * Q6_K; K elements, a whole number of blocks) dotted with x[K]. */
+/* The reference: weight row w (dtype t: F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0,
+ * Q5_1, Q4_K, Q6_K; K elements, a whole number of blocks) dotted with x[K]. */
 float dg_fdot_scalar(dg_dtype t, const uint8_t *w, const float *x, int64_t K);
 
 /* Floats of scratch dg_fdot_tile needs for rows of K elements. */

@@ -18,7 +18,8 @@
 int dg_weight_supported(dg_dtype t, int64_t cols)
 {
     if (t == DG_F32) return 1;
-    if (t != DG_F16 && t != DG_BF16 && !dg_dtype_is_quantized(t)) return 0;
+    if (t != DG_F16 && t != DG_BF16 && t != DG_Q5_0 && t != DG_Q5_1 && !dg_dtype_is_quantized(t))
+        return 0;
     return cols > 0 && cols <= DG_WEIGHT_MAX_COLS && cols % dg_dtype_block_elems(t) == 0;
 }
 

@@ -9,7 +9,8 @@
  *     per block of 32 to 8 bits and dotted with integer block products
  *     (tensor/qdot.h: fixed summation order, bitwise equal across the
  *     scalar, AVX2 and AVX-512 VNNI kernels).
- *   F16, BF16, and the quantized dtypes with f32_act = 1: f32 dot of the
+ *   F16, BF16, Q5_0, Q5_1 (no 8-bit kernels), and the quantized dtypes
+ *   with f32_act = 1: f32 dot of the
  *     exactly dequantized weights with the f32 x row, acc[i mod 8] += w_i *
  *     x_i (one rounding each, no FMA) then ((a0+a1)+(a2+a3))+((a4+a5)+(a6+a7))
  *     (tensor/fdot.h; scalar and AVX2 bitwise equal): the f32 path's
@@ -37,13 +38,14 @@
 #define DG_WEIGHT_MAX_COLS 65536
 
 typedef struct dg_weight {
-    dg_dtype dtype;          /* F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K */
+    dg_dtype dtype;          /* F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q6_K */
     int64_t rows, cols;      /* [out_features, in_features] */
     const void *data;        /* rows one after another, row_bytes each (borrowed) */
     size_t row_bytes;
     const int32_t *row_map;  /* NULL, or [rows]: logical row r is stored row row_map[r] */
     int f32_act;             /* quantized dtypes: 0 = x rows quantized to 8 bits (qdot.h),
-                                1 = f32 x rows (fdot.h); F16/BF16 always f32 x rows */
+                                1 = f32 x rows (fdot.h); F16/BF16/Q5_0/Q5_1 always
+                                f32 x rows */
 } dg_weight;
 
 /* 1 if products with w quantize the x rows to 8 bits (qdot.h). */

@@ -45,6 +45,8 @@ static void check_type(const char *name, dg_dtype t)
 Test(dequant, q8_0_bitwise) { check_type("Q8_0", DG_Q8_0); }
 Test(dequant, q4_0_bitwise) { check_type("Q4_0", DG_Q4_0); }
 Test(dequant, q4_1_bitwise) { check_type("Q4_1", DG_Q4_1); }
+Test(dequant, q5_0_bitwise) { check_type("Q5_0", DG_Q5_0); }
+Test(dequant, q5_1_bitwise) { check_type("Q5_1", DG_Q5_1); }
 Test(dequant, q4_k_bitwise) { check_type("Q4_K", DG_Q4_K); }
 Test(dequant, q6_k_bitwise) { check_type("Q6_K", DG_Q6_K); }
 Test(dequant, f16_bitwise_incl_subnormal_inf_nan) { check_type("F16", DG_F16); }

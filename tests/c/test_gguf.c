@@ -160,7 +160,7 @@ Test(gguf, small_tensors_value_by_value)
 {
     dg_gguf *g;
     cr_assert_eq(dg_gguf_open(SMALL, &g), DEG_OK, "%s", deg_errmsg());
-    cr_assert_eq(dg_gguf_n_tensors(g), 24);
+    cr_assert_eq(dg_gguf_n_tensors(g), 28);
     check_against_expected(g, "w.f32", DG_F32, 2, (int64_t[]){3, 5});
     check_against_expected(g, "w.f16", DG_F16, 2, (int64_t[]){2, 8});
     check_against_expected(g, "w.bf16", DG_BF16, 2, (int64_t[]){4, 4});
@@ -169,6 +169,8 @@ Test(gguf, small_tensors_value_by_value)
     check_against_expected(g, "w.q4_1", DG_Q4_1, 2, (int64_t[]){2, 64});
     check_against_expected(g, "w.q4_k", DG_Q4_K, 2, (int64_t[]){2, 256});
     check_against_expected(g, "w.q6_k", DG_Q6_K, 2, (int64_t[]){2, 256});
+    check_against_expected(g, "w.q5_0", DG_Q5_0, 2, (int64_t[]){2, 64});
+    check_against_expected(g, "w.q5_1", DG_Q5_1, 2, (int64_t[]){2, 64});
     check_against_expected(g, "w.f64", DG_F64, 1, (int64_t[]){2});
     check_against_expected(g, "w.3d", DG_F32, 3, (int64_t[]){2, 3, 4});
 
@@ -183,7 +185,7 @@ Test(gguf, small_tensors_value_by_value)
     t = dg_gguf_find(g, "w.i64");
     cr_assert(t && t->dtype == DG_I64 && ((const int64_t *)t->data)[0] == -(1ll << 62));
     cr_assert_null(dg_gguf_find(g, "w.nope"));
-    cr_assert_null(dg_gguf_tensor(g, 24));
+    cr_assert_null(dg_gguf_tensor(g, 28));
     cr_assert_str_eq(dg_gguf_tensor(g, 0)->name, "w.f32");
     dg_gguf_close(g);
 }

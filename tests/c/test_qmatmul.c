@@ -47,6 +47,8 @@ static uint8_t *make_weight(dg_dtype t, int64_t rows, int64_t cols, dg_weight *w
         switch (t) {
         case DG_Q8_0: case DG_Q4_0: put_f16(p, sc); break;
         case DG_Q4_1: put_f16(p, sc); put_f16(p + 2, -8.0f * sc * (frand() + 0.5f)); break;
+        case DG_Q5_0: put_f16(p, sc); break;
+        case DG_Q5_1: put_f16(p, sc); put_f16(p + 2, -16.0f * sc * (frand() + 0.5f)); break;
         case DG_Q4_K: put_f16(p, sc / 16); put_f16(p + 2, sc / 32); break;
         case DG_Q6_K: put_f16(p + 208, sc / 64); break;
         case DG_F16: put_f16(p, frand() * 0.2f); break;
@@ -58,7 +60,10 @@ static uint8_t *make_weight(dg_dtype t, int64_t rows, int64_t cols, dg_weight *w
     return d;
 }
 
-static const dg_dtype all_types[] = {DG_Q4_0, DG_Q4_1, DG_Q8_0, DG_Q4_K, DG_Q6_K, DG_F16, DG_BF16};
+/* Q5_0 / Q5_1 last (f32 activations only, like F16/BF16): the earlier
+ * dtypes keep their random data. */
+static const dg_dtype all_types[] = {DG_Q4_0, DG_Q4_1, DG_Q8_0, DG_Q4_K, DG_Q6_K,
+                                     DG_F16,  DG_BF16, DG_Q5_0, DG_Q5_1};
 #define N_TYPES (sizeof all_types / sizeof all_types[0])
 
 static void fill_x(float *x, size_t n, float scale)

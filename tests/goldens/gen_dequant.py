@@ -2,7 +2,7 @@
 """Dequantization goldens from gguf-py (gguf.quants.dequantize), an
 independent implementation of the ggml block formats.
 
-For each type T in F16 BF16 Q8_0 Q4_0 Q4_1 Q4_K Q6_K it writes
+For each type T in F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q6_K it writes
 tests/goldens/dequant/T.raw (random but valid blocks: random quant bits, sane
 f16 scales) and T.f32 (little-endian f32 values). F16/BF16 also cover
 subnormals, infinities and NaN. f32_to_f16.bin / f32_to_bf16.bin hold f32
@@ -34,9 +34,11 @@ def random_blocks(rng, qt, n_blocks):
     b = rng.integers(0, 256, (n_blocks, size), dtype=np.uint8)
     if qt in (Q.Q8_0, Q.Q4_0):
         b[:, 0:2] = sane_f16(rng, n_blocks)
-    elif qt == Q.Q4_1:
+    elif qt in (Q.Q4_1, Q.Q5_1):
         b[:, 0:2] = sane_f16(rng, n_blocks, signed=False)
         b[:, 2:4] = sane_f16(rng, n_blocks)
+    elif qt == Q.Q5_0:
+        b[:, 0:2] = sane_f16(rng, n_blocks)
     elif qt == Q.Q4_K:
         b[:, 0:2] = sane_f16(rng, n_blocks, 1e-4, 0.05, signed=False)  # d
         b[:, 2:4] = sane_f16(rng, n_blocks, 1e-4, 0.05, signed=False)  # dmin
@@ -84,6 +86,14 @@ def main():
     f16.view(np.uint16).astype("<u2").tofile(os.path.join(OUT, "f32_to_f16.u16"))
     gguf.quants.quantize(x, Q.BF16).view(np.uint16).astype("<u2").tofile(
         os.path.join(OUT, "f32_to_bf16.u16"))
+    # Q5_0 / Q5_1 (added later: their own generator, so the files above keep
+    # their bytes)
+    rng5 = np.random.default_rng(555)
+    for qt in (Q.Q5_0, Q.Q5_1):
+        raw = random_blocks(rng5, qt, 8)
+        deq = gguf.quants.dequantize(raw, qt).astype(np.float32)
+        raw.tofile(os.path.join(OUT, qt.name + ".raw"))
+        deq.astype("<f4").tofile(os.path.join(OUT, qt.name + ".f32"))
     print("wrote goldens to", OUT)
 
 

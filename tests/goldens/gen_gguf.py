@@ -71,6 +71,10 @@ def main():
     tensors.append(("w.i64", np.array([-(2**62), 3], dtype=np.int64), None))
     tensors.append(("w.f64", np.array([1.0 / 3.0, -2.5], dtype=np.float64), None))
     tensors.append(("w.3d", rng.standard_normal((2, 3, 4)).astype(np.float32), None))
+    # added later, last: the tensors above keep their random data
+    for qt in (Q.Q5_0, Q.Q5_1):
+        raw = random_blocks(rng, qt, 2 * 2).reshape(2, -1)
+        tensors.append(("w." + qt.name.lower(), raw, qt))
 
     for name, arr, raw in tensors:
         if raw is None:
