@@ -250,6 +250,16 @@ DEG_API deg_status deg_cartridge_set_draft_ref(deg_cartridge *cartridge, const i
 /* The cartridge's reference (borrowed: valid until it is replaced or the
  * cartridge freed; read-only, shareable between threads) or NULL. */
 DEG_API const deg_draft_ref *deg_cartridge_draft_ref(const deg_cartridge *cartridge);
+/* The draft reference of a composition (spec "Composition"; serving with
+ * --spec-serve): the references of parts[0..n_parts) that have one,
+ * concatenated in part order and indexed once (a draft crossing a part
+ * boundary is only a wasted guess: verification is exact). *out = NULL
+ * (DEG_OK) when no part has one; else a new reference owned by the caller
+ * (deg_draft_ref_free), independent of the parts. Errors: as
+ * deg_cartridge_compose_check, DEG_ERR_RANGE (more than 2^30 ids in all),
+ * DEG_ERR_NOMEM. */
+DEG_API deg_status deg_cartridge_compose_draft_ref(const deg_cartridge *const *parts,
+                                                   size_t n_parts, deg_draft_ref **out);
 
 /* Serving: a new trunk whose K/V rows are the cartridge's (rows 0..p-1);
  * forks of it decode at positions p... exactly as in training. The trunk is
@@ -434,6 +444,33 @@ DEG_API deg_status deg_fleet_save(deg_fleet *fleet);
  * disk for the copy. Owned by the caller. DEG_ERR_RANGE for a bad index. */
 DEG_API deg_status deg_fleet_trunk(const deg_fleet *fleet, const size_t *docs, size_t n,
                                    deg_trunk **out);
+
+/* Serving with --spec-serve: the draft reference of the composition of
+ * docs[0..n) (deg_cartridge_compose_draft_ref over the documents' cartridges:
+ * residents from memory, absentees mapped from disk). *out = NULL (DEG_OK)
+ * when no document has one; else owned by the caller (deg_draft_ref_free).
+ * Errors: as deg_fleet_trunk. */
+DEG_API deg_status deg_fleet_draft_ref(const deg_fleet *fleet, const size_t *docs, size_t n,
+                                       deg_draft_ref **out);
+
+/* Fleet creation options (deg_fleet_init_ex). */
+typedef struct deg_fleet_init_params {
+    size_t p;               /* cartridge rows per document; default 256 */
+    int32_t draft_ref;      /* 1: every cartridge stores its document's token ids
+                               as its draft reference (deg_cartridge_set_draft_ref:
+                               the ids of deg_corpus_new over that one document,
+                               the stream self-study draws from), for serving
+                               with --spec-serve; default 0 */
+} deg_fleet_init_params;
+DEG_API deg_fleet_init_params deg_fleet_init_default_params(void);
+/* deg_fleet_init with options (deg_fleet_init(..., p) = this with p and the
+ * other fields at their defaults). Errors: as deg_fleet_init; params NULL:
+ * DEG_ERR_ARG. */
+DEG_API deg_status deg_fleet_init_ex(const deg_model *model, const char *dir,
+                                     const char *const *names, const char *const *texts,
+                                     const size_t *lens, size_t n_docs,
+                                     const deg_fleet_init_params *params);
+
 
 /* ---------------------------------------------------------------------
  * Self-study (spec cartridges.md, "Self-study", "Batched self-study";
@@ -688,6 +725,86 @@ DEG_API const deg_selfstudy_conv *deg_selfstudy_run_conv(const deg_selfstudy_run
 DEG_API deg_status deg_selfstudy_run_restore(deg_selfstudy_run *run,
                                              const deg_selfstudy_run_state *state,
                                              const deg_selfstudy_conv *convs);
+
+/* ---------------------------------------------------------------------
+ * Mixed-visibility joint self-study over a fleet (spec cartridges.md,
+ * "Mixed-visibility joint self-study"): one optimizer round = a draw of the
+ * target document and its co-loaded parts among the RESIDENT documents,
+ * accum self-study conversations about the target (deg_selfstudy over that
+ * document alone), one backward behind the composed prefix of the parts
+ * (deg_selfstudy_backward), and deg_fleet_step over every part (which also
+ * rotates the residents every rotate_every rounds).
+ *
+ * Every draw of round r (the fleet's round count before it, deg_fleet_rounds,
+ * saved with the fleet) comes from a xoshiro256** stream (lib/model/sample.h)
+ * seeded by round_seed(seed, r) = seed * 1000003 + r (mod 2^64), and the
+ * round's conversations from a deg_selfstudy seeded by
+ * round_seed(round_seed(seed, r), target + 1): a round depends only on the
+ * seed, the round number and the fleet's state, so a run stopped after any
+ * save and continued from it gives the same artifact bytes as one run, from
+ * any host (C or Python's deg.fleets.train, which calls these functions).
+ * The draw, in stream order:
+ *  1. the candidates: the residents (ascending ids); schedule UNIFORM: only
+ *     those with the fewest Adam steps;
+ *  2. the target: candidate i with probability tokens_i / sum of tokens
+ *     (tokens counted at least 1): one dg_rng_below(sum) draw, the first
+ *     candidate whose running sum exceeds it;
+ *  3. one uniform u in [0, 1): when u >= p_iso, distract_max > 0 and other
+ *     residents exist, the round is co-loaded: k = 1 + below(min(distract_max,
+ *     other residents)) distractors, then
+ *       LENGTH: the first k of the other residents after a partial
+ *       Fisher-Yates shuffle (k draws: position j swaps with j + below(m - j));
+ *       UNIFORM: the k least-trained other residents, ties broken by one
+ *       64-bit draw per other resident (in id order; then the lower id);
+ *     and the parts (target + distractors) are shuffled by Fisher-Yates (for
+ *     j = n-1 down to 1: swap j with below(j + 1)). Otherwise the target is
+ *     the only part (isolated visibility).
+ * --------------------------------------------------------------------- */
+typedef enum deg_fleet_schedule {
+    DEG_FLEET_SCHEDULE_LENGTH = 0,  /* the spec's: target proportional to length */
+    DEG_FLEET_SCHEDULE_UNIFORM = 1  /* among the least-trained residents, distractors
+                                       least-trained too: per-document step counts stay
+                                       within +-1 under rotation */
+} deg_fleet_schedule;
+
+typedef struct deg_fleet_train_params {
+    int32_t accum;          /* conversations per round, >= 1; default 4 */
+    float p_iso;            /* probability of isolated visibility, [0, 1]; 0.75 */
+    int32_t distract_max;   /* max distractors, >= 0; 2 */
+    int32_t schedule;       /* deg_fleet_schedule; LENGTH */
+    uint64_t seed;          /* the run's seed; 0 */
+    int32_t pack;           /* 1: packed backward (deg_selfstudy_backward); 1 */
+    int32_t checkpoint;     /* 1: recompute activations in the backward; 0 */
+    deg_selfstudy_params study; /* synthesis settings (deg_selfstudy_default_params();
+                                   its seed is ignored: derived per round) */
+} deg_fleet_train_params;
+DEG_API deg_fleet_train_params deg_fleet_default_train_params(void);
+
+/* The draw of the fleet's next round (deg_fleet_rounds): *target and the
+ * parts in prefix order, parts[0..*n_parts) (cap >= 1 + distract_max
+ * entries), the target among them. Changes nothing. Errors: DEG_ERR_ARG
+ * (NULL, bad params named, cap too small), DEG_ERR_STATE (no resident
+ * document). */
+DEG_API deg_status deg_fleet_draw(const deg_fleet *fleet, const deg_fleet_train_params *params,
+                                  size_t *target, size_t *parts, size_t cap, size_t *n_parts);
+
+/* What a round did. */
+typedef struct deg_fleet_round {
+    int64_t round;          /* deg_fleet_rounds after the round */
+    size_t target;
+    size_t n_parts;         /* parts co-loaded (the target included) */
+    float loss;             /* the group's loss before the step */
+} deg_fleet_round;
+
+/* One round (the draw, conversations, backward, deg_fleet_step). parts (may
+ * be NULL; else cap >= 1 + distract_max) receives the parts in prefix order.
+ * The fleet is not saved (deg_fleet_save). The target's text is read from
+ * its copy in the fleet (docs/NNNN.txt). Errors: as deg_fleet_draw, the
+ * corpus, synthesis, backward and step calls (DEG_ERR_UTF8 for a text that
+ * is not UTF-8: named); on an error before the step nothing is stepped and
+ * the round is not counted. */
+DEG_API deg_status deg_fleet_train_round(deg_fleet *fleet, const deg_fleet_train_params *params,
+                                         size_t *parts, size_t cap, deg_fleet_round *out);
 
 #ifdef __cplusplus
 }

@@ -599,6 +599,49 @@ DEG_API deg_status deg_forks_generate_spec(deg_fork *const *forks, size_t n_fork
                                            deg_spec_stats *spec_stats,
                                            const deg_run_limits *limits);
 
+/* Step-wise speculative streams, for serving loops that decode a step at a
+ * time and must see every id as it comes (deg serve --spec-serve: its chat
+ * engine decodes all streams in lockstep and checks stop strings between
+ * steps). A deg_spec_state carries one greedy stream's draft sources (its
+ * own text's index, its matching statistics in ref) and its acceptance gate
+ * from call to call; each deg_forks_spec_step is ONE round of
+ * deg_forks_generate_spec (draft, one ragged feed, exact argmax
+ * verification, rewind), so the ids a stream emits over its calls are those
+ * of greedy decoding, byte for byte.
+ *
+ * text[0..n_text) (n_text >= 1; copied) is the stream's text so far; its
+ * LAST id is the CARRY: emitted, not yet fed, and the fork's K/V end right
+ * before it (e.g. the prompt fed, the first id picked from its logits).
+ * ref: borrowed (must outlive the state), may be NULL. spec NULL = defaults.
+ * stop_ids as deg_sample_params' (NULL = the model's stops; else exactly
+ * these n_stop_ids, copied). Errors: DEG_ERR_ARG, DEG_ERR_RANGE (an id
+ * outside the vocabulary), DEG_ERR_NOMEM. Owned by the caller. */
+typedef struct deg_spec_state deg_spec_state;
+DEG_API deg_status deg_spec_state_new(const deg_model *model, const int32_t *text, size_t n_text,
+                                      const deg_draft_ref *ref, const deg_spec_params *spec,
+                                      const int32_t *stop_ids, size_t n_stop_ids,
+                                      deg_spec_state **out);
+DEG_API void deg_spec_state_free(deg_spec_state *state);
+/* The state's counters over all its calls. */
+DEG_API deg_spec_stats deg_spec_state_stats(const deg_spec_state *state);
+/* 1 once the stream emitted a stop id (or for NULL); then it takes no step. */
+DEG_API int deg_spec_state_done(const deg_spec_state *state);
+
+/* One round for n streams (forks[i] with states[i]; all states with the
+ * same spec params): each feeds [carry ++ draft] as one row of a single
+ * deg_forks_feed and emits into out_ids[i] (room for draft_max + 1 ids)
+ * *n_out[i] >= 1 ids: the kept drafts and the argmax after them, stopping
+ * after a stop id or at max_ids[i] (>= 1) ids. The last emitted id is the
+ * new carry; the fork then holds the old carry and every emitted id but the
+ * last (rejected drafts rewound). After a stop id the state is done.
+ * Errors: DEG_ERR_ARG (NULL, max_ids < 1, a fork or state listed twice,
+ * states with different spec params), DEG_ERR_MISMATCH (a state of another
+ * model), DEG_ERR_STATE (a done state), and those of deg_forks_feed (then
+ * the forks' and states' contents are unspecified: free them). */
+DEG_API deg_status deg_forks_spec_step(deg_fork *const *forks, size_t n,
+                                       deg_spec_state *const *states, const int32_t *max_ids,
+                                       int32_t *const *out_ids, size_t *n_out);
+
 #ifdef __cplusplus
 }
 #endif

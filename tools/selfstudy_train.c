@@ -16,26 +16,7 @@
 
 #include "cartridge.h"
 #include "deg.h"
-
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    size_t got;
-    while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
-        n += got;
-        if (n == cap) {
-            char *g = realloc(buf, cap *= 2);
-            if (!g) free(buf);
-            buf = g;
-        }
-    }
-    fclose(f);
-    *len = n;
-    return buf;
-}
+#include "read_file.h"
 
 static int fail(const char *what)
 {

@@ -354,3 +354,27 @@ const deg_draft_ref *deg_cartridge_draft_ref(const deg_cartridge *c)
 {
     return c ? c->draft : NULL;
 }
+
+deg_status deg_cartridge_compose_draft_ref(const deg_cartridge *const *parts, size_t n_parts,
+                                           deg_draft_ref **out)
+{
+    const char *w = "deg_cartridge_compose_draft_ref";
+    if (!out) return dg_fail(DEG_ERR_ARG, "%s: out is NULL", w);
+    *out = NULL;
+    deg_status st = deg_cartridge_compose_check(parts, n_parts);
+    if (st != DEG_OK) return dg_fail_context(st, "%s", w);
+    size_t total = 0;
+    for (size_t i = 0; i < n_parts; i++) total += deg_draft_ref_len(parts[i]->draft);
+    if (total == 0) return DEG_OK;
+    int32_t *ids = malloc(total * sizeof *ids);
+    if (!ids) return dg_fail(DEG_ERR_NOMEM, "%s: out of memory for %zu ids", w, total);
+    size_t at = 0;
+    for (size_t i = 0; i < n_parts; i++) {
+        size_t k = deg_draft_ref_len(parts[i]->draft);
+        if (k) memcpy(ids + at, deg_draft_ref_ids(parts[i]->draft), k * sizeof *ids);
+        at += k;
+    }
+    st = deg_draft_ref_new(parts[0]->model, ids, total, out);
+    free(ids);
+    return st == DEG_OK ? DEG_OK : dg_fail_context(st, "%s", w);
+}

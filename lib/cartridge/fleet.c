@@ -191,8 +191,19 @@ void deg_fleet_free(deg_fleet *f)
     free(f);
 }
 
+/* The document's draft reference: its ids as a one-document corpus. */
+static deg_status set_doc_draft_ref(const deg_model *m, deg_cartridge *c, const char *name,
+                                    const char *text, size_t len)
+{
+    deg_corpus *corpus = NULL;
+    DG_TRY(deg_corpus_new(m, &name, &text, &len, 1, &corpus));
+    deg_status st = deg_cartridge_set_draft_ref(c, deg_corpus_ids(corpus), deg_corpus_len(corpus));
+    deg_corpus_free(corpus);
+    return st;
+}
+
 static deg_status init_doc(deg_fleet *f, size_t i, const char *name, const char *text,
-                           size_t len)
+                           size_t len, int draft_ref)
 {
     dg_fleet_doc *d = &f->docs[i];
     DG_TRY(doc_names(d, f->dir, i, name));
@@ -205,18 +216,40 @@ static deg_status init_doc(deg_fleet *f, size_t i, const char *name, const char 
     DG_TRY(dg_write_atomic(d->text_path, &ch, 1));
     deg_cartridge *c = NULL;
     st = deg_cartridge_init_corpus(f->model, text, len, f->p, &c);
-    if (st != DEG_OK) return dg_fail_context(st, "deg_fleet_init: document %zu (%s)", i, name);
+    if (st == DEG_OK && draft_ref) st = set_doc_draft_ref(f->model, c, name, text, len);
+    if (st != DEG_OK) {
+        deg_cartridge_free(c);
+        return dg_fail_context(st, "deg_fleet_init: document %zu (%s)", i, name);
+    }
     st = deg_cartridge_save(c, d->cart_path, 1);
     deg_cartridge_free(c);
     if (st == DEG_OK) st = dg_file_sha256(d->cart_path, d->sha);
     return st;
 }
 
+deg_fleet_init_params deg_fleet_init_default_params(void)
+{
+    return (deg_fleet_init_params){.p = 256, .draft_ref = 0};
+}
+
 deg_status deg_fleet_init(const deg_model *m, const char *dir, const char *const *names,
                           const char *const *texts, const size_t *lens, size_t n_docs,
                           size_t p)
 {
+    deg_fleet_init_params prm = deg_fleet_init_default_params();
+    prm.p = p;
+    return deg_fleet_init_ex(m, dir, names, texts, lens, n_docs, &prm);
+}
+
+deg_status deg_fleet_init_ex(const deg_model *m, const char *dir, const char *const *names,
+                             const char *const *texts, const size_t *lens, size_t n_docs,
+                             const deg_fleet_init_params *prm)
+{
     const char *w = "deg_fleet_init";
+    if (!prm) return dg_fail(DEG_ERR_ARG, "%s: params is NULL", w);
+    if (prm->draft_ref != 0 && prm->draft_ref != 1)
+        return dg_fail(DEG_ERR_ARG, "%s: draft_ref %d must be 0 or 1", w, (int)prm->draft_ref);
+    size_t p = prm->p;
     if (!m || !dir || !names || !texts || !lens)
         return dg_fail(DEG_ERR_ARG, "%s: NULL argument", w);
     if (n_docs == 0 || p == 0)
@@ -236,7 +269,7 @@ deg_status deg_fleet_init(const deg_model *m, const char *dir, const char *const
         st = dg_fail(DEG_ERR_STATE, "%s: %s already holds a fleet (%s)", w, dir, MANIFEST);
     if (st == DEG_OK) st = make_dir(docs_dir);
     for (size_t i = 0; st == DEG_OK && i < n_docs; i++)
-        st = init_doc(&f, i, names[i], texts[i], lens[i]);
+        st = init_doc(&f, i, names[i], texts[i], lens[i], prm->draft_ref);
     const char **sha = st == DEG_OK ? calloc(n_docs, sizeof *sha) : NULL;
     if (st == DEG_OK && !sha) st = dg_fail(DEG_ERR_NOMEM, "%s: out of memory", w);
     for (size_t i = 0; sha && i < n_docs; i++) sha[i] = f.docs[i].sha;

@@ -158,30 +158,54 @@ deg_status deg_fleet_save(deg_fleet *f)
     return dg_fleet_commit(f, NULL, 1);
 }
 
-deg_status deg_fleet_trunk(const deg_fleet *f, const size_t *docs, size_t n, deg_trunk **out)
+/* The cartridges of docs[0..n) for serving: residents borrowed, absentees
+ * loaded (mapped) into tmp[i] (freed by the caller); w names the caller. */
+static deg_status gather(const deg_fleet *f, const size_t *docs, size_t n,
+                         const deg_cartridge **parts, deg_cartridge **tmp, const char *w)
 {
-    const char *w = "deg_fleet_trunk";
+    for (size_t i = 0; i < n; i++) {
+        const dg_fleet_doc *d = &f->docs[docs[i]];
+        if (d->c) {
+            parts[i] = d->c;
+            continue;
+        }
+        deg_status st = deg_cartridge_load(f->model, d->cart_path, &tmp[i]);
+        if (st != DEG_OK) return dg_fail_context(st, "%s: document %zu (%s)", w, docs[i], d->name);
+        parts[i] = tmp[i];
+    }
+    return DEG_OK;
+}
+
+/* deg_fleet_trunk (want_trunk) or deg_fleet_draft_ref over docs[0..n). */
+static deg_status serve_parts(const deg_fleet *f, const size_t *docs, size_t n, int want_trunk,
+                              void *out, const char *w)
+{
     if (!out) return dg_fail(DEG_ERR_ARG, "%s: out is NULL", w);
-    *out = NULL;
+    if (want_trunk) *(deg_trunk **)out = NULL;
+    else *(deg_draft_ref **)out = NULL;
     if (!f || !docs || n == 0)
         return dg_fail(DEG_ERR_ARG, "%s: need a fleet and at least one document", w);
     for (size_t i = 0; i < n; i++) DG_TRY(check_doc(f, docs[i], w));
     const deg_cartridge **parts = calloc(n, sizeof *parts);
     deg_cartridge **tmp = calloc(n, sizeof *tmp);
     deg_status st = parts && tmp ? DEG_OK : dg_fail(DEG_ERR_NOMEM, "%s: out of memory", w);
-    for (size_t i = 0; i < n && st == DEG_OK; i++) {
-        const dg_fleet_doc *d = &f->docs[docs[i]];
-        if (d->c) {
-            parts[i] = d->c;
-            continue;
-        }
-        st = deg_cartridge_load(f->model, d->cart_path, &tmp[i]);
-        if (st != DEG_OK) st = dg_fail_context(st, "%s: document %zu (%s)", w, docs[i], d->name);
-        parts[i] = tmp[i];
-    }
-    if (st == DEG_OK) st = deg_trunk_from_cartridges(parts, n, out);
+    if (st == DEG_OK) st = gather(f, docs, n, parts, tmp, w);
+    if (st == DEG_OK)
+        st = want_trunk ? deg_trunk_from_cartridges(parts, n, out)
+                        : deg_cartridge_compose_draft_ref(parts, n, out);
     for (size_t i = 0; tmp && i < n; i++) deg_cartridge_free(tmp[i]);
     free(tmp);
     free(parts);
     return st;
+}
+
+deg_status deg_fleet_trunk(const deg_fleet *f, const size_t *docs, size_t n, deg_trunk **out)
+{
+    return serve_parts(f, docs, n, 1, out, "deg_fleet_trunk");
+}
+
+deg_status deg_fleet_draft_ref(const deg_fleet *f, const size_t *docs, size_t n,
+                               deg_draft_ref **out)
+{
+    return serve_parts(f, docs, n, 0, out, "deg_fleet_draft_ref");
 }

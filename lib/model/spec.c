@@ -64,6 +64,7 @@ typedef struct spec_row {
     size_t len0;            /* fork length before the round's feed */
     int live, in_step;
     int no_drafts;          /* the model has recurrent layers: no rewinds */
+    int stepwise;           /* a deg_spec_state: max_tokens caps one call only */
 } spec_row;
 
 static deg_status row_emit(spec_row *r, int32_t id)
@@ -102,13 +103,14 @@ static int emit(spec_row *r, int32_t id, int32_t *out, size_t *n_out, deg_gen_st
 {
     out[(*n_out)++] = id;
     int stop = dg_is_stop(r->stops, r->n_stops, id);
-    if (stop || *n_out >= (size_t)r->max_tokens) {
+    int full = *n_out >= (size_t)r->max_tokens;
+    if (stop || (full && !r->stepwise)) {
         r->live = 0;
         if (stats) stats->stopped = stop;
         return 1;
     }
-    *st = row_emit(r, id);
-    return *st != DEG_OK;
+    *st = row_emit(r, id);  /* a stepwise row goes on from this id next call */
+    return full || *st != DEG_OK;
 }
 
 /* Verify row r's round: its logits rows 0..n_span-1 after [carry, d1..dk].
@@ -189,7 +191,8 @@ static deg_status check_streams(const deg_model *m, const deg_spec_stream *strea
 }
 
 typedef struct spec_batch {
-    spec_row *rows;
+    spec_row **rows;        /* n rows (generate: into store; step: the states') */
+    spec_row *store;
     deg_fork **bf;
     const int32_t **b_ids;
     size_t *b_n;
@@ -197,13 +200,17 @@ typedef struct spec_batch {
     dg_sampler *sampler;
 } spec_batch;
 
+static void row_free(spec_row *r)
+{
+    dg_sam_free(&r->own);
+    free(r->span);
+    free(r->logits);
+}
+
 static void batch_free(spec_batch *b, size_t n)
 {
-    for (size_t i = 0; b->rows && i < n; i++) {
-        dg_sam_free(&b->rows[i].own);
-        free(b->rows[i].span);
-        free(b->rows[i].logits);
-    }
+    for (size_t i = 0; b->store && i < n; i++) row_free(&b->store[i]);
+    free(b->store);
     free(b->rows);
     free(b->bf);
     free(b->b_ids);
@@ -212,50 +219,63 @@ static void batch_free(spec_batch *b, size_t n)
     dg_sampler_free(b->sampler);
 }
 
-/* The rounds: draft, one ragged feed of every live row, verify. */
+/* One round: draft, one ragged feed of every live row, verify. *n_fed =
+ * the rows fed (0: every row is done). */
+static deg_status one_round(spec_batch *b, deg_fork *const *forks, size_t n,
+                            const deg_sample_params *params, const deg_spec_params *sp,
+                            int32_t *const *out_ids, size_t *n_out, deg_gen_stats *stats,
+                            deg_spec_stats *ss, const dg_limits *lim, size_t V, size_t *n_fed)
+{
+    size_t nb = 0;
+    for (size_t i = 0; i < n; i++) {
+        spec_row *r = b->rows[i];
+        r->in_step = r->live;
+        if (!r->live) continue;
+        size_t left = (size_t)r->max_tokens - n_out[i];  /* >= 1 */
+        r->span[0] = r->carry;
+        r->n_span = 1 + row_draft(r, sp, left - 1 < (size_t)sp->draft_max
+                                             ? left - 1 : (size_t)sp->draft_max);
+        r->len0 = deg_fork_len(forks[i]);
+        b->bf[nb] = forks[i];
+        b->b_ids[nb] = r->span;
+        b->b_n[nb] = r->n_span;
+        b->b_logits[nb] = r->logits;
+        nb++;
+        if (ss) ss[i].forwards++;
+    }
+    *n_fed = nb;
+    if (nb == 0) return DEG_OK;
+    if (lim) DG_TRY(dg_limits_check(lim, "decode"));
+    DG_TRY(deg_forks_feed(b->bf, nb, b->b_ids, b->b_n, b->b_logits));
+    deg_status st = DEG_OK;
+    for (size_t i = 0; i < n && st == DEG_OK; i++) {
+        if (!b->rows[i]->in_step) continue;
+        st = verify(b->rows[i], forks[i], b->sampler, &params[i], sp, V, out_ids[i], &n_out[i],
+                    stats ? &stats[i] : NULL, ss ? &ss[i] : NULL);
+        if (st != DEG_OK) st = dg_fail_context(st, "row %zu, token %zu", i, n_out[i]);
+    }
+    return st;
+}
+
+/* The rounds until every row is done. */
 static deg_status run_rounds(spec_batch *b, deg_fork *const *forks, size_t n,
                              const deg_sample_params *params, const deg_spec_params *sp,
                              int32_t *const *out_ids, size_t *n_out, deg_gen_stats *stats,
                              deg_spec_stats *ss, const dg_limits *lim, size_t V)
 {
-    deg_status st = DEG_OK;
     double t0 = dg_now();
     for (;;) {
         size_t nb = 0;
-        for (size_t i = 0; i < n; i++) {
-            spec_row *r = &b->rows[i];
-            r->in_step = r->live;
-            if (!r->live) continue;
-            size_t left = (size_t)r->max_tokens - n_out[i];  /* >= 1 */
-            r->span[0] = r->carry;
-            r->n_span = 1 + row_draft(r, sp, left - 1 < (size_t)sp->draft_max
-                                                 ? left - 1 : (size_t)sp->draft_max);
-            r->len0 = deg_fork_len(forks[i]);
-            b->bf[nb] = forks[i];
-            b->b_ids[nb] = r->span;
-            b->b_n[nb] = r->n_span;
-            b->b_logits[nb] = r->logits;
-            nb++;
-            if (ss) ss[i].forwards++;
-        }
-        if (nb == 0) break;
-        if ((st = dg_limits_check(lim, "decode")) != DEG_OK) break;
-        if ((st = deg_forks_feed(b->bf, nb, b->b_ids, b->b_n, b->b_logits)) != DEG_OK) break;
-        for (size_t i = 0; i < n && st == DEG_OK; i++) {
-            if (!b->rows[i].live) continue;
-            st = verify(&b->rows[i], forks[i], b->sampler, &params[i], sp, V, out_ids[i],
-                        &n_out[i], stats ? &stats[i] : NULL, ss ? &ss[i] : NULL);
-            if (st != DEG_OK) st = dg_fail_context(st, "row %zu, token %zu", i, n_out[i]);
-        }
+        deg_status st = one_round(b, forks, n, params, sp, out_ids, n_out, stats, ss, lim, V,
+                                  &nb);
         double t1 = dg_now();
         for (size_t i = 0; stats && i < n; i++) {
-            if (b->rows[i].in_step) stats[i].decode_seconds += t1 - t0;
+            if (b->rows[i]->in_step) stats[i].decode_seconds += t1 - t0;
             stats[i].generated_tokens = n_out[i];
         }
         t0 = t1;
-        if (st != DEG_OK) break;
+        if (st != DEG_OK || nb == 0) return st;
     }
-    return st;
 }
 
 deg_status deg_forks_generate_spec(deg_fork *const *forks, size_t n_forks,
@@ -279,17 +299,19 @@ deg_status deg_forks_generate_spec(deg_fork *const *forks, size_t n_forks,
     const size_t n_dstops = dg_chat_stop_ids(m, dg_chat_layout_of_model(m), dstops);
 
     spec_batch b = {0};
-    b.rows = calloc(n_forks, sizeof *b.rows);
+    b.store = calloc(n_forks, sizeof *b.store);
+    b.rows = malloc(n_forks * sizeof *b.rows);
+    for (size_t i = 0; b.store && b.rows && i < n_forks; i++) b.rows[i] = &b.store[i];
     b.bf = malloc(n_forks * sizeof *b.bf);
     b.b_ids = malloc(n_forks * sizeof *b.b_ids);
     b.b_n = malloc(n_forks * sizeof *b.b_n);
     b.b_logits = malloc(n_forks * sizeof *b.b_logits);
-    if (!b.rows || !b.bf || !b.b_ids || !b.b_n || !b.b_logits)
+    if (!b.store || !b.rows || !b.bf || !b.b_ids || !b.b_n || !b.b_logits)
         st = dg_fail(DEG_ERR_NOMEM, "%s: out of memory for %zu rows", w, n_forks);
     if (st == DEG_OK) st = dg_sampler_new((int32_t)V, &b.sampler);
     if (spec_stats) memset(spec_stats, 0, n_forks * sizeof *spec_stats);
     for (size_t i = 0; i < n_forks && st == DEG_OK; i++) {
-        spec_row *r = &b.rows[i];
+        spec_row *r = b.rows[i];
         if (stats) {
             memset(&stats[i], 0, sizeof stats[i]);
             stats[i].prompt_tokens = deg_trunk_len(forks[i]->trunk) + deg_fork_len(forks[i]);
@@ -309,4 +331,159 @@ deg_status deg_forks_generate_spec(deg_fork *const *forks, size_t n_forks,
     if (st != DEG_OK && st != DEG_ERR_CANCELLED && st != DEG_ERR_LIMIT)
         return dg_fail_context(st, "%s", w);
     return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* Step-wise streams (deg_spec_state)                                  */
+/* ------------------------------------------------------------------ */
+
+struct deg_spec_state {
+    const deg_model *model;
+    deg_spec_params sp;
+    spec_row row;
+    int32_t stops[DG_CHAT_MAX_STOPS];
+    int32_t *own_stops;      /* the caller's stop ids (copied) or NULL */
+    deg_spec_stats stats;
+};
+
+deg_status deg_spec_state_new(const deg_model *m, const int32_t *text, size_t n_text,
+                              const deg_draft_ref *ref, const deg_spec_params *spec,
+                              const int32_t *stop_ids, size_t n_stop_ids, deg_spec_state **out)
+{
+    const char *w = "deg_spec_state_new";
+    if (!out) return dg_fail(DEG_ERR_ARG, "%s: out is NULL", w);
+    *out = NULL;
+    if (!m || !text || n_text == 0 || (n_stop_ids && !stop_ids))
+        return dg_fail(DEG_ERR_ARG, "%s: need a model and at least one id of text (its last "
+                       "is the carry)", w);
+    deg_spec_stream sm = {text, n_text, ref};
+    deg_sample_params greedy = deg_sample_params_default();
+    greedy.temperature = 0.0f;
+    deg_spec_params sp = spec ? *spec : deg_spec_default_params();
+    deg_status st = check_spec(&sp);
+    if (st == DEG_OK) st = check_streams(m, &sm, 1, &greedy);
+    for (size_t j = 0; st == DEG_OK && j < n_stop_ids; j++)
+        if (stop_ids[j] < 0 || stop_ids[j] >= m->hp.n_vocab)
+            st = dg_fail(DEG_ERR_RANGE, "stop id %d is outside [0, %d)", (int)stop_ids[j],
+                         (int)m->hp.n_vocab);
+    if (st != DEG_OK) return dg_fail_context(st, "%s", w);
+    deg_spec_state *s = calloc(1, sizeof *s);
+    if (!s) return dg_fail(DEG_ERR_NOMEM, "%s: out of memory", w);
+    s->model = m;
+    s->sp = sp;
+    spec_row *r = &s->row;
+    r->n_stops = dg_chat_stop_ids(m, dg_chat_layout_of_model(m), s->stops);
+    r->stops = s->stops;
+    if (stop_ids) {  /* exactly these (none for n_stop_ids = 0) */
+        s->own_stops = malloc((n_stop_ids ? n_stop_ids : 1) * sizeof *s->own_stops);
+        if (s->own_stops && n_stop_ids)
+            memcpy(s->own_stops, stop_ids, n_stop_ids * sizeof *stop_ids);
+        r->stops = s->own_stops;
+        r->n_stops = n_stop_ids;
+    }
+    r->live = 1;
+    r->stepwise = 1;
+    r->no_drafts = dg_model_has_recurrent(m);
+    r->ref = dg_draft_ref_sam(ref);
+    r->carry = text[n_text - 1];
+    st = (stop_ids && !s->own_stops) ? dg_fail(DEG_ERR_NOMEM, "%s: out of memory", w)
+                                       : dg_sam_init(&r->own, n_text + 256);
+    r->span = malloc((1 + (size_t)sp.draft_max) * sizeof *r->span);
+    r->logits = malloc((1 + (size_t)sp.draft_max) * (size_t)m->hp.n_vocab * sizeof *r->logits);
+    if (st == DEG_OK && (!r->span || !r->logits))
+        st = dg_fail(DEG_ERR_NOMEM, "%s: out of memory for %d-token drafts", w,
+                     (int)sp.draft_max);
+    for (size_t j = 0; j < n_text && st == DEG_OK; j++) st = row_emit(r, text[j]);
+    if (st != DEG_OK) {
+        deg_spec_state_free(s);
+        return dg_fail_context(st, "%s", w);
+    }
+    *out = s;
+    return DEG_OK;
+}
+
+void deg_spec_state_free(deg_spec_state *s)
+{
+    if (!s) return;
+    row_free(&s->row);
+    free(s->own_stops);
+    free(s);
+}
+
+deg_spec_stats deg_spec_state_stats(const deg_spec_state *s)
+{
+    deg_spec_stats z = {0};
+    return s ? s->stats : z;
+}
+
+int deg_spec_state_done(const deg_spec_state *s) { return !s || !s->row.live; }
+
+static deg_status check_step(deg_fork *const *forks, size_t n, deg_spec_state *const *states,
+                             const int32_t *max_ids, int32_t *const *out_ids, size_t *n_out)
+{
+    if (!forks || !states || !max_ids || !out_ids || !n_out)
+        return dg_fail(DEG_ERR_ARG, "NULL argument");
+    for (size_t i = 0; i < n; i++) {
+        if (!forks[i] || !states[i] || !out_ids[i])
+            return dg_fail(DEG_ERR_ARG, "row %zu: NULL fork, state or output", i);
+        if (forks[i]->trunk->model != states[i]->model)
+            return dg_fail(DEG_ERR_MISMATCH, "row %zu: the state belongs to another model", i);
+        if (!states[i]->row.live)
+            return dg_fail(DEG_ERR_STATE, "row %zu: the stream has emitted a stop id", i);
+        if (max_ids[i] < 1)
+            return dg_fail(DEG_ERR_ARG, "row %zu: max_ids %d must be >= 1", i, (int)max_ids[i]);
+        if (memcmp(&states[i]->sp, &states[0]->sp, sizeof states[0]->sp) != 0)
+            return dg_fail(DEG_ERR_ARG, "row %zu: the states of one step need the same spec "
+                           "params", i);
+        for (size_t j = 0; j < i; j++)
+            if (forks[j] == forks[i] || states[j] == states[i])
+                return dg_fail(DEG_ERR_ARG, "rows %zu and %zu share a fork or a state", j, i);
+    }
+    return DEG_OK;
+}
+
+deg_status deg_forks_spec_step(deg_fork *const *forks, size_t n, deg_spec_state *const *states,
+                               const int32_t *max_ids, int32_t *const *out_ids, size_t *n_out)
+{
+    const char *w = "deg_forks_spec_step";
+    if (n == 0) return DEG_OK;
+    deg_status st = check_step(forks, n, states, max_ids, out_ids, n_out);
+    if (st != DEG_OK) return dg_fail_context(st, "%s", w);
+    const deg_model *m = states[0]->model;
+    const size_t V = (size_t)m->hp.n_vocab;
+    deg_sample_params greedy = deg_sample_params_default();
+    greedy.temperature = 0.0f;
+    spec_batch b = {0};
+    b.rows = malloc(n * sizeof *b.rows);
+    b.bf = malloc(n * sizeof *b.bf);
+    b.b_ids = malloc(n * sizeof *b.b_ids);
+    b.b_n = malloc(n * sizeof *b.b_n);
+    b.b_logits = malloc(n * sizeof *b.b_logits);
+    deg_sample_params *params = malloc(n * sizeof *params);
+    deg_spec_stats *ss = calloc(n, sizeof *ss);
+    if (!b.rows || !b.bf || !b.b_ids || !b.b_n || !b.b_logits || !params || !ss)
+        st = dg_fail(DEG_ERR_NOMEM, "%s: out of memory for %zu rows", w, n);
+    if (st == DEG_OK) st = dg_sampler_new((int32_t)V, &b.sampler);
+    for (size_t i = 0; st == DEG_OK && i < n; i++) {
+        b.rows[i] = &states[i]->row;
+        b.rows[i]->max_tokens = max_ids[i];
+        n_out[i] = 0;
+        params[i] = greedy;
+    }
+    size_t nb = 0;
+    if (st == DEG_OK)
+        st = one_round(&b, forks, n, params, &states[0]->sp, out_ids, n_out, NULL, ss, NULL, V,
+                       &nb);
+    for (size_t i = 0; st == DEG_OK && i < n; i++) {
+        deg_spec_stats *t = &states[i]->stats;
+        t->forwards += ss[i].forwards;
+        t->drafted += ss[i].drafted;
+        t->accepted += ss[i].accepted;
+        t->gate_offs += ss[i].gate_offs;
+    }
+    free(params);
+    free(ss);
+    b.store = NULL;  /* the rows are the states' */
+    batch_free(&b, 0);
+    return st == DEG_OK ? DEG_OK : dg_fail_context(st, "%s", w);
 }

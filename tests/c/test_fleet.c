@@ -17,6 +17,7 @@
 #include "cartridge.h"
 #include "deg.h"
 #include "tiny_model.h"
+#include "tmpdir.h"
 
 static const char *const TEXTS[] = {
     "The lighthouse keeper logs the weather every evening at six.",
@@ -27,18 +28,9 @@ static const char *const TEXTS[] = {
 };
 enum { ND = 5, P = 4 };
 
-static void tmpdir(char *buf, size_t n)
-{
-    snprintf(buf, n, "/tmp/deg-fleet-test-XXXXXX");
-    cr_assert_not_null(mkdtemp(buf));
-}
+static void tmpdir(char *buf, size_t n) { test_tmpdir(buf, n, "fleet-test"); }
 
-static void rmtree(const char *dir)
-{
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    cr_assert_eq(system(cmd), 0);
-}
+static void rmtree(const char *dir) { test_rmtree(dir); }
 
 static void make_fleet(deg_model *m, const char *dir, size_t nd)
 {

@@ -15,6 +15,7 @@
 #include "deg.h"
 #include "format/safetensors.h"
 #include "model/draft.h"
+#include "model/sample.h"
 #include "model/spec_gate.h"
 #include "tiny_model.h"
 
@@ -494,5 +495,163 @@ Test(spec, cartridge_draft_ref_roundtrip)
     unlink(old);
     unlink(with);
     unlink(bad);
+    deg_model_free(m);
+}
+
+/* Step-wise streams (deg_spec_state, deg_forks_spec_step): the ids a stream
+ * emits over its rounds are greedy decoding's, whether each call may emit
+ * all it can (then the counters equal deg_forks_generate_spec's) or is cut
+ * short by max_ids; the fork afterwards holds every id but the last. */
+static void stepwise(deg_model *m, const deg_sample_params *p, deg_draft_ref *const *refs,
+                     int cap_cycle, run_out *o, deg_spec_stats *ss, size_t V)
+{
+    deg_trunk *t;
+    cr_assert_eq(deg_trunk_new(m, &t), DEG_OK);
+    cr_assert_eq(deg_trunk_prefill(t, prompt9, 9, NULL, NULL), DEG_OK);
+    deg_fork *f[NR];
+    deg_spec_state *s[NR];
+    int live[NR];
+    for (int r = 0; r < NR; r++) {
+        cr_assert_eq(deg_fork_new(t, &f[r]), DEG_OK);
+        cr_assert_eq(deg_fork_feed(f[r], own[r], n_own[r], NULL), DEG_OK);
+        /* the first id from the fork's logits, as the serving loop samples it */
+        float *lg = malloc(V * sizeof *lg);
+        cr_assert_eq(deg_fork_logits(f[r], lg), DEG_OK);
+        int32_t first = dg_sample_argmax(lg, (int32_t)V);
+        free(lg);
+        int32_t text[16];
+        memcpy(text, prompt9, sizeof prompt9);
+        memcpy(text + 9, own[r], n_own[r] * sizeof(int32_t));
+        text[9 + n_own[r]] = first;
+        cr_assert_eq(deg_spec_state_new(m, text, 10 + n_own[r], refs[r], NULL, p[r].stop_ids,
+                                        p[r].n_stop_ids, &s[r]), DEG_OK, "%s", deg_errmsg());
+        o->ids[r][0] = first;
+        o->n[r] = 1;
+        int32_t dstops[2];
+        size_t nd = 0;
+        cr_assert_eq(deg_model_stop_ids(m, dstops, 2, &nd), DEG_OK);
+        const int32_t *stops = p[r].stop_ids ? p[r].stop_ids : dstops;
+        size_t n_stops = p[r].stop_ids ? p[r].n_stop_ids : nd, is_stop = 0;
+        for (size_t k = 0; k < n_stops; k++) is_stop |= first == stops[k];
+        o->stopped[r] = (int32_t)is_stop;
+        live[r] = !is_stop && p[r].max_tokens > 1;
+    }
+    for (int call = 0;; call++) {
+        deg_fork *bf[NR];
+        deg_spec_state *bs[NR];
+        int32_t cap[NR], *outs[NR], buf[NR][16];
+        size_t n_out[NR], nb = 0;
+        int rows[NR];
+        for (int r = 0; r < NR; r++) {
+            if (!live[r]) continue;
+            int32_t left = p[r].max_tokens - (int32_t)o->n[r];
+            cap[nb] = cap_cycle ? (left < 1 + call % cap_cycle ? left : 1 + call % cap_cycle)
+                                : left;
+            bf[nb] = f[r], bs[nb] = s[r], outs[nb] = buf[r], rows[nb] = r;
+            nb++;
+        }
+        if (!nb) break;
+        cr_assert_eq(deg_forks_spec_step(bf, nb, bs, cap, outs, n_out), DEG_OK, "%s",
+                     deg_errmsg());
+        for (size_t b = 0; b < nb; b++) {
+            int r = rows[b];
+            cr_assert(n_out[b] >= 1 && n_out[b] <= (size_t)cap[b]);
+            memcpy(o->ids[r] + o->n[r], buf[r], n_out[b] * sizeof(int32_t));
+            o->n[r] += n_out[b];
+            if (deg_spec_state_done(s[r])) o->stopped[r] = 1;
+            if (deg_spec_state_done(s[r]) || o->n[r] >= (size_t)p[r].max_tokens) live[r] = 0;
+        }
+    }
+    o->logits = malloc(NR * V * sizeof *o->logits);
+    for (int r = 0; r < NR; r++) {
+        ss[r] = deg_spec_state_stats(s[r]);
+        o->fork_len[r] = deg_fork_len(f[r]);
+        cr_assert_eq(deg_fork_logits(f[r], o->logits + r * V), DEG_OK);
+        deg_spec_state_free(s[r]);
+        deg_fork_free(f[r]);
+    }
+    deg_trunk_free(t);
+}
+
+Test(spec, stepwise_streams_equal_greedy, .timeout = 600)
+{
+    deg_model *m = tiny_load("tiny-qwen3");
+    deg_model_info mi;
+    cr_assert_eq(deg_model_get_info(m, &mi), DEG_OK);
+    size_t V = (size_t)mi.n_vocab;
+    deg_sample_params p[NR];
+    static const int32_t maxt[NR] = {60, 33, 64, 7};
+    const int32_t stop1 = 7;
+    for (int r = 0; r < NR; r++) {
+        p[r] = deg_sample_params_default();
+        p[r].max_tokens = maxt[r];
+        if (r == 2) { p[r].stop_ids = &stop1; p[r].n_stop_ids = 1; }
+        if (r == 1) { p[r].stop_ids = &stop1; p[r].n_stop_ids = 0; }
+    }
+    run_out plain;
+    run(m, p, NULL, NULL, &plain, NULL, V);
+    /* oracle references: half of each row's own output, then junk, so that
+     * drafts are both kept and rejected */
+    deg_draft_ref *refs[NR];
+    deg_spec_stream streams[NR];
+    int32_t seeds[NR][16];
+    for (int r = 0; r < NR; r++) {
+        int32_t ids[200];
+        size_t n = plain.n[r] / 2;
+        memcpy(ids, plain.ids[r], n * sizeof(int32_t));
+        for (size_t i = 0; i < 40; i++) ids[n + i] = (int32_t)rnd((uint32_t)V);
+        memcpy(ids + n + 40, plain.ids[r] + n, (plain.n[r] - n) * sizeof(int32_t));
+        for (size_t i = 0; i < plain.n[r] - n; i += 5) ids[n + 40 + i] = (int32_t)rnd((uint32_t)V);
+        cr_assert_eq(deg_draft_ref_new(m, ids, plain.n[r] + 40, &refs[r]), DEG_OK);
+        memcpy(seeds[r], prompt9, sizeof prompt9);
+        memcpy(seeds[r] + 9, own[r], n_own[r] * sizeof(int32_t));
+        streams[r] = (deg_spec_stream){seeds[r], 9 + n_own[r], refs[r]};
+    }
+    run_out whole, step, capped;
+    deg_spec_stats sw[NR], ss[NR], sc[NR];
+    run(m, p, streams, NULL, &whole, sw, V);
+    assert_same(&plain, &whole, V, "deg_forks_generate_spec");
+    stepwise(m, p, refs, 0, &step, ss, V);
+    assert_same(&plain, &step, V, "stepwise");
+    stepwise(m, p, refs, 3, &capped, sc, V);
+    assert_same(&plain, &capped, V, "stepwise, max_ids 1..3");
+    size_t acc = 0, rej = 0;
+    for (int r = 0; r < NR; r++) {
+        cr_assert_eq(ss[r].drafted, sw[r].drafted, "row %d", r);
+        cr_assert_eq(ss[r].accepted, sw[r].accepted, "row %d", r);
+        cr_assert_eq(ss[r].forwards, sw[r].forwards, "row %d", r);
+        acc += ss[r].accepted;
+        rej += ss[r].drafted - ss[r].accepted;
+    }
+    cr_assert_gt(acc, 10, "accepted %zu", acc);
+    cr_assert_gt(rej, 3, "rejected %zu", rej);
+    /* bad input: a done state, max_ids 0, a state listed twice */
+    deg_spec_state *s = NULL;
+    int32_t text[2] = {5, 7}, out[16], *outs[2] = {out, out}, cap[2] = {0, 1};
+    size_t n_out[2];
+    cr_expect_eq(deg_spec_state_new(m, text, 0, NULL, NULL, NULL, 0, &s), DEG_ERR_ARG);
+    text[1] = (int32_t)V;
+    cr_expect_eq(deg_spec_state_new(m, text, 2, NULL, NULL, NULL, 0, &s), DEG_ERR_RANGE);
+    text[1] = 7;
+    cr_assert_eq(deg_spec_state_new(m, text, 2, NULL, NULL, &stop1, 1, &s), DEG_OK);
+    deg_trunk *t;
+    deg_fork *fk;
+    cr_assert_eq(deg_trunk_new(m, &t), DEG_OK);
+    cr_assert_eq(deg_fork_new(t, &fk), DEG_OK);
+    cr_assert_eq(deg_fork_feed(fk, text, 1, NULL), DEG_OK);
+    deg_fork *fks[2] = {fk, fk};
+    deg_spec_state *sts[2] = {s, s};
+    cr_expect_eq(deg_forks_spec_step(fks, 1, sts, cap, outs, n_out), DEG_ERR_ARG);
+    cr_expect(strstr(deg_errmsg(), "max_ids") != NULL, "%s", deg_errmsg());
+    cap[0] = 1;
+    cr_expect_eq(deg_forks_spec_step(fks, 2, sts, cap, outs, n_out), DEG_ERR_ARG);
+    deg_spec_state_free(s);
+    deg_fork_free(fk);
+    deg_trunk_free(t);
+    for (int r = 0; r < NR; r++) deg_draft_ref_free(refs[r]);
+    free(plain.logits);
+    free(whole.logits);
+    free(step.logits);
+    free(capped.logits);
     deg_model_free(m);
 }

@@ -67,3 +67,14 @@ def run_cli(*args, env=None, check=True):
         raise AssertionError(f"deg {' '.join(map(str, args))} exited {res.returncode}:\n"
                              f"{res.stdout}\n{res.stderr}")
     return res
+
+
+def built_tool(name, env):
+    """The path of tools/NAME as the library's Meson build made it ($env, else
+    build-tests/ or build/); skips the test when it is not built."""
+    cands = [os.environ.get(env)] + [str(ROOT / d / "tools" / name)
+                                     for d in ("build-tests", "build")]
+    for c in cands:
+        if c and os.access(c, os.X_OK):
+            return c
+    pytest.skip(f"tools/{name} is not built (meson -Dtests=true, build-tests/)")

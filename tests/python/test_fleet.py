@@ -197,16 +197,17 @@ def test_uniform_schedule_keeps_step_counts_within_one(tiny, tmp_path):
     """schedule="uniform": with rotation every round, every document's step
     count ends within +-1 of the others (the issue's fleet target), with
     co-loaded rounds still stepping every part; the spec's length sampler on
-    the same fleet and seed drifts further apart (seed 8: uniform [3, 3, 3, 3],
-    length [2, 5, 3, 2]; over seeds 0-11 uniform always ends within +-1, the
-    length sampler spreads 2-3 for seeds 3, 4 and 8)."""
+    the same fleet and seed drifts further apart (seed 2: uniform [3, 2, 3, 2],
+    length [2, 3, 4, 1]; over seeds 0-11 uniform always ends within +-1, the
+    length sampler spreads 2-3 for seeds 2, 4 and 10: the library's draws,
+    deg 0.4)."""
     from deg import fleets
     got = {}
     for schedule in ("uniform", "length"):
         d = tmp_path / schedule
         deg.Fleet.init(tiny, d, LONG_DOCS, p=4)
         with deg.Fleet.open(tiny, d, budget=3, rotate_every=1, warmup_steps=1) as f:
-            infos = fleets.train(f, 8, accum=1, p_iso=0.5, distract_max=2, seed=8,
+            infos = fleets.train(f, 8, accum=1, p_iso=0.5, distract_max=2, seed=2,
                                  schedule=schedule, **SMALL)
             got[schedule] = [doc.steps for doc in f.docs()]
             assert sum(got[schedule]) == sum(len(i.parts) for i in infos)

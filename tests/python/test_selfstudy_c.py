@@ -13,7 +13,7 @@ import pytest
 import deg
 from deg import selfstudy as ss
 
-from conftest import ROOT, needs
+from conftest import ROOT, built_tool, needs
 
 pytestmark = needs("deg_selfstudy_run_new", "deg_corpus_new")
 
@@ -28,12 +28,7 @@ SMALL = dict(chunk_min=24, chunk_max=48, max_q=6, max_a=8)
 
 
 def _tool():
-    cands = [os.environ.get("DEG_SELFSTUDY_TRAIN")] + [
-        str(ROOT / d / "tools" / "deg-selfstudy-train") for d in ("build-tests", "build")]
-    for c in cands:
-        if c and os.access(c, os.X_OK):
-            return c
-    pytest.skip("tools/deg-selfstudy-train is not built (meson -Dtests=true, build-tests/)")
+    return built_tool("deg-selfstudy-train", "DEG_SELFSTUDY_TRAIN")
 
 
 def _c_train(tmp_path, out, files, **kw):

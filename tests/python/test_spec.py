@@ -118,8 +118,9 @@ def test_draft_reference_roundtrip(tiny, tmp_path):
 
 def test_composed_reference(tiny, tmp_path):
     """A composition drafts from its parts' references concatenated in part
-    order (one part's own view when only it has one; None for none), and
-    answers the same as plain decoding behind the composition."""
+    order, indexed by the library (deg_cartridge_compose_draft_ref: a new
+    reference the caller owns, also when one part has one; None for none),
+    and answers the same as plain decoding behind the composition."""
     ids_a = tiny.tokenize(TEXT[:120])
     ids_b = tiny.tokenize(TEXT[120:260])
     a = deg.Cartridge.from_tokens(tiny, ids_a[:6])
@@ -128,7 +129,9 @@ def test_composed_reference(tiny, tmp_path):
     assert composed_reference([a, c]) is None
     a.set_draft_reference(ids_a)
     only = composed_reference([c, a])
-    assert only is a.draft_reference and only.ids() == ids_a
+    assert only is not a.draft_reference and only.ids() == ids_a
+    only.close()  # the caller's copy: the part keeps its own
+    assert a.draft_reference.ids() == ids_a
     b.set_draft_reference(ids_b)
     both = composed_reference([b, c, a])
     assert both.ids() == ids_b + ids_a and len(both) == len(ids_a) + len(ids_b)

@@ -59,10 +59,12 @@ class Fleet(_Handle):
 
     # ------------------------------------------------------------ creation
     @staticmethod
-    def init(model, path, docs, p):
+    def init(model, path, docs, p, draft_ref=False):
         """Create fleet directory `path` with one corpus-init cartridge of p
         rows per document (no training). docs: (name, text) pairs; text str
-        or UTF-8 bytes. RangeError names a document shorter than p tokens."""
+        or UTF-8 bytes. RangeError names a document shorter than p tokens.
+        draft_ref: every cartridge stores its document's token ids as its
+        draft reference (--draft-ref; served with --spec-serve)."""
         docs = list(docs)
         if not docs:
             raise ArgumentError("a fleet needs at least one document")
@@ -70,10 +72,12 @@ class Fleet(_Handle):
         texts = [ffi.new("char[]", t.encode("utf-8") if isinstance(t, str) else bytes(t))
                  for _, t in docs]
         lens = [ffi.sizeof(t) - 1 for t in texts]
+        prm = ffi.new("deg_fleet_init_params *", lib.deg_fleet_init_default_params())
+        prm.p, prm.draft_ref = int(p), 1 if draft_ref else 0
         with model._use() as _p:
-            check(lib.deg_fleet_init(_p, path_arg(path),
-                                     ffi.new("char *[]", names), ffi.new("char *[]", texts),
-                                     ffi.new("size_t[]", lens), len(docs), int(p)))
+            check(lib.deg_fleet_init_ex(_p, path_arg(path),
+                                        ffi.new("char *[]", names), ffi.new("char *[]", texts),
+                                        ffi.new("size_t[]", lens), len(docs), prm))
 
     @staticmethod
     def params(budget=None, rotate_every=None, evict_fraction=None, warmup_steps=None,
@@ -209,3 +213,17 @@ class Fleet(_Handle):
         with self._use() as _p:
             check(lib.deg_fleet_trunk(_p, ffi.new("size_t[]", docs), len(docs), out))
         return _wrap_trunk(self.model, out[0])
+
+    def draft_ref(self, docs):
+        """The draft reference of the composition of these documents (their
+        cartridges' stored references concatenated in order, indexed once in
+        the library: deg_fleet_draft_ref), a deg.spec.DraftRef owned by the
+        caller, or None when none of them has one."""
+        from .spec import DraftRef
+        docs = [int(d) for d in docs]
+        if not docs:
+            raise ArgumentError("draft_ref needs at least one document")
+        out = ffi.new("deg_draft_ref **")
+        with self._use() as _p:
+            check(lib.deg_fleet_draft_ref(_p, ffi.new("size_t[]", docs), len(docs), out))
+        return DraftRef._own(self.model, out[0]) if out[0] != ffi.NULL else None

@@ -29,16 +29,16 @@ On the held-out sets it finds 12/12 (B) and 18/18 (C), where mean pooling
 alone finds 6/12 and 12/18.
 """
 import os
-import random
 import time
 from collections import namedtuple
 from pathlib import Path
 
 from . import selfstudy as cs
+from ._native import check, ffi, lib
 from .bm25 import BM25
 from .errors import ArgumentError, DegIOError, FormatError, StateError
 
-__all__ = ["train", "build_index", "load_index", "doc_scores", "select", "ask", "embed_ids",
+__all__ = ["train", "train_params", "draw", "build_index", "load_index", "doc_scores", "select", "ask", "embed_ids",
            "EMBED_RECIPE", "LEXICAL_WEIGHT"]
 
 EMBED_RECIPE = "mean-final-norm+centred+bm25/2"
@@ -53,102 +53,83 @@ RoundInfo = namedtuple("RoundInfo", "round target parts loss conversations secon
 # Mixed-visibility joint self-study
 # --------------------------------------------------------------------------
 
-def _doc_corpus(fleet, i):
-    return cs.Corpus(fleet.model, [(fleet.doc(i).name, fleet.text(i))])
-
-
 SCHEDULES = ("length", "uniform")
 
 
-def _pick_parts(fleet, res, rng, schedule, p_iso, distract_max):
-    """One round's target and co-loaded parts among the residents res.
-    "length" (the spec's sampler): the target is drawn proportional to its
-    token count, distractors uniformly. "uniform": the draw is restricted to
-    the least-trained residents and the distractors are the least-trained
-    other residents (ties broken by the same rng), so that with the
-    rotation the per-document step counts stay within +-1 (the spec's
-    sampler reaches that only for some seeds: a long resident is drawn
-    again and again, and every co-loaded distractor steps too)."""
-    steps = {i: fleet.doc(i).steps for i in res}
-    cand = res
-    if schedule == "uniform":
-        low = min(steps.values())
-        cand = [i for i in res if steps[i] == low]
-    target = rng.choices(cand, weights=[max(fleet.doc(i).tokens, 1) for i in cand])[0]
-    parts = [target]
-    others = [i for i in res if i != target]
-    if rng.random() >= p_iso and others and distract_max > 0:
-        k = rng.randint(1, min(distract_max, len(others)))
-        if schedule == "uniform":
-            parts += sorted(others, key=lambda i: (steps[i], rng.random()))[:k]
-        else:
-            parts += rng.sample(others, k)
-        rng.shuffle(parts)
-    return target, parts
+def train_params(accum=4, p_iso=0.75, distract_max=2, seed=0, pack=True, checkpoint=False,
+                 schedule="length", **study):
+    """The deg_fleet_train_params of train()'s settings (study: SelfStudy's
+    synthesis keywords)."""
+    if accum < 1 or not (0.0 <= p_iso <= 1.0) or distract_max < 0:
+        raise ArgumentError(f"need accum >= 1, 0 <= p_iso <= 1, distract_max >= 0 (got "
+                            f"{accum}, {p_iso}, {distract_max})")
+    if schedule not in SCHEDULES:
+        raise ArgumentError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
+    tp = lib.deg_fleet_default_train_params()
+    tp.accum, tp.p_iso, tp.distract_max = accum, p_iso, distract_max
+    tp.schedule = (lib.DEG_FLEET_SCHEDULE_UNIFORM if schedule == "uniform"
+                   else lib.DEG_FLEET_SCHEDULE_LENGTH)
+    tp.seed = seed & 0xFFFFFFFFFFFFFFFF
+    tp.pack, tp.checkpoint = 1 if pack else 0, 1 if checkpoint else 0
+    tp.study = cs.study_params(**study)
+    return tp
 
 
-def _round_seed(seed, n):
-    """A seed for step n of a stream seeded by seed (an integer mix, so
-    the same on every platform and Python version)."""
-    return (seed * 1000003 + n) & 0xFFFFFFFFFFFFFFFF
+def draw(fleet, **kw):
+    """(target, parts) of the fleet's next round (deg_fleet_draw; kw as
+    train's settings), without training."""
+    tp = ffi.new("deg_fleet_train_params *", train_params(**kw))
+    cap = 1 + tp.distract_max
+    target, parts, n = ffi.new("size_t *"), ffi.new("size_t[]", cap), ffi.new("size_t *")
+    with fleet._use() as _p:
+        check(lib.deg_fleet_draw(_p, tp, target, parts, cap, n))
+    return target[0], list(parts[0:n[0]])
 
 
 def train(fleet, rounds, accum=4, p_iso=0.75, distract_max=2, seed=0, pack=True,
           checkpoint=False, progress=None, save_every=1, schedule="length", **study):
-    """rounds optimizer rounds of mixed-visibility self-study over fleet.
-    Each round samples a target among the RESIDENT documents proportional
-    to its token count (schedule "uniform": among the least-trained
-    residents, see _pick_parts); with probability p_iso its cartridge is the
-    only prefix, else 1..distract_max other residents co-load in shuffled
-    order.
+    """rounds optimizer rounds of mixed-visibility self-study over fleet
+    (deg_fleet_train_round; include/cartridge.h, "Mixed-visibility joint
+    self-study over a fleet"). Each round draws a target among the RESIDENT
+    documents proportional to its token count (schedule "uniform": among
+    the least-trained residents, distractors least-trained too, so that with
+    the rotation the per-document step counts stay within +-1; the spec's
+    sampler reaches that only for some seeds); with probability p_iso its
+    cartridge is the only prefix, else 1..distract_max other residents
+    co-load in shuffled order.
     accum conversations about the target (bot A asks about a chunk of the
-    target document, bot B answers with the chunk in context: deg.selfstudy
-    SelfStudy, seeded per document from seed) train behind the composed
-    prefix in one packed backward, and every co-loaded cartridge's optimizer
-    steps (deg.Fleet.step, which also rotates the residents). The fleet is
-    saved every save_every rounds and at the end. study: SelfStudy options
-    (chunk_min, chunk_max, max_q, max_a). progress(RoundInfo) per round.
-    Returns the list of RoundInfo.
+    target document, bot B answers with the chunk in context: deg_selfstudy
+    over that document, seeded per round from seed) train behind the
+    composed prefix in one packed backward, and every co-loaded cartridge's
+    optimizer steps (deg_fleet_step, which also rotates the residents). The
+    fleet is saved every save_every rounds and at the end. study: SelfStudy
+    options (chunk_min, chunk_max, max_q, max_a, ...). progress(RoundInfo)
+    per round. Returns the list of RoundInfo.
 
-    Resumable: a round's draws (target, parts, the conversations) derive
-    from seed and the fleet's round number (fleet.rounds, saved with the
-    fleet) alone, so train(f, 4) and train(f, 2) twice (with the fleet
-    closed and reopened in between, or a killed run resumed from its last
-    save) give the same artifact bytes."""
-    if rounds < 0 or accum < 1 or not (0.0 <= p_iso <= 1.0) or distract_max < 0:
-        raise ArgumentError(f"need rounds >= 0, accum >= 1, 0 <= p_iso <= 1, distract_max "
-                            f">= 0 (got {rounds}, {accum}, {p_iso}, {distract_max})")
-    if schedule not in SCHEDULES:
-        raise ArgumentError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
-    corpora, out = {}, []
+    Resumable and host-independent: a round's draws (target, parts, the
+    conversations) come from the library's xoshiro256** streams seeded by
+    seed and the fleet's round number (fleet.rounds, saved with the fleet)
+    alone, so train(f, 4) and train(f, 2) twice (with the fleet closed and
+    reopened in between, or a killed run resumed from its last save) give
+    the same artifact bytes, and so does a C host (tools/deg-fleet-train)."""
+    if rounds < 0:
+        raise ArgumentError(f"need rounds >= 0 (got {rounds})")
+    tp = ffi.new("deg_fleet_train_params *",
+                 train_params(accum, p_iso, distract_max, seed, pack, checkpoint, schedule,
+                              **study))
+    cap = 1 + distract_max
+    parts, info = ffi.new("size_t[]", cap), ffi.new("deg_fleet_round *")
+    out = []
     t0 = time.perf_counter()
     for r in range(rounds):
-        res = fleet.residents()
-        if not res:
-            raise StateError("fleet: no resident documents")
-        rnd = fleet.rounds
-        rng = random.Random(_round_seed(seed, rnd))
-        target, parts = _pick_parts(fleet, res, rng, schedule, p_iso, distract_max)
-        if target not in corpora:
-            corpora[target] = _doc_corpus(fleet, target)
-        study_seed = _round_seed(_round_seed(seed, rnd), target + 1)
-        convs = cs.SelfStudy(fleet.model, corpora[target], seed=study_seed,
-                             **study).generate(accum)
-        carts = [fleet.cartridge(i) for i in parts]
-        for c in carts:
-            c.zero_grads()
-        if pack:
-            loss = cs.packed_backward(carts, convs, checkpoint)
-        else:
-            loss = cs.group_backward(carts, convs, checkpoint)
-        fleet.step(parts)
+        fleet._moving(lib.deg_fleet_train_round, tp, parts, cap, info)
         if save_every and ((r + 1) % save_every == 0 or r + 1 == rounds):
             fleet.save()
-        info = RoundInfo(fleet.rounds, target, parts, loss, accum,
-                         time.perf_counter() - t0)
-        out.append(info)
+        ri = RoundInfo(info.round, info.target, list(parts[0:info.n_parts]), info.loss, accum,
+                       time.perf_counter() - t0)
+        out.append(ri)
         if progress:
-            progress(info)
+            progress(ri)
     return out
 
 
@@ -295,10 +276,14 @@ def select(fleet, query, k=1, index=None):
     return [(int(d), float(best[d])) for d in order[:k] if np.isfinite(best[d])]
 
 
-def ask(fleet, question, k=1, oracle=None, max_tokens=200, index=None):
+def ask(fleet, question, k=1, oracle=None, max_tokens=200, index=None, spec=False,
+        spec_stats=None):
     """Answer question behind the composed cartridges of the selected
     documents (oracle: a document name or index bypassing retrieval).
-    Returns (selected [(doc, score)], answer)."""
+    spec=True decodes speculatively (--spec-serve; the same text), drafting
+    from the prompt, the answer and the selected documents' stored draft
+    references (deg.Fleet.draft_ref); spec_stats (a list) receives its
+    SpecStats. Returns (selected [(doc, score)], answer)."""
     if oracle is not None:
         names = [d.name for d in fleet.docs()]
         if isinstance(oracle, int) or str(oracle).isdigit():
@@ -312,5 +297,12 @@ def ask(fleet, question, k=1, oracle=None, max_tokens=200, index=None):
             raise ArgumentError(f"--oracle {oracle}: document index outside [0, {len(fleet)})")
     else:
         sel = select(fleet, question, k, index)
-    trunk = fleet.trunk([d for d, _ in sel])
-    return sel, cs.ask(fleet.model, question, trunk=trunk, max_tokens=max_tokens)
+    docs = [d for d, _ in sel]
+    ref = fleet.draft_ref(docs) if spec else None
+    trunk = fleet.trunk(docs)
+    try:
+        return sel, cs.ask(fleet.model, question, trunk=trunk, max_tokens=max_tokens,
+                           spec=spec, draft_ref=ref, spec_stats=spec_stats)
+    finally:
+        if ref is not None:
+            ref.close()

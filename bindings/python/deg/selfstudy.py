@@ -237,6 +237,20 @@ def _take(arr, n):
             lib.deg_selfstudy_conv_clear(ffi.addressof(arr, i))
 
 
+def study_params(seed=0, chunk_min=256, chunk_max=512, max_q=64, max_a=160, top_k=20,
+                 min_mass=0.99, temperature_a=0.6, recall=0.0, recall_q=(16, 48),
+                 spec_b=False, passage_qa=0.0):
+    """The deg_selfstudy_params of these settings (SelfStudy's keywords; the
+    library checks them)."""
+    p = lib.deg_selfstudy_default_params()
+    p.seed = seed & 0xFFFFFFFFFFFFFFFF
+    p.chunk_min, p.chunk_max, p.max_q, p.max_a = chunk_min, chunk_max, max_q, max_a
+    p.top_k, p.min_mass, p.temperature_a = top_k, min_mass, temperature_a
+    p.recall, p.passage_qa, p.spec_b = recall, passage_qa, 1 if spec_b else 0
+    p.recall_q_min, p.recall_q_max = recall_q
+    return p
+
+
 class SelfStudy:
     """Synthesises self-study conversations for a corpus (a deg_selfstudy:
     deterministic for a seed; the chunk, the seed type, the kind and bot A's
@@ -269,12 +283,8 @@ class SelfStudy:
         if not 0.0 <= passage_qa <= 1.0 or recall + passage_qa > 1.0 + 1e-9:
             raise ArgumentError(f"passage_qa is a fraction in [0, 1] with recall + passage_qa "
                                 f"<= 1, got passage_qa {passage_qa}, recall {recall}")
-        p = lib.deg_selfstudy_default_params()
-        p.seed = seed & 0xFFFFFFFFFFFFFFFF
-        p.chunk_min, p.chunk_max, p.max_q, p.max_a = chunk_min, chunk_max, max_q, max_a
-        p.top_k, p.min_mass, p.temperature_a = top_k, min_mass, temperature_a
-        p.recall, p.passage_qa, p.spec_b = recall, passage_qa, 1 if spec_b else 0
-        p.recall_q_min, p.recall_q_max = recall_q
+        p = study_params(seed, chunk_min, chunk_max, max_q, max_a, top_k, min_mass,
+                         temperature_a, recall, recall_q, spec_b, passage_qa)
         self.model, self.corpus = model, corpus
         self.chunk_min, self.chunk_max = chunk_min, chunk_max
         self.max_q, self.max_a = max_q, max_a

@@ -20,7 +20,8 @@ from .errors import ArgumentError
 from .limits import run_limits
 from .model import Model, _Handle, _STATE, _gen_outputs, _ids_buffer, _sample_params
 
-__all__ = ["DraftRef", "SpecStats", "generate_forks_spec", "answer", "composed_reference"]
+__all__ = ["DraftRef", "SpecStats", "SpecState", "spec_step", "generate_forks_spec", "answer",
+           "composed_reference"]
 
 
 class DraftRef(_Handle):
@@ -37,6 +38,13 @@ class DraftRef(_Handle):
         with model._use() as _p:
             check(lib.deg_draft_ref_new(_p, buf, n, out))
         super().__init__(out[0], model)
+
+    @classmethod
+    def _own(cls, model, ptr):
+        """Wrap a reference the library made for the caller (freed with it)."""
+        r = cls.__new__(cls)
+        _Handle.__init__(r, ptr, model)
+        return r
 
     def __len__(self):
         with self._use() as _p:
@@ -65,18 +73,19 @@ class _BorrowedDraftRef(DraftRef):
 def composed_reference(parts):
     """The draft reference of a composition (spec "Composition"): the parts'
     stored references (Cartridge.draft_reference) concatenated in part
-    order. One part with a reference gives that part's own view (no copy);
-    several give a new DraftRef over the concatenation (indexed once here);
-    none gives None. A draft that crosses a part boundary is only a wasted
-    guess, never a different output (verification is exact)."""
+    order and indexed once by the library (deg_cartridge_compose_draft_ref):
+    a new DraftRef, or None when no part has one. A draft that crosses a
+    part boundary is only a wasted guess, never a different output
+    (verification is exact)."""
+    from contextlib import ExitStack
     parts = list(parts)
-    refs = [c.draft_reference for c in parts]
-    refs = [r for r in refs if r is not None]
-    if not refs:
-        return None
-    if len(refs) == 1:
-        return refs[0]
-    return DraftRef(parts[0].model, [i for r in refs for i in r.ids()])
+    if not parts:
+        raise ArgumentError("composed_reference needs at least one cartridge")
+    out = ffi.new("deg_draft_ref **")
+    with ExitStack() as held:
+        ptrs = ffi.new("deg_cartridge *[]", [held.enter_context(c._use()) for c in parts])
+        check(lib.deg_cartridge_compose_draft_ref(ptrs, len(parts), out))
+    return DraftRef._own(parts[0].model, out[0]) if out[0] != ffi.NULL else None
 
 
 @dataclass(frozen=True)
@@ -143,6 +152,70 @@ def generate_forks_spec(forks, max_tokens, seed_ids, refs=None, stop_ids=None, d
     gens = [model._generation(list(ffi.unpack(bufs[i], n_out[i])), stats[i]) for i in range(n)]
     return gens, [SpecStats(int(s.forwards), int(s.drafted), int(s.accepted), int(s.gate_offs))
                   for s in sstats]
+
+
+class SpecState(_Handle):
+    """One greedy stream decoded speculatively a round at a time
+    (deg_spec_state; serving loops that must see every id as it comes, e.g.
+    deg serve --spec-serve). text: the stream's ids so far, whose LAST id is
+    the carry (emitted, not yet fed: the fork holds the ids before it); ref:
+    a DraftRef or None (closing it closes the state first); stop_ids: None =
+    the model's stops. Keyword settings as generate_forks_spec's."""
+
+    _free = "deg_spec_state_free"
+
+    def __init__(self, model, text, ref=None, stop_ids=None, draft_max=8, min_match=2,
+                 gate=True, gate_window=16, gate_min_acceptance=0.35, gate_reprobe=32):
+        if not isinstance(model, Model):
+            raise ArgumentError("SpecState needs a deg.Model")
+        if ref is not None and not isinstance(ref, DraftRef):
+            raise ArgumentError("ref must be a deg.spec.DraftRef or None")
+        buf, n = _ids_buffer(text)
+        sp = _spec_params(draft_max, min_match, gate, gate_window, gate_min_acceptance,
+                          gate_reprobe)
+        stops = ffi.NULL if stop_ids is None else ffi.new("int32_t[]", list(stop_ids) or [0])
+        out = ffi.new("deg_spec_state **")
+        with ExitStack() as held:
+            mp = held.enter_context(model._use())
+            rp = held.enter_context(ref._use()) if ref is not None else ffi.NULL
+            check(lib.deg_spec_state_new(mp, buf, n, rp, sp, stops,
+                                         0 if stop_ids is None else len(stop_ids), out))
+        super().__init__(out[0], ref if ref is not None else model)
+        self.draft_max = int(draft_max)
+
+    @property
+    def stats(self):
+        """SpecStats over every round so far."""
+        with self._use() as _p:
+            s = lib.deg_spec_state_stats(_p)
+        return SpecStats(int(s.forwards), int(s.drafted), int(s.accepted), int(s.gate_offs))
+
+    @property
+    def done(self):
+        """True once the stream emitted a stop id."""
+        with self._use() as _p:
+            return bool(lib.deg_spec_state_done(_p))
+
+
+def spec_step(forks, states, max_ids):
+    """One round of speculative decoding for each (fork, SpecState) pair in
+    one ragged feed (deg_forks_spec_step): returns, per stream, the 1 ..
+    draft_max + 1 ids it emitted (at most max_ids[i]; ending at a stop id);
+    the last one is the new carry (not fed), the fork holds the others."""
+    forks, states = list(forks), list(states)
+    n = len(forks)
+    if n == 0:
+        return []
+    if len(states) != n or len(max_ids) != n:
+        raise ArgumentError(f"{n} forks but {len(states)} states and {len(max_ids)} max_ids")
+    bufs = [ffi.new("int32_t[]", st.draft_max + 1) for st in states]
+    n_out = ffi.new("size_t[]", n)
+    with ExitStack() as held:
+        cf = ffi.new("deg_fork *[]", [held.enter_context(f._use()) for f in forks])
+        cs = ffi.new("deg_spec_state *[]", [held.enter_context(s._use()) for s in states])
+        check(lib.deg_forks_spec_step(cf, n, cs, ffi.new("int32_t[]", [int(m) for m in max_ids]),
+                                      ffi.new("int32_t *[]", bufs), n_out))
+    return [list(ffi.unpack(bufs[i], n_out[i])) for i in range(n)]
 
 
 def answer(trunk, prompt_ids, ref=None, max_tokens=200, stop_ids=None, **spec):

@@ -1,9 +1,9 @@
 """`deg fleet init|train|index|ask|status|equiv`: per-document cartridge fleets.
 
-  deg fleet init DIR --docs FILE... --p N        corpus-init cartridges, no training
+  deg fleet init DIR --docs FILE... --p N [--draft-ref]   corpus-init cartridges, no training
   deg fleet train DIR --rounds N [--budget B --rotate-every R --accum A --p-iso 0.75]
   deg fleet index DIR [--embed-chunk 256]        the retrieval index (through the model)
-  deg fleet ask DIR --ask Q [--k 1] [--oracle NAME] [--json] [--max-tokens N]
+  deg fleet ask DIR --ask Q [--k 1] [--oracle NAME] [--json] [--max-tokens N] [--spec-serve]
   deg fleet status DIR
   deg fleet equiv --docs A B --p N               the two-part composition gate
 
@@ -35,8 +35,9 @@ def cmd_init(args):
         if not text.strip():
             raise ArgumentError(f"--docs: {path!r} holds no text")
         docs.append((path, text))
-    Fleet.init(model, args.dir, docs, args.p)
-    print(f"fleet {args.dir}: {len(docs)} documents, p = {args.p} (corpus-init, untrained)")
+    Fleet.init(model, args.dir, docs, args.p, draft_ref=args.draft_ref)
+    print(f"fleet {args.dir}: {len(docs)} documents, p = {args.p} (corpus-init, untrained"
+          + (", draft references stored)" if args.draft_ref else ")"))
     return 0
 
 
@@ -105,9 +106,15 @@ def cmd_index(args):
 def cmd_ask(args):
     from .. import fleets
     fleet = _open(args, budget=1)  # serving maps the selected cartridges
+    sst = []
     sel, answer = fleets.ask(fleet, args.ask, k=args.k, oracle=args.oracle,
-                             max_tokens=args.max_tokens)
+                             max_tokens=args.max_tokens, spec=args.spec_serve, spec_stats=sst)
     names = [fleet.doc(d).name for d, _ in sel]
+    if args.spec_serve:
+        st = sst[0]
+        print(f"(--spec-serve: drafts from the selected documents' draft_references; "
+              f"{st.accepted}/{st.drafted} drafted tokens accepted, {st.forwards} forwards, "
+              f"{st.gate_offs} gate offs)", file=sys.stderr)
     if args.json:
         print(json.dumps({"selected": names,
                           "scores": [s for _, s in sel],
@@ -163,6 +170,9 @@ def register(sub):
     i.add_argument("dir")
     i.add_argument("--docs", nargs="+", required=True, help="text files, one per document")
     i.add_argument("--p", type=int, required=True, help="cartridge rows per document")
+    i.add_argument("--draft-ref", action="store_true",
+                   help="store each document's token ids in its cartridge (I64 "
+                        "draft_reference, 8 bytes/token) for ask / deg serve --spec-serve")
     i.set_defaults(func=cmd_init)
 
     t = s.add_parser("train", help="mixed-visibility joint self-study under a resident budget")
@@ -203,6 +213,9 @@ def register(sub):
     a.add_argument("--json", action="store_true",
                    help="one JSON object: selected (file paths, best first), answer")
     a.add_argument("--max-tokens", type=int, default=200)
+    a.add_argument("--spec-serve", action="store_true",
+                   help="decode speculatively (the same answer), drafting from the selected "
+                        "documents' draft references (init --draft-ref)")
     a.set_defaults(func=cmd_ask)
 
     st = s.add_parser("status", help="documents, step counts, residency")

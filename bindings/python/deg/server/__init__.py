@@ -14,6 +14,7 @@ accepting, lets running requests finish, then the workers drain and exit.
 
     deg serve [--ckpt DIR] [--model PATH] [--cartridge [NAME=]FILE ...]
               [--fleet [NAME=]DIR ... [--rag-docs K] [--rag-adaptive [--rag-margin M]]]
+              [--spec-serve]
               [--host 127.0.0.1] [--port 8790] [--api-key KEY | $DEG_API_KEY]
               [--deadline-ms 60000] [--max-fields N] [--max-fork-tokens N]
               [--fill-workers 2] [--max-pending 256] ...
@@ -64,7 +65,7 @@ class Server:
                  max_batch=16, max_pending=256, api_key=None, null_margin=None, threads=None,
                  max_body=4 << 20, chat_cache=16, fleets=(), rag_docs=1, rag_adaptive=False,
                  rag_margin=DEFAULT_RAG_MARGIN, limits=None,
-                 fill_workers=DEFAULT_FILL_WORKERS):
+                 fill_workers=DEFAULT_FILL_WORKERS, spec_serve=False):
         from ..fill import ckpt_backbone_path, default_checkpoint_path, load
         from ..api import ModelNames
         from ..cartridge import Cartridge
@@ -74,6 +75,7 @@ class Server:
         from .engine import Engine
         from .fleet import FleetTarget
         from ..fleet import Fleet
+        from ..spec import composed_reference
         if threads:
             set_num_threads(int(threads))
         if int(fill_workers) < 1:
@@ -81,6 +83,7 @@ class Server:
         ckpt_dir = ckpt or default_checkpoint_path()
         self._trunks = {}
         self._fleets = {}
+        self._refs = {}  # --spec-serve: cartridge target -> its draft reference
         self.model = load_model(model_path or ckpt_backbone_path(ckpt_dir))
         try:  # a failure frees what was loaded (closing the model closes its children)
             self.ckpt = load(ckpt_dir, model=self.model, null_margin=null_margin)
@@ -102,6 +105,10 @@ class Server:
                 with Cartridge.load(self.model, path) as c:  # only its trunk (rows) stays
                     trunks[name] = c.trunk()
                     self.cartridge_rows[name] = len(c)
+                    if spec_serve:  # and its draft reference, a copy of its own
+                        ref = composed_reference([c])
+                        if ref is not None:
+                            self._refs[name] = ref
                 targets[name] = name
             for spec in fleets:
                 name, path = _named_spec(spec, "--fleet")
@@ -123,7 +130,8 @@ class Server:
                                  max_batch=int(max_batch), max_pending=int(max_pending),
                                  chat_cache=int(chat_cache), fleets=self._fleets,
                                  limits=(dict(deadline_ms=DEFAULT_DEADLINE_MS)
-                                         if limits is None else limits))
+                                         if limits is None else limits),
+                                 spec_serve=spec_serve, draft_refs=self._refs)
             self.app = build_app(self.engine, self.names, targets, api_key=api_key,
                                  max_body=int(max_body), on_shutdown=self.close)
         except BaseException:
@@ -136,6 +144,8 @@ class Server:
             eng.stop()
         for t in getattr(self, "_trunks", {}).values():
             t.close()
+        for r in getattr(self, "_refs", {}).values():
+            r.close()
         for f in getattr(self, "_fleets", {}).values():
             f.close()
         for ck in getattr(self, "_fill_ckpts", [getattr(self, "ckpt", None)]):
@@ -213,6 +223,12 @@ def add_arguments(p):
     p.add_argument("--rag-margin", type=float, default=DEFAULT_RAG_MARGIN,
                    help=f"--rag-adaptive's decisive margin, in retrieval score (default "
                    f"{DEFAULT_RAG_MARGIN})")
+    p.add_argument("--spec-serve", action="store_true",
+                   help="greedy chats (temperature 0) decode speculatively, drafting from "
+                   "their prompt and reply and from the prefix's draft reference (a "
+                   "--cartridge trained with --draft-ref; a --fleet's selected documents, "
+                   "deg fleet init --draft-ref): the same text as plain greedy decoding, "
+                   "with the lean acceptance gate")
     add_limit_arguments(p, "one fill", DEFAULT_DEADLINE_MS, " (from the start of its batch)")
     p.add_argument("--log-level", default="info")
 
@@ -241,7 +257,8 @@ def run(args):
         srv = Server(args.ckpt, args.model, args.cartridge, args.batch_window_ms,
                      args.max_batch, args.max_pending, key, args.null_margin, args.threads,
                      args.max_body_bytes, args.chat_cache, args.fleet, args.rag_docs,
-                     args.rag_adaptive, args.rag_margin, limits, args.fill_workers)
+                     args.rag_adaptive, args.rag_margin, limits, args.fill_workers,
+                     args.spec_serve)
     except DegError as e:
         raise SystemExit(f"deg serve: error: {e}") from None
     print(f"deg serve: {srv.names.id} on http://{args.host}:{args.port} "

@@ -20,6 +20,15 @@ while queued and stopped while running (its own cancel token in deg_fill_many_ex
 the other requests of the batch are unaffected). More than max_pending queued
 jobs -> Overloaded (HTTP 429).
 
+--spec-serve (spec cartridges.md, "--spec-serve"): a greedy stream (temperature 0)
+decodes speculatively from its second id on: each step it feeds its carry plus up
+to 8 drafted ids (from its own prompt and reply, and the prefix's draft reference:
+the cartridge's stored corpus ids, or the selected fleet documents' composed in the
+library) as one ragged row, and keeps the drafts equal to the argmax (deg.spec.
+spec_step; the lean acceptance gate turns drafting off below 35% over 16 drafted
+ids, 32-id re-probe). Its ids are those of plain greedy decoding byte for byte;
+the speculative rows run as their own feed beside the sampled ones.
+
 Conversations: a finished chat's fork (the K/V of its prompt and reply) is kept
 in a small LRU cache; a later request whose prompt ids start with exactly those
 ids continues that fork, feeding only the new tokens (reported as
@@ -37,6 +46,7 @@ from ..errors import CancelledError, DegError, InternalError, LimitError
 from ..fill import fill_many
 from ..limits import CancelToken, flag_hint, limits_of
 from ..model import feed_forks, generate_forks
+from ..spec import SpecState, spec_step
 
 __all__ = ["Engine", "Overloaded", "ChatJob", "ChatError", "server_limit_message"]
 
@@ -111,6 +121,9 @@ class ChatJob:
         self.prompt_tokens = self.cached_tokens = 0
         self.cache_target = target
         self.fleet = None      # fleet targets: {selected, selection}
+        self.spec_ref = None   # --spec-serve: the prefix's draft reference (or None)
+        self.use_spec = False  # greedy under --spec-serve: decoded speculatively
+        self.spec = None       # its deg.spec.SpecState (from the second id on)
 
 
 class Engine:
@@ -124,12 +137,15 @@ class Engine:
     options can only tighten."""
 
     def __init__(self, ckpt, model, trunks, batch_window=0.005, max_batch=16, max_pending=256,
-                 chat_cache=16, n_ctx=None, cache_tokens=32768, fleets=None, limits=None):
+                 chat_cache=16, n_ctx=None, cache_tokens=32768, fleets=None, limits=None,
+                 spec_serve=False, draft_refs=None):
         # ckpt: one deg.Checkpoint, or a list of them (one fill worker each)
         self.ckpts = list(ckpt) if isinstance(ckpt, (list, tuple)) else [ckpt]
         self.ckpt, self.model, self.trunks = self.ckpts[0], model, dict(trunks)
         self.limits = limits_of(limits)
         self.fleets = dict(fleets or {})  # target name -> server.fleet.FleetTarget
+        self.spec_serve = bool(spec_serve)
+        self.draft_refs = dict(draft_refs or {})  # target name -> deg.spec.DraftRef
         self.window, self.max_batch, self.max_pending = batch_window, max_batch, max_pending
         self.chat_cache = chat_cache
         self.cache_tokens = cache_tokens  # K/V rows all cached conversations may hold
@@ -145,7 +161,9 @@ class Engine:
         self._stopping = False
         self.stats = {"fill_batches": 0, "fill_jobs": 0, "fills_running": 0, "fill_cancelled": 0,
                       "decode_steps": 0, "decode_rows": 0,
-                      "chat_streams": 0, "chat_cancelled": 0, "cache_hits": 0}
+                      "chat_streams": 0, "chat_cancelled": 0, "cache_hits": 0,
+                      "spec_streams": 0, "spec_drafted": 0, "spec_accepted": 0,
+                      "spec_gate_offs": 0}
         self._thread = threading.Thread(target=self._run, name="deg-engine", daemon=True)
         self._thread.start()
         self._fill_threads = [threading.Thread(target=self._fill_loop, args=(ck,), daemon=True,
@@ -273,6 +291,9 @@ class Engine:
             if j.fork is not None:
                 j.fork.close()
                 j.fork = None
+            if j.spec is not None:
+                j.spec.close()
+                j.spec = None
             j.emit(("error", err))
         self._streams = []
 
@@ -307,13 +328,17 @@ class Engine:
         conversation cache's key: the target, and for a fleet its selection) and
         job.fleet ({selected: document names, selection: how} or None)."""
         ft = self.fleets.get(job.target)
+        job.use_spec = self.spec_serve and job.temperature == 0.0
         if ft is None:
             job.cache_target = job.target
+            job.spec_ref = self.draft_refs.get(job.target) if job.use_spec else None
             return self.trunks[job.target]
         sel, how = ft.select(job.messages)
         job.cache_target = (job.target, sel)
         job.fleet = {"selected": ft.doc_names(sel), "selection": how}
-        return ft.trunk(sel)
+        trunk = ft.trunk(sel)
+        job.spec_ref = ft.draft_ref(sel) if job.use_spec else None
+        return trunk
 
     def _take_cached(self, target, prompt):
         best = None
@@ -384,14 +409,17 @@ class Engine:
         self._streams = live
         if not live:
             return
+        spec = [j for j in live if j.use_spec and j.pending is not None]
+        plain = [j for j in live if not (j.use_spec and j.pending is not None)]
         try:
-            fed = [j for j in live if j.pending is not None]
+            fed = [j for j in plain if j.pending is not None]
             if fed:
                 feed_forks([j.fork for j in fed], [[j.pending] for j in fed])
                 for j in fed:
                     j.ids.append(j.pending)
                     j.pending = None
-            ids = self._sample(live)
+            ids = [[t] for t in self._sample(plain)] if plain else []
+            ids += self._spec_round(spec) if spec else []
         except DegError as e:
             for j in live:
                 self._finish(j, error=e)
@@ -400,22 +428,56 @@ class Engine:
         self.stats["decode_steps"] += 1
         self.stats["decode_rows"] += len(live)
         still = []
-        for j, t in zip(live, ids):
-            j.n_gen += 1
-            j.step += 1
-            if t in self._stop_ids:
-                self._finish(j, reason="stop")
-                continue
-            j.pending = t
-            j.buf += self.model.detokenize_bytes([t])
-            if self._emit_text(j):
-                self._finish(j, reason="stop")
-            elif j.n_gen >= j.max_tokens:
-                self._flush(j)
-                self._finish(j, reason="length")
-            else:
+        for j, got in zip(plain + spec, ids):
+            if self._take(j, got):
                 still.append(j)
         self._streams = still
+
+    def _spec_round(self, rows):
+        """--spec-serve: one speculative round of the greedy streams rows
+        (deg.spec.spec_step: drafts from the prompt, the reply and the prefix's
+        draft reference, one ragged feed, exact argmax verification). Their
+        pending id is the carry; returns each stream's 1.. emitted ids (plain
+        greedy decoding's, byte for byte)."""
+        for j in rows:
+            if j.spec is None:
+                j.spec = SpecState(self.model, j.ids + [j.pending], ref=j.spec_ref,
+                                   stop_ids=self._stop_list)
+                self.stats["spec_streams"] += 1
+        got = spec_step([j.fork for j in rows], [j.spec for j in rows],
+                        [j.max_tokens - j.n_gen for j in rows])
+        for j in rows:  # the carry is fed now
+            j.ids.append(j.pending)
+            j.pending = None
+        return got
+
+    def _take(self, j, got):
+        """Stream j emitted the ids got (the fork holds every one before the
+        last); True while it goes on. A stream finishing before the last id
+        (a stop string) rewinds its fork to the ids it keeps."""
+        for k, t in enumerate(got):
+            if k:  # the previous id was fed by the speculative round
+                j.ids.append(j.pending)
+                j.pending = None
+            j.n_gen += 1
+            j.step += 1
+            done = None
+            if t in self._stop_ids:
+                done = "stop"
+            else:
+                j.pending = t
+                j.buf += self.model.detokenize_bytes([t])
+                if self._emit_text(j):
+                    done = "stop"
+                elif j.n_gen >= j.max_tokens:
+                    self._flush(j)
+                    done = "length"
+            if done is not None:
+                if k + 1 < len(got):
+                    j.fork.truncate(len(j.ids))
+                self._finish(j, reason=done)
+                return False
+        return True
 
     def _sample(self, rows):
         """One id per row from its fork's logits (deg.generate_forks, max_tokens 1);
@@ -471,6 +533,14 @@ class Engine:
 
     def _finish(self, j, reason=None, error=None, cancelled=False):
         fork, j.fork = j.fork, None
+        st, j.spec = j.spec, None
+        if st is not None:
+            if not st.closed:
+                c = st.stats
+                self.stats["spec_drafted"] += c.drafted
+                self.stats["spec_accepted"] += c.accepted
+                self.stats["spec_gate_offs"] += c.gate_offs
+            st.close()
         if error is not None or cancelled or fork is None:
             if fork is not None:
                 fork.close()

@@ -41,6 +41,7 @@ class FleetTarget:
         self.max_conversations, self.max_trunks = max_conversations, max_trunks
         self._convs = collections.OrderedDict()   # first user message -> selection
         self._trunks = collections.OrderedDict()  # selection -> deg.Trunk
+        self._refs = {}  # selection -> its draft reference (--spec-serve; None: none)
         self.stats = {"retrievals": 0, "sticky": 0, "switches": 0}
 
     def _retrieve(self, query):
@@ -85,7 +86,19 @@ class FleetTarget:
                 break
             if not any(not f.closed for f in list(self._trunks[key]._children)):
                 self._trunks.pop(key).close()
+                r = self._refs.pop(key, None)
+                if r is not None:  # no stream of the selection runs: none uses it
+                    r.close()
         return t
+
+    def draft_ref(self, sel):
+        """--spec-serve: the draft reference of selection sel (the selected
+        documents' stored references composed in the library, deg.Fleet.draft_ref;
+        None when they have none), built once and kept with the selection's
+        prefix (call trunk(sel) first)."""
+        if sel not in self._refs:
+            self._refs[sel] = self.fleet.draft_ref(list(sel))
+        return self._refs[sel]
 
     def doc_names(self, sel):
         return [self.names[d] for d in sel]
@@ -94,4 +107,8 @@ class FleetTarget:
         for t in self._trunks.values():
             t.close()
         self._trunks.clear()
+        for r in self._refs.values():
+            if r is not None:
+                r.close()
+        self._refs.clear()
         self.fleet.close()
