@@ -31,8 +31,9 @@ def main(argv=None):
     ap.add_argument("--p", type=int, default=64)
     ap.add_argument("--conversations", type=int, default=16)
     ap.add_argument("--budget", type=float, default=0,
-                    help="coverage: conversations = ceil(budget * corpus tokens / mean "
-                         "answer tokens) (overrides --conversations)")
+                    help="coverage as the spec defines it (deg.selfstudy.budget_plan: "
+                         "conversations x mean chunk / corpus tokens; overrides "
+                         "--conversations)")
     ap.add_argument("--accum", type=int, default=4)
     ap.add_argument("--gen-batch", type=int, default=8)
     ap.add_argument("--lr", type=float, default=2e-3)
@@ -75,7 +76,8 @@ def main(argv=None):
         cf.write_text(json.dumps(base))
     n_conv = a.conversations
     if a.budget:
-        n_conv = -(-int(a.budget * len(corpus)) // a.max_a)
+        n_conv = cs.budget_plan(len(corpus), a.budget, a.chunk_min, a.chunk_max, a.accum,
+                                a.max_a).conversations
     steps = -(-n_conv // a.accum)
     marks = sorted({int(x) for x in a.eval_epochs.split(",") if x} | {a.epochs})
     if len(marks) > 1 and not a.state:

@@ -264,20 +264,37 @@ def test_cli_train_budget(tiny, tmp_path):
     src = tmp_path / "src.txt"
     src.write_text(TEXT)
     n = len(cs.load_corpus(tiny, [src]))
-    steps = cs.budget_steps(n, 0.1, 8, 2)
-    assert steps == math.ceil(math.ceil(0.1 * n / 8) / 2) and 1 <= steps <= 3
+    steps = cs.budget_steps(n, 0.5, 24, 40, 2)
+    mean = min(32, n)  # the mean chunk: (24 + 40) / 2, at most the corpus
+    assert steps == math.ceil(math.ceil(0.5 * n / mean) / 2) and 1 <= steps <= 3
     out = tmp_path / "b.safetensors"
     r = run_cli("cartridge", "train", "--model", TINY, "--corpus", src, "--p", 12,
-                "--budget", 0.1, "--max-a", 8, "--accum", 2, "--epochs", 1, "--chunk-min", 24,
+                "--budget", 0.5, "--max-a", 8, "--accum", 2, "--epochs", 1, "--chunk-min", 24,
                 "--chunk-max", 40, "--max-q", 6, "--save", out)
-    assert (f"budget 0.1: {steps} steps x 2 conversations, 1 passes, "
+    assert (f"budget 0.5: {steps} steps x 2 conversations, 1 passes, "
             f"lr {cs.RECIPE['lr']:g}, recall {cs.RECIPE['recall']:g}") in r.stderr
+    assert f"x mean chunk {mean:g} / {n} corpus tokens" in r.stderr
     assert deg.Cartridge.load(tiny, out).steps == steps
     bad = run_cli("cartridge", "train", "--model", TINY, "--corpus", src, "--p", 12,
                   "--budget", 0.1, "--steps", 2, check=False)
     assert bad.returncode == 1 and "give one of them" in bad.stderr
     with pytest.raises(deg.ArgumentError, match="budget"):
-        cs.budget_steps(100, 0, 8, 2)
+        cs.budget_steps(100, 0, 8, 16, 2)
+    with pytest.raises(deg.ArgumentError, match="chunk_max >= chunk_min"):
+        cs.budget_plan(100, 1, 16, 8, 2, 8)
+
+
+def test_budget_plan_is_the_spec_coverage():
+    """coverage = conversations x mean chunk / corpus tokens (spec
+    cartridges.md): the procps FAQ (1,190 tokens) at coverage 20 with the
+    recipe's 128-256-token chunks needs 124 conversations; a corpus shorter
+    than the mean chunk is covered once per conversation."""
+    b = cs.budget_plan(1190, 20, 128, 256, 4, 96)
+    assert (b.conversations, b.steps, b.mean_chunk) == (124, 31, 192)
+    assert 20 <= b.coverage < 20 + 192 / 1190
+    assert b.supervised_per_token == pytest.approx(124 * 96 / 1190)
+    short = cs.budget_plan(100, 3, 128, 256, 4, 96)
+    assert (short.conversations, short.mean_chunk, short.coverage) == (3, 100, 3)
 
 
 PARAS = ("Why does the tool warn about a dash?\n\n"

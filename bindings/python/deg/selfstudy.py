@@ -45,7 +45,7 @@ from .model import Model, generate_forks
 from .spec import answer as _spec_answer
 
 __all__ = ["Corpus", "load_corpus", "SEED_PROMPTS", "SEED_TYPES", "Conversation", "SelfStudy",
-           "train", "RECIPE", "budget_steps", "passage_spans", "packed_backward",
+           "train", "RECIPE", "budget_plan", "BudgetPlan", "budget_steps", "passage_spans", "packed_backward",
            "group_backward", "heldout_set", "heldout_key", "nll_cartridge",
            "ask", "evaluate", "Evaluation", "TrainReport"]
 
@@ -543,21 +543,46 @@ def evaluate(cartridge, corpus, convs, icl=True):
 #: The `--budget` recipe (issue 13; bench/README.md "Human-written Q&A").
 #: PROVISIONAL: the settings the measured findings point to (corpus-recall
 #: targets beat bot B's answers at equal budget; lr x steps bounds how far
-#: the rows move), not yet shown to reach the issue's target. budget is a
-#: coverage: supervised answer tokens per corpus token over the synthesised
-#: conversations (budget_steps); every other value is fixed here.
+#: the rows move), not yet shown to reach the issue's target. The budget is
+#: the spec's coverage (budget_plan); every other value is fixed here.
 RECIPE = dict(recall=0.5, passage_qa=0.0, lr=1e-2, epochs=4, accum=4, chunk_min=128, chunk_max=256, max_q=40,
               max_a=96)
 
+#: A run sized by coverage (budget_plan): conversations to synthesise, steps
+#: per pass (accum conversations each), the mean chunk length used, the
+#: coverage they reach (>= the one asked for), and the most answer tokens
+#: they can supervise per corpus token (max_a each).
+BudgetPlan = namedtuple("BudgetPlan", "conversations steps mean_chunk coverage "
+                                      "supervised_per_token")
 
-def budget_steps(corpus_tokens, budget, max_a, accum):
-    """Optimizer steps per pass for a coverage budget: ceil(budget *
-    corpus_tokens / max_a) conversations (each supervises up to max_a
-    answer tokens), accum per step."""
-    if not budget > 0:
-        raise ArgumentError(f"budget must be > 0, got {budget}")
-    conversations = math.ceil(budget * corpus_tokens / max_a)
-    return max(1, math.ceil(conversations / accum))
+
+def budget_plan(corpus_tokens, coverage, chunk_min, chunk_max, accum, max_a):
+    """The conversation count and steps for a coverage target, by the spec's
+    rule (doc/spec/cartridges.md, "What a cartridge learns"): coverage =
+    conversations x mean chunk length / corpus tokens, the budget that bounds
+    verbatim recall (~20 for one ~5k-token document to be quoted back; per-
+    conversation cost does not depend on corpus size, so coverage is bought
+    with conversations). Chunks are drawn uniformly in [chunk_min,
+    chunk_max] and never longer than the corpus, so the mean chunk is
+    min((chunk_min + chunk_max) / 2, corpus_tokens); conversations =
+    ceil(coverage x corpus_tokens / mean chunk), steps = ceil(conversations /
+    accum). ArgumentError for a coverage <= 0 or bad sizes."""
+    if not coverage > 0:
+        raise ArgumentError(f"budget (coverage) must be > 0, got {coverage}")
+    if corpus_tokens < 1 or chunk_min < 1 or chunk_max < chunk_min or accum < 1 or max_a < 1:
+        raise ArgumentError(f"budget_plan: need corpus_tokens, chunk_min, accum, max_a >= 1 and "
+                            f"chunk_max >= chunk_min, got {corpus_tokens}, {chunk_min}, "
+                            f"{chunk_max}, {accum}, {max_a}")
+    mean = min((chunk_min + chunk_max) / 2, corpus_tokens)
+    conversations = max(1, math.ceil(coverage * corpus_tokens / mean))
+    steps = math.ceil(conversations / accum)
+    return BudgetPlan(conversations, steps, mean, conversations * mean / corpus_tokens,
+                      conversations * max_a / corpus_tokens)
+
+
+def budget_steps(corpus_tokens, budget, chunk_min, chunk_max, accum):
+    """Optimizer steps per pass for a coverage budget (budget_plan's steps)."""
+    return budget_plan(corpus_tokens, budget, chunk_min, chunk_max, accum, 1).steps
 
 
 #: conversations: synthesised (unique); steps: optimizer steps (all epochs);

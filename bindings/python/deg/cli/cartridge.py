@@ -60,7 +60,9 @@ def _fill_defaults(args, corpus_tokens):
     if args.budget:
         if args.steps is not None:
             raise ArgumentError("--budget picks --steps from the corpus length; give one of them")
-        args.steps = cs.budget_steps(corpus_tokens, args.budget, args.max_a, args.accum)
+        args.plan = cs.budget_plan(corpus_tokens, args.budget, args.chunk_min, args.chunk_max,
+                                   args.accum, args.max_a)
+        args.steps = args.plan.steps
     elif args.steps is None:
         args.steps = plain["steps"]
 
@@ -98,9 +100,13 @@ def cmd_train(args):
     print(f"corpus: {len(corpus.documents)} document(s), {len(corpus)} tokens; p = {args.p}{ratio}",
           file=sys.stderr)
     if args.budget:
+        b = args.plan
         print(f"budget {args.budget:g}: {args.steps} steps x {args.accum} conversations, "
               f"{args.epochs} passes, lr {args.lr:g}, recall {args.recall:g}, "
-              f"passage-qa {args.passage_qa:g}", file=sys.stderr)
+              f"passage-qa {args.passage_qa:g}; coverage {b.coverage:.2f} = {b.conversations} "
+              f"conversations x mean chunk {b.mean_chunk:g} / {len(corpus)} corpus tokens "
+              f"(<= {b.supervised_per_token:.2f} supervised tokens per corpus token)",
+              file=sys.stderr)
     try:
         rep = cs.train(model, corpus, p=args.p, steps=args.steps, accum=args.accum,
                        gen_batch=args.gen_batch, lr=args.lr, seed=args.seed, save=args.save,
@@ -327,9 +333,11 @@ def register(sub):
                    help="optimizer steps per pass; steps x accum conversations are "
                         "synthesised (8)")
     t.add_argument("--budget", type=float, default=0,
-                   help="the issue-13 recipe: coverage in supervised tokens per corpus token; "
-                        "picks --steps from the corpus length and defaults every option "
-                        "below that is not given to deg.selfstudy.RECIPE")
+                   help="the issue-13 recipe: a coverage target as the spec defines it "
+                        "(conversations x mean chunk length / corpus tokens; ~20 for verbatim "
+                        "recall of a document): picks --steps from the corpus length "
+                        "(deg.selfstudy.budget_plan) and defaults every option below that is "
+                        "not given to deg.selfstudy.RECIPE")
     t.add_argument("--epochs", type=int, default=None,
                    help="passes over the synthesised conversations (1)")
     t.add_argument("--accum", type=int, default=None, help="conversations per step (4)")
