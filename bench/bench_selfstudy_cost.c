@@ -5,7 +5,10 @@
  * same ABI to compare builds.
  *
  *   bench_selfstudy_cost MODEL CORPUS.txt [n 8] [gen_batch 4] [recall 0]
- *                        [passage_qa 0] [seed 7] [threads 1]
+ *                        [passage_qa 0] [seed 7] [threads 1] [messages]
+ *
+ * With "messages", each conversation's kind and user message go to stderr
+ * (one per line), e.g. to judge bot A's questions by hand.
  *
  * Chunks 128-256 tokens, bot A <= 40 tokens, answers <= 96 (deg.selfstudy.RECIPE).
  * Prints one JSON line. CPU seconds are the process's (all threads). */
@@ -55,6 +58,7 @@ int main(int argc, char **argv)
     p.passage_qa = argc > 6 ? (float)atof(argv[6]) : 0.0f;
     p.seed = argc > 7 ? (uint64_t)atoll(argv[7]) : 7;
     deg_set_num_threads(argc > 8 ? atoi(argv[8]) : 1);
+    int messages = argc > 9 && !strcmp(argv[9], "messages");
     p.chunk_min = 128;
     p.chunk_max = 256;
     p.max_q = 40;
@@ -92,6 +96,8 @@ int main(int argc, char **argv)
             h = fnv(h, v[i].student_ids, v[i].n_student * sizeof(int32_t));
             h = fnv(h, v[i].targets, v[i].n_targets * sizeof *v[i].targets);
             supervised += v[i].n_supervised;
+            if (messages)
+                fprintf(stderr, "%s\t%s\n", deg_selfstudy_kind_name(v[i].kind), v[i].message);
             kinds[v[i].kind == DEG_SELFSTUDY_RECALL       ? 1
                   : v[i].kind == DEG_SELFSTUDY_PASSAGE_QA ? 2
                                                           : 0]++;

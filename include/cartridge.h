@@ -587,8 +587,14 @@ DEG_API void deg_selfstudy_conv_clear(deg_selfstudy_conv *conv);
  *  2. bot A (temperature_a) writes a message seeing the chunk in its system
  *     message ("The following is an excerpt[ from NAMES] of a larger text.
  *     Use it to answer.\n\n<excerpt>\nCHUNK\n</excerpt>") and the seed
- *     prompt (passage questions: the passage prompt); "<think>" spans and
- *     surrounding whitespace removed, "Explain the excerpt." if empty;
+ *     prompt (passage questions: the passage prompt, after two worked
+ *     examples given as earlier turns); "<think>" spans and surrounding
+ *     whitespace removed, "Explain the excerpt." if empty; for the kinds
+ *     that write a question (passage, question, mechanism, verbatim) a
+ *     question that is meta (passage, excerpt, question, above, text),
+ *     copied whole from the chunk, without '?' or outside 3..40 words is
+ *     written again with another seed derived from bot A's, at most 3
+ *     attempts in all, the last kept (lib/cartridge/selfstudy_questions.c);
  *  3. bot B (greedy) answers with the chunk in context (think spans
  *     stripped and the rest re-tokenized); recall: the prompt is a corpus
  *     span and the answer the max_a tokens after it; passage: the passage's

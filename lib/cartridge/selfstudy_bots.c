@@ -12,10 +12,10 @@
 #include "model/state.h"
 
 /* Bot A's prompt for a passage-question conversation. */
-#define PASSAGE_PROMPT_HEAD "Here is a passage of the excerpt above:\n\n<passage>\n"
+#define PASSAGE_PROMPT_HEAD "Here is a passage:\n\n<passage>\n"
 #define PASSAGE_PROMPT_TAIL                                                              \
-    "\n</passage>\n\nWrite the question a reader of this text would ask that this "     \
-    "passage answers. Output only the question."
+    "\n</passage>\n\nWrite the question that this passage answers, as someone who has "  \
+    "not read it would ask it. Output only the question."
 
 deg_status dg_batch_alloc(dg_batch *b, size_t n)
 {
@@ -33,9 +33,10 @@ deg_status dg_batch_alloc(dg_batch *b, size_t n)
     b->n_chunk = calloc(n, sizeof *b->n_chunk);
     b->targets = calloc(n, sizeof *b->targets);
     b->n_targets = calloc(n, sizeof *b->n_targets);
+    b->passage = calloc(n, sizeof *b->passage);
     if (!b->plans || !b->system || !b->prompt_a || !b->message || !b->answer || !b->n_answer ||
         !b->trunk || !b->last || !b->chunk || !b->chunk_ids || !b->n_chunk || !b->targets ||
-        !b->n_targets) {
+        !b->n_targets || !b->passage) {
         dg_batch_free(b);
         return dg_fail(DEG_ERR_NOMEM, "deg_selfstudy_generate: out of memory");
     }
@@ -54,6 +55,7 @@ void dg_batch_free(dg_batch *b)
         if (b->chunk) deg_trunk_free(b->chunk[i]);
         if (b->chunk_ids) free(b->chunk_ids[i]);
         if (b->targets) free(b->targets[i]);
+        if (b->passage) free(b->passage[i]);
     }
     free(b->plans);
     free(b->system);
@@ -68,6 +70,7 @@ void dg_batch_free(dg_batch *b)
     free(b->n_chunk);
     free(b->targets);
     free(b->n_targets);
+    free(b->passage);
     memset(b, 0, sizeof *b);
 }
 
@@ -148,6 +151,21 @@ static deg_status chunk_system(const deg_selfstudy *s, const dg_plan *pl, char *
     return DEG_OK;
 }
 
+/* Bot A's user message for a passage (malloc'd). */
+static deg_status passage_prompt(const char *passage, char **out)
+{
+    dg_strbuf pr = {0};
+    dg_sb_puts(&pr, PASSAGE_PROMPT_HEAD);
+    dg_sb_puts(&pr, passage);
+    dg_sb_puts(&pr, PASSAGE_PROMPT_TAIL);
+    if (pr.oom) {
+        free(pr.p);
+        return oom();
+    }
+    *out = pr.p;
+    return DEG_OK;
+}
+
 /* The passage (whitespace runs as one space) as bot A's prompt and the answer. */
 static deg_status passage(deg_selfstudy *s, dg_batch *b, size_t i)
 {
@@ -162,19 +180,12 @@ static deg_status passage(deg_selfstudy *s, dg_batch *b, size_t i)
         while (raw[k] && !strchr(" \t\n\r\v\f", raw[k])) raw[o++] = raw[k++];
     }
     raw[o] = 0;
-    dg_strbuf pr = {0};
-    dg_sb_puts(&pr, PASSAGE_PROMPT_HEAD);
-    dg_sb_puts(&pr, raw);
-    dg_sb_puts(&pr, PASSAGE_PROMPT_TAIL);
     int32_t *ids = NULL;
     size_t n = 0;
-    deg_status st = pr.oom ? oom() : dg_tokenize_alloc(s->model, raw, o, &ids, &n);
-    free(raw);
-    if (st != DEG_OK) {
-        free(pr.p);
-        return st;
-    }
-    b->prompt_a[i] = pr.p;
+    deg_status st = passage_prompt(raw, &b->prompt_a[i]);
+    if (st == DEG_OK) st = dg_tokenize_alloc(s->model, raw, o, &ids, &n);
+    b->passage[i] = raw;
+    if (st != DEG_OK) return st;
     b->answer[i] = ids;
     b->n_answer[i] = n < (size_t)s->p.max_a ? n : (size_t)s->p.max_a;
     return DEG_OK;
@@ -226,6 +237,7 @@ typedef struct rows {
     size_t *n_prompt;
     int32_t **out;        /* decoded ids */
     size_t *n_out;
+    uint64_t attempt;     /* bot A's attempt (0: the first; a retry's seeds differ) */
 } rows;
 
 static void rows_free(rows *r)
@@ -280,6 +292,31 @@ static deg_status prompt_trunk(deg_selfstudy *s, dg_batch *b, size_t i, const in
     return deg_trunk_prefill(*out, ids, n, NULL, last);
 }
 
+/* The chat of conversation i's prompt with user message user: [system,
+ * user], and for bot A's passage question (fewshot) the worked examples as
+ * turns between them (dg_fewshot_passage). *ex (may stay NULL) holds the
+ * examples' user messages; free them with the ids. */
+static deg_status prompt_ids(deg_selfstudy *s, dg_batch *b, size_t i, char *user, int fewshot,
+                             int32_t **ids, size_t *n)
+{
+    deg_chat_message msgs[2 + 2 * DG_FEWSHOT_EXAMPLES];
+    char *ex[DG_FEWSHOT_EXAMPLES] = {0};
+    size_t m = 0;
+    deg_status st = DEG_OK;
+    msgs[m++] = (deg_chat_message){"system", b->system[i]};
+    if (fewshot && b->plans[i].kind == DEG_SELFSTUDY_PASSAGE_QA)
+        for (size_t j = 0; st == DEG_OK && j < DG_FEWSHOT_EXAMPLES; j++) {
+            st = passage_prompt(dg_fewshot_passage(j), &ex[j]);
+            msgs[m++] = (deg_chat_message){"user", ex[j]};
+            msgs[m++] = (deg_chat_message){"assistant", dg_fewshot_question(j)};
+        }
+    msgs[m++] = (deg_chat_message){"user", user};
+    if (st == DEG_OK)
+        st = dg_model_chat_tokenize(s->model, "deg_selfstudy_generate", msgs, m, 1, 0, ids, n);
+    for (size_t j = 0; j < DG_FEWSHOT_EXAMPLES; j++) free(ex[j]);
+    return st;
+}
+
 /* Rows for the conversations with want(b, i), each prefilled with
  * chat([system, user: user[i]]) through prompt_trunk; share: bot A's rows,
  * which first prefill their chunk trunk and clone it (later prompts take it).
@@ -303,9 +340,7 @@ static deg_status rows_open(deg_selfstudy *s, dg_batch *b, int (*want)(const dg_
         if (!want(b, i)) continue;
         size_t k = r->n++;
         r->idx[k] = i;
-        deg_chat_message msgs[2] = {{"system", b->system[i]}, {"user", user[i]}};
-        DG_TRY(dg_model_chat_tokenize(s->model, "deg_selfstudy_generate", msgs, 2, 1, 0,
-                                      &r->prompt[k], &r->n_prompt[k]));
+        DG_TRY(prompt_ids(s, b, i, user[i], share, &r->prompt[k], &r->n_prompt[k]));
         if (share) DG_TRY(chunk_trunk(s, b, i));
         float *last = NULL;
         if (keep_last && !(last = b->last[i] = malloc(nv * sizeof(float)))) return oom();
@@ -355,7 +390,8 @@ static deg_status rows_decode(deg_selfstudy *s, dg_batch *b, rows *r, float temp
     for (size_t k = 0; st == DEG_OK && k < r->n; k++) {
         pp[k] = deg_sample_params_default();
         pp[k].temperature = temperature;
-        pp[k].seed = b->plans[r->idx[k]].seed_a;
+        pp[k].seed = b->plans[r->idx[k]].seed_a; /* attempt t > 0: another 63-bit seed */
+        if (r->attempt) pp[k].seed = (pp[k].seed ^ (0x9E3779B97F4A7C15ULL * r->attempt)) >> 1;
         pp[k].max_tokens = max_tokens;
         pp[k].stop_ids = s->stop;
         pp[k].n_stop_ids = s->n_stop;
@@ -382,21 +418,78 @@ static deg_status rows_decode(deg_selfstudy *s, dg_batch *b, rows *r, float temp
 
 static int wants_a(const dg_batch *b, size_t i) { return b->prompt_a[i] != NULL; }
 
+/* Conversation r->idx[k]'s message from bot A's decode of row k. */
+static deg_status a_message(deg_selfstudy *s, dg_batch *b, const rows *r, size_t k)
+{
+    size_t i = r->idx[k];
+    free(b->message[i]);
+    b->message[i] = NULL;
+    DG_TRY(text_of(s, r->out[k], r->n_out[k], &b->message[i]));
+    strip_think(b->message[i]);
+    if (!*strip_in_place(b->message[i], 0)) {
+        free(b->message[i]);
+        if (!(b->message[i] = strdup("Explain the excerpt."))) return oom();
+    }
+    return DEG_OK;
+}
+
+/* Bot A's attempt t over the rows of r whose question is not usable
+ * (dg_question_usable): each gets a new fork of its prompt trunk and
+ * decodes again with attempt t's seed; *more = 0 when no row needed it. */
+static deg_status a_retry(deg_selfstudy *s, dg_batch *b, rows *r, uint64_t t, int *more)
+{
+    rows sub = {.attempt = t};
+    size_t *pick = calloc(r->n + 1, sizeof *pick);
+    sub.idx = calloc(r->n + 1, sizeof *sub.idx);
+    sub.fork = calloc(r->n + 1, sizeof *sub.fork);
+    sub.prompt = calloc(r->n + 1, sizeof *sub.prompt);
+    sub.n_prompt = calloc(r->n + 1, sizeof *sub.n_prompt);
+    sub.out = calloc(r->n + 1, sizeof *sub.out);
+    sub.n_out = calloc(r->n + 1, sizeof *sub.n_out);
+    deg_status st = pick && sub.idx && sub.fork && sub.prompt && sub.n_prompt && sub.out &&
+                    sub.n_out ? DEG_OK : oom();
+    for (size_t k = 0; st == DEG_OK && k < r->n; k++) {
+        size_t i = r->idx[k];
+        if (!dg_kind_writes_question(b->plans[i].kind)) continue;
+        int ok = dg_question_usable(b->message[i], b->system[i], b->passage[i]);
+        if (ok < 0) st = oom();
+        if (ok) continue;
+        deg_fork_free(r->fork[k]);
+        r->fork[k] = NULL;
+        if (st == DEG_OK) st = deg_fork_new(r->trunk[k], &r->fork[k]);
+        size_t j = sub.n++;
+        pick[j] = k;
+        sub.idx[j] = i;
+        sub.fork[j] = r->fork[k];
+        sub.prompt[j] = r->prompt[k];
+        sub.n_prompt[j] = r->n_prompt[k];
+        sub.out[j] = r->out[k];
+    }
+    *more = sub.n > 0;
+    if (st == DEG_OK && sub.n) st = rows_decode(s, b, &sub, s->p.temperature_a, s->p.max_q, 0, 0);
+    for (size_t j = 0; st == DEG_OK && j < sub.n; j++) {
+        r->n_out[pick[j]] = sub.n_out[j];
+        st = a_message(s, b, r, pick[j]);
+    }
+    free(pick);
+    free(sub.idx);
+    free(sub.fork);
+    free(sub.prompt);
+    free(sub.n_prompt);
+    free(sub.out);
+    free(sub.n_out);
+    return st;
+}
+
 deg_status dg_selfstudy_bot_a(deg_selfstudy *s, dg_batch *b)
 {
     rows r;
     deg_status st = rows_open(s, b, wants_a, b->prompt_a, 0, 1, (size_t)s->p.max_q, &r);
     if (st == DEG_OK && r.n) st = rows_decode(s, b, &r, s->p.temperature_a, s->p.max_q, 0, 0);
-    for (size_t k = 0; st == DEG_OK && k < r.n; k++) {
-        size_t i = r.idx[k];
-        st = text_of(s, r.out[k], r.n_out[k], &b->message[i]);
-        if (st != DEG_OK) break;
-        strip_think(b->message[i]);
-        if (!*strip_in_place(b->message[i], 0)) {
-            free(b->message[i]);
-            if (!(b->message[i] = strdup("Explain the excerpt."))) st = oom();
-        }
-    }
+    for (size_t k = 0; st == DEG_OK && k < r.n; k++) st = a_message(s, b, &r, k);
+    int more = 1;
+    for (uint64_t t = 1; st == DEG_OK && more && t < DG_QUESTION_TRIES; t++)
+        st = a_retry(s, b, &r, t, &more);
     rows_free(&r);
     return st;
 }

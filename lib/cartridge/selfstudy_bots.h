@@ -38,7 +38,30 @@ typedef struct dg_batch {
      * pass computes them. */
     deg_distill_target **targets;
     size_t *n_targets;
+    char **passage;       /* passage questions: the passage's text (its topic) */
 } dg_batch;
+
+/* Bot A as a question writer (selfstudy_questions.c). A passage question's
+ * prompt follows DG_FEWSHOT_EXAMPLES worked examples given as earlier turns
+ * (user: the passage prompt of dg_fewshot_passage(j); assistant:
+ * dg_fewshot_question(j)). */
+#define DG_FEWSHOT_EXAMPLES 2
+const char *dg_fewshot_passage(size_t j);
+const char *dg_fewshot_question(size_t j);
+/* 1 for the kinds whose bot A message is a question (passage questions and
+ * the question, mechanism and verbatim seed types): its message must pass
+ * dg_question_usable, else bot A writes it again (DG_QUESTION_TRIES in all). */
+int dg_kind_writes_question(int32_t kind);
+#define DG_QUESTION_TRIES 3
+/* 1 if question is usable as a stand-alone question about the document: it
+ * has a '?', 3..40 words, no word that makes it about the conversation
+ * (passage, excerpt, question, above, text), its words are not a run of
+ * chunk's words (a heading or sentence copied from the chunk bot A saw), it
+ * is not a worked example's question, and it shares a content word (>= 4
+ * characters, not a function word) with topic (the passage; NULL: the chunk),
+ * so it asks about what the text talks about. Words are ASCII alphanumeric
+ * runs, lower-cased. 0 if not, -1 out of memory. */
+int dg_question_usable(const char *question, const char *chunk, const char *topic);
 
 deg_status dg_batch_alloc(dg_batch *b, size_t n);
 void dg_batch_free(dg_batch *b);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/utf8.h"
+#include "cartridge/selfstudy_bots.h"
 #include "cartridge.h"
 #include "deg.h"
 #include "model/arch.h"
@@ -283,17 +284,10 @@ static uint64_t conv_hash(uint64_t h, const deg_selfstudy_conv *v)
     return fnv(h, v->targets, v->n_targets * sizeof *v->targets);
 }
 
-/* The conversations of a seed are pinned: any change to how synthesis
- * computes them (the chunk trunk shared by bot A, bot B and the teacher;
- * the teacher's targets taken from bot B's decode) must leave every byte
- * as it was. The value was computed by the code before those changes
- * (commit a2bdac6): 16 conversations of every kind (seed types, recall,
- * passage questions) in batches of 4, seed 21. A change that means to
- * alter the conversations (new prompts) updates it and says so. */
-Test(selfstudy, pinned_conversations)
+/* conv_hash of 16 conversations of seed 21 of every kind (seed types,
+ * recall, passage questions), generated in batches of per_batch. */
+static uint64_t mixed_hash(deg_model *m, const deg_corpus *c, int per_batch)
 {
-    deg_model *m = tiny();
-    deg_corpus *c = corpus1(m);
     deg_selfstudy_params p = small(21);
     p.recall = 0.25f;
     p.passage_qa = 0.25f;
@@ -303,10 +297,10 @@ Test(selfstudy, pinned_conversations)
     cr_assert_eq(deg_selfstudy_new(c, &p, &s), DEG_OK, "%s", deg_errmsg());
     uint64_t h = 0xcbf29ce484222325ULL;
     int kinds[3] = {0, 0, 0};
-    for (int b = 0; b < 4; b++) {
-        deg_selfstudy_conv v[4];
-        cr_assert_eq(deg_selfstudy_generate(s, 4, v), DEG_OK, "%s", deg_errmsg());
-        for (int i = 0; i < 4; i++) {
+    for (int b = 0; b < 16 / per_batch; b++) {
+        deg_selfstudy_conv v[16];
+        cr_assert_eq(deg_selfstudy_generate(s, (size_t)per_batch, v), DEG_OK, "%s", deg_errmsg());
+        for (int i = 0; i < per_batch; i++) {
             kinds[v[i].kind == DEG_SELFSTUDY_RECALL       ? 1
                   : v[i].kind == DEG_SELFSTUDY_PASSAGE_QA ? 2
                                                           : 0]++;
@@ -315,10 +309,64 @@ Test(selfstudy, pinned_conversations)
         }
     }
     cr_assert(kinds[0] && kinds[1] && kinds[2], "kinds %d %d %d", kinds[0], kinds[1], kinds[2]);
-    cr_assert_eq(h, 0xb1cd93cd2f3b455dULL, "conversation hash %016llx", (unsigned long long)h);
     deg_selfstudy_free(s);
+    return h;
+}
+
+/* The conversations of a seed are pinned: a change to how synthesis
+ * computes them must leave every byte as it was unless it means to change
+ * them, and then it updates the value and says why. History: b1cd93cd..
+ * from a2bdac6, unchanged by the shared chunk trunk and the targets read off
+ * bot B's decode (d3c8031); 8d5b6b70.. since bot A's passage prompt has
+ * worked examples and question-writing kinds retry unusable questions
+ * (selfstudy_questions.c). Batches of 4 and of 1 give the same bytes (bot
+ * A's retries are per row). */
+Test(selfstudy, pinned_conversations)
+{
+    deg_model *m = tiny();
+    deg_corpus *c = corpus1(m);
+    uint64_t h = mixed_hash(m, c, 4);
+    cr_assert_eq(h, 0x8d5b6b7032045178ULL, "conversation hash %016llx", (unsigned long long)h);
+    cr_assert_eq(mixed_hash(m, c, 1), h);
     deg_corpus_free(c);
     deg_model_free(m);
+}
+
+/* dg_question_usable: stand-alone questions about the document pass; meta
+ * questions, questions copied from the chunk, and malformed ones do not. */
+Test(selfstudy, question_filter)
+{
+    const char *chunk = "Why do long usernames get printed as numbers?\n\n\tThe UNIX and POSIX "
+                        "standards require that user names be printed as decimal integers.";
+    struct { const char *q; int ok; } cases[] = {
+        {"What does ps print when a user name does not fit its column?", 1},
+        {"Why do long usernames get printed as numbers?", 0},       /* the heading */
+        {"why do LONG usernames get printed as numbers ?", 0},      /* the same words */
+        {"POSIX standards require that user names be printed as decimal integers?", 0}, /* a run */
+        {"Do the standards require that user names be printed?", 1}, /* asks about it */
+        {"What is the question that the passage answers?", 0},
+        {"What does the excerpt above say about users?", 0},
+        {"What do you mean by usernames?", 1},                      /* short, on topic */
+        {"What do you mean?", 0},                                   /* no content word */
+        {"Explain the excerpt.", 0},                                /* no '?' */
+        {"Why?", 0},                                                /* < 3 words */
+        {"How is this text organised?", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        cr_assert_eq(dg_question_usable(cases[i].q, chunk, NULL), cases[i].ok, "case %zu: %s",
+                     i, cases[i].q);
+    /* with a passage as the topic: a question must share a content word with it */
+    const char *passage = "The UNIX and POSIX standards require that user names be printed as "
+                          "decimal integers.";
+    cr_assert_eq(dg_question_usable("Which standards decide how ps shows user names?", chunk,
+                                    passage), 1);
+    cr_assert_eq(dg_question_usable("How many times can you delete a file?", chunk, passage), 0);
+    cr_assert_eq(dg_question_usable("What does the server do when its configuration file is "
+                                    "missing?", chunk, NULL), 0); /* a worked example echoed */
+    cr_assert(dg_kind_writes_question(DEG_SELFSTUDY_PASSAGE_QA) &&
+              dg_kind_writes_question(DEG_SELFSTUDY_VERBATIM) &&
+              !dg_kind_writes_question(DEG_SELFSTUDY_SUMMARIZATION) &&
+              !dg_kind_writes_question(DEG_SELFSTUDY_RECALL));
 }
 
 Test(selfstudy, passages)
