@@ -22,12 +22,6 @@ void dg_strip(const char *s, size_t n, size_t *first, size_t *end)
     *end = b;
 }
 
-deg_status dg_tokenize_alloc(const deg_model *m, const char *text, size_t len, int32_t **ids,
-                             size_t *n)
-{
-    return dg_model_tokenize(m, text, len, 0, ids, n);
-}
-
 void deg_corpus_free(deg_corpus *c)
 {
     if (!c) return;
@@ -66,7 +60,7 @@ static deg_status add_doc(deg_corpus *c, dg_strbuf *text, size_t d, const char *
     }
     int32_t *ids = NULL;
     size_t n = 0;
-    deg_status st = dg_tokenize_alloc(c->model, blk.p, blk.len, &ids, &n);
+    deg_status st = dg_model_tokenize(c->model, blk.p, blk.len, 0, &ids, &n);
     if (st != DEG_OK) {
         free(blk.p);
         return dg_fail_context(st, "deg_corpus_new: document %zu (%s)", d, name);

@@ -27,14 +27,6 @@ deg_fleet_params deg_fleet_default_params(void)
                               .warmup_steps = 4, .adam = deg_adam_params_default()};
 }
 
-static char *join(const char *dir, const char *rel)
-{
-    size_t n = strlen(dir) + strlen(rel) + 2;
-    char *s = malloc(n);
-    if (s) snprintf(s, n, "%s/%s", dir, rel);
-    return s;
-}
-
 static char *dupstr(const char *s)
 {
     char *d = malloc(strlen(s) + 1);
@@ -59,8 +51,8 @@ static deg_status doc_names(dg_fleet_doc *d, const char *dir, size_t i, const ch
     d->cart_rel = dupstr(rel);
     snprintf(rel, sizeof rel, "docs/%04zu.txt", i);
     d->text_rel = dupstr(rel);
-    d->cart_path = d->cart_rel ? join(dir, d->cart_rel) : NULL;
-    d->text_path = d->text_rel ? join(dir, d->text_rel) : NULL;
+    d->cart_path = d->cart_rel ? dg_path_join(dir, d->cart_rel) : NULL;
+    d->text_path = d->text_rel ? dg_path_join(dir, d->text_rel) : NULL;
     if (!d->name || !d->cart_path || !d->text_path)
         return dg_fail(DEG_ERR_NOMEM, "fleet: out of memory");
     return DEG_OK;
@@ -97,7 +89,7 @@ static deg_status write_manifest(const deg_fleet *f, const char *const *sha)
     char *text = root ? json_dumps(root, JSON_INDENT(1)) : NULL;
     json_decref(root);
     if (!text) return dg_fail(DEG_ERR_NOMEM, "fleet: cannot render the manifest");
-    char *path = join(f->dir, MANIFEST);
+    char *path = dg_path_join(f->dir, MANIFEST);
     dg_chunk ch[2] = {{text, strlen(text)}, {"\n", 1}};
     deg_status st = path ? dg_write_atomic(path, ch, 2) : dg_fail(DEG_ERR_NOMEM, "fleet: oom");
     free(text);
@@ -111,7 +103,7 @@ static deg_status write_manifest(const deg_fleet *f, const char *const *sha)
 static const char **disk_shas(const deg_fleet *f, json_t **root)
 {
     const char **sha = calloc(f->n ? f->n : 1, sizeof *sha);
-    char *mp = join(f->dir, MANIFEST);
+    char *mp = dg_path_join(f->dir, MANIFEST);
     *root = mp ? json_load_file(mp, 0, NULL) : NULL;
     free(mp);
     json_t *docs = json_object_get(*root, "documents");
@@ -262,7 +254,7 @@ deg_status deg_fleet_init_ex(const deg_model *m, const char *dir, const char *co
     deg_fleet f = {.model = m, .p = p, .n = n_docs};
     f.dir = dupstr(dir);
     f.docs = calloc(n_docs, sizeof *f.docs);
-    char *mp = join(dir, MANIFEST), *docs_dir = join(dir, "docs");
+    char *mp = dg_path_join(dir, MANIFEST), *docs_dir = dg_path_join(dir, "docs");
     deg_status st = (f.dir && f.docs && mp && docs_dir)
                         ? DEG_OK : dg_fail(DEG_ERR_NOMEM, "%s: out of memory", w);
     if (st == DEG_OK && access(mp, F_OK) == 0)
@@ -293,7 +285,7 @@ static void remove_stale_temps(const char *dir)
     while ((e = readdir(dd)) != NULL) {
         const char *t = strstr(e->d_name, ".tmp.");
         if (!t || strlen(t) != 11) continue;
-        char *p = join(dir, e->d_name);
+        char *p = dg_path_join(dir, e->d_name);
         if (p) unlink(p);
         free(p);
     }
@@ -359,7 +351,7 @@ static deg_status check_params(const deg_fleet_params *p)
 
 static deg_status open_manifest(deg_fleet *f, int **resident)
 {
-    char *mp = join(f->dir, MANIFEST);
+    char *mp = dg_path_join(f->dir, MANIFEST);
     if (!mp) return dg_fail(DEG_ERR_NOMEM, "deg_fleet_open: out of memory");
     char *text = NULL;
     deg_status st = dg_read_file(mp, MANIFEST_MAX, &text, NULL);
@@ -427,7 +419,7 @@ deg_status deg_fleet_open(const deg_model *m, const char *dir, const deg_fleet_p
     f->model = m;
     f->prm = p;
     f->dir = dupstr(dir);
-    char *docs_dir = join(dir, "docs");
+    char *docs_dir = dg_path_join(dir, "docs");
     int *resident = NULL;
     deg_status st = f->dir && docs_dir ? DEG_OK : dg_fail(DEG_ERR_NOMEM, "fleet: oom");
     if (st == DEG_OK) {

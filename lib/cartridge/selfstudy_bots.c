@@ -9,6 +9,7 @@
 #include "model/arch.h"
 #include "model/chat.h"
 #include "model/generate.h"
+#include "model/model.h"
 #include "model/state.h"
 
 /* Bot A's prompt for a passage-question conversation. */
@@ -183,7 +184,7 @@ static deg_status passage(deg_selfstudy *s, dg_batch *b, size_t i)
     int32_t *ids = NULL;
     size_t n = 0;
     deg_status st = passage_prompt(raw, &b->prompt_a[i]);
-    if (st == DEG_OK) st = dg_tokenize_alloc(s->model, raw, o, &ids, &n);
+    if (st == DEG_OK) st = dg_model_tokenize(s->model, raw, o, 0, &ids, &n);
     b->passage[i] = raw;
     if (st != DEG_OK) return st;
     b->answer[i] = ids;
@@ -519,7 +520,7 @@ static deg_status answer_of(deg_selfstudy *s, const int32_t *ids, size_t n, int3
     strip_in_place(text, 1);
     int32_t *t = NULL;
     size_t nt = 0;
-    deg_status st = dg_tokenize_alloc(s->model, text, strlen(text), &t, &nt);
+    deg_status st = dg_model_tokenize(s->model, text, strlen(text), 0, &t, &nt);
     free(text);
     if (st != DEG_OK) return st;
     int32_t *all = realloc(t, (nt + n + 1) * sizeof(int32_t));

@@ -34,9 +34,6 @@ struct deg_selfstudy {
 
 /* [*first, *end) of s[0..n) without leading and trailing ASCII whitespace. */
 void dg_strip(const char *s, size_t n, size_t *first, size_t *end);
-/* deg_tokenize (no special tokens) into a malloc'd array: dg_model_tokenize. */
-deg_status dg_tokenize_alloc(const deg_model *m, const char *text, size_t len, int32_t **ids,
-                             size_t *n);
 /* ids[0..n) decoded (deg_detokenize) as well-formed UTF-8 (dg_utf8_lossy);
  * malloc'd, NUL-terminated. */
 deg_status dg_detokenize_lossy(const deg_model *m, const int32_t *ids, size_t n, char **out);
