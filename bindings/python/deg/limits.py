@@ -51,16 +51,17 @@ LIMIT_FLAGS = (("deadline of ", "--deadline-ms N"), ("max_fields ", "--max-field
 def flag_hint(message, who, tail=""):
     """A LimitError message whose limit a command line set, with libdeg's lift
     hint (the C field and the Python keyword) replaced by the flag: LIFT_MARK +
-    who + " " + flag + tail. A message without the hint (a limit the request's
-    own options set: the request can change it) is returned as is."""
+    who + " " + flag (+ " (0 = none)" for a flag taking a count) + tail. A
+    message without the hint (a limit the request's own options set: the
+    request can change it) is returned as is."""
     i = message.find(LIFT_MARK)
     if i < 0:
         return message
     head = message[:i]
     for start, flag in LIMIT_FLAGS:
         if head.startswith(start):
-            if not flag.endswith(" N"):  # the flag names its value and says what it means
-                tail = tail.replace(" (0 = none)", "", 1)
+            if flag.endswith(" N"):  # a flag taking a count; the others say what they set
+                flag += " (0 = none)"
             return f"{head}{LIFT_MARK}{who} {flag}{tail}"
     return message
 

@@ -89,7 +89,7 @@ def run(args):
             print(f"deg fill: FillError: {e}", file=sys.stderr)
             return 3
         except LimitError as e:  # the flags, not the library call, lift it here
-            msg = flag_hint(str(e), "run deg fill with", " (0 = none)")
+            msg = flag_hint(str(e), "run deg fill with")
             print(f"deg fill: LimitError: {msg}", file=sys.stderr)
             return 4
     print(json.dumps(resp, ensure_ascii=False, indent=args.indent))

@@ -60,7 +60,7 @@ def server_limit_message(msg):
     deg serve flag instead (deg.limits.flag_hint). A limit the request's own
     options set is left as is (the request can loosen it)."""
     return flag_hint(msg, "a limit of this server: the operator starts deg serve with",
-                     " (0 = none); a request's options can only tighten it")
+                     "; a request's options can only tighten it")
 
 
 class Overloaded(Exception):
