@@ -1,4 +1,4 @@
-"""python -m deg.datagen --out records.jsonl [--v2 | --v3 | --v4] [--seed N] [--packages N] ...
+"""python -m deg.datagen --out records.jsonl [--v2 | --v3 | --v4 | --v5] [--seed N] [--packages N] ...
 
 Without --v2: the v1 run (Debian package records, changelogs, synthetic
 documents). With --v2: datagen v2 (deg.datagen.v2: many document kinds of real
@@ -9,6 +9,9 @@ kinds' records are the --v2 run's, byte for byte.
 With --v4: --v3 plus datagen v4's kinds (deg.datagen.v2.V4_PER_KIND) and its
 extra records of every kind (deg.datagen.v4: short documents, absent lists,
 structure booleans); the v2 / v3 kinds' own records are the --v3 run's.
+With --v5: --v4 plus datagen v5's kinds (deg.datagen.v2.V5_PER_KIND; deg.datagen.v5),
+the v2 / v3 / v4 records unchanged; also writes dev5.jsonl (the dev-only kinds'
+records) and train-v5-kinds.jsonl (the new kinds' train records) beside OUT.
 Stats go to OUT.stats.json; a report is printed at the end.
 """
 import argparse
@@ -39,6 +42,9 @@ def main(argv=None):
                     help="datagen v4: v3 plus the kinds of deg.datagen.v2.V4_PER_KIND (mimetype, "
                          "mimemap, script, completion, cmakemod, distro) and deg.datagen.v4's short "
                          "documents, absent lists and structure booleans")
+    ap.add_argument("--v5", action="store_true",
+                    help="datagen v5: v4 plus the kinds of deg.datagen.v2.V5_PER_KIND (vimrt, "
+                         "charmap, cmakedoc, ompihelp; dev-only: debconf, docbase, keyfile)")
     ap.add_argument("--kind", action="append", type=_kind_count, default=[], metavar="KIND=N",
                     help="v2: documents of one kind (repeatable; KIND=0 drops it; default "
                          "deg.datagen.v2.DEFAULT_PER_KIND)")
@@ -53,6 +59,7 @@ def main(argv=None):
                     help="apt Packages list (repeatable; default /var/lib/apt/lists/*_Packages*)")
     ap.add_argument("--changelog-glob", default=debian.CHANGELOG_GLOB)
     a = ap.parse_args(argv)
+    a.v4 = a.v4 or a.v5
     a.v3 = a.v3 or a.v4
     a.v2 = a.v2 or a.v3
     if not 0.0 <= a.withhold <= 1.0:
@@ -77,6 +84,8 @@ def main(argv=None):
             per_kind.update(v2.V3_PER_KIND)
         if a.v4:
             per_kind.update(v2.V4_PER_KIND)
+        if a.v5:
+            per_kind.update(v2.V5_PER_KIND)
         per_kind.update(dict(a.kind))
         records, stats = v2.generate_v2(a.seed, per_kind, withhold=a.withhold, v4=a.v4)
         v2.merge_v1(records, stats, v1_records, a.seed)
@@ -93,6 +102,10 @@ def main(argv=None):
         if a.v4:
             from .v4 import report_v4
             print("\n".join(report_v4(records)))
+        if a.v5:
+            from .v5 import report_v5, write_subsets
+            for line in write_subsets(records, out_dir) + report_v5(records):
+                print(line)
     else:
         print(json.dumps({k: stats[k] for k in ("records", "bad")}, sort_keys=True))
         for split, m in sorted(stats["modes"].items()):

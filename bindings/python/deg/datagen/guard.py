@@ -13,8 +13,10 @@ a reserved file.
 import gzip
 import lzma
 import os
+import re
 
-__all__ = ["ReservedSourceError", "is_reserved", "check_path", "read_text", "read_bytes", "walk"]
+__all__ = ["ReservedSourceError", "is_reserved", "is_reserved_text", "check_path", "read_text",
+           "read_bytes", "walk"]
 
 _RESERVED_NAMES = ("copyright", "metadata", "pkg-info")
 
@@ -40,6 +42,22 @@ def is_reserved(path):
     return False
 
 
+# DEP-5 (https://dep-team.pages.debian.net/deps/dep5/): its header's Format: URL, the
+# Upstream-Name: field, or a stanza with both Files: and Copyright: fields; Python core
+# metadata (packaging.python.org "Core metadata specifications"): a Metadata-Version: field
+_DEP5_FORMAT = re.compile(r"^Format:[ \t]*\S*(?:copyright-format|dep5)", re.M | re.I)
+_RESERVED_FIELD = re.compile(r"^(?:Upstream-Name|Metadata-Version)[ \t]*:", re.M | re.I)
+_FILES_COPYRIGHT = re.compile(r"^Files:[^\n]*\n(?:[ \t][^\n]*\n|[A-Za-z-]+:[^\n]*\n)*?Copyright:",
+                              re.M | re.I)
+
+
+def is_reserved_text(text):
+    """True when `text` is a DEP-5 copyright file or Python package metadata by its
+    content, whatever its name (see the module docstring)."""
+    return bool(_DEP5_FORMAT.search(text) or _RESERVED_FIELD.search(text)
+                or _FILES_COPYRIGHT.search(text))
+
+
 def check_path(path):
     """Raise ReservedSourceError if `path` is reserved for evaluation."""
     if is_reserved(path):
@@ -48,13 +66,18 @@ def check_path(path):
     return path
 
 
-def read_text(path, limit=1 << 20):
+def read_text(path, limit=1 << 20, content=False):
     """The text of `path` (gzip/xz by suffix, UTF-8 with replacement), at most
-    `limit` bytes; refuses reserved paths."""
+    `limit` bytes; refuses reserved paths, and with `content` a text that is
+    reserved by its content (is_reserved_text)."""
     check_path(path)
     opener = {".gz": gzip.open, ".xz": lzma.open}.get(os.path.splitext(str(path))[1], open)
     with opener(path, "rb") as f:
-        return f.read(limit).decode("utf-8", "replace")
+        text = f.read(limit).decode("utf-8", "replace")
+    if content and is_reserved_text(text):
+        raise ReservedSourceError(f"{path}: a DEP-5 copyright file or Python package metadata by "
+                                  "its content (reserved for evaluation)")
+    return text
 
 
 def read_bytes(path, limit=1 << 20):

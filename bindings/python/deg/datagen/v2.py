@@ -38,7 +38,8 @@ import random
 
 from . import kinds as _k
 from .facts import gold_of, make_schema, pointers, withheld
-from .kinds import cmake, conf, csvtab, data, docs, gnu, locale, man, meta, mime, pydoc, shell, source, tabs
+from .kinds import (charmap, cmake, conf, csvtab, data, docs, gnu, keyfile, locale, man, meta, mime, ompi,
+                    pydoc, rfc822, shell, source, tabs, vim)
 from .record import BadRecord, build, count_record
 from .render import LANGS, LAYOUTS, render, usable
 
@@ -51,9 +52,16 @@ KINDS = {"manpage": man, "locale": locale, "readme": docs.README, "news": docs.N
          "info": gnu.INFO, "gettext": gnu.GETTEXT, "gnulog": gnu.GNULOG,
          # datagen v4 (--v4: V4_PER_KIND; additive as v3)
          "mimetype": mime.MIMETYPE, "mimemap": mime.MIMEMAP, "script": shell.SCRIPT,
-         "completion": shell.COMPLETION, "cmakemod": cmake.CMAKEMOD, "distro": csvtab.DISTRO}
+         "completion": shell.COMPLETION, "cmakemod": cmake.CMAKEMOD, "distro": csvtab.DISTRO,
+         # datagen v5 (--v5: V5_PER_KIND; additive as v3, v4)
+         "vimrt": vim.VIMRT, "charmap": charmap.CHARMAP, "cmakedoc": cmake.CMAKEDOC,
+         "ompihelp": ompi.OMPIHELP, "debconf": rfc822.DEBCONF, "docbase": rfc822.DOCBASE,
+         "keyfile": keyfile.KEYFILE}
 TEST_ONLY_KINDS = ("license", "zone", "event", "listing", "info", "perlpod", "distro")
-VAL_ONLY_KINDS = ("services", "unit")
+# datagen v5's dev-only kinds: every document in `val` ("dev5": choosing heads and
+# checkpoints on kinds training never saw; RFC-822-like stanzas and INI key files)
+DEV5_KINDS = ("debconf", "docbase", "keyfile")
+VAL_ONLY_KINDS = ("services", "unit") + DEV5_KINDS
 HELD_OUT_LAYOUTS = ("html",)
 # documents per kind (`scripts/train/datagen-v2`); records = 1..2 per document
 DEFAULT_PER_KIND = {"manpage": 800, "locale": 250, "readme": 250, "news": 300, "config": 250,
@@ -66,6 +74,10 @@ V3_PER_KIND = {"unit": 120, "pkgconfig": 120, "npm": 180, "cheader": 200, "pymod
 # short renderings, absent lists and structure booleans)
 V4_PER_KIND = {"mimetype": 300, "mimemap": 150, "script": 200, "completion": 110, "cmakemod": 250,
                "distro": 50}
+# datagen v5's new kinds (documents per kind; `--v5` = --v4 + these; DEV5_KINDS: every
+# document this machine has)
+V5_PER_KIND = {"vimrt": 400, "charmap": 200, "cmakedoc": 350, "ompihelp": 100, "debconf": 200,
+               "docbase": 100, "keyfile": 100}
 # v1 sources kept at a small share (python -m deg.datagen --v2 defaults)
 V1_SHARE = {"packages": 40, "changelogs": 60, "synthetic": 40}
 
@@ -236,12 +248,12 @@ def generate_v2(seed=0, per_kind=None, roots=None, records_per_doc=(1, 2), progr
             stats["missing"].append(kind)
             continue
         ents = mod.entities(paths, random.Random(f"{seed}:{kind}:pick"), per_kind[kind])
-        if kind in V3_PER_KIND or kind in V4_PER_KIND:  # v2's records stay as published
+        if kind in V3_PER_KIND or kind in V4_PER_KIND or kind in V5_PER_KIND:  # v2's as published
             ents = balance_bool_facts(ents, f"{seed}:{kind}")
-        if v4 or kind in V4_PER_KIND:
+        if v4 or kind in V4_PER_KIND or kind in V5_PER_KIND:
             from .v4 import structure_facts
             ents4 = structure_facts(ents, f"{seed}:{kind}")
-            ents = ents4 if kind in V4_PER_KIND else ents
+            ents = ents4 if kind in V4_PER_KIND or kind in V5_PER_KIND else ents
         first = len(records)
         for ent in sorted(ents, key=lambda e: e.doc):
             split = split_of_v2(kind, ent.doc)

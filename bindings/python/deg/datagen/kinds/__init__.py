@@ -102,11 +102,13 @@ def walk_unique(roots, suffixes, **kw):
     return sorted(real.values())
 
 
-def text_of(path, limit, max_chars=None):
+def text_of(path, limit, max_chars=None, content=False):
     """The text of `path` through the guard (at most `limit` bytes), or None when
-    it cannot be read, holds a NUL or is longer than `max_chars`."""
+    it cannot be read, holds a NUL or is longer than `max_chars`; with `content`
+    also None when the guard refuses it by its content (guard.is_reserved_text:
+    datagen v5's readers of RFC-822-like and key-value text)."""
     try:
-        text = read_text(path, limit=limit)
+        text = read_text(path, limit=limit, content=content)
     except (OSError, EOFError, ValueError):
         return None
     if "\x00" in text or (max_chars is not None and len(text) > max_chars):

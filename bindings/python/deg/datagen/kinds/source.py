@@ -55,22 +55,31 @@ def licence_of(text):
     return None
 
 
-def copyright_facts(text, a=0, b=None):
+def copyright_facts(text, a=0, b=None, every=False):
     """Facts of the first copyright line in text[a:b]: earliest / latest year
-    (int, the written 4-digit years), holder (span); [] when none."""
-    m = _YEARS.search(text, a, len(text) if b is None else b)
+    (int, the written 4-digit years), holder (span); [] when none. every: the
+    years are those of every copyright line in text[a:b] (a header listing
+    several holders), the holder still the first line's."""
+    b = len(text) if b is None else b
+    m = _YEARS.search(text, a, b)
     if not m:
         return []
-    ys = [(int(y.group(0)), (m.start(1) + y.start(), m.start(1) + y.end()))
-          for y in re.finditer(r"(?:19|20)\d\d", m.group(1))]
+    ys = [(int(y.group(0)), (x.start(1) + y.start(), x.start(1) + y.end()))
+          for x in (_YEARS.finditer(text, a, b) if every else [m])
+          for y in re.finditer(r"(?:19|20)\d\d", x.group(1))]
     lo, hi = min(ys), max(ys)
+    d_lo, d_hi, d_who = (("the earliest year any copyright line names",
+                          "the most recent year any copyright line names",
+                          "the first copyright holder listed") if every else
+                         ("the earliest copyright year", "the most recent copyright year",
+                          "who holds the copyright"))
     out = [Fact("first_year", "int", lo[0], surface=str(lo[0]), pos=lo[1], derive=False,
                 names=[["earliest", "year"], ["first", "copyright", "year"], ["since"]],
-                desc=["the earliest copyright year"], label={"en": "Since"})]
+                desc=[d_lo], label={"en": "Since"})]
     if hi[0] != lo[0]:
         out.append(Fact("last_year", "int", hi[0], surface=str(hi[0]), pos=hi[1], derive=False,
                         names=[["latest", "year"], ["last", "copyright", "year"]],
-                        desc=["the most recent copyright year"], label={"en": "Until"}))
+                        desc=[d_hi], label={"en": "Until"}))
     holder = m.group(2) or ""
     # the holder ends before "All rights reserved", a comment box's padding, " - URL", a wrapped " and"
     for _ in range(2):
@@ -79,7 +88,7 @@ def copyright_facts(text, a=0, b=None):
     if 2 <= len(holder) <= 80 and holder.lower() != "by" and holder[0].isupper():
         out.append(Fact("holder", "span", holder, pos=(m.start(2), m.start(2) + len(holder)),
                         names=[["copyright", "holder"], ["holder"], ["owner"]],
-                        desc=["who holds the copyright"], label={"en": "Copyright holder"}))
+                        desc=[d_who], label={"en": "Copyright holder"}))
     return out
 
 
