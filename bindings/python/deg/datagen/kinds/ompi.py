@@ -4,7 +4,7 @@ then `[topic]` sections of message text with printf placeholders), cut after the
 1st..3rd section (at most 2000 characters), as its own text or rendered.
 
 Facts: the earliest / latest year over all copyright lines (int) and the first
-line's holder (kinds.source.copyright_facts), what the file is the help for (the header's
+line's holder (kinds.source.copyright_facts; not when the line wraps it), what the file is the help for (the header's
 "help file for ..." phrase; null when it has none), the topics in the excerpt
 (list), the first topic, whether the messages have printf placeholders (bool),
 whether the header has more than one copyright line (bool).
@@ -44,7 +44,9 @@ class _OmpiHelp(FileKind):
             return None
         raw = text[:end].rstrip() + "\n"
         head = topics[0].start()
-        facts = copyright_facts(raw, 0, head, every=True)
+        # a holder the line wraps (no "reserved" after it on its line) would be cut: not asked
+        facts = [f for f in copyright_facts(raw, 0, head, every=True) if f.key != "holder" or
+                 "reserved" in raw[f.pos[1]:raw.find("\n", f.pos[1])]]
         m = re.search(r"help file for ([^\n]*?[^\s.])\.?[ \t]*$", raw[:head], re.M)
         facts.append(Fact("about", "span", m.group(1) if m else None,
                           pos=(m.start(1), m.end(1)) if m else None,

@@ -5,8 +5,8 @@ compiler,colors,keymap}/*.vim), as its own text (the header and the code lines
 after it, at most 30 lines / 1500 characters, whole lines) or rendered.
 
 Facts: the file's kind (enum, from its directory), the language or compiler
-(span; Language: / Compiler: / Name:), the languages when several are listed
-(list), the maintainer's name and e-mail, the previous maintainer (null when the
+(span; Language: / Compiler: / Name:), the languages when several one-word names
+are listed (list), the maintainer's name and e-mail, the previous maintainer (null when the
 header names none), the last change as written (span) and as a date (when it is
 a full date), the URL (uri), the licence line, the header's labels (list, in
 order), whether it has a previous maintainer (bool) and whether the header is
@@ -27,6 +27,20 @@ DIRS = {"syntax": "syntax file", "ftplugin": "filetype plugin", "indent": "inden
         "compiler": "compiler plugin", "colors": "color scheme", "keymap": "keymap"}
 _LABEL = re.compile(r'^"[ \t]*([A-Z][A-Za-z]*(?: [A-Za-z]+){0,2}):[ \t]+(\S[^\n]*?)[ \t]*$', re.M)
 _FORMER = re.compile(r"previous|former|original|old|past|ex-", re.I)
+
+
+def _person(value):
+    """The match of a name at the start of a header value ("Ana Lopez <ana@...>"), or
+    None when the value is no plain name (an address, a URL, "None, please volunteer",
+    a sentence)."""
+    who = re.match(r"[^<(\n]*[^<(\s]", value)
+    if not who:
+        return None
+    w = who.group(0)
+    if not 3 <= len(w) <= 40 or re.search(r"@|https?:|\bat\b|\?|,|\bis\b", w) or \
+            re.match(r"(?:none|see|n/a)\b", w, re.I):
+        return None
+    return who
 
 
 class _VimRt(FileKind):
@@ -69,13 +83,14 @@ class _VimRt(FileKind):
                               label={"en": lang.group(1)}))
             parts = [(x.group(0), (lang.start(2) + x.start(), lang.start(2) + x.end()))
                      for x in re.finditer(r"[^,\s](?:[^,]*[^,\s])?", v)]
-            if len(parts) > 1:
+            if len(parts) > 1 and not re.search(r"[()/\"{}*]", v) and all(
+                    re.fullmatch(r"[\w.+#-]{1,20}", x) for x, _ in parts):  # a list of names, not prose
                 facts.append(_list_fact("languages", parts, [["languages"], ["dialects"]],
                                         "the languages listed, in order", label={"en": "Languages"}))
         mt = by.get("maintainer")
         if mt:
-            who = re.match(r"[^<(\n]*[^<(\s]", mt.group(2))
-            if who and not _EMAIL.fullmatch(who.group(0)) and len(who.group(0)) >= 3:
+            who = _person(mt.group(2))
+            if who:
                 facts.append(Fact("maintainer", "span", who.group(0),
                                   pos=(mt.start(2), mt.start(2) + who.end()),
                                   names=[["maintainer"], ["maintained", "by"]],
@@ -92,8 +107,8 @@ class _VimRt(FileKind):
                               desc=["who maintained it before, if the header says"],
                               label={"en": "Previous Maintainer"}))
         elif prev is not None and prev.group(1).lower() == "previous maintainer":
-            who = re.match(r"[^<(\n]*[^<(\s]", prev.group(2))
-            if who and len(who.group(0)) >= 3 and not _EMAIL.fullmatch(who.group(0)):
+            who = _person(prev.group(2))
+            if who:
                 facts.append(Fact("previous", "span", who.group(0),
                                   pos=(prev.start(2), prev.start(2) + who.end()),
                                   names=[["previous", "maintainer"], ["former", "maintainer"]],
