@@ -99,7 +99,8 @@ typedef struct deg_ckpt_params {
     const char *model_path;
     /* Default of options.null_margin (§9: "null = the server's
      * --null-margin"): with has_null_margin = 1, requests whose null_margin
-     * is null use this value (finite, nats); 0 (default): they use 0. */
+     * is null use this value (finite, nats); 0 (default): they use the
+     * checkpoint's deg.json "null_margin" (0 when absent). */
     int32_t has_null_margin;
     double null_margin;
     /* Fork batch memory budget in bytes (deg_ckpt_set_fork_budget);
@@ -107,7 +108,7 @@ typedef struct deg_ckpt_params {
     size_t fork_budget_bytes;
 } deg_ckpt_params;
 
-/* Defaults: model NULL, model_path NULL, no null_margin default (0),
+/* Defaults: model NULL, model_path NULL, no null_margin default (deg.json's),
  * fork_budget_bytes 0 (256 MiB). */
 DEG_API deg_ckpt_params deg_ckpt_default_params(void);
 

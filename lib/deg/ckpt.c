@@ -540,7 +540,8 @@ static deg_status load_heads(dg_ckpt *k, const json_t *meta, const char *spath,
 }
 
 /* deg.json's decoding settings: calibration temperatures, array_mode,
- * anchor_min_tokens, key_prior, span_single_line. Errors: DEG_ERR_FORMAT. */
+ * anchor_min_tokens, key_prior, span_single_line, null_margin. Errors:
+ * DEG_ERR_FORMAT. */
 static deg_status read_decoding(dg_ckpt *k, const json_t *meta, const char *jpath)
 {
     json_t *cal = json_object_get(meta, "calibration");
@@ -565,6 +566,13 @@ static deg_status read_decoding(dg_ckpt *k, const json_t *meta, const char *jpat
     if (ssl && !json_is_boolean(ssl))
         return dg_fail(DEG_ERR_FORMAT, "%s: span_single_line must be true or false", jpath);
     k->span_single_line = json_is_true(ssl);
+    /* The checkpoint's own null_margin (nats, absent = 0): the margin its
+     * trainer chose on development data (the reference ships one per model,
+     * contract §9); a server's --null-margin and a request's option override it. */
+    json_t *nm = json_object_get(meta, "null_margin");
+    if (nm && (!json_is_number(nm) || !isfinite(json_number_value(nm))))
+        return dg_fail(DEG_ERR_FORMAT, "%s: null_margin must be a finite number (nats)", jpath);
+    k->null_margin = nm ? json_number_value(nm) : 0.0;
     return DEG_OK;
 }
 
@@ -634,7 +642,7 @@ deg_status deg_ckpt_open(const char *dir, const deg_ckpt_params *params, deg_ckp
         k->backbone_path = dup_str(realpath(resolved, abs) ? abs : resolved);
     }
     k->fork_budget_bytes = P.fork_budget_bytes ? P.fork_budget_bytes : (size_t)256 << 20;
-    k->null_margin = P.has_null_margin ? P.null_margin : 0.0;
+    if (P.has_null_margin) k->null_margin = P.null_margin; /* else deg.json's (read_decoding) */
     {
         /* The library's stop rule (lib/model/chat.h) under the checkpoint's
          * layout: EOS, and the end-of-turn token when it is another one. */

@@ -75,7 +75,8 @@ struct deg_ckpt {
     char *backbone_file, *backbone_sha256;
     char *backbone_path;      /* the resolved backbone (absolute when resolvable) */
     size_t fork_budget_bytes; /* fork batch memory budget */
-    double null_margin;       /* options.null_margin when a request's is null (§9) */
+    double null_margin;       /* options.null_margin when a request's is null (§9):
+                               * params', else deg.json's, else 0 */
     dg_key_prior key_prior;   /* deg.json "key_prior" (keyprior.h); off when absent */
     int span_single_line;     /* deg.json "span_single_line": plain spans within one line */
     int debug_raw;            /* meta gets "raw": sha256 of the field's raw head outputs */

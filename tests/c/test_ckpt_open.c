@@ -124,6 +124,67 @@ Test(ckpt_open, null_margin_default_is_the_requests_null)
     deg_ckpt_free(plain);
 }
 
+/* Sets deg.json's "null_margin" in dir to v (NULL = remove it). */
+static void set_json_margin(const char *dir, json_t *v)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/deg.json", dir);
+    json_error_t e;
+    json_t *meta = json_load_file(path, 0, &e);
+    cr_assert_not_null(meta, "%s", e.text);
+    if (v) json_object_set_new(meta, "null_margin", v);
+    else json_object_del(meta, "null_margin");
+    cr_assert_eq(json_dump_file(meta, path, JSON_INDENT(1)), 0);
+    json_decref(meta);
+}
+
+Test(ckpt_open, null_margin_from_the_checkpoint)
+{
+    char model_path[512];
+    snprintf(model_path, sizeof model_path, "%s/tiny-qwen3", GOLDENS);
+    const char *dir = random_ckpt(model_path, "jmargin");
+    deg_ckpt *plain = NULL;
+    cr_assert_eq(deg_ckpt_load(dir, model_path, &plain), DEG_OK, "%s", deg_errmsg());
+    char *zero = fill_text(plain, NULL);
+    char *fifty = fill_text(plain, ", \"options\": {\"null_margin\": 50.0}");
+    deg_ckpt_free(plain);
+
+    set_json_margin(dir, json_real(50.0));
+    deg_ckpt *k = NULL;
+    cr_assert_eq(deg_ckpt_load(dir, model_path, &k), DEG_OK, "%s", deg_errmsg());
+    char *dflt = fill_text(k, NULL);
+    char *req0 = fill_text(k, ", \"options\": {\"null_margin\": 0}");
+    cr_assert_str_eq(dflt, fifty, "deg.json's null_margin is the requests' default");
+    cr_assert_str_eq(req0, zero, "a request's null_margin overrides deg.json's");
+    cr_assert(strstr(dflt, "\"email\":null"), "margin 50 nulls the email: %s", dflt);
+    deg_ckpt_free(k);
+    /* params (a server's --null-margin) override deg.json's too */
+    deg_ckpt_params p = deg_ckpt_default_params();
+    p.model_path = model_path;
+    p.has_null_margin = 1;
+    p.null_margin = 0.0;
+    cr_assert_eq(deg_ckpt_open(dir, &p, &k), DEG_OK, "%s", deg_errmsg());
+    char *par0 = fill_text(k, NULL);
+    cr_assert_str_eq(par0, zero, "params.null_margin overrides deg.json's");
+    deg_ckpt_free(k);
+
+    set_json_margin(dir, json_string("1.5"));
+    cr_assert_eq(deg_ckpt_load(dir, model_path, &k), DEG_ERR_FORMAT);
+    cr_assert(strstr(deg_errmsg(), "null_margin must be a finite number"), "%s", deg_errmsg());
+    cr_assert(strstr(deg_errmsg(), "deg.json"), "the message names the file: %s", deg_errmsg());
+    set_json_margin(dir, NULL);
+    cr_assert_eq(deg_ckpt_load(dir, model_path, &k), DEG_OK, "%s", deg_errmsg());
+    char *absent = fill_text(k, NULL);
+    cr_assert_str_eq(absent, zero, "no null_margin in deg.json = 0");
+    deg_ckpt_free(k);
+    deg_free(zero);
+    deg_free(fifty);
+    deg_free(dflt);
+    deg_free(req0);
+    deg_free(par0);
+    deg_free(absent);
+}
+
 Test(ckpt_open, mismatch_backbone_path_and_bad_params)
 {
     char llama[512], qwen[512];

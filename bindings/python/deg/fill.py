@@ -104,7 +104,8 @@ class Checkpoint(_Handle):
     cartridges. None: the checkpoint loads and owns its backbone (model_path,
     else resolved as deg.ckpt_backbone_path). null_margin: the default of a
     request's options.null_margin when that is null (a server's
-    --null-margin; None = 0). fork_budget: bytes per fork batch (None = 256 MiB).
+    --null-margin; None = the checkpoint's deg.json "null_margin", else 0).
+    fork_budget: bytes per fork batch (None = 256 MiB).
     """
 
     _free = "deg_ckpt_free"

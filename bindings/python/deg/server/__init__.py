@@ -203,7 +203,8 @@ def add_arguments(p):
     p.add_argument("--api-key", default=None, help=f"require Authorization: Bearer KEY "
                    f"(default: ${API_KEY_ENV} if set)")
     p.add_argument("--null-margin", type=float, default=None,
-                   help="options.null_margin of requests that leave it null (§9; default 0)")
+                   help="options.null_margin of requests that leave it null (§9; default: the "
+                        "checkpoint's deg.json null_margin, else 0)")
     p.add_argument("--threads", type=int, default=None, help="compute threads")
     p.add_argument("--max-body-bytes", type=int, default=4 << 20,
                    help="request body limit, 413 beyond (default 4 MiB)")
