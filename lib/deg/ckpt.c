@@ -539,9 +539,9 @@ static deg_status load_heads(dg_ckpt *k, const json_t *meta, const char *spath,
     return st;
 }
 
-/* deg.json's decoding settings: calibration temperatures, array_mode,
- * anchor_min_tokens, key_prior, span_single_line, null_margin. Errors:
- * DEG_ERR_FORMAT. */
+/* deg.json's decoding settings: calibration temperatures and
+ * extract_confidence, array_mode, anchor_min_tokens, key_prior,
+ * span_single_line, null_margin. Errors: DEG_ERR_FORMAT. */
 static deg_status read_decoding(dg_ckpt *k, const json_t *meta, const char *jpath)
 {
     json_t *cal = json_object_get(meta, "calibration");
@@ -552,6 +552,18 @@ static deg_status read_decoding(dg_ckpt *k, const json_t *meta, const char *jpat
             return dg_fail(DEG_ERR_FORMAT, "%s: calibration.%s must be a number > 0", jpath,
                            TEMP_NAMES[i]);
         k->temp[i] = (float)T;
+    }
+    json_t *xc = json_object_get(cal, "extract_confidence");
+    if (xc) {
+        json_t *sc = json_object_get(xc, "scale"), *bi = json_object_get(xc, "bias");
+        if (!json_is_object(xc) || !json_is_number(sc) || !json_is_number(bi) ||
+            !isfinite(json_number_value(sc)) || !isfinite(json_number_value(bi)) ||
+            json_object_size(xc) != 2)
+            return dg_fail(DEG_ERR_FORMAT, "%s: calibration.extract_confidence must be "
+                           "{\"scale\": finite number, \"bias\": finite number}", jpath);
+        k->has_xconf = 1;
+        k->xconf_scale = json_number_value(sc);
+        k->xconf_bias = json_number_value(bi);
     }
     const char *am = json_string_value(json_object_get(meta, "array_mode"));
     if (am && strcmp(am, "index") != 0 && strcmp(am, "anchor") != 0)

@@ -79,6 +79,12 @@ struct deg_ckpt {
                                * params', else deg.json's, else 0 */
     dg_key_prior key_prior;   /* deg.json "key_prior" (keyprior.h); off when absent */
     int span_single_line;     /* deg.json "span_single_line": plain spans within one line */
+    /* deg.json calibration.extract_confidence {scale, bias}: an extract leaf's
+     * reported confidence is sigmoid(scale * lp + bias), lp = the chosen
+     * outcome's log p_start + log p_end (Platt scaling of the log-confidence,
+     * fit on development data); has_xconf 0 = exp(lp) as §12.3 writes it. */
+    int has_xconf;
+    double xconf_scale, xconf_bias;
     int debug_raw;            /* meta gets "raw": sha256 of the field's raw head outputs */
     int32_t stop_id, eos_id;  /* generate stops: <|im_end|> (chat layouts) and EOS; -1 = none */
     deg_lora *lora;           /* adapters of the fork rows (§12.7) or NULL (ckpt_lora.c) */

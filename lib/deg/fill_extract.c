@@ -216,6 +216,19 @@ static size_t top_token_spans(const dg_ckpt *k, const freq *r, const double *lps
     return n_c;
 }
 
+/* The reported confidence of an outcome with log-probability lp (§12.3:
+ * exp(lp)); a checkpoint with calibration.extract_confidence reports
+ * sigmoid(scale * lp + bias) instead: p_start * p_end of a pointer pair is not
+ * a span probability (held-out reliability: 0.01 reported, 0.25 right), and
+ * Platt scaling (Platt 1999) of the log fit on development data maps it to
+ * one. Decisions never read it (null vs span compares lp). */
+static double extract_confidence(const dg_ckpt *k, double lp)
+{
+    if (!k->has_xconf) return exp(lp);
+    double z = k->xconf_scale * lp + k->xconf_bias;
+    return z >= 0 ? 1.0 / (1.0 + exp(-z)) : exp(z) / (1.0 + exp(z));
+}
+
 deg_status dg_fill_decode_extract(const dg_ckpt *k, freq *r, job *j)
 {
     leaf *L = &r->leaves[j->target];
@@ -329,11 +342,11 @@ deg_status dg_fill_decode_extract(const dg_ckpt *k, freq *r, job *j)
     if (best && !take_null) {
         L->value = best;
         best = NULL;
-        json_object_set_new(L->meta, "confidence", json_real(exp(blp)));
+        json_object_set_new(L->meta, "confidence", json_real(extract_confidence(k, blp)));
         json_object_set_new(L->meta, "span", json_pack("[I,I]", (json_int_t)bs, (json_int_t)be));
         if (assumed) json_object_set_new(L->meta, "assumed_offset", json_true());
     } else {
-        json_object_set_new(L->meta, "confidence", json_real(exp(null_lp)));
+        json_object_set_new(L->meta, "confidence", json_real(extract_confidence(k, null_lp)));
         json_object_set_new(L->meta, "span", json_null());
         if (reason) json_object_set_new(L->meta, "null_reason", json_string(reason));
         if (take_null && f->on_null == DG_ON_NULL_NULL) L->value = json_null();

@@ -5,6 +5,7 @@
  * checkpoint records and how its name maps. */
 #include <criterion/criterion.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,6 +184,84 @@ Test(ckpt_open, null_margin_from_the_checkpoint)
     deg_free(req0);
     deg_free(par0);
     deg_free(absent);
+}
+
+/* Sets deg.json's calibration.extract_confidence in dir to v (NULL = remove). */
+static void set_json_xconf(const char *dir, json_t *v)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/deg.json", dir);
+    json_error_t e;
+    json_t *meta = json_load_file(path, 0, &e);
+    cr_assert_not_null(meta, "%s", e.text);
+    json_t *cal = json_object_get(meta, "calibration");
+    cr_assert(json_is_object(cal));
+    if (v) json_object_set_new(cal, "extract_confidence", v);
+    else json_object_del(cal, "extract_confidence");
+    cr_assert_eq(json_dump_file(meta, path, JSON_INDENT(1)), 0);
+    json_decref(meta);
+}
+
+/* The extract leaves' meta confidences of a response, in pointer order. */
+static size_t extract_confs(const char *resp, json_t **value, double *out, size_t cap)
+{
+    json_error_t e;
+    json_t *r = json_loads(resp, 0, &e);
+    cr_assert_not_null(r, "%s", e.text);
+    *value = json_incref(json_object_get(r, "value"));
+    const char *ptrs[] = {"/email", "/placed", "/total"};
+    size_t n = 0;
+    for (size_t i = 0; i < 3 && n < cap; i++) {
+        json_t *m = json_object_get(json_object_get(r, "meta"), ptrs[i]);
+        cr_assert(json_is_number(json_object_get(m, "confidence")), "%s has a confidence", ptrs[i]);
+        out[n++] = json_number_value(json_object_get(m, "confidence"));
+    }
+    json_decref(r);
+    return n;
+}
+
+Test(ckpt_open, extract_confidence_calibration)
+{
+    char model_path[512];
+    snprintf(model_path, sizeof model_path, "%s/tiny-qwen3", GOLDENS);
+    const char *dir = random_ckpt(model_path, "xconf");
+    deg_ckpt *k = NULL;
+    cr_assert_eq(deg_ckpt_load(dir, model_path, &k), DEG_OK, "%s", deg_errmsg());
+    char *plain = fill_text(k, NULL);
+    deg_ckpt_free(k);
+    /* scale 1, bias 0: sigmoid(lp) = p / (1 + p) of the plain confidence p */
+    json_t *xc = json_pack("{s:f, s:f}", "scale", 1.0, "bias", 0.0);
+    set_json_xconf(dir, xc);
+    cr_assert_eq(deg_ckpt_load(dir, model_path, &k), DEG_OK, "%s", deg_errmsg());
+    char *one = fill_text(k, NULL);
+    deg_ckpt_free(k);
+    /* scale 0.5, bias 2: sigmoid(0.5 ln p + 2) = 1 / (1 + e^-2 p^-0.5) */
+    set_json_xconf(dir, json_pack("{s:f, s:f}", "scale", 0.5, "bias", 2.0));
+    cr_assert_eq(deg_ckpt_load(dir, model_path, &k), DEG_OK, "%s", deg_errmsg());
+    char *two = fill_text(k, NULL);
+    deg_ckpt_free(k);
+    json_t *v0, *v1, *v2;
+    double c0[3], c1[3], c2[3];
+    cr_assert_eq(extract_confs(plain, &v0, c0, 3), 3);
+    extract_confs(one, &v1, c1, 3);
+    extract_confs(two, &v2, c2, 3);
+    cr_assert(json_equal(v0, v1) && json_equal(v0, v2), "values never change");
+    for (int i = 0; i < 3; i++) {
+        cr_assert(c0[i] > 0 && c0[i] <= 1);
+        cr_assert_float_eq(c1[i], c0[i] / (1 + c0[i]), 1e-12, "%d: %.17g vs %.17g", i, c1[i], c0[i]);
+        cr_assert_float_eq(c2[i], 1 / (1 + exp(-2.0) / sqrt(c0[i])), 1e-12, "%d", i);
+    }
+    json_decref(v0);
+    json_decref(v1);
+    json_decref(v2);
+    set_json_xconf(dir, json_pack("{s:f}", "scale", 1.0));
+    cr_assert_eq(deg_ckpt_load(dir, model_path, &k), DEG_ERR_FORMAT);
+    cr_assert(strstr(deg_errmsg(), "calibration.extract_confidence must be"), "%s", deg_errmsg());
+    set_json_xconf(dir, json_pack("{s:s, s:f}", "scale", "1", "bias", 0.0));
+    cr_assert_eq(deg_ckpt_load(dir, model_path, &k), DEG_ERR_FORMAT);
+    deg_free(plain);
+    deg_free(one);
+    deg_free(two);
 }
 
 Test(ckpt_open, mismatch_backbone_path_and_bad_params)

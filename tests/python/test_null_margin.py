@@ -52,7 +52,7 @@ def test_sweep_scores_each_margin_and_chooses(tmp_path):
     rn = evaluate([REC], lambda c, s: NULL, name="N")
     rows, n = sweep([REC], rs, rn, [-1.0, -0.5, 0.0])
     assert n == 1
-    acc = {m: s["field_acc_mean"] for m, s in rows}
+    acc = {m: s["field_acc_mean"] for m, s, _ in rows}
     assert acc == {-1.0: pytest.approx(2 / 3), -0.5: 1.0, 0.0: pytest.approx(2 / 3)}
     assert choose([(m, a) for m, a in acc.items()]) == -0.5
     assert choose([(-1.0, 0.5), (0.5, 0.5), (2.0, 0.4)]) == 0.5  # tie: the smaller |m|
@@ -67,6 +67,34 @@ def test_sweep_scores_each_margin_and_chooses(tmp_path):
                  str(tmp_path / "d/results_N.json"), "--margins=-1:0:0.5", "--json", str(out)]) == 0
     got = json.loads(out.read_text())
     assert got["chosen"] == -0.5 and [r["margin"] for r in got["rows"]] == [-1.0, -0.5, 0.0]
+    assert got["extract_confidence"] is None  # every leaf right at -0.5: nothing to fit
     with pytest.raises(SystemExit):
         main(["--records", str(tmp_path / "r.jsonl"), "--pair", str(tmp_path / "d/results_N.json"),
               str(tmp_path / "d/results_S.json")])
+
+
+def test_platt_fit_recovers_known_scaling():
+    from deg.evaluate import platt
+    # 1000 leaves at each log-confidence; right ones in the share sigmoid(0.8 lp + 2.5)
+    confs, right = [], []
+    for lp in (-12.0, -8.0, -5.0, -3.0, -2.0, -1.0, -0.5, -0.1):
+        k = round(1000 / (1 + math.exp(-(0.8 * lp + 2.5))))
+        confs += [math.exp(lp)] * 1000
+        right += [True] * k + [False] * (1000 - k)
+    a, b = platt.fit(confs, right)
+    assert a == pytest.approx(0.8, abs=0.01) and b == pytest.approx(2.5, abs=0.03)
+    assert platt.apply(math.exp(-2.0), 0.8, 2.5) == pytest.approx(1 / (1 + math.exp(-0.9)))
+    assert platt.apply(0.0, 1.0, 0.0) == pytest.approx(0.0, abs=1e-300)  # an underflowed exp(lp)
+    with pytest.raises(ValueError):
+        platt.fit([0.1, 0.5], [True, True])
+
+
+def test_write_ckpt_keeps_other_keys(tmp_path):
+    from deg.evaluate.null_margin import write_ckpt
+    (tmp_path / "deg.json").write_text(json.dumps(
+        {"format": "deg-ckpt-v1", "calibration": {"choice": 1.5}, "key_prior": {"exact": 16}}))
+    write_ckpt(str(tmp_path), 0.5, (0.91, 2.6))
+    got = json.loads((tmp_path / "deg.json").read_text())
+    assert got == {"format": "deg-ckpt-v1", "null_margin": 0.5, "key_prior": {"exact": 16},
+                   "calibration": {"choice": 1.5, "extract_confidence": {"scale": 0.91, "bias": 2.6}}}
+    assert [p.name for p in tmp_path.iterdir()] == ["deg.json"]  # no temporary file left

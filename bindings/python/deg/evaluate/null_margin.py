@@ -1,4 +1,5 @@
-"""Choosing a checkpoint's null_margin (deg contract §9) on development data.
+"""Choosing a checkpoint's null_margin (deg contract §9) and extract confidence
+calibration (deg/evaluate/platt.py) on development data.
 
 A nullable/optional extract leaf is null when log p(best valid span) <
 log p(null) + m. The margin changes nothing else (no decide field, count,
@@ -15,6 +16,10 @@ under margin m it is S's when d >= m, else N's (value and meta). This module
 builds those responses, scores them with the evaluator (field accuracy, null
 precision/recall, ECE) and prints one row per margin; the chosen margin
 maximises mean field accuracy over the given sets (ties: the smallest |m|).
+At the chosen margin the extract leaves' (raw confidence, right) pairs of all
+sets fit Platt's {scale, bias}; each set's ECE is printed raw and calibrated by
+a fit on the other sets (leave one set out), and --write-ckpt puts both
+settings into a checkpoint's deg.json (atomically).
 
     python -m deg.evaluate --records R --split val --system deg:S --ckpt C \\
         --options '{"null_margin": -1e9}' --out D
@@ -26,14 +31,17 @@ import argparse
 import copy
 import json
 import math
+import os
 import sys
 
+from ..atomic import atomic_write
 from ..datagen import read_jsonl
 from ..train.data import resolve
-from . import score_response, summarize
+from . import platt, score_response, summarize
 from .__main__ import _load_results
+from .metrics import ece
 
-__all__ = ["flip_points", "at_margin", "sweep", "choose"]
+__all__ = ["flip_points", "at_margin", "sweep", "choose", "extract_pairs", "write_ckpt"]
 
 
 def _unescape(tok):
@@ -86,7 +94,8 @@ def at_margin(resp_s, resp_n, flips, m):
 
 
 def sweep(records, res_s, res_n, margins, n_bins=10):
-    """[(m, summary)] for each margin over the records both runs answered."""
+    """([(m, summary, per_record)] for each margin, n) over the n records both
+    runs answered."""
     by_id = {r["id"]: r for r in records}
     pn = {p["id"]: p for p in res_n["per_record"]}
     pairs = []
@@ -103,8 +112,42 @@ def sweep(records, res_s, res_n, margins, n_bins=10):
         per = [score_response(rec, at_margin(rs, rn, fl, m), p["latency_s"], p.get("error"),
                               p.get("cpu_s"))
                for rec, p, rs, rn, fl in pairs]
-        out.append((m, summarize(per, n_bins)))
+        out.append((m, summarize(per, n_bins), per))
     return out, len(pairs)
+
+
+def extract_pairs(per):
+    """(raw confidence, right) of every extract leaf with a confidence."""
+    return [(r["conf"], r["correct"]) for p in per for r in p["rows"]
+            if r["mode"].startswith("extract.") and r["conf"] is not None]
+
+
+def write_ckpt(ckpt_dir, margin, scale_bias):
+    """Set deg.json's null_margin and (unless scale_bias is None)
+    calibration.extract_confidence in place (atomic rename; every other key kept)."""
+    path = os.path.join(ckpt_dir, "deg.json")
+    with open(path, encoding="utf-8") as f:
+        meta = json.load(f)
+    meta["null_margin"] = margin
+    if scale_bias is not None:
+        cal = meta.setdefault("calibration", {})
+        cal["extract_confidence"] = {"scale": scale_bias[0], "bias": scale_bias[1]}
+    text = (json.dumps(meta, indent=1, ensure_ascii=False) + "\n").encode()
+    atomic_write(path, lambda fh: fh.write(text))
+
+
+def _raw_runs(res, path):
+    """Refuse runs whose checkpoint already calibrates extract confidences
+    (a fit must see the raw exp(lp) values)."""
+    ck = (res.get("env") or {}).get("ckpt")
+    try:
+        with open(os.path.join(ck, "deg.json"), encoding="utf-8") as f:
+            cal = json.load(f).get("calibration") or {}
+    except (OSError, TypeError, ValueError):
+        return
+    if "extract_confidence" in cal:
+        raise SystemExit(f"{path}: its checkpoint {ck} already has calibration.extract_confidence;"
+                         " fit on runs of the checkpoint without it")
 
 
 def choose(rows):
@@ -138,6 +181,8 @@ def main(argv=None):
                     "(results_*.json or an unfinished responses_*.jsonl; repeatable: one per set)")
     ap.add_argument("--margins", default="-2:4:0.5", help="LO:HI:STEP or a comma list (nats; write --margins=-1:2:0.5 when LO < 0)")
     ap.add_argument("--json", default=None, help="write the table as JSON here")
+    ap.add_argument("--write-ckpt", default=None, metavar="DIR",
+                    help="write the chosen null_margin and extract_confidence into DIR/deg.json")
     a = ap.parse_args(argv)
     try:
         margins = _margins(a.margins)
@@ -153,24 +198,26 @@ def main(argv=None):
             if got is not None and got != want:
                 ap.error(f"{s_path if want < 0 else n_path}: ran with null_margin {got}, "
                          f"expected {want:g}")
+        for res, path in ((res_s, s_path), (res_n, n_path)):
+            _raw_runs(res, path)
         rows, n = sweep(records, res_s, res_n, margins)
         sets.append((s_path, n))
-        for m, summ in rows:
-            table[m].append((n, summ))
+        for m, summ, per in rows:
+            table[m].append((n, summ, per))
     out = []
     print("| null_margin | " + " | ".join(f"field acc ({p.split('/')[-2]}, {n})" for p, n in sets)
           + " | mean | null precision | null recall | ECE extract |")
     print("|---" * (len(sets) + 5) + "|")
     for m in margins:
-        accs = [s["field_acc_mean"] for _, s in table[m]]
+        accs = [s["field_acc_mean"] for _, s, _ in table[m]]
         mean = sum(accs) / len(accs)
-        npv = [s.get("null_precision") for _, s in table[m]]
-        nrv = [s.get("null_recall") for _, s in table[m]]
-        ecev = [s.get("ece_extract") for _, s in table[m]]
-        wsum = sum(n for n, _ in table[m])
+        npv = [s.get("null_precision") for _, s, _ in table[m]]
+        nrv = [s.get("null_recall") for _, s, _ in table[m]]
+        ecev = [s.get("ece_extract") for _, s, _ in table[m]]
+        wsum = sum(n for n, _, _ in table[m])
 
         def wavg(vals):
-            pairs = [(n, v) for (n, _), v in zip(table[m], vals) if v is not None]
+            pairs = [(n, v) for (n, _, _), v in zip(table[m], vals) if v is not None]
             return sum(n * v for n, v in pairs) / sum(n for n, _ in pairs) if pairs and wsum else None
         row = {"margin": m, "field_accuracy": accs, "mean": mean, "null_precision": wavg(npv),
                "null_recall": wavg(nrv), "ece_extract": wavg(ecev)}
@@ -180,9 +227,35 @@ def main(argv=None):
               f" | {_fmt(row['ece_extract'])} |")
     best = choose([(r["margin"], r["mean"]) for r in out])
     print(f"\nchosen null_margin: {best:g} (highest mean field accuracy; ties: smallest |m|)")
+    pairs = [extract_pairs(per) for _, _, per in table[best]]
+    allp = [x for ps in pairs for x in ps]
+    try:
+        sb = platt.fit([c for c, _ in allp], [ok for _, ok in allp])
+        print(f"extract confidence (Platt, {len(allp)} leaves): scale {sb[0]:.4f}, bias {sb[1]:.4f}")
+    except ValueError as e:
+        sb = None
+        print(f"extract confidence: not fit ({e})")
+    loo = []
+    for i, ((path, _), ps) in enumerate(zip(sets, pairs)):
+        rest = [x for j, q in enumerate(pairs) if j != i for x in q]
+        raw = ece([c for c, _ in ps], [ok for _, ok in ps], 10)
+        try:
+            sc, bi = platt.fit([c for c, _ in rest], [ok for _, ok in rest])
+            cal = ece([platt.apply(c, sc, bi) for c, _ in ps], [ok for _, ok in ps], 10)
+        except ValueError:
+            cal = None  # one set, or the others have one outcome only
+        loo.append({"set": path, "n": len(ps), "ece_raw": raw, "ece_loo": cal})
+        print(f"  {path}: ECE extract {_fmt(raw)} raw, {_fmt(cal)} calibrated on the other sets")
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"sets": [p for p, _ in sets], "rows": out, "chosen": best}, f, indent=1)
+            json.dump({"sets": [p for p, _ in sets], "rows": out, "chosen": best,
+                       "extract_confidence": sb and {"scale": sb[0], "bias": sb[1]},
+                       "ece_loo": loo},
+                      f, indent=1)
+    if a.write_ckpt:
+        write_ckpt(a.write_ckpt, best, sb)
+        print(f"wrote null_margin {best:g}" + (" and calibration.extract_confidence" if sb else "")
+              + f" to {os.path.join(a.write_ckpt, 'deg.json')}")
     return 0
 
 
