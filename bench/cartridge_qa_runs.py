@@ -55,19 +55,42 @@ RUNS = {
     # zlib FAQ, p 64
     "zlib-recall-lr2e-2": dict(qa="zlib-faq", p=64, budget=10, recall=1.0, lr=2e-2, accum=2,
                                epochs=4, eval_epochs=[2, 4]),
+    # session 10: trained on the FAQ, scored on the extracted set and on the
+    # hand-paraphrased one (-para: measures reading, not copying the
+    # heading); NLL only (no greedy decodes: CPU)
+    # coverage vs passes: 48 recall conversations (3x the c16 run's), 1-4 passes
+    "procps-recall-lr2e-2-c48": dict(qa=["procps-faq", "procps-faq-para"], p=64,
+                                     conversations=48, recall=1.0, lr=2e-2, accum=2,
+                                     epochs=4, eval_epochs=[1, 2, 4], answers=False),
+    # the third document: xz FAQ (2,802 tokens; p 64 = 43.8x fewer rows)
+    "xzfaq-recall-lr2e-2-c24": dict(qa=["xz-faq", "xz-faq-para"], p=64, conversations=24,
+                                    recall=1.0, lr=2e-2, accum=2, epochs=8,
+                                    eval_epochs=[4, 8], answers=False),
+    # xz-history (session 9's run: recall 0.5 + passage questions 0.5),
+    # continued from 4 to 16 passes
+    "xzh-mix-lr2e-2-c16": dict(qa="xz-history", p=64, conversations=16, recall=0.5,
+                               passage_qa=0.5, lr=2e-2, accum=2, epochs=16,
+                               eval_epochs=[1, 4, 8, 12, 16], answers=False),
 }
+
+
+def _sets(run):
+    """The run's Q&A set names: it trains on the first one's document."""
+    return [run["qa"]] if isinstance(run["qa"], str) else list(run["qa"])
 
 
 def _argv(name, run, work, todo, model):
     size = (["--budget", run["budget"]] if "budget" in run
             else ["--conversations", run["conversations"]])
-    a = ["--qa", str(HERE / "qa" / f"{run['qa']}.json"), "--p", run["p"], *size,
+    qa = [x for s in _sets(run) for x in ("--qa", str(HERE / "qa" / f"{s}.json"))]
+    a = [*qa, "--p", run["p"], *size,
          "--recall", run["recall"], "--passage-qa", run.get("passage_qa", 0), "--lr", run["lr"],
          "--accum", run["accum"], "--epochs", max(todo), "--eval-epochs",
          ",".join(map(str, todo)), "--seed", run.get("seed", 7),
          "--state", work / name, "--save", work / f"{name}.safetensors",
-         "--json", work / f"{name}.jsonl", "--cache", work / "controls", "--answers",
-         "--no-control-answers"]
+         "--json", work / f"{name}.jsonl", "--cache", work / "controls"]
+    if run.get("answers", True):
+        a += ["--answers", "--no-control-answers"]
     for k in ("chunk_min", "chunk_max", "max_q", "max_a"):
         if k in run:
             a += ["--" + k.replace("_", "-"), run[k]]
@@ -77,26 +100,36 @@ def _argv(name, run, work, todo, model):
 
 
 def _done(work, name):
+    """{(set, passes): result} of the run's scores so far."""
     f = work / f"{name}.jsonl"
     if not f.exists():
         return {}
-    return {r["epochs"]: r for r in map(json.loads, f.read_text().splitlines())}
+    return {(r["set"], r["epochs"]): r for r in map(json.loads, f.read_text().splitlines())}
+
+
+def _todo(work, name, run):
+    """Pass counts still to score (on any of the run's sets)."""
+    done = _done(work, name)
+    return [e for e in sorted(set(run["eval_epochs"]) | {run["epochs"]})
+            if any((s, e) not in done for s in _sets(run))]
 
 
 def table(work, names):
-    rows = ["| run | passes | p (fewer rows) | bare | control | trained | in context | "
+    rows = ["| run | set | passes | p (fewer rows) | bare | control | trained | in context | "
             "closure control / trained | beyond p: control / trained | correct b/c/t/i | "
             "coverage | CPU-s |",
-            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+            "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for name in names:
-        for ep, r in sorted(_done(work, name).items()):
+        order = {s: i for i, s in enumerate(_sets(RUNS[name]))}
+        for (qs, ep), r in sorted(_done(work, name).items(),
+                                  key=lambda kv: (order.get(kv[0][0], 99), kv[0][1])):
             al, be = r["all"], r["beyond_init"]
             kv = al["kv_rows"]
             ratio = (kv["in_context"] - kv["bare"]) / r["p"]
             corr = al.get("correct")
             c = "/".join("-" if corr.get(k) is None else str(corr[k])
                          for k in ("bare", "untrained", "trained", "in_context")) if corr else ""
-            rows.append(f"| {name} | {ep} | {r['p']} ({ratio:.1f}x) | {al['bare']:.3f} | "
+            rows.append(f"| {name} | {qs} | {ep} | {r['p']} ({ratio:.1f}x) | {al['bare']:.3f} | "
                         f"{al['untrained']:.3f} | {al['trained']:.3f} | {al['in_context']:.3f} | "
                         f"{al['gap_untrained']:.3f} / {al['gap_trained']:.3f} | "
                         f"{be['gap_untrained']:.3f} / {be['gap_trained']:.3f} | {c} | "
@@ -118,8 +151,7 @@ def main():
         import cartridge_qa_study
         for name in names:
             run = RUNS[name]
-            todo = [e for e in sorted(set(run["eval_epochs"]) | {run["epochs"]})
-                    if e not in _done(a.work, name)]
+            todo = _todo(a.work, name, run)
             if todo:
                 print(f"== {name}: passes {todo}", file=sys.stderr, flush=True)
                 cartridge_qa_study.main(_argv(name, run, a.work, todo, a.model))

@@ -5,11 +5,18 @@
       --conversations 16 --accum 4 --lr 2e-3 --recall 0.5 [--answers] [--json OUT] \\
       [--state DIR --eval-epochs 2,4]
 
-Prints one line: the variant's settings, its NLL per reference token (all
-items and the items beyond the first p tokens), the control arms (bare,
-untrained corpus init, whole document in context; computed once per
-(set, p) and cached next to --cache), gap closures, and the training cost
-in CPU seconds split into generation / teacher / training. With --state
+Prints one line per scored set: the variant's settings, its NLL per
+reference token (all items and the items beyond the first p tokens), the
+control arms (bare, untrained corpus init, whole document in context;
+computed once per (set, p) and cached next to --cache), gap closures, and
+the training cost in CPU seconds split into generation / teacher /
+training. --qa may be given more than once: the cartridge is trained on
+the first set's source document and scored on every set (all must come
+from the same document, e.g. an FAQ's extracted and paraphrased sets).
+--load CART scores a saved cartridge instead of training one.
+--mismatched scores every reference after the next item's question (a
+control: what a cartridge gains whatever is asked is the document's
+wording, not which answer goes with which question). With --state
 the run is resumable (deg.cartridge_resume: run the same command again
 after a kill); --eval-epochs scores the cartridge after each listed number
 of passes (one line each; the last is --epochs). The runs of
@@ -26,7 +33,11 @@ from pathlib import Path
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--qa", required=True)
+    ap.add_argument("--qa", required=True, action="append",
+                    help="deg-qa/1 file; repeat to score several sets of one document")
+    ap.add_argument("--load", help="score this saved cartridge (no training)")
+    ap.add_argument("--mismatched", action="store_true",
+                    help="ask each reference behind the next item's question (a control)")
     ap.add_argument("--model", default=os.environ.get("DEG_MODEL"))
     ap.add_argument("--p", type=int, default=64)
     ap.add_argument("--conversations", type=int, default=16)
@@ -62,18 +73,45 @@ def main(argv=None):
     from deg import selfstudy as cs
     from deg import cartridge_qa as qa
     model = deg.load_model(a.model or deg.default_model_path())
-    meta, items = qa.load_qa(a.qa)
-    corpus = cs.Corpus(model, [qa.qa_corpus(meta)])
+    sets = [qa.load_qa(f) for f in a.qa]
+    if a.mismatched:
+        sets = [(dict(m, name=m["name"] + "-mismatched"),
+                 [it._replace(question=items[(i + 1) % len(items)].question)
+                  for i, it in enumerate(items)]) for m, items in sets]
+    src = sets[0][0].get("source_sha256")
+    for f, (m, _) in zip(a.qa, sets):
+        if m.get("source_sha256") != src:
+            ap.error(f"--qa {f}: not the same source document as {a.qa[0]}")
+    corpus = cs.Corpus(model, [qa.qa_corpus(sets[0][0])])
+    if a.load:
+        cart = deg.Cartridge.load(model, a.load)
+        a.p = len(cart)
     max_tok = 64 if a.answers and not a.no_control_answers else 0
     # control arms, once per (set, p, answers)
     Path(a.cache).mkdir(parents=True, exist_ok=True)
-    cf = Path(a.cache) / f"{meta['name']}-p{a.p}-t{max_tok}.json"
-    if cf.exists():
-        base = json.loads(cf.read_text())
-    else:
-        base = qa.qa_evaluate(model, corpus, items, p=a.p, max_tokens=max_tok,
-                              arms=("bare", "untrained", "in_context"))
-        cf.write_text(json.dumps(base))
+    bases = []
+    for meta, items in sets:
+        cf = Path(a.cache) / f"{meta['name']}-p{a.p}-t{max_tok}.json"
+        if cf.exists():
+            base = json.loads(cf.read_text())
+        else:
+            base = qa.qa_evaluate(model, corpus, items, p=a.p, max_tokens=max_tok,
+                                  arms=("bare", "untrained", "in_context"))
+            cf.write_text(json.dumps(base))
+        bases.append(base)
+    if a.load:
+        results = []
+        for (meta, items), base in zip(sets, bases):
+            got = qa.qa_evaluate(model, corpus, items, trained=cart,
+                                 max_tokens=64 if a.answers else 0, arms=("trained",))
+            out = {"set": meta["name"], "p": a.p, "corpus_tokens": len(corpus),
+                   "loaded": a.load, **_arms(base, got, a.answers)}
+            print(json.dumps(out), flush=True)
+            if a.json:
+                with open(a.json, "a") as f:
+                    f.write(json.dumps(out) + "\n")
+            results.append(out)
+        return results
     n_conv = a.conversations
     if a.budget:
         n_conv = cs.budget_plan(len(corpus), a.budget, a.chunk_min, a.chunk_max, a.accum,
@@ -85,17 +123,18 @@ def main(argv=None):
     results = []
     for ep in marks:
         answers = a.answers and ep == marks[-1]
-        out = run_one(a, model, corpus, items, meta, base, steps, ep, answers)
-        print(json.dumps({k: v for k, v in out.items() if k != "items"}), flush=True)
-        if a.json:
-            with open(a.json, "a") as f:
-                f.write(json.dumps(out) + "\n")
-        results.append(out)
+        for out in run_one(a, model, corpus, sets, bases, steps, ep, answers):
+            print(json.dumps({k: v for k, v in out.items() if k != "items"}), flush=True)
+            if a.json:
+                with open(a.json, "a") as f:
+                    f.write(json.dumps(out) + "\n")
+            results.append(out)
     return results
 
 
-def run_one(a, model, corpus, items, meta, base, steps, epochs, answers):
-    """Train (or resume, with --state) to `epochs` passes and score."""
+def run_one(a, model, corpus, sets, bases, steps, epochs, answers):
+    """Train (or resume, with --state) to `epochs` passes and score on every
+    set; one result dict per set."""
     from deg import selfstudy as cs
     from deg import cartridge_qa as qa
     t0 = time.process_time()
@@ -105,9 +144,7 @@ def run_one(a, model, corpus, items, meta, base, steps, epochs, answers):
                    passage_qa=a.passage_qa, save=a.save, state=a.state)
     cpu_sitting = time.process_time() - t0
     t = rep.timing
-    got = qa.qa_evaluate(model, corpus, items, trained=rep.cartridge,
-                         max_tokens=64 if answers else 0, arms=("trained",))
-    out = {"set": meta["name"], "p": a.p, "corpus_tokens": len(corpus),
+    run = {"p": a.p, "corpus_tokens": len(corpus),
            "conversations": rep.conversations, "steps": rep.steps, "accum": a.accum,
            "lr": a.lr, "epochs": epochs, "recall": a.recall,
            "passage_qa": a.passage_qa, "chunk": [a.chunk_min, a.chunk_max],
@@ -119,6 +156,18 @@ def run_one(a, model, corpus, items, meta, base, steps, epochs, answers):
            "coverage": round(rep.supervised / len(corpus), 2),
            "loss_first": rep.losses[0] if rep.losses else None,
            "loss_last": rep.losses[-1] if rep.losses else None}
+    outs = []
+    for (meta, items), base in zip(sets, bases):
+        got = qa.qa_evaluate(model, corpus, items, trained=rep.cartridge,
+                             max_tokens=64 if answers else 0, arms=("trained",))
+        outs.append({"set": meta["name"], **run, **_arms(base, got, answers)})
+    return outs
+
+
+def _arms(base, got, answers):
+    """The four arms' aggregates and gap closures (controls from base, the
+    trained arm from got), and per item with answers."""
+    out = {}
     for part in ("all", "beyond_init"):
         arms = dict(base[part]["arms"])
         arms.update(got[part]["arms"])
