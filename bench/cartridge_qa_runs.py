@@ -66,6 +66,19 @@ RUNS = {
     "xzfaq-recall-lr2e-2-c24": dict(qa=["xz-faq", "xz-faq-para"], p=64, conversations=24,
                                     recall=1.0, lr=2e-2, accum=2, epochs=8,
                                     eval_epochs=[4, 8], answers=False),
+    # the same coverage lever on xz-history (recall only)
+    "xzh-recall-lr2e-2-c48": dict(qa="xz-history", p=64, conversations=48, recall=1.0,
+                                  lr=2e-2, accum=2, epochs=4, eval_epochs=[1, 2, 4],
+                                  answers=False),
+    # lr 4e-2, and recall answers up to 192 tokens (twice the supervised
+    # tokens per chunk prefill), against procps-recall-lr2e-2-c16
+    "procps-recall-lr4e-2-c16": dict(qa=["procps-faq", "procps-faq-para"], p=64,
+                                     conversations=16, recall=1.0, lr=4e-2, accum=2,
+                                     epochs=4, eval_epochs=[1, 2, 4], answers=False),
+    "procps-recall-lr2e-2-c16-a192": dict(qa=["procps-faq", "procps-faq-para"], p=64,
+                                          conversations=16, recall=1.0, lr=2e-2, accum=2,
+                                          max_a=192, epochs=4, eval_epochs=[1, 2, 4],
+                                          answers=False),
     # xz-history (session 9's run: recall 0.5 + passage questions 0.5),
     # continued from 4 to 16 passes
     "xzh-mix-lr2e-2-c16": dict(qa="xz-history", p=64, conversations=16, recall=0.5,

@@ -106,7 +106,7 @@ def main(argv=None):
                                  max_tokens=64 if a.answers else 0, arms=("trained",))
             out = {"set": meta["name"], "p": a.p, "corpus_tokens": len(corpus),
                    "loaded": a.load, **_arms(base, got, a.answers)}
-            print(json.dumps(out), flush=True)
+            print(json.dumps({k: v for k, v in out.items() if k != "items"}), flush=True)
             if a.json:
                 with open(a.json, "a") as f:
                     f.write(json.dumps(out) + "\n")
@@ -166,7 +166,7 @@ def run_one(a, model, corpus, sets, bases, steps, epochs, answers):
 
 def _arms(base, got, answers):
     """The four arms' aggregates and gap closures (controls from base, the
-    trained arm from got), and per item with answers."""
+    trained arm from got), and per item (NLL; answers with answers)."""
     out = {}
     for part in ("all", "beyond_init"):
         arms = dict(base[part]["arms"])
@@ -178,11 +178,11 @@ def _arms(base, got, answers):
         out[part]["kv_rows"] = {k: round(v["kv_rows"], 1) for k, v in arms.items()}
         if answers:
             out[part]["correct"] = {k: v.get("correct") for k, v in arms.items()}
-    if answers:
-        out["items"] = [dict(x, answers=dict(x.get("answers", {}), **y["answers"]),
-                             correct=dict(x.get("correct", {}), **y["correct"]),
-                             nll=dict(x["nll"], **y["nll"]))
-                        for x, y in zip(base["items"], got["items"])]
+    out["items"] = [dict(x, answers=dict(x.get("answers", {}), **y["answers"]),
+                         correct=dict(x.get("correct", {}), **y["correct"]),
+                         nll=dict(x["nll"], **y["nll"])) if answers else
+                    dict(x, nll=dict(x["nll"], **y["nll"]))
+                    for x, y in zip(base["items"], got["items"])]
     return out
 
 
