@@ -3,6 +3,8 @@
 
   python bench/cartridge_qa_coverage.py --qa bench/qa/procps-faq.json \\
       --conversations STATE/conversations.jsonl --result RUN.jsonl
+  python bench/cartridge_qa_coverage.py --qa bench/qa/procps-faq.json --simulate 16,48 \\
+      [--max-a 96 --chunk-min 128 --chunk-max 256 --trials 200]
 
 STATE is a run's --state directory (deg.cartridge_resume: one synthesised
 conversation per line), RUN.jsonl the per-item scores cartridge_qa_study.py
@@ -18,6 +20,7 @@ what its conversations never supervised.
 import argparse
 import json
 import os
+import random
 import re
 
 
@@ -32,16 +35,25 @@ def located(text, words):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--qa", required=True)
-    ap.add_argument("--conversations", required=True)
-    ap.add_argument("--result", required=True)
+    ap.add_argument("--conversations")
+    ap.add_argument("--result")
+    ap.add_argument("--simulate", help="comma-separated conversation counts")
+    ap.add_argument("--max-a", type=int, default=96)
+    ap.add_argument("--chunk-min", type=int, default=128)
+    ap.add_argument("--chunk-max", type=int, default=256)
+    ap.add_argument("--trials", type=int, default=200)
     ap.add_argument("--model", default=os.environ.get("DEG_MODEL"))
     a = ap.parse_args(argv)
+    if not a.simulate and not (a.conversations and a.result):
+        ap.error("give --conversations and --result, or --simulate")
 
     import deg
     from deg import cartridge_qa as qa
     model = deg.load_model(a.model or deg.default_model_path())
     meta, items = qa.load_qa(a.qa)
     _, text = qa.qa_corpus(meta)
+    if a.simulate:
+        return simulate(model, text, items, a)
     covered = bytearray(len(text))
     n = found = 0
     with open(a.conversations) as f:
@@ -81,6 +93,34 @@ def main(argv=None):
             print(f"{name}: {len(part)} items; closure control "
                   f"{(nll['bare'] - nll['untrained']) / gap:.3f}, trained "
                   f"{(nll['bare'] - nll['trained']) / gap:.3f}")
+
+
+def simulate(model, text, items, a):
+    """Expected supervised shares of N uniform recall conversations (see --simulate)."""
+    n = len(model.tokenize(text))
+    refs = []
+    for it in items:
+        start = max(0, (it.offset or 0) - 5)
+        span = located(text[start:], it.answer.split())
+        if span:
+            refs.append((len(model.tokenize(text[:start + span[0]])),
+                         len(model.tokenize(text[:start + span[1]]))))
+    print(f"{len(refs)} of {len(items)} references located; corpus {n} tokens; chunks "
+          f"{a.chunk_min}-{a.chunk_max}, answers <= {a.max_a}, {a.trials} trials")
+    for count in (int(x) for x in a.simulate.split(",")):
+        doc = whole = 0.0
+        for t in range(a.trials):
+            rng, cov = random.Random(t), bytearray(n)
+            for _ in range(count):
+                size = min(rng.randint(a.chunk_min, a.chunk_max), n)
+                first = rng.randint(0, n - size)
+                q = min(rng.randint(16, 48), max(1, size // 2))
+                s, e = first + q, min(first + q + a.max_a, first + size)
+                cov[s:e] = b"\1" * max(0, e - s)
+            doc += sum(cov) / n
+            whole += sum(all(cov[s:e]) for s, e in refs) / len(refs)
+        print(f"{count} conversations: {doc / a.trials:.2f} of the document's tokens, "
+              f"{whole / a.trials:.2f} of the references whole")
 
 
 if __name__ == "__main__":
