@@ -33,8 +33,9 @@ import os
 
 import numpy as np
 import torch
-from safetensors.numpy import save_file
 from safetensors.torch import load_file
+
+from train_steps import distill_loss, make_targets, save_golden
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "cartridge")
@@ -115,24 +116,6 @@ class Model:
         return self.rms(x, w["model.norm.weight"]), ks, vs
 
 
-def make_targets(rng, V):
-    """Top-k style sparse targets, with several entries per position."""
-    pos, tok, lp = [], [], []
-    for t in [2, 3, 5, 8, 9, 11]:
-        z = rng.normal(size=V) * 3.0
-        logp = z - np.log(np.exp(z - z.max()).sum()) - z.max()
-        order = np.argsort(-logp, kind="stable")
-        mass = 0.0
-        for j in order[:4]:  # top-4, tail dropped, not renormalised
-            pos.append(t); tok.append(int(j)); lp.append(float(logp[j]))
-            mass += np.exp(logp[j])
-            if mass >= 0.99:
-                break
-    # an exact duplicate entry (same position and token twice) is legal too
-    pos.append(pos[0]); tok.append(tok[0]); lp.append(lp[0])
-    return (np.array(pos, np.int32), np.array(tok, np.int32), np.array(lp, np.float32))
-
-
 def one(name, seed):
     m = Model(name)
     rng = np.random.default_rng(seed)
@@ -155,13 +138,7 @@ def one(name, seed):
         pv = [torch.cat([sink_v[il], tr_v[il]], 0) for il in range(m.L)]
         hn, _, _ = m.forward(ids, pk, pv, P)
         logits = hn @ m.lm_head.T
-        logq = torch.log_softmax(logits, -1)
-        tp = torch.as_tensor(tpos, dtype=torch.long)
-        tt = torch.as_tensor(ttok, dtype=torch.long)
-        pt = torch.exp(torch.as_tensor(tlp, dtype=torch.float64))
-        n_pos = len(set(tpos.tolist()))
-        loss = -(pt * logq[tp - 1, tt]).sum() / n_pos
-        return loss, logits
+        return distill_loss(logits, tpos, ttok, tlp), logits
 
     loss, logits = loss_fn()
     loss.backward()
@@ -187,8 +164,7 @@ def one(name, seed):
         "grad_k": grad_k.numpy(), "grad_v": grad_v.numpy(),
         "adam_k": adam_k.numpy().astype(np.float32), "adam_v": adam_v.numpy().astype(np.float32),
     }
-    os.makedirs(OUT, exist_ok=True)
-    save_file(out, os.path.join(OUT, name + ".safetensors"))
+    save_golden(OUT, name, out)
     print(name, "loss", loss.item(), "|grad_k|max", grad_k.abs().max().item(),
           "|grad_v|max", grad_v.abs().max().item())
 

@@ -21,19 +21,14 @@ Usage: /tmp/lora-torch/bin/python tests/goldens/gen_gemma4_lora_goldens.py
 (needs torch and transformers 5.x with gemma4; the tests never import them).
 """
 import copy
-import os
 
 import numpy as np
 import torch
-from safetensors.numpy import save_file
-from transformers import AutoModelForCausalLM
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-OUT = os.path.join(HERE, "lora")
+from train_steps import (LORA_ALPHA as ALPHA, LORA_N_ADAPTERS as N_ADAPTERS, LORA_P as P,
+                         LORA_RANK as RANK, frozen_hf_model, lora_params, lora_probe_save)
+
 MODELS = ["tiny-gemma4", "tiny-gemma4-kvshare", "tiny-gemma4-moe"]
-TARGETS = ["q", "k", "v", "o", "gate", "up", "down"]
-RANK, ALPHA, N_ADAPTERS = 4, 8, 2
-P = 7
 ROWS = [(5, 0), (3, -1), (9, 1), (4, 0)]   # (length, adapter): row 2 runs past window 8
 
 
@@ -47,10 +42,7 @@ def projections(layer):
 
 
 def one(name, seed):
-    m = AutoModelForCausalLM.from_pretrained(os.path.join(HERE, name), dtype=torch.float64,
-                                             experts_implementation="eager").eval()
-    for prm in m.parameters():
-        prm.requires_grad_(False)
+    m = frozen_hf_model(name, experts_implementation="eager")
     rng = np.random.default_rng(seed)
     V, E = m.config.vocab_size, m.config.hidden_size
     layers = m.model.layers
@@ -62,14 +54,7 @@ def one(name, seed):
                     continue
                 shapes.append(((a, il, t, "A"), (RANK, mod.in_features)))
                 shapes.append(((a, il, t, "B"), (mod.out_features, RANK)))
-    flat = np.concatenate([rng.uniform(-0.3, 0.3, size=int(np.prod(s))) for _, s in shapes])
-    flat = flat.astype(np.float32)
-    leaf = torch.tensor(flat.astype(np.float64), requires_grad=True)
-    views, off = {}, 0
-    for key, s in shapes:
-        n = int(np.prod(s))
-        views[key] = leaf[off:off + n].view(*s)
-        off += n
+    flat, leaf, views = lora_params(rng, shapes)
     scale = ALPHA / RANK
     cur = {"a": -1}
 
@@ -100,31 +85,8 @@ def one(name, seed):
     cur["a"] = -1
     hidden = torch.cat(hid, 0)
 
-    starts = np.cumsum([0] + [n for n, _ in ROWS])[:-1]
-    g_row = np.array([0, 0, 1, 2, 3, 2], np.int32)
     g_pos = np.array([4, 1, 2, 8, 3, 8], np.int32)  # (2, 8) twice: gradients add
-    dhid = rng.normal(size=(len(g_row), E)).astype(np.float32)
-    sel = torch.as_tensor(starts[g_row] + g_pos, dtype=torch.long)
-    loss = (torch.as_tensor(dhid, dtype=torch.float64) * hidden[sel]).sum()
-    loss.backward()
-
-    out = {
-        "trunk_ids": trunk_ids,
-        "ids": np.concatenate([r[0] for r in rows]).astype(np.int32),
-        "lens": np.array([n for n, _ in ROWS], np.int32),
-        "adapters": np.array([a for _, a in ROWS], np.int32),
-        "config": np.array([RANK, N_ADAPTERS, ALPHA], np.int32),
-        "params": flat,
-        "g_row": g_row, "g_pos": g_pos, "dhidden": dhid,
-        "hidden": hidden.detach().numpy().astype(np.float32),
-        "loss": np.array([loss.item()], np.float64),
-        "grad": leaf.grad.numpy(),
-    }
-    os.makedirs(OUT, exist_ok=True)
-    save_file(out, os.path.join(OUT, name + ".safetensors"))
-    os.chmod(os.path.join(OUT, name + ".safetensors"), 0o644)
-    print(name, "loss", loss.item(), "|grad|max", leaf.grad.abs().max().item(),
-          "n_params", flat.size)
+    lora_probe_save(name, rng, ROWS, rows, trunk_ids, hidden, g_pos, flat, leaf)
 
 
 if __name__ == "__main__":

@@ -29,10 +29,8 @@ import os
 
 import numpy as np
 import torch
-from safetensors.numpy import save_file
-from transformers import AutoModelForCausalLM
 
-from gen_cartridge_goldens import make_targets
+from train_steps import continue_from_cache, distill_loss, hf_prefix_case, save_golden
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "cartridge")
@@ -41,23 +39,10 @@ P, T = 5, 12
 
 
 def one(name, seed):
-    m = AutoModelForCausalLM.from_pretrained(os.path.join(HERE, name), dtype=torch.float64,
-                                             experts_implementation="eager").eval()
-    for prm in m.parameters():
-        prm.requires_grad_(False)
-    V = m.config.vocab_size
-    rng = np.random.default_rng(seed)
-    prefix_ids = rng.integers(0, V, size=P).astype(np.int32)
-    ids = rng.integers(0, V, size=T).astype(np.int32)
-    tpos, ttok, tlp = make_targets(rng, V)
-    all_ids = torch.as_tensor(np.concatenate([prefix_ids, ids]), dtype=torch.long)[None]
-
-    with torch.no_grad():
-        full = m(all_ids).logits[0, P:]
-        cache = m(all_ids[:, :P], use_cache=True).past_key_values
+    c = hf_prefix_case(name, seed, P, T, experts_implementation="eager")
     # Captured rows as deg stores them (f32, [p, Hkv * D]), then leaves over them.
     leaves = {}
-    for il, L in enumerate(cache.layers):
+    for il, L in enumerate(c.cache.layers):
         if getattr(L, "keys", None) is None:
             continue  # a KV-sharing layer (DummyLayer): reads its source's rows
         hkv, d = L.keys.shape[1], L.keys.shape[3]
@@ -68,22 +53,13 @@ def one(name, seed):
         leaves[il] = (k, v)
         L.keys = k.reshape(P, hkv, d).permute(1, 0, 2)[None].clone()
         L.values = v.reshape(P, hkv, d).permute(1, 0, 2)[None].clone()
-    logits = m(torch.as_tensor(ids, dtype=torch.long)[None], past_key_values=cache,
-               use_cache=True).logits[0]
-    with torch.no_grad():
-        diff = (logits - full).abs().max().item()
-        print(name, "continuation vs full forward: max |diff|", diff,
-              "(captured rows rounded to f32)")
-        assert diff < 1e-5, diff
-    logq = torch.log_softmax(logits, -1)
-    tp = torch.as_tensor(tpos, dtype=torch.long)
-    tt = torch.as_tensor(ttok, dtype=torch.long)
-    pt = torch.exp(torch.as_tensor(tlp, dtype=torch.float64))
-    loss = -(pt * logq[tp - 1, tt]).sum() / len(set(tpos.tolist()))
+    logits = continue_from_cache(name, c, "rows", 1e-5)
+    loss = distill_loss(logits, c.tpos, c.ttok, c.tlp)
     loss.backward()
 
     out = {
-        "prefix_ids": prefix_ids, "ids": ids, "tgt_pos": tpos, "tgt_tok": ttok, "tgt_lp": tlp,
+        "prefix_ids": c.prefix_ids, "ids": c.ids, "tgt_pos": c.tpos, "tgt_tok": c.ttok,
+        "tgt_lp": c.tlp,
         "logits": logits.detach().numpy().astype(np.float32),
         "loss": np.array([loss.item()], np.float64),
     }
@@ -92,8 +68,7 @@ def one(name, seed):
         out[f"rows_v.{il}"] = v.detach().numpy().astype(np.float32)
         out[f"grad_k.{il}"] = k.grad.numpy()
         out[f"grad_v.{il}"] = v.grad.numpy()
-    os.makedirs(OUT, exist_ok=True)
-    save_file(out, os.path.join(OUT, name + ".safetensors"))
+    save_golden(OUT, name, out)
     print(name, "loss", loss.item(), "|grad|max",
           max(np.abs(out[f"grad_{w}.{il}"]).max() for il in leaves for w in "kv"))
 

@@ -32,10 +32,8 @@ import os
 
 import numpy as np
 import torch
-from safetensors.numpy import save_file
-from transformers import AutoModelForCausalLM
 
-from gen_cartridge_goldens import make_targets
+from train_steps import continue_from_cache, distill_loss, hf_prefix_case, save_golden
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "cartridge")
@@ -44,23 +42,10 @@ P, T = 6, 12
 
 
 def one(name, seed):
-    m = AutoModelForCausalLM.from_pretrained(os.path.join(HERE, name), dtype=torch.float64).eval()
-    for prm in m.parameters():
-        prm.requires_grad_(False)
-    V = m.config.vocab_size
-    rng = np.random.default_rng(seed)
-    prefix_ids = rng.integers(0, V, size=P).astype(np.int32)
-    ids = rng.integers(0, V, size=T).astype(np.int32)
-    tpos, ttok, tlp = make_targets(rng, V)
-    all_ids = torch.as_tensor(np.concatenate([prefix_ids, ids]), dtype=torch.long)[None]
-
-    with torch.no_grad():
-        full = m(all_ids).logits[0, P:]
-        cache = m(all_ids[:, :P], use_cache=True).past_key_values
+    c = hf_prefix_case(name, seed, P, T)
     # Captured values as deg stores them (f32), then leaves over them.
-    leaves, out = [], {}
     attn_k, attn_v, rec = [], [], {}
-    for il, L in enumerate(cache.layers):
+    for il, L in enumerate(c.cache.layers):
         if hasattr(L, "keys"):
             k = L.keys[0].permute(1, 0, 2).to(torch.float32).to(torch.float64)  # [p, Hkv, D]
             v = L.values[0].permute(1, 0, 2).to(torch.float32).to(torch.float64)
@@ -81,23 +66,16 @@ def one(name, seed):
                 L.recurrent_states[0] = S[None].clone()
                 parts = [S, tail]
             rec[il] = parts
-    logits = m(torch.as_tensor(ids, dtype=torch.long)[None], past_key_values=cache,
-               use_cache=True).logits[0]
-    with torch.no_grad():
-        print(name, "continuation vs full forward: max |diff|",
-              (logits - full).abs().max().item(), "(captured state rounded to f32)")
-    logq = torch.log_softmax(logits, -1)
-    tp = torch.as_tensor(tpos, dtype=torch.long)
-    tt = torch.as_tensor(ttok, dtype=torch.long)
-    pt = torch.exp(torch.as_tensor(tlp, dtype=torch.float64))
-    loss = -(pt * logq[tp - 1, tt]).sum() / len(set(tpos.tolist()))
+    logits = continue_from_cache(name, c, "state", 1e-4)
+    loss = distill_loss(logits, c.tpos, c.ttok, c.tlp)
     loss.backward()
 
     def flat(ts, grad):
         return torch.cat([(t.grad if grad else t.detach()).reshape(-1) for t in ts]).numpy()
 
     out = {
-        "prefix_ids": prefix_ids, "ids": ids, "tgt_pos": tpos, "tgt_tok": ttok, "tgt_lp": tlp,
+        "prefix_ids": c.prefix_ids, "ids": c.ids, "tgt_pos": c.tpos, "tgt_tok": c.ttok,
+        "tgt_lp": c.tlp,
         "rows_k": torch.stack(attn_k).detach().numpy().astype(np.float32),
         "rows_v": torch.stack(attn_v).detach().numpy().astype(np.float32),
         "logits": logits.detach().numpy().astype(np.float32),
@@ -108,8 +86,7 @@ def one(name, seed):
     for il, parts in rec.items():
         out[f"state.{il}"] = flat(parts, False).astype(np.float32)
         out[f"grad_state.{il}"] = flat(parts, True)
-    os.makedirs(OUT, exist_ok=True)
-    save_file(out, os.path.join(OUT, name + ".safetensors"))
+    save_golden(OUT, name, out)
     print(name, "loss", loss.item(), "|grad_k|max", out["grad_k"].__abs__().max(),
           "|grad_state|max", max(np.abs(out[f"grad_state.{il}"]).max() for il in rec))
 

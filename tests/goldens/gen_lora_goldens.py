@@ -33,17 +33,15 @@ import sys
 
 import numpy as np
 import torch
-from safetensors.numpy import save_file
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from gen_cartridge_goldens import Model  # noqa: E402
+from train_steps import (LORA_ALPHA as ALPHA, LORA_N_ADAPTERS as N_ADAPTERS,  # noqa: E402
+                         LORA_P as P, LORA_RANK as RANK, LORA_TARGETS as TARGETS,
+                         lora_params, lora_probe_save)
 
-OUT = os.path.join(HERE, "lora")
 MODELS = ["tiny-llama", "tiny-qwen3"]
-TARGETS = ["q", "k", "v", "o", "gate", "up", "down"]
-RANK, ALPHA, N_ADAPTERS = 4, 8, 2
-P = 7
 ROWS = [(5, 0), (3, -1), (6, 1), (4, 0)]   # (length, adapter)
 
 
@@ -66,14 +64,7 @@ def one(name, seed):
                 i, o = dm[t]
                 shapes.append(((a, il, t, "A"), (RANK, i)))
                 shapes.append(((a, il, t, "B"), (o, RANK)))
-    flat = np.concatenate([rng.uniform(-0.3, 0.3, size=int(np.prod(s))) for _, s in shapes])
-    flat = flat.astype(np.float32)
-    leaf = torch.tensor(flat.astype(np.float64), requires_grad=True)
-    views, off = {}, 0
-    for key, s in shapes:
-        n = int(np.prod(s))
-        views[key] = leaf[off:off + n].view(*s)
-        off += n
+    flat, leaf, views = lora_params(rng, shapes)
     scale = ALPHA / RANK
 
     trunk_ids = rng.integers(0, m.V, size=P).astype(np.int32)
@@ -92,30 +83,8 @@ def one(name, seed):
         hid.append(h)
     hidden = torch.cat(hid, 0)
 
-    starts = np.cumsum([0] + [n for n, _ in ROWS])[:-1]
-    g_row = np.array([0, 0, 1, 2, 3, 2], np.int32)
     g_pos = np.array([4, 1, 2, 5, 3, 5], np.int32)  # (2, 5) twice: gradients add
-    dhid = rng.normal(size=(len(g_row), m.E)).astype(np.float32)
-    sel = torch.as_tensor(starts[g_row] + g_pos, dtype=torch.long)
-    loss = (torch.as_tensor(dhid, dtype=torch.float64) * hidden[sel]).sum()
-    loss.backward()
-
-    out = {
-        "trunk_ids": trunk_ids,
-        "ids": np.concatenate([r[0] for r in rows]).astype(np.int32),
-        "lens": np.array([n for n, _ in ROWS], np.int32),
-        "adapters": np.array([a for _, a in ROWS], np.int32),
-        "config": np.array([RANK, N_ADAPTERS, ALPHA], np.int32),
-        "params": flat,
-        "g_row": g_row, "g_pos": g_pos, "dhidden": dhid,
-        "hidden": hidden.detach().numpy().astype(np.float32),
-        "loss": np.array([loss.item()], np.float64),
-        "grad": leaf.grad.numpy(),
-    }
-    os.makedirs(OUT, exist_ok=True)
-    save_file(out, os.path.join(OUT, name + ".safetensors"))
-    print(name, "loss", loss.item(), "|grad|max", leaf.grad.abs().max().item(),
-          "n_params", flat.size)
+    lora_probe_save(name, rng, ROWS, rows, trunk_ids, hidden, g_pos, flat, leaf)
 
 
 if __name__ == "__main__":
