@@ -19,58 +19,35 @@
 
 #include "cartridge.h"
 #include "deg.h"
-#include "read_file.h"
+#include "tool_args.h"
+
+#define PROG "deg-fleet-train"
 
 static int fail(const char *what)
 {
-    fprintf(stderr, "deg-fleet-train: %s: %s\n", what, deg_errmsg());
-    return 1;
-}
-
-/* One --key value pair into the settings; 0 if the key is unknown. */
-static int option(const char *k, const char *v, size_t *p, int *rounds, deg_fleet_params *fp,
-                  deg_fleet_train_params *tp)
-{
-    if (!strcmp(k, "p")) *p = strtoull(v, NULL, 10);
-    else if (!strcmp(k, "rounds")) *rounds = atoi(v);
-    else if (!strcmp(k, "budget")) fp->budget = strtoull(v, NULL, 10);
-    else if (!strcmp(k, "rotate-every")) fp->rotate_every = atoi(v);
-    else if (!strcmp(k, "evict-fraction")) fp->evict_fraction = strtof(v, NULL);
-    else if (!strcmp(k, "warmup")) fp->warmup_steps = atoi(v);
-    else if (!strcmp(k, "lr")) fp->adam.lr = strtof(v, NULL);
-    else if (!strcmp(k, "accum")) tp->accum = atoi(v);
-    else if (!strcmp(k, "p-iso")) tp->p_iso = strtof(v, NULL);
-    else if (!strcmp(k, "distract-max")) tp->distract_max = atoi(v);
-    else if (!strcmp(k, "schedule"))
-        tp->schedule = !strcmp(v, "uniform") ? DEG_FLEET_SCHEDULE_UNIFORM
-                                             : !strcmp(v, "length") ? DEG_FLEET_SCHEDULE_LENGTH : -1;
-    else if (!strcmp(k, "seed")) tp->seed = strtoull(v, NULL, 10);
-    else if (!strcmp(k, "pack")) tp->pack = atoi(v);
-    else if (!strcmp(k, "chunk-min")) tp->study.chunk_min = atoi(v);
-    else if (!strcmp(k, "chunk-max")) tp->study.chunk_max = atoi(v);
-    else if (!strcmp(k, "max-q")) tp->study.max_q = atoi(v);
-    else if (!strcmp(k, "max-a")) tp->study.max_a = atoi(v);
-    else return 0;
+    fprintf(stderr, PROG ": %s: %s\n", what, deg_errmsg());
     return 1;
 }
 
 static int init_fleet(const deg_model *model, const char *dir, size_t p, char **files, size_t n)
 {
-    char **texts = calloc(n, sizeof *texts);
-    size_t *lens = calloc(n, sizeof *lens);
+    char **texts;
+    size_t *lens;
+    if (tool_read_docs(PROG, files, n, &texts, &lens)) return 1;
     int rc = 0;
-    for (size_t d = 0; d < n && rc == 0; d++)
-        if (!(texts[d] = read_file(files[d], &lens[d]))) {
-            fprintf(stderr, "deg-fleet-train: cannot read %s\n", files[d]);
-            rc = 1;
-        }
-    if (rc == 0 && deg_fleet_init(model, dir, (const char *const *)files,
-                                  (const char *const *)texts, lens, n, p) != DEG_OK)
+    if (deg_fleet_init(model, dir, (const char *const *)files, (const char *const *)texts, lens,
+                       n, p) != DEG_OK)
         rc = fail("init");
-    for (size_t d = 0; d < n; d++) free(texts[d]);
-    free(texts);
-    free(lens);
+    tool_free_docs(texts, lens, n);
     return rc;
+}
+
+/* The schedule's name as deg_fleet_schedule; -1 when it names none. */
+static int32_t schedule_of(const char *name)
+{
+    if (!strcmp(name, "uniform")) return DEG_FLEET_SCHEDULE_UNIFORM;
+    if (!strcmp(name, "length")) return DEG_FLEET_SCHEDULE_LENGTH;
+    return -1;
 }
 
 int main(int argc, char **argv)
@@ -82,12 +59,33 @@ int main(int argc, char **argv)
     deg_fleet_params fp = deg_fleet_default_params();
     deg_fleet_train_params tp = deg_fleet_default_train_params();
     size_t p = 256;
-    int rounds = 0, i = 3;
-    for (; i + 1 < argc && strncmp(argv[i], "--", 2) == 0; i += 2)
-        if (!option(argv[i] + 2, argv[i + 1], &p, &rounds, &fp, &tp)) {
-            fprintf(stderr, "deg-fleet-train: unknown option %s\n", argv[i]);
-            return 2;
-        }
+    int32_t rounds = 0;
+    const char *schedule = NULL; /* the default params' unless given */
+    const tool_opt opts[] = {
+        {"p", TOOL_SIZE, &p},
+        {"rounds", TOOL_I32, &rounds},
+        {"budget", TOOL_SIZE, &fp.budget},
+        {"rotate-every", TOOL_I32, &fp.rotate_every},
+        {"evict-fraction", TOOL_F32, &fp.evict_fraction},
+        {"warmup", TOOL_I32, &fp.warmup_steps},
+        {"lr", TOOL_F32, &fp.adam.lr},
+        {"accum", TOOL_I32, &tp.accum},
+        {"p-iso", TOOL_F32, &tp.p_iso},
+        {"distract-max", TOOL_I32, &tp.distract_max},
+        {"schedule", TOOL_STR, &schedule},
+        {"seed", TOOL_U64, &tp.seed},
+        {"pack", TOOL_I32, &tp.pack},
+        {"chunk-min", TOOL_I32, &tp.study.chunk_min},
+        {"chunk-max", TOOL_I32, &tp.study.chunk_max},
+        {"max-q", TOOL_I32, &tp.study.max_q},
+        {"max-a", TOOL_I32, &tp.study.max_a},
+    };
+    int i = 3;
+    if (tool_read_opts(PROG, argc, argv, &i, opts, sizeof opts / sizeof opts[0])) return 2;
+    if (schedule && (tp.schedule = schedule_of(schedule)) < 0) {
+        fprintf(stderr, PROG ": --schedule '%s' is not length or uniform\n", schedule);
+        return 2;
+    }
     deg_model *model = NULL;
     if (deg_model_load(argv[1], &model) != DEG_OK) return fail(argv[1]);
     if (i < argc && init_fleet(model, argv[2], p, argv + i, (size_t)(argc - i)) != 0) return 1;
@@ -95,7 +93,7 @@ int main(int argc, char **argv)
     if (deg_fleet_open(model, argv[2], &fp, &fleet) != DEG_OK) return fail(argv[2]);
     size_t *parts = calloc(1 + (size_t)(tp.distract_max > 0 ? tp.distract_max : 0),
                            sizeof *parts);
-    for (int r = 0; r < rounds; r++) {
+    for (int32_t r = 0; r < rounds; r++) {
         deg_fleet_round info;
         if (deg_fleet_train_round(fleet, &tp, parts, 1 + (size_t)tp.distract_max, &info) !=
             DEG_OK)

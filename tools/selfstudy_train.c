@@ -16,11 +16,13 @@
 
 #include "cartridge.h"
 #include "deg.h"
-#include "read_file.h"
+#include "tool_args.h"
+
+#define PROG "deg-selfstudy-train"
 
 static int fail(const char *what)
 {
-    fprintf(stderr, "deg-selfstudy-train: %s: %s\n", what, deg_errmsg());
+    fprintf(stderr, PROG ": %s: %s\n", what, deg_errmsg());
     return 1;
 }
 
@@ -33,51 +35,42 @@ int main(int argc, char **argv)
     deg_selfstudy_params sp = deg_selfstudy_default_params();
     deg_selfstudy_train_params tp = deg_selfstudy_default_train_params();
     size_t p = 256;
+    const tool_opt opts[] = {
+        {"p", TOOL_SIZE, &p},
+        {"steps", TOOL_I32, &tp.steps},
+        {"epochs", TOOL_I32, &tp.epochs},
+        {"accum", TOOL_I32, &tp.accum},
+        {"gen-batch", TOOL_I32, &tp.gen_batch},
+        {"seed", TOOL_U64, &sp.seed},
+        {"lr", TOOL_F32, &tp.adam.lr},
+        {"chunk-min", TOOL_I32, &sp.chunk_min},
+        {"chunk-max", TOOL_I32, &sp.chunk_max},
+        {"max-q", TOOL_I32, &sp.max_q},
+        {"max-a", TOOL_I32, &sp.max_a},
+        {"recall", TOOL_F32, &sp.recall},
+        {"passage-qa", TOOL_F32, &sp.passage_qa},
+        {"pack", TOOL_I32, &tp.pack},
+    };
     int i = 3;
-    for (; i + 1 < argc && strncmp(argv[i], "--", 2) == 0; i += 2) {
-        const char *k = argv[i] + 2, *v = argv[i + 1];
-        if (!strcmp(k, "p")) p = strtoull(v, NULL, 10);
-        else if (!strcmp(k, "steps")) tp.steps = atoi(v);
-        else if (!strcmp(k, "epochs")) tp.epochs = atoi(v);
-        else if (!strcmp(k, "accum")) tp.accum = atoi(v);
-        else if (!strcmp(k, "gen-batch")) tp.gen_batch = atoi(v);
-        else if (!strcmp(k, "seed")) sp.seed = strtoull(v, NULL, 10);
-        else if (!strcmp(k, "lr")) tp.adam.lr = strtof(v, NULL);
-        else if (!strcmp(k, "chunk-min")) sp.chunk_min = atoi(v);
-        else if (!strcmp(k, "chunk-max")) sp.chunk_max = atoi(v);
-        else if (!strcmp(k, "max-q")) sp.max_q = atoi(v);
-        else if (!strcmp(k, "max-a")) sp.max_a = atoi(v);
-        else if (!strcmp(k, "recall")) sp.recall = strtof(v, NULL);
-        else if (!strcmp(k, "passage-qa")) sp.passage_qa = strtof(v, NULL);
-        else if (!strcmp(k, "pack")) tp.pack = atoi(v);
-        else {
-            fprintf(stderr, "deg-selfstudy-train: unknown option --%s\n", k);
-            return 2;
-        }
-    }
+    if (tool_read_opts(PROG, argc, argv, &i, opts, sizeof opts / sizeof opts[0])) return 2;
     tp.replay_seed = sp.seed ^ 0x2E91A7u; /* deg.selfstudy.train's replay stream */
     size_t n_docs = (size_t)(argc - i);
     if (n_docs == 0) {
-        fprintf(stderr, "deg-selfstudy-train: no corpus files\n");
+        fprintf(stderr, PROG ": no corpus files\n");
         return 2;
     }
-    const char **names = calloc(n_docs, sizeof *names);
-    char **texts = calloc(n_docs, sizeof *texts);
-    size_t *lens = calloc(n_docs, sizeof *lens);
-    for (size_t d = 0; d < n_docs; d++) {
-        names[d] = argv[i + (int)d];
-        if (!(texts[d] = read_file(names[d], &lens[d]))) {
-            fprintf(stderr, "deg-selfstudy-train: cannot read %s\n", names[d]);
-            return 1;
-        }
-    }
+    char *const *names = argv + i;
+    char **texts;
+    size_t *lens;
+    if (tool_read_docs(PROG, names, n_docs, &texts, &lens)) return 1;
     deg_model *model = NULL;
     deg_corpus *corpus = NULL;
     deg_selfstudy *study = NULL;
     deg_cartridge *cart = NULL;
     deg_selfstudy_run *run = NULL;
     if (deg_model_load(argv[1], &model) != DEG_OK) return fail(argv[1]);
-    if (deg_corpus_new(model, names, (const char *const *)texts, lens, n_docs, &corpus) != DEG_OK)
+    if (deg_corpus_new(model, (const char *const *)names, (const char *const *)texts, lens, n_docs,
+                       &corpus) != DEG_OK)
         return fail("corpus");
     size_t text_len = 0;
     const char *text = deg_corpus_text(corpus, &text_len);
@@ -96,9 +89,6 @@ int main(int argc, char **argv)
     deg_cartridge_free(cart);
     deg_corpus_free(corpus);
     deg_model_free(model);
-    for (size_t d = 0; d < n_docs; d++) free(texts[d]);
-    free(texts);
-    free(names);
-    free(lens);
+    tool_free_docs(texts, lens, n_docs);
     return 0;
 }

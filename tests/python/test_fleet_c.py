@@ -97,3 +97,21 @@ def test_python_resumes_a_fleet_c_trained(tmp_path):
         with deg.Fleet.open(m, alone, **FLEET) as f:
             fleets.train(f, 6, **kw, **STUDY)
     assert _artifacts(tmp_path / "mixed") == _artifacts(alone)
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--p", "x"], "--p 'x' is not a count"),
+    (["--p", "-3"], "--p '-3' is not a count"),
+    (["--lr", "1e-2x"], "--lr '1e-2x' is not a number"),
+    (["--rounds", "2.5"], "--rounds '2.5' is not an integer"),
+    (["--rounds"], "--rounds needs a value"),
+    (["--schedule", "bogus"], "--schedule 'bogus' is not length or uniform"),
+    (["--nope", "1"], "unknown option --nope"),
+])
+def test_tool_refuses_bad_options(tmp_path, args, msg):
+    """tools/tool_args.h: a bad option is a usage error (exit 2) that names it, before any
+    model is loaded or file written (was: atoi/strtof read 'x' as 0)."""
+    r = subprocess.run([_tool(), str(TINY), str(tmp_path / "f")] + args, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 2 and r.stderr == f"deg-fleet-train: {msg}\n", r.stderr
+    assert not (tmp_path / "f").exists()

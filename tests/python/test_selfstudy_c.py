@@ -67,6 +67,25 @@ def test_c_and_python_write_the_same_artifact(tmp_path, case):
         assert "recall" in kinds and "passage_qa" in kinds and kinds - {"recall", "passage_qa"}
 
 
+
+@pytest.mark.parametrize("args,code,msg", [
+    (["--steps", "2.5", "doc.txt"], 2, "--steps '2.5' is not an integer"),
+    (["--seed", "-1", "doc.txt"], 2, "--seed '-1' is not a count"),
+    (["--recall", "nan", "doc.txt"], 2, "--recall 'nan' is not a number"),
+    (["--steps", "1", "missing.txt"], 1, "cannot read {tmp}/missing.txt"),
+])
+def test_tool_refuses_bad_arguments(tmp_path, args, code, msg):
+    """tools/tool_args.h: bad options exit 2, an unreadable document 1, each with a
+    message naming it, and no cartridge written."""
+    (tmp_path / "doc.txt").write_text(TEXT)
+    args = [str(tmp_path / a) if a.endswith(".txt") else a for a in args]
+    out = tmp_path / "c.safetensors"
+    r = subprocess.run([_tool(), str(TINY), str(out)] + args, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == code, r.stderr
+    assert r.stderr == "deg-selfstudy-train: " + msg.format(tmp=tmp_path) + "\n"
+    assert not out.exists()
+
 def test_cartridges_is_a_deprecated_alias():
     import importlib
     import sys
