@@ -1,3 +1,4 @@
+/* Status + per-thread message: dg_fail, dg_fail_context, deg_errmsg, status names (status.h). */
 #include "base/status.h"
 
 #include <stdarg.h>

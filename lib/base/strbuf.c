@@ -1,3 +1,4 @@
+/* Growable NUL-terminated string: appends and printf (strbuf.h). */
 #include "base/strbuf.h"
 
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* A small string -> index map: FNV-1a hashing and open addressing (strmap.h). */
 #include "base/strmap.h"
 
 #include <stdint.h>

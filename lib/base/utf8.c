@@ -1,3 +1,4 @@
+/* Strict UTF-8: validation, decoding and encoding of code points (utf8.h). */
 #include "base/utf8.h"
 
 #include <stdlib.h>

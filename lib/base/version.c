@@ -1,3 +1,4 @@
+/* The library version string and deg_free (for memory libdeg hands out). */
 #include <stdlib.h>
 
 #include "deg.h"

@@ -1,3 +1,4 @@
+/* Forward kernels of the transformer layers, f32, one row at a time (ops.h). */
 #include "model/ops.h"
 
 /* The hot loops are static target_clones (an ifunc of a global function

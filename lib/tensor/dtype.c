@@ -1,3 +1,4 @@
+/* Element types: names, block sizes, row bytes and the f16 <-> f32 conversions (dtype.h). */
 #include "tensor/dtype.h"
 
 #include <math.h>

@@ -1,3 +1,4 @@
+/* Tests of lib/base: status messages and their context, status names, regex compilation. */
 #include <criterion/criterion.h>
 #include <string.h>
 

@@ -1,3 +1,4 @@
+/* Tests of lib/base/fileio.h (mappings, atomic writes, whole-file reads, path joins) and utf8.h. */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+"""`python -m deg.cli`: the deg command line (deg.cli.main)."""
 import sys
 
 from .main import main
