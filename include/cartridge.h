@@ -807,7 +807,9 @@ typedef struct deg_fleet_round {
  * The fleet is not saved (deg_fleet_save). The target's text is read from
  * its copy in the fleet (docs/NNNN.txt). Errors: as deg_fleet_draw, the
  * corpus, synthesis, backward and step calls (DEG_ERR_UTF8 for a text that
- * is not UTF-8: named); on an error before the step nothing is stepped and
+ * is not UTF-8: named), DEG_ERR_UNSUPPORTED for a model whose architecture
+ * cannot be trained (before any conversation is synthesised, the rule of
+ * deg_selfstudy_run_new); on an error before the step nothing is stepped and
  * the round is not counted. */
 DEG_API deg_status deg_fleet_train_round(deg_fleet *fleet, const deg_fleet_train_params *params,
                                          size_t *parts, size_t cap, deg_fleet_round *out);

@@ -7,6 +7,7 @@
 #include "base/fileio.h"
 #include "base/status.h"
 #include "cartridge/fleet_internal.h"
+#include "grad/train.h"
 #include "model/sample.h"
 
 /* A fleet document's text copy is at most this large (the manifest's guard
@@ -171,6 +172,8 @@ deg_status deg_fleet_train_round(deg_fleet *f, const deg_fleet_train_params *p, 
     const char *w = "deg_fleet_train_round";
     if (!f) return dg_fail(DEG_ERR_ARG, "%s: fleet is NULL", w);
     DG_TRY(check_params(p, w));
+    /* before any conversation is synthesised for the round (as self-study) */
+    DG_TRY(dg_train_check(f->model, w));
     if (parts && cap < 1 + (size_t)p->distract_max)
         return dg_fail(DEG_ERR_ARG, "%s: parts has room for %zu, a round may co-load 1 + "
                        "distract_max = %d", w, cap, 1 + (int)p->distract_max);

@@ -11,6 +11,7 @@
 
 #include "cartridge.h"
 #include "deg.h"
+#include "model/arch.h"
 #include "model/sample.h"
 #include "tiny_model.h"
 #include "tmpdir.h"
@@ -244,6 +245,38 @@ Test(fleet_train, rounds_step_every_part_and_resume_bit_identically, .timeout = 
     free(b2);
     rmtree(one);
     rmtree(two);
+    deg_model_free(m);
+}
+
+/* A model whose architecture cannot train (tiny-qwen3 under a copy of its
+ * descriptor without backward_layer, as test_selfstudy's): the round is
+ * refused by the check self-study makes (dg_train_check, named for the
+ * round), before any conversation is synthesised for it (the message is not
+ * the backward's "training: ..."), nothing counted; the real descriptor
+ * trains. */
+Test(fleet_train, untrainable_model_refused_before_synthesis)
+{
+    deg_model *m = tiny_load("tiny-qwen3");
+    char dir[64];
+    tmpdir(dir, sizeof dir);
+    make_fleet(m, dir, 0);
+    deg_fleet *f = open_fleet(m, dir, 3, 2);
+    deg_fleet_train_params tp = small_params(5, 1.0f, DEG_FLEET_SCHEDULE_LENGTH);
+    const dg_arch *real = m->arch;
+    dg_arch fake = *real;
+    fake.name = "untrainable";
+    fake.backward_layer = NULL;
+    m->arch = &fake;
+    deg_fleet_round info;
+    cr_expect_eq(deg_fleet_train_round(f, &tp, NULL, 0, &info), DEG_ERR_UNSUPPORTED);
+    cr_expect(strstr(deg_errmsg(), "deg_fleet_train_round: architecture 'untrainable' has no "
+                                   "layer backward") != NULL, "%s", deg_errmsg());
+    cr_expect_eq(deg_fleet_rounds(f), 0);
+    m->arch = real;
+    cr_assert_eq(deg_fleet_train_round(f, &tp, NULL, 0, &info), DEG_OK, "%s", deg_errmsg());
+    cr_expect_eq(deg_fleet_rounds(f), 1);
+    deg_fleet_free(f);
+    rmtree(dir);
     deg_model_free(m);
 }
 
