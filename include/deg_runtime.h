@@ -222,7 +222,7 @@ typedef struct deg_model_info {
     /* n_ff: Gemma 4's KV-sharing layers may be twice as wide (use_double_wide_mlp) */
     int32_t n_ff;           /* MLP intermediate size */
     int32_t n_ctx_train;    /* context length the model was trained with */
-    float rope_theta;
+    float rope_theta;       /* RoPE base of the default layer (Gemma 4: the sliding ones) */
     float rms_eps;
     int32_t tied_lm_head;   /* 1 if the LM head is the token embedding */
     int32_t bos_id;         /* -1 if none */

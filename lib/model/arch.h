@@ -123,11 +123,9 @@ struct dg_arch {
     /* Optional: read the architecture's own config.json keys after the
      * common ones (may adjust m->hp, sets m->arch_hp). NULL: none. */
     deg_status (*hf_config)(deg_model *m, json_t *cfg, const char *cfg_path);
-    /* 1: GGUF files of this architecture are refused (conventions not
-     * implemented); the HF directory loads. no_gguf_why: the reason, for the
-     * message (what llama.cpp's converter does that a loader would undo). */
-    int no_gguf;
-    const char *no_gguf_why;
+    /* What the common GGUF hyper-parameters (load.c) accept beyond a plain
+     * transformer's (DG_GGUF_* below; 0: none). */
+    unsigned gguf_flags;
     /* llama.cpp's general.architecture for the family when it differs from
      * name (GGUF files are found by it: dg_arch_find_gguf); NULL: name. */
     const char *gguf_arch;
@@ -180,6 +178,15 @@ struct dg_arch {
 };
 
 #define DG_SAVE_GEMMA4 1u
+/* gguf_flags: DG_GGUF_PARTIAL_ROPE: rope.dimension_count below key_length is
+ * rotate-half RoPE on the first dims of each head (hp.rope_dim; llama.cpp's
+ * NEOX RoPE with n_rot < head_dim, as HF's partial_rotary_factor);
+ * DG_GGUF_LAYER_ARRAYS: attention.head_count_kv and feed_forward_length may
+ * be per-layer arrays with different entries (the common hyper-parameters
+ * take the first attention layer's / layer 0's; the architecture's
+ * gguf_config reads the arrays with dg_gguf_layer_ints). */
+#define DG_GGUF_PARTIAL_ROPE 1u
+#define DG_GGUF_LAYER_ARRAYS 2u
 
 /* NULL if unknown. The table lives in arch_table.c. dg_arch_find: by name
  * (HF model_type); dg_arch_find_gguf: by GGUF general.architecture. */
@@ -208,6 +215,30 @@ deg_status dg_weight_get(deg_model *m, const char *gguf_name, const char *hf_nam
  * dg_weight_get. Same errors. */
 deg_status dg_weight_get_matrix(deg_model *m, const char *gguf_name, const char *hf_name, int il,
                                 int64_t rows, int64_t cols, int permute_heads, dg_weight *out);
+/* dg_weight_get / dg_weight_get_matrix reading a GGUF tensor whose rows
+ * (row_map) and / or columns (col_map) llama.cpp's converter reordered:
+ * logical (Hugging Face) row r is the file's row row_map[r], column c its
+ * column col_map[c] (maps owned by the model or static, [shape[0]] /
+ * [cols]; NULL: in order; ignored for HF directories, whose tensors are in
+ * the logical order). A row map of a native matrix becomes dg_weight.row_map;
+ * a column map makes the matrix f32 (quantized blocks cannot be reordered by
+ * column). Same errors as dg_weight_get. */
+deg_status dg_weight_get_mapped(deg_model *m, const char *gguf_name, const char *hf_name, int il,
+                                int n_dims, const int64_t *shape, const int32_t *row_map,
+                                const int32_t *col_map, const float **out);
+deg_status dg_weight_get_matrix_mapped(deg_model *m, const char *gguf_name, const char *hf_name,
+                                       int il, int64_t rows, int64_t cols,
+                                       const int32_t *row_map, const int32_t *col_map,
+                                       dg_weight *out);
+/* GGUF metadata "<general.architecture>.<key>" read per layer into out[n]:
+ * a number (every layer), or an array of exactly n integers or booleans (1 /
+ * 0). *found = 0 when the key is absent (out untouched). Errors:
+ * DEG_ERR_FORMAT naming the key (another type, another length, a value
+ * outside [0, INT32_MAX]). */
+deg_status dg_gguf_layer_ints(const deg_model *m, const char *key, int32_t n, int32_t *out,
+                              int *found);
+/* The GGUF key "<general.architecture>.<key>" of the model's file, in buf. */
+const char *dg_gguf_arch_key(const deg_model *m, const char *key, char *buf, size_t cap);
 /* Layer kinds from config.json: "layer_types" (an array of n_layer strings,
  * attn_name -> 1, other_name -> 0, anything else DEG_ERR_UNSUPPORTED), else
  * idx_key (may be NULL; an array of attention layer indices); *found = 0 if
@@ -257,6 +288,7 @@ void dg_lora_add_segs(const dg_batch *b, int il, int t, const float *x, size_t l
  * every architecture. dg_std_names_llama: transformers' llama/qwen3 names. */
 typedef struct dg_std_names {
     const char *attn_norm, *q, *k, *v, *o, *q_norm, *k_norm, *ffn_norm, *gate, *up, *down;
+    const char *gguf_ffn_norm; /* the GGUF name of ffn_norm (NULL: blk.%d.ffn_norm.weight) */
 } dg_std_names;
 extern const dg_std_names dg_std_names_llama;
 /* Loads the tensors of the standard layer (clears *out first, sets has_kv);

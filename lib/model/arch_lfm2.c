@@ -100,22 +100,11 @@ static deg_status lfm2_gguf_config(deg_model *m)
     DG_TRY(st);
     DG_TRY(check_conv_K(K, "GGUF lfm2.shortconv.l_cache"));
     a->conv_K = (int32_t)K;
-    const char *key = "lfm2.attention.head_count_kv";
-    dg_gguf_type et;
-    uint64_t n;
-    if (dg_gguf_get_arr(g, key, &et, &n, NULL) != DEG_OK) { /* a number: all attention */
-        dg_clear_error();
-        memset(a->is_attn, 1, (size_t)m->hp.n_layer);
-        return DEG_OK;
-    }
-    if (n != (uint64_t)m->hp.n_layer)
-        return dg_fail(DEG_ERR_FORMAT, "GGUF: '%s' has %llu entries for %d layers", key,
-                       (unsigned long long)n, (int)m->hp.n_layer);
-    for (uint64_t i = 0; i < n; i++) {
-        int64_t v;
-        DG_TRY(dg_gguf_arr_int(g, key, i, &v));
-        a->is_attn[i] = v != 0;
-    }
+    int32_t n = m->hp.n_layer, *kv;
+    DG_TRY(dg_model_alloc(m, sizeof(int32_t) * (size_t)n, (void **)&kv));
+    int found;
+    DG_TRY(dg_gguf_layer_ints(m, "attention.head_count_kv", n, kv, &found));
+    for (int32_t i = 0; i < n; i++) a->is_attn[i] = !found || kv[i] != 0; /* absent: all attention */
     return DEG_OK;
 }
 

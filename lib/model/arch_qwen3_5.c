@@ -15,7 +15,20 @@
  *    (torch_recurrent_gated_delta_rule, token by token); o = RMSNorm(o) * w
  *    * silu(in_proj_z x) per head (Qwen3_5RMSNormGated); out_proj.
  * State of a DeltaNet layer (dg_layer.state_floats): S [nv, dk, dv] f32 then
- * the conv tail [K-1, conv_dim]. GGUF (llama.cpp qwen35) is not read. */
+ * the conv tail [K-1, conv_dim].
+ * GGUF, as llama.cpp's convert_hf_to_gguf.py (Qwen3_5TextModel, general.
+ * architecture "qwen35") writes it: qwen35.ssm.{state_size = dk, group_count
+ * = nk, time_step_rank = nv, inner_size = nv dv, conv_kernel}, the layer
+ * kinds from qwen35.attention.recurrent_layers (else full_attention_interval),
+ * partial RoPE as rope.dimension_count (its rope.dimension_sections, the
+ * multimodal RoPE's, are one 1-D position for text), block_count counting
+ * nextn_predict_layers MTP layers after the decoder's (not read). Tensors:
+ * the zero-centred norms stored as 1 + w (taken as they are; ssm_norm, the
+ * gated norm, is not zero-centred), attn_q = q_proj (q | gate per head),
+ * attn_qkv / attn_gate / ssm_beta / ssm_alpha = in_proj_qkv / z / b / a,
+ * ssm_conv1d squeezed to [conv_dim, K], ssm_a = -exp(A_log), ssm_dt.bias =
+ * dt_bias, ssm_out = out_proj; with nk < nv the value heads reordered
+ * (q35_hp.map_*: undone at load). */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -42,38 +55,131 @@ static deg_status cfg_int(json_t *cfg, const char *key, int32_t dflt, int32_t *o
     return DEG_OK;
 }
 
+/* m->arch_hp = a new q35_hp with is_attn allocated. */
+static deg_status q35_new_hp(deg_model *m, q35_hp **out)
+{
+    q35_hp *a;
+    DG_TRY(dg_model_alloc(m, sizeof *a, (void **)&a));
+    DG_TRY(dg_model_alloc(m, (size_t)m->hp.n_layer, (void **)&a->is_attn));
+    m->arch_hp = a;
+    *out = a;
+    return DEG_OK;
+}
+
+/* After the DeltaNet geometry is read (from config.json or GGUF metadata,
+ * named by where): its checks and the pass scratch. */
+static deg_status q35_geometry(deg_model *m, q35_hp *a, const char *where)
+{
+    const dg_hparams *hp = &m->hp;
+    if (a->dk > DG_DN_MAX_HEAD_DIM || a->dv > DG_DN_MAX_HEAD_DIM)
+        return dg_fail(DEG_ERR_UNSUPPORTED, "%s: linear key/value head dims %d/%d exceed %d",
+                       where, (int)a->dk, (int)a->dv, DG_DN_MAX_HEAD_DIM);
+    if (a->nv % a->nk)
+        return dg_fail(DEG_ERR_FORMAT, "%s: linear_num_value_heads %d is not a multiple of "
+                       "linear_num_key_heads %d", where, (int)a->nv, (int)a->nk);
+    size_t QD = (size_t)hp->n_head * (size_t)hp->head_dim, VD = (size_t)a->nv * (size_t)a->dv;
+    size_t dn = 2 * dg_q35_conv_dim(a) + 3 * VD + 2 * (size_t)a->nv, at = 3 * QD;
+    m->scratch_per_token = dn > at ? dn : at;
+    return DEG_OK;
+}
+
+/* Qwen3_5TextConfig's default layer kinds: every every-th layer is attention. */
+static void q35_interval(deg_model *m, q35_hp *a, int32_t every)
+{
+    for (int32_t i = 0; i < m->hp.n_layer; i++) a->is_attn[i] = (i + 1) % every == 0;
+}
+
 static deg_status q35_hf_config(deg_model *m, json_t *cfg, const char *path)
 {
-    dg_hparams *hp = &m->hp;
     q35_hp *a;
-    unsigned char *is_attn;
-    DG_TRY(dg_model_alloc(m, sizeof *a, (void **)&a));
-    DG_TRY(dg_model_alloc(m, (size_t)hp->n_layer, (void **)&is_attn));
-    a->is_attn = is_attn;
-    m->arch_hp = a;
+    DG_TRY(q35_new_hp(m, &a));
     DG_TRY(cfg_int(cfg, "linear_num_key_heads", 16, &a->nk, path));
     DG_TRY(cfg_int(cfg, "linear_num_value_heads", 32, &a->nv, path));
     DG_TRY(cfg_int(cfg, "linear_key_head_dim", 128, &a->dk, path));
     DG_TRY(cfg_int(cfg, "linear_value_head_dim", 128, &a->dv, path));
     DG_TRY(cfg_int(cfg, "linear_conv_kernel_dim", 4, &a->conv_K, path));
-    if (a->dk > DG_DN_MAX_HEAD_DIM || a->dv > DG_DN_MAX_HEAD_DIM)
-        return dg_fail(DEG_ERR_UNSUPPORTED, "%s: linear key/value head dims %d/%d exceed %d", path,
-                       (int)a->dk, (int)a->dv, DG_DN_MAX_HEAD_DIM);
-    if (a->nv % a->nk)
-        return dg_fail(DEG_ERR_FORMAT, "%s: linear_num_value_heads %d is not a multiple of "
-                       "linear_num_key_heads %d", path, (int)a->nv, (int)a->nk);
     int found;
-    DG_TRY(dg_hf_layer_types(m, cfg, path, "full_attention", "linear_attention", NULL, is_attn,
+    DG_TRY(dg_hf_layer_types(m, cfg, path, "full_attention", "linear_attention", NULL, a->is_attn,
                              &found));
-    if (!found) { /* Qwen3_5TextConfig: every full_attention_interval-th layer */
+    if (!found) {
         int32_t every;
         DG_TRY(cfg_int(cfg, "full_attention_interval", 4, &every, path));
-        for (int32_t i = 0; i < hp->n_layer; i++) is_attn[i] = (i + 1) % every == 0;
+        q35_interval(m, a, every);
     }
-    size_t QD = (size_t)hp->n_head * (size_t)hp->head_dim, VD = (size_t)a->nv * (size_t)a->dv;
-    size_t dn = 2 * dg_q35_conv_dim(a) + 3 * VD + 2 * (size_t)a->nv, at = 3 * QD;
-    m->scratch_per_token = dn > at ? dn : at;
+    return q35_geometry(m, a, path);
+}
+
+/* GGUF "qwen35.<key>": a count in [1, 65536]; absent: dflt (0: required). */
+static deg_status gguf_count(const deg_model *m, const char *key, int32_t dflt, int32_t *out)
+{
+    char full[160];
+    int64_t v;
+    dg_gguf_arch_key(m, key, full, sizeof full);
+    deg_status st = dg_gguf_get_i64(m->src.gguf, full, &v);
+    if (st == DEG_ERR_RANGE && dflt) v = dflt;
+    else if (st == DEG_ERR_RANGE) return dg_fail(DEG_ERR_FORMAT, "GGUF: missing metadata key '%s'", full);
+    else if (st != DEG_OK) return dg_fail_context(st, "GGUF key '%s'", full);
+    if (v < 1 || v > 65536)
+        return dg_fail(DEG_ERR_FORMAT, "GGUF: '%s' = %lld is out of range", full, (long long)v);
+    *out = (int32_t)v;
     return DEG_OK;
+}
+
+/* The value-head maps of a GGUF file with nk < nv (q35_hp.map_*). */
+static deg_status q35_head_maps(deg_model *m, q35_hp *a)
+{
+    if (a->nk == a->nv) return DEG_OK;
+    size_t nv = (size_t)a->nv, dv = (size_t)a->dv, r = nv / (size_t)a->nk;
+    size_t qk = 2 * (size_t)a->nk * (size_t)a->dk, CD = dg_q35_conv_dim(a);
+    DG_TRY(dg_model_alloc(m, sizeof(int32_t) * nv, (void **)&a->map_nv));
+    DG_TRY(dg_model_alloc(m, sizeof(int32_t) * nv * dv, (void **)&a->map_vd));
+    DG_TRY(dg_model_alloc(m, sizeof(int32_t) * CD, (void **)&a->map_qkv));
+    for (size_t h = 0; h < nv; h++) /* logical h = kh * r + j is file head j * nk + kh */
+        a->map_nv[h] = (int32_t)((h % r) * (size_t)a->nk + h / r);
+    for (size_t i = 0; i < nv * dv; i++)
+        a->map_vd[i] = a->map_nv[i / dv] * (int32_t)dv + (int32_t)(i % dv);
+    for (size_t c = 0; c < CD; c++)
+        a->map_qkv[c] = c < qk ? (int32_t)c : (int32_t)qk + a->map_vd[c - qk];
+    return DEG_OK;
+}
+
+static deg_status q35_gguf_config(deg_model *m)
+{
+    dg_hparams *hp = &m->hp;
+    int32_t n_all = hp->n_layer, nextn = 0, inner = 0, *rec;
+    char key[160];
+    int64_t v;
+    deg_status st = dg_gguf_get_i64(m->src.gguf,
+                                    dg_gguf_arch_key(m, "nextn_predict_layers", key, sizeof key), &v);
+    if (st == DEG_OK && (v < 0 || v >= n_all))
+        return dg_fail(DEG_ERR_FORMAT, "GGUF: '%s' = %lld leaves no decoder layer of %d", key,
+                       (long long)v, (int)n_all);
+    if (st == DEG_OK) nextn = (int32_t)v;
+    else if (st != DEG_ERR_RANGE) return dg_fail_context(st, "GGUF key '%s'", key);
+    hp->n_layer = n_all - nextn; /* the MTP layers after the decoder are not read */
+    q35_hp *a;
+    DG_TRY(q35_new_hp(m, &a));
+    DG_TRY(gguf_count(m, "ssm.state_size", 0, &a->dk));
+    DG_TRY(gguf_count(m, "ssm.group_count", 0, &a->nk));
+    DG_TRY(gguf_count(m, "ssm.time_step_rank", 0, &a->nv));
+    DG_TRY(gguf_count(m, "ssm.inner_size", 0, &inner));
+    DG_TRY(gguf_count(m, "ssm.conv_kernel", 0, &a->conv_K));
+    if (inner % a->nv)
+        return dg_fail(DEG_ERR_FORMAT, "GGUF: qwen35.ssm.inner_size %d is not a multiple of "
+                       "qwen35.ssm.time_step_rank %d", (int)inner, (int)a->nv);
+    a->dv = inner / a->nv;
+    DG_TRY(dg_model_alloc(m, sizeof(int32_t) * (size_t)n_all, (void **)&rec));
+    int found;
+    DG_TRY(dg_gguf_layer_ints(m, "attention.recurrent_layers", n_all, rec, &found));
+    if (found) {
+        for (int32_t i = 0; i < hp->n_layer; i++) a->is_attn[i] = !rec[i];
+    } else {
+        int32_t every;
+        DG_TRY(gguf_count(m, "full_attention_interval", 4, &every));
+        q35_interval(m, a, every);
+    }
+    DG_TRY(q35_geometry(m, a, "GGUF"));
+    return q35_head_maps(m, a);
 }
 
 /* *w (n floats, a zero-centred norm weight) replaced by an owned 1 + w. */
@@ -86,32 +192,57 @@ static deg_status plus_one(deg_model *m, int64_t n, const float **w)
     return DEG_OK;
 }
 
-/* A zero-centred norm weight, loaded and stored as 1 + w. */
-static deg_status norm_plus_one(deg_model *m, const char *hf, int il, int64_t n,
+/* A zero-centred norm weight stored as 1 + w (HF: w, plus one here; GGUF:
+ * llama.cpp's converter stored 1 + w). */
+static deg_status norm_plus_one(deg_model *m, const char *gguf, const char *hf, int il, int64_t n,
                                 const float **out)
 {
-    DG_TRY(dg_weight_get(m, NULL, hf, il, 1, &n, 0, out));
-    return plus_one(m, n, out);
+    DG_TRY(dg_weight_get(m, gguf, hf, il, 1, &n, 0, out));
+    return m->src.gguf ? DEG_OK : plus_one(m, n, out);
 }
 
 #define Q35 "model.layers.%d."
+#define BLK "blk.%d."
 
 static const dg_std_names q35_mlp_names = {
     .ffn_norm = Q35 "post_attention_layernorm.weight", .gate = Q35 "mlp.gate_proj.weight",
-    .up = Q35 "mlp.up_proj.weight", .down = Q35 "mlp.down_proj.weight"};
+    .up = Q35 "mlp.up_proj.weight", .down = Q35 "mlp.down_proj.weight",
+    .gguf_ffn_norm = BLK "post_attention_norm.weight"};
 
 static deg_status q35_load_attn(deg_model *m, int il, dg_layer *L)
 {
     const dg_hparams *hp = &m->hp;
     int64_t E = hp->n_embd, D = hp->head_dim, QD = (int64_t)hp->n_head * D,
             KD = (int64_t)hp->n_head_kv * D;
-    DG_TRY(dg_weight_get_matrix(m, NULL, Q35 "self_attn.q_proj.weight", il, 2 * QD, E, 0, &L->wq));
-    DG_TRY(dg_weight_get_matrix(m, NULL, Q35 "self_attn.k_proj.weight", il, KD, E, 0, &L->wk));
-    DG_TRY(dg_weight_get_matrix(m, NULL, Q35 "self_attn.v_proj.weight", il, KD, E, 0, &L->wv));
-    DG_TRY(dg_weight_get_matrix(m, NULL, Q35 "self_attn.o_proj.weight", il, E, QD, 0, &L->wo));
-    DG_TRY(norm_plus_one(m, Q35 "self_attn.q_norm.weight", il, D, &L->q_norm));
-    DG_TRY(norm_plus_one(m, Q35 "self_attn.k_norm.weight", il, D, &L->k_norm));
+    DG_TRY(dg_weight_get_matrix(m, BLK "attn_q.weight", Q35 "self_attn.q_proj.weight", il, 2 * QD,
+                                E, 0, &L->wq));
+    DG_TRY(dg_weight_get_matrix(m, BLK "attn_k.weight", Q35 "self_attn.k_proj.weight", il, KD, E,
+                                0, &L->wk));
+    DG_TRY(dg_weight_get_matrix(m, BLK "attn_v.weight", Q35 "self_attn.v_proj.weight", il, KD, E,
+                                0, &L->wv));
+    DG_TRY(dg_weight_get_matrix(m, BLK "attn_output.weight", Q35 "self_attn.o_proj.weight", il, E,
+                                QD, 0, &L->wo));
+    DG_TRY(norm_plus_one(m, BLK "attn_q_norm.weight", Q35 "self_attn.q_norm.weight", il, D,
+                         &L->q_norm));
+    DG_TRY(norm_plus_one(m, BLK "attn_k_norm.weight", Q35 "self_attn.k_norm.weight", il, D,
+                         &L->k_norm));
     L->has_kv = 1;
+    return DEG_OK;
+}
+
+/* -exp(A_log) [nv]: HF computes it here (the arithmetic the forward used to
+ * do per token), GGUF stores it (ssm_a). */
+static deg_status q35_neg_A(deg_model *m, int il, const q35_hp *a, const float **out)
+{
+    int64_t NV = a->nv;
+    if (m->src.gguf)
+        return dg_weight_get_mapped(m, BLK "ssm_a", NULL, il, 1, &NV, a->map_nv, NULL, out);
+    const float *A_log;
+    float *p;
+    DG_TRY(dg_weight_get(m, NULL, Q35 "linear_attn.A_log", il, 1, &NV, 0, &A_log));
+    DG_TRY(dg_model_alloc(m, sizeof(float) * (size_t)NV, (void **)&p));
+    for (int64_t h = 0; h < NV; h++) p[h] = -expf(A_log[h]);
+    *out = p;
     return DEG_OK;
 }
 
@@ -122,21 +253,26 @@ static deg_status q35_load_deltanet(deg_model *m, int il, dg_layer *L)
             NV = a->nv, DV = a->dv;
     q35_dn *d;
     DG_TRY(dg_model_alloc(m, sizeof *d, (void **)&d));
-    int64_t cshape[] = {CD, 1, a->conv_K};
-    DG_TRY(dg_weight_get_matrix(m, NULL, Q35 "linear_attn.in_proj_qkv.weight", il, CD, E, 0,
-                                &d->in_qkv));
-    DG_TRY(dg_weight_get_matrix(m, NULL, Q35 "linear_attn.in_proj_z.weight", il, VD, E, 0,
-                                &d->in_z));
-    DG_TRY(dg_weight_get_matrix(m, NULL, Q35 "linear_attn.in_proj_b.weight", il, NV, E, 0,
-                                &d->in_b));
-    DG_TRY(dg_weight_get_matrix(m, NULL, Q35 "linear_attn.in_proj_a.weight", il, NV, E, 0,
-                                &d->in_a));
-    DG_TRY(dg_weight_get(m, NULL, Q35 "linear_attn.conv1d.weight", il, 3, cshape, 0, &d->conv));
-    DG_TRY(dg_weight_get(m, NULL, Q35 "linear_attn.A_log", il, 1, &NV, 0, &d->A_log));
-    DG_TRY(dg_weight_get(m, NULL, Q35 "linear_attn.dt_bias", il, 1, &NV, 0, &d->dt_bias));
-    DG_TRY(dg_weight_get(m, NULL, Q35 "linear_attn.norm.weight", il, 1, &DV, 0, &d->norm));
-    DG_TRY(dg_weight_get_matrix(m, NULL, Q35 "linear_attn.out_proj.weight", il, E, VD, 0,
-                                &d->out));
+    /* HF [CD, 1, K]; llama.cpp squeezes it to [CD, K]: the same floats */
+    int64_t cshape_hf[] = {CD, 1, a->conv_K}, cshape_gguf[] = {CD, a->conv_K};
+    DG_TRY(dg_weight_get_matrix_mapped(m, BLK "attn_qkv.weight", Q35 "linear_attn.in_proj_qkv.weight",
+                                       il, CD, E, a->map_qkv, NULL, &d->in_qkv));
+    DG_TRY(dg_weight_get_matrix_mapped(m, BLK "attn_gate.weight", Q35 "linear_attn.in_proj_z.weight",
+                                       il, VD, E, a->map_vd, NULL, &d->in_z));
+    DG_TRY(dg_weight_get_matrix_mapped(m, BLK "ssm_beta.weight", Q35 "linear_attn.in_proj_b.weight",
+                                       il, NV, E, a->map_nv, NULL, &d->in_b));
+    DG_TRY(dg_weight_get_matrix_mapped(m, BLK "ssm_alpha.weight", Q35 "linear_attn.in_proj_a.weight",
+                                       il, NV, E, a->map_nv, NULL, &d->in_a));
+    DG_TRY(dg_weight_get_mapped(m, BLK "ssm_conv1d.weight", Q35 "linear_attn.conv1d.weight", il,
+                                m->src.gguf ? 2 : 3, m->src.gguf ? cshape_gguf : cshape_hf,
+                                a->map_qkv, NULL, &d->conv));
+    DG_TRY(q35_neg_A(m, il, a, &d->neg_A));
+    DG_TRY(dg_weight_get_mapped(m, BLK "ssm_dt.bias", Q35 "linear_attn.dt_bias", il, 1, &NV,
+                                a->map_nv, NULL, &d->dt_bias));
+    DG_TRY(dg_weight_get(m, BLK "ssm_norm.weight", Q35 "linear_attn.norm.weight", il, 1, &DV, 0,
+                         &d->norm));
+    DG_TRY(dg_weight_get_matrix_mapped(m, BLK "ssm_out.weight", Q35 "linear_attn.out_proj.weight",
+                                       il, E, VD, NULL, a->map_vd, &d->out));
     L->arch_data = d;
     L->state_floats = (size_t)a->nv * (size_t)a->dk * (size_t)a->dv +
                       (size_t)(a->conv_K - 1) * (size_t)CD;
@@ -147,13 +283,17 @@ static deg_status q35_load_layer(deg_model *m, int il, dg_layer *L)
 {
     const q35_hp *a = m->arch_hp;
     memset(L, 0, sizeof *L);
-    DG_TRY(norm_plus_one(m, Q35 "input_layernorm.weight", il, m->hp.n_embd, &L->attn_norm));
+    DG_TRY(norm_plus_one(m, BLK "attn_norm.weight", Q35 "input_layernorm.weight", il,
+                         m->hp.n_embd, &L->attn_norm));
     DG_TRY(a->is_attn[il] ? q35_load_attn(m, il, L) : q35_load_deltanet(m, il, L));
     DG_TRY(dg_load_mlp(m, il, &q35_mlp_names, L));
-    return plus_one(m, m->hp.n_embd, &L->ffn_norm);
+    return m->src.gguf ? DEG_OK : plus_one(m, m->hp.n_embd, &L->ffn_norm);
 }
 
-static deg_status q35_finish(deg_model *m) { return plus_one(m, m->hp.n_embd, &m->out_norm); }
+static deg_status q35_finish(deg_model *m)
+{
+    return m->src.gguf ? DEG_OK : plus_one(m, m->hp.n_embd, &m->out_norm);
+}
 
 /* Gated attention block: x += o_proj(attention(q, k, v) * sigmoid(gate)),
  * LoRA adapters on q_proj (q and gate), k, v and o_proj.
@@ -212,7 +352,7 @@ const float *dg_q35_token_inputs(const q35_hp *a, const q35_dn *d, int h, const 
                                  float *decay)
 {
     size_t dk = (size_t)a->dk, kh = (size_t)(h / (a->nv / a->nk)), KD = (size_t)a->nk * dk;
-    float sq = sqrtf((float)dk), negA = -expf(d->A_log[h]);
+    float sq = sqrtf((float)dk), negA = d->neg_A[h];
     memcpy(q, qc_row + kh * dk, sizeof(float) * dk);
     memcpy(k, qc_row + KD + kh * dk, sizeof(float) * dk);
     l2norm(q, dk);
@@ -330,11 +470,9 @@ static void q35_rec_lora_dims(const deg_model *m, int t, size_t *in, size_t *out
 const dg_arch dg_arch_qwen3_5 = {
     .name = "qwen3_5_text",
     .hf_config = q35_hf_config,
-    .no_gguf = 1,
     .gguf_arch = "qwen35",
-    .no_gguf_why = "llama.cpp's qwen35 converter reorders the DeltaNet value heads, stores "
-                   "A = -exp(A_log) and the norms as 1 + w, splits q/k/v and z, renames "
-                   "dt_bias and appends MTP layers; deg does not undo that layout yet",
+    .gguf_config = q35_gguf_config,
+    .gguf_flags = DG_GGUF_PARTIAL_ROPE,
     .finish = q35_finish,
     .chat_layout = "qwen3",
     .load_layer = q35_load_layer,

@@ -13,6 +13,12 @@
 typedef struct q35_hp {
     int32_t nk, nv, dk, dv, conv_K;
     unsigned char *is_attn;  /* [n_layer] */
+    /* GGUF files with nk < nv (llama.cpp's converter stores the value heads
+     * of key head kh tiled, j * nk + kh, not grouped, kh * (nv / nk) + j):
+     * the file rows of the logical (HF) rows of in_proj_qkv / conv1d [conv
+     * dim], in_proj_z / out_proj's columns [nv dv] and in_proj_a / b, A,
+     * dt_bias [nv] (dg_weight_get_mapped); NULL: in order. */
+    int32_t *map_qkv, *map_vd, *map_nv;
 } q35_hp;
 
 /* DeltaNet weights (dg_layer.arch_data of a linear_attention layer). */
@@ -21,7 +27,8 @@ typedef struct q35_dn {
     dg_weight in_z;               /* [nv dv, E] */
     dg_weight in_b, in_a;         /* [nv, E] */
     const float *conv;            /* [conv_dim, 1, K] */
-    const float *A_log, *dt_bias; /* [nv] */
+    const float *neg_A;           /* [nv] -exp(A_log) (GGUF: ssm_a as stored) */
+    const float *dt_bias;         /* [nv] */
     const float *norm;            /* [dv] */
     dg_weight out;                /* [E, nv dv] */
 } q35_dn;

@@ -123,35 +123,80 @@ static deg_status gguf_float(const dg_gguf *g, const char *arch, const char *key
     return DEG_OK;
 }
 
-/* <arch>.attention.head_count_kv: a number, or (hybrids, llama.cpp's lfm2)
- * an array with one entry per layer, 0 on layers without attention; the
- * attention layers must then agree (the architecture reads the kinds). */
-static deg_status gguf_head_count_kv(const dg_gguf *g, const char *arch, dg_hparams *hp)
+const char *dg_gguf_arch_key(const deg_model *m, const char *key, char *buf, size_t cap)
 {
-    char key[160];
-    snprintf(key, sizeof key, "%s.attention.head_count_kv", arch);
+    const char *a = m->arch->gguf_arch ? m->arch->gguf_arch : m->arch->name;
+    snprintf(buf, cap, "%s.%s", a, key);
+    return buf;
+}
+
+deg_status dg_gguf_layer_ints(const deg_model *m, const char *key, int32_t n, int32_t *out,
+                              int *found)
+{
+    const dg_gguf *g = m->src.gguf;
+    char full[160];
+    dg_gguf_arch_key(m, key, full, sizeof full);
     dg_gguf_type et;
-    uint64_t n;
+    uint64_t len;
     const void *data;
-    if (dg_gguf_get_arr(g, key, &et, &n, &data) != DEG_OK) {
+    *found = 1;
+    deg_status st = dg_gguf_get_arr(g, full, &et, &len, &data);
+    if (st == DEG_ERR_RANGE) {
         dg_clear_error();
-        return gguf_int(g, arch, "attention.head_count_kv", 0, hp->n_head, &hp->n_head_kv);
+        *found = 0;
+        return DEG_OK;
     }
-    int32_t kv = 0;
-    for (uint64_t i = 0; i < n; i++) {
+    if (st != DEG_OK) { /* not an array: a number for every layer */
+        dg_clear_error();
         int64_t v;
-        DG_TRY(dg_gguf_arr_int(g, key, i, &v));
-        if (v < 0 || v > INT32_MAX)
-            return dg_fail(DEG_ERR_FORMAT, "GGUF: '%s'[%llu] = %lld is not a K/V head count", key,
-                           (unsigned long long)i, (long long)v);
-        if (v && kv && v != kv)
-            return dg_fail(DEG_ERR_UNSUPPORTED, "GGUF: '%s'[%llu] = %lld (attention layers "
-                           "with different K/V head counts)", key, (unsigned long long)i,
-                           (long long)v);
-        if (v) kv = (int32_t)v;
+        st = dg_gguf_get_i64(g, full, &v);
+        if (st != DEG_OK || v < 0 || v > INT32_MAX)
+            return dg_fail(DEG_ERR_FORMAT, "GGUF: '%s' is neither a count nor an array of "
+                           "%d per-layer counts", full, (int)n);
+        for (int32_t i = 0; i < n; i++) out[i] = (int32_t)v;
+        return DEG_OK;
     }
-    hp->n_head_kv = kv ? kv : hp->n_head;
+    if (len != (uint64_t)n)
+        return dg_fail(DEG_ERR_FORMAT, "GGUF: '%s' has %llu entries for %d layers", full,
+                       (unsigned long long)len, (int)n);
+    for (int32_t i = 0; i < n; i++) {
+        int64_t v;
+        if (et == DG_GGUF_BOOL) v = ((const uint8_t *)data)[i] != 0;
+        else DG_TRY(dg_gguf_arr_int(g, full, (uint64_t)i, &v));
+        if (v < 0 || v > INT32_MAX)
+            return dg_fail(DEG_ERR_FORMAT, "GGUF: '%s'[%d] = %lld is out of range", full, (int)i,
+                           (long long)v);
+        out[i] = (int32_t)v;
+    }
     return DEG_OK;
+}
+
+/* A per-layer count of the common hyper-parameters (attention.head_count_kv,
+ * feed_forward_length): a number, or (hybrids: llama.cpp's lfm2, gemma4) an
+ * array with one entry per layer, 0 on layers without attention; the
+ * non-zero entries must agree unless the architecture reads the array
+ * (DG_GGUF_LAYER_ARRAYS). *out = the first non-zero entry (dflt if none or
+ * the key is absent and not required). */
+static deg_status gguf_layer_count(const deg_model *m, const char *key, int required,
+                                   int32_t dflt, int32_t *out)
+{
+    int32_t n = m->hp.n_layer, *v = malloc(sizeof(int32_t) * (size_t)n), first = 0;
+    if (!v) return dg_fail(DEG_ERR_NOMEM, "model: out of memory");
+    int found;
+    char full[160];
+    dg_gguf_arch_key(m, key, full, sizeof full);
+    deg_status st = dg_gguf_layer_ints(m, key, n, v, &found);
+    if (st == DEG_OK && !found && required)
+        st = dg_fail(DEG_ERR_FORMAT, "GGUF: missing metadata key '%s'", full);
+    for (int32_t i = 0; st == DEG_OK && found && i < n; i++) {
+        if (v[i] && first && v[i] != first && !(m->arch->gguf_flags & DG_GGUF_LAYER_ARRAYS))
+            st = dg_fail(DEG_ERR_UNSUPPORTED, "GGUF: '%s'[%d] = %d (layers of %s with "
+                         "different values)", full, (int)i, (int)v[i], m->arch->name);
+        if (v[i] && !first) first = v[i];
+    }
+    free(v);
+    if (st == DEG_OK) *out = first ? first : dflt;
+    return st;
 }
 
 static deg_status gguf_hparams(deg_model *m, const char *arch)
@@ -159,10 +204,13 @@ static deg_status gguf_hparams(deg_model *m, const char *arch)
     const dg_gguf *g = m->src.gguf;
     dg_hparams *hp = &m->hp;
     DG_TRY(gguf_int(g, arch, "block_count", 1, 0, &hp->n_layer));
+    if (hp->n_layer <= 0 || hp->n_layer > DG_HP_MAX)
+        return dg_fail(DEG_ERR_FORMAT, "GGUF: %s.block_count = %d is out of range", arch,
+                       (int)hp->n_layer);
     DG_TRY(gguf_int(g, arch, "embedding_length", 1, 0, &hp->n_embd));
     DG_TRY(gguf_int(g, arch, "attention.head_count", 1, 0, &hp->n_head));
-    DG_TRY(gguf_head_count_kv(g, arch, hp));
-    DG_TRY(gguf_int(g, arch, "feed_forward_length", 1, 0, &hp->n_ff));
+    DG_TRY(gguf_layer_count(m, "attention.head_count_kv", 0, hp->n_head, &hp->n_head_kv));
+    DG_TRY(gguf_layer_count(m, "feed_forward_length", 1, 0, &hp->n_ff));
     DG_TRY(gguf_int(g, arch, "context_length", 0, 0, &hp->n_ctx_train));
     int32_t dflt_hd = hp->n_head > 0 ? hp->n_embd / hp->n_head : 0;
     DG_TRY(gguf_int(g, arch, "attention.key_length", 0, dflt_hd, &hp->head_dim));
@@ -174,10 +222,13 @@ static deg_status gguf_hparams(deg_model *m, const char *arch)
     if (vlen != hp->head_dim)
         return dg_fail(DEG_ERR_UNSUPPORTED, "GGUF: value_length %d != key_length %d",
                        (int)vlen, (int)hp->head_dim);
-    if (rope_dims != hp->head_dim)
+    int partial = m->arch->gguf_flags & DG_GGUF_PARTIAL_ROPE;
+    if (rope_dims != hp->head_dim &&
+        !(partial && rope_dims >= 2 && rope_dims % 2 == 0 && rope_dims < hp->head_dim))
         return dg_fail(DEG_ERR_UNSUPPORTED,
-                       "GGUF: partial RoPE (rope.dimension_count %d of head_dim %d)",
+                       "GGUF: partial RoPE (%s.rope.dimension_count %d of head_dim %d)", arch,
                        (int)rope_dims, (int)hp->head_dim);
+    hp->rope_dim = rope_dims;
     dg_gguf_str s;
     char key[160];
     snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
@@ -340,12 +391,9 @@ static deg_status load_gguf(deg_model *m, const char *path)
     if (st != DEG_OK) return st;
     m->arch = find_arch(s.ptr, (size_t)s.len, path, 1, &st);
     if (!m->arch) return st;
-    if (m->arch->no_gguf)
-        return dg_fail(DEG_ERR_UNSUPPORTED, "%s: GGUF files of architecture '%s' are not "
-                       "supported%s%s (load its Hugging Face directory)", path, m->arch->name,
-                       m->arch->no_gguf_why ? ": " : "",
-                       m->arch->no_gguf_why ? m->arch->no_gguf_why : "");
-    DG_TRY(gguf_hparams(m, m->arch->name));
+    char arch[64];
+    snprintf(arch, sizeof arch, "%s", m->arch->gguf_arch ? m->arch->gguf_arch : m->arch->name);
+    DG_TRY(gguf_hparams(m, arch));
     if (m->arch->gguf_config) DG_TRY(m->arch->gguf_config(m));
     if (dg_gguf_get_str(g, "general.name", &s) == DEG_OK) m->name = dup_n(s.ptr, (size_t)s.len);
     if (dg_gguf_get_str(g, "tokenizer.chat_template", &s) == DEG_OK) {

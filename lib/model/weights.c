@@ -70,25 +70,6 @@ deg_status dg_model_own(deg_model *m, void *p)
     return DEG_OK;
 }
 
-/* w: [H * D, K] rows permuted in place of llama.cpp's interleave:
- * hf[h][a*D/2 + b] = gguf[h][2b + a]. */
-static deg_status unpermute_heads(float *w, int64_t rows, int64_t cols, int heads)
-{
-    int64_t D = rows / heads, half = D / 2;
-    float *tmp = malloc(sizeof(float) * (size_t)(D * cols));
-    if (!tmp) return dg_fail(DEG_ERR_NOMEM, "model: out of memory");
-    for (int h = 0; h < heads; h++) {
-        float *head = w + (size_t)(h * D * cols);
-        memcpy(tmp, head, sizeof(float) * (size_t)(D * cols));
-        for (int64_t a = 0; a < 2; a++)
-            for (int64_t b = 0; b < half; b++)
-                memcpy(head + (size_t)((a * half + b) * cols), tmp + (size_t)((2 * b + a) * cols),
-                       sizeof(float) * (size_t)cols);
-    }
-    free(tmp);
-    return DEG_OK;
-}
-
 /* The tensor named by gguf_name / hf_name, checked to have shape. */
 static deg_status find_checked(const deg_model *m, const char *gguf_name, const char *hf_name,
                                int il, int n_dims, const int64_t *shape, int permute_heads,
@@ -112,31 +93,42 @@ static deg_status find_checked(const deg_model *m, const char *gguf_name, const 
     return DEG_OK;
 }
 
-deg_status dg_weight_get(deg_model *m, const char *gguf_name, const char *hf_name, int il,
-                         int n_dims, const int64_t *shape, int permute_heads, const float **out)
+/* f32 copy of t (n floats, shape[0] rows of n / shape[0]) into an owned
+ * buffer, row r = the file's row row_map[r], column c = its column
+ * col_map[c] (either NULL: in order). */
+static deg_status gather_f32(deg_model *m, const dg_tensor_view *t, const char *name, int64_t n,
+                             int64_t rows, const int32_t *row_map, const int32_t *col_map,
+                             const float **out)
 {
-    char name[256];
-    const dg_tensor_view *t;
-    DG_TRY(find_checked(m, gguf_name, hf_name, il, n_dims, shape, permute_heads, name, &t));
-    int64_t n = 1;
-    for (int i = 0; i < n_dims; i++) n *= shape[i];
-    m->weight_bytes += (size_t)n * sizeof(float);
-    if (t->dtype == DG_F32 && !permute_heads && ((uintptr_t)t->data % sizeof(float)) == 0) {
-        *out = t->data;
-        return DEG_OK;
-    }
-    float *buf = malloc(sizeof(float) * (size_t)n);
+    int64_t cols = n / rows;
+    float *buf = malloc(sizeof(float) * (size_t)n), *src = buf;
     if (!buf) return dg_fail(DEG_ERR_NOMEM, "tensor '%s': cannot allocate %lld floats", name,
                              (long long)n);
-    deg_status st;
-    if (t->dtype == DG_F32) {
+    deg_status st = DEG_OK;
+    if (t->dtype == DG_F32 && !row_map && !col_map) {
         memcpy(buf, t->data, sizeof(float) * (size_t)n);
-        st = DEG_OK;
-    } else {
-        st = dg_dequantize(t->dtype, t->data, buf, n);
-        if (st != DEG_OK) dg_fail_context(st, "tensor '%s'", name);
+    } else if (t->dtype == DG_F32) {
+        src = (float *)t->data; /* read with memcpy below: may be unaligned */
+    } else if ((st = dg_dequantize(t->dtype, t->data, buf, n)) != DEG_OK) {
+        dg_fail_context(st, "tensor '%s'", name);
+    } else if (row_map || col_map) {
+        src = buf;
+        buf = malloc(sizeof(float) * (size_t)n);
+        if (!buf) st = dg_fail(DEG_ERR_NOMEM, "tensor '%s': cannot allocate %lld floats", name,
+                               (long long)n);
     }
-    if (st == DEG_OK && permute_heads) st = unpermute_heads(buf, shape[0], shape[1], permute_heads);
+    if (st == DEG_OK && src != buf)
+        for (int64_t r = 0; r < rows; r++) {
+            const char *row = (const char *)src + sizeof(float) * (size_t)((row_map ? row_map[r]
+                                                                                   : r) * cols);
+            if (!col_map) {
+                memcpy(buf + r * cols, row, sizeof(float) * (size_t)cols);
+                continue;
+            }
+            for (int64_t c = 0; c < cols; c++)
+                memcpy(buf + r * cols + c, row + sizeof(float) * (size_t)col_map[c], sizeof(float));
+        }
+    if (src != buf && src != t->data) free(src);
     if (st != DEG_OK) {
         free(buf);
         return st;
@@ -144,6 +136,41 @@ deg_status dg_weight_get(deg_model *m, const char *gguf_name, const char *hf_nam
     DG_TRY(dg_model_own(m, buf));
     *out = buf;
     return DEG_OK;
+}
+
+deg_status dg_weight_get_mapped(deg_model *m, const char *gguf_name, const char *hf_name, int il,
+                                int n_dims, const int64_t *shape, const int32_t *row_map,
+                                const int32_t *col_map, const float **out)
+{
+    char name[256];
+    const dg_tensor_view *t;
+    DG_TRY(find_checked(m, gguf_name, hf_name, il, n_dims, shape, 0, name, &t));
+    if (!m->src.gguf) row_map = col_map = NULL;
+    if (col_map && n_dims != 2)
+        return dg_fail(DEG_ERR_FORMAT, "tensor '%s': a column order needs a matrix", name);
+    int64_t n = 1;
+    for (int i = 0; i < n_dims; i++) n *= shape[i];
+    m->weight_bytes += (size_t)n * sizeof(float);
+    if (t->dtype == DG_F32 && !row_map && !col_map && ((uintptr_t)t->data % sizeof(float)) == 0) {
+        *out = t->data;
+        return DEG_OK;
+    }
+    return gather_f32(m, t, name, n, shape[0], row_map, col_map, out);
+}
+
+static deg_status head_row_map(deg_model *m, int64_t rows, int heads, const int32_t **out);
+
+deg_status dg_weight_get(deg_model *m, const char *gguf_name, const char *hf_name, int il,
+                         int n_dims, const int64_t *shape, int permute_heads, const float **out)
+{
+    const int32_t *map = NULL;
+    if (permute_heads && m->src.gguf) {
+        char name[256];
+        const dg_tensor_view *t;
+        DG_TRY(find_checked(m, gguf_name, hf_name, il, n_dims, shape, permute_heads, name, &t));
+        DG_TRY(head_row_map(m, shape[0], permute_heads, &map));
+    }
+    return dg_weight_get_mapped(m, gguf_name, hf_name, il, n_dims, shape, map, NULL, out);
 }
 
 /* Row map of llama.cpp's q/k interleave (see unpermute_heads): logical
@@ -162,18 +189,22 @@ static deg_status head_row_map(deg_model *m, int64_t rows, int heads, const int3
     return DEG_OK;
 }
 
-deg_status dg_weight_get_matrix(deg_model *m, const char *gguf_name, const char *hf_name, int il,
-                                int64_t rows, int64_t cols, int permute_heads, dg_weight *out)
+deg_status dg_weight_get_matrix_mapped(deg_model *m, const char *gguf_name, const char *hf_name,
+                                       int il, int64_t rows, int64_t cols,
+                                       const int32_t *row_map, const int32_t *col_map,
+                                       dg_weight *out)
 {
     int64_t shape[2] = {rows, cols};
     char name[256];
     const dg_tensor_view *t;
-    DG_TRY(find_checked(m, gguf_name, hf_name, il, 2, shape, permute_heads, name, &t));
+    DG_TRY(find_checked(m, gguf_name, hf_name, il, 2, shape, 0, name, &t));
+    if (!m->src.gguf) row_map = col_map = NULL;
     memset(out, 0, sizeof *out);
     out->rows = rows;
     out->cols = cols;
+    /* a column order cannot be applied to quantized blocks: such a matrix is f32 */
     if (m->native_weights && t->dtype != DG_F32 && dg_weight_supported(t->dtype, cols) &&
-        rows <= INT32_MAX) {
+        rows <= INT32_MAX && !col_map) {
         int ok;
         out->dtype = t->dtype;
         out->row_bytes = dg_dtype_row_bytes(t->dtype, cols, &ok);
@@ -183,16 +214,30 @@ deg_status dg_weight_get_matrix(deg_model *m, const char *gguf_name, const char 
                            dg_dtype_name(t->dtype));
         out->data = t->data;
         out->f32_act = m->f32_act;
-        if (permute_heads) DG_TRY(head_row_map(m, rows, permute_heads, &out->row_map));
+        out->row_map = row_map;
         m->weight_bytes += dg_weight_bytes(out);
         return DEG_OK;
     }
     const float *f = NULL;
-    DG_TRY(dg_weight_get(m, gguf_name, hf_name, il, 2, shape, permute_heads, &f));
+    DG_TRY(dg_weight_get_mapped(m, gguf_name, hf_name, il, 2, shape, row_map, col_map, &f));
     out->dtype = DG_F32;
     out->data = f;
     out->row_bytes = sizeof(float) * (size_t)cols;
     return DEG_OK;
+}
+
+deg_status dg_weight_get_matrix(deg_model *m, const char *gguf_name, const char *hf_name, int il,
+                                int64_t rows, int64_t cols, int permute_heads, dg_weight *out)
+{
+    const int32_t *map = NULL;
+    if (permute_heads && m->src.gguf) {
+        char name[256];
+        const dg_tensor_view *t;
+        int64_t shape[2] = {rows, cols};
+        DG_TRY(find_checked(m, gguf_name, hf_name, il, 2, shape, permute_heads, name, &t));
+        DG_TRY(head_row_map(m, rows, permute_heads, &map));
+    }
+    return dg_weight_get_matrix_mapped(m, gguf_name, hf_name, il, rows, cols, map, NULL, out);
 }
 
 const dg_std_names dg_std_names_llama = {
@@ -213,7 +258,8 @@ deg_status dg_load_mlp(deg_model *m, int il, const dg_std_names *nm, dg_layer *L
 {
     const dg_hparams *hp = &m->hp;
     int64_t E = hp->n_embd, F = hp->n_ff;
-    DG_TRY(dg_weight_get(m, "blk.%d.ffn_norm.weight", nm->ffn_norm, il, 1, &E, 0, &L->ffn_norm));
+    DG_TRY(dg_weight_get(m, nm->gguf_ffn_norm ? nm->gguf_ffn_norm : "blk.%d.ffn_norm.weight",
+                         nm->ffn_norm, il, 1, &E, 0, &L->ffn_norm));
     DG_TRY(dg_weight_get_matrix(m, "blk.%d.ffn_gate.weight", nm->gate, il, F, E, 0, &L->w_gate));
     DG_TRY(dg_weight_get_matrix(m, "blk.%d.ffn_up.weight", nm->up, il, F, E, 0, &L->w_up));
     DG_TRY(dg_weight_get_matrix(m, "blk.%d.ffn_down.weight", nm->down, il, E, F, 0, &L->w_down));

@@ -46,14 +46,19 @@ typedef struct golden {
     dg_safetensors *st;
 } golden;
 
-static golden golden_open(const char *model)
+static golden golden_open_path(const char *p)
 {
-    char p[512];
-    snprintf(p, sizeof p, "%s/%s/golden.safetensors", GOLDENS, model);
     golden g = {0};
     deg_status s = dg_safetensors_open(p, &g.st);
     cr_assert_eq(s, DEG_OK, "%s: %s", p, deg_errmsg());
     return g;
+}
+
+static golden golden_open(const char *model)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s/golden.safetensors", GOLDENS, model);
+    return golden_open_path(p);
 }
 
 /* Tensor by name; *n = element count. */
@@ -331,13 +336,22 @@ Test(model, gemma4_greedy_and_info)
 /* The same weights as llama.cpp-style GGUF (llama q/k rows interleaved per
  * head, as llama.cpp's converter writes them): transformers' goldens hold,
  * and the logits are bitwise those of the HF directory (the loader undoes
- * the permutation exactly). tiny-lfm2.gguf is llama.cpp's convert_hf_to_gguf.py
- * output itself (tests/goldens/gen_hybrid_gguf.py): per-layer head_count_kv,
- * shortconv tensors, token_embd_norm. */
+ * the permutation exactly). The hybrid and Gemma 4 files are llama.cpp's
+ * convert_hf_to_gguf.py output itself (tests/goldens/gen_hybrid_gguf.py):
+ * lfm2's per-layer head_count_kv, shortconv tensors and token_embd_norm;
+ * qwen35's 1 + w norms, ssm_a = -exp(A_log), squeezed conv, partial RoPE and
+ * value heads reordered from grouped to tiled (2 key, 4 value heads);
+ * gemma4's sliding_window_pattern, per-layer K/V heads, key_length_swa,
+ * rope_freqs (the proportional RoPE), V = K by a missing attn_v, shared K/V
+ * layers, per-layer MLP widths, PLE tensors and the experts with their router
+ * and per-expert scales. */
 Test(model, tiny_gguf_matches_hf_dir)
 {
-    const char *names[] = {"tiny-llama-tied", "tiny-qwen3-untied", "tiny-lfm2"};
-    for (int k = 0; k < 3; k++) {
+    const char *names[] = {"tiny-llama-tied", "tiny-qwen3-untied", "tiny-lfm2", "tiny-qwen3_5",
+                           "tiny-gemma4", "tiny-gemma4-kvshare", "tiny-gemma4-moe"};
+    const char *gname[] = {"tiny-llama-tied", "tiny-qwen3-untied", "Tiny Lfm2", "Tiny Qwen3_5",
+                           "Tiny Gemma4", "Tiny Gemma4 Kvshare", "Tiny Gemma4 Moe"};
+    for (int k = 0; k < 7; k++) {
         char p[512];
         snprintf(p, sizeof p, "%s/tiny-gguf/%s.gguf", GOLDENS, names[k]);
         deg_model *mg = NULL, *mh = load_tiny(names[k]);
@@ -347,7 +361,7 @@ Test(model, tiny_gguf_matches_hf_dir)
         cr_assert_eq(deg_model_get_info(mg, &ig), DEG_OK);
         cr_assert_eq(deg_model_get_info(mh, &ih), DEG_OK);
         cr_assert_str_eq(ig.arch, ih.arch);
-        cr_assert_str_eq(ig.name, k < 2 ? names[k] : "Tiny Lfm2"); /* llama.cpp's naming */
+        cr_assert_str_eq(ig.name, gname[k]); /* llama.cpp's naming */
         cr_assert_eq(ig.n_vocab, ih.n_vocab);
         cr_assert_eq(ig.n_layer, ih.n_layer);
         cr_assert_eq(ig.n_head_kv, ih.n_head_kv);
@@ -371,7 +385,7 @@ Test(model, tiny_gguf_matches_hf_dir)
         cr_assert_eq(deg_trunk_prefill(tg, ids, n, lg, NULL), DEG_OK);
         cr_assert_eq(deg_trunk_prefill(th, ids, n, lh, NULL), DEG_OK);
         float d = max_abs_diff(lg, want, n * V);
-        cr_assert(d <= 1e-4f, "%s.gguf vs transformers: %g", names[k], d);
+        cr_assert(d <= logit_tol(names[k]), "%s.gguf vs transformers: %g", names[k], d);
         cr_assert(memcmp(lg, lh, sizeof(float) * n * V) == 0, "%s: GGUF and HF logits differ (%g)",
                   names[k], max_abs_diff(lg, lh, n * V));
         cr_log_info("%s.gguf max |diff| %g", names[k], d);
@@ -382,6 +396,61 @@ Test(model, tiny_gguf_matches_hf_dir)
         dg_safetensors_close(g.st);
         deg_model_free(mg);
         deg_model_free(mh);
+    }
+}
+
+/* Q8_0 files of the same checkpoints, as llama.cpp's converter quantizes them
+ * (--outtype q8_0; the value-head row maps then act on quantized rows, the
+ * out_proj column map makes that matrix f32): the logits equal transformers'
+ * on the HF model whose quantized matrices are the file's, dequantized by
+ * gguf-py (gen_hybrid_gguf.py writes <file>.golden.safetensors), with the
+ * weights dequantized (DEG_WEIGHTS_F32) and as native blocks with f32
+ * activations (the default); far from the f32 model's (the quantization is
+ * visible), so a file read as if f32 or without its maps fails.
+ * DEG_WEIGHTS_NATIVE (8-bit activation rows) is not compared: on these random
+ * tiny models its rounding moves the logits by 0.5..1.7 on both files alike
+ * (Gemma 4's has no maps), as much as the weights' quantization. */
+Test(model, quantized_gguf_matches_transformers)
+{
+    const char *names[] = {"tiny-qwen3_5", "tiny-gemma4"};
+    const int32_t modes[] = {DEG_WEIGHTS_F32, DEG_WEIGHTS_NATIVE_F32ACT};
+    const float tol[] = {1e-4f, 2e-4f};
+    for (int k = 0; k < 2; k++) {
+        char p[512], gp[512];
+        snprintf(p, sizeof p, "%s/tiny-gguf/%s.q8_0.gguf", GOLDENS, names[k]);
+        snprintf(gp, sizeof gp, "%s/tiny-gguf/%s.q8_0.golden.safetensors", GOLDENS, names[k]);
+        golden g = golden_open_path(gp), gf = golden_open(names[k]);
+        size_t n, nl;
+        const int32_t *ids = gt(&g, "ids", &n);
+        const float *want = gt(&g, "logits", &nl);
+        const float *f32 = gt(&gf, "prefill.3.logits", NULL);
+        cr_assert(nl % n == 0);
+        size_t V = nl / n;
+        float dq = max_abs_diff(want, f32, nl);
+        cr_assert(dq > 0.05f, "%s: quantization moved the logits by %g only", names[k], dq);
+        float *lg = malloc(sizeof(float) * nl);
+        for (int w = 0; w < 2; w++) {
+            deg_model_params prm = deg_model_default_params();
+            prm.weights = modes[w];
+            deg_model *m = NULL;
+            cr_assert_eq(deg_model_load_with_params(p, &prm, &m), DEG_OK, "%s", deg_errmsg());
+            deg_model_info info;
+            cr_assert_eq(deg_model_get_info(m, &info), DEG_OK);
+            cr_assert_eq((size_t)info.n_vocab, V);
+            deg_trunk *t;
+            cr_assert_eq(deg_trunk_new(m, &t), DEG_OK);
+            cr_assert_eq(deg_trunk_prefill(t, ids, n, lg, NULL), DEG_OK, "%s", deg_errmsg());
+            float d = max_abs_diff(lg, want, nl);
+            cr_assert(d <= tol[w], "%s.q8_0 mode %d vs transformers (dequantized): %g "
+                      "(f32 model: %g)", names[k], (int)modes[w], d, dq);
+            cr_log_info("%s.q8_0 mode %d: max |diff| %g (quantization %g)", names[k],
+                        (int)modes[w], d, dq);
+            deg_trunk_free(t);
+            deg_model_free(m);
+        }
+        free(lg);
+        dg_safetensors_close(g.st);
+        dg_safetensors_close(gf.st);
     }
 }
 
@@ -866,24 +935,69 @@ static void gguf_with_arch(const char *path, const char *arch)
     spit(path, buf, o);
 }
 
-/* GGUF files of Gemma 4 and Qwen3.5 as llama.cpp names them ("gemma4",
- * "qwen35"): refused, naming the architecture and why (the converter's
- * layout deg does not read yet), not as an unknown architecture. */
-Test(model, gguf_of_unread_layouts_refused_with_the_reason)
+/* deg's own architecture names are not GGUF architecture names. */
+Test(model, gguf_arch_names_are_llamacpps)
 {
     char p[] = "/tmp/deg_model_arch_XXXXXX";
     int fd = mkstemp(p);
     cr_assert(fd >= 0);
     close(fd);
-    gguf_with_arch(p, "gemma4");
-    expect_load_error(p, DEG_ERR_UNSUPPORTED, "GGUF files of architecture 'gemma4_text' are not "
-                      "supported: llama.cpp's Gemma4Model converter", "Hugging Face directory");
-    gguf_with_arch(p, "qwen35");
-    expect_load_error(p, DEG_ERR_UNSUPPORTED, "GGUF files of architecture 'qwen3_5_text' are "
-                      "not supported: llama.cpp's qwen35 converter", "value heads");
-    /* deg's own names are not GGUF architecture names */
     gguf_with_arch(p, "gemma4_text");
     expect_load_error(p, DEG_ERR_UNSUPPORTED, "unknown architecture 'gemma4_text'", NULL);
+    gguf_with_arch(p, "qwen3_5_text");
+    expect_load_error(p, DEG_ERR_UNSUPPORTED, "unknown architecture 'qwen3_5_text'", NULL);
+    unlink(p);
+}
+
+/* Qwen3.5 / Gemma 4 GGUF files with a key or tensor the layout needs renamed
+ * (same length, so the file stays well-formed): refused naming it. */
+Test(model, gguf_hybrid_missing_keys_named)
+{
+    static const struct { const char *file, *from, *to, *want; deg_status st; } cases[] = {
+        {"tiny-qwen3_5", "qwen35.ssm.state_size", "qwen35.ssm.state_sizX", "qwen35.ssm.state_size",
+         DEG_ERR_FORMAT},
+        {"tiny-qwen3_5", "qwen35.ssm.inner_size", "qwen35.ssm.inner_sizX", "qwen35.ssm.inner_size",
+         DEG_ERR_FORMAT},
+        {"tiny-qwen3_5", "blk.1.ssm_a", "blk.1.ssm_X", "missing tensor 'blk.1.ssm_a'",
+         DEG_ERR_FORMAT},
+        /* without the kinds, full_attention_interval 4 says layer 2 is a DeltaNet one */
+        {"tiny-qwen3_5", "qwen35.attention.recurrent_layers", "qwen35.attention.recurrent_layerX",
+         "missing tensor 'blk.2.attn_qkv.weight'", DEG_ERR_FORMAT},
+        {"tiny-gemma4", "gemma4.attention.sliding_window_pattern",
+         "gemma4.attention.sliding_window_patterX", "gemma4.attention.sliding_window_pattern",
+         DEG_ERR_FORMAT},
+        {"tiny-gemma4", "gemma4.attention.key_length_swa", "gemma4.attention.key_length_swX",
+         "missing metadata key 'gemma4.attention.key_length_swa'", DEG_ERR_FORMAT},
+        {"tiny-gemma4", "gemma4.rope.dimension_count_swa", "gemma4.rope.dimension_count_swX",
+         NULL, DEG_OK}, /* optional: the sliding head_dim */
+        {"tiny-gemma4", "blk.3.inp_gate.weight", "blk.3.inp_gate.weighX",
+         "missing tensor 'blk.3.inp_gate.weight'", DEG_ERR_FORMAT},
+        {"tiny-gemma4-moe", "gemma4.expert_used_count", "gemma4.expert_used_counX",
+         "missing metadata key 'gemma4.expert_used_count'", DEG_ERR_FORMAT},
+        {"tiny-gemma4-moe", "blk.2.ffn_down_exps.scale", "blk.2.ffn_down_exps.scalX",
+         "missing tensor 'blk.2.ffn_down_exps.scale'", DEG_ERR_FORMAT},
+    };
+    char p[] = "/tmp/deg_model_hyb_XXXXXX";
+    int fd = mkstemp(p);
+    cr_assert(fd >= 0);
+    close(fd);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char src[512];
+        snprintf(src, sizeof src, "%s/tiny-gguf/%s.gguf", GOLDENS, cases[i].file);
+        size_t len;
+        unsigned char *buf = slurp(src, &len);
+        cr_assert(patch_bytes(buf, len, cases[i].from, strlen(cases[i].from), cases[i].to),
+                  "%s", cases[i].from);
+        spit(p, buf, len);
+        free(buf);
+        if (cases[i].st != DEG_OK) {
+            expect_load_error(p, cases[i].st, cases[i].want, NULL);
+            continue;
+        }
+        deg_model *m = NULL;
+        cr_assert_eq(deg_model_load(p, &m), DEG_OK, "%s: %s", cases[i].from, deg_errmsg());
+        deg_model_free(m);
+    }
     unlink(p);
 }
 
