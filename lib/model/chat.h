@@ -113,6 +113,11 @@ deg_status dg_model_chat_tokenize(const deg_model *model, const char *who,
  * "<|im_start|>user\n"), *close follows it ("<|im_end|>\n<|im_start|>assistant\n",
  * Qwen3 with its empty think block). Both malloc'd. The fill prompt is such a
  * turn written in two parts (context trunk, then each fork's text: lib/deg).
+ * open + content + close is the rendering of that message only for a content
+ * the layout writes as it is: Gemma 4 trims a content's surrounding whitespace
+ * (Python's str.strip), so such a content must not begin or end with
+ * whitespace (the fill's begins "CONTEXT:" and ends "VALUE:": pinned against
+ * transformers by test_chat user_turn_parts_are_the_renderers).
  * Errors: DEG_ERR_UNSUPPORTED (DG_CHAT_NONE), DEG_ERR_NOMEM. */
 deg_status dg_chat_user_turn(dg_chat_layout layout, char **open, char **close);
 

@@ -95,7 +95,7 @@ Test(chat, gemma4_matches_its_template)
     json_t *g = json_load_file(DEG_SOURCE_ROOT "/tests/goldens/chat_gemma4.json", 0, &err);
     cr_assert_not_null(g, "chat_gemma4.json:%d: %s", err.line, err.text);
     json_t *cases = json_object_get(g, "cases");
-    cr_assert_geq(json_array_size(cases), 36);
+    cr_assert_geq(json_array_size(cases), 38);
     size_t i;
     json_t *c;
     json_array_foreach(cases, i, c) {
@@ -426,6 +426,31 @@ Test(chat, user_turn_parts_are_the_renderers)
         free(close);
         free(full);
     }
+    /* Gemma 4 trims a message's content; the fill's content starts with "CONTEXT:" and
+     * ends with "VALUE:", so its parts around it are the template's byte for byte
+     * (chat_gemma4.json "gemma4_fill_prompt": transformers' apply_chat_template of such a
+     * content, a context with surrounding whitespace inside). */
+    json_error_t err;
+    json_t *g = json_load_file(DEG_SOURCE_ROOT "/tests/goldens/chat_gemma4.json", 0, &err);
+    cr_assert_not_null(g, "chat_gemma4.json:%d: %s", err.line, err.text);
+    size_t i, found = 0;
+    json_t *c;
+    json_array_foreach(json_object_get(g, "cases"), i, c) {
+        if (strcmp(json_string_value(json_object_get(c, "name")), "gemma4_fill_prompt") ||
+            !json_is_true(json_object_get(c, "add_generation_prompt")))
+            continue;
+        const char *content = json_string_value(
+            json_object_get(json_array_get(json_object_get(c, "messages"), 0), "content"));
+        char *gopen, *gclose, buf[512];
+        cr_assert_eq(dg_chat_user_turn(DG_CHAT_GEMMA4, &gopen, &gclose), DEG_OK);
+        snprintf(buf, sizeof buf, "%s%s%s", gopen, content, gclose);
+        cr_expect_str_eq(buf, json_string_value(json_object_get(c, "text")));
+        free(gopen);
+        free(gclose);
+        found++;
+    }
+    cr_assert_eq(found, 1);
+    json_decref(g);
     char *open = (char *)1, *close = (char *)1;
     cr_expect_eq(dg_chat_user_turn(DG_CHAT_NONE, &open, &close), DEG_ERR_UNSUPPORTED);
     cr_expect(open == NULL && close == NULL);

@@ -84,6 +84,12 @@ GEMMA4_EXTRA = [
      [{"role": "system", "content": "\u3000\xa0 Be brief.\u2003\n"},
       {"role": "user", "content": "\t\x1c hi \u2029\u205f"},
       {"role": "assistant", "content": "\u00e9\u3000"}]),
+    # the fill prompt's user turn (lib/deg: the trunk opens it, a value fork closes
+    # it): "CONTEXT:\n", a context with its own surrounding whitespace, the field's
+    # lines, "VALUE:" -- the template's trim keeps all of it (the ends are not blank)
+    ("gemma4_fill_prompt",
+     [{"role": "user", "content": "CONTEXT:\n  Order 4711 from ACME Corp.\n\t \n\nFIELD: "
+                                  "/company\nTYPE: string\nVALUE:"}]),
 ]
 
 
