@@ -1,25 +1,35 @@
-/* Growable NUL-terminated string: appends and printf (strbuf.h). */
+/* Growable NUL-terminated string: appends, printf, reserve and truncate (strbuf.h). */
 #include "base/strbuf.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/grow.h"
+
+int dg_sb_reserve(dg_strbuf *b, size_t n)
+{
+    if (b->oom) return -1;
+    if (n > SIZE_MAX - b->len - 1 || DG_GROW(b->p, b->cap, b->len + n + 1) != DEG_OK) {
+        b->oom = 1;
+        return -1;
+    }
+    return 0;
+}
+
+void dg_sb_truncate(dg_strbuf *b, size_t len)
+{
+    if (len >= b->len) return;
+    b->len = len;
+    b->p[len] = '\0';
+}
+
 void dg_sb_put(dg_strbuf *b, const char *s, size_t n)
 {
     if (b->oom) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 64;
-        while (cap < b->len + n + 1) cap *= 2;
-        char *q = realloc(b->p, cap);
-        if (!q) {
-            b->oom = 1;
-            return;
-        }
-        b->p = q;
-        b->cap = cap;
-    }
+    if (dg_sb_reserve(b, n) != 0) return;
     memcpy(b->p + b->len, s, n);
     b->len += n;
     b->p[b->len] = '\0';

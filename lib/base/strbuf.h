@@ -13,6 +13,12 @@ typedef struct dg_strbuf {
     int oom;      /* an allocation failed */
 } dg_strbuf;
 
+/* Room for n more bytes (and the NUL) in b->p, so that up to n bytes can be written
+ * at b->p + b->len directly: 0, or -1 with b->oom set (an earlier failure, out of
+ * memory, or a size past SIZE_MAX). */
+int dg_sb_reserve(dg_strbuf *b, size_t n);
+/* Cut b back to its first len bytes (nothing when len >= b->len). */
+void dg_sb_truncate(dg_strbuf *b, size_t len);
 void dg_sb_put(dg_strbuf *b, const char *s, size_t n);
 void dg_sb_puts(dg_strbuf *b, const char *s);
 void dg_sb_printf(dg_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

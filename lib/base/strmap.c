@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/grow.h"
+
 uint64_t dg_fnv1a64(const char *s)
 {
     uint64_t h = 1469598103934665603ull;
@@ -20,8 +22,7 @@ static size_t hash(const char *s)
 
 int dg_strmap_init(dg_strmap *m, size_t n)
 {
-    size_t cap = 16;
-    while (cap < 2 * n + 1) cap *= 2;
+    size_t cap = dg_grow_cap(0, 2 * n + 1); /* a power of two (the probe masks by cap - 1) */
     m->keys = calloc(cap, sizeof *m->keys);
     m->vals = malloc(cap * sizeof *m->vals);
     m->n = 0;

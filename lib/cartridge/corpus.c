@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/grow.h"
 #include "base/status.h"
 #include "base/strbuf.h"
 #include "base/utf8.h"
@@ -65,13 +66,12 @@ static deg_status add_doc(deg_corpus *c, dg_strbuf *text, size_t d, const char *
         free(blk.p);
         return dg_fail_context(st, "deg_corpus_new: document %zu (%s)", d, name);
     }
-    int32_t *grown = realloc(c->ids, (c->n + n + 1) * sizeof *grown);
-    if (!grown) {
+    st = DG_GROW(c->ids, c->cap_ids, c->n + n + 1);
+    if (st != DEG_OK) {
         free(ids);
         free(blk.p);
-        return dg_fail(DEG_ERR_NOMEM, "deg_corpus_new: out of memory");
+        return dg_fail_context(st, "deg_corpus_new");
     }
-    c->ids = grown;
     memcpy(c->ids + c->n, ids, n * sizeof *ids);
     c->first[d] = c->n;
     c->n += n;

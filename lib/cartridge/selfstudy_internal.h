@@ -14,8 +14,8 @@ struct deg_corpus {
     size_t n_docs;
     char **names;             /* [n_docs] owned */
     size_t *first;            /* [n_docs + 1]: document d = tokens [first[d], first[d+1]) */
-    int32_t *ids;             /* [n] */
-    size_t n;
+    int32_t *ids;             /* [n] (capacity cap_ids) */
+    size_t n, cap_ids;
     char *text;               /* the concatenated blocks, NUL-terminated */
     size_t text_len;
 };

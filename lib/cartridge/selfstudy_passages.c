@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/grow.h"
 #include "base/status.h"
 #include "base/utf8.h"
 #include "cartridge/selfstudy_internal.h"
@@ -43,13 +44,7 @@ typedef struct spanbuf {
 
 static int push(spanbuf *b, size_t first, size_t end)
 {
-    if (b->n + 1 > b->cap) {
-        size_t cap = b->cap ? 2 * b->cap : 32;
-        size_t *v = realloc(b->v, 2 * cap * sizeof *v);
-        if (!v) return 0;
-        b->v = v;
-        b->cap = cap;
-    }
+    if (dg_grow(&b->v, &b->cap, b->n + 1, 2 * sizeof *b->v) != DEG_OK) return 0;
     b->v[2 * b->n] = first;
     b->v[2 * b->n + 1] = end;
     b->n++;

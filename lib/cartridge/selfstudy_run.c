@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/grow.h"
 #include "base/status.h"
 #include "grad/train.h"
 #include "cartridge/cartridge_internal.h"
@@ -173,14 +174,8 @@ void deg_selfstudy_run_free(deg_selfstudy_run *r)
 
 static deg_status grow(deg_selfstudy_run *r, size_t need)
 {
-    if (need <= r->cap) return DEG_OK;
-    size_t cap = r->cap ? r->cap : 16;
-    while (cap < need) cap *= 2;
-    deg_selfstudy_conv *v = realloc(r->convs, cap * sizeof *v);
-    if (!v) return dg_fail(DEG_ERR_NOMEM, "deg_selfstudy_run: out of memory");
-    r->convs = v;
-    r->cap = cap;
-    return DEG_OK;
+    deg_status st = DG_GROW(r->convs, r->cap, need);
+    return st == DEG_OK ? st : dg_fail_context(st, "deg_selfstudy_run");
 }
 
 /* Synthesise until accum conversations wait behind the seen ones. */

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/fileio.h"
+#include "base/grow.h"
 #include "base/prevsave.h"
 #include "base/status.h"
 #include "deg/fill.h"
@@ -49,11 +50,9 @@ deg_status dg_backbone_sha256(const char *path, char out[65])
     while ((e = readdir(dir))) {
         size_t l = strlen(e->d_name);
         if (l < 12 || strcmp(e->d_name + l - 12, ".safetensors") != 0) continue;
-        if (n == cap) {
-            cap = cap ? 2 * cap : 8;
-            char **p = realloc(names, cap * sizeof *p);
-            if (!p) { st = dg_fail(DEG_ERR_NOMEM, "backbone hash: out of memory"); break; }
-            names = p;
+        if ((st = DG_GROW(names, cap, n + 1)) != DEG_OK) {
+            dg_fail_context(st, "backbone hash");
+            break;
         }
         names[n] = strdup(e->d_name);
         if (!names[n]) { st = dg_fail(DEG_ERR_NOMEM, "backbone hash: out of memory"); break; }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/grow.h"
 #include "base/status.h"
 #include "base/strmap.h"
 #include "deg/fill.h"
@@ -106,24 +107,13 @@ static deg_status hook_fork(void *ud, const dg_trace_fork *tf)
 {
     tracer *t = ud;
     feat_impl *f = t->f;
-    if (f->pub.n_forks == f->cap_forks) {
-        size_t cap = f->cap_forks ? 2 * f->cap_forks : 32;
-        deg_feature_fork *p = realloc(f->forks, cap * sizeof *p);
-        if (!p) return dg_fail(DEG_ERR_NOMEM, "features: out of memory");
-        f->forks = p;
-        f->pub.forks = p;
-        deg_feature_tokens *tk = realloc(f->toks, cap * sizeof *tk);
-        if (!tk) return dg_fail(DEG_ERR_NOMEM, "features: out of memory");
-        f->toks = tk;
-        f->pub.tokens = tk;
-        if (t->anchors) {
-            deg_feature_anchor *q = realloc(f->anch, cap * sizeof *q);
-            if (!q) return dg_fail(DEG_ERR_NOMEM, "features: out of memory");
-            f->anch = q;
-            f->pub.anchor = q;
-        }
-        f->cap_forks = cap;
-    }
+    void *const arrs[] = {&f->forks, &f->toks, &f->anch};
+    const size_t elems[] = {sizeof *f->forks, sizeof *f->toks, sizeof *f->anch};
+    deg_status st = dg_grow_all(arrs, elems, t->anchors ? 3 : 2, &f->cap_forks, f->pub.n_forks + 1);
+    f->pub.forks = f->forks; /* the public views follow their arrays, grown or not */
+    f->pub.tokens = f->toks;
+    if (t->anchors) f->pub.anchor = f->anch;
+    if (st != DEG_OK) return dg_fail_context(st, "features");
     deg_feature_fork *o = &f->forks[f->pub.n_forks];
     memset(o, 0, sizeof *o);
     deg_feature_tokens *tok = &f->toks[f->pub.n_forks];

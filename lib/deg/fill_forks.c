@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/grow.h"
 #include "base/status.h"
 #include "base/strbuf.h"
 #include "deg/anchor.h"
@@ -39,13 +40,8 @@ static deg_status put_linef(job *j, const deg_model *m, const char *fmt, ...)
 
 static deg_status job_mark(job *j)
 {
-    if (j->n_mark == j->cap_mark) {
-        size_t cap = j->cap_mark ? 2 * j->cap_mark : 8;
-        size_t *p = realloc(j->mark, cap * sizeof *p);
-        if (!p) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
-        j->mark = p;
-        j->cap_mark = cap;
-    }
+    deg_status st = DG_GROW(j->mark, j->cap_mark, j->n_mark + 1);
+    if (st != DEG_OK) return dg_fail_context(st, "fill");
     if (j->ids.n == 0) return dg_fail(DEG_ERR_INTERNAL, "fill: mark on an empty fork");
     j->mark[j->n_mark++] = j->ids.n - 1;
     return DEG_OK;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/grow.h"
 #include "base/run.h"
 #include "base/status.h"
 #include "deg/fill_internal.h"
@@ -16,14 +17,8 @@
 /* Room for extra more ids on v (doubling from 64). */
 static deg_status ivec_reserve(ivec *v, size_t extra)
 {
-    if (v->n + extra <= v->cap) return DEG_OK;
-    size_t cap = v->cap ? v->cap : 64;
-    while (cap < v->n + extra) cap *= 2;
-    int32_t *p = realloc(v->p, cap * sizeof *p);
-    if (!p) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (tokens)");
-    v->p = p;
-    v->cap = cap;
-    return DEG_OK;
+    deg_status st = DG_GROW(v->p, v->cap, v->n + extra);
+    return st == DEG_OK ? st : dg_fail_context(st, "fill (tokens)");
 }
 
 /* Tokenize text (special != 0: special tokens parsed) onto v. Bytes the
@@ -154,17 +149,6 @@ int dg_fill_fork_len_stopped(freq *r, const job *j)
     return dg_fill_fork_len_check(r, j->ids.n, what, ptr, "");
 }
 
-/* Array p with room for one more element (n used of *cap, elem bytes each; the
- * first capacity is first, then doubling): p itself or its reallocation; NULL when
- * out of memory (p is then unchanged). */
-static void *grow(void *p, size_t n, size_t *cap, size_t elem, size_t first)
-{
-    if (n < *cap) return p;
-    size_t c = *cap ? 2 * *cap : first;
-    void *q = realloc(p, c * elem);
-    if (q) *cap = c;
-    return q;
-}
 
 /* Original indices of item `item` of instance `in` and its enclosing items, outermost
  * first (none when in < 0): malloc'd in *idx (at least one slot), count in *n. */
@@ -182,9 +166,7 @@ static int item_chain(const freq *r, int in, size_t item, size_t **idx, size_t *
 
 int dg_fill_add_inst(freq *r, int array, int parent, size_t parent_item)
 {
-    inst *grown = grow(r->insts, r->n_insts, &r->cap_insts, sizeof *grown, 16);
-    if (!grown) return -1;
-    r->insts = grown;
+    if (DG_GROW(r->insts, r->cap_insts, r->n_insts + 1) != DEG_OK) return -1;
     inst *I = &r->insts[r->n_insts];
     memset(I, 0, sizeof *I);
     I->array = array;
@@ -196,9 +178,7 @@ int dg_fill_add_inst(freq *r, int array, int parent, size_t parent_item)
 
 long dg_fill_add_leaf(freq *r, size_t field, int in, size_t item)
 {
-    leaf *grown = grow(r->leaves, r->n_leaves, &r->cap_leaves, sizeof *grown, 32);
-    if (!grown) return -1;
-    r->leaves = grown;
+    if (DG_GROW(r->leaves, r->cap_leaves, r->n_leaves + 1) != DEG_OK) return -1;
     leaf *L = &r->leaves[r->n_leaves];
     memset(L, 0, sizeof *L);
     L->field = field;
@@ -244,13 +224,7 @@ void dg_fill_clear(freq *r)
 
 job *dg_fill_job_add(jobs *J, int kind, size_t req, size_t target)
 {
-    if (J->n == J->cap) {
-        size_t cap = J->cap ? 2 * J->cap : 32;
-        job *p = realloc(J->p, cap * sizeof *p);
-        if (!p) return NULL;
-        J->p = p;
-        J->cap = cap;
-    }
+    if (DG_GROW(J->p, J->cap, J->n + 1) != DEG_OK) return NULL;
     job *j = &J->p[J->n++];
     memset(j, 0, sizeof *j);
     j->kind = kind;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/grow.h"
 #include "base/status.h"
 
 /* Word bytes: ASCII letters and digits, and every byte of a non-ASCII UTF-8
@@ -105,13 +106,7 @@ static int scan_line(const char *ctx, size_t b, size_t e, size_t cp, dg_keylines
         v1--;
     }
     if (v1 <= v0) return 0;
-    if (ix->n == *cap) {
-        size_t nc = *cap ? 2 * *cap : 32;
-        dg_keyline *p = realloc(ix->p, nc * sizeof *p);
-        if (!p) return -1;
-        ix->p = p;
-        *cap = nc;
-    }
+    if (DG_GROW(ix->p, *cap, ix->n + 1) != DEG_OK) return -1;
     dg_keyline *kv = &ix->p[ix->n++];
     kv->val0 = cp + n_cps(ctx + b, v0 - b);
     kv->val1 = kv->val0 + n_cps(ctx + v0, v1 - v0);

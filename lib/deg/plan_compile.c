@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/grow.h"
 #include "base/status.h"
 #include "deg/plan.h"
 #include "deg/plan_internal.h"
@@ -76,16 +77,12 @@ static char *xstrdup(build *B, const char *s)
 
 static bool grow(build *B, void **p, size_t *cap, size_t n, size_t elem)
 {
-    if (n < *cap) return true;
-    size_t nc = *cap ? *cap * 2 : 16;
-    void *q = realloc(*p, nc * elem);
-    if (!q) {
+    size_t old = *cap;
+    if (dg_grow(p, cap, n + 1, elem) != DEG_OK) {
         B->oom = true;
         return false;
     }
-    memset((char *)q + *cap * elem, 0, (nc - *cap) * elem);
-    *p = q;
-    *cap = nc;
+    memset((char *)*p + old * elem, 0, (*cap - old) * elem);
     return true;
 }
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/grow.h"
 #include "base/regex.h"
 #include "base/status.h"
 #include "deg/parse.h"
@@ -473,13 +474,7 @@ typedef struct {
 static int push(span_list *l, size_t a, size_t b)
 {
     if (a >= b) return 0;
-    if (l->n == l->cap) {
-        size_t nc = l->cap ? l->cap * 2 : 64;
-        size_t *nv = realloc(l->v, nc * 2 * sizeof *nv);
-        if (!nv) return -1;
-        l->v = nv;
-        l->cap = nc;
-    }
+    if (dg_grow(&l->v, &l->cap, l->n + 1, 2 * sizeof *l->v) != DEG_OK) return -1;
     l->v[2 * l->n] = a;
     l->v[2 * l->n + 1] = b;
     l->n++;

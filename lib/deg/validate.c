@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/grow.h"
 #include "base/status.h"
+#include "base/strbuf.h"
 #include "deg/jsonptr.h"
 #include "deg/parse.h"
 #include "deg/pattern.h"
@@ -19,47 +21,28 @@
 
 #define MAX_DEPTH 2048
 
-/* Growable string used for the two pointers. */
-typedef struct {
-    char *s;
-    size_t n, cap;
-} sbuf;
-
-static int sb_reserve(sbuf *b, size_t extra)
+/* Append "/" + escaped segment to the pointer b; returns the previous length (for
+ * pop), or (size_t)-1 when out of memory (b->oom set; pop then does nothing). */
+static size_t sb_push(dg_strbuf *b, const char *seg, size_t len)
 {
-    if (b->n + extra + 1 <= b->cap) return 0;
-    size_t nc = b->cap ? b->cap : 64;
-    while (nc < b->n + extra + 1) nc *= 2;
-    char *ns = realloc(b->s, nc);
-    if (!ns) return -1;
-    b->s = ns;
-    b->cap = nc;
-    return 0;
-}
-
-/* Append "/" + escaped segment; returns the previous length (for pop). */
-static size_t sb_push(sbuf *b, const char *seg, size_t len)
-{
-    size_t old = b->n;
-    if (sb_reserve(b, 1 + dg_jsonptr_escaped_len(seg, len)) < 0) return (size_t)-1;
-    b->s[b->n++] = '/';
-    b->n = (size_t)(dg_jsonptr_escape(b->s + b->n, seg, len) - b->s);
-    b->s[b->n] = 0;
+    size_t old = b->len, n = dg_jsonptr_escaped_len(seg, len);
+    if (dg_sb_reserve(b, 1 + n) < 0) return (size_t)-1;
+    b->p[b->len++] = '/';
+    b->len = (size_t)(dg_jsonptr_escape(b->p + b->len, seg, len) - b->p);
+    b->p[b->len] = 0;
     return old;
 }
 
-static size_t sb_push_index(sbuf *b, size_t i)
+static size_t sb_push_index(dg_strbuf *b, size_t i)
 {
     char t[32];
     int k = snprintf(t, sizeof t, "%zu", i);
     return sb_push(b, t, (size_t)k);
 }
 
-static void sb_pop(sbuf *b, size_t old)
+static void sb_pop(dg_strbuf *b, size_t old)
 {
-    if (old == (size_t)-1) return;
-    b->n = old;
-    if (b->s) b->s[old] = 0;
+    if (old != (size_t)-1) dg_sb_truncate(b, old);
 }
 
 typedef struct {
@@ -77,7 +60,7 @@ typedef struct {
     pat_entry *pats;
     size_t n_pats, cap_pats;
     pcre2_match_data *md;
-    sbuf ip, sp;         /* instance and schema pointers */
+    dg_strbuf ip, sp;    /* instance and schema pointers */
 } vctx;
 
 static void add_error(vctx *c, const char *kw, const char *fmt, ...)
@@ -93,8 +76,8 @@ static void add_error(vctx *c, const char *kw, const char *fmt, ...)
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     size_t old = sb_push(&c->sp, kw, strlen(kw));
-    json_t *e = json_pack("{s:s, s:s, s:s, s:s}", "instance", c->ip.s ? c->ip.s : "", "schema",
-                          c->sp.s ? c->sp.s : "", "keyword", kw, "msg", msg);
+    json_t *e = json_pack("{s:s, s:s, s:s, s:s}", "instance", c->ip.p ? c->ip.p : "", "schema",
+                          c->sp.p ? c->sp.p : "", "keyword", kw, "msg", msg);
     sb_pop(&c->sp, old);
     if (!e || json_array_append_new(c->errors, e) < 0) c->fatal = DEG_ERR_NOMEM;
 }
@@ -248,15 +231,14 @@ static pcre2_code *get_pattern(vctx *c, const json_t *pat)
     pcre2_code *code = compile_pattern(pat, PCRE2_JIT_COMPLETE, &e);
     if (!code) {
         c->fatal = dg_fail(DEG_ERR_SCHEMA, "validate: pattern at %s does not compile: %s at offset %zu",
-                           c->sp.s ? c->sp.s : "", e.msg, e.offset);
+                           c->sp.p ? c->sp.p : "", e.msg, e.offset);
         return NULL;
     }
-    if (c->n_pats == c->cap_pats) {
-        size_t nc = c->cap_pats ? 2 * c->cap_pats : 8;
-        pat_entry *np = realloc(c->pats, nc * sizeof *np);
-        if (!np) { pcre2_code_free(code); c->fatal = dg_fail(DEG_ERR_NOMEM, "validate: out of memory"); return NULL; }
-        c->pats = np;
-        c->cap_pats = nc;
+    deg_status st = DG_GROW(c->pats, c->cap_pats, c->n_pats + 1);
+    if (st != DEG_OK) {
+        pcre2_code_free(code);
+        c->fatal = dg_fail_context(st, "validate");
+        return NULL;
     }
     c->pats[c->n_pats].schema = pat;
     c->pats[c->n_pats].code = code;
@@ -424,7 +406,7 @@ static void validate_node(vctx *c, const json_t *s, const json_t *v)
     if (!json_is_object(s)) return;
     if (++c->depth > MAX_DEPTH) {
         c->fatal = dg_fail(DEG_ERR_SCHEMA, "validate: recursive $ref or schema nesting deeper than %d "
-                           "levels (at %.200s...)", MAX_DEPTH, c->sp.s ? c->sp.s : "");
+                           "levels (at %.200s...)", MAX_DEPTH, c->sp.p ? c->sp.p : "");
         c->depth--;
         return;
     }
@@ -437,11 +419,11 @@ static void validate_node(vctx *c, const json_t *s, const json_t *v)
         free(tloc);
         if (!t) {
             c->fatal = dg_fail(DEG_ERR_SCHEMA, "validate: $ref \"%s\" at %s is not a resolvable local reference (%s)",
-                               json_string_value(k), c->sp.s ? c->sp.s : "", why);
+                               json_string_value(k), c->sp.p ? c->sp.p : "", why);
         } else if (!json_is_object(t) && !json_is_boolean(t)) {
             c->fatal = dg_fail(DEG_ERR_SCHEMA, "validate: $ref \"%s\" at %s points to %s, not a "
                                "schema (a JSON object or boolean)", json_string_value(k),
-                               c->sp.s ? c->sp.s : "", dg_json_kind(t));
+                               c->sp.p ? c->sp.p : "", dg_json_kind(t));
         } else {
             old = sb_push(&c->sp, "$ref", 4);
             validate_node(c, t, v);
@@ -506,17 +488,16 @@ deg_status dg_validate(const json_t *schema, const json_t *value, json_t *errors
     vctx c = {0};
     c.root = schema;
     c.errors = errors;
-    if (sb_reserve(&c.ip, 64) < 0 || sb_reserve(&c.sp, 64) < 0) {
-        free(c.ip.s); free(c.sp.s);
-        return dg_fail(DEG_ERR_NOMEM, "validate: out of memory");
-    }
-    c.ip.s[0] = c.sp.s[0] = 0;
-    validate_node(&c, schema, value);
+    dg_sb_puts(&c.ip, "");
+    dg_sb_puts(&c.sp, "");
+    if (!c.ip.oom && !c.sp.oom) validate_node(&c, schema, value);
     for (size_t i = 0; i < c.n_pats; i++) pcre2_code_free(c.pats[i].code);
     free(c.pats);
-    free(c.ip.s);
-    free(c.sp.s);
+    free(c.ip.p);
+    free(c.sp.p);
     if (c.fatal) return c.fatal;
+    if (c.ip.oom || c.sp.oom) /* a pointer of an error could not be written */
+        return dg_fail(DEG_ERR_NOMEM, "validate: out of memory");
     if (n_errors) *n_errors = c.n_errors;
     return DEG_OK;
 }

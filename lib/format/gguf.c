@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "base/fileio.h"
+#include "base/grow.h"
 #include "base/status.h"
 
 #define GGUF_MAGIC 0x46554747u /* "GGUF" little-endian */
@@ -419,8 +420,7 @@ static deg_status parse_tensors(dg_gguf *g, cursor *c)
     }
 
     /* Name index (and duplicate check). */
-    g->index_cap = 16;
-    while (g->index_cap < 2 * g->n_tensors) g->index_cap *= 2;
+    g->index_cap = dg_grow_cap(0, 2 * g->n_tensors); /* a power of two: probes mask by it */
     g->index = malloc(g->index_cap * sizeof *g->index);
     if (!g->index) return dg_fail(DEG_ERR_NOMEM, "%s: out of memory", g->path);
     for (size_t i = 0; i < g->index_cap; i++) g->index[i] = SIZE_MAX;

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "base/fileio.h"
+#include "base/grow.h"
 #include "base/status.h"
 #include "base/strmap.h"
 #include "base/utf8.h"
@@ -407,13 +408,8 @@ deg_status dg_st_writer_add(dg_st_writer *w, const char *name, dg_dtype dtype, i
     }
     size_t nb = (size_t)numel * dg_dtype_block_bytes(dtype);
     if (nb && !data) return dg_fail(DEG_ERR_ARG, "safetensors writer: tensor '%s' has no data", name);
-    if (w->n == w->cap) {
-        size_t nc = w->cap ? 2 * w->cap : 16;
-        wt_tensor *nt = realloc(w->t, nc * sizeof *nt);
-        if (!nt) return dg_fail(DEG_ERR_NOMEM, "out of memory");
-        w->t = nt;
-        w->cap = nc;
-    }
+    deg_status st = DG_GROW(w->t, w->cap, w->n + 1);
+    if (st != DEG_OK) return dg_fail_context(st, "safetensors writer");
     wt_tensor *t = &w->t[w->n];
     memset(t, 0, sizeof *t);
     if (!(t->name = strdup(name))) return dg_fail(DEG_ERR_NOMEM, "out of memory");
@@ -439,16 +435,10 @@ deg_status dg_st_writer_meta(dg_st_writer *w, const char *key, const char *value
             w->mv[i] = v;
             return DEG_OK;
         }
-    if (w->n_meta == w->cap_meta) {
-        size_t nc = w->cap_meta ? 2 * w->cap_meta : 8;
-        char **a = realloc(w->mk, nc * sizeof *a);
-        if (!a) return dg_fail(DEG_ERR_NOMEM, "out of memory");
-        w->mk = a;
-        char **b = realloc(w->mv, nc * sizeof *b);
-        if (!b) return dg_fail(DEG_ERR_NOMEM, "out of memory");
-        w->mv = b;
-        w->cap_meta = nc;
-    }
+    void *const arrs[] = {&w->mk, &w->mv};
+    const size_t elems[] = {sizeof *w->mk, sizeof *w->mv};
+    deg_status st = dg_grow_all(arrs, elems, 2, &w->cap_meta, w->n_meta + 1);
+    if (st != DEG_OK) return dg_fail_context(st, "safetensors writer");
     char *k = strdup(key), *v = strdup(value);
     if (!k || !v) {
         free(k);
@@ -547,7 +537,7 @@ out:
 
 struct dg_st_set {
     char *dir;
-    size_t n_files;
+    size_t n_files, cap_files;
     dg_safetensors **files;
     size_t n_tensors;
     const dg_tensor_view **tensors;
@@ -585,9 +575,7 @@ static int ends_with(const char *s, const char *suf)
 
 static deg_status set_add_file(dg_st_set *set, const char *path)
 {
-    dg_safetensors **nf = realloc(set->files, (set->n_files + 1) * sizeof *nf);
-    if (!nf) return dg_fail(DEG_ERR_NOMEM, "out of memory");
-    set->files = nf;
+    DG_TRY(DG_GROW(set->files, set->cap_files, set->n_files + 1));
     DG_TRY(dg_safetensors_open(path, &set->files[set->n_files]));
     set->n_files++;
     return DEG_OK;

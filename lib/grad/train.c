@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/grow.h"
 #include "base/status.h"
 #include "model/layer_bwd.h"
 #include "model/arch.h"
@@ -29,12 +30,9 @@ static float *palloc(pool *p, size_t n_floats)
 {
     if (p->failed) return NULL;
     if (n_floats == 0) n_floats = 1;
-    if (p->n == p->cap) {
-        size_t cap = p->cap ? p->cap * 2 : 64;
-        void **np = realloc(p->ptrs, cap * sizeof(void *));
-        if (!np) { p->failed = 1; return NULL; }
-        p->ptrs = np;
-        p->cap = cap;
+    if (DG_GROW(p->ptrs, p->cap, p->n + 1) != DEG_OK) {
+        p->failed = 1;
+        return NULL;
     }
     size_t bytes = (n_floats * sizeof(float) + 63) & ~(size_t)63;
     float *f = aligned_alloc(64, bytes);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/grow.h"
 #include "base/status.h"
 #include "model/draft.h"
 #include "model/arch.h"
@@ -18,35 +19,6 @@ static size_t hash_of(int32_t state, int32_t tok, size_t cap)
     h *= 0xc4ceb9fe1a85ec53ULL;
     h ^= h >> 33;
     return (size_t)h & (cap - 1);
-}
-
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap) return 0;
-    size_t c = *cap ? *cap : 64;
-    while (c < need) c *= 2;
-    void *q = realloc(*p, c * elem);
-    if (!q) return -1;
-    *p = q;
-    *cap = c;
-    return 0;
-}
-
-/* Grow parallel arrays (*arr[i], elem[i] bytes each) from *cap to at least
- * need entries; on failure *cap is unchanged (arrays that grew keep their
- * contents). */
-static int grow_all(void **const *arr, const size_t *elem, size_t n_arr, size_t *cap,
-                    size_t need)
-{
-    if (need <= *cap) return 0;
-    size_t c = *cap ? *cap : 64, c2 = 0;
-    while (c < need) c *= 2;
-    for (size_t i = 0; i < n_arr; i++) {
-        c2 = *cap;
-        if (grow(arr[i], &c2, c, elem[i])) return -1;
-    }
-    *cap = c;
-    return 0;
 }
 
 /* Edge index of (state, tok), -1 if none. */
@@ -69,8 +41,7 @@ static void hash_put(dg_sam *s, int32_t e)
 static int hash_reserve(dg_sam *s, size_t n_edges)
 {
     if (2 * n_edges <= s->hash_cap) return 0;
-    size_t cap = s->hash_cap ? s->hash_cap : 256;
-    while (2 * n_edges > cap) cap *= 2;
+    size_t cap = dg_grow_cap(s->hash_cap, 2 * n_edges); /* a power of two: probes mask by it */
     int32_t *h = malloc(cap * sizeof *h);
     if (!h) return -1;
     free(s->hash);
@@ -84,10 +55,9 @@ static int hash_reserve(dg_sam *s, size_t n_edges)
 static int add_edge(dg_sam *s, int32_t from, int32_t tok, int32_t to)
 {
     size_t n = s->n_edges + 1;
-    void **const arr[] = {(void **)&s->e_from, (void **)&s->e_tok, (void **)&s->e_to,
-                          (void **)&s->e_next};
+    void *const arr[] = {&s->e_from, &s->e_tok, &s->e_to, &s->e_next};
     const size_t el[] = {4, 4, 4, 4};
-    if (grow_all(arr, el, 4, &s->cap_edges, n)) return -1;
+    if (dg_grow_all(arr, el, 4, &s->cap_edges, n) != DEG_OK) return -1;
     if (hash_reserve(s, n)) return -1;
     int32_t e = (int32_t)s->n_edges++;
     s->e_from[e] = from;
@@ -101,10 +71,9 @@ static int add_edge(dg_sam *s, int32_t from, int32_t tok, int32_t to)
 
 static int32_t new_state(dg_sam *s, int32_t len, int64_t firstpos)
 {
-    void **const arr[] = {(void **)&s->len, (void **)&s->link, (void **)&s->first_edge,
-                          (void **)&s->firstpos};
+    void *const arr[] = {&s->len, &s->link, &s->first_edge, &s->firstpos};
     const size_t el[] = {4, 4, 4, 8};
-    if (grow_all(arr, el, 4, &s->cap_states, s->n_states + 1)) return -1;
+    if (dg_grow_all(arr, el, 4, &s->cap_states, s->n_states + 1) != DEG_OK) return -1;
     int32_t v = (int32_t)s->n_states++;
     s->len[v] = len;
     s->link[v] = -1;
@@ -116,7 +85,7 @@ static int32_t new_state(dg_sam *s, int32_t len, int64_t firstpos)
 deg_status dg_sam_init(dg_sam *s, size_t n)
 {
     memset(s, 0, sizeof *s);
-    if ((n && grow((void **)&s->text, &s->cap_text, n, sizeof(int32_t))) ||
+    if ((n && DG_GROW(s->text, s->cap_text, n) != DEG_OK) ||
         new_state(s, 0, -1) < 0 || hash_reserve(s, n ? n : 1)) {
         dg_sam_free(s);
         return dg_fail(DEG_ERR_NOMEM, "draft index: out of memory for %zu tokens", n);
@@ -144,7 +113,7 @@ deg_status dg_sam_extend(dg_sam *s, int32_t id)
 {
     if (s->n_text >= SAM_MAX_TOKENS)
         return dg_fail(DEG_ERR_RANGE, "draft index: more than %zu tokens", SAM_MAX_TOKENS);
-    if (grow((void **)&s->text, &s->cap_text, s->n_text + 1, sizeof(int32_t))) return oom();
+    if (DG_GROW(s->text, s->cap_text, s->n_text + 1) != DEG_OK) return oom();
     int64_t pos = (int64_t)s->n_text;
     int32_t cur = new_state(s, s->len[s->last] + 1, pos);
     if (cur < 0) return oom();

@@ -30,37 +30,13 @@ static char *dup_n(const char *s, size_t n)
     return d;
 }
 
+/* chat_template.jinja is text of a few KiB: the cap keeps a stray large file from being read whole */
+#define CHAT_TEMPLATE_MAX ((size_t)16 << 20)
+
 static int file_exists(const char *path)
 {
     struct stat sb;
     return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
-}
-
-static char *read_text_file(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (cap - len < 4096) {
-            size_t nc = cap ? cap * 2 : 8192;
-            char *nb = realloc(buf, nc + 1);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return NULL;
-            }
-            buf = nb;
-            cap = nc;
-        }
-        size_t r = fread(buf + len, 1, cap - len, f);
-        len += r;
-        if (r == 0) break;
-    }
-    fclose(f);
-    buf[len] = '\0';
-    return buf;
 }
 
 /* ------------------------------------------------------------- hparams */
@@ -475,7 +451,10 @@ static deg_status load_hf(deg_model *m, const char *dir)
             }
         }
     }
-    if (!m->chat_template && file_exists(jinja_path)) m->chat_template = read_text_file(jinja_path);
+    /* a template file beside the model: one that exists but cannot be read is an error */
+    if (!m->chat_template && file_exists(jinja_path) &&
+        (st = dg_read_file(jinja_path, CHAT_TEMPLATE_MAX, &m->chat_template, NULL)) != DEG_OK)
+        goto done;
 
     if ((st = dg_st_set_open(dir, &m->src.st)) != DEG_OK) goto done;
     if (!file_exists(tok_path)) {

@@ -1,11 +1,13 @@
 /* Model state of a trunk or fork (state.h): K/V rows of attention layers
  * (growable, large arrays mmap'd) and fixed-size blocks of recurrent layers. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef __linux__
 #include <sys/mman.h>
 #endif
 
+#include "base/grow.h"
 #include "base/status.h"
 #include "model/arch.h"
 #include "model/state.h"
@@ -92,12 +94,14 @@ static void kv_release(float *p, size_t mapped_bytes)
 deg_status dg_state_reserve(dg_state *st, size_t n)
 {
     if (n <= st->cap) return DEG_OK;
-    size_t cap = st->cap ? st->cap : 16;
-    while (cap < n) cap *= 2;
+    size_t cap = dg_grow_cap(st->cap, n);
     for (int il = 0; il < st->n_layer; il++) {
         if (!st->has_kv[il]) continue;
-        size_t old_bytes = st->cap * st->row[il] * sizeof(float);
-        size_t bytes = cap * st->row[il] * sizeof(float);
+        size_t row_bytes = st->row[il] * sizeof(float);
+        if (row_bytes && cap > SIZE_MAX / row_bytes)
+            return dg_fail(DEG_ERR_NOMEM, "KV cache: %zu rows of %zu bytes do not fit in memory",
+                           cap, row_bytes);
+        size_t old_bytes = st->cap * row_bytes, bytes = cap * row_bytes;
         if (kv_grow(&st->k[il], &st->mapped[2 * il], old_bytes, bytes) ||
             kv_grow(&st->v[il], &st->mapped[2 * il + 1], old_bytes, bytes))
             return dg_fail(DEG_ERR_NOMEM, "KV cache: cannot grow to %zu rows", cap);

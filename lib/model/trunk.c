@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/grow.h"
 #include "base/status.h"
 #include "model/arch.h"
 #include "model/state.h"
@@ -176,11 +177,9 @@ size_t deg_fork_len(const deg_fork *fork) { return fork ? fork->st.len : 0; }
 static deg_status reserve_hidden(deg_fork *f, size_t n)
 {
     if (n <= f->hidden_cap) return DEG_OK;
-    size_t cap = f->hidden_cap ? f->hidden_cap : 16;
-    while (cap < n) cap *= 2;
-    float *h = realloc(f->hidden, cap * (size_t)f->trunk->model->hp.n_embd * sizeof(float));
-    if (!h) return dg_fail(DEG_ERR_NOMEM, "fork: cannot grow hidden states to %zu rows", cap);
-    f->hidden = h;
+    size_t cap = dg_grow_cap(f->hidden_cap, n);
+    deg_status st = dg_resize(&f->hidden, cap, (size_t)f->trunk->model->hp.n_embd * sizeof(float));
+    if (st != DEG_OK) return dg_fail_context(st, "fork: hidden states of %zu rows", cap);
     f->hidden_cap = cap;
     return DEG_OK;
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/grow.h"
 #include "base/status.h"
 #include "model/arch.h"
 
@@ -56,15 +57,10 @@ deg_status dg_model_alloc(deg_model *m, size_t bytes, void **out)
 
 deg_status dg_model_own(deg_model *m, void *p)
 {
-    if (m->n_owned == m->cap_owned) {
-        size_t cap = m->cap_owned ? 2 * m->cap_owned : 64;
-        void **o = realloc(m->owned, cap * sizeof *o);
-        if (!o) {
-            free(p);
-            return dg_fail(DEG_ERR_NOMEM, "model: out of memory");
-        }
-        m->owned = o;
-        m->cap_owned = cap;
+    deg_status st = DG_GROW(m->owned, m->cap_owned, m->n_owned + 1);
+    if (st != DEG_OK) {
+        free(p);
+        return dg_fail_context(st, "model");
     }
     m->owned[m->n_owned++] = p;
     return DEG_OK;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/grow.h"
 #include "base/status.h"
 #include "tokenizer/tok_internal.h"
 
@@ -65,37 +66,19 @@ static deg_status scratch_reserve(dg_bpe_scratch **ps, size_t n)
         *ps = s;
     }
     if (n <= s->cap) return DEG_OK;
-    size_t cap = s->cap ? s->cap : 64;
-    while (cap < n) cap *= 2;
-    int32_t *sym = realloc(s->sym, cap * sizeof *sym);
-    if (sym) s->sym = sym;
-    uint32_t *pr = realloc(s->prank, cap * sizeof *pr);
-    if (pr) s->prank = pr;
-    int32_t *pid = realloc(s->pid, cap * sizeof *pid);
-    if (pid) s->pid = pid;
-    int32_t *prev = realloc(s->prev, cap * sizeof *prev);
-    if (prev) s->prev = prev;
-    int32_t *next = realloc(s->next, cap * sizeof *next);
-    if (next) s->next = next;
-    bpe_heap_item *heap = realloc(s->heap, 3 * cap * sizeof *heap);
-    if (heap) s->heap = heap;
-    if (!sym || !pr || !pid || !prev || !next || !heap)
-        return dg_fail(DEG_ERR_NOMEM, "tokenize: out of memory");
-    s->cap = cap;
-    return DEG_OK;
+    /* the heap holds up to 3 entries per symbol */
+    void *const arrs[] = {&s->sym, &s->prank, &s->pid, &s->prev, &s->next, &s->heap};
+    const size_t elems[] = {sizeof *s->sym,  sizeof *s->prank, sizeof *s->pid,
+                            sizeof *s->prev, sizeof *s->next,  3 * sizeof *s->heap};
+    deg_status st = dg_grow_all(arrs, elems, 6, &s->cap, n);
+    return st == DEG_OK ? st : dg_fail_context(st, "tokenize");
 }
 
 static deg_status out_push(int32_t **out, size_t *n, size_t *cap, const int32_t *ids, size_t k)
 {
     if (k == 0) return DEG_OK; /* every byte of the word dropped: *out may be NULL */
-    if (*n + k > *cap) {
-        size_t c = *cap ? *cap : 256;
-        while (c < *n + k) c *= 2;
-        int32_t *o = realloc(*out, c * sizeof *o);
-        if (!o) return dg_fail(DEG_ERR_NOMEM, "tokenize: out of memory");
-        *out = o;
-        *cap = c;
-    }
+    deg_status st = dg_grow(out, cap, *n + k, sizeof **out);
+    if (st != DEG_OK) return dg_fail_context(st, "tokenize");
     memcpy(*out + *n, ids, k * sizeof *ids);
     *n += k;
     return DEG_OK;

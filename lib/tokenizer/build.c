@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/grow.h"
 #include "base/regex.h"
 #include "base/status.h"
 #include "tokenizer/tok_internal.h"
@@ -168,17 +169,13 @@ static deg_status grow_ids(dg_tokenizer *t, size_t n)
         if ((int32_t)n > t->n_vocab) t->n_vocab = (int32_t)n;
         return DEG_OK;
     }
-    size_t cap = t->tok_cap ? t->tok_cap : 1024;
-    while (cap < n) cap *= 2;
-    dg_tok_entry *tok = realloc(t->tok, cap * sizeof *tok);
-    if (!tok) return dg_fail(DEG_ERR_NOMEM, "tokenizer: out of memory");
-    t->tok = tok;
-    uint8_t *r = realloc(t->reachable, cap);
-    if (!r) return dg_fail(DEG_ERR_NOMEM, "tokenizer: out of memory");
-    t->reachable = r;
-    memset(t->tok + t->tok_cap, 0, (cap - t->tok_cap) * sizeof *tok);
-    memset(t->reachable + t->tok_cap, 0, cap - t->tok_cap);
-    t->tok_cap = cap;
+    size_t old = t->tok_cap;
+    void *const arrs[] = {&t->tok, &t->reachable};
+    const size_t elems[] = {sizeof *t->tok, sizeof *t->reachable};
+    deg_status st = dg_grow_all(arrs, elems, 2, &t->tok_cap, n);
+    if (st != DEG_OK) return dg_fail_context(st, "tokenizer");
+    memset(t->tok + old, 0, (t->tok_cap - old) * sizeof *t->tok);
+    memset(t->reachable + old, 0, (t->tok_cap - old) * sizeof *t->reachable);
     if ((int32_t)n > t->n_vocab) t->n_vocab = (int32_t)n;
     return DEG_OK;
 }
@@ -187,14 +184,8 @@ static deg_status push_bytes(char **buf, size_t *len, size_t *cap, const char *s
                              uint32_t *off)
 {
     if (*len + n > UINT32_MAX) return dg_fail(DEG_ERR_RANGE, "tokenizer: vocabulary text over 4 GiB");
-    if (*len + n > *cap) {
-        size_t c = *cap ? *cap : 65536;
-        while (c < *len + n) c *= 2;
-        char *b = realloc(*buf, c);
-        if (!b) return dg_fail(DEG_ERR_NOMEM, "tokenizer: out of memory");
-        *buf = b;
-        *cap = c;
-    }
+    deg_status st = dg_grow(buf, cap, *len + n, 1);
+    if (st != DEG_OK) return dg_fail_context(st, "tokenizer");
     if (n) memcpy(*buf + *len, s, n);
     *off = (uint32_t)*len;
     *len += n;
@@ -317,13 +308,8 @@ deg_status dg_tokb_add_added(dg_tokenizer *t, int32_t id, const char *content, s
     if (id < 0 || id >= DG_TOK_MAX_ID)
         return dg_fail(DEG_ERR_FORMAT, "added token id %d out of range [0, %d)", id, DG_TOK_MAX_ID);
     DG_TRY(grow_ids(t, (size_t)id + 1));
-    if (t->n_added == t->added_cap) {
-        size_t cap = t->added_cap ? 2 * t->added_cap : 32;
-        dg_tok_added *a = realloc(t->added, cap * sizeof *a);
-        if (!a) return dg_fail(DEG_ERR_NOMEM, "tokenizer: out of memory");
-        t->added = a;
-        t->added_cap = cap;
-    }
+    deg_status gs = DG_GROW(t->added, t->added_cap, t->n_added + 1);
+    if (gs != DEG_OK) return dg_fail_context(gs, "tokenizer");
     dg_tok_added *a = &t->added[t->n_added];
     /* tokenizers matches a normalized token by its normalized content. */
     char *norm = NULL;
@@ -378,12 +364,11 @@ const char dg_tok_qwen35_regex[] =
 
 static deg_status push_step(dg_tokenizer *t, dg_pre_step st)
 {
-    dg_pre_step *p = realloc(t->pre, (t->n_pre + 1) * sizeof *p);
-    if (!p) {
+    deg_status gs = DG_GROW(t->pre, t->cap_pre, t->n_pre + 1);
+    if (gs != DEG_OK) {
         if (st.re) pcre2_code_free(st.re);
-        return dg_fail(DEG_ERR_NOMEM, "tokenizer: out of memory");
+        return dg_fail_context(gs, "tokenizer");
     }
-    t->pre = p;
     t->pre[t->n_pre++] = st;
     return DEG_OK;
 }

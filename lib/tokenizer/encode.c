@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/grow.h"
 #include "base/status.h"
 #include "tokenizer/tok_internal.h"
 #include "base/utf8.h"
@@ -52,19 +53,6 @@ typedef struct enc_ctx {
     size_t n_out, cap_out;
 } enc_ctx;
 
-static deg_status grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap) return DEG_OK;
-    size_t c = *cap ? *cap : 64;
-    while (c < need) c *= 2;
-    void *q = realloc(*p, c * elem);
-    if (!q) return dg_fail(DEG_ERR_NOMEM, "tokenize: out of memory");
-    *p = q;
-    *cap = c;
-    return DEG_OK;
-}
-
-#define GROW(ptr, cap, need) grow((void **)&(ptr), &(cap), (need), sizeof *(ptr))
 
 static void ctx_free(enc_ctx *c)
 {
@@ -121,7 +109,7 @@ static deg_status find_spans(enc_ctx *c, const pcre2_code *re, const char *s, si
         if (rc < 0) return re_error(rc);
         PCRE2_SIZE *ov = pcre2_get_ovector_pointer(c->md);
         size_t ms = ov[0], me = ov[1];
-        DG_TRY(GROW(c->sp, c->sp_cap, c->sp_n + 2));
+        DG_TRY(DG_GROW(c->sp, c->sp_cap, c->sp_n + 2));
         if (ms != prev) c->sp[c->sp_n++] = (span){(uint32_t)prev, (uint32_t)ms, 0};
         c->sp[c->sp_n++] = (span){(uint32_t)ms, (uint32_t)me, 1};
         prev = me;
@@ -133,7 +121,7 @@ static deg_status find_spans(enc_ctx *c, const pcre2_code *re, const char *s, si
         }
     }
     if (prev != len) {
-        DG_TRY(GROW(c->sp, c->sp_cap, c->sp_n + 1));
+        DG_TRY(DG_GROW(c->sp, c->sp_cap, c->sp_n + 1));
         c->sp[c->sp_n++] = (span){(uint32_t)prev, (uint32_t)len, 0};
     }
     return DEG_OK;
@@ -142,7 +130,7 @@ static deg_status find_spans(enc_ctx *c, const pcre2_code *re, const char *s, si
 static deg_status emit(enc_ctx *c, uint32_t base, uint32_t s, uint32_t e)
 {
     if (e <= s) return DEG_OK;
-    DG_TRY(GROW(c->pb, c->pb_cap, c->pb_n + 1));
+    DG_TRY(DG_GROW(c->pb, c->pb_cap, c->pb_n + 1));
     c->pb[c->pb_n++] = (piece){base + s, e - s};
     return DEG_OK;
 }
@@ -203,7 +191,7 @@ static deg_status prefix_space(enc_ctx *c, piece p)
     if (c->wb[p.off] == ' ') return emit(c, 0, p.off, p.off + p.len);
     if (c->wb_len + p.len + 1 > UINT32_MAX)
         return dg_fail(DEG_ERR_RANGE, "tokenize: text longer than 4 GiB");
-    DG_TRY(GROW(c->wb, c->wb_cap, c->wb_len + p.len + 1));
+    DG_TRY(DG_GROW(c->wb, c->wb_cap, c->wb_len + p.len + 1));
     uint32_t off = (uint32_t)c->wb_len;
     c->wb[c->wb_len++] = ' ';
     memcpy(c->wb + c->wb_len, c->wb + p.off, p.len);
@@ -228,10 +216,10 @@ static deg_status encode_text(enc_ctx *c, const char *all, size_t base, size_t l
     }
     if (len > UINT32_MAX / 2) return dg_fail(DEG_ERR_RANGE, "tokenize: text longer than 2 GiB");
     c->wb_len = 0;
-    DG_TRY(GROW(c->wb, c->wb_cap, len));
+    DG_TRY(DG_GROW(c->wb, c->wb_cap, len));
     memcpy(c->wb, text, len);
     c->wb_len = len;
-    DG_TRY(GROW(c->pa, c->pa_cap, 1));
+    DG_TRY(DG_GROW(c->pa, c->pa_cap, 1));
     c->pa[0] = (piece){0, (uint32_t)len};
     c->pa_n = 1;
     for (size_t k = 0; k < t->n_pre; k++) {
@@ -356,13 +344,13 @@ static deg_status split_added(enc_ctx *c, const char *text, size_t off, size_t l
             }
             if (stop > pos) pos = stop;
         }
-        DG_TRY(GROW(*out, *cap_out, *n_out + 2));
+        DG_TRY(DG_GROW(*out, *cap_out, *n_out + 2));
         if (cursor < start) (*out)[(*n_out)++] = (seg){off + cursor, start - cursor, -1};
         (*out)[(*n_out)++] = (seg){off + start, stop - start, best->id};
         cursor = stop;
     }
     if (cursor < len) {
-        DG_TRY(GROW(*out, *cap_out, *n_out + 1));
+        DG_TRY(DG_GROW(*out, *cap_out, *n_out + 1));
         (*out)[(*n_out)++] = (seg){off + cursor, len - cursor, -1};
     }
     return DEG_OK;
@@ -370,7 +358,7 @@ static deg_status split_added(enc_ctx *c, const char *text, size_t off, size_t l
 
 static deg_status push_id(enc_ctx *c, int32_t id)
 {
-    DG_TRY(GROW(c->out, c->cap_out, c->n_out + 1));
+    DG_TRY(DG_GROW(c->out, c->cap_out, c->n_out + 1));
     c->out[c->n_out++] = id;
     return DEG_OK;
 }

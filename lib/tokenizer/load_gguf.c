@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/grow.h"
 #include "base/status.h"
 #include "format/gguf.h"
 #include "tokenizer/tok_internal.h"
@@ -102,14 +103,12 @@ static deg_status build(dg_tokenizer *t, const dg_gguf *g)
 
     char *scratch = NULL;
     size_t scratch_cap = 0;
+/* scratch holds one token's bytes (the one growth rule, base/grow.h) */
 #define NEED(n)                                                                       \
     do {                                                                              \
-        if ((n) > scratch_cap) {                                                      \
-            size_t c_ = (n) * 2 + 64;                                                 \
-            char *p_ = realloc(scratch, c_);                                          \
-            if (!p_) { free(scratch); return dg_fail(DEG_ERR_NOMEM, "out of memory"); } \
-            scratch = p_;                                                             \
-            scratch_cap = c_;                                                         \
+        if ((s = dg_grow(&scratch, &scratch_cap, (n), 1)) != DEG_OK) {                \
+            free(scratch);                                                            \
+            return s;                                                                 \
         }                                                                             \
     } while (0)
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/grow.h"
 #include "base/status.h"
 #include "base/utf8.h"
 #include "tokenizer/tok_internal.h"
@@ -147,11 +148,10 @@ deg_status dg_tok_nfc(const char *s, size_t len, char **buf, size_t *cap, size_t
         n = w;
     }
     size_t need = 4 * n;
-    if (need > *cap) {
-        char *b = realloc(*buf, need);
-        if (!b) { free(cps); return dg_fail(DEG_ERR_NOMEM, "tokenize: out of memory"); }
-        *buf = b;
-        *cap = need;
+    deg_status st = dg_grow(buf, cap, need, 1);
+    if (st != DEG_OK) {
+        free(cps);
+        return dg_fail_context(st, "tokenize");
     }
     size_t o = 0;
     for (size_t i = 0; i < n; i++) o += (size_t)dg_utf8_encode(cps[i], *buf + o);

@@ -105,7 +105,7 @@ struct dg_tokenizer {
     pcre2_code *word_re;      /* \w, for single_word added tokens (else NULL) */
 
     dg_pre_step *pre;
-    size_t n_pre;
+    size_t n_pre, cap_pre;
     dg_tok_normalizer normalizer;
     int ignore_merges;
 
