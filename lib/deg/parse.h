@@ -58,6 +58,11 @@
  * ---- Date rule (dg_parse_date, dg_parse_datetime) -------------------------
  *  Dates (an optional leading English weekday, which must then match):
  *   - YYYY-MM-DD, YYYY/MM/DD, YYYY.MM.DD (year first: unambiguous);
+ *   - YYYY Mon D, YYYY Month D, YYYY Mon. D, YYYY Mon Dth (vim runtime
+ *     headers' "Last Change: 2023 Mar 14"), YYYY-Mon-DD, YYYY/Mon/DD (same
+ *     separator twice); never date_order (the month is a word). After a
+ *     space the month must be capitalized ("by 2030 may 5 teams" is prose);
+ *     the month word must not run into the day ("2023 Mar14" is rejected);
  *   - A/B/YYYY, A-B-YYYY, A.B.YYYY (same separator twice): numeric, read by
  *     date_order: MDY, DMY, or DEG_DATE_ANY = parses only when exactly one
  *     of the two readings is a valid calendar date (or both are the same
@@ -66,6 +71,8 @@
  *     D-Mon-YYYY, D/Mon/YYYY; Month D, YYYY, Month Dth YYYY, Mon. D YYYY.
  *     Month names: English full names and 3-letter abbreviations (+ "Sept"),
  *     plus German, French and Spanish full names; case-insensitive.
+ *  Every number and month word must end where the form does: "2023 Mar 145",
+ *  "2023 Marching 5", "2023 Mar 14x" are not dates (and not candidates).
  *  Years must have 4 digits (two-digit years would invent a century);
  *  a date without a day ("March 2026") is rejected; invalid calendar dates
  *  (Feb 30, 2025-02-29, month 13) are rejected.
@@ -76,6 +83,10 @@
  *  minus, UTC/GMT (alone or with an offset: "UTC+2", "GMT-05:30"), and the
  *  fixed-offset abbreviations EST EDT CST CDT MST MDT PST PDT CET CEST EET
  *  EEST WET WEST JST AEST AEDT (ambiguous ones like IST/BST are rejected).
+ *  RFC 2822 mail dates ("Tue, 14 Mar 2023 10:00:00 +0100") are the weekday,
+ *  D Mon YYYY, time and +HHMM forms above. Not read: ctime / date(1) output
+ *  ("Tue Mar 14 10:00:00 CEST 2023": the year after the time), ISO 8601
+ *  basic "20230314" (a number as often as a date), week and ordinal dates.
  *  Output date: "YYYY-MM-DD". Output date-time (RFC 3339):
  *  "YYYY-MM-DDTHH:MM:SS[.fraction]OFFSET", seconds ":00" when not written,
  *  fraction as written, OFFSET "Z" for Z/UTC/GMT and otherwise "+HH:MM".

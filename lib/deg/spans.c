@@ -182,6 +182,8 @@ static const char *const NUMBER_RES[] = {
 #define WDAY "(?i:monday|tuesday|wednesday|thursday|friday|saturday|sunday|tues|thurs|thur|mon|tue|wed|thu|fri|sat|sun)\\.?,?\\s+"
 #define ORD "(?i:st|nd|rd|th)?"
 #define DATE_CORE "(?:\\d{4}(?<s1>[-/.])\\d{1,2}\\k<s1>\\d{1,2}" \
+    "|\\d{4}(?<s3>[-/])" MONTH "\\k<s3>\\d{1,2}" \
+    "|\\d{4}\\s+(?=[A-Z])" MONTH "\\.?\\s*\\d{1,2}" ORD \
     "|\\d{1,2}(?<s2>[-/.])\\d{1,2}\\k<s2>\\d{4}" \
     "|\\d{1,2}[-/]" MONTH "[-/]\\d{4}" \
     "|\\d{1,2}" ORD "\\.?\\s*(?i:of\\s+)?" MONTH "\\.?,?\\s*\\d{4}" \

@@ -1,5 +1,6 @@
 /* Parser tables: numbers, dates, date-times (lib/deg/parse.h rules). */
 #include <criterion/criterion.h>
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,6 +74,53 @@ Test(parse, number_table)
     }
 }
 
+/* tests/goldens/dates/dates.json (tests/goldens/gen_dates.py: Python's strptime with each
+ * form's explicit formats, email.utils for RFC 2822): the forms real documents write. */
+static json_t *load_date_goldens(void)
+{
+    json_error_t e;
+    json_t *g = json_load_file(DEG_SOURCE_ROOT "/tests/goldens/dates/dates.json", 0, &e);
+    cr_assert(g, "dates.json: %s (line %d)", e.text, e.line);
+    return g;
+}
+
+Test(parse, date_goldens)
+{
+    json_t *g = load_date_goldens();
+    size_t i, n_ok = 0, n_bad = 0;
+    json_t *c;
+    json_array_foreach(json_object_get(g, "dates"), i, c) {
+        const char *in = json_string_value(json_object_get(c, "text"));
+        const char *want = json_string_value(json_object_get(c, "date"));
+        char buf[11];
+        deg_status st = dg_parse_date(in, strlen(in), DEG_DATE_ANY, buf);
+        if (want) {
+            cr_expect_eq(st, DEG_OK, "date \"%s\": %s", in, deg_errmsg());
+            if (st == DEG_OK) cr_expect_str_eq(buf, want, "date \"%s\"", in);
+            n_ok++;
+        } else {
+            cr_expect_neq(st, DEG_OK, "date \"%s\" is not a date, got %s", in, buf);
+            n_bad++;
+        }
+    }
+    cr_expect(n_ok >= 30 && n_bad >= 15, "%zu dates, %zu non-dates", n_ok, n_bad);
+    json_array_foreach(json_object_get(g, "date_times"), i, c) {
+        const char *in = json_string_value(json_object_get(c, "text"));
+        const char *def = json_string_value(json_object_get(c, "default_offset"));
+        const char *want = json_string_value(json_object_get(c, "date_time"));
+        char buf[64];
+        int assumed = -1;
+        deg_status st = dg_parse_datetime(in, strlen(in), DEG_DATE_ANY, def, buf, sizeof buf, &assumed);
+        if (want) {
+            cr_expect_eq(st, DEG_OK, "date-time \"%s\": %s", in, deg_errmsg());
+            if (st == DEG_OK) cr_expect_str_eq(buf, want, "date-time \"%s\"", in);
+        } else {
+            cr_expect_neq(st, DEG_OK, "date-time \"%s\" is not a date-time, got %s", in, buf);
+        }
+    }
+    json_decref(g);
+}
+
 typedef struct {
     const char *in;
     deg_date_order order;
@@ -117,6 +165,14 @@ static const date_case DATES[] = {
     {"20260305", DEG_DATE_ANY, NULL}, {"2026-03-05 and more", DEG_DATE_ANY, NULL},
     {"5 Marchy 2026", DEG_DATE_ANY, NULL}, {"03/05-2026", DEG_DATE_MDY, NULL},
     {"2026-03-055", DEG_DATE_ANY, NULL}, {"5 March 20266", DEG_DATE_ANY, NULL},
+    /* year first with a month name (more in tests/goldens/dates/dates.json): other
+     * languages' names, never date_order, a lower-case month after a space is prose */
+    {"2023 Mai 14", DEG_DATE_ANY, "2023-05-14"}, {"2023 Sept 5", DEG_DATE_DMY, "2023-09-05"},
+    {"2023-M\xC3\xA4rz-05", DEG_DATE_MDY, "2023-03-05"}, {"2023 may 5", DEG_DATE_ANY, NULL},
+    {"2023 mar 14", DEG_DATE_ANY, NULL}, {"2023.Mar.14", DEG_DATE_ANY, NULL},
+    {"2023 Mar 14th", DEG_DATE_ANY, "2023-03-14"}, {"2023-Mar-14th", DEG_DATE_ANY, NULL},
+    {"2023Mar 14", DEG_DATE_ANY, NULL}, {"Tue, 2023 Mar 14", DEG_DATE_ANY, "2023-03-14"},
+    {"Wed, 2023 Mar 14", DEG_DATE_ANY, NULL},
 };
 
 Test(parse, date_table)

@@ -1,5 +1,6 @@
 /* Format checks, candidate spans and the span trimmer. */
 #include <criterion/criterion.h>
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -130,6 +131,43 @@ Test(spans, candidate_table)
     size_t n;
     cr_expect_eq(deg_candidates("color", "x", 1, &sp, &n), DEG_ERR_ARG);
     cr_expect_eq(deg_candidates("number", "\xc3", 1, &sp, &n), DEG_ERR_UTF8);
+}
+
+/* The date candidates of tests/goldens/dates/dates.json (tests/goldens/gen_dates.py): each
+ * form real documents write, in a vim header line, is exactly the span it was put at, and
+ * that span parses; a broken boundary (a digit or letter right after, "Marching") gives
+ * no span. */
+Test(spans, date_candidate_goldens)
+{
+    json_error_t e;
+    json_t *g = json_load_file(DEG_SOURCE_ROOT "/tests/goldens/dates/dates.json", 0, &e);
+    cr_assert(g, "dates.json: %s (line %d)", e.text, e.line);
+    size_t i, n_cases = 0;
+    json_t *c;
+    json_array_foreach(json_object_get(g, "candidates"), i, c) {
+        const char *kind = json_string_value(json_object_get(c, "kind"));
+        const char *ctx = json_string_value(json_object_get(c, "context"));
+        json_t *want = json_object_get(c, "spans");
+        size_t *sp = NULL, n = 0;
+        cr_assert_eq(deg_candidates(kind, ctx, strlen(ctx), &sp, &n), DEG_OK, "%s", deg_errmsg());
+        cr_expect_eq(n, json_array_size(want), "%s in \"%s\": %zu candidates, want %zu", kind, ctx, n,
+                     json_array_size(want));
+        for (size_t k = 0; k < n && k < json_array_size(want); k++) {
+            json_t *w = json_array_get(want, k);
+            cr_expect(sp[2 * k] == (size_t)json_integer_value(json_array_get(w, 0)) &&
+                          sp[2 * k + 1] == (size_t)json_integer_value(json_array_get(w, 1)),
+                      "%s in \"%s\" #%zu: [%zu, %zu)", kind, ctx, k, sp[2 * k], sp[2 * k + 1]);
+            char *sub = cp_sub(ctx, sp[2 * k], sp[2 * k + 1]);
+            char iso[11];
+            cr_expect_eq(dg_parse_date(sub, strlen(sub), DEG_DATE_ANY, iso), DEG_OK, "candidate \"%s\": %s",
+                         sub, deg_errmsg());
+            free(sub);
+        }
+        deg_free(sp);
+        n_cases++;
+    }
+    cr_expect(n_cases >= 30, "%zu candidate contexts", n_cases);
+    json_decref(g);
 }
 
 typedef struct {

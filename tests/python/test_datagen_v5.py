@@ -93,7 +93,7 @@ GOLD = {  # (kind, doc) -> facts read by hand from the fixture text; "absent": n
     ("vimrt", "syntax/frob"): {
         "kind": "syntax file", "language": "Frob, Frobscript", "languages": ["Frob", "Frobscript"],
         "maintainer": "Ana Lopez", "email": "ana@example.net", "previous": "Bo Chen",
-        "has_previous": True, "changed": "2023 Mar 14", "changed_on": "absent",
+        "has_previous": True, "changed": "2023 Mar 14", "changed_on": "2023-03-14",
         "url": "https://frob.example.org/vim", "guard": True,
         "labels": ["Language", "Maintainer", "Previous Maintainer", "Last Change", "URL"]},
     ("vimrt", "ftplugin/frob"): {
@@ -102,7 +102,7 @@ GOLD = {  # (kind, doc) -> facts read by hand from the fixture text; "absent": n
         "license": "Vim License", "guard": False},
     ("vimrt", "compiler/frobc"): {
         "kind": "compiler plugin", "language": "Frob Compiler", "maintainer": "Bo Chen",
-        "email": "bo@example.org", "changed": "2019 Nov 3", "changed_on": "absent", "guard": False},
+        "email": "bo@example.org", "changed": "2019 Nov 3", "changed_on": "2019-11-03", "guard": False},
     ("charmap", "FROB-8"): {
         "name": "FROB-8", "comment_char": "%", "escape_char": "/", "mb_max": 2, "multibyte": True,
         "aliases": ["FROB8", "CP-FROB"], "version": "1.1",
