@@ -9,8 +9,11 @@
 
 #include "tensor/qdot_simd.h"
 
-#define NB_ROWS 8   /* most weight rows dequantized into the scratch at a time */
-#define CHUNK 256   /* elements the reference dequantizes at a time */
+#define PANEL_ROWS 16 /* most weight rows dequantized into the scratch at a time */
+#define L1_ROWS 8      /* of those, rows dotted with a block of x rows at a time (their
+                          dequantized copies stay in a 32 KiB L1; 4 past 1024 columns) */
+#define X_BLOCK (192 * 1024) /* bytes of x rows per pass over the panel: they stay in L2 */
+#define CHUNK 256      /* elements the reference dequantizes at a time */
 
 /* acc[i mod 8] += w_i x_i for i in [i0, K), then the fixed final sum. */
 static float dot_from(const float *w, const float *x, int64_t K, float acc[8], int64_t i0)
@@ -32,7 +35,24 @@ float dg_fdot_scalar(dg_dtype t, const uint8_t *w, const float *x, int64_t K)
     return dg_qdot_finish(acc);
 }
 
-size_t dg_fdot_scratch(int64_t K) { return (size_t)NB_ROWS * (size_t)K; }
+/* Rows dotted with a block of x rows at a time (l1), x rows per block
+ * (mblk), weight rows dequantized at a time (the panel; returned): each
+ * panel is dequantized once for all M x rows. With one x block (M <= mblk:
+ * decode, batched decode, short prefills) a panel is the l1 rows alone,
+ * still in L1 from their dequantization (and the scratch stays small). */
+static int64_t fdot_blocking(int64_t K, int64_t M, int64_t *l1, int64_t *mblk)
+{
+    *l1 = K <= 1024 ? L1_ROWS : L1_ROWS / 2;
+    *mblk = X_BLOCK / (int64_t)sizeof(float) / K & ~(int64_t)3;
+    if (*mblk < 4) *mblk = 4;
+    return M > *mblk ? PANEL_ROWS : *l1;
+}
+
+size_t dg_fdot_scratch(int64_t K, int64_t M)
+{
+    int64_t l1, mblk;
+    return (size_t)fdot_blocking(K, M, &l1, &mblk) * (size_t)K;
+}
 
 #ifdef DG_QDOT_X86
 /* Eight bytes (unsigned or signed) at lane 0.. of v as f32. */
@@ -200,6 +220,38 @@ __attribute__((target(DG_TARGET_AVX2), always_inline)) static inline void deq_ch
         deq_block(t, row + (size_t)c * block_bytes32(t), v);
 }
 
+/* Four accumulators' final sums [s(a), s(b), s(c), s(d)], each
+ * ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)) with every add's operands
+ * in that order (dg_qdot_finish, bitwise, NaN payloads included): even and
+ * odd lanes picked by shuffles, then added, twice, then the two halves. */
+__attribute__((target(DG_TARGET_AVX2), always_inline)) static inline __m128 hsum4(__m256 a,
+                                                                                 __m256 b,
+                                                                                 __m256 c,
+                                                                                 __m256 d)
+{
+    /* x = [a0+a1, a2+a3, b0+b1, b2+b3, a4+a5, a6+a7, b4+b5, b6+b7], y: c, d */
+    __m256 x = _mm256_add_ps(_mm256_shuffle_ps(a, b, 0x88), _mm256_shuffle_ps(a, b, 0xdd));
+    __m256 y = _mm256_add_ps(_mm256_shuffle_ps(c, d, 0x88), _mm256_shuffle_ps(c, d, 0xdd));
+    /* z = [a0123, b0123, c0123, d0123, a4567, b4567, c4567, d4567] */
+    __m256 z = _mm256_add_ps(_mm256_shuffle_ps(x, y, 0x88), _mm256_shuffle_ps(x, y, 0xdd));
+    return _mm_add_ps(_mm256_castps256_ps128(z), _mm256_extractf128_ps(z, 1));
+}
+
+/* y[0 .. NB) = the final sums of acc[0 .. NB) (hsum4). */
+#define FD_STORE_SUMS(NB, acc, y)                                                          \
+    do {                                                                                   \
+        if ((NB) % 4 == 0) {                                                               \
+            for (int j_ = 0; j_ < (NB); j_ += 4)                                           \
+                _mm_storeu_ps((y) + j_, hsum4((acc)[j_], (acc)[(j_ + 1) % (NB)],           \
+                                              (acc)[(j_ + 2) % (NB)], (acc)[(j_ + 3) % (NB)])); \
+        } else if ((NB) == 2) {                                                            \
+            _mm_storel_pi((__m64 *)(y), hsum4((acc)[0], (acc)[1 % (NB)], (acc)[0], (acc)[0])); \
+        } else {                                                                           \
+            for (int j_ = 0; j_ < (NB); j_++)                                              \
+                _mm_store_ss((y) + j_, hsum4((acc)[j_], (acc)[j_], (acc)[j_], (acc)[j_])); \
+        }                                                                                  \
+    } while (0)
+
 /* One x row (decode) against R weight rows of a quantized dtype t, fused:
  * each 32-element chunk dequantized in registers and multiplied at once, no
  * scratch; the same operations per pair as dequantizing first (deq_chunk,
@@ -221,11 +273,82 @@ __attribute__((target(DG_TARGET_AVX2), always_inline)) static inline void fused_
                 acc[r] = _mm256_add_ps(acc[r], _mm256_mul_ps(v[k], _mm256_loadu_ps(xc + 8 * k)));
         }
     }
+    if (R == 4) {
+        _mm_storeu_ps(y, hsum4(acc[0], acc[1], acc[2], acc[3]));
+        return;
+    }
     for (int r = 0; r < R; r++) {
         float a[8];
         _mm256_storeu_ps(a, acc[r]);
         y[r] = dg_qdot_finish(a);
     }
+}
+
+/* Q4_K super-block b's eight sub-block scales and mins times d and dmin:
+ * dl[j] = d * sc_j, ml[j] = dmin * mn_j (dg_q4k_scale_min's 6-bit fields,
+ * unpacked for all j at once as ggml does; the same f32 products as
+ * deq_k_chunk's, one rounding each). */
+__attribute__((target(DG_TARGET_AVX2), always_inline)) static inline void q4k_scales(
+    const uint8_t *b, float dl[8], float ml[8])
+{
+    uint32_t u[3];
+    memcpy(u, b + 4, 12);
+    uint32_t sc_lo = u[0] & 0x3f3f3f3fu, mn_lo = u[1] & 0x3f3f3f3fu;
+    uint32_t sc_hi = (u[2] & 0x0f0f0f0fu) | (((u[0] >> 6) & 0x03030303u) << 4);
+    uint32_t mn_hi = ((u[2] >> 4) & 0x0f0f0f0fu) | (((u[1] >> 6) & 0x03030303u) << 4);
+    __m256 sc = U8F(_mm_set_epi32(0, 0, (int)sc_hi, (int)sc_lo));
+    __m256 mn = U8F(_mm_set_epi32(0, 0, (int)mn_hi, (int)mn_lo));
+    _mm256_storeu_ps(dl, _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(dg_ld_u16(b))), sc));
+    _mm256_storeu_ps(ml, _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(dg_ld_u16(b + 2))), mn));
+}
+
+/* fused_rows for Q4_K, super-block by super-block: each row's scales
+ * unpacked once per super-block (q4k_scales) instead of once per chunk;
+ * the chunks' values and the per-pair operations are fused_rows' exactly
+ * (chunks in order, acc += w * x over elements 0..7, ..., 24..31). */
+__attribute__((target(DG_TARGET_AVX2), always_inline)) static inline void fused_q4k_rows(
+    int R, const dg_weight *w, int64_t n0, const float *x, float *y)
+{
+    const __m256i m4 = _mm256_set1_epi8(15);
+    const uint8_t *row[4];
+    __m256 acc[4];
+    for (int r = 0; r < R; r++)
+        row[r] = dg_weight_row_data(w, n0 + r), acc[r] = _mm256_setzero_ps();
+    for (int64_t sb = 0; sb < w->cols / 256; sb++) {
+        float dl[4][8], ml[4][8];
+        for (int r = 0; r < R; r++) q4k_scales(row[r] + 144 * sb, dl[r], ml[r]);
+        for (int j = 0; j < 8; j++) {
+            const float *xc = x + 256 * sb + 32 * j;
+            for (int r = 0; r < R; r++) {
+                __m256 v[4], d = _mm256_set1_ps(dl[r][j]), m = _mm256_set1_ps(ml[r][j]);
+                __m256i q = _mm256_loadu_si256(
+                    (const __m256i *)(row[r] + 144 * sb + 16 + 32 * (j >> 1)));
+                deq32(_mm256_and_si256(j & 1 ? _mm256_srli_epi16(q, 4) : q, m4), 0, d, d, &m,
+                      v);
+                for (int k = 0; k < 4; k++)
+                    acc[r] = _mm256_add_ps(acc[r],
+                                           _mm256_mul_ps(v[k], _mm256_loadu_ps(xc + 8 * k)));
+            }
+        }
+    }
+    if (R == 4) {
+        _mm_storeu_ps(y, hsum4(acc[0], acc[1], acc[2], acc[3]));
+        return;
+    }
+    for (int r = 0; r < R; r++) {
+        float a[8];
+        _mm256_storeu_ps(a, acc[r]);
+        y[r] = dg_qdot_finish(a);
+    }
+}
+
+__attribute__((target(DG_TARGET_AVX2))) static void fused_Q4_K(const dg_weight *w, int64_t n0,
+                                                               int64_t n1, const float *x,
+                                                               float *y)
+{
+    int64_t n = n0;
+    for (; n + 4 <= n1; n += 4) fused_q4k_rows(4, w, n, x, y + n);
+    for (; n < n1; n++) fused_q4k_rows(1, w, n, x, y + n);
 }
 
 #define FD_FUSED(T)                                                                        \
@@ -240,7 +363,6 @@ __attribute__((target(DG_TARGET_AVX2), always_inline)) static inline void fused_
 FD_FUSED(Q8_0)
 FD_FUSED(Q4_0)
 FD_FUSED(Q4_1)
-FD_FUSED(Q4_K)
 FD_FUSED(Q5_0)
 FD_FUSED(Q5_1)
 
@@ -281,6 +403,10 @@ static void (*fused_for(dg_dtype t))(const dg_weight *, int64_t, int64_t, const 
                 for (int j = 0; j < NB; j++)                                               \
                     acc[m][j] = _mm256_add_ps(acc[m][j], _mm256_mul_ps(wv[j], xv));        \
             }                                                                              \
+        }                                                                                  \
+        if (K8 == K) {                                                                     \
+            for (int m = 0; m < MB; m++) FD_STORE_SUMS(NB, acc[m], y + m * ldy);           \
+            return;                                                                        \
         }                                                                                  \
         for (int m = 0; m < MB; m++)                                                       \
             for (int j = 0; j < NB; j++) {                                                 \
@@ -352,19 +478,25 @@ void dg_fdot_tile(const dg_weight *w, int64_t n0, int64_t n1, int64_t M, const f
         return;
     }
 #endif
-    /* rows per pass: their dequantized copies stay in a 32 KiB L1 */
-    int64_t rows = K <= 1024 ? NB_ROWS : NB_ROWS / 2;
-    for (int64_t nb = n0; nb < n1; nb += rows) {
-        int64_t nn = n1 - nb < rows ? n1 - nb : rows;
+    /* Each panel of weight rows is dequantized once for all M x rows; the x
+     * rows go by in blocks that stay in L2, and each block meets l1
+     * dequantized rows at a time (tile_avx2's register blocking). */
+    int64_t l1, mblk, panel = fdot_blocking(K, M, &l1, &mblk);
+    for (int64_t nb = n0; nb < n1; nb += panel) {
+        int64_t nn = n1 - nb < panel ? n1 - nb : panel;
         for (int64_t j = 0; j < nn; j++)
             dg_fdot_dequant_row(w->dtype, dg_weight_row_data(w, nb + j), scratch + j * K, K);
 #ifdef DG_QDOT_X86
         if (simd) {
-            tile_avx2(scratch, nn, K, M, x, ldx, y + nb, ldy, dg_qdot_level() == DG_QK_VNNI);
+            for (int64_t m0 = 0; m0 < M; m0 += mblk)
+                for (int64_t j0 = 0; j0 < nn; j0 += l1)
+                    tile_avx2(scratch + j0 * K, nn - j0 < l1 ? nn - j0 : l1, K,
+                              M - m0 < mblk ? M - m0 : mblk, x + m0 * ldx, ldx,
+                              y + m0 * ldy + nb + j0, ldy, dg_qdot_level() == DG_QK_VNNI);
             continue;
         }
 #endif
-        (void)simd;
+        (void)simd, (void)l1, (void)mblk;
         for (int64_t m = 0; m < M; m++)
             for (int64_t j = 0; j < nn; j++) {
                 float acc[8] = {0};

@@ -11,7 +11,7 @@
 #include "tensor/fdot.h"
 #include "tensor/qdot.h"
 
-#define ROW_CHUNK 64   /* x rows quantized per pass */
+#define ROW_CHUNK 64   /* x rows quantized per pass (8-bit activations) */
 #define N_TILE 16      /* weight rows per task */
 #define BWD_TILE 64    /* weight rows dequantized per backward product */
 
@@ -33,7 +33,7 @@ void dg_weight_get_row(const dg_weight *w, int64_t r, float *out)
 
 /* y rows [0, M) for weight rows [n0, n1). xr: the 8-bit x rows (qdot.h;
  * with scratch and M > 1 each weight row is unpacked once for all M rows,
- * dg_qdot_rows) or NULL: f32 x rows (fdot.h; scratch: dg_fdot_scratch
+ * dg_qdot_rows) or NULL: f32 x rows (fdot.h; scratch: dg_fdot_scratch(K, M)
  * floats). Without scratch (out of memory) the pair-at-a-time reference of
  * the same numbers. */
 static void dot_tile(const dg_weight *w, int64_t M, const dg_q8_row *xr, const float *x,
@@ -77,7 +77,7 @@ static void matmul_rows(const dg_weight *const *ws, int nw, int64_t M, const flo
      * copies, then one unpacked-row scratch per thread (on failure the
      * row-at-a-time kernel: the same numbers). */
     size_t xb = quant ? (size_t)(M * n8) * (32 + 2 * sizeof(int32_t)) : 0;
-    size_t sb = quant ? dg_qdot_rows_scratch(nb) : sizeof(float) * dg_fdot_scratch(K);
+    size_t sb = quant ? dg_qdot_rows_scratch(nb) : sizeof(float) * dg_fdot_scratch(K, M);
     uint8_t *buf = !quant || M > 1 ? malloc(xb + sb * (size_t)(par ? nt : 1)) : NULL;
     for (int64_t m = 0; quant && m < M; m++)
         xr[m] = (dg_q8_row){q + m * K, d + m * nb, s + m * nb, nb,
@@ -118,12 +118,9 @@ void dg_weight_matmul_multi(const dg_weight *const *ws, int nw, int64_t M, const
         return;
     }
     if (allh) {
-        for (int64_t m0 = 0; m0 < M; m0 += ROW_CHUNK) {
-            int64_t mc = M - m0 < ROW_CHUNK ? M - m0 : ROW_CHUNK;
-            float *yo[DG_WEIGHT_MAX_MULTI];
-            for (int i = 0; i < nw; i++) yo[i] = ys[i] + m0 * ldys[i];
-            matmul_rows(ws, nw, mc, x + m0 * ldx, ldx, yo, ldys, NULL, NULL, NULL);
-        }
+        /* f32 x rows need no per-row buffers: all M rows in one pass, so each
+         * weight row is dequantized once per call (dg_fdot_tile). */
+        matmul_rows(ws, nw, M, x, ldx, ys, ldys, NULL, NULL, NULL);
         return;
     }
     int64_t K = ws[0]->cols, nb = K / DG_QK;

@@ -174,6 +174,45 @@ Test(qmatmul, kernel_bitwise_rows_equal_scalar_reference)
         }
 }
 
+/* f32 activations at prefill sizes (fdot.h: a panel of 16 weight rows
+ * dequantized once for all M x rows, the x rows in L2-sized blocks, 8 or 4
+ * panel rows per register-blocked pass): every pair bitwise the scalar
+ * reference, with M past one x block (80 rows at 576 columns, 28 at 1536,
+ * 68 at 677) and N past one panel with a tail; F16 at 677 columns (not a
+ * multiple of 8: the lane-tail path); strided x and y. */
+Test(qmatmul, f32act_prefill_panels_bitwise_equal_scalar_reference)
+{
+    rng_state = 0xF32A;
+    const struct { dg_dtype t; int64_t K; } cases[] = {
+        {DG_Q4_1, 576}, {DG_Q8_0, 576}, {DG_Q4_K, 1536}, {DG_Q6_K, 768}, {DG_Q5_0, 1536},
+        {DG_F16, 677}, {DG_BF16, 96}};
+    const int64_t M = 171, N = 37, ldx_pad = 3, ldy = N + 2;
+    for (int threads = 1; threads <= 2; threads++) {
+        deg_set_num_threads(threads);
+        for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+            dg_dtype t = cases[ci].t;
+            int64_t K = cases[ci].K, ldx = K + ldx_pad;
+            dg_weight w;
+            uint8_t *data = make_weight(t, N, K, &w);
+            w.f32_act = 1;
+            float *x = malloc(sizeof(float) * (size_t)(M * ldx));
+            float *y = malloc(sizeof(float) * (size_t)(M * ldy));
+            fill_x(x, (size_t)(M * ldx), 3.0f);
+            dg_weight_matmul(&w, M, x, ldx, y, ldy);
+            for (int64_t m = 0; m < M; m++)
+                for (int64_t n = 0; n < N; n++) {
+                    float e = dg_fdot_scalar(t, dg_weight_row_data(&w, n), x + m * ldx, K);
+                    cr_assert(memcmp(&e, &y[m * ldy + n], 4) == 0,
+                              "%s K=%lld, %d threads, row %lld col %lld: %.9g vs scalar %.9g",
+                              dg_dtype_name(t), (long long)K, threads, (long long)m,
+                              (long long)n, (double)y[m * ldy + n], (double)e);
+                }
+            free(x), free(y), free(data);
+        }
+    }
+    deg_set_num_threads(0);
+}
+
 /* Every row computed alone, in batches of 1..16 and 100 (> the 64-row
  * quantization chunk), at 1, 2 and 3 threads: bitwise the same. */
 Test(qmatmul, rows_bitwise_invariant_to_batch_and_threads)
