@@ -7,7 +7,13 @@
  * row) pair (dg_qdot), which dg_weight_matmul's multi-row kernel
  * (dg_qdot_rows) replaces for batches.
  *
- *   ./build/bench/bench_qdot [M [reps]]            (default M = 1, reps 200)
+ *   ./build/bench/bench_qdot [M [reps]]            (default M = 1, reps 200;
+ *                                                   M 1..1024: a prefill pass is 256
+ *                                                   rows; the scalar and one-row
+ *                                                   references only for M <= 64)
+ *   ./build/bench/bench_qdot M reps rows            (fewer weight rows than the
+ *                                                   model's: short calls, so best-of
+ *                                                   finds unpreempted ones under load)
  *   DEG_QKERNEL=avx2 ./build/bench/bench_qdot       (cap the kernel set)
  *
  * Best-of-reps of a short call is a fair comparison of two kernels even on
@@ -59,8 +65,9 @@ int main(int argc, char **argv)
 {
     int64_t M = argc > 1 ? atol(argv[1]) : 1;
     int reps = argc > 2 ? atoi(argv[2]) : 200;
-    if (M < 1 || M > 64 || reps < 1) {
-        fprintf(stderr, "usage: %s [M (1..64) [reps]]\n", argv[0]);
+    int64_t rows = argc > 3 ? atol(argv[3]) : 0; /* weight rows of both shapes (0: the model's) */
+    if (M < 1 || M > 1024 || reps < 1 || rows < 0) {
+        fprintf(stderr, "usage: %s [M (1..1024) [reps [rows]]]\n", argv[0]);
         return 2;
     }
     deg_set_num_threads(1);
@@ -69,7 +76,7 @@ int main(int argc, char **argv)
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
         for (int si = 0; si < 2; si++) {
             dg_dtype t = types[ti];
-            int64_t N = shapes[si][0], K = shapes[si][1], nb = K / 32;
+            int64_t N = rows ? rows : shapes[si][0], K = shapes[si][1], nb = K / 32;
             if (!dg_weight_supported(t, K)) continue; /* K-quants: 256-element blocks */
             dg_weight w;
             uint8_t *data = make_weight(t, N, K, &w);
@@ -96,7 +103,7 @@ int main(int argc, char **argv)
                     w.f32_act = 0;
                     if (t1 - t0 < best_fa) best_fa = t1 - t0;
                 }
-                if (t != DG_F16 && M > 1) { /* the one-row SIMD kernel per pair */
+                if (t != DG_F16 && M > 1 && M <= 64) { /* the one-row SIMD kernel per pair */
                     t0 = now();
                     for (int64_t m = 0; m < M; m++) {
                         dg_q8_quantize(x + m * K, &r);
@@ -105,7 +112,9 @@ int main(int argc, char **argv)
                     t1 = now();
                     if (t1 - t0 < best_row) best_row = t1 - t0;
                 }
-                if (rep >= reps / 10 + 1) continue; /* the scalar reference: fewer reps */
+                /* the scalar reference: fewer reps, and only for M <= 64 (prefill-sized
+                 * M takes seconds per rep) */
+                if (rep >= reps / 10 + 1 || M > 64) continue;
                 t0 = now();
                 for (int64_t m = 0; m < M; m++) {
                     if (t != DG_F16) dg_q8_quantize(x + m * K, &r);
@@ -116,14 +125,18 @@ int main(int argc, char **argv)
                 t1 = now();
                 if (t1 - t0 < best_ref) best_ref = t1 - t0;
             }
+            char ref[32] = "null", spd[32] = "null";
+            if (isfinite(best_ref)) {
+                snprintf(ref, sizeof ref, "%.2f", 1e9 * best_ref / (double)(M * N));
+                snprintf(spd, sizeof spd, "%.2f", best_ref / best);
+            }
             printf("{\"bench\":\"qdot\",\"dtype\":\"%s\",\"kernel\":\"%s\",\"M\":%lld,\"rows\":%lld,"
                    "\"cols\":%lld,\"ns_per_row_dot\":%.2f,\"weight_gb_s\":%.2f,"
-                   "\"scalar_ns_per_row_dot\":%.2f,\"speedup_vs_scalar\":%.2f,"
+                   "\"scalar_ns_per_row_dot\":%s,\"speedup_vs_scalar\":%s,"
                    "\"speedup_vs_one_row_kernel\":%.2f,\"f32act_ns_per_row_dot\":%.2f}\n",
                    dg_dtype_name(t), dg_qdot_kernel(), (long long)M, (long long)N, (long long)K,
                    1e9 * best / (double)(M * N), (double)dg_weight_bytes(&w) * 1e-9 * (double)M / best,
-                   1e9 * best_ref / (double)(M * N), best_ref / best,
-                   isfinite(best_row) ? best_row / best : 1.0,
+                   ref, spd, isfinite(best_row) ? best_row / best : 1.0,
                    1e9 * (isfinite(best_fa) ? best_fa : best) / (double)(M * N));
             free(data), free(x), free(y), free(q), free(d), free(s);
         }

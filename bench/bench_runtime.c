@@ -15,7 +15,10 @@
  *                                                default: $DEG_WEIGHTS, else native-f32act)
  *                      [--no-reference]         (skip the sgemm and memory
  *                                                references: bench/vs_llamacpp.py)
- * --batch 1 measures batch-1 decode once (the batch-B figure is the same run).
+ * --batch 1 measures batch-1 decode once (the batch-B figure is the same run);
+ * --decode 0 measures the prefill alone (decode figures null: the long
+ * prefills of bench/vs_llamacpp.py, where the decode's own P-token prefill
+ * would double the time).
  * Not a test: it prints a table and exits 0 unless something failed.
  */
 #include <blis.h>
@@ -248,8 +251,9 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (!model_path || P < 1 || D < 2 || B < 1 || reps < 1) {
-        fprintf(stderr, "%s: --model PATH is required; prompt >= 1, decode >= 2, batch >= 1\n",
+    if (!model_path || P < 1 || D < 0 || D == 1 || B < 1 || reps < 1) {
+        fprintf(stderr,
+                "%s: --model PATH is required; prompt >= 1, decode 0 (none) or >= 2, batch >= 1\n",
                 argv[0]);
         return 2;
     }
@@ -317,8 +321,8 @@ int main(int argc, char **argv)
 
     /* ---- decode ---- */
     size_t ctx = (size_t)P;
-    double step1 = best_decode(m, ids, ctx, 1, D, reps);
-    double stepB = B > 1 ? best_decode(m, ids, ctx, B, D, reps) : step1;
+    double step1 = D ? best_decode(m, ids, ctx, 1, D, reps) : NAN;
+    double stepB = D && B > 1 ? best_decode(m, ids, ctx, B, D, reps) : step1;
     double mem_bw = refs ? mem_read_bandwidth((size_t)256 << 20, threads, 3) : NAN;
     double dec_bw1 = (double)mi.weight_bytes / step1;
     double dec_bwB = (double)mi.weight_bytes / stepB;
@@ -367,22 +371,23 @@ int main(int argc, char **argv)
            ctx, D);
 
     /* one JSON line, as the other bench programs print (skipped references: null) */
-    char js[5][32];
-    const double jv[5] = {ref_flops * 1e-9, lib_flops * 1e-9, prefill_flops / ref_flops,
-                          mem_bw * 1e-9, dec_bw1 / mem_bw};
-    for (int i = 0; i < 5; i++) {
+    char js[8][32];
+    const double jv[8] = {ref_flops * 1e-9, lib_flops * 1e-9, prefill_flops / ref_flops,
+                          mem_bw * 1e-9, dec_bw1 / mem_bw, 1.0 / step1, B / stepB,
+                          dec_bw1 * 1e-9};
+    for (int i = 0; i < 8; i++) {
         if (isfinite(jv[i])) snprintf(js[i], sizeof js[i], "%.3f", jv[i]);
         else snprintf(js[i], sizeof js[i], "null");
     }
     printf("{\"bench\":\"runtime\",\"blas_arch\":\"%s\",\"threads\":%d,\"loadavg1\":%.2f,"
            "\"prompt\":%d,\"prefill_tok_s\":%.2f,\"prefill_gflop_s\":%.3f,"
            "\"sgemm_gflop_s\":%s,\"dg_sgemm_gflop_s\":%s,\"prefill_vs_sgemm\":%s,"
-           "\"decode_b1_tok_s\":%.2f,\"batch\":%d,\"decode_bn_tok_s\":%.2f,"
-           "\"decode_b1_gb_s\":%.3f,\"mem_read_gb_s\":%s,\"decode_vs_mem\":%s,"
+           "\"decode_b1_tok_s\":%s,\"batch\":%d,\"decode_bn_tok_s\":%s,"
+           "\"decode_b1_gb_s\":%s,\"mem_read_gb_s\":%s,\"decode_vs_mem\":%s,"
            "\"peak_rss_mib\":%.1f,\"weight_bytes\":%zu,\"weights\":\"%s\","
            "\"qkernel\":\"%s\",\"load_rss_mib\":%.1f}\n",
            arch, threads, load1, P, P / t_prefill, prefill_flops * 1e-9, js[0], js[1], js[2],
-           1.0 / step1, B, B / stepB, dec_bw1 * 1e-9, js[3], js[4], rss_mib, mi.weight_bytes,
+           js[5], B, js[6], js[7], js[3], js[4], rss_mib, mi.weight_bytes,
            weights_name(weights), dg_qdot_kernel(), load_rss_mib);
 
     free(ids);

@@ -22,6 +22,15 @@ llama.cpp:
 Same model file, same thread count (--threads), llama.cpp on its defaults
 otherwise (CPU build, its flash-attention setting as llama-bench reports it).
 
+Long prefills (32768: llama-bench sizes its context to -p + -n, deg's trunk has
+no length cap; both warn past the 8,192 trained positions and run on) take
+minutes: time grows as a P + b P^2 (the attention). The prefills run shortest
+first; before each one over 4x the longest measured so far, the script fits a
+and b per engine on the two longest measured lengths and prints the estimate
+for that length and for all --runs. Every benchmark command is bounded by
+--timeout seconds (default 3600): a figure that times out is reported as
+missing and not retried in later runs.
+
 Where llama.cpp comes from: --llama-bin DIR or $DEG_LLAMA_CPP_BIN, a directory
 holding llama-bench (a CMake build dir's bin/ or the build dir itself). Without
 one the script says how to get one and exits 2; `--build-llama DIR` builds it
@@ -58,9 +67,13 @@ def die(msg):
     sys.exit(2)
 
 
-def sh(cmd, **kw):
+TIMEOUT_S = 3600.0  # --timeout
+
+
+def sh(cmd, timeout=None, **kw):
     print("+ " + " ".join(cmd), file=sys.stderr, flush=True)
-    return subprocess.run(cmd, check=True, text=True, stdout=subprocess.PIPE, **kw).stdout
+    return subprocess.run(cmd, check=True, text=True, stdout=subprocess.PIPE, timeout=timeout,
+                          **kw).stdout
 
 
 def llama_dir(d):
@@ -121,17 +134,49 @@ def loadavg():
 
 
 def run_deg(args, weights, prompt, decode, batch):
+    """bench_runtime's JSON; decode 0: the prefill alone."""
     out = sh([args.deg_bench, "--model", args.model, "--prompt", str(prompt), "--decode",
               str(decode), "--batch", str(batch), "--threads", str(args.threads), "--reps", "1",
-              "--weights", weights, "--no-reference"])
+              "--weights", weights, "--no-reference"], timeout=TIMEOUT_S)
     return json.loads([l for l in out.splitlines() if l.startswith("{")][-1])
 
 
 def run_llama_bench(bindir, args, extra):
     out = sh([os.path.join(bindir, LLAMA_BENCH), "-m", args.model, "-t", str(args.threads),
-              "-r", "1", "-o", "json"] + extra)
+              "-r", "1", "-o", "json"] + extra, timeout=TIMEOUT_S)
     rows = json.loads(out)
     return rows[-1]
+
+
+def fit_prefill(points):
+    """(a, b) of seconds(P) = a P + b P^2 through the two longest measured
+    (P, seconds) points (b >= 0; one point: b = 0). None without points."""
+    pts = sorted(points.items())
+    if not pts:
+        return None
+    if len(pts) == 1:
+        (p, t), = pts
+        return t / p, 0.0
+    (p1, t1), (p2, t2) = pts[-2:]
+    b = max(0.0, (t2 / p2 - t1 / p1) / (p2 - p1))
+    return t2 / p2 - b * p2, b
+
+
+def estimate(p, secs, runs_left):
+    """Print the estimated seconds of a p-token prefill per engine (from the
+    measured prefills in secs: engine -> {P: seconds}) and of the runs left."""
+    per, total = [], 0.0
+    for who, pts in sorted(secs.items()):
+        ab = fit_prefill(pts)
+        if ab:
+            t = ab[0] * p + ab[1] * p * p
+            per.append(f"{who} ~{t / 60:.1f} min")
+            total += t
+    if per:
+        print(f"vs_llamacpp: estimate for the {p}-token prefill (a P + b P^2 through the two "
+              f"longest measured), engines measured so far: {', '.join(per)}; theirs ~"
+              f"{total * runs_left / 60:.0f} min over the {runs_left} run(s) (each command "
+              f"capped at {TIMEOUT_S:.0f} s, --timeout)", file=sys.stderr, flush=True)
 
 
 def run_llama_batched(bindir, args, batch):
@@ -147,32 +192,67 @@ def run_llama_batched(bindir, args, batch):
 WEIGHT_MODES = ("f32", "native", "native-f32act")
 
 
-def one_run(args, bindir, order, prefills, add, notes):
-    """One measurement of every figure for every engine, engines in `order`."""
+def bounded(what, fn, notes):
+    """fn(), or None when it ran past --timeout (what is then skipped in
+    later runs)."""
+    if what in notes["timed_out"]:
+        return None
+    try:
+        return fn()
+    except subprocess.TimeoutExpired:
+        print(f"vs_llamacpp: {what}: over --timeout {TIMEOUT_S:.0f} s, stopped; reported as "
+              "missing", file=sys.stderr, flush=True)
+        notes["timed_out"].add(what)
+        return None
+
+
+def one_run(args, bindir, order, prefills, add, notes, runs_left):
+    """One measurement of every figure for every engine, engines in `order`;
+    prefills shortest first, each engine's seconds kept in notes["secs"] for
+    the estimates."""
     batched = bindir and os.access(os.path.join(bindir, LLAMA_BATCHED), os.X_OK)
+    secs = notes["secs"]
     for who in order:
         notes["load"].append(loadavg())
+        done = secs.setdefault(who, {})
         if who.startswith("deg"):
             w = who.split()[1]
-            j = run_deg(args, w, args.context, args.decode, 8)
-            add(f"decode batch 1 [tok/s]", who, j["decode_b1_tok_s"])
-            add(f"decode batch 8 [tok/s]", who, j["decode_bn_tok_s"])
-            notes.setdefault("rss " + w, []).append(j["load_rss_mib"])
-            notes["kernel"] = j.get("qkernel", "?")
+            j = bounded(f"{who} decode", lambda: run_deg(args, w, args.context, args.decode, 8),
+                        notes)
+            if j:
+                add(f"decode batch 1 [tok/s]", who, j["decode_b1_tok_s"])
+                add(f"decode batch 8 [tok/s]", who, j["decode_bn_tok_s"])
+                notes.setdefault("rss " + w, []).append(j["load_rss_mib"])
+                notes["kernel"] = j.get("qkernel", "?")
             for p in prefills:
-                jp = j if p == args.context else run_deg(args, w, p, 2, 1)
-                add(f"prefill {p} tokens [tok/s]", who, jp["prefill_tok_s"])
+                if done and p > 4 * max(done) and runs_left == args.runs:
+                    estimate(p, secs, runs_left)
+                jp = j if j and p == args.context else bounded(
+                    f"{who} prefill {p}", lambda: run_deg(args, w, p, 0, 1), notes)
+                if jp:
+                    add(f"prefill {p} tokens [tok/s]", who, jp["prefill_tok_s"])
+                    done[p] = p / jp["prefill_tok_s"]
         else:
             for p in prefills:
-                r = run_llama_bench(bindir, args, ["-p", str(p), "-n", "0"])
-                add(f"prefill {p} tokens [tok/s]", who, r["avg_ts"])
-                notes["llama"] = {k: r.get(k) for k in ("build_commit", "cpu_info", "flash_attn",
-                                                         "type_k", "n_batch", "n_ubatch")}
-            r = run_llama_bench(bindir, args, ["-p", "0", "-n", str(args.decode), "-d",
-                                               str(args.context)])
-            add(f"decode batch 1 [tok/s]", who, r["avg_ts"])
+                if done and p > 4 * max(done) and runs_left == args.runs:
+                    estimate(p, secs, runs_left)
+                r = bounded(f"{who} prefill {p}",
+                            lambda: run_llama_bench(bindir, args, ["-p", str(p), "-n", "0"]), notes)
+                if r:
+                    add(f"prefill {p} tokens [tok/s]", who, r["avg_ts"])
+                    done[p] = p / r["avg_ts"]
+                    notes["llama"] = {k: r.get(k) for k in ("build_commit", "cpu_info",
+                                                             "flash_attn", "type_k", "n_batch",
+                                                             "n_ubatch")}
+            r = bounded(f"{who} decode", lambda: run_llama_bench(
+                bindir, args, ["-p", "0", "-n", str(args.decode), "-d", str(args.context)]), notes)
+            if r:
+                add(f"decode batch 1 [tok/s]", who, r["avg_ts"])
             if batched:
-                add(f"decode batch 8 [tok/s]", who, run_llama_batched(bindir, args, 8))
+                v = bounded(f"{who} decode batch 8", lambda: run_llama_batched(bindir, args, 8),
+                            notes)
+                if v is not None:
+                    add(f"decode batch 8 [tok/s]", who, v)
         notes["load"].append(loadavg())
 
 
@@ -193,14 +273,17 @@ def main():
                     help="build llama-bench under DIR from the llama-cpp-python sdist first")
     ap.add_argument("--jobs", type=int, default=1, help="build parallelism for llama.cpp")
     ap.add_argument("--no-llama", action="store_true", help="deg alone")
+    ap.add_argument("--timeout", type=float, default=TIMEOUT_S,
+                    help="seconds any one benchmark command may take (then: missing)")
     args = ap.parse_args()
+    globals()["TIMEOUT_S"] = args.timeout
     if not os.path.isfile(args.model):
         die(f"--model {args.model}: no such file")
     if not os.access(args.deg_bench, os.X_OK):
         die(f"--deg-bench {args.deg_bench}: not an executable (build deg first: "
             "meson setup build && ninja -C build)")
-    if args.runs < 1 or args.decode < 2 or args.context < 1:
-        die("--runs >= 1, --decode >= 2, --context >= 1")
+    if args.runs < 1 or args.decode < 2 or args.context < 1 or args.timeout <= 0:
+        die("--runs >= 1, --decode >= 2, --context >= 1, --timeout > 0")
     modes = [w for w in args.weights.split(",") if w]
     bad = [w for w in modes if w not in WEIGHT_MODES]
     if bad or not modes:
@@ -208,9 +291,14 @@ def main():
     bindir = None if args.no_llama else find_llama(args)
     degs = ["deg " + w for w in modes]
     engines = degs + ([] if args.no_llama else ["llama.cpp"])
-    prefills = [int(p) for p in args.prefill.split(",") if p]
+    try:
+        prefills = sorted({int(p) for p in args.prefill.split(",") if p})
+    except ValueError:
+        die(f"--prefill {args.prefill}: expected comma-separated token counts")
+    if not prefills or prefills[0] < 1:
+        die(f"--prefill {args.prefill}: expected token counts >= 1")
     rows = {}  # measure -> engine -> values
-    notes = {"load": []}
+    notes = {"load": [], "secs": {}, "timed_out": set()}
 
     def add(name, who, v):
         rows.setdefault(name, {}).setdefault(who, []).append(v)
@@ -218,7 +306,7 @@ def main():
     for r in range(args.runs):
         k = r % len(engines)
         order = engines[k:] + engines[:k]  # rotate who goes first
-        one_run(args, bindir, order, prefills, add, notes)
+        one_run(args, bindir, order, prefills, add, notes, args.runs - r)
 
     size_mib = os.path.getsize(args.model) / 1048576.0
     print(f"\nmodel {args.model} ({size_mib:.1f} MiB), threads {args.threads}, "
@@ -237,21 +325,25 @@ def main():
         ll = med.get("llama.cpp")
         fig = {"llama_cpp": ll}
         for w, who in zip(modes, degs):
-            fig["deg_" + w] = med[who]
-            fig["ratio_" + w] = med[who] / ll if ll else None
+            fig["deg_" + w] = med.get(who)  # None: timed out (--timeout)
+            fig["ratio_" + w] = med[who] / ll if ll and who in med else None
         summary[name] = fig
-        print(f"{name:28s} " + " ".join(fmt(med[who], 1) for who in degs) + f" {fmt(ll, 1)} "
+        print(f"{name:28s} " + " ".join(fmt(med.get(who), 1) for who in degs) + f" {fmt(ll, 1)} "
               + " ".join(fmt(fig["ratio_" + w], 2) for w in modes))
-    rss = {w: statistics.median(notes["rss " + w]) for w in modes}
-    print(f"{'resident after load [MiB]':28s} " + " ".join(f"{rss[w]:9.1f}" for w in modes)
-          + f" {'file':>4s}{size_mib:5.1f} " + " ".join(f"{rss[w] / size_mib:9.2f}" for w in modes)
+    rss = {w: statistics.median(notes["rss " + w]) if notes.get("rss " + w) else None
+           for w in modes}
+    print(f"{'resident after load [MiB]':28s} " + " ".join(fmt(rss[w], 1) for w in modes)
+          + f" {'file':>4s}{size_mib:5.1f} "
+          + " ".join(fmt(rss[w] / size_mib if rss[w] else None, 2) for w in modes)
           + "  (ratios: to the file size)")
+    if notes["timed_out"]:
+        print("timed out (over --timeout, missing above): " + ", ".join(sorted(notes["timed_out"])))
     summary["resident_after_load_mib"] = rss
     summary["file_mib"] = size_mib
     print(json.dumps({"bench": "vs_llamacpp", "threads": args.threads, "runs": args.runs,
                       "context": args.context, "decode": args.decode,
                       "load_min_max": [min(notes["load"]), max(notes["load"])],
-                      "figures": summary}))
+                      "timed_out": sorted(notes["timed_out"]), "figures": summary}))
 
 
 if __name__ == "__main__":
