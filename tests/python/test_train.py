@@ -240,7 +240,7 @@ def test_shipped_checkpoint_is_the_default(model_path):
     import importlib
     fillmod = importlib.import_module("deg.fill")
     p = fillmod.default_checkpoint_path()
-    assert p.rstrip("/").endswith("smollm2-135m-v6")
+    assert p.rstrip("/").endswith("smollm2-135m-v7")
     assert deg.default_checkpoint_path() == p
     meta = json.loads(open(os.path.join(p, "deg.json")).read())
     assert "path" not in meta["backbone"] and meta["backbone"]["file"].endswith(".gguf")
@@ -248,6 +248,9 @@ def test_shipped_checkpoint_is_the_default(model_path):
     assert meta["key_prior"] == {"exact": 16.0, "partial": 8.0} and meta["span_single_line"]
     assert meta["training"]["train_records"] > 100
     assert meta["calibration"]["count"] == 1.0
+    # v7: decoding settings chosen on development sets (scripts/train/tune-decoding)
+    assert meta["null_margin"] == 2.0
+    assert set(meta["calibration"]["extract_confidence"]) == {"scale", "bias"}
     assert any(abs(t - 1.0) > 1e-3 for t in meta["calibration"].values())
     ctx = ("Order B-4711 was placed by ana.lopez@example.com on 2024-03-05. "
            "Total: 42.50 EUR. Priority: high.")
