@@ -471,6 +471,22 @@ DEG_API deg_status deg_fleet_init_ex(const deg_model *model, const char *dir,
                                      const size_t *lens, size_t n_docs,
                                      const deg_fleet_init_params *params);
 
+/* Draft references for a fleet that exists (deg fleet draft-ref): on = 1
+ * stores in every document's cartridge its document's token ids, as
+ * deg_fleet_init_ex with draft_ref = 1 would have (the ids of deg_corpus_new
+ * over its text copy DIR/docs/NNNN.txt); on = 0 removes them. Rows, Adam
+ * moments, step counts and residency stay as they were. A cartridge that
+ * already holds exactly that (the ids, or none) is not rewritten; each
+ * changed one is written as a whole fleet save (atomic, with the manifest),
+ * one document at a time: an absentee is mapped for it (one cartridge over
+ * the budget meanwhile) and freed again. A run killed part-way leaves a
+ * loadable fleet with some documents done; running it again finishes (the
+ * done ones are skipped). *n_changed (may be NULL): cartridges rewritten.
+ * Errors: DEG_ERR_ARG (NULL fleet, on not 0/1), those of reading a text
+ * copy (DEG_ERR_IO; DEG_ERR_UTF8) and of the save (DEG_ERR_IO): the document
+ * is named; the documents before it are done. */
+DEG_API deg_status deg_fleet_set_draft_refs(deg_fleet *fleet, int on, size_t *n_changed);
+
 
 /* ---------------------------------------------------------------------
  * Self-study (spec cartridges.md, "Self-study", "Batched self-study";
@@ -750,27 +766,41 @@ DEG_API deg_status deg_selfstudy_run_restore(deg_selfstudy_run *run,
  * save and continued from it gives the same artifact bytes as one run, from
  * any host (C or Python's deg.fleets.train, which calls these functions).
  * The draw, in stream order:
- *  1. the candidates: the residents (ascending ids); schedule UNIFORM: only
- *     those with the fewest Adam steps;
+ *  1. the candidates (ascending ids): LENGTH: the residents; UNIFORM: the
+ *     residents whose Adam steps equal the fleet's FEWEST (over every
+ *     document, absentees included);
  *  2. the target: candidate i with probability tokens_i / sum of tokens
  *     (tokens counted at least 1): one dg_rng_below(sum) draw, the first
  *     candidate whose running sum exceeds it;
  *  3. one uniform u in [0, 1): when u >= p_iso, distract_max > 0 and other
- *     residents exist, the round is co-loaded: k = 1 + below(min(distract_max,
- *     other residents)) distractors, then
- *       LENGTH: the first k of the other residents after a partial
- *       Fisher-Yates shuffle (k draws: position j swaps with j + below(m - j));
- *       UNIFORM: the k least-trained other residents, ties broken by one
- *       64-bit draw per other resident (in id order; then the lower id);
- *     and the parts (target + distractors) are shuffled by Fisher-Yates (for
- *     j = n-1 down to 1: swap j with below(j + 1)). Otherwise the target is
- *     the only part (isolated visibility).
+ *     candidates exist (m of them, id order), the round is co-loaded:
+ *     k = 1 + below(min(distract_max, m)) distractors, the first k of the
+ *     other candidates after a partial Fisher-Yates shuffle (k draws:
+ *     position j swaps with j + below(m - j)); then the parts (target +
+ *     distractors) are shuffled by Fisher-Yates (for j = n-1 down to 1: swap
+ *     j with below(j + 1)). Otherwise the target is the only part (isolated
+ *     visibility).
+ *
+ * The UNIFORM rule: a round steps only documents at the fleet's fewest
+ * steps, so a fleet whose step counts are within 1 of each other stays so
+ * after every round, under every budget, rotation period, evict fraction,
+ * p_iso and distract_max (a fleet trained wider apart under LENGTH
+ * narrows: no document moves further from the fewest). Its costs: a round
+ * co-loads only distractors at that level (fewer co-loaded rounds than
+ * p_iso says near the end of a level; isolated when it is the last one),
+ * and when every document at that level is on disk, deg_fleet_train_round
+ * rotates (deg_fleet_rotate: evict the most-trained, admit the least-
+ * trained) before the draw, also between the rotate_every rotations and
+ * with rotate_every = 0. tests/c/test_fleet_train.c checks the rule after
+ * every round over 200 (documents, budget, rotation, evict fraction,
+ * visibility, rounds) settings.
  * --------------------------------------------------------------------- */
 typedef enum deg_fleet_schedule {
     DEG_FLEET_SCHEDULE_LENGTH = 0,  /* the spec's: target proportional to length */
-    DEG_FLEET_SCHEDULE_UNIFORM = 1  /* among the least-trained residents, distractors
-                                       least-trained too: per-document step counts stay
-                                       within +-1 under rotation */
+    DEG_FLEET_SCHEDULE_UNIFORM = 1  /* only documents at the fleet's fewest steps take
+                                       part (target and distractors; rotating first when
+                                       none is resident): per-document step counts stay
+                                       within 1 of each other */
 } deg_fleet_schedule;
 
 typedef struct deg_fleet_train_params {
@@ -790,7 +820,8 @@ DEG_API deg_fleet_train_params deg_fleet_default_train_params(void);
  * parts in prefix order, parts[0..*n_parts) (cap >= 1 + distract_max
  * entries), the target among them. Changes nothing. Errors: DEG_ERR_ARG
  * (NULL, bad params named, cap too small), DEG_ERR_STATE (no resident
- * document). */
+ * document; UNIFORM: no resident at the fleet's fewest steps, which
+ * deg_fleet_train_round settles by rotating first). */
 DEG_API deg_status deg_fleet_draw(const deg_fleet *fleet, const deg_fleet_train_params *params,
                                   size_t *target, size_t *parts, size_t cap, size_t *n_parts);
 
@@ -802,7 +833,8 @@ typedef struct deg_fleet_round {
     float loss;             /* the group's loss before the step */
 } deg_fleet_round;
 
-/* One round (the draw, conversations, backward, deg_fleet_step). parts (may
+/* One round (UNIFORM: a rotation first when no resident is at the fleet's
+ * fewest steps; the draw, conversations, backward, deg_fleet_step). parts (may
  * be NULL; else cap >= 1 + distract_max) receives the parts in prefix order.
  * The fleet is not saved (deg_fleet_save). The target's text is read from
  * its copy in the fleet (docs/NNNN.txt). Errors: as deg_fleet_draw, the

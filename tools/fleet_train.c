@@ -6,7 +6,7 @@
  *       [--rotate-every N] [--evict-fraction X] [--warmup N] [--lr X]
  *       [--accum N] [--p-iso X] [--distract-max N] [--schedule length|uniform]
  *       [--seed N] [--pack 0|1] [--chunk-min N] [--chunk-max N] [--max-q N]
- *       [--max-a N] [FILE...]
+ *       [--max-a N] [--spec-b 0|1] [FILE...]
  * With FILEs, DIR is created first (deg_fleet_init: one corpus-init
  * cartridge of p rows per FILE, named by its path as given); then the fleet
  * is opened and trained for --rounds rounds, saved after every round (as
@@ -79,6 +79,7 @@ int main(int argc, char **argv)
         {"chunk-max", TOOL_I32, &tp.study.chunk_max},
         {"max-q", TOOL_I32, &tp.study.max_q},
         {"max-a", TOOL_I32, &tp.study.max_a},
+        {"spec-b", TOOL_I32, &tp.study.spec_b},
     };
     int i = 3;
     if (tool_read_opts(PROG, argc, argv, &i, opts, sizeof opts / sizeof opts[0])) return 2;

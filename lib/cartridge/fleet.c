@@ -183,17 +183,6 @@ void deg_fleet_free(deg_fleet *f)
     free(f);
 }
 
-/* The document's draft reference: its ids as a one-document corpus. */
-static deg_status set_doc_draft_ref(const deg_model *m, deg_cartridge *c, const char *name,
-                                    const char *text, size_t len)
-{
-    deg_corpus *corpus = NULL;
-    DG_TRY(deg_corpus_new(m, &name, &text, &len, 1, &corpus));
-    deg_status st = deg_cartridge_set_draft_ref(c, deg_corpus_ids(corpus), deg_corpus_len(corpus));
-    deg_corpus_free(corpus);
-    return st;
-}
-
 static deg_status init_doc(deg_fleet *f, size_t i, const char *name, const char *text,
                            size_t len, int draft_ref)
 {
@@ -208,7 +197,7 @@ static deg_status init_doc(deg_fleet *f, size_t i, const char *name, const char 
     DG_TRY(dg_write_atomic(d->text_path, &ch, 1));
     deg_cartridge *c = NULL;
     st = deg_cartridge_init_corpus(f->model, text, len, f->p, &c);
-    if (st == DEG_OK && draft_ref) st = set_doc_draft_ref(f->model, c, name, text, len);
+    if (st == DEG_OK && draft_ref) st = dg_fleet_doc_draft_ref(f->model, c, name, text, len, NULL);
     if (st != DEG_OK) {
         deg_cartridge_free(c);
         return dg_fail_context(st, "deg_fleet_init: document %zu (%s)", i, name);

@@ -6,6 +6,10 @@
 
 #include "cartridge/cartridge_internal.h"
 
+/* A fleet document's text copy is at most this large (the guard against
+ * reading something else as a document). */
+#define DG_FLEET_TEXT_MAX ((size_t)1 << 30)
+
 typedef struct dg_fleet_doc {
     char *name;            /* source path (manifest) */
     char *cart_rel, *text_rel;   /* "docs/NNNN.safetensors", "docs/NNNN.txt" */
@@ -40,6 +44,11 @@ deg_status dg_fleet_commit(deg_fleet *f, const int *save, int save_all);
 size_t dg_fleet_least_trained_absent(const deg_fleet *f, const int *skip);
 /* Map doc's cartridge into memory (no manifest write); warm-up restarts. */
 deg_status dg_fleet_load(deg_fleet *f, size_t doc);
+/* Set c's draft reference to the document's ids (deg_corpus_new over that
+ * one document: the stream self-study draws from) unless it holds exactly
+ * them already; *changed (may be NULL) = 1 if it was set (fleet_draft.c). */
+deg_status dg_fleet_doc_draft_ref(const deg_model *m, deg_cartridge *c, const char *name,
+                                  const char *text, size_t len, int *changed);
 /* Number of resident documents. */
 size_t dg_fleet_n_resident(const deg_fleet *f);
 

@@ -10,10 +10,6 @@
 #include "grad/train.h"
 #include "model/sample.h"
 
-/* A fleet document's text copy is at most this large (the manifest's guard
- * against reading something else as a document). */
-#define TEXT_MAX ((size_t)1 << 30)
-
 deg_fleet_train_params deg_fleet_default_train_params(void)
 {
     return (deg_fleet_train_params){.accum = 4, .p_iso = 0.75f, .distract_max = 2,
@@ -56,41 +52,30 @@ static size_t draw_target(const deg_fleet *f, dg_rng *rng, const size_t *cand, s
     return cand[n - 1];
 }
 
-typedef struct ranked {
-    int64_t steps;
-    uint64_t key;
-    size_t doc;
-} ranked;
-
-static int cmp_ranked(const void *a, const void *b)
+/* The fleet's fewest Adam steps over EVERY document (residents and
+ * absentees): the level the UNIFORM schedule steps next. */
+static int64_t fleet_low(const deg_fleet *f)
 {
-    const ranked *x = a, *y = b;
-    if (x->steps != y->steps) return x->steps < y->steps ? -1 : 1;
-    if (x->key != y->key) return x->key < y->key ? -1 : 1;
-    return x->doc < y->doc ? -1 : x->doc > y->doc;
+    int64_t low = INT64_MAX;
+    for (size_t i = 0; i < f->n; i++)
+        if (f->docs[i].steps < low) low = f->docs[i].steps;
+    return low;
 }
 
-/* k distractors from others[0..m) into out (the schedule's rule). */
-static deg_status draw_distractors(const deg_fleet *f, dg_rng *rng, int schedule,
-                                   size_t *others, size_t m, size_t k, size_t *out)
+/* May resident document i take part in a round under the schedule? LENGTH:
+ * every resident; UNIFORM: those at the fleet-wide fewest steps low. */
+static int eligible(const deg_fleet *f, int schedule, size_t i, int64_t low)
 {
-    if (schedule == DEG_FLEET_SCHEDULE_LENGTH) {
-        for (size_t j = 0; j < k; j++) {
-            size_t s = j + (size_t)dg_rng_below(rng, m - j), t = others[j];
-            others[j] = others[s];
-            others[s] = t;
-            out[j] = others[j];
-        }
-        return DEG_OK;
-    }
-    ranked *r = malloc(m * sizeof *r);
-    if (!r) return dg_fail(DEG_ERR_NOMEM, "deg_fleet_draw: out of memory");
-    for (size_t j = 0; j < m; j++)
-        r[j] = (ranked){f->docs[others[j]].steps, dg_rng_next(rng), others[j]};
-    qsort(r, m, sizeof *r, cmp_ranked);
-    for (size_t j = 0; j < k; j++) out[j] = r[j].doc;
-    free(r);
-    return DEG_OK;
+    return f->docs[i].c && (schedule == DEG_FLEET_SCHEDULE_LENGTH || f->docs[i].steps == low);
+}
+
+/* Has a UNIFORM round a candidate among the residents? */
+static int uniform_ready(const deg_fleet *f)
+{
+    int64_t low = fleet_low(f);
+    for (size_t i = 0; i < f->n; i++)
+        if (eligible(f, DEG_FLEET_SCHEDULE_UNIFORM, i, low)) return 1;
+    return 0;
 }
 
 deg_status deg_fleet_draw(const deg_fleet *f, const deg_fleet_train_params *p, size_t *target,
@@ -102,42 +87,43 @@ deg_status deg_fleet_draw(const deg_fleet *f, const deg_fleet_train_params *p, s
     if (cap < 1 + (size_t)p->distract_max)
         return dg_fail(DEG_ERR_ARG, "%s: parts has room for %zu, a round may co-load 1 + "
                        "distract_max = %d", w, cap, 1 + (int)p->distract_max);
-    size_t *res = malloc((f->n ? f->n : 1) * 2 * sizeof *res), *cand = res + f->n, nr = 0, nc = 0;
-    if (!res) return dg_fail(DEG_ERR_NOMEM, "%s: out of memory", w);
-    int64_t low = INT64_MAX;
-    for (size_t i = 0; i < f->n; i++)
-        if (f->docs[i].c) {
-            res[nr++] = i;
-            if (f->docs[i].steps < low) low = f->docs[i].steps;
-        }
-    if (nr == 0) {
-        free(res);
+    if (dg_fleet_n_resident(f) == 0)
         return dg_fail(DEG_ERR_STATE, "%s: the fleet has no resident document", w);
+    int64_t low = fleet_low(f);
+    size_t *cand = malloc((f->n ? f->n : 1) * sizeof *cand), nc = 0;
+    if (!cand) return dg_fail(DEG_ERR_NOMEM, "%s: out of memory", w);
+    for (size_t i = 0; i < f->n; i++)
+        if (eligible(f, p->schedule, i, low)) cand[nc++] = i;
+    if (nc == 0) {
+        free(cand);
+        return dg_fail(DEG_ERR_STATE, "%s: schedule UNIFORM: no resident document has the "
+                       "fleet's fewest Adam steps (%lld); rotate first (deg_fleet_rotate; "
+                       "deg_fleet_train_round does)", w, (long long)low);
     }
-    for (size_t i = 0; i < nr; i++)
-        if (p->schedule == DEG_FLEET_SCHEDULE_LENGTH || f->docs[res[i]].steps == low)
-            cand[nc++] = res[i];
     dg_rng rng;
     dg_rng_seed(&rng, round_seed(p->seed, (uint64_t)f->rounds));
     size_t t = draw_target(f, &rng, cand, nc), m = 0, n = 1;
-    for (size_t i = 0; i < nr; i++)  /* the other residents, in id order */
-        if (res[i] != t) res[m++] = res[i];
+    for (size_t i = 0; i < nc; i++)  /* the other candidates, in id order */
+        if (cand[i] != t) cand[m++] = cand[i];
     double u = dg_rng_uniform(&rng);
     parts[0] = t;
-    deg_status st = DEG_OK;
     if (u >= (double)p->p_iso && p->distract_max > 0 && m > 0) {
         size_t kmax = (size_t)p->distract_max < m ? (size_t)p->distract_max : m;
         size_t k = 1 + (size_t)dg_rng_below(&rng, kmax);
-        st = draw_distractors(f, &rng, p->schedule, res, m, k, parts + 1);
+        for (size_t j = 0; j < k; j++) {  /* partial Fisher-Yates over the others */
+            size_t s = j + (size_t)dg_rng_below(&rng, m - j), x = cand[j];
+            cand[j] = cand[s];
+            cand[s] = x;
+            parts[1 + j] = cand[j];
+        }
         n = 1 + k;
-        for (size_t j = n - 1; st == DEG_OK && j > 0; j--) {
+        for (size_t j = n - 1; j > 0; j--) {
             size_t s = (size_t)dg_rng_below(&rng, j + 1), x = parts[j];
             parts[j] = parts[s];
             parts[s] = x;
         }
     }
-    free(res);
-    DG_TRY(st);
+    free(cand);
     *target = t;
     *n_parts = n;
     return DEG_OK;
@@ -150,7 +136,7 @@ static deg_status round_convs(const deg_fleet *f, const deg_fleet_train_params *
     const dg_fleet_doc *d = &f->docs[t];
     char *text = NULL;
     size_t len = 0;
-    deg_status st = dg_read_file(d->text_path, TEXT_MAX, &text, &len);
+    deg_status st = dg_read_file(d->text_path, DG_FLEET_TEXT_MAX, &text, &len);
     deg_corpus *corpus = NULL;
     deg_selfstudy *study = NULL;
     const char *name = d->name, *txt = text;
@@ -182,6 +168,12 @@ deg_status deg_fleet_train_round(deg_fleet *f, const deg_fleet_train_params *p, 
     deg_cartridge **carts = malloc(n_max * sizeof *carts);
     deg_selfstudy_conv *convs = calloc((size_t)p->accum, sizeof *convs);
     deg_status st = sel && carts && convs ? DEG_OK : dg_fail(DEG_ERR_NOMEM, "%s: oom", w);
+    /* UNIFORM steps only documents at the fleet's fewest steps; when every
+     * one of them is on disk, the rotation brings the least-trained in
+     * first (it evicts >= 1 resident, all above that level, and admits the
+     * least-trained absentees, which are at it). */
+    if (st == DEG_OK && p->schedule == DEG_FLEET_SCHEDULE_UNIFORM && !uniform_ready(f))
+        st = deg_fleet_rotate(f);
     if (st == DEG_OK) st = deg_fleet_draw(f, p, &target, sel, n_max, &n);
     if (st == DEG_OK) st = round_convs(f, p, target, convs);
     for (size_t i = 0; st == DEG_OK && i < n; i++) {

@@ -1,5 +1,5 @@
 /* Temporary directories of the C tests that write files (fleets): made with
- * mkdtemp under /tmp, removed whole at the end. */
+ * mkdtemp under /tmp (or /dev/shm), removed whole at the end. */
 #ifndef DEG_TESTS_TMPDIR_H
 #define DEG_TESTS_TMPDIR_H
 
@@ -12,6 +12,15 @@ static inline void test_tmpdir(char *buf, size_t n, const char *what)
 {
     snprintf(buf, n, "/tmp/deg-%s-XXXXXX", what);
     cr_assert_not_null(mkdtemp(buf));
+}
+
+/* The same under /dev/shm when it is a writable directory (memory: a test
+ * that saves a fleet hundreds of times is not bound by disk fsyncs), else
+ * under /tmp. */
+static inline void test_tmpdir_mem(char *buf, size_t n, const char *what)
+{
+    snprintf(buf, n, "/dev/shm/deg-%s-XXXXXX", what);
+    if (!mkdtemp(buf)) test_tmpdir(buf, n, what);
 }
 
 static inline void test_rmtree(const char *dir)

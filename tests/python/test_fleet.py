@@ -197,10 +197,9 @@ def test_uniform_schedule_keeps_step_counts_within_one(tiny, tmp_path):
     """schedule="uniform": with rotation every round, every document's step
     count ends within +-1 of the others (the issue's fleet target), with
     co-loaded rounds still stepping every part; the spec's length sampler on
-    the same fleet and seed drifts further apart (seed 2: uniform [3, 2, 3, 2],
-    length [2, 3, 4, 1]; over seeds 0-11 uniform always ends within +-1, the
-    length sampler spreads 2-3 for seeds 2, 4 and 10: the library's draws,
-    deg 0.4)."""
+    the same fleet and seed drifts further apart (seed 2: length [2, 3, 4, 1];
+    over seeds 0-11 the length sampler spreads 2-3 for seeds 2, 4 and 10: the
+    library's draws, deg 0.4)."""
     from deg import fleets
     got = {}
     for schedule in ("uniform", "length"):
@@ -217,6 +216,44 @@ def test_uniform_schedule_keeps_step_counts_within_one(tiny, tmp_path):
     with deg.Fleet.open(tiny, tmp_path / "uniform", budget=2) as f:
         with pytest.raises(deg.ArgumentError, match="schedule"):
             fleets.train(f, 1, schedule="round-robin")
+
+
+# (budget, rotate_every, evict_fraction, p_iso, distract_max, rounds) over LONG_DOCS' 4
+# documents: session 9's uniform draw left these 2 apart (budget 3 of 4, R = 2) or could
+# never reach an absentee (R = 0); the rule (include/cartridge.h) holds in each.
+UNIFORM_SETTINGS = [(3, 2, 0.5, 0.3, 2, 9), (2, 0, 0.5, 0.5, 1, 7), (1, 3, 1.0, 0.0, 2, 6),
+                    (3, 1, 0.34, 0.0, 3, 8), (0, 2, 0.5, 0.5, 2, 6), (2, 5, 0.75, 1.0, 0, 7)]
+
+
+@pytest.mark.parametrize("budget,rotate,phi,p_iso,dmax,rounds", UNIFORM_SETTINGS)
+def test_uniform_rule_after_every_round(tiny, tmp_path, budget, rotate, phi, p_iso, dmax,
+                                        rounds):
+    """The uniform schedule through deg.fleets.train (the C rounds): after
+    EVERY round the step counts are within 1 of each other, every part of a
+    round sat at the fleet's fewest steps before it, and the residents stay
+    within the budget; a setting where every least-trained document is on disk
+    rotates before the round (tests/c/test_fleet_train.c checks 200 settings
+    without conversations)."""
+    from deg import fleets
+    deg.Fleet.init(tiny, tmp_path / "f", LONG_DOCS, p=4)
+    with deg.Fleet.open(tiny, tmp_path / "f", budget=budget, rotate_every=rotate,
+                        evict_fraction=phi, warmup_steps=1) as f:
+        cap = budget or len(LONG_DOCS)
+        before = [0] * len(LONG_DOCS)
+        seen = []
+
+        def check(info):
+            steps = [d.steps for d in f.docs()]
+            low = min(before)
+            assert all(before[i] == low for i in info.parts), (before, info)
+            assert max(steps) - min(steps) <= 1, steps
+            assert sum(d.resident for d in f.docs()) <= cap
+            before[:] = steps
+            seen.append(info)
+
+        fleets.train(f, rounds, accum=1, p_iso=p_iso, distract_max=dmax, seed=budget + rotate,
+                     schedule="uniform", progress=check, **SMALL)
+        assert len(seen) == rounds and f.rounds == rounds
 
 
 def test_index_select_and_ask(tiny, tmp_path):
@@ -324,3 +361,42 @@ def test_cli_fleet(tiny, tmp_path):
     out = run_cli("cartridge", "compose", "--model", model, "--load", *paths, "--ask", "hi",
                   "--max-tokens", 2).stdout
     assert "2 cartridges composed, 8 rows" in out
+
+
+def test_cli_draft_refs_added_to_a_fleet(tiny, tmp_path):
+    """`deg fleet draft-ref DIR` (deg.Fleet.set_draft_refs) gives a fleet made
+    without --draft-ref the cartridges `init --draft-ref` writes, byte for
+    byte; a second run rewrites nothing; ask --spec-serve then drafts from
+    them; --remove takes them out again."""
+    from conftest import run_cli
+    model = ROOT / "tests" / "goldens" / "tiny-qwen3"
+    docs = []
+    for name, text in LONG_DOCS:
+        p = tmp_path / name
+        p.write_text(text)
+        docs.append(p)
+    later, born = tmp_path / "later", tmp_path / "born"
+    run_cli("fleet", "init", later, "--model", model, "--docs", *docs, "--p", 4)
+    run_cli("fleet", "init", born, "--model", model, "--docs", *docs, "--p", 4, "--draft-ref")
+    with deg.Fleet.open(tiny, later, budget=1) as f:
+        assert f.draft_ref([0, 1]) is None
+    out = run_cli("fleet", "draft-ref", later, "--model", model).stdout
+    assert "stored in 4 of 4 cartridges" in out, out
+    for i in range(len(docs)):
+        name = f"docs/{i:04d}.safetensors"
+        assert (later / name).read_bytes() == (born / name).read_bytes(), name
+    out = run_cli("fleet", "draft-ref", later, "--model", model).stdout
+    assert "stored in 0 of 4 cartridges (4 already with them)" in out, out
+    with deg.Fleet.open(tiny, later, budget=1) as f, deg.Fleet.open(tiny, born, budget=1) as g:
+        ids = f.draft_ref([2, 0]).ids()
+        assert ids == g.draft_ref([2, 0]).ids() and len(ids) > 20
+    r = run_cli("fleet", "ask", later, "--model", model, "--ask", "flour and water",
+                "--oracle", "1", "--spec-serve", "--max-tokens", 6)
+    assert "drafted tokens accepted" in r.stderr
+    out = run_cli("fleet", "draft-ref", later, "--model", model, "--remove").stdout
+    assert "removed from 4 of 4 cartridges" in out, out
+    with deg.Fleet.open(tiny, later, budget=2) as f:
+        assert f.draft_ref([0, 1, 2, 3]) is None
+        assert f.set_draft_refs() == 4 and f.set_draft_refs(on=True) == 0
+    with deg.Fleet.open(tiny, later, budget=2) as f, deg.Fleet.open(tiny, born, budget=1) as g:
+        assert f.draft_ref([1]).ids() == g.draft_ref([1]).ids()

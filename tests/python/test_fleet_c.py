@@ -42,9 +42,9 @@ def _files(tmp_path):
     return out
 
 
-def _c_train(out, files, rounds, **kw):
-    opts = dict(p=4, rounds=rounds, budget=FLEET["budget"], rotate_every=FLEET["rotate_every"],
-                warmup=FLEET["warmup_steps"], lr=FLEET["lr"], **STUDY, **kw)
+def _c_train(out, files, rounds, fleet=FLEET, **kw):
+    opts = dict(p=4, rounds=rounds, budget=fleet["budget"], rotate_every=fleet["rotate_every"],
+                warmup=fleet["warmup_steps"], lr=fleet["lr"], **STUDY, **kw)
     args = [_tool(), str(TINY), str(out)]
     for k, v in opts.items():
         args += ["--" + k.replace("_", "-"), str(v)]
@@ -63,16 +63,22 @@ def _artifacts(d):
     return {n: (d / n).read_bytes() for n in names}
 
 
-@pytest.mark.parametrize("schedule,seed,p_iso", [("length", 5, 0.5), ("uniform", 2, 0.3)])
-def test_c_and_python_write_the_same_fleet(tmp_path, schedule, seed, p_iso):
+@pytest.mark.parametrize("schedule,seed,p_iso,fleet", [
+    ("length", 5, 0.5, FLEET), ("uniform", 2, 0.3, FLEET),
+    # budget 2, no periodic rotation: the uniform rule rotates before a round
+    ("uniform", 4, 0.3, dict(FLEET, budget=2, rotate_every=0))])
+def test_c_and_python_write_the_same_fleet(tmp_path, schedule, seed, p_iso, fleet):
     files = _files(tmp_path)
     kw = dict(accum=2, p_iso=p_iso, distract_max=2, seed=seed, schedule=schedule)
-    c_rows = _c_train(tmp_path / "c", files, 6, **kw)
+    c_rows = _c_train(tmp_path / "c", files, 6, fleet, **kw)
     py = tmp_path / "py"
     with deg.load_model(TINY) as m:
         deg.Fleet.init(m, py, [(str(f), f.read_bytes()) for f in files], p=4)
-        with deg.Fleet.open(m, py, **FLEET) as f:
+        with deg.Fleet.open(m, py, **fleet) as f:
             infos = fleets.train(f, 6, **kw, **STUDY)
+            steps = [d.steps for d in f.docs()]
+            if schedule == "uniform":  # the rule (include/cartridge.h)
+                assert max(steps) - min(steps) <= 1 and min(steps) >= 1, steps
     assert [(i.round, i.target, i.parts) for i in infos] == [r[:3] for r in c_rows]
     assert [i.loss for i in infos] == pytest.approx([r[3] for r in c_rows], abs=2e-6)
     assert any(len(i.parts) > 1 for i in infos) and any(len(i.parts) == 1 for i in infos)

@@ -192,6 +192,19 @@ class Fleet(_Handle):
     def admit(self, i):
         self._moving(lib.deg_fleet_admit, int(i))
 
+    def set_draft_refs(self, on=True):
+        """Store every document's token ids in its cartridge as its draft
+        reference (on=True; what Fleet.init(..., draft_ref=True) stores), or
+        remove them (on=False), for a fleet that exists (deg fleet draft-ref;
+        deg_fleet_set_draft_refs). Rows, moments, step counts and residency
+        stay; cartridges that already match are not rewritten, each changed
+        one is saved atomically with the manifest (a killed run leaves a
+        loadable fleet; run it again to finish). Returns the number of
+        cartridges rewritten."""
+        n = ffi.new("size_t *")
+        self._moving(lib.deg_fleet_set_draft_refs, 1 if on else 0, n)
+        return n[0]
+
     def save(self):
         """Write every resident cartridge (with moments) and the manifest."""
         with self._use() as _p:

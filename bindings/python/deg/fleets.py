@@ -91,12 +91,14 @@ def train(fleet, rounds, accum=4, p_iso=0.75, distract_max=2, seed=0, pack=True,
     """rounds optimizer rounds of mixed-visibility self-study over fleet
     (deg_fleet_train_round; include/cartridge.h, "Mixed-visibility joint
     self-study over a fleet"). Each round draws a target among the RESIDENT
-    documents proportional to its token count (schedule "uniform": among
-    the least-trained residents, distractors least-trained too, so that with
-    the rotation the per-document step counts stay within +-1; the spec's
-    sampler reaches that only for some seeds); with probability p_iso its
+    documents proportional to its token count; with probability p_iso its
     cartridge is the only prefix, else 1..distract_max other residents
-    co-load in shuffled order.
+    co-load in shuffled order. schedule "uniform": only documents at the
+    fleet's fewest steps take part (target and distractors), and when all
+    of those are on disk the fleet rotates before the round, so the
+    per-document step counts stay within 1 of each other after every round
+    in every setting (the spec's length sampler reaches that only for some
+    seeds); co-loaded rounds become rarer near the end of each level.
     accum conversations about the target (bot A asks about a chunk of the
     target document, bot B answers with the chunk in context: deg_selfstudy
     over that document, seeded per round from seed) train behind the

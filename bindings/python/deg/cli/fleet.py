@@ -1,7 +1,8 @@
 """`deg fleet init|train|index|ask|status|equiv`: per-document cartridge fleets.
 
   deg fleet init DIR --docs FILE... --p N [--draft-ref]   corpus-init cartridges, no training
-  deg fleet train DIR --rounds N [--budget B --rotate-every R --accum A --p-iso 0.75]
+  deg fleet draft-ref DIR [--remove]             store (remove) the documents' draft references
+  deg fleet train DIR --rounds N [--budget B --rotate-every R --accum A --p-iso 0.75 --spec-b]
   deg fleet index DIR [--embed-chunk 256]        the retrieval index (through the model)
   deg fleet ask DIR --ask Q [--k 1] [--oracle NAME] [--json] [--max-tokens N] [--spec-serve]
   deg fleet status DIR
@@ -62,7 +63,7 @@ def cmd_train(args):
                      distract_max=args.distract_max, seed=args.seed, progress=progress,
                      schedule=args.schedule,
                      chunk_min=args.chunk_min, chunk_max=args.chunk_max, max_q=args.max_q,
-                     max_a=args.max_a)
+                     max_a=args.max_a, spec_b=args.spec_b)
     finally:
         if bar is not None:
             bar.close()
@@ -76,6 +77,16 @@ def _print_status(fleet):
     for d in fleet.docs():
         print(f"  [{d.index}] {'R' if d.resident else ' '} steps {d.steps:5d}  tokens "
               f"{d.tokens:7d}  {d.name}")
+
+
+def cmd_draft_ref(args):
+    fleet = _open(args, budget=1)  # absentees are mapped one at a time
+    n = fleet.set_draft_refs(on=not args.remove)
+    what = "removed from" if args.remove else "stored in"
+    print(f"fleet {args.dir}: draft references {what} {n} of {len(fleet)} cartridges "
+          f"({len(fleet) - n} already {'without' if args.remove else 'with'} them)")
+    fleet.close()
+    return 0
 
 
 def cmd_status(args):
@@ -175,6 +186,13 @@ def register(sub):
                         "draft_reference, 8 bytes/token) for ask / deg serve --spec-serve")
     i.set_defaults(func=cmd_init)
 
+    r = s.add_parser("draft-ref", help="store each document's token ids in its cartridge "
+                     "(as init --draft-ref) for ask / deg serve --spec-serve")
+    _common(r)
+    r.add_argument("dir")
+    r.add_argument("--remove", action="store_true", help="remove the draft references instead")
+    r.set_defaults(func=cmd_draft_ref)
+
     t = s.add_parser("train", help="mixed-visibility joint self-study under a resident budget")
     _common(t)
     t.add_argument("dir")
@@ -190,9 +208,11 @@ def register(sub):
     t.add_argument("--distract-max", type=int, default=2, help="max distractors (2)")
     t.add_argument("--schedule", choices=["length", "uniform"], default="length",
                    help="target draw: proportional to length over the residents (the spec's, "
-                        "default) or over the least-trained residents, distractors least-"
-                        "trained too (uniform step counts)")
+                        "default) or only documents at the fleet's fewest steps, distractors "
+                        "too, rotating early when none is resident (step counts within 1)")
     t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--spec-b", action="store_true",
+                   help="bot B decodes speculatively (the same conversations and fleet bytes)")
     t.add_argument("--quiet", action="store_true")
     _study_opts(t)
     t.set_defaults(func=cmd_train)
