@@ -642,6 +642,32 @@ DEG_API deg_status deg_forks_spec_step(deg_fork *const *forks, size_t n,
                                        deg_spec_state *const *states, const int32_t *max_ids,
                                        int32_t *const *out_ids, size_t *n_out);
 
+/* Plain rows riding in a speculative round's weight pass
+ * (deg_forks_spec_step_ex): fork forks[j] (j < n) is fed ids[j][0..n_ids[j])
+ * (n_ids[j] may be 0) as one more row of the round's single
+ * deg_forks_feed; no logits are returned here, the fork keeps its last row
+ * as after deg_forks_feed (deg_fork_logits, or deg_forks_generate_ex with
+ * max_tokens 1, which samples without another feed). All borrowed. */
+typedef struct deg_feed_rows {
+    deg_fork *const *forks;
+    size_t n;
+    const int32_t *const *ids;
+    const size_t *n_ids;
+} deg_feed_rows;
+
+/* deg_forks_spec_step plus plain rows (may be NULL = none) in the same
+ * weight pass: a serving step with sampled streams (their pending id fed
+ * here, then sampled) and speculative streams costs one pass over the
+ * weights, not two. Every row's numbers are those of separate calls
+ * (deg_forks_feed rows are independent, bitwise). n may be 0 (then only
+ * the plain rows are fed). Errors: as deg_forks_spec_step; DEG_ERR_ARG
+ * also for a plain row's NULL fork or ids, or a fork listed twice (among
+ * the plain rows or the speculative ones). */
+DEG_API deg_status deg_forks_spec_step_ex(deg_fork *const *forks, size_t n,
+                                          deg_spec_state *const *states, const int32_t *max_ids,
+                                          int32_t *const *out_ids, size_t *n_out,
+                                          const deg_feed_rows *plain);
+
 #ifdef __cplusplus
 }
 #endif

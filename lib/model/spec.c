@@ -219,12 +219,15 @@ static void batch_free(spec_batch *b, size_t n)
     dg_sampler_free(b->sampler);
 }
 
-/* One round: draft, one ragged feed of every live row, verify. *n_fed =
- * the rows fed (0: every row is done). */
+/* One round: draft, one ragged feed of every live row (plus the plain
+ * rows, if any: b's arrays have room for them), verify. *n_fed = the
+ * speculative rows fed (0: every row is done; the plain rows are fed
+ * anyway). */
 static deg_status one_round(spec_batch *b, deg_fork *const *forks, size_t n,
                             const deg_sample_params *params, const deg_spec_params *sp,
                             int32_t *const *out_ids, size_t *n_out, deg_gen_stats *stats,
-                            deg_spec_stats *ss, const dg_limits *lim, size_t V, size_t *n_fed)
+                            deg_spec_stats *ss, const dg_limits *lim, size_t V,
+                            const deg_feed_rows *plain, size_t *n_fed)
 {
     size_t nb = 0;
     for (size_t i = 0; i < n; i++) {
@@ -244,9 +247,16 @@ static deg_status one_round(spec_batch *b, deg_fork *const *forks, size_t n,
         if (ss) ss[i].forwards++;
     }
     *n_fed = nb;
-    if (nb == 0) return DEG_OK;
+    size_t np = plain ? plain->n : 0;
+    for (size_t j = 0; j < np; j++) {
+        b->bf[nb + j] = plain->forks[j];
+        b->b_ids[nb + j] = plain->ids[j];
+        b->b_n[nb + j] = plain->n_ids[j];
+        b->b_logits[nb + j] = NULL;  /* the fork keeps its last row: deg_fork_logits */
+    }
+    if (nb + np == 0) return DEG_OK;
     if (lim) DG_TRY(dg_limits_check(lim, "decode"));
-    DG_TRY(deg_forks_feed(b->bf, nb, b->b_ids, b->b_n, b->b_logits));
+    DG_TRY(deg_forks_feed(b->bf, nb + np, b->b_ids, b->b_n, b->b_logits));
     deg_status st = DEG_OK;
     for (size_t i = 0; i < n && st == DEG_OK; i++) {
         if (!b->rows[i]->in_step) continue;
@@ -267,7 +277,7 @@ static deg_status run_rounds(spec_batch *b, deg_fork *const *forks, size_t n,
     for (;;) {
         size_t nb = 0;
         deg_status st = one_round(b, forks, n, params, sp, out_ids, n_out, stats, ss, lim, V,
-                                  &nb);
+                                  NULL, &nb);
         double t1 = dg_now();
         for (size_t i = 0; stats && i < n; i++) {
             if (b->rows[i]->in_step) stats[i].decode_seconds += t1 - t0;
@@ -421,7 +431,7 @@ int deg_spec_state_done(const deg_spec_state *s) { return !s || !s->row.live; }
 static deg_status check_step(deg_fork *const *forks, size_t n, deg_spec_state *const *states,
                              const int32_t *max_ids, int32_t *const *out_ids, size_t *n_out)
 {
-    if (!forks || !states || !max_ids || !out_ids || !n_out)
+    if (n && (!forks || !states || !max_ids || !out_ids || !n_out))
         return dg_fail(DEG_ERR_ARG, "NULL argument");
     for (size_t i = 0; i < n; i++) {
         if (!forks[i] || !states[i] || !out_ids[i])
@@ -442,27 +452,58 @@ static deg_status check_step(deg_fork *const *forks, size_t n, deg_spec_state *c
     return DEG_OK;
 }
 
+/* The plain rows: whole, and no fork twice among them or the step's. */
+static deg_status check_plain(deg_fork *const *forks, size_t n, const deg_feed_rows *pl)
+{
+    if (!pl || pl->n == 0) return DEG_OK;
+    if (!pl->forks || !pl->ids || !pl->n_ids)
+        return dg_fail(DEG_ERR_ARG, "plain rows: NULL forks, ids or n_ids");
+    for (size_t j = 0; j < pl->n; j++) {
+        if (!pl->forks[j] || (pl->n_ids[j] && !pl->ids[j]))
+            return dg_fail(DEG_ERR_ARG, "plain row %zu: NULL fork or ids", j);
+        for (size_t i = 0; i < n; i++)
+            if (forks[i] == pl->forks[j])
+                return dg_fail(DEG_ERR_ARG, "plain row %zu is also speculative row %zu", j, i);
+        for (size_t i = 0; i < j; i++)
+            if (pl->forks[i] == pl->forks[j])
+                return dg_fail(DEG_ERR_ARG, "plain rows %zu and %zu share a fork", i, j);
+    }
+    return DEG_OK;
+}
+
 deg_status deg_forks_spec_step(deg_fork *const *forks, size_t n, deg_spec_state *const *states,
                                const int32_t *max_ids, int32_t *const *out_ids, size_t *n_out)
 {
-    const char *w = "deg_forks_spec_step";
     if (n == 0) return DEG_OK;
+    return deg_forks_spec_step_ex(forks, n, states, max_ids, out_ids, n_out, NULL);
+}
+
+deg_status deg_forks_spec_step_ex(deg_fork *const *forks, size_t n,
+                                  deg_spec_state *const *states, const int32_t *max_ids,
+                                  int32_t *const *out_ids, size_t *n_out,
+                                  const deg_feed_rows *plain)
+{
+    const char *w = n ? "deg_forks_spec_step" : "deg_forks_spec_step_ex";
+    size_t np = plain ? plain->n : 0;
+    if (n + np == 0) return DEG_OK;
     deg_status st = check_step(forks, n, states, max_ids, out_ids, n_out);
+    if (st == DEG_OK) st = check_plain(forks, n, plain);
     if (st != DEG_OK) return dg_fail_context(st, "%s", w);
-    const deg_model *m = states[0]->model;
+    const deg_model *m = n ? states[0]->model : plain->forks[0]->trunk->model;
     const size_t V = (size_t)m->hp.n_vocab;
     deg_sample_params greedy = deg_sample_params_default();
     greedy.temperature = 0.0f;
     spec_batch b = {0};
-    b.rows = malloc(n * sizeof *b.rows);
-    b.bf = malloc(n * sizeof *b.bf);
-    b.b_ids = malloc(n * sizeof *b.b_ids);
-    b.b_n = malloc(n * sizeof *b.b_n);
-    b.b_logits = malloc(n * sizeof *b.b_logits);
-    deg_sample_params *params = malloc(n * sizeof *params);
-    deg_spec_stats *ss = calloc(n, sizeof *ss);
+    size_t rows = n + np;
+    b.rows = malloc((n ? n : 1) * sizeof *b.rows);
+    b.bf = malloc(rows * sizeof *b.bf);
+    b.b_ids = malloc(rows * sizeof *b.b_ids);
+    b.b_n = malloc(rows * sizeof *b.b_n);
+    b.b_logits = malloc(rows * sizeof *b.b_logits);
+    deg_sample_params *params = malloc((n ? n : 1) * sizeof *params);
+    deg_spec_stats *ss = calloc(n ? n : 1, sizeof *ss);
     if (!b.rows || !b.bf || !b.b_ids || !b.b_n || !b.b_logits || !params || !ss)
-        st = dg_fail(DEG_ERR_NOMEM, "%s: out of memory for %zu rows", w, n);
+        st = dg_fail(DEG_ERR_NOMEM, "%s: out of memory for %zu rows", w, rows);
     if (st == DEG_OK) st = dg_sampler_new((int32_t)V, &b.sampler);
     for (size_t i = 0; st == DEG_OK && i < n; i++) {
         b.rows[i] = &states[i]->row;
@@ -472,8 +513,8 @@ deg_status deg_forks_spec_step(deg_fork *const *forks, size_t n, deg_spec_state 
     }
     size_t nb = 0;
     if (st == DEG_OK)
-        st = one_round(&b, forks, n, params, &states[0]->sp, out_ids, n_out, NULL, ss, NULL, V,
-                       &nb);
+        st = one_round(&b, forks, n, params, n ? &states[0]->sp : NULL, out_ids, n_out, NULL,
+                       ss, NULL, V, plain, &nb);
     for (size_t i = 0; st == DEG_OK && i < n; i++) {
         deg_spec_stats *t = &states[i]->stats;
         t->forwards += ss[i].forwards;

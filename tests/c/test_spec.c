@@ -502,8 +502,62 @@ Test(spec, cartridge_draft_ref_roundtrip)
  * emits over its rounds are greedy decoding's, whether each call may emit
  * all it can (then the counters equal deg_forks_generate_spec's) or is cut
  * short by max_ids; the fork afterwards holds every id but the last. */
+/* Plain rows riding along (ride != 0): NRIDE forks fed their argmax id in
+ * the same deg_forks_spec_step_ex pass; their twins are fed the same ids by
+ * deg_forks_feed alone; the logits must agree bitwise after every call. */
+enum { NRIDE = 2 };
+
+typedef struct riders {
+    deg_fork *f[NRIDE], *twin[NRIDE];
+    int32_t next[NRIDE];
+    size_t n_ids[NRIDE];
+    const int32_t *ids[NRIDE];
+    float *a, *b;
+} riders;
+
+static void riders_new(riders *rd, deg_trunk *t, size_t V)
+{
+    rd->a = malloc(V * sizeof *rd->a);
+    rd->b = malloc(V * sizeof *rd->b);
+    for (int j = 0; j < NRIDE; j++) {
+        cr_assert_eq(deg_fork_new(t, &rd->f[j]), DEG_OK);
+        cr_assert_eq(deg_fork_new(t, &rd->twin[j]), DEG_OK);
+        rd->next[j] = (int32_t)(40 + 7 * j);
+        rd->ids[j] = &rd->next[j];
+        rd->n_ids[j] = 1;
+    }
+}
+
+/* After a pass: each rider's logits = its twin's fed alone; next ids. */
+static void riders_check(riders *rd, size_t V, int call)
+{
+    rd->n_ids[1] = (size_t)(call % 3 != 2);  /* rider 1 sits out now and then */
+    for (int j = 0; j < NRIDE; j++) {
+        cr_assert_eq(deg_fork_len(rd->f[j]), deg_fork_len(rd->twin[j]));
+        cr_assert_eq(deg_fork_logits(rd->f[j], rd->a), DEG_OK);
+        cr_assert_eq(deg_fork_logits(rd->twin[j], rd->b), DEG_OK);
+        cr_assert_eq(memcmp(rd->a, rd->b, V * sizeof *rd->a), 0, "rider %d, call %d", j, call);
+        rd->next[j] = dg_sample_argmax(rd->a, (int32_t)V);
+    }
+}
+
+static void riders_feed_twins(riders *rd)
+{
+    cr_assert_eq(deg_forks_feed(rd->twin, NRIDE, rd->ids, rd->n_ids, NULL), DEG_OK);
+}
+
+static void riders_free(riders *rd)
+{
+    for (int j = 0; j < NRIDE; j++) {
+        deg_fork_free(rd->f[j]);
+        deg_fork_free(rd->twin[j]);
+    }
+    free(rd->a);
+    free(rd->b);
+}
+
 static void stepwise(deg_model *m, const deg_sample_params *p, deg_draft_ref *const *refs,
-                     int cap_cycle, run_out *o, deg_spec_stats *ss, size_t V)
+                     int cap_cycle, run_out *o, deg_spec_stats *ss, size_t V, int ride)
 {
     deg_trunk *t;
     cr_assert_eq(deg_trunk_new(m, &t), DEG_OK);
@@ -511,6 +565,9 @@ static void stepwise(deg_model *m, const deg_sample_params *p, deg_draft_ref *co
     deg_fork *f[NR];
     deg_spec_state *s[NR];
     int live[NR];
+    riders rd;
+    if (ride) riders_new(&rd, t, V);
+    deg_feed_rows plain = {rd.f, NRIDE, rd.ids, rd.n_ids};
     for (int r = 0; r < NR; r++) {
         cr_assert_eq(deg_fork_new(t, &f[r]), DEG_OK);
         cr_assert_eq(deg_fork_feed(f[r], own[r], n_own[r], NULL), DEG_OK);
@@ -551,8 +608,15 @@ static void stepwise(deg_model *m, const deg_sample_params *p, deg_draft_ref *co
             nb++;
         }
         if (!nb) break;
-        cr_assert_eq(deg_forks_spec_step(bf, nb, bs, cap, outs, n_out), DEG_OK, "%s",
-                     deg_errmsg());
+        if (ride) {
+            riders_feed_twins(&rd);
+            cr_assert_eq(deg_forks_spec_step_ex(bf, nb, bs, cap, outs, n_out, &plain), DEG_OK,
+                         "%s", deg_errmsg());
+            riders_check(&rd, V, call);
+        } else {
+            cr_assert_eq(deg_forks_spec_step(bf, nb, bs, cap, outs, n_out), DEG_OK, "%s",
+                         deg_errmsg());
+        }
         for (size_t b = 0; b < nb; b++) {
             int r = rows[b];
             cr_assert(n_out[b] >= 1 && n_out[b] <= (size_t)cap[b]);
@@ -570,6 +634,7 @@ static void stepwise(deg_model *m, const deg_sample_params *p, deg_draft_ref *co
         deg_spec_state_free(s[r]);
         deg_fork_free(f[r]);
     }
+    if (ride) riders_free(&rd);
     deg_trunk_free(t);
 }
 
@@ -611,15 +676,22 @@ Test(spec, stepwise_streams_equal_greedy, .timeout = 600)
     deg_spec_stats sw[NR], ss[NR], sc[NR];
     run(m, p, streams, NULL, &whole, sw, V);
     assert_same(&plain, &whole, V, "deg_forks_generate_spec");
-    stepwise(m, p, refs, 0, &step, ss, V);
+    stepwise(m, p, refs, 0, &step, ss, V, 0);
     assert_same(&plain, &step, V, "stepwise");
-    stepwise(m, p, refs, 3, &capped, sc, V);
+    stepwise(m, p, refs, 3, &capped, sc, V, 0);
     assert_same(&plain, &capped, V, "stepwise, max_ids 1..3");
+    /* plain rows in the same pass (deg_forks_spec_step_ex): nothing changes */
+    run_out ridden;
+    deg_spec_stats sr[NR];
+    stepwise(m, p, refs, 0, &ridden, sr, V, 1);
+    assert_same(&plain, &ridden, V, "stepwise with plain rows riding");
     size_t acc = 0, rej = 0;
     for (int r = 0; r < NR; r++) {
         cr_assert_eq(ss[r].drafted, sw[r].drafted, "row %d", r);
         cr_assert_eq(ss[r].accepted, sw[r].accepted, "row %d", r);
         cr_assert_eq(ss[r].forwards, sw[r].forwards, "row %d", r);
+        cr_assert(sr[r].drafted == ss[r].drafted && sr[r].accepted == ss[r].accepted &&
+                  sr[r].forwards == ss[r].forwards, "row %d with riders", r);
         acc += ss[r].accepted;
         rej += ss[r].drafted - ss[r].accepted;
     }
@@ -645,6 +717,20 @@ Test(spec, stepwise_streams_equal_greedy, .timeout = 600)
     cr_expect(strstr(deg_errmsg(), "max_ids") != NULL, "%s", deg_errmsg());
     cap[0] = 1;
     cr_expect_eq(deg_forks_spec_step(fks, 2, sts, cap, outs, n_out), DEG_ERR_ARG);
+    /* plain rows: a fork that is also speculative, a NULL fork; alone they are fed */
+    const int32_t *pid[1] = {text};
+    size_t pn[1] = {1};
+    deg_feed_rows pr = {fks, 1, pid, pn};
+    cr_expect_eq(deg_forks_spec_step_ex(fks, 1, sts, cap, outs, n_out, &pr), DEG_ERR_ARG);
+    cr_expect(strstr(deg_errmsg(), "also speculative") != NULL, "%s", deg_errmsg());
+    deg_fork *nul[1] = {NULL};
+    pr.forks = nul;
+    cr_expect_eq(deg_forks_spec_step_ex(NULL, 0, NULL, NULL, NULL, NULL, &pr), DEG_ERR_ARG);
+    pr.forks = fks;
+    size_t len0 = deg_fork_len(fk);
+    cr_assert_eq(deg_forks_spec_step_ex(NULL, 0, NULL, NULL, NULL, NULL, &pr), DEG_OK, "%s",
+                 deg_errmsg());
+    cr_assert_eq(deg_fork_len(fk), len0 + 1);
     deg_spec_state_free(s);
     deg_fork_free(fk);
     deg_trunk_free(t);
@@ -653,5 +739,6 @@ Test(spec, stepwise_streams_equal_greedy, .timeout = 600)
     free(whole.logits);
     free(step.logits);
     free(capped.logits);
+    free(ridden.logits);
     deg_model_free(m);
 }

@@ -134,3 +134,63 @@ def test_fleet_ask_spec_equals_plain(model_path, artifacts):
         want = deg.selfstudy.Corpus(m, [DOCS[1]]).ids + deg.selfstudy.Corpus(m, [DOCS[0]]).ids
         assert len(want) > 2 * P
         assert ref.ids() == want
+
+
+def test_sampled_and_speculative_rows_share_one_pass(servers, monkeypatch):
+    """A decode step with a sampled stream and a speculative one is ONE weight
+    pass: the sampled stream's pending id rides in the speculative round's
+    feed (deg_forks_spec_step_ex), no separate feed_forks; both answers equal
+    the plain server's (greedy: byte for byte; sampled: same seed, same text)."""
+    import threading
+    from deg.server import engine as E
+    eng = servers["spec"].engine
+    seen = {"steps": 0, "two_passes": 0, "riding": 0}
+    real_feed, real_spec, real_step = E.feed_forks, E.spec_step, eng._step
+    calls = []
+
+    def feed(*a, **k):
+        calls.append("feed")
+        return real_feed(*a, **k)
+
+    def spec(forks, states, max_ids, plain=None):
+        calls.append("spec+plain" if plain else "spec")
+        return real_spec(forks, states, max_ids, plain=plain)
+
+    def step():
+        calls.clear()
+        real_step()
+        seen["steps"] += 1
+        seen["two_passes"] += len(calls) > 1
+        seen["riding"] += "spec+plain" in calls
+
+    monkeypatch.setattr(E, "feed_forks", feed)
+    monkeypatch.setattr(E, "spec_step", spec)
+    monkeypatch.setattr(eng, "_step", step)
+    greedy = [{"role": "user", "content": Q_BREAD}]
+    sampled = [{"role": "user", "content": Q_CHESS + " Be brief."}]
+    out = {}
+
+    def ask_greedy():
+        out["greedy"] = _client(servers["spec"]).chat.completions.create(
+            model="docs", messages=greedy, temperature=0, max_tokens=96)
+
+    t = threading.Thread(target=ask_greedy)
+    n0 = eng.stats["spec_streams"]
+    t.start()
+    for _ in range(600):  # the greedy stream is decoding speculatively
+        if eng.stats["spec_streams"] > n0:
+            break
+        threading.Event().wait(0.05)
+    out["sampled"] = _client(servers["spec"]).chat.completions.create(
+        model="docs", messages=sampled, temperature=0.8, seed=11, max_tokens=12)
+    t.join()
+    monkeypatch.undo()
+    assert seen["riding"] > 0, seen
+    assert seen["two_passes"] == 0, seen
+    plain = _client(servers["plain"])
+    g = plain.chat.completions.create(model="docs", messages=greedy, temperature=0,
+                                      max_tokens=96)
+    s = plain.chat.completions.create(model="docs", messages=sampled, temperature=0.8, seed=11,
+                                      max_tokens=12)
+    _same(out["greedy"], g)
+    assert out["sampled"].choices[0].message.content == s.choices[0].message.content

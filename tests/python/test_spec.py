@@ -67,6 +67,34 @@ def test_identical_to_generate_forks(tiny):
         x.close()
 
 
+def test_spec_step_with_plain_rows(tiny):
+    """deg.spec.spec_step(plain=...) (deg_forks_spec_step_ex): plain rows fed
+    in the speculative round's weight pass end with the logits they get fed
+    alone, and the speculative stream emits plain greedy decoding's ids."""
+    from deg.spec import SpecState, spec_step
+    prompt = tiny.tokenize("Sphinx of black quartz, judge my vow. The quick brown fox")
+    t, (a, s, b, c, b2, c2) = _forks(tiny, prompt, 6)
+    want = deg.generate_forks([a], 24, 0.0)[0].ids
+    first = s.generate(1, 0.0).ids[0]
+    st = SpecState(tiny, prompt + [first], ref=DraftRef(tiny, want), min_match=1)
+    got, rider = [first], [9, 4, 27, 3, 81, 5, 66, 2]
+    for k in range(len(rider)):
+        if len(got) >= len(want) or st.done:
+            break
+        got += spec_step([s], [st], [len(want) - len(got)],
+                         plain=[(b, [rider[k]]), (c, rider[k:k + 2])])[0]
+        deg.feed_forks([b2, c2], [[rider[k]], rider[k:k + 2]])
+        for x, y in ((b, b2), (c, c2)):
+            assert len(x) == len(y) and x.logits() == y.logits()
+    assert got == want and st.stats.accepted > 0
+    # plain rows alone (no speculative stream): just fed
+    n = len(b)
+    assert spec_step([], [], [], plain=[(b, [1, 2])]) == [] and len(b) == n + 2
+    with pytest.raises(deg.ArgumentError, match="also speculative"):
+        spec_step([s], [st], [4], plain=[(s, [1])])
+    t.close()
+
+
 def test_truncate_and_errors(tiny):
     t = tiny.trunk([1, 2, 3])
     f, g = t.fork(), t.fork()

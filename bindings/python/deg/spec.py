@@ -197,24 +197,38 @@ class SpecState(_Handle):
             return bool(lib.deg_spec_state_done(_p))
 
 
-def spec_step(forks, states, max_ids):
+def spec_step(forks, states, max_ids, plain=None):
     """One round of speculative decoding for each (fork, SpecState) pair in
     one ragged feed (deg_forks_spec_step): returns, per stream, the 1 ..
     draft_max + 1 ids it emitted (at most max_ids[i]; ending at a stop id);
-    the last one is the new carry (not fed), the fork holds the others."""
+    the last one is the new carry (not fed), the fork holds the others.
+    plain: (fork, ids) pairs fed in the same weight pass
+    (deg_forks_spec_step_ex; e.g. sampled streams' pending ids), their logits
+    kept in the fork as after deg.feed_forks."""
     forks, states = list(forks), list(states)
+    plain = [(f, list(ids)) for f, ids in (plain or [])]
     n = len(forks)
-    if n == 0:
+    if n == 0 and not plain:
         return []
     if len(states) != n or len(max_ids) != n:
         raise ArgumentError(f"{n} forks but {len(states)} states and {len(max_ids)} max_ids")
     bufs = [ffi.new("int32_t[]", st.draft_max + 1) for st in states]
-    n_out = ffi.new("size_t[]", n)
+    n_out = ffi.new("size_t[]", max(n, 1))
+    keep = [_ids_buffer(ids)[0] for _, ids in plain]
     with ExitStack() as held:
         cf = ffi.new("deg_fork *[]", [held.enter_context(f._use()) for f in forks])
         cs = ffi.new("deg_spec_state *[]", [held.enter_context(s._use()) for s in states])
-        check(lib.deg_forks_spec_step(cf, n, cs, ffi.new("int32_t[]", [int(m) for m in max_ids]),
-                                      ffi.new("int32_t *[]", bufs), n_out))
+        rows = ffi.NULL
+        if plain:
+            pf = ffi.new("deg_fork *[]", [held.enter_context(f._use()) for f, _ in plain])
+            pi = ffi.new("int32_t *[]", keep)
+            pn = ffi.new("size_t[]", [len(ids) for _, ids in plain])
+            rows = ffi.new("deg_feed_rows *", {"forks": pf, "n": len(plain), "ids": pi,
+                                               "n_ids": pn})
+        check(lib.deg_forks_spec_step_ex(cf, n, cs,
+                                         ffi.new("int32_t[]", [int(m) for m in max_ids] or [0]),
+                                         ffi.new("int32_t *[]", bufs or [ffi.NULL]), n_out,
+                                         rows))
     return [list(ffi.unpack(bufs[i], n_out[i])) for i in range(n)]
 
 

@@ -27,7 +27,7 @@ the cartridge's stored corpus ids, or the selected fleet documents' composed in 
 library) as one ragged row, and keeps the drafts equal to the argmax (deg.spec.
 spec_step; the lean acceptance gate turns drafting off below 35% over 16 drafted
 ids, 32-id re-probe). Its ids are those of plain greedy decoding byte for byte;
-the speculative rows run as their own feed beside the sampled ones.
+the sampled rows' pending ids ride in the same feed (one weight pass a step).
 
 Conversations: a finished chat's fork (the K/V of its prompt and reply) is kept
 in a small LRU cache; a later request whose prompt ids start with exactly those
@@ -412,14 +412,17 @@ class Engine:
         spec = [j for j in live if j.use_spec and j.pending is not None]
         plain = [j for j in live if not (j.use_spec and j.pending is not None)]
         try:
+            # one weight pass: the plain rows' pending ids ride in the
+            # speculative round's feed when there is one
             fed = [j for j in plain if j.pending is not None]
-            if fed:
+            got = self._spec_round(spec, fed) if spec else []
+            if fed and not spec:
                 feed_forks([j.fork for j in fed], [[j.pending] for j in fed])
-                for j in fed:
-                    j.ids.append(j.pending)
-                    j.pending = None
+            for j in fed:
+                j.ids.append(j.pending)
+                j.pending = None
             ids = [[t] for t in self._sample(plain)] if plain else []
-            ids += self._spec_round(spec) if spec else []
+            ids += got
         except DegError as e:
             for j in live:
                 self._finish(j, error=e)
@@ -433,19 +436,21 @@ class Engine:
                 still.append(j)
         self._streams = still
 
-    def _spec_round(self, rows):
+    def _spec_round(self, rows, fed=()):
         """--spec-serve: one speculative round of the greedy streams rows
         (deg.spec.spec_step: drafts from the prompt, the reply and the prefix's
         draft reference, one ragged feed, exact argmax verification). Their
-        pending id is the carry; returns each stream's 1.. emitted ids (plain
-        greedy decoding's, byte for byte)."""
+        pending id is the carry; the streams fed (not speculative) have their
+        pending id fed in the same pass. Returns each speculative stream's 1..
+        emitted ids (plain greedy decoding's, byte for byte)."""
         for j in rows:
             if j.spec is None:
                 j.spec = SpecState(self.model, j.ids + [j.pending], ref=j.spec_ref,
                                    stop_ids=self._stop_list)
                 self.stats["spec_streams"] += 1
         got = spec_step([j.fork for j in rows], [j.spec for j in rows],
-                        [j.max_tokens - j.n_gen for j in rows])
+                        [j.max_tokens - j.n_gen for j in rows],
+                        plain=[(j.fork, [j.pending]) for j in fed])
         for j in rows:  # the carry is fed now
             j.ids.append(j.pending)
             j.pending = None
