@@ -8,13 +8,14 @@ NLL of the hand-written reference answers behind the selected cartridge vs
 the bare model vs the whole document in context, with KV rows for each.
 
   .venv/bin/python bench/fleet_demo.py --out /tmp/fleet-demo [--rounds 12] [--p 64]
-      [--schedule uniform] [--retrieval-only | --train-only]
+      [--schedule uniform] [--retrieval-only | --train-only] [--time-limit SECONDS]
 
 Results go to stdout (and bench/README.md by hand). Deterministic for a seed.
 Resumable: a rerun with the same --out continues where the last one stopped
 (the fleet is saved every round and a round's draws depend only on the seed
 and the round number; each measured NLL row and answer is appended to
-DIR/demo-results.jsonl as it is taken).
+DIR/demo-results.jsonl as it is taken). Bounded: --time-limit stops the run
+between two saved rounds or measured items (exit 3; the same command goes on).
 """
 import argparse
 import json
@@ -226,7 +227,19 @@ def retrieval(fleet, a, idx):
     return picks
 
 
+class Deadline(Exception):
+    """--time-limit reached: the run stops between two saved steps."""
+
+
+def _check_time(a):
+    if a.time_limit and time.monotonic() - a.t_start > a.time_limit:
+        raise Deadline()
+
+
 def train(fleet, a):
+    """Up to --rounds rounds in all, one call a round (a round's draws depend
+    only on the seed and the round number, so this is one run's bytes),
+    saved after each; stops between rounds at --time-limit."""
     left = a.rounds - fleet.rounds
     if left <= 0:
         return
@@ -235,14 +248,17 @@ def train(fleet, a):
 
     def progress(info):
         print(f"  round {info.round}: target {info.target} parts {info.parts} "
-              f"loss {info.loss:.4f} residents {fleet.residents()} "
-              f"{time.perf_counter() - t1:.0f} s ({_load()})", flush=True)
+              f"loss {info.loss:.4f} residents {fleet.residents()} steps "
+              f"{[d.steps for d in fleet.docs()]} {time.perf_counter() - t1:.0f} s ({_load()})",
+              flush=True)
 
-    fleets.train(fleet, left, accum=a.accum, seed=a.seed, progress=progress,
-                 schedule=a.schedule, chunk_min=128, chunk_max=256, max_q=32, max_a=64)
+    for _ in range(left):
+        _check_time(a)
+        fleets.train(fleet, 1, accum=a.accum, seed=a.seed, progress=progress,
+                     schedule=a.schedule, chunk_min=128, chunk_max=256, max_q=32, max_a=64)
 
 
-def measure_nll(model, fleet, texts, picks, res):
+def measure_nll(model, fleet, texts, picks, res, a):
     """NLL/token of every question's reference answer behind the selected
     cartridge, the bare model and the whole home document in context (the
     document trunks prefilled once each)."""
@@ -253,6 +269,7 @@ def measure_nll(model, fleet, texts, picks, res):
                 key = f"nll/{name}{j + 1}"
                 if key in res:
                     continue
+                _check_time(a)
                 d = picks[(name, j)][0][0]
                 if d not in carts:
                     carts[d] = fleet.trunk([d])
@@ -294,6 +311,7 @@ def answers(fleet, idx, a, res):
         seen.add(home)
         key = f"ask/C{j + 1}"
         if key not in res:
+            _check_time(a)
             sel, answer = fleets.ask(fleet, q, k=2, index=idx, max_tokens=a.max_tokens)
             res.add(key, question=q, home=home, selected=[fleet.doc(d).name for d, _ in sel],
                     prefix_rows=fleet.p * len(sel), answer=answer)
@@ -314,12 +332,26 @@ def main():
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--max-tokens", type=int, default=48)
     ap.add_argument("--schedule", choices=fleets.SCHEDULES, default="uniform",
-                    help="deg.fleets.train's target draw (uniform: least-trained residents)")
+                    help="deg.fleets.train's target draw (uniform: the least-trained documents only)")
     ap.add_argument("--warmup", type=int, default=2, help="per-entrant lr warm-up steps")
     ap.add_argument("--retrieval-only", action="store_true",
                     help="index and selection only (they do not depend on training)")
     ap.add_argument("--train-only", action="store_true", help="stop after the training rounds")
+    ap.add_argument("--time-limit", type=float, default=0,
+                    help="seconds: stop between two saved rounds / measured items after it "
+                         "(0 = none); the same command continues")
     a = ap.parse_args()
+    a.t_start = time.monotonic()
+    try:
+        return run(a)
+    except Deadline:
+        print(f"stopped at --time-limit {a.time_limit:.0f} s ({_load()}); the fleet and every "
+              f"measured item are saved in {a.out}: run the same command to continue",
+              flush=True)
+        return 3
+
+
+def run(a):
     model = deg.Model(a.model or deg.default_model_path())
     t0 = time.perf_counter()
     print(f"start ({_load()})", flush=True)
@@ -343,7 +375,7 @@ def main():
     idx = _index(fleet, a)
     picks = retrieval(fleet, a, idx)
     if not a.retrieval_only:
-        measure_nll(model, fleet, texts, picks, res)
+        measure_nll(model, fleet, texts, picks, res, a)
         report_nll(res, a.p)
         answers(fleet, idx, a, res)
     fleet.close()
