@@ -273,15 +273,7 @@ __attribute__((target(DG_TARGET_AVX2), always_inline)) static inline void fused_
                 acc[r] = _mm256_add_ps(acc[r], _mm256_mul_ps(v[k], _mm256_loadu_ps(xc + 8 * k)));
         }
     }
-    if (R == 4) {
-        _mm_storeu_ps(y, hsum4(acc[0], acc[1], acc[2], acc[3]));
-        return;
-    }
-    for (int r = 0; r < R; r++) {
-        float a[8];
-        _mm256_storeu_ps(a, acc[r]);
-        y[r] = dg_qdot_finish(a);
-    }
+    FD_STORE_SUMS(R, acc, y);
 }
 
 /* Q4_K super-block b's eight sub-block scales and mins times d and dmin:
@@ -331,15 +323,7 @@ __attribute__((target(DG_TARGET_AVX2), always_inline)) static inline void fused_
             }
         }
     }
-    if (R == 4) {
-        _mm_storeu_ps(y, hsum4(acc[0], acc[1], acc[2], acc[3]));
-        return;
-    }
-    for (int r = 0; r < R; r++) {
-        float a[8];
-        _mm256_storeu_ps(a, acc[r]);
-        y[r] = dg_qdot_finish(a);
-    }
+    FD_STORE_SUMS(R, acc, y);
 }
 
 __attribute__((target(DG_TARGET_AVX2))) static void fused_Q4_K(const dg_weight *w, int64_t n0,

@@ -125,16 +125,19 @@ Test(ckpt_open, null_margin_default_is_the_requests_null)
     deg_ckpt_free(plain);
 }
 
-/* Sets deg.json's "null_margin" in dir to v (NULL = remove it). */
-static void set_json_margin(const char *dir, json_t *v)
+/* Sets key in deg.json's object obj ("" = the top level) in dir to v
+ * (NULL = remove it). */
+static void set_json(const char *dir, const char *obj, const char *key, json_t *v)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/deg.json", dir);
     json_error_t e;
     json_t *meta = json_load_file(path, 0, &e);
     cr_assert_not_null(meta, "%s", e.text);
-    if (v) json_object_set_new(meta, "null_margin", v);
-    else json_object_del(meta, "null_margin");
+    json_t *o = *obj ? json_object_get(meta, obj) : meta;
+    cr_assert(json_is_object(o), "deg.json has an object %s", obj);
+    if (v) json_object_set_new(o, key, v);
+    else json_object_del(o, key);
     cr_assert_eq(json_dump_file(meta, path, JSON_INDENT(1)), 0);
     json_decref(meta);
 }
@@ -150,7 +153,7 @@ Test(ckpt_open, null_margin_from_the_checkpoint)
     char *fifty = fill_text(plain, ", \"options\": {\"null_margin\": 50.0}");
     deg_ckpt_free(plain);
 
-    set_json_margin(dir, json_real(50.0));
+    set_json(dir, "", "null_margin", json_real(50.0));
     deg_ckpt *k = NULL;
     cr_assert_eq(deg_ckpt_load(dir, model_path, &k), DEG_OK, "%s", deg_errmsg());
     char *dflt = fill_text(k, NULL);
@@ -169,11 +172,11 @@ Test(ckpt_open, null_margin_from_the_checkpoint)
     cr_assert_str_eq(par0, zero, "params.null_margin overrides deg.json's");
     deg_ckpt_free(k);
 
-    set_json_margin(dir, json_string("1.5"));
+    set_json(dir, "", "null_margin", json_string("1.5"));
     cr_assert_eq(deg_ckpt_load(dir, model_path, &k), DEG_ERR_FORMAT);
     cr_assert(strstr(deg_errmsg(), "null_margin must be a finite number"), "%s", deg_errmsg());
     cr_assert(strstr(deg_errmsg(), "deg.json"), "the message names the file: %s", deg_errmsg());
-    set_json_margin(dir, NULL);
+    set_json(dir, "", "null_margin", NULL);
     cr_assert_eq(deg_ckpt_load(dir, model_path, &k), DEG_OK, "%s", deg_errmsg());
     char *absent = fill_text(k, NULL);
     cr_assert_str_eq(absent, zero, "no null_margin in deg.json = 0");
@@ -184,22 +187,6 @@ Test(ckpt_open, null_margin_from_the_checkpoint)
     deg_free(req0);
     deg_free(par0);
     deg_free(absent);
-}
-
-/* Sets deg.json's calibration.extract_confidence in dir to v (NULL = remove). */
-static void set_json_xconf(const char *dir, json_t *v)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/deg.json", dir);
-    json_error_t e;
-    json_t *meta = json_load_file(path, 0, &e);
-    cr_assert_not_null(meta, "%s", e.text);
-    json_t *cal = json_object_get(meta, "calibration");
-    cr_assert(json_is_object(cal));
-    if (v) json_object_set_new(cal, "extract_confidence", v);
-    else json_object_del(cal, "extract_confidence");
-    cr_assert_eq(json_dump_file(meta, path, JSON_INDENT(1)), 0);
-    json_decref(meta);
 }
 
 /* The extract leaves' meta confidences of a response, in pointer order. */
@@ -231,12 +218,13 @@ Test(ckpt_open, extract_confidence_calibration)
     deg_ckpt_free(k);
     /* scale 1, bias 0: sigmoid(lp) = p / (1 + p) of the plain confidence p */
     json_t *xc = json_pack("{s:f, s:f}", "scale", 1.0, "bias", 0.0);
-    set_json_xconf(dir, xc);
+    set_json(dir, "calibration", "extract_confidence", xc);
     cr_assert_eq(deg_ckpt_load(dir, model_path, &k), DEG_OK, "%s", deg_errmsg());
     char *one = fill_text(k, NULL);
     deg_ckpt_free(k);
     /* scale 0.5, bias 2: sigmoid(0.5 ln p + 2) = 1 / (1 + e^-2 p^-0.5) */
-    set_json_xconf(dir, json_pack("{s:f, s:f}", "scale", 0.5, "bias", 2.0));
+    set_json(dir, "calibration", "extract_confidence",
+             json_pack("{s:f, s:f}", "scale", 0.5, "bias", 2.0));
     cr_assert_eq(deg_ckpt_load(dir, model_path, &k), DEG_OK, "%s", deg_errmsg());
     char *two = fill_text(k, NULL);
     deg_ckpt_free(k);
@@ -254,10 +242,10 @@ Test(ckpt_open, extract_confidence_calibration)
     json_decref(v0);
     json_decref(v1);
     json_decref(v2);
-    set_json_xconf(dir, json_pack("{s:f}", "scale", 1.0));
+    set_json(dir, "calibration", "extract_confidence", json_pack("{s:f}", "scale", 1.0));
     cr_assert_eq(deg_ckpt_load(dir, model_path, &k), DEG_ERR_FORMAT);
     cr_assert(strstr(deg_errmsg(), "calibration.extract_confidence must be"), "%s", deg_errmsg());
-    set_json_xconf(dir, json_pack("{s:s, s:f}", "scale", "1", "bias", 0.0));
+    set_json(dir, "calibration", "extract_confidence", json_pack("{s:s, s:f}", "scale", "1", "bias", 0.0));
     cr_assert_eq(deg_ckpt_load(dir, model_path, &k), DEG_ERR_FORMAT);
     deg_free(plain);
     deg_free(one);
