@@ -369,8 +369,10 @@ static deg_status load_gguf(deg_model *m, const char *path)
     if (!m->arch) return st;
     char arch[64];
     snprintf(arch, sizeof arch, "%s", m->arch->gguf_arch ? m->arch->gguf_arch : m->arch->name);
-    DG_TRY(gguf_hparams(m, arch));
-    if (m->arch->gguf_config) DG_TRY(m->arch->gguf_config(m));
+    /* the metadata readers' messages name the key; the file is named here */
+    st = gguf_hparams(m, arch);
+    if (st == DEG_OK && m->arch->gguf_config) st = m->arch->gguf_config(m);
+    if (st != DEG_OK) return dg_fail_context(st, "%s", path);
     if (dg_gguf_get_str(g, "general.name", &s) == DEG_OK) m->name = dup_n(s.ptr, (size_t)s.len);
     if (dg_gguf_get_str(g, "tokenizer.chat_template", &s) == DEG_OK) {
         m->chat_template = dup_n(s.ptr, (size_t)s.len);

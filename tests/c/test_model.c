@@ -950,7 +950,7 @@ Test(model, gguf_arch_names_are_llamacpps)
 }
 
 /* Qwen3.5 / Gemma 4 GGUF files with a key or tensor the layout needs renamed
- * (same length, so the file stays well-formed): refused naming it. */
+ * (same length, so the file stays well-formed): refused naming it and the file. */
 Test(model, gguf_hybrid_missing_keys_named)
 {
     static const struct { const char *file, *from, *to, *want; deg_status st; } cases[] = {
@@ -991,7 +991,7 @@ Test(model, gguf_hybrid_missing_keys_named)
         spit(p, buf, len);
         free(buf);
         if (cases[i].st != DEG_OK) {
-            expect_load_error(p, cases[i].st, cases[i].want, NULL);
+            expect_load_error(p, cases[i].st, cases[i].want, p); /* the file named too */
             continue;
         }
         deg_model *m = NULL;
@@ -1025,7 +1025,7 @@ Test(model, bad_gguf_files)
     memcpy(buf, orig, len);
     cr_assert(patch_bytes(buf, len, "llama.block_count", 17, "llama.block_cXunt"));
     spit(p, buf, len);
-    expect_load_error(p, DEG_ERR_FORMAT, "llama.block_count", NULL);
+    expect_load_error(p, DEG_ERR_FORMAT, "llama.block_count", p);
 
     /* Cut anywhere: header, metadata, tensor infos, data. */
     size_t cuts[] = {3, 20, 200, 3000, 12000, len / 2, len - 1};
