@@ -221,8 +221,11 @@ deg_status dg_weight_get_matrix(deg_model *m, const char *gguf_name, const char 
  * column col_map[c] (maps owned by the model or static, [shape[0]] /
  * [cols]; NULL: in order; ignored for HF directories, whose tensors are in
  * the logical order). A row map of a native matrix becomes dg_weight.row_map;
- * a column map makes the matrix f32 (quantized blocks cannot be reordered by
- * column). Same errors as dg_weight_get. */
+ * a column map that moves whole quantization blocks (each block of the
+ * logical order one block of the file, in order) gives a native matrix
+ * holding the file's blocks in that order (dequantized: exactly the f32
+ * reorder); any other column map makes the matrix f32 (a block cannot be
+ * split). Same errors as dg_weight_get. */
 deg_status dg_weight_get_mapped(deg_model *m, const char *gguf_name, const char *hf_name, int il,
                                 int n_dims, const int64_t *shape, const int32_t *row_map,
                                 const int32_t *col_map, const float **out);

@@ -185,6 +185,37 @@ static deg_status head_row_map(deg_model *m, int64_t rows, int heads, const int3
     return DEG_OK;
 }
 
+/* 1 if col_map [cols] moves whole blocks of bs columns: each block of the
+ * logical column order is one block of the file, its columns in order. */
+static int moves_whole_blocks(const int32_t *col_map, int64_t cols, int64_t bs)
+{
+    for (int64_t c = 0; c < cols; c++) {
+        int64_t first = col_map[c - c % bs];
+        if (first % bs || col_map[c] != first + c % bs) return 0;
+    }
+    return 1;
+}
+
+/* The file's rows of quantized blocks t [rows, row_bytes] with each row's
+ * blocks put in the logical column order (moves_whole_blocks(col_map)), into
+ * a buffer the model owns: the same blocks, so dequantized they are exactly
+ * the f32 reorder. */
+static deg_status reorder_blocks(deg_model *m, const dg_tensor_view *t, const int32_t *col_map,
+                                 int64_t rows, int64_t cols, size_t row_bytes, const void **out)
+{
+    int64_t bs = dg_dtype_block_elems(t->dtype);
+    size_t bb = dg_dtype_block_bytes(t->dtype), nb = (size_t)(cols / bs);
+    uint8_t *buf;
+    DG_TRY(dg_model_alloc(m, row_bytes * (size_t)rows, (void **)&buf));
+    const uint8_t *src = t->data;
+    for (int64_t r = 0; r < rows; r++)
+        for (size_t b = 0; b < nb; b++)
+            memcpy(buf + (size_t)r * row_bytes + b * bb,
+                   src + (size_t)r * row_bytes + (size_t)(col_map[b * (size_t)bs] / bs) * bb, bb);
+    *out = buf;
+    return DEG_OK;
+}
+
 deg_status dg_weight_get_matrix_mapped(deg_model *m, const char *gguf_name, const char *hf_name,
                                        int il, int64_t rows, int64_t cols,
                                        const int32_t *row_map, const int32_t *col_map,
@@ -198,9 +229,13 @@ deg_status dg_weight_get_matrix_mapped(deg_model *m, const char *gguf_name, cons
     memset(out, 0, sizeof *out);
     out->rows = rows;
     out->cols = cols;
-    /* a column order cannot be applied to quantized blocks: such a matrix is f32 */
+    /* a column order is applied to quantized blocks only when it moves whole
+     * blocks (Qwen3.5's value heads of dv columns in blocks of 32 that divide
+     * dv; a head of 128 columns splits a K-quant's 256-block): else the matrix
+     * is f32 */
     if (m->native_weights && t->dtype != DG_F32 && dg_weight_supported(t->dtype, cols) &&
-        rows <= INT32_MAX && !col_map) {
+        rows <= INT32_MAX &&
+        (!col_map || moves_whole_blocks(col_map, cols, dg_dtype_block_elems(t->dtype)))) {
         int ok;
         out->dtype = t->dtype;
         out->row_bytes = dg_dtype_row_bytes(t->dtype, cols, &ok);
@@ -209,6 +244,7 @@ deg_status dg_weight_get_matrix_mapped(deg_model *m, const char *gguf_name, cons
                            t->n_bytes, (long long)rows, (long long)cols,
                            dg_dtype_name(t->dtype));
         out->data = t->data;
+        if (col_map) DG_TRY(reorder_blocks(m, t, col_map, rows, cols, out->row_bytes, &out->data));
         out->f32_act = m->f32_act;
         out->row_map = row_map;
         m->weight_bytes += dg_weight_bytes(out);

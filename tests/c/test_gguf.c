@@ -1,6 +1,7 @@
 /* GGUF reader: a file written by gguf-py's GGUFWriter (tests/goldens/gen_gguf.py)
- * checked value by value, hand-made bad files (each a clear error), and the
- * real SmolLM2 model when it is available. */
+ * checked value by value, hand-made bad files (each a clear error), a column
+ * order applied to quantized blocks by the weight loader, and the real
+ * SmolLM2 model when it is available. */
 #include <criterion/criterion.h>
 #include "model_path.h"
 #include <math.h>
@@ -9,6 +10,8 @@
 #include "core_testutil.h"
 #include "base/status.h"
 #include "format/gguf.h"
+#include "model/arch.h"
+#include "tensor/weight.h"
 
 #define SMALL DEG_SOURCE_ROOT "/tests/goldens/gguf/small.gguf"
 
@@ -478,6 +481,74 @@ Test(gguf_bad, missing_file)
     dg_gguf *g;
     cr_assert_eq(dg_gguf_open("/nonexistent/m.gguf", &g), DEG_ERR_IO);
     cr_assert(strstr(deg_errmsg(), "/nonexistent/m.gguf"));
+}
+
+/* ---- a column order on quantized blocks ---------------------------------- */
+
+/* A GGUF holding one Q8_0 matrix "w" [rows, cols] of varied blocks. */
+static char *q8_matrix_file(int64_t rows, int64_t cols)
+{
+    tu_buf b = {0};
+    uint64_t ne[2] = {(uint64_t)cols, (uint64_t)rows};
+    header(&b, 3, 1, 0);
+    tinfo(&b, "w", 2, ne, 8 /* GGML_TYPE_Q8_0 */, 0);
+    tu_pad(&b, 32);
+    for (int64_t k = 0; k < rows * cols / 32; k++) {
+        uint16_t d = dg_f32_to_f16(0.01f * (float)(k + 1));
+        tu_put(&b, &d, 2);
+        for (int j = 0; j < 32; j++) tu_u8(&b, (uint8_t)(int8_t)((k * 37 + j * 11) % 255 - 127));
+    }
+    char *p = tu_path(tmpdir, "q8.gguf");
+    tu_write(p, b.p, b.n);
+    free(b.p);
+    return p;
+}
+
+/* The matrix as dg_weight_get_matrix_mapped loads it with column order
+ * col_map, native blocks or f32; each row dequantized into rows_out. */
+static dg_dtype load_mapped(const char *path, int native, const int32_t *col_map, int64_t rows,
+                            int64_t cols, float *rows_out)
+{
+    deg_model *m = calloc(1, sizeof *m);
+    cr_assert_eq(dg_gguf_open(path, &m->src.gguf), DEG_OK, "%s", deg_errmsg());
+    m->native_weights = native;
+    m->f32_act = 1;
+    dg_weight w;
+    cr_assert_eq(dg_weight_get_matrix_mapped(m, "w", NULL, 0, rows, cols, NULL, col_map, &w),
+                 DEG_OK, "%s", deg_errmsg());
+    for (int64_t r = 0; r < rows; r++) dg_weight_get_row(&w, r, rows_out + r * cols);
+    deg_model_free(m);
+    return w.dtype;
+}
+
+/* Qwen3.5's value heads reordered by llama.cpp's converter (out_proj's
+ * columns): with heads as wide as a multiple of the block, the native matrix
+ * keeps its Q8_0 blocks, moved, and dequantizes to exactly the f32 reorder;
+ * heads narrower than a block cannot be moved intact, so that matrix is f32. */
+Test(gguf_weights, quantized_column_order_moves_whole_blocks, .init = setup, .fini = teardown)
+{
+    enum { R = 3, C = 256 };
+    char *p = q8_matrix_file(R, C);
+    /* llama.cpp's tiled order of 2 key heads (q35_head_maps): logical value
+     * head h = kh * r + j is file head j * 2 + kh, r = heads / 2 */
+    static float nat[R * C], f32[R * C], plain[R * C];
+    int32_t mapA[C], map16[C];
+    for (int c = 0; c < C; c++) {
+        int h = c / 32, g = c / 16; /* 8 heads of 32 columns; 16 heads of 16 */
+        mapA[c] = (h % 4 * 2 + h / 4) * 32 + c % 32;
+        map16[c] = (g % 8 * 2 + g / 8) * 16 + c % 16;
+    }
+    cr_assert_eq(load_mapped(p, 1, mapA, R, C, nat), DG_Q8_0);
+    cr_assert_eq(load_mapped(p, 0, mapA, R, C, f32), DG_F32);
+    cr_assert_eq(load_mapped(p, 1, NULL, R, C, plain), DG_Q8_0);
+    cr_assert(memcmp(nat, f32, sizeof nat) == 0);
+    cr_assert(memcmp(nat, plain, sizeof nat) != 0); /* the order did move the blocks */
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++) cr_assert_eq(f32[r * C + c], plain[r * C + mapA[c]]);
+    cr_assert_eq(load_mapped(p, 1, map16, R, C, nat), DG_F32);
+    cr_assert_eq(load_mapped(p, 0, map16, R, C, f32), DG_F32);
+    cr_assert(memcmp(nat, f32, sizeof nat) == 0);
+    free(p);
 }
 
 /* ---- the real model (skipped when absent) ------------------------------- */

@@ -400,8 +400,9 @@ Test(model, tiny_gguf_matches_hf_dir)
 }
 
 /* Q8_0 files of the same checkpoints, as llama.cpp's converter quantizes them
- * (--outtype q8_0; the value-head row maps then act on quantized rows, the
- * out_proj column map makes that matrix f32): the logits equal transformers'
+ * (--outtype q8_0; the value-head row maps then act on quantized rows; out_proj's
+ * column map moves value heads of 16 columns, which split Q8_0 blocks of 32,
+ * so that matrix is f32): the logits equal transformers'
  * on the HF model whose quantized matrices are the file's, dequantized by
  * gguf-py (gen_hybrid_gguf.py writes <file>.golden.safetensors), with the
  * weights dequantized (DEG_WEIGHTS_F32) and as native blocks with f32
