@@ -75,11 +75,14 @@ typedef struct g4_buf {
 } g4_buf;
 g4_buf dg_g4_regions(const deg_model *m, const dg_batch *b);
 
-/* gelu_pytorch_tanh: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+/* gelu_pytorch_tanh: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), in
+ * torch's f32 order (ATen/native/cpu/Gelu.h: x^3 = x * x * x first, then
+ * times kappa). */
 static inline float dg_gelu_tanh(float x)
 {
     const float k = 0.7978845608028654f;
-    return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
+    float x3 = x * x * x;
+    return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x3)));
 }
 
 /* The router of one token (Gemma4TextRouter): p [n_exp] = softmax(router(

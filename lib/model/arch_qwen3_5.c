@@ -9,7 +9,7 @@
  *    out * sigmoid(gate), o_proj.
  *  - Gated DeltaNet: qkv = in_proj_qkv(x) through a depthwise causal conv
  *    (linear_conv_kernel_dim taps) + SiLU; per value head h (key head
- *    h / (nv/nk)): q, k L2-normalised (eps 1e-6), q / sqrt(dk);
+ *    h / (nv/nk)): q, k L2-normalised (eps 1e-6), q * dk^-1/2;
  *    beta = sigmoid(in_proj_b x), g = -exp(A_log) * softplus(in_proj_a x +
  *    dt_bias); S = S * exp(g); S += k (beta (v - S^T k))^T; o = S^T q
  *    (torch_recurrent_gated_delta_rule, token by token); o = RMSNorm(o) * w
@@ -352,11 +352,11 @@ const float *dg_q35_token_inputs(const q35_hp *a, const q35_dn *d, int h, const 
                                  float *decay)
 {
     size_t dk = (size_t)a->dk, kh = (size_t)(h / (a->nv / a->nk)), KD = (size_t)a->nk * dk;
-    float sq = sqrtf((float)dk), negA = d->neg_A[h];
+    float isq = dg_q35_q_scale(a), negA = d->neg_A[h];
     memcpy(q, qc_row + kh * dk, sizeof(float) * dk);
     memcpy(k, qc_row + KD + kh * dk, sizeof(float) * dk);
     l2norm(q, dk);
-    for (size_t i = 0; i < dk; i++) q[i] /= sq;
+    for (size_t i = 0; i < dk; i++) q[i] *= isq;
     l2norm(k, dk);
     *beta = 1.0f / (1.0f + expf(-ab_row[h]));
     *decay = expf(negA * softplus(ab_row[a->nv + h] + d->dt_bias[h]));

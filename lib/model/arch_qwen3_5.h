@@ -4,6 +4,7 @@
 #ifndef DG_MODEL_ARCH_QWEN3_5_H
 #define DG_MODEL_ARCH_QWEN3_5_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -39,11 +40,18 @@ static inline size_t dg_q35_conv_dim(const q35_hp *a)
     return 2 * (size_t)a->nk * (size_t)a->dk + (size_t)a->nv * (size_t)a->dv;
 }
 
+/* The queries' scale 1 / sqrt(dk) as transformers applies it (query *
+ * dk ** -0.5: a double constant rounded to f32, then one f32 product). */
+static inline float dg_q35_q_scale(const q35_hp *a)
+{
+    return (float)(1.0 / sqrt((double)a->dk));
+}
+
 /* Value head h's delta-rule inputs at one token: q, k [dk] from the conv
  * output row qc_row [conv_dim] (key head h / (nv / nk); L2-normalised with
- * eps 1e-6, q then / sqrt(dk)), *beta = sigmoid(b), *decay = exp(-exp(A_log)
- * * softplus(a + dt_bias)) from ab_row [2 nv] (b | a). Returns v [dv] (in
- * qc_row). */
+ * eps 1e-6, q then times dg_q35_q_scale), *beta = sigmoid(b), *decay =
+ * exp(-exp(A_log) * softplus(a + dt_bias)) from ab_row [2 nv] (b | a).
+ * Returns v [dv] (in qc_row). */
 const float *dg_q35_token_inputs(const q35_hp *a, const q35_dn *d, int h, const float *qc_row,
                                  const float *ab_row, float *q, float *k, float *beta,
                                  float *decay);

@@ -96,7 +96,7 @@ static deg_status head_bwd(const deg_model *m, int il, const dg_seg *s, int h, c
                                   w->k, w->v, w->beta, w->decay, S0, n, dk, dv));
     if (g->dprec && g->dprec[il])
         for (size_t j = 0; j < dk * dv; j++) g->dprec[il][(size_t)h * dk * dv + j] += w->dS0[j];
-    float negA = d->neg_A[h], isq = 1.0f / sqrtf((float)dk);
+    float negA = d->neg_A[h], isq = dg_q35_q_scale(a);
     for (size_t t = 0; t < n; t++) {
         size_t i = s->t0 + t;
         const float *row = qc + i * CD;
