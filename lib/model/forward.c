@@ -14,6 +14,8 @@
 #include "model/state.h"
 #include "tensor/blas.h"
 
+void (*dg_forward_probe)(int il, const float *x, size_t M, size_t E);
+
 deg_status dg_lm_head(const deg_model *m, const float *hidden, size_t n, float *logits)
 {
     size_t E = (size_t)m->hp.n_embd, V = (size_t)m->hp.n_vocab;
@@ -157,6 +159,7 @@ static deg_status run_pass(const deg_model *m, dg_arena *a, size_t n_segs)
     b->n_tokens = M;
     dg_rope_table(a->rope_cos, a->rope_sin, a->pos, M, hp->rope_dim, hp->rope_theta);
     if (m->arch->begin_pass) m->arch->begin_pass(m, b, a->x, a->ids, a->pos);
+    if (dg_forward_probe) dg_forward_probe(-1, a->x, M, E);
     for (int il = 0; il < hp->n_layer; il++) {
         /* a call under work limits (base/run.h) stops between layers too: a
          * 256-token pass deep in a long context takes seconds. Nothing of the
@@ -164,8 +167,10 @@ static deg_status run_pass(const deg_model *m, dg_arena *a, size_t n_segs)
         deg_status st = il ? dg_run_poll() : DEG_OK;
         if (st != DEG_OK) return st;
         m->arch->forward_layer(m, il, b, a->x);
+        if (dg_forward_probe) dg_forward_probe(il, a->x, M, E);
     }
     dg_rmsnorm_rows(a->hn, a->x, m->out_norm, M, E, hp->rms_eps);
+    if (dg_forward_probe) dg_forward_probe(hp->n_layer, a->hn, M, E);
 
     /* Outputs: hidden states, then logits through the LM head in blocks of
      * DG_LOGIT_ROWS gathered rows. */

@@ -138,6 +138,14 @@ typedef struct dg_row {
 /* Rows per LM-head GEMM (bounds the logits scratch to this many rows). */
 #define DG_LOGIT_ROWS 32
 
+/* Test-only probe (measurements against transformers' per-layer hidden
+ * states, tests/goldens/probe_layers.c): when set, called in every pass
+ * with the pass's M stacked token rows x [M, n_embd] after the embeddings
+ * (and the architecture's begin_pass: il = -1), after each layer il, and
+ * after the final norm (il = n_layer). NULL (the default) in the library's
+ * own use; not thread-safe, not public. */
+extern void (*dg_forward_probe)(int il, const float *x, size_t M, size_t E);
+
 /* Ids must already be validated. Errors: DEG_ERR_NOMEM. */
 deg_status dg_forward(const deg_model *m, const dg_row *rows, size_t n_rows);
 

@@ -34,13 +34,53 @@ static const char *all_name(size_t k)
     return k < N_TINY + N_HYBRID ? HYBRID[k - N_TINY] : GEMMA4[k - N_TINY - N_HYBRID];
 }
 
-/* Max |logit - transformers'| allowed. Gemma 4's tiny models carry more f32
- * rounding noise of their own (RMS norms after every block, of small vectors:
- * transformers' f32 logits differ from its f64 forward by 2.9e-5 / 4.5e-5,
- * gen_gemma4_goldens.py; deg's by 5e-5 in the release build and 8e-5 at -O0
- * under ASan), so they get twice the margin; a real error is far larger (no
- * sliding window: 4.7). */
-static float logit_tol(const char *name) { return strstr(name, "gemma4") ? 2e-4f : 1e-4f; }
+/* Max |logit - reference| allowed per tiny model, against transformers'
+ * float64 forward (golden_f64.safetensors) and against its f32 logits
+ * (golden.safetensors). Both transformers-f32 and deg are f32 roundings of
+ * the same formulas in different orders (BLAS blockings, reductions, the
+ * chunked vs the token-by-token gated delta rule), so they differ from each
+ * other by up to the sum of their distances from the f64 value, and how far
+ * that is depends on the model's conditioning, not on the code
+ * (tests/goldens/measure_f64.py: per check and per layer; doc/ARCHITECTURE.md
+ * "Goldens and f32 rounding"). Measured on these goldens (max over prefill /
+ * decode / forks; x86-64 AMD EPYC, the release and the ASan build alike):
+ *                         deg-f64   tf32-f64  deg-tf32
+ *   tiny-llama(-tied)     5.2e-6    6.8e-6    7.8e-6
+ *   tiny-qwen3(-untied)   2.9e-6    5.5e-6    7.9e-6
+ *   tiny-lfm2             8.3e-6    1.3e-5    1.6e-5
+ *   tiny-qwen3_5(-vl)     3.7e-5    4.4e-5    6.4e-5   hidden states reach |h| ~ 50
+ *   tiny-gemma4           5.7e-5    2.9e-5    7.9e-5   one token: a per-layer-input
+ *                                                      output of rms 0.006 normed to 1
+ *   tiny-gemma4-kvshare   3.8e-5    4.5e-5    6.1e-5
+ *   tiny-gemma4-moe       9.7e-6    1.7e-5    1.9e-5
+ * So deg is within 1e-5 of the f64 value where f32 allows it (llama, qwen3:
+ * asserted at 1e-5; lfm2 and gemma4-moe too, asserted at 2e-5 for room), and
+ * elsewhere about as near as transformers' own f32 is; the bounds leave about
+ * 2x for other CPUs' BLIS kernels. A real error is far larger (Gemma 4
+ * without its sliding window: 4.7). */
+typedef struct logit_tol {
+    const char *name;
+    float f64, f32;
+} logit_tol;
+
+static const logit_tol TOLS[] = {
+    {"tiny-llama", 1e-5f, 2e-5f},          {"tiny-llama-tied", 1e-5f, 2e-5f},
+    {"tiny-qwen3", 1e-5f, 2e-5f},          {"tiny-qwen3-untied", 1e-5f, 2e-5f},
+    {"tiny-lfm2", 2e-5f, 3e-5f},           {"tiny-qwen3_5", 8e-5f, 1e-4f},
+    {"tiny-qwen3_5-vl", 8e-5f, 1e-4f},     {"tiny-gemma4", 1.1e-4f, 1.5e-4f},
+    {"tiny-gemma4-kvshare", 8e-5f, 1.2e-4f}, {"tiny-gemma4-moe", 2e-5f, 4e-5f},
+};
+
+static const logit_tol *tol_of(const char *name)
+{
+    for (size_t i = 0; i < sizeof TOLS / sizeof TOLS[0]; i++)
+        if (!strcmp(TOLS[i].name, name)) return &TOLS[i];
+    cr_assert_fail("no logit bounds for %s", name);
+    return NULL;
+}
+
+/* The f32 bound alone (the GGUF tests compare with golden.safetensors). */
+static float logit_tol_f32(const char *name) { return tol_of(name)->f32; }
 
 typedef struct golden {
     dg_safetensors *st;
@@ -58,6 +98,14 @@ static golden golden_open(const char *model)
 {
     char p[512];
     snprintf(p, sizeof p, "%s/%s/golden.safetensors", GOLDENS, model);
+    return golden_open_path(p);
+}
+
+/* The same checks from transformers' float64 forward (gen_model_goldens.f64_goldens). */
+static golden golden_open_f64(const char *model)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s/golden_f64.safetensors", GOLDENS, model);
     return golden_open_path(p);
 }
 
@@ -90,6 +138,28 @@ static float max_abs_diff(const float *a, const float *b, size_t n)
         if (!(e <= d)) d = e; /* NaN propagates */
     }
     return d;
+}
+
+/* Max |diff| of deg's logits got [n] from the f64 reference g64, from
+ * transformers' f32 g32, and of g32 from g64 (transformers' own rounding),
+ * each folded into worst[3]; deg's checked against the model's bounds. */
+static void check_logits(const char *model, const char *what, const float *got, const float *g32,
+                         const float *g64, size_t n, float worst[3])
+{
+    const logit_tol *t = tol_of(model);
+    float d[3] = {max_abs_diff(got, g64, n), max_abs_diff(g32, g64, n), max_abs_diff(got, g32, n)};
+    cr_assert(d[0] <= t->f64, "%s %s: max |deg - transformers f64| %g > %g (transformers f32: %g)",
+              model, what, d[0], t->f64, d[1]);
+    cr_assert(d[2] <= t->f32, "%s %s: max |deg - transformers f32| %g > %g", model, what, d[2],
+              t->f32);
+    for (int i = 0; i < 3; i++)
+        if (d[i] > worst[i]) worst[i] = d[i];
+}
+
+static void log_worst(const char *model, const char *check, const float worst[3])
+{
+    cr_log_info("%s %s max |diff|: deg-f64 %.2e, transformers f32-f64 %.2e, deg-f32 %.2e", model,
+                check, worst[0], worst[1], worst[2]);
 }
 
 static int n_vocab(const deg_model *m)
@@ -128,9 +198,9 @@ Test(model, tiny_prefill_matches_transformers)
     for (size_t k = 0; k < N_ALL; k++) {
         const char *name_k = all_name(k);
         deg_model *m = load_tiny(name_k);
-        golden g = golden_open(name_k);
+        golden g = golden_open(name_k), g64 = golden_open_f64(name_k);
         int V = n_vocab(m);
-        float worst = 0.0f;
+        float worst[3] = {0};
         for (int i = 0;; i++) {
             char name[64];
             size_t n, nl;
@@ -141,22 +211,21 @@ Test(model, tiny_prefill_matches_transformers)
             }
             const int32_t *ids = gt(&g, name, &n);
             snprintf(name, sizeof name, "prefill.%d.logits", i);
-            const float *want = gt(&g, name, &nl);
+            const float *want = gt(&g, name, &nl), *want64 = gt(&g64, name, NULL);
             cr_assert_eq(nl, n * (size_t)V);
             float *got = malloc(sizeof(float) * nl), last[512];
             deg_trunk *t;
             cr_assert_eq(deg_trunk_new(m, &t), DEG_OK);
             cr_assert_eq(deg_trunk_prefill(t, ids, n, got, last), DEG_OK, "%s", deg_errmsg());
             cr_assert_eq(deg_trunk_len(t), n);
-            float d = max_abs_diff(got, want, nl);
-            cr_assert(d <= logit_tol(name_k), "%s prefill.%d: max |diff| %g", name_k, i, d);
+            check_logits(name_k, name, got, want, want64, nl, worst);
             cr_assert(memcmp(last, got + (n - 1) * V, sizeof(float) * V) == 0);
-            if (d > worst) worst = d;
             deg_trunk_free(t);
             free(got);
         }
-        cr_log_info("%s prefill max |diff| %g", name_k, worst);
+        log_worst(name_k, "prefill", worst);
         dg_safetensors_close(g.st);
+        dg_safetensors_close(g64.st);
         deg_model_free(m);
     }
 }
@@ -168,11 +237,11 @@ Test(model, tiny_decode_matches_transformers)
     for (size_t k = 0; k < N_ALL; k++) {
         const char *name_k = all_name(k);
         deg_model *m = load_tiny(name_k);
-        golden g = golden_open(name_k);
+        golden g = golden_open(name_k), g64 = golden_open_f64(name_k);
         int V = n_vocab(m);
         size_t n;
         const int32_t *ids = gt(&g, "decode.ids", &n);
-        const float *want = gt(&g, "decode.logits", NULL);
+        const float *want = gt(&g, "decode.logits", NULL), *want64 = gt(&g64, "decode.logits", NULL);
         float *row = malloc(sizeof(float) * V);
         deg_trunk *t, *empty;
         deg_fork *f;
@@ -180,19 +249,19 @@ Test(model, tiny_decode_matches_transformers)
         cr_assert_eq(deg_trunk_new(m, &empty), DEG_OK);
         cr_assert_eq(deg_fork_new(empty, &f), DEG_OK);
         cr_assert_eq(deg_fork_logits(f, row), DEG_ERR_STATE);
-        float worst = 0.0f;
+        float worst[3] = {0};
         for (size_t i = 0; i < n; i++) {
+            char what[64];
             cr_assert_eq(deg_trunk_prefill(t, ids + i, 1, NULL, row), DEG_OK);
-            float d = max_abs_diff(row, want + i * V, V);
-            cr_assert(d <= logit_tol(name_k), "%s trunk decode step %zu: %g", name_k, i, d);
-            if (d > worst) worst = d;
+            snprintf(what, sizeof what, "trunk decode step %zu", i);
+            check_logits(name_k, what, row, want + i * V, want64 + i * V, (size_t)V, worst);
             cr_assert_eq(deg_fork_feed(f, ids + i, 1, row), DEG_OK);
-            d = max_abs_diff(row, want + i * V, V);
-            cr_assert(d <= logit_tol(name_k), "%s fork decode step %zu: %g", name_k, i, d);
-            if (d > worst) worst = d;
+            snprintf(what, sizeof what, "fork decode step %zu", i);
+            check_logits(name_k, what, row, want + i * V, want64 + i * V, (size_t)V, worst);
         }
         cr_assert_eq(deg_fork_len(f), n);
-        cr_log_info("%s decode max |diff| %g", name_k, worst);
+        log_worst(name_k, "decode", worst);
+        dg_safetensors_close(g64.st);
         free(row);
         deg_fork_free(f);
         deg_trunk_free(t);
@@ -209,7 +278,7 @@ Test(model, tiny_forks_match_transformers)
     for (size_t k = 0; k < N_ALL; k++) {
         const char *name_k = all_name(k);
         deg_model *m = load_tiny(name_k);
-        golden g = golden_open(name_k);
+        golden g = golden_open(name_k), g64 = golden_open_f64(name_k);
         int V = n_vocab(m);
         size_t nt;
         const int32_t *trunk_ids = gt(&g, "trunk.ids", &nt);
@@ -220,22 +289,23 @@ Test(model, tiny_forks_match_transformers)
         const int32_t *ids[3];
         size_t n[3];
         float *logits[3];
-        const float *want[3];
+        const float *want[3], *want64[3];
         for (int j = 0; j < 3; j++) {
             char name[64];
             snprintf(name, sizeof name, "fork.%d.ids", j);
             ids[j] = gt(&g, name, &n[j]);
             snprintf(name, sizeof name, "fork.%d.logits", j);
             want[j] = gt(&g, name, NULL);
+            want64[j] = gt(&g64, name, NULL);
             logits[j] = malloc(sizeof(float) * n[j] * V);
             cr_assert_eq(deg_fork_new(t, &forks[j]), DEG_OK);
         }
         cr_assert_eq(deg_forks_feed(forks, 3, ids, n, logits), DEG_OK, "%s", deg_errmsg());
-        float worst = 0.0f;
+        float worst[3] = {0};
         for (int j = 0; j < 3; j++) {
-            float d = max_abs_diff(logits[j], want[j], n[j] * V);
-            cr_assert(d <= logit_tol(name_k), "%s fork %d: %g", name_k, j, d);
-            if (d > worst) worst = d;
+            char what[32];
+            snprintf(what, sizeof what, "fork %d", j);
+            check_logits(name_k, what, logits[j], want[j], want64[j], n[j] * V, worst);
             float *last = malloc(sizeof(float) * V);
             cr_assert_eq(deg_fork_logits(forks[j], last), DEG_OK);
             cr_assert(memcmp(last, logits[j] + (n[j] - 1) * V, sizeof(float) * V) == 0);
@@ -243,9 +313,10 @@ Test(model, tiny_forks_match_transformers)
             deg_fork_free(forks[j]);
             free(logits[j]);
         }
-        cr_log_info("%s forks max |diff| %g", name_k, worst);
+        log_worst(name_k, "forks", worst);
         deg_trunk_free(t);
         dg_safetensors_close(g.st);
+        dg_safetensors_close(g64.st);
         deg_model_free(m);
     }
 }
@@ -385,7 +456,7 @@ Test(model, tiny_gguf_matches_hf_dir)
         cr_assert_eq(deg_trunk_prefill(tg, ids, n, lg, NULL), DEG_OK);
         cr_assert_eq(deg_trunk_prefill(th, ids, n, lh, NULL), DEG_OK);
         float d = max_abs_diff(lg, want, n * V);
-        cr_assert(d <= logit_tol(names[k]), "%s.gguf vs transformers: %g", names[k], d);
+        cr_assert(d <= logit_tol_f32(names[k]), "%s.gguf vs transformers: %g", names[k], d);
         cr_assert(memcmp(lg, lh, sizeof(float) * n * V) == 0, "%s: GGUF and HF logits differ (%g)",
                   names[k], max_abs_diff(lg, lh, n * V));
         cr_log_info("%s.gguf max |diff| %g", names[k], d);
@@ -519,7 +590,9 @@ Test(model, fork_exactness)
     for (size_t k = 0; k < N_GEMMA4; k++) fork_exactness_on(GEMMA4[k]);
 }
 
-/* Prefill longer than one pass, in pieces vs in one call. */
+/* Prefill longer than one pass, in pieces vs in one call: bitwise equal (a
+ * row's numbers do not depend on where a prefill is split or on the pass it
+ * shares; the issue asked 1e-5). */
 static void chunked_prefill_equals_one_shot_on(const char *name)
 {
     deg_model *m = load_tiny(name);
@@ -537,8 +610,8 @@ static void chunked_prefill_equals_one_shot_on(const char *name)
         cr_assert_eq(deg_trunk_prefill(t2, ids + cuts[i], cuts[i + 1] - cuts[i],
                                        b + cuts[i] * V, NULL), DEG_OK);
     cr_assert_eq(deg_trunk_len(t2), N);
-    float d = max_abs_diff(a, b, N * V);
-    cr_assert(d <= 1e-5f, "%s chunked vs one-shot: %g", name, d);
+    cr_assert(memcmp(a, b, sizeof(float) * N * V) == 0, "%s chunked vs one-shot: max |diff| %g",
+              name, max_abs_diff(a, b, N * V));
     free(a);
     free(b);
     free(ids);

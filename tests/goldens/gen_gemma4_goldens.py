@@ -24,7 +24,7 @@ HF directories with their golden logits.
                                       (enable_moe_block: 4 experts, top 2, width 32) beside
                                       each MLP; no per-layer inputs; soft-capping 30
 
-Each golden.safetensors holds what gen_hybrid_goldens.py's do (prefill.<i>, decode,
+Each golden.safetensors (and golden_f64.safetensors) holds what gen_hybrid_goldens.py's do (prefill.<i>, decode,
 trunk + fork.<j>, greedy), from transformers' forward. Randomized so that logits are
 far from uniform (gen_model_goldens.randomize; layer_scalar drawn in [0.6, 1.4]).
 

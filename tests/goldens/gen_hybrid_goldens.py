@@ -24,6 +24,8 @@ Each golden.safetensors holds, for transformers' forward:
   fork.<j>.logits [F, V]                              full forward of trunk + fork j,
                                                       rows of the fork's tokens
   greedy.ids [P] i32, greedy.out [N] i32              model.generate greedy continuation
+and golden_f64.safetensors the same logits from transformers' float64 forward
+(gen_model_goldens.f64_goldens).
 
 Usage: /tmp/lora-torch/bin/python tests/goldens/gen_hybrid_goldens.py
 (needs torch and transformers 5.x; the tests never import them).
@@ -37,8 +39,8 @@ import torch
 from safetensors.torch import save_file
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gen_model_goldens import (HERE, VOCAB, common_goldens, logits_of, randomize,  # noqa: E402
-                               tiny_tokenizer, tokenizer_config)
+from gen_model_goldens import (HERE, VOCAB, common_goldens, f64_goldens, logits_of,  # noqa: E402
+                               randomize, tiny_tokenizer, tokenizer_config)
 
 
 def lfm2_model():
@@ -143,6 +145,7 @@ def make(name, build, seed, post=None):
     d = (full - gold["decode.logits"]).abs().max().item()
     assert d < 1e-4, d
     save_file(gold, os.path.join(out_dir, "golden.safetensors"))
+    f64_goldens(out_dir)
     print(f"{name}: wrote {out_dir} (decode vs full {d:.2e})")
 
 

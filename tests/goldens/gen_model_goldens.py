@@ -6,7 +6,8 @@ Tiny random models (saved as HF directories with their golden logits):
   tests/goldens/tiny-llama-tied/     LlamaForCausalLM, tied LM head, bf16 weights
   tests/goldens/tiny-qwen3/          Qwen3ForCausalLM, tied LM head, f32 weights
   tests/goldens/tiny-qwen3-untied/   Qwen3ForCausalLM, untied LM head, f16 weights
-Each holds golden.safetensors with, for transformers' forward:
+Each holds golden_f64.safetensors (f64_goldens: the same logits from the
+float64 forward) and golden.safetensors with, for transformers' forward:
   prefill.<i>.ids [L] i32, prefill.<i>.logits [L, V]    full forward of a sequence
   decode.ids [L] i32, decode.logits [L, V]               one token at a time with the KV cache
   trunk.ids [T] i32, fork.<j>.ids [F] i32,
@@ -27,6 +28,7 @@ Real model (only when the GGUF is available; env DEG_MODEL or the deg cache):
     p<i>.greedy [64] i32                                 greedy continuation (generate)
 
 Usage: /tmp/venv/bin/python tests/goldens/gen_model_goldens.py [--tiny] [--smollm2]
+       ... gen_model_goldens.py --f64 tiny-llama tiny-lfm2 ...  (golden_f64 only)
 """
 import argparse
 import os
@@ -131,6 +133,40 @@ def common_goldens(model, rng, lengths=(1, 7, 20, 45)):
     return gold
 
 
+def f64_goldens(out_dir):
+    """golden_f64.safetensors beside golden.safetensors: the same checks from
+    transformers' forward of the saved directory in float64 (the class that
+    saved it, experts run eagerly), rounded to f32 (at most half an ulp: below
+    1e-6 for these logits): prefill.<i>.logits, decode.logits (the full
+    forward of decode.ids: the exact value of every decode step) and
+    fork.<j>.logits. The tests measure deg against this reference and against
+    transformers' own f32 logits (golden.safetensors), whose distance from it
+    is f32 rounding alone."""
+    import json
+
+    import transformers
+    from safetensors.numpy import load_file
+
+    cfg = json.load(open(os.path.join(out_dir, "config.json")))
+    cls = getattr(transformers, cfg["architectures"][0])
+    kw = {"experts_implementation": "eager"} if cfg.get("enable_moe_block") else {}
+    model = cls.from_pretrained(out_dir, dtype=torch.float64, **kw).eval()
+    gold = load_file(os.path.join(out_dir, "golden.safetensors"))
+    out = {}
+    for k in sorted(gold):
+        if k.startswith("prefill.") and k.endswith(".ids"):
+            out[k[:-4] + ".logits"] = logits_of(model, gold[k].tolist())
+    out["decode.logits"] = logits_of(model, gold["decode.ids"].tolist())
+    trunk = gold["trunk.ids"].tolist()
+    for j in range(3):
+        fk = gold[f"fork.{j}.ids"].tolist()
+        out[f"fork.{j}.logits"] = logits_of(model, trunk + fk)[len(trunk):].contiguous()
+    worst = max((out[k] - torch.from_numpy(gold[k])).abs().max().item() for k in out)
+    save_file(out, os.path.join(out_dir, "golden_f64.safetensors"))
+    print(f"{os.path.basename(out_dir)}: wrote golden_f64.safetensors (transformers f32 vs "
+          f"f64: {worst:.2e})")
+
+
 def make_tiny(name, arch, tied, dtype, seed):
     from transformers import (AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM, Qwen3Config,
                               Qwen3ForCausalLM)
@@ -170,6 +206,7 @@ def make_tiny(name, arch, tied, dtype, seed):
     d = (full - gold["decode.logits"]).abs().max().item()
     assert d < 1e-4, d
     save_file(gold, os.path.join(out_dir, "golden.safetensors"))
+    f64_goldens(out_dir)
     print(f"{name}: wrote {out_dir}")
 
 
@@ -326,7 +363,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tiny", action="store_true")
     ap.add_argument("--smollm2", action="store_true")
+    ap.add_argument("--f64", nargs="+", metavar="NAME",
+                    help="only (re)write golden_f64.safetensors of these saved tiny "
+                         "directories (any generator's: tiny-lfm2, tiny-gemma4, ...)")
     a = ap.parse_args()
+    if a.f64:
+        for name in a.f64:
+            f64_goldens(os.path.join(HERE, name))
+        return
     if not a.tiny and not a.smollm2:
         a.tiny = a.smollm2 = True
     torch.manual_seed(0)
