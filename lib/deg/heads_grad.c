@@ -239,7 +239,9 @@ double dg_grad_count(const dg_heads *h, dg_heads_grad *g, const float *x, int lo
                      int target)
 {
     const int E = h->E;
-    float l[DG_COUNT_MAX + 1];
+    /* zeroed: gcc cannot see that the callers check lo <= hi (train.c), and
+     * warns -Wmaybe-uninitialized in the ASan build */
+    float l[DG_COUNT_MAX + 1] = {0};
     double lp[DG_COUNT_MAX + 1];
     int n = hi - lo + 1;
     for (int c = lo; c <= hi; c++)
