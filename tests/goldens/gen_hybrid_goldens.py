@@ -28,7 +28,8 @@ and golden_f64.safetensors the same logits from transformers' float64 forward
 (gen_model_goldens.f64_goldens).
 
 Usage: /tmp/lora-torch/bin/python tests/goldens/gen_hybrid_goldens.py
-(needs torch and transformers 5.x; the tests never import them).
+(needs torch and transformers 5.x; the tests never import them; torch's
+default 2 threads, as the stored goldens: see gen_model_goldens.py).
 """
 import os
 import shutil

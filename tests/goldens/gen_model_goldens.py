@@ -27,6 +27,11 @@ Real model (only when the GGUF is available; env DEG_MODEL or the deg cache):
     p<i>.sub_vocab [S] i32, p<i>.sub_logits [L, S]      a vocab subset at every position
     p<i>.greedy [64] i32                                 greedy continuation (generate)
 
+The f32 goldens depend on torch's thread count (its reductions split by
+thread): the stored ones were made with torch's default 2 threads on a
+2-core machine (regenerated so, byte-identical); with 1 thread the tiny
+hybrids' f32 logits move by up to 3.7e-5. golden_f64 does not move.
+
 Usage: /tmp/venv/bin/python tests/goldens/gen_model_goldens.py [--tiny] [--smollm2]
        ... gen_model_goldens.py --f64 tiny-llama tiny-lfm2 ...  (golden_f64 only)
 """
