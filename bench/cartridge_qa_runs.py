@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -84,6 +85,28 @@ RUNS = {
     "xzh-mix-lr2e-2-c16": dict(qa="xz-history", p=64, conversations=16, recall=0.5,
                                passage_qa=0.5, lr=2e-2, accum=2, epochs=16,
                                eval_epochs=[1, 4, 8, 12, 16], answers=False),
+    # session 11: cover placement (deg_selfstudy_placement: every token inside
+    # a recall answer once per cycle of ceil(n / max_a) conversations),
+    # answers <= 192 tokens, budget 4 = 4 x n / 192 conversations (~4 cycles;
+    # the mean chunk is 192 too), on the three documents
+    "procps-cover-a192-b4": dict(qa=["procps-faq", "procps-faq-para"], p=64, budget=4,
+                                 recall=1.0, placement="cover", max_a=192, lr=2e-2, accum=2,
+                                 epochs=4, eval_epochs=[1, 2, 4], answers=False),
+    "xzh-cover-a192-b4": dict(qa="xz-history", p=64, budget=4, recall=1.0, placement="cover",
+                              max_a=192, lr=2e-2, accum=2, epochs=4, eval_epochs=[1, 2, 4],
+                              answers=False),
+    "xzfaq-cover-a192-b4": dict(qa=["xz-faq", "xz-faq-para"], p=64, budget=4, recall=1.0,
+                                placement="cover", max_a=192, lr=2e-2, accum=2, epochs=4,
+                                eval_epochs=[1, 2, 4], answers=False),
+    # issue 15: one small configuration on the default weight mode and on f32
+    # (same document, settings, seed): closure and the trained NLLs' max |delta|
+    "procps-cover-a192-c8-native": dict(qa="procps-faq", p=64, conversations=8, recall=1.0,
+                                        placement="cover", max_a=192, lr=2e-2, accum=2,
+                                        epochs=1, eval_epochs=[1], answers=False,
+                                        weights="native-f32act"),
+    "procps-cover-a192-c8-f32": dict(qa="procps-faq", p=64, conversations=8, recall=1.0,
+                                     placement="cover", max_a=192, lr=2e-2, accum=2,
+                                     epochs=1, eval_epochs=[1], answers=False, weights="f32"),
 }
 
 
@@ -92,7 +115,7 @@ def _sets(run):
     return [run["qa"]] if isinstance(run["qa"], str) else list(run["qa"])
 
 
-def _argv(name, run, work, todo, model):
+def _argv(name, run, work, todo, model, deadline=0):
     size = (["--budget", run["budget"]] if "budget" in run
             else ["--conversations", run["conversations"]])
     qa = [x for s in _sets(run) for x in ("--qa", str(HERE / "qa" / f"{s}.json"))]
@@ -101,14 +124,18 @@ def _argv(name, run, work, todo, model):
          "--accum", run["accum"], "--epochs", max(todo), "--eval-epochs",
          ",".join(map(str, todo)), "--seed", run.get("seed", 7),
          "--state", work / name, "--save", work / f"{name}.safetensors",
-         "--json", work / f"{name}.jsonl", "--cache", work / "controls"]
+         "--json", work / f"{name}.jsonl",
+         "--cache", work / ("controls" if run.get("weights", "f32") == "f32"
+                            else f"controls-{run['weights']}")]
     if run.get("answers", True):
         a += ["--answers", "--no-control-answers"]
-    for k in ("chunk_min", "chunk_max", "max_q", "max_a"):
+    for k in ("chunk_min", "chunk_max", "max_q", "max_a", "placement", "weights"):
         if k in run:
             a += ["--" + k.replace("_", "-"), run[k]]
     if model:
         a += ["--model", model]
+    if deadline:
+        a += ["--deadline", deadline]
     return [str(x) for x in a]
 
 
@@ -156,18 +183,27 @@ def main():
     ap.add_argument("--only", nargs="+", choices=sorted(RUNS))
     ap.add_argument("--table", action="store_true", help="print the table, train nothing")
     ap.add_argument("--model", default=os.environ.get("DEG_MODEL"))
+    ap.add_argument("--time-limit", type=float, default=0,
+                    help="seconds: stop after the optimizer step that ends past it (its "
+                         "snapshot saved); the same command continues")
     a = ap.parse_args()
     names = a.only or list(RUNS)
     a.work.mkdir(parents=True, exist_ok=True)
     if not a.table:
         sys.path.insert(0, str(HERE))
         import cartridge_qa_study
+        deadline = time.time() + a.time_limit if a.time_limit else 0
         for name in names:
             run = RUNS[name]
             todo = _todo(a.work, name, run)
-            if todo:
+            if todo and deadline and time.time() > deadline:
+                print(f"== {name}: not started (--time-limit)", file=sys.stderr, flush=True)
+            elif todo:
                 print(f"== {name}: passes {todo}", file=sys.stderr, flush=True)
-                cartridge_qa_study.main(_argv(name, run, a.work, todo, a.model))
+                try:
+                    cartridge_qa_study.main(_argv(name, run, a.work, todo, a.model, deadline))
+                except cartridge_qa_study.TimeLimit as e:
+                    print(f"== {name}: {e}", file=sys.stderr, flush=True)
     print(table(a.work, names))
     return 0
 

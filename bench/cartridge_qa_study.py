@@ -52,6 +52,8 @@ def main(argv=None):
     ap.add_argument("--recall", type=float, default=0.0)
     ap.add_argument("--passage-qa", type=float, default=0.0,
                     help="fraction of passage-question conversations (SelfStudy passage_qa)")
+    ap.add_argument("--placement", choices=["random", "cover"], default="random",
+                    help="chunk placement (SelfStudy placement)")
     ap.add_argument("--chunk-min", type=int, default=128)
     ap.add_argument("--chunk-max", type=int, default=256)
     ap.add_argument("--max-q", type=int, default=40)
@@ -67,17 +69,33 @@ def main(argv=None):
     ap.add_argument("--state", help="resumable snapshot directory (deg.cartridge_resume)")
     ap.add_argument("--eval-epochs", default="",
                     help="comma-separated pass counts to score at (default: --epochs only)")
+    ap.add_argument("--items", default="",
+                    help="comma-separated item ids: score only these (e.g. side-by-side "
+                         "answers of a few questions; controls then cached per item list)")
+    ap.add_argument("--weights", choices=["f32", "native", "native-f32act"],
+                    help="weight mode (deg.load_model; default $DEG_WEIGHTS or native-f32act)")
+    ap.add_argument("--deadline", type=float, default=0,
+                    help="with --state: stop after the optimizer step that ends past this "
+                         "time (seconds since the epoch; its snapshot is saved) by raising "
+                         "TimeLimit; the same command continues the run")
     a = ap.parse_args(argv)
 
     import deg
     from deg import selfstudy as cs
     from deg import cartridge_qa as qa
-    model = deg.load_model(a.model or deg.default_model_path())
+    model = deg.load_model(a.model or deg.default_model_path(), weights=a.weights)
     sets = [qa.load_qa(f) for f in a.qa]
     if a.mismatched:
         sets = [(dict(m, name=m["name"] + "-mismatched"),
                  [it._replace(question=items[(i + 1) % len(items)].question)
                   for i, it in enumerate(items)]) for m, items in sets]
+    if a.items:
+        keep = a.items.split(",")
+        sets = [(dict(m, name=m["name"] + "-items" + "_".join(keep)),
+                 [it for it in items if str(it.id) in keep]) for m, items in sets]
+        for f, (m, items) in zip(a.qa, sets):
+            if len(items) != len(keep):
+                ap.error(f"--items {a.items}: {f} has {len(items)} of them")
     src = sets[0][0].get("source_sha256")
     for f, (m, _) in zip(a.qa, sets):
         if m.get("source_sha256") != src:
@@ -132,22 +150,32 @@ def main(argv=None):
     return results
 
 
+class TimeLimit(Exception):
+    """--deadline passed: the run stopped after a saved step."""
+
+
 def run_one(a, model, corpus, sets, bases, steps, epochs, answers):
     """Train (or resume, with --state) to `epochs` passes and score on every
     set; one result dict per set."""
     from deg import selfstudy as cs
     from deg import cartridge_qa as qa
     t0 = time.process_time()
-    rep = cs.train(model, corpus, p=a.p, steps=steps, accum=a.accum, gen_batch=a.gen_batch,
+    def progress(step, info):
+        if a.deadline and time.time() > a.deadline:
+            raise TimeLimit(f"stopped after step {step} (past --deadline); {a.state} continues")
+
+    rep = cs.train(model, corpus, p=a.p, progress=progress if a.state else None, steps=steps, accum=a.accum, gen_batch=a.gen_batch,
                    lr=a.lr, seed=a.seed, chunk_min=a.chunk_min, chunk_max=a.chunk_max,
                    max_q=a.max_q, max_a=a.max_a, epochs=epochs, recall=a.recall,
-                   passage_qa=a.passage_qa, save=a.save, state=a.state)
+                   passage_qa=a.passage_qa, placement=a.placement, save=a.save,
+                   state=a.state)
     cpu_sitting = time.process_time() - t0
     t = rep.timing
     run = {"p": a.p, "corpus_tokens": len(corpus),
            "conversations": rep.conversations, "steps": rep.steps, "accum": a.accum,
            "lr": a.lr, "epochs": epochs, "recall": a.recall,
-           "passage_qa": a.passage_qa, "chunk": [a.chunk_min, a.chunk_max],
+           "passage_qa": a.passage_qa, "placement": a.placement,
+           "chunk": [a.chunk_min, a.chunk_max],
            "max_a": a.max_a, "seed": a.seed, "budget": a.budget,
            "cpu_total": round(t["generate_cpu"] + t["teacher_cpu"] + t["train_cpu"], 1),
            "cpu_sitting": round(cpu_sitting, 1),

@@ -593,7 +593,9 @@ DEG_API void deg_selfstudy_conv_clear(deg_selfstudy_conv *conv);
 /* A synthesiser: one corpus, one settings block, one seeded stream. The
  * conversation of a draw (spec cartridges.md "Self-study"):
  *  1. chunk length L = min(uniform [chunk_min, chunk_max], corpus tokens),
- *     start uniform in [0, n - L]; a seed type uniform over the seven, one
+ *     start uniform in [0, n - L] (RANDOM placement; COVER draws no start
+ *     and places the chunk after these draws: deg_selfstudy_placement); a
+ *     seed type uniform over the seven, one
  *     of its prompts uniform; bot A's 63-bit sampling seed; then, only when
  *     recall or passage_qa > 0, one uniform u: u < recall is a recall
  *     conversation (prompt length uniform in [recall_q_min, recall_q_max],
@@ -642,6 +644,49 @@ DEG_API deg_status deg_selfstudy_generate(deg_selfstudy *study, size_t n,
 /* The stream's state (4 words), to snapshot and restore a run. */
 DEG_API void deg_selfstudy_get_rng(const deg_selfstudy *study, uint64_t state[4]);
 DEG_API deg_status deg_selfstudy_set_rng(deg_selfstudy *study, const uint64_t state[4]);
+
+/* Where a draw places its chunk. RANDOM is the spec's (cartridges.md
+ * "Self-study", paper Algorithm 1): the chunk start uniform in [0, n - L]
+ * (step 1 above). It never places a recall answer in a corpus's last
+ * L - q - max_a tokens and leaves the rest to chance: after 16, 48 and 96
+ * recall conversations of 128-256-token chunks (answers <= 96 tokens), 41 %,
+ * 79 % and 92 % of a 1,902-token document's human-written reference
+ * answers lay whole inside some recall answer (xz-history, simulated by
+ * bench/cartridge_qa_coverage.py --simulate; issue 13).
+ * COVER (deg's, issue 13) tiles the corpus in cycles: a cycle is a grid of
+ * windows of W tokens (W = max_a when recall = 1, chunk_min when recall =
+ * 0, the smaller of the two otherwise) starting at 0, o, o + W, o + 2W, ...
+ * (< n), with o = 0 in cycle 0 and o uniform in [0, W) in cycle c >= 1,
+ * visited in a shuffled order; draw k (deg_selfstudy_n_drawn before it)
+ * takes the next window of the cycle it falls in. The cycle's offset and
+ * order come from a stream seeded by (seed ^ 0x636F766572) * 1000003 + c
+ * (one dg_rng_below(W) draw when c >= 1, then a Fisher-Yates shuffle: for
+ * j = K-1 down to 1 swap j with below(j + 1)), so draw k depends only on
+ * the seed, k and the corpus length. The draw of step 1 skips the chunk
+ * start; the other draws are as above, then with window start w:
+ *  - recall: the answer starts at w (min(max_a, n - w) tokens, so every
+ *    window is inside its answer), the prompt is the q' = min(q, w) tokens
+ *    before it, the chunk is L' = max(L, q' + answer) tokens starting at the
+ *    prompt, moved back to end at n when it would pass the end;
+ *  - seed types: the chunk starts at min(w, n - L);
+ *  - passage questions: placed around their passage as under RANDOM (the
+ *    window goes unused).
+ * So after K draws of one cycle (K = ceil(n / W) in cycle 0) every corpus
+ * token is inside a recall answer (recall = 1) or a chunk (recall = 0).
+ * The placement may change between draws; it defaults to RANDOM. Errors
+ * (set): DEG_ERR_ARG (NULL, an unknown placement). */
+typedef enum deg_selfstudy_placement {
+    DEG_SELFSTUDY_PLACE_RANDOM = 0,
+    DEG_SELFSTUDY_PLACE_COVER = 1
+} deg_selfstudy_placement;
+DEG_API deg_status deg_selfstudy_set_placement(deg_selfstudy *study, int32_t placement);
+DEG_API int32_t deg_selfstudy_get_placement(const deg_selfstudy *study);
+/* Conversations drawn so far (both placements count): with the stream's
+ * state (deg_selfstudy_get_rng), what a snapshot needs to continue a COVER
+ * stream. deg_selfstudy_run_restore sets it (the count at deg_selfstudy_run_new
+ * plus the state's n_synthesised). Errors (set): DEG_ERR_ARG (NULL). */
+DEG_API size_t deg_selfstudy_n_drawn(const deg_selfstudy *study);
+DEG_API deg_status deg_selfstudy_set_n_drawn(deg_selfstudy *study, size_t n);
 
 /* Where the synthesiser's time went (seconds since it was made; wall and
  * CPU of the whole process) and speculative-decoding counts (--spec-b). */
@@ -739,8 +784,10 @@ DEG_API void deg_selfstudy_run_get_state(const deg_selfstudy_run *run,
 DEG_API const deg_selfstudy_conv *deg_selfstudy_run_conv(const deg_selfstudy_run *run,
                                                          size_t i);
 /* Continue a run from a state and its n_synthesised conversations (copied;
- * e.g. read back from a snapshot): the study's stream and the replay stream
- * are set, the step count and queue restored. Call on a new run before its
+ * e.g. read back from a snapshot): the study's stream, its draw count
+ * (deg_selfstudy_set_n_drawn: the count at deg_selfstudy_run_new +
+ * n_synthesised) and the replay stream are set, the step count and queue
+ * restored. Call on a new run before its
  * first step. Errors: DEG_ERR_ARG (counts that do not fit together, an
  * order that is not a permutation of [0, n_seen)), DEG_ERR_STATE (the run
  * has stepped), DEG_ERR_NOMEM. */

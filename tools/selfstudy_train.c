@@ -5,7 +5,7 @@
  *   deg-selfstudy-train MODEL OUT.safetensors [--p N] [--steps N] [--epochs N]
  *       [--accum N] [--gen-batch N] [--seed N] [--lr X] [--chunk-min N]
  *       [--chunk-max N] [--max-q N] [--max-a N] [--recall X] [--passage-qa X]
- *       [--pack 0|1] FILE...
+ *       [--pack 0|1] [--placement random|cover] FILE...
  * Defaults are deg.selfstudy.train's. Each FILE is one document, named by
  * its path as given. The cartridge (corpus init, p rows) is saved with its
  * Adam moments after the last step. Exit 0 on success, 1 with the library's
@@ -35,6 +35,7 @@ int main(int argc, char **argv)
     deg_selfstudy_params sp = deg_selfstudy_default_params();
     deg_selfstudy_train_params tp = deg_selfstudy_default_train_params();
     size_t p = 256;
+    const char *placement = "random";
     const tool_opt opts[] = {
         {"p", TOOL_SIZE, &p},
         {"steps", TOOL_I32, &tp.steps},
@@ -50,10 +51,16 @@ int main(int argc, char **argv)
         {"recall", TOOL_F32, &sp.recall},
         {"passage-qa", TOOL_F32, &sp.passage_qa},
         {"pack", TOOL_I32, &tp.pack},
+        {"placement", TOOL_STR, &placement},
     };
     int i = 3;
     if (tool_read_opts(PROG, argc, argv, &i, opts, sizeof opts / sizeof opts[0])) return 2;
     tp.replay_seed = sp.seed ^ 0x2E91A7u; /* deg.selfstudy.train's replay stream */
+    int cover = !strcmp(placement, "cover");
+    if (!cover && strcmp(placement, "random")) {
+        fprintf(stderr, PROG ": --placement '%s' is neither random nor cover\n", placement);
+        return 2;
+    }
     size_t n_docs = (size_t)(argc - i);
     if (n_docs == 0) {
         fprintf(stderr, PROG ": no corpus files\n");
@@ -76,7 +83,10 @@ int main(int argc, char **argv)
     const char *text = deg_corpus_text(corpus, &text_len);
     if (deg_cartridge_init_corpus(model, text, text_len, p, &cart) != DEG_OK)
         return fail("init");
-    if (deg_selfstudy_new(corpus, &sp, &study) != DEG_OK) return fail("selfstudy");
+    if (deg_selfstudy_new(corpus, &sp, &study) != DEG_OK ||
+        deg_selfstudy_set_placement(study, cover ? DEG_SELFSTUDY_PLACE_COVER
+                                                 : DEG_SELFSTUDY_PLACE_RANDOM) != DEG_OK)
+        return fail("selfstudy");
     if (deg_selfstudy_run_new(study, cart, &tp, &run) != DEG_OK) return fail("run");
     for (int32_t s = 0; s < tp.steps * tp.epochs; s++) {
         float loss = 0.0f;

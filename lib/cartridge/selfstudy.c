@@ -120,6 +120,7 @@ deg_status deg_selfstudy_new(const deg_corpus *corpus, const deg_selfstudy_param
     s->corpus = corpus;
     s->model = corpus->model;
     s->p = p;
+    s->width = dg_cover_width(&p);
     dg_rng_seed(&s->rng, p.seed);
     deg_status st = deg_model_stop_ids(s->model, s->stop, 2, &s->n_stop);
     if (st == DEG_OK && p.passage_qa > 0.0f)
@@ -136,6 +137,7 @@ deg_status deg_selfstudy_new(const deg_corpus *corpus, const deg_selfstudy_param
 void deg_selfstudy_free(deg_selfstudy *s)
 {
     if (!s) return;
+    free(s->slots);
     free(s->passages);
     free(s);
 }
@@ -179,41 +181,68 @@ static size_t range(dg_rng *r, size_t lo, size_t hi)
 
 static size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
 
+/* COVER placement of a drawn plan (include/cartridge.h,
+ * deg_selfstudy_placement): size is the drawn chunk length L. */
+static deg_status place_cover(deg_selfstudy *s, dg_plan *pl, size_t size)
+{
+    size_t n = s->corpus->n, w;
+    DG_TRY(dg_cover_window(s, &w));
+    if (pl->kind == DEG_SELFSTUDY_PASSAGE_QA) return DEG_OK;
+    if (pl->kind == DEG_SELFSTUDY_RECALL) {
+        size_t answer = min_sz((size_t)s->p.max_a, n - w);
+        pl->q = min_sz(pl->q, w);
+        if (size < pl->q + answer) size = pl->q + answer;
+        pl->at = w - pl->q;
+        pl->first = min_sz(pl->at, n - size);
+    } else {
+        pl->first = min_sz(w, n - size);
+    }
+    pl->end = pl->first + size;
+    return DEG_OK;
+}
+
 /* One conversation's draws (the order is the contract: include/cartridge.h). */
-static void draw_plan(deg_selfstudy *s, dg_plan *pl)
+static deg_status draw_plan(deg_selfstudy *s, dg_plan *pl)
 {
     const deg_selfstudy_params *p = &s->p;
     size_t n = s->corpus->n;
+    int cover = s->placement == DEG_SELFSTUDY_PLACE_COVER;
     size_t size = min_sz(range(&s->rng, (size_t)p->chunk_min, (size_t)p->chunk_max), n);
     memset(pl, 0, sizeof *pl);
-    pl->first = range(&s->rng, 0, n - size);
+    if (!cover) pl->first = range(&s->rng, 0, n - size);
     pl->kind = (int32_t)dg_rng_below(&s->rng, DEG_SELFSTUDY_N_SEED_TYPES);
     pl->prompt = (size_t)dg_rng_below(&s->rng, KINDS[pl->kind].n);
     pl->seed_a = dg_rng_next(&s->rng) >> 1;
     pl->end = pl->first + size;
-    if (p->recall <= 0.0f && p->passage_qa <= 0.0f) return;
-    double u = dg_rng_uniform(&s->rng);
-    size_t half = size / 2 > 1 ? size / 2 : 1;
-    if (u < (double)p->recall) {
-        pl->kind = DEG_SELFSTUDY_RECALL;
-        pl->q = min_sz(range(&s->rng, (size_t)p->recall_q_min, (size_t)p->recall_q_max), half);
-    } else if (u < (double)p->recall + (double)p->passage_qa) {
-        uint64_t bits = dg_rng_next(&s->rng) >> 16;
-        if (s->n_passages == 0) { /* no passage: a recall conversation */
+    if (p->recall > 0.0f || p->passage_qa > 0.0f) {
+        double u = dg_rng_uniform(&s->rng);
+        size_t half = size / 2 > 1 ? size / 2 : 1;
+        if (u < (double)p->recall) {
             pl->kind = DEG_SELFSTUDY_RECALL;
-            pl->q = min_sz((size_t)p->recall_q_min, half);
-            return;
+            pl->q = min_sz(range(&s->rng, (size_t)p->recall_q_min, (size_t)p->recall_q_max),
+                           half);
+        } else if (u < (double)p->recall + (double)p->passage_qa) {
+            uint64_t bits = dg_rng_next(&s->rng) >> 16;
+            if (s->n_passages == 0) { /* no passage: a recall conversation */
+                pl->kind = DEG_SELFSTUDY_RECALL;
+                pl->q = min_sz((size_t)p->recall_q_min, half);
+            } else {
+                size_t k = (size_t)(bits % s->n_passages);
+                size_t a = s->passages[2 * k], b = s->passages[2 * k + 1];
+                if (b - a > size) size = b - a;
+                size_t lo = b > size ? b - size : 0, hi = min_sz(a, n - size);
+                pl->first = lo + (size_t)((bits >> 24) % (hi - lo + 1));
+                pl->end = pl->first + size;
+                pl->kind = DEG_SELFSTUDY_PASSAGE_QA;
+                pl->pa = a;
+                pl->pb = b;
+            }
         }
-        size_t k = (size_t)(bits % s->n_passages);
-        size_t a = s->passages[2 * k], b = s->passages[2 * k + 1];
-        if (b - a > size) size = b - a;
-        size_t lo = b > size ? b - size : 0, hi = min_sz(a, n - size);
-        pl->first = lo + (size_t)((bits >> 24) % (hi - lo + 1));
-        pl->end = pl->first + size;
-        pl->kind = DEG_SELFSTUDY_PASSAGE_QA;
-        pl->pa = a;
-        pl->pb = b;
     }
+    pl->at = pl->first;
+    if (cover) DG_TRY(place_cover(s, pl, size));
+    s->n_drawn++;
+    return DEG_OK;
 }
 
 static double now(clockid_t id)
@@ -230,7 +259,11 @@ deg_status deg_selfstudy_generate(deg_selfstudy *s, size_t n, deg_selfstudy_conv
     dg_batch b = {0};
     deg_status st = dg_batch_alloc(&b, n);
     if (st != DEG_OK) return st;
-    for (size_t i = 0; i < n; i++) draw_plan(s, &b.plans[i]);
+    for (size_t i = 0; i < n && st == DEG_OK; i++) st = draw_plan(s, &b.plans[i]);
+    if (st != DEG_OK) {
+        dg_batch_free(&b);
+        return st;
+    }
     double t0 = now(CLOCK_MONOTONIC), c0 = now(CLOCK_PROCESS_CPUTIME_ID);
     st = dg_selfstudy_prompts(s, &b);
     if (st == DEG_OK) st = dg_selfstudy_bot_a(s, &b);

@@ -192,17 +192,18 @@ static deg_status passage(deg_selfstudy *s, dg_batch *b, size_t i)
     return DEG_OK;
 }
 
-/* Recall: the prompt is q corpus tokens, the answer the tokens after it. */
+/* Recall: the prompt is q corpus tokens, the answer the tokens after it
+ * ("..." asks when the prompt is empty or blank: COVER's window at 0). */
 static deg_status recall(deg_selfstudy *s, dg_batch *b, size_t i)
 {
     const dg_plan *pl = &b->plans[i];
     const int32_t *ids = s->corpus->ids;
-    DG_TRY(dg_detokenize_lossy(s->model, ids + pl->first, pl->q, &b->message[i]));
-    if (!*strip_in_place(b->message[i], 0)) {
+    if (pl->q) DG_TRY(dg_detokenize_lossy(s->model, ids + pl->at, pl->q, &b->message[i]));
+    if (!b->message[i] || !*strip_in_place(b->message[i], 0)) {
         free(b->message[i]);
         if (!(b->message[i] = strdup("..."))) return oom();
     }
-    size_t a = pl->first + pl->q, e = a + (size_t)s->p.max_a;
+    size_t a = pl->at + pl->q, e = a + (size_t)s->p.max_a;
     if (e > pl->end) e = pl->end;
     size_t n = e > a ? e - a : 0;
     b->answer[i] = malloc((n + 1) * sizeof(int32_t));

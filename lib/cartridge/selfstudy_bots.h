@@ -12,6 +12,8 @@ typedef struct dg_plan {
     size_t prompt;      /* seed prompt index (seed types) */
     uint64_t seed_a;    /* bot A's sampling seed */
     size_t q;           /* recall: prompt tokens */
+    size_t at;          /* recall: the prompt's first token (the chunk's under
+                           RANDOM placement) */
     size_t pa, pb;      /* passage_qa: the passage's token span */
 } dg_plan;
 

@@ -30,7 +30,21 @@ struct deg_selfstudy {
     int32_t stop[2];          /* deg_model_stop_ids */
     size_t n_stop;
     deg_selfstudy_timing timing;
+    int32_t placement;        /* deg_selfstudy_placement */
+    size_t n_drawn;           /* conversations drawn */
+    /* COVER placement (selfstudy_place.c): the cycle `cycle`, whose first
+     * draw was draw cycle_first, visits the window starts slots[0..n_slots)
+     * in order (NULL until a COVER draw needs them). */
+    size_t width;             /* the grid's window W */
+    size_t cycle, cycle_first;
+    size_t *slots, n_slots;
 };
+
+/* The window start of draw s->n_drawn under COVER placement (the rule:
+ * include/cartridge.h, deg_selfstudy_placement). Errors: DEG_ERR_NOMEM. */
+deg_status dg_cover_window(deg_selfstudy *s, size_t *start);
+/* The grid's window W for settings p. */
+size_t dg_cover_width(const deg_selfstudy_params *p);
 
 /* [*first, *end) of s[0..n) without leading and trailing ASCII whitespace. */
 void dg_strip(const char *s, size_t n, size_t *first, size_t *end);

@@ -125,6 +125,7 @@ struct deg_selfstudy_run {
     size_t n_convs, cap;
     size_t n_seen;                /* the first n_seen have been trained on */
     size_t *order;                /* the current replay pass' order, or NULL */
+    size_t drawn0;                /* the study's draws when the run was made */
     int64_t step, trained;
 };
 
@@ -158,6 +159,7 @@ deg_status deg_selfstudy_run_new(deg_selfstudy *study, deg_cartridge *cart,
     r->study = study;
     r->cart = cart;
     r->p = p;
+    r->drawn0 = deg_selfstudy_n_drawn(study);
     dg_rng_seed(&r->replay, p.replay_seed);
     *out = r;
     return DEG_OK;
@@ -324,6 +326,7 @@ deg_status deg_selfstudy_run_restore(deg_selfstudy_run *r, const deg_selfstudy_r
         return dg_fail(DEG_ERR_STATE, "deg_selfstudy_run_restore: the run has already stepped");
     DG_TRY(check_state(r, st, convs));
     DG_TRY(deg_selfstudy_set_rng(r->study, st->rng_synthesis));
+    DG_TRY(deg_selfstudy_set_n_drawn(r->study, r->drawn0 + st->n_synthesised));
     DG_TRY(grow(r, st->n_synthesised + 1));
     size_t *order = NULL;
     if (st->n_order) {

@@ -494,8 +494,10 @@ static deg_selfstudy_train_params train_params(void)
 
 /* A run stopped after `stop` steps, its state and conversations handed to
  * a new run over a new synthesiser and the saved cartridge, ends with the
- * rows of an uninterrupted run. */
-static void resumed_equals_uninterrupted(int stop)
+ * rows of an uninterrupted run (under COVER placement the restore also sets
+ * the draw count, so the resumed run draws the windows the stopped one
+ * would have). */
+static void resumed_equals_uninterrupted(int stop, int32_t placement)
 {
     deg_model *m = tiny();
     deg_corpus *c = corpus1(m);
@@ -509,6 +511,7 @@ static void resumed_equals_uninterrupted(int stop)
     deg_cartridge *cart = NULL;
     deg_selfstudy_run *r = NULL;
     cr_assert_eq(deg_selfstudy_new(c, &p, &s), DEG_OK);
+    cr_assert_eq(deg_selfstudy_set_placement(s, placement), DEG_OK);
     cr_assert_eq(deg_cartridge_init_corpus(m, TEXT, strlen(TEXT), 12, &cart), DEG_OK);
     cr_assert_eq(deg_selfstudy_run_new(s, cart, &tp, &r), DEG_OK, "%s", deg_errmsg());
     for (int i = 0; i < 6; i++) cr_assert_eq(deg_selfstudy_run_step(r, NULL), DEG_OK, "%s",
@@ -525,6 +528,7 @@ static void resumed_equals_uninterrupted(int stop)
     /* stopped after `stop` steps */
     const char *path = DEG_BUILD_ROOT "/test_selfstudy_resume.safetensors";
     cr_assert_eq(deg_selfstudy_new(c, &p, &s), DEG_OK);
+    cr_assert_eq(deg_selfstudy_set_placement(s, placement), DEG_OK);
     cr_assert_eq(deg_cartridge_init_corpus(m, TEXT, strlen(TEXT), 12, &cart), DEG_OK);
     cr_assert_eq(deg_selfstudy_run_new(s, cart, &tp, &r), DEG_OK);
     for (int i = 0; i < stop; i++) cr_assert_eq(deg_selfstudy_run_step(r, NULL), DEG_OK);
@@ -537,9 +541,11 @@ static void resumed_equals_uninterrupted(int stop)
     deg_cartridge *cart2 = NULL;
     deg_selfstudy_run *r2 = NULL;
     cr_assert_eq(deg_selfstudy_new(c, &p, &s2), DEG_OK);
+    cr_assert_eq(deg_selfstudy_set_placement(s2, placement), DEG_OK);
     cr_assert_eq(deg_cartridge_load(m, path, &cart2), DEG_OK);
     cr_assert_eq(deg_selfstudy_run_new(s2, cart2, &tp, &r2), DEG_OK);
     cr_assert_eq(deg_selfstudy_run_restore(r2, &st, convs), DEG_OK, "%s", deg_errmsg());
+    cr_assert_eq(deg_selfstudy_n_drawn(s2), st.n_synthesised);
     cr_assert_eq(deg_selfstudy_run_restore(r2, &st, convs), DEG_ERR_STATE);
     free(convs);
     deg_selfstudy_run_free(r); /* the copies are the new run's own */
@@ -559,8 +565,10 @@ static void resumed_equals_uninterrupted(int stop)
     deg_model_free(m);
 }
 
-Test(selfstudy, resume_in_first_pass) { resumed_equals_uninterrupted(1); }
-Test(selfstudy, resume_in_replay) { resumed_equals_uninterrupted(4); }
+Test(selfstudy, resume_in_first_pass) { resumed_equals_uninterrupted(1, 0); }
+Test(selfstudy, resume_in_replay) { resumed_equals_uninterrupted(4, 0); }
+Test(selfstudy, resume_cover_in_first_pass) { resumed_equals_uninterrupted(1, 1); }
+Test(selfstudy, resume_cover_in_replay) { resumed_equals_uninterrupted(4, 1); }
 
 Test(selfstudy, restore_refuses_bad_states)
 {

@@ -106,6 +106,46 @@ def test_batched_equals_sequential_synthesis(tiny, corpus_file):
     assert a == b
 
 
+def test_cover_placement_supervises_every_token(tiny, tmp_path):
+    """placement="cover" (deg_selfstudy_placement): one cycle of
+    ceil(n / max_a) recall conversations has an answer over every corpus
+    token (the answer lies in its chunk, after its prompt), the same seed
+    gives the same conversations, and the settings name the placement
+    (random's keep their old keys). The spec's random draw leaves the
+    corpus's last tokens unsupervised at any count."""
+    f = tmp_path / "doc.txt"
+    f.write_text("".join(f"Line {i} says {3 * i + 1} apples. " for i in range(12)))
+    c = cs.load_corpus(tiny, [f])
+    n, ids = len(c), list(c.ids)
+    kw = dict(seed=4, recall=1.0, recall_q=(4, 6), **SMALL)
+    k = -(-n // SMALL["max_a"])
+
+    def covered(convs):
+        got = [0] * n
+        for v in convs:
+            first, end = v.chunk_span
+            at = [a for a in range(first, end - len(v.answer_ids) + 1)
+                  if ids[a:a + len(v.answer_ids)] == list(v.answer_ids)
+                  and (tiny.detokenize(ids[first:a]).strip().endswith(v.message)
+                       or (a == 0 and v.message == "..."))]  # the prompt precedes it
+            assert len(at) == 1, (v.chunk_span, at)
+            for i in range(at[0], at[0] + len(v.answer_ids)):
+                got[i] = 1
+        return got
+
+    study = cs.SelfStudy(tiny, c, placement="cover", **kw)
+    convs = study.generate(k)
+    assert study.n_drawn == k and all(v.seed_type == "recall" for v in convs)
+    assert covered(convs) == [1] * n
+    assert cs.SelfStudy(tiny, c, placement="cover", **kw).generate(k) == convs
+    assert study.settings()["placement"] == "cover"
+    spec = cs.SelfStudy(tiny, c, **kw)
+    assert "placement" not in spec.settings()
+    assert covered(spec.generate(3 * k))[-1] == 0
+    with pytest.raises(deg.ArgumentError, match="placement must be one of"):
+        cs.SelfStudy(tiny, c, placement="stratified", **kw)
+
+
 def test_packed_gradient_equals_token_weighted_flat(tiny, corpus_file):
     """packed_backward (one packed pass) and group_backward (weighted
     per-conversation backwards) both == the packed-loss gradient
@@ -348,12 +388,16 @@ def _stop_at(*steps):
     return progress
 
 
-def test_resume_is_bitwise_the_uninterrupted_run(tiny, corpus_file, tmp_path):
+@pytest.mark.parametrize("placement", ["random", "cover"])
+def test_resume_is_bitwise_the_uninterrupted_run(tiny, corpus_file, tmp_path, placement):
     """A run killed during synthesis (a leftover conversation of a generation
     batch in the queue) and again mid-replay, resumed from its --state
     snapshots, ends with the same artifact, losses and counts as a run that
-    was never interrupted; a finished 1-pass run extended to 2 passes too."""
-    kw = dict(p=12, steps=3, accum=2, gen_batch=3, seed=5, recall=0.5, **SMALL)
+    was never interrupted; a finished 1-pass run extended to 2 passes too.
+    Under cover placement the snapshot's draw count puts the resumed stream
+    on the windows the stopped one would have drawn."""
+    kw = dict(p=12, steps=3, accum=2, gen_batch=3, seed=5, recall=0.5, placement=placement,
+              **SMALL)
     ref = cs.train(tiny, [corpus_file], save=tmp_path / "ref.safetensors", epochs=2, **kw)
     out, st = tmp_path / "run.safetensors", tmp_path / "state"
     with pytest.raises(KeyboardInterrupt):

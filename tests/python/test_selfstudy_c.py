@@ -41,13 +41,16 @@ def _c_train(tmp_path, out, files, **kw):
     return [float(line.split()[-1]) for line in r.stdout.splitlines()]
 
 
-@pytest.mark.parametrize("case", ["one_document", "mixed_kinds_unpacked"])
+@pytest.mark.parametrize("case", ["one_document", "mixed_kinds_unpacked", "cover_recall"])
 def test_c_and_python_write_the_same_artifact(tmp_path, case):
     doc, paras = tmp_path / "doc.txt", tmp_path / "paras.txt"
     doc.write_text(TEXT)
     paras.write_text(PARAS)
     if case == "one_document":
         files, kw = [doc], dict(p=12, steps=2, accum=2, gen_batch=3, epochs=2, seed=4, **SMALL)
+    elif case == "cover_recall":
+        files, kw = [doc], dict(p=12, steps=3, accum=2, gen_batch=3, epochs=2, seed=4,
+                                recall=1.0, placement="cover", **SMALL)
     else:
         files, kw = [doc, paras], dict(p=16, steps=3, accum=2, gen_batch=1, epochs=2, seed=7,
                                        recall=0.25, passage_qa=0.5, pack=False, lr=1e-2,
@@ -56,14 +59,14 @@ def test_c_and_python_write_the_same_artifact(tmp_path, case):
     c_losses = _c_train(tmp_path, c_out, files, **kw)
     with deg.load_model(TINY) as m:
         rep = ss.train(m, [str(f) for f in files], save=py_out, **kw)
-        mix = {k: kw[k] for k in ("recall", "passage_qa") if k in kw}
+        mix = {k: kw[k] for k in ("recall", "passage_qa", "placement") if k in kw}
         study = ss.SelfStudy(m, ss.load_corpus(m, [str(f) for f in files]), seed=kw["seed"],
                              **mix, **SMALL)
         kinds = {c.seed_type for c in study.generate(kw["steps"] * kw["accum"])}
     assert len(c_losses) == rep.steps == kw["steps"] * kw["epochs"]
     assert c_losses == pytest.approx(rep.losses, abs=2e-6)
     assert c_out.read_bytes() == py_out.read_bytes()
-    if case != "one_document":  # the run did exercise every kind of conversation
+    if case == "mixed_kinds_unpacked":  # the run did exercise every kind of conversation
         assert "recall" in kinds and "passage_qa" in kinds and kinds - {"recall", "passage_qa"}
 
 
@@ -72,6 +75,8 @@ def test_c_and_python_write_the_same_artifact(tmp_path, case):
     (["--steps", "2.5", "doc.txt"], 2, "--steps '2.5' is not an integer"),
     (["--seed", "-1", "doc.txt"], 2, "--seed '-1' is not a count"),
     (["--recall", "nan", "doc.txt"], 2, "--recall 'nan' is not a number"),
+    (["--placement", "stratified", "doc.txt"], 2,
+     "--placement 'stratified' is neither random nor cover"),
     (["--steps", "1", "missing.txt"], 1, "cannot read {tmp}/missing.txt"),
 ])
 def test_tool_refuses_bad_arguments(tmp_path, args, code, msg):

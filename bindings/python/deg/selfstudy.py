@@ -251,6 +251,10 @@ def study_params(seed=0, chunk_min=256, chunk_max=512, max_q=64, max_a=160, top_
     return p
 
 
+#: deg_selfstudy_placement by name (SelfStudy's placement).
+PLACEMENTS = {"random": 0, "cover": 1}
+
+
 class SelfStudy:
     """Synthesises self-study conversations for a corpus (a deg_selfstudy:
     deterministic for a seed; the chunk, the seed type, the kind and bot A's
@@ -271,11 +275,18 @@ class SelfStudy:
     passage_qa <= 1; one uniform draw per conversation decides the kind, and
     none is drawn when both are 0.
 
-    spec_b: bot B decodes speculatively (--spec-b; the same conversations)."""
+    spec_b: bot B decodes speculatively (--spec-b; the same conversations).
+
+    placement: where chunks go (deg_selfstudy_placement): "random", the
+    spec's uniform chunk start, or "cover" (issue 13): shuffled cycles of
+    windows that tile the corpus (max_a tokens wide when recall = 1), a
+    recall answer starting at its window, so every corpus token is inside a
+    recall answer once ceil(corpus tokens / max_a) conversations are
+    drawn."""
 
     def __init__(self, model, corpus, seed=0, chunk_min=256, chunk_max=512, max_q=64,
                  max_a=160, top_k=20, min_mass=0.99, temperature_a=0.6, recall=0.0,
-                 recall_q=(16, 48), spec_b=False, passage_qa=0.0):
+                 recall_q=(16, 48), spec_b=False, passage_qa=0.0, placement="random"):
         if not isinstance(corpus, Corpus):
             raise ArgumentError("SelfStudy needs a deg.selfstudy.Corpus (load_corpus)")
         if not 0.0 <= recall <= 1.0:  # the float32 param would round a bad value into range
@@ -283,6 +294,9 @@ class SelfStudy:
         if not 0.0 <= passage_qa <= 1.0 or recall + passage_qa > 1.0 + 1e-9:
             raise ArgumentError(f"passage_qa is a fraction in [0, 1] with recall + passage_qa "
                                 f"<= 1, got passage_qa {passage_qa}, recall {recall}")
+        if placement not in PLACEMENTS:
+            raise ArgumentError(f"placement must be one of {sorted(PLACEMENTS)}, got "
+                                f"{placement!r}")
         p = study_params(seed, chunk_min, chunk_max, max_q, max_a, top_k, min_mass,
                          temperature_a, recall, recall_q, spec_b, passage_qa)
         self.model, self.corpus = model, corpus
@@ -294,6 +308,8 @@ class SelfStudy:
         out = ffi.new("deg_selfstudy **")
         check(lib.deg_selfstudy_new(corpus._ptr, ffi.new("deg_selfstudy_params *", p), out))
         self._ptr = ffi.gc(out[0], lib.deg_selfstudy_free)
+        self.placement = placement
+        check(lib.deg_selfstudy_set_placement(self._ptr, PLACEMENTS[placement]))
         self._timing0 = {"generate": 0.0, "teacher": 0.0, "generate_cpu": 0.0,
                          "teacher_cpu": 0.0}
 
@@ -331,7 +347,14 @@ class SelfStudy:
             out.update(recall=self.recall, recall_q=list(self.recall_q))
         if self.passage_qa:
             out.update(passage_qa=self.passage_qa)
+        if self.placement != "random":  # the keys of runs made before placements existed
+            out.update(placement=self.placement)
         return out
+
+    @property
+    def n_drawn(self):
+        """Conversations drawn so far (deg_selfstudy_n_drawn)."""
+        return lib.deg_selfstudy_n_drawn(self._ptr)
 
     def generate(self, n):
         """n conversations, synthesised as one lockstep batch
@@ -606,7 +629,8 @@ def train(model, corpus, p=256, steps=8, accum=4, gen_batch=None, lr=2e-3, seed=
           save=None, chunk_min=256, chunk_max=512, max_q=64, max_a=160, eval_every=0,
           n_eval=4, pack=True, checkpoint=False, init="corpus", progress=None,
           save_every=1, log=None, heldout_cache=None, epochs=1, recall=0.0,
-          recall_q=(16, 48), state=None, spec_b=False, draft_ref=False, passage_qa=0.0):
+          recall_q=(16, 48), state=None, spec_b=False, draft_ref=False, passage_qa=0.0,
+          placement="random"):
     """Self-study training of a p-row cartridge for corpus (a Corpus, or
     paths). Returns a TrainReport. One optimizer step per `accum`
     conversations; conversations are synthesised `gen_batch` at a time (one
@@ -628,6 +652,7 @@ def train(model, corpus, p=256, steps=8, accum=4, gen_batch=None, lr=2e-3, seed=
     recall / recall_q: the fraction of corpus-recall conversations and
     their prompt lengths (SelfStudy). passage_qa: the fraction of
     passage-question conversations (SelfStudy; recall + passage_qa <= 1).
+    placement: "random" (the spec's chunk draw) or "cover" (SelfStudy).
     state: a directory for resumable snapshots (deg.cartridge_resume),
     written after every save_every steps; if it holds a snapshot of this
     run (same settings), training continues from it and ends bitwise equal
@@ -663,6 +688,8 @@ def train(model, corpus, p=256, steps=8, accum=4, gen_batch=None, lr=2e-3, seed=
         kw.update(recall=recall, recall_q=recall_q)
     if passage_qa:
         kw.update(passage_qa=passage_qa)
+    if placement != "random":  # the settings of runs made before placements existed
+        kw.update(placement=placement)
     study = SelfStudy(model, corpus, seed=seed, spec_b=spec_b, **kw)
     total = steps * epochs
     timing = dict(study.timing, train=0.0, train_cpu=0.0, seconds=0.0)

@@ -53,10 +53,9 @@ def _fill_defaults(args, corpus_tokens):
     from .. import selfstudy as cs
     plain = {k: v.default for k, v in inspect.signature(cs.train).parameters.items()}
     base = cs.RECIPE if args.budget else plain
-    for k in cs.RECIPE:
-        v = base[k]
+    for k in (*cs.RECIPE, "placement"):
         if getattr(args, k) is None:
-            setattr(args, k, v)
+            setattr(args, k, base.get(k, plain[k]))
     if args.budget:
         if args.steps is not None:
             raise ArgumentError("--budget picks --steps from the corpus length; give one of them")
@@ -114,7 +113,7 @@ def cmd_train(args):
                        max_a=args.max_a, eval_every=args.eval_every, n_eval=args.n_eval,
                        pack=not args.no_pack, checkpoint=args.checkpoint, init=args.init,
                        progress=progress, epochs=args.epochs, recall=args.recall,
-                       passage_qa=args.passage_qa,
+                       passage_qa=args.passage_qa, placement=args.placement,
                        state=args.state, spec_b=args.spec_b, draft_ref=args.draft_ref)
     except KeyboardInterrupt:
         if bar is not None:
@@ -348,6 +347,11 @@ def register(sub):
                    help="fraction of passage-question conversations: bot A asks the question "
                         "a passage of the corpus answers, the passage's own words answer "
                         "(0; recall + passage-qa <= 1)")
+    t.add_argument("--placement", choices=["random", "cover"], default=None,
+                   help="chunk placement: random (the spec's uniform chunk start) or cover "
+                        "(shuffled cycles of windows tiling the corpus, a recall answer per "
+                        "window: every token supervised once conversations >= corpus "
+                        "tokens / max-a) (random)")
     t.add_argument("--gen-batch", type=int, default=0,
                    help="conversations synthesised per lockstep batch (default: --accum)")
     t.add_argument("--lr", type=float, default=None, help="Adam learning rate (2e-3)")
