@@ -4,7 +4,8 @@
  * greedy agreement on every row), through the training forward and through
  * a fork of deg_trunk_from_cartridge; plus greedy generation behind both.
  * Also one training step with and without checkpointing (bitwise-equal
- * gradients), and the two-part composition gate. Skipped when the model file
+ * gradients), the two-part composition gate and composed training (every
+ * part's gradient, sinks frozen). Skipped when the model file
  * is absent: $DEG_MODEL or
  * ${DEG_CACHE:-~/.cache/deg}/models/SmolLM2-135M-Instruct.Q4_1.gguf. */
 #include <criterion/criterion.h>
@@ -224,6 +225,87 @@ Test(cartridge_smollm2, composition_gate, .timeout = 1200)
     deg_trunk_free(ct);
     deg_trunk_free(t);
     free(k); free(v); free(ref); free(lg); free(l1); free(all); free(corpus);
+    deg_cartridge_free(parts[0]); deg_cartridge_free(parts[1]); deg_cartridge_free(whole);
+    deg_model_free(m);
+}
+
+/* Composed training on the real model (spec "Composition"): one backward
+ * through two parts split from one capture of 2CP tokens gives each part
+ * exactly its block of the whole capture's gradient (the same forward), not
+ * zero in any layer; an Adam step on each part moves its trainable rows and
+ * leaves its sink row (row 0: part B's is capture row CP) bitwise as it was
+ * in every layer, K and V. */
+Test(cartridge_smollm2, composed_backward_reaches_every_part, .timeout = 1200)
+{
+    if (!find_model()) cr_skip_test("SmolLM2 GGUF not found at %s (set DEG_MODEL)", model_path);
+    deg_model *m = NULL;
+    cr_assert_eq(deg_model_load(model_path, &m), DEG_OK, "%s", deg_errmsg());
+    deg_model_info info;
+    deg_model_get_info(m, &info);
+    enum { CP = 32, T = 24 };
+    size_t row = (size_t)info.n_head_kv * info.head_dim, n = CP * row;
+    int32_t cap[2 * CP], ids[T];
+    for (int i = 0; i < 2 * CP; i++) cap[i] = 1000 + 37 * i;
+    for (int i = 0; i < T; i++) ids[i] = 2000 + 53 * i;
+    deg_distill_target tg[2 * (T - 1)];
+    size_t nt = 0;
+    for (int pos = 1; pos < T; pos++) {
+        tg[nt++] = (deg_distill_target){pos, ids[pos], -0.2f};
+        tg[nt++] = (deg_distill_target){pos, 42, -2.5f};
+    }
+    deg_cartridge *whole = NULL, *parts[2] = {NULL, NULL};
+    cr_assert_eq(deg_cartridge_init_tokens(m, cap, 2 * CP, &whole), DEG_OK, "%s", deg_errmsg());
+    float *wk = malloc(2 * n * 4), *wv = malloc(2 * n * 4);
+    float *k0 = malloc(n * 4), *v0 = malloc(n * 4), *k1 = malloc(n * 4), *v1 = malloc(n * 4);
+    for (int j = 0; j < 2; j++) {
+        cr_assert_eq(deg_cartridge_init_random_vectors(m, CP, 1, &parts[j]), DEG_OK);
+        for (int il = 0; il < info.n_layer; il++) {
+            deg_cartridge_get_rows(whole, il, wk, wv);
+            deg_cartridge_set_rows(parts[j], il, wk + j * n, wv + j * n);
+        }
+    }
+    float lw = 0, lc = 0;
+    cr_assert_eq(deg_cartridge_backward(whole, ids, T, tg, nt, 0, &lw), DEG_OK, "%s",
+                 deg_errmsg());
+    cr_assert_eq(deg_cartridge_compose_backward(parts, 2, ids, T, NULL, 0, tg, nt, 0, &lc),
+                 DEG_OK, "%s", deg_errmsg());
+    cr_expect_eq(lw, lc, "composed loss %g, whole %g", (double)lc, (double)lw);
+    for (int il = 0; il < info.n_layer; il++) {
+        deg_cartridge_get_grads(whole, il, wk, wv);
+        for (int j = 0; j < 2; j++) {
+            deg_cartridge_get_grads(parts[j], il, k0, v0);
+            cr_expect(memcmp(k0, wk + j * n, n * 4) == 0 && memcmp(v0, wv + j * n, n * 4) == 0,
+                      "layer %d part %d: gradient is not the whole capture's block", il, j);
+            double s = 0;
+            for (size_t i = row; i < n; i++) s += fabs(k0[i]) + fabs(v0[i]);
+            cr_expect(s > 0 && isfinite(s), "layer %d part %d: no gradient (%g)", il, j, s);
+        }
+    }
+    deg_adam_params ap = deg_adam_params_default();
+    for (int j = 0; j < 2; j++) {
+        float **bk = malloc(info.n_layer * sizeof *bk), **bv = malloc(info.n_layer * sizeof *bv);
+        for (int il = 0; il < info.n_layer; il++) {
+            bk[il] = malloc(n * 4); bv[il] = malloc(n * 4);
+            deg_cartridge_get_rows(parts[j], il, bk[il], bv[il]);
+        }
+        cr_assert_eq(deg_cartridge_adam_step(parts[j], &ap), DEG_OK, "%s", deg_errmsg());
+        int moved = 0;
+        for (int il = 0; il < info.n_layer; il++) {
+            deg_cartridge_get_rows(parts[j], il, k1, v1);
+            cr_expect(memcmp(bk[il], k1, row * 4) == 0 && memcmp(bv[il], v1, row * 4) == 0,
+                      "part %d layer %d: the sink row moved", j, il);
+            moved += memcmp(bk[il] + row, k1 + row, (n - row) * 4) != 0 &&
+                     memcmp(bv[il] + row, v1 + row, (n - row) * 4) != 0;
+            free(bk[il]); free(bv[il]);
+        }
+        cr_expect_eq(moved, info.n_layer, "part %d: trainable rows moved in %d of %d layers",
+                     j, moved, info.n_layer);
+        free(bk); free(bv);
+    }
+    cr_log_info("SmolLM2 composed backward (2 parts x p = %d, %d tokens): loss %.4f = the "
+                "whole capture's, every part's gradient its block, sinks frozen", CP, T,
+                (double)lc);
+    free(wk); free(wv); free(k0); free(v0); free(k1); free(v1);
     deg_cartridge_free(parts[0]); deg_cartridge_free(parts[1]); deg_cartridge_free(whole);
     deg_model_free(m);
 }
