@@ -14,6 +14,17 @@ directories with their golden logits.
                                tied LM head, multimodal RoPE keys; goldens of the text
                                forward (2 DeltaNet + 2 attention layers)
 
+Well-conditioned twins (same configs and seeds, smaller weights): the models above
+are stress tests (randomize's std 0.15, norms 1 + 0.3 N: hidden states reach
+|h| ~ 50 and transformers' own f32 logits are 1.3e-5..4.5e-5 from its f64 ones),
+where these keep f32 rounding below ~3e-6 so that 1e-5 is a meaningful bound:
+  tests/goldens/tiny-lfm2-wc/     tiny-lfm2's config, weights 0.05 N, norms 1 + 0.1 N, an
+                                  untied LM head (tied, the small layers leave each token's
+                                  own embedding on top: greedy repeats one token)
+  tests/goldens/tiny-qwen3_5-wc/  tiny-qwen3_5's config, weights 0.04 N, norms 1 + 0.1 N
+                                  drawn as Qwen3.5 stores them (the RMSNorms scale by
+                                  1 + w: w = 0.1 N; the DeltaNet output norm by w)
+
 Each golden.safetensors holds, for transformers' forward:
   prefill.<i>.ids [L] i32, prefill.<i>.logits [L, V]  full forward (L up to 300: deg's
                                                       passes hold 256 tokens, so the
@@ -27,7 +38,8 @@ Each golden.safetensors holds, for transformers' forward:
 and golden_f64.safetensors the same logits from transformers' float64 forward
 (gen_model_goldens.f64_goldens).
 
-Usage: /tmp/lora-torch/bin/python tests/goldens/gen_hybrid_goldens.py
+Usage: /tmp/lora-torch/bin/python tests/goldens/gen_hybrid_goldens.py [lfm2 qwen3_5 qwen3_5_vl
+       lfm2_wc qwen3_5_wc]  (default: all)
 (needs torch and transformers 5.x; the tests never import them; torch's
 default 2 threads, as the stored goldens: see gen_model_goldens.py).
 """
@@ -44,7 +56,7 @@ from gen_model_goldens import (HERE, VOCAB, common_goldens, f64_goldens, logits_
                                randomize, tiny_tokenizer, tokenizer_config)
 
 
-def lfm2_model():
+def lfm2_model(tied=True):
     from transformers import Lfm2Config, Lfm2ForCausalLM
 
     cfg = Lfm2Config(vocab_size=VOCAB, hidden_size=64, intermediate_size=144,
@@ -53,7 +65,7 @@ def lfm2_model():
                      block_multiple_of=32, block_ffn_dim_multiplier=1.0,
                      layer_types=["conv", "full_attention", "conv", "conv", "full_attention"],
                      rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
-                     tie_word_embeddings=True, bos_token_id=1, eos_token_id=2, pad_token_id=0)
+                     tie_word_embeddings=tied, bos_token_id=1, eos_token_id=2, pad_token_id=0)
     return Lfm2ForCausalLM(cfg)
 
 
@@ -109,13 +121,25 @@ def slow_decay(model, seed):
                 p.copy_(-1.0 + 0.5 * torch.randn(p.shape, generator=g))
 
 
-def make(name, build, seed, post=None):
+def centered_norms(model, seed):
+    """Qwen3.5's RMSNorm (modeling_qwen3_5 Qwen3_5RMSNorm) scales by 1 + w:
+    its weights drawn as 1 + s N would scale by 2 + s N; shift them to s N
+    (not the gated DeltaNet output norm, which scales by w)."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() == 1 and name.endswith("norm.weight") and ".linear_attn.norm." not in name:
+                p.sub_(1.0)
+
+
+def make(name, build, seed, post=None, scale=0.15, norm_scale=0.3):
+    """Build, randomize (gen_model_goldens.randomize with scale, norm_scale),
+    post(model, seed), save tests/goldens/<name>/ and its goldens."""
     from transformers import AutoModelForCausalLM
 
     torch.manual_seed(seed)
     model = build()
     model.eval()
-    randomize(model, seed)
+    randomize(model, seed, scale, norm_scale)
     if post:
         post(model, seed)
     out_dir = os.path.join(HERE, name)
@@ -151,13 +175,18 @@ def make(name, build, seed, post=None):
 
 
 def main():
-    which = sys.argv[1:] or ["lfm2", "qwen3_5", "qwen3_5_vl"]
+    which = sys.argv[1:] or ["lfm2", "qwen3_5", "qwen3_5_vl", "lfm2_wc", "qwen3_5_wc"]
     if "lfm2" in which:
         make("tiny-lfm2", lfm2_model, seed=11)
     if "qwen3_5" in which:
         make("tiny-qwen3_5", qwen3_5_model, seed=12, post=slow_decay)
     if "qwen3_5_vl" in which:
         make("tiny-qwen3_5-vl", qwen3_5_vl_model, seed=13, post=slow_decay)
+    if "lfm2_wc" in which:
+        make("tiny-lfm2-wc", lambda: lfm2_model(tied=False), seed=11, scale=0.05, norm_scale=0.1)
+    if "qwen3_5_wc" in which:
+        make("tiny-qwen3_5-wc", qwen3_5_model, seed=12, scale=0.04, norm_scale=0.1,
+             post=lambda m, s: (centered_norms(m, s), slow_decay(m, s)))
 
 
 if __name__ == "__main__":

@@ -23,16 +23,16 @@ from safetensors.numpy import load_file
 HERE = os.path.dirname(os.path.abspath(__file__))
 ALL = ["tiny-llama", "tiny-llama-tied", "tiny-qwen3", "tiny-qwen3-untied", "tiny-lfm2",
        "tiny-qwen3_5", "tiny-qwen3_5-vl", "tiny-gemma4", "tiny-gemma4-kvshare",
-       "tiny-gemma4-moe"]
+       "tiny-gemma4-moe", "tiny-lfm2-wc", "tiny-qwen3_5-wc", "tiny-gemma4-wc"]
 
 
 def hf_model(d, dtype):
     from transformers import AutoModelForCausalLM, AutoConfig
 
-    kw = {}
-    if "moe" in d:
-        kw["experts_implementation"] = "eager"
     cfg = AutoConfig.from_pretrained(d)
+    kw = {}
+    if getattr(cfg, "enable_moe_block", False):  # grouped_mm has no f64
+        kw["experts_implementation"] = "eager"
     if cfg.model_type == "qwen3_5":  # ConditionalGeneration checkpoint: its own class
         from transformers import Qwen3_5ForConditionalGeneration as cls
     else:
