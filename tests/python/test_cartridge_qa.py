@@ -275,6 +275,17 @@ def test_cli_train_budget(tiny, tmp_path):
             f"lr {cs.RECIPE['lr']:g}, recall {cs.RECIPE['recall']:g}") in r.stderr
     assert f"x mean chunk {mean:g} / {n} corpus tokens" in r.stderr
     assert deg.Cartridge.load(tiny, out).steps == steps
+    # --budget alone: the recipe's coverage (RECIPE_BUDGET) and its placement
+    out2 = tmp_path / "r.safetensors"
+    r = run_cli("cartridge", "train", "--model", TINY, "--corpus", src, "--p", 12, "--budget",
+                "--max-a", 8, "--epochs", 1, "--chunk-min", 24, "--chunk-max", 40, "--max-q", 6,
+                "--save", out2)
+    steps = cs.budget_steps(n, cs.RECIPE_BUDGET, 24, 40, cs.RECIPE["accum"])
+    assert (f"budget {cs.RECIPE_BUDGET:g}: {steps} steps x {cs.RECIPE['accum']} conversations, "
+            f"1 passes, lr {cs.RECIPE['lr']:g}, recall 1, passage-qa 0, placement cover, "
+            f"answers <= 8;") in r.stderr
+    assert deg.Cartridge.load(tiny, out2).steps == steps
+    assert cs.RECIPE["placement"] == "cover" and cs.RECIPE_BUDGET == 4
     bad = run_cli("cartridge", "train", "--model", TINY, "--corpus", src, "--p", 12,
                   "--budget", 0.1, "--steps", 2, check=False)
     assert bad.returncode == 1 and "give one of them" in bad.stderr

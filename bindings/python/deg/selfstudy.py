@@ -45,7 +45,7 @@ from .model import Model, generate_forks
 from .spec import answer as _spec_answer
 
 __all__ = ["Corpus", "load_corpus", "SEED_PROMPTS", "SEED_TYPES", "Conversation", "SelfStudy",
-           "train", "RECIPE", "budget_plan", "BudgetPlan", "budget_steps", "passage_spans", "packed_backward",
+           "train", "RECIPE", "RECIPE_BUDGET", "budget_plan", "BudgetPlan", "budget_steps", "passage_spans", "packed_backward",
            "group_backward", "heldout_set", "heldout_key", "nll_cartridge",
            "ask", "evaluate", "Evaluation", "TrainReport"]
 
@@ -563,21 +563,27 @@ def evaluate(cartridge, corpus, convs, icl=True):
 # Training
 # --------------------------------------------------------------------------
 
-#: The `--budget` recipe (issue 13; bench/README.md "Human-written Q&A").
-#: Each value is the best one measured (SmolLM2-135M, p 64, procps FAQ and
-#: xz-history; gap closure of the human-written references, bare -> whole
-#: document in context), and the result is still short of the issue's 0.5:
-#: recall 1, corpus-recall conversations only (16 conversations, 4 passes:
-#: 0.344 on the procps FAQ and 0.345 on its paraphrased questions, vs 0.316
-#: and 0.321 for recall 0.5 + passage questions 0.5; bot B's answers, half
-#: of the old recall 0.5, moved the rows least of all targets); lr 2e-2 at 2
-#: conversations a step (32 steps: 0.344; lr 1e-2 at 4 a step, 16 steps:
-#: 0.103; lr 2e-3, 4 steps: 0.089); 4 passes (8 passes over the same 16
-#: conversations scored below 4 on xz-history, 0.327 vs 0.345: the rows
-#: overfit them, distill loss 0.68). The budget is the spec's coverage
-#: (budget_plan); every other value is fixed here.
-RECIPE = dict(recall=1.0, passage_qa=0.0, lr=2e-2, epochs=4, accum=2, chunk_min=128, chunk_max=256,
-              max_q=40, max_a=96)
+#: The `--budget` recipe (issue 13; bench/README.md "Session 11"). Each
+#: value is the best one measured (SmolLM2-135M, p 64, gap closure of
+#: human-written reference answers, bare -> whole document in context):
+#: recall 1, corpus-recall conversations only (session 10: 0.344 vs 0.316 for
+#: recall 0.5 + passage questions 0.5 on the procps FAQ); placement "cover"
+#: (every corpus token inside a recall answer once per cycle of ceil(n /
+#: max_a) conversations; session 10: answers no conversation supervised
+#: closed 0.06-0.23, whole-covered ones 0.522); answers <= 192 tokens
+#: (twice the supervised tokens per chunk prefill of 96, and a cycle half as
+#: long); lr 2e-2 at 2 conversations a step (0.344 after 32 steps vs 0.103
+#: for lr 1e-2 at 4 a step); 4 passes (procps FAQ at RECIPE_BUDGET: 0.238 /
+#: 0.354 / 0.562 after 1 / 2 / 4 passes). The conversation count comes from
+#: the corpus length (budget_plan at RECIPE_BUDGET unless --budget says
+#: otherwise); nothing else is tuned per document.
+RECIPE = dict(recall=1.0, passage_qa=0.0, placement="cover", lr=2e-2, epochs=4, accum=2,
+              chunk_min=128, chunk_max=256, max_q=40, max_a=192)
+
+#: The recipe's coverage (budget_plan): 4 = conversations x 192 / corpus
+#: tokens, i.e. ~4 cover cycles of 192-token recall answers (the mean chunk
+#: of 128-256 is 192 too): every corpus token supervised ~4 times.
+RECIPE_BUDGET = 4.0
 
 #: A run sized by coverage (budget_plan): conversations to synthesise, steps
 #: per pass (accum conversations each), the mean chunk length used, the

@@ -52,10 +52,12 @@ def _fill_defaults(args, corpus_tokens):
     import inspect
     from .. import selfstudy as cs
     plain = {k: v.default for k, v in inspect.signature(cs.train).parameters.items()}
+    if args.budget is True:  # --budget without a value (argparse's const)
+        args.budget = cs.RECIPE_BUDGET
     base = cs.RECIPE if args.budget else plain
-    for k in (*cs.RECIPE, "placement"):
+    for k in cs.RECIPE:
         if getattr(args, k) is None:
-            setattr(args, k, base.get(k, plain[k]))
+            setattr(args, k, base[k])
     if args.budget:
         if args.steps is not None:
             raise ArgumentError("--budget picks --steps from the corpus length; give one of them")
@@ -102,7 +104,8 @@ def cmd_train(args):
         b = args.plan
         print(f"budget {args.budget:g}: {args.steps} steps x {args.accum} conversations, "
               f"{args.epochs} passes, lr {args.lr:g}, recall {args.recall:g}, "
-              f"passage-qa {args.passage_qa:g}; coverage {b.coverage:.2f} = {b.conversations} "
+              f"passage-qa {args.passage_qa:g}, placement {args.placement}, answers <= "
+              f"{args.max_a}; coverage {b.coverage:.2f} = {b.conversations} "
               f"conversations x mean chunk {b.mean_chunk:g} / {len(corpus)} corpus tokens "
               f"(<= {b.supervised_per_token:.2f} supervised tokens per corpus token)",
               file=sys.stderr)
@@ -331,12 +334,14 @@ def register(sub):
     t.add_argument("--steps", type=int, default=None,
                    help="optimizer steps per pass; steps x accum conversations are "
                         "synthesised (8)")
-    t.add_argument("--budget", type=float, default=0,
+    t.add_argument("--budget", type=float, nargs="?", const=True, default=0,
                    help="the issue-13 recipe: a coverage target as the spec defines it "
-                        "(conversations x mean chunk length / corpus tokens; ~20 for verbatim "
-                        "recall of a document): picks --steps from the corpus length "
-                        "(deg.selfstudy.budget_plan) and defaults every option below that is "
-                        "not given to deg.selfstudy.RECIPE")
+                        "(conversations x mean chunk length / corpus tokens; without a value "
+                        "the recipe's, deg.selfstudy.RECIPE_BUDGET = 4): picks --steps from "
+                        "the corpus length (deg.selfstudy.budget_plan) and defaults every "
+                        "option below that is not given to deg.selfstudy.RECIPE (recall-only "
+                        "conversations, cover placement, answers <= 192 tokens, lr 2e-2, "
+                        "accum 2, 4 passes)")
     t.add_argument("--epochs", type=int, default=None,
                    help="passes over the synthesised conversations (1)")
     t.add_argument("--accum", type=int, default=None, help="conversations per step (4)")
