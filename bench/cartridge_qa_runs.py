@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """The issue-13 runs: train and score each listed variant on the human Q&A sets, resumably; print the table.
 
-  nice -n 10 python bench/cartridge_qa_runs.py --work /tmp/deg-qa-runs [--only NAME...]
+  nice -n 10 python bench/cartridge_qa_runs.py --work /tmp/deg-qa-runs [--only NAME...] \
+      [--time-limit SECONDS]
   python bench/cartridge_qa_runs.py --work /tmp/deg-qa-runs --table    # table only
 
 Every run is a call of bench/cartridge_qa_study.py with a fixed seed and a
 --state directory under --work, so killing this script and starting it
 again continues where the last optimizer step left off (the results are
 bitwise those of an uninterrupted run: deg.cartridge_resume); scores already
-in --work/results.jsonl are not recomputed. Runs go in the order listed
+in --work/NAME.jsonl are not recomputed. --time-limit stops after the
+optimizer step that ends past it (its snapshot saved; runs not started are
+skipped), so a sitting ends on time and the same command continues. Runs go in the order listed
 (shortest corpus first). The table gives, per run and scored pass count:
 NLL per reference token of the bare model, the untrained corpus-init
 control (same p), the trained cartridge and the whole document in context;
