@@ -37,7 +37,7 @@ one the script says how to get one and exits 2; `--build-llama DIR` builds it
 there from the llama-cpp-python sdist on PyPI (it vendors llama.cpp; `pip
 download` + CMake, CPU only, GGML_NATIVE) -- keep DIR outside the repository;
 the build takes an hour or more at -j 1 on a busy 2-core machine.
-deg: --deg-bench (default build/bench/bench_runtime); --no-llama measures
+deg: --deg-bench (default build/bench/bench_runtime, else build-tests/bench/bench_runtime); --no-llama measures
 deg alone.
 
 Not a test: timings mean something only on an otherwise idle machine (the
@@ -267,7 +267,8 @@ def main():
     ap.add_argument("--decode", type=int, default=128)
     ap.add_argument("--weights", default=",".join(WEIGHT_MODES),
                     help="comma-separated deg weight modes (" + ", ".join(WEIGHT_MODES) + ")")
-    ap.add_argument("--deg-bench", default="build/bench/bench_runtime")
+    ap.add_argument("--deg-bench", help="bench_runtime to run (default: build/bench/bench_runtime, "
+                    "else build-tests/bench/bench_runtime, which ./scripts/run-tests builds)")
     ap.add_argument("--llama-bin", help="dir holding llama-bench (else $DEG_LLAMA_CPP_BIN)")
     ap.add_argument("--build-llama", metavar="DIR",
                     help="build llama-bench under DIR from the llama-cpp-python sdist first")
@@ -279,6 +280,10 @@ def main():
     globals()["TIMEOUT_S"] = args.timeout
     if not os.path.isfile(args.model):
         die(f"--model {args.model}: no such file")
+    if args.deg_bench is None:
+        args.deg_bench = next((p for p in ("build/bench/bench_runtime",
+                                           "build-tests/bench/bench_runtime")
+                               if os.access(p, os.X_OK)), "build/bench/bench_runtime")
     if not os.access(args.deg_bench, os.X_OK):
         die(f"--deg-bench {args.deg_bench}: not an executable (build deg first: "
             "meson setup build && ninja -C build)")

@@ -343,6 +343,10 @@ def test_cli_fleet(tiny, tmp_path):
             "--max-a", 4, "--quiet")
     out = run_cli("fleet", "status", d, "--model", model).stdout
     assert "4 rounds" in out and str(docs[0]) in out
+    # R = resident when the fleet was saved (the manifest), not in the status process
+    saved = [x["resident"] for x in json.loads((d / "fleet.json").read_text())["documents"]]
+    shown = [ln.split("]")[1].strip().startswith("R") for ln in out.splitlines()[1:]]
+    assert shown == saved and sum(saved) == 2
     run_cli("fleet", "index", d, "--model", model, "--embed-chunk", 16, "--quiet")
     out = run_cli("fleet", "ask", d, "--model", model, "--ask", "flour and water", "--json",
                   "--max-tokens", 3).stdout

@@ -12,6 +12,7 @@ Spec: cartridges.md, "Cartridges at Scale". The model defaults to $DEG_MODEL or
 the fetched default (deg.default_model_path()).
 """
 import json
+import os
 import sys
 
 from ..errors import ArgumentError
@@ -72,10 +73,12 @@ def cmd_train(args):
     return 0
 
 
-def _print_status(fleet):
+def _print_status(fleet, resident=None):
+    """resident: the R column per document (default: resident in this process)."""
     print(f"fleet {fleet.path}: {len(fleet)} documents, p = {fleet.p}, {fleet.rounds} rounds")
     for d in fleet.docs():
-        print(f"  [{d.index}] {'R' if d.resident else ' '} steps {d.steps:5d}  tokens "
+        r = resident[d.index] if resident is not None else d.resident
+        print(f"  [{d.index}] {'R' if r else ' '} steps {d.steps:5d}  tokens "
               f"{d.tokens:7d}  {d.name}")
 
 
@@ -90,8 +93,10 @@ def cmd_draft_ref(args):
 
 
 def cmd_status(args):
-    fleet = _open(args, budget=1)
-    _print_status(fleet)
+    fleet = _open(args, budget=1)  # maps one cartridge: R is read from the manifest
+    with open(os.path.join(args.dir, "fleet.json"), encoding="utf-8") as f:
+        saved = [bool(d.get("resident")) for d in json.load(f)["documents"]]
+    _print_status(fleet, saved)
     return 0
 
 
