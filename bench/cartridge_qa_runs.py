@@ -101,6 +101,11 @@ RUNS = {
     "xzfaq-cover-a192-b4": dict(qa=["xz-faq", "xz-faq-para"], p=64, budget=4, recall=1.0,
                                 placement="cover", max_a=192, lr=2e-2, accum=2, epochs=4,
                                 eval_epochs=[1, 2, 4], answers=False),
+    # passes beyond the recipe's 4: a copy of procps-cover-a192-b4's state
+    # continued to 8 passes (cp -r WORK/procps-cover-a192-b4 WORK/NAME first)
+    "procps-cover-a192-b4-p8": dict(qa=["procps-faq", "procps-faq-para"], p=64, budget=4,
+                                    recall=1.0, placement="cover", max_a=192, lr=2e-2,
+                                    accum=2, epochs=8, eval_epochs=[6, 8], answers=False),
     # issue 15: one small configuration on the default weight mode and on f32
     # (same document, settings, seed): closure and the trained NLLs' max |delta|
     "procps-cover-a192-c8-native": dict(qa="procps-faq", p=64, conversations=8, recall=1.0,
