@@ -229,6 +229,21 @@ Test(cartridge_smollm2, composition_gate, .timeout = 1200)
     deg_model_free(m);
 }
 
+/* The training steps' inputs: a prefix of np token ids, a sequence of T ids,
+ * and two distillation targets per position 1..T-1 (the next id at -0.2, id 42
+ * at -2.5); tg: room for 2 (T - 1). Returns the target count. */
+static size_t step_inputs(int32_t *pre, int np, int32_t *ids, int T, deg_distill_target *tg)
+{
+    size_t nt = 0;
+    for (int i = 0; i < np; i++) pre[i] = 1000 + 37 * i;
+    for (int i = 0; i < T; i++) ids[i] = 2000 + 53 * i;
+    for (int pos = 1; pos < T; pos++) {
+        tg[nt++] = (deg_distill_target){pos, ids[pos], -0.2f};
+        tg[nt++] = (deg_distill_target){pos, 42, -2.5f};
+    }
+    return nt;
+}
+
 /* Composed training on the real model (spec "Composition"): one backward
  * through two parts split from one capture of 2CP tokens gives each part
  * exactly its block of the whole capture's gradient (the same forward), not
@@ -245,14 +260,8 @@ Test(cartridge_smollm2, composed_backward_reaches_every_part, .timeout = 1200)
     enum { CP = 32, T = 24 };
     size_t row = (size_t)info.n_head_kv * info.head_dim, n = CP * row;
     int32_t cap[2 * CP], ids[T];
-    for (int i = 0; i < 2 * CP; i++) cap[i] = 1000 + 37 * i;
-    for (int i = 0; i < T; i++) ids[i] = 2000 + 53 * i;
     deg_distill_target tg[2 * (T - 1)];
-    size_t nt = 0;
-    for (int pos = 1; pos < T; pos++) {
-        tg[nt++] = (deg_distill_target){pos, ids[pos], -0.2f};
-        tg[nt++] = (deg_distill_target){pos, 42, -2.5f};
-    }
+    size_t nt = step_inputs(cap, 2 * CP, ids, T, tg);
     deg_cartridge *whole = NULL, *parts[2] = {NULL, NULL};
     cr_assert_eq(deg_cartridge_init_tokens(m, cap, 2 * CP, &whole), DEG_OK, "%s", deg_errmsg());
     float *wk = malloc(2 * n * 4), *wv = malloc(2 * n * 4);
@@ -321,14 +330,8 @@ Test(cartridge_smollm2, checkpoint_bitwise_and_step, .timeout = 1200)
     deg_model_get_info(m, &info);
     enum { CP = 32, T = 24 };
     int32_t pre[CP], ids[T];
-    for (int i = 0; i < CP; i++) pre[i] = 1000 + 37 * i;
-    for (int i = 0; i < T; i++) ids[i] = 2000 + 53 * i;
     deg_distill_target tg[2 * (T - 1)];
-    size_t nt = 0;
-    for (int pos = 1; pos < T; pos++) {
-        tg[nt++] = (deg_distill_target){pos, ids[pos], -0.2f};
-        tg[nt++] = (deg_distill_target){pos, 42, -2.5f};
-    }
+    size_t nt = step_inputs(pre, CP, ids, T, tg);
     deg_cartridge *c = NULL;
     cr_assert_eq(deg_cartridge_init_tokens(m, pre, CP, &c), DEG_OK);
     size_t n = (size_t)CP * info.n_head_kv * info.head_dim;
