@@ -406,3 +406,15 @@ def test_train_passage_qa_settings_in_state(tiny, tmp_path):
     kinds = {json.loads(x)["seed_type"] for x in
              (tmp_path / "st2" / "conversations.jsonl").read_text().splitlines()}
     assert kinds == {"passage_qa"}
+
+
+def test_format_table_explains_an_empty_beyond_init_part():
+    from deg.cartridge_qa import format_table
+    arms = {a: {"nll": 2.0, "kv_rows": 10.0} for a in ("bare", "untrained", "trained", "in_context")}
+    part = {"n_items": 2, "n_tokens": 9, "arms": arms, "gap_closure": {"trained": 0.5}}
+    empty = {"n_items": 0, "n_tokens": 0,
+             "arms": {a: {"nll": float("nan"), "kv_rows": float("nan")} for a in arms}}
+    out = format_table({"p": 64, "all": part, "beyond_init": empty})
+    assert "all items: 2 items, 9 reference tokens" in out and "0.500" in out
+    assert "answers beyond the first 64 tokens: 0 items" in out
+    assert "quote the document" in out and "nan" not in out.split("first 64 tokens")[1]

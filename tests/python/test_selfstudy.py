@@ -218,6 +218,14 @@ def test_cli_train_ask_eval_equiv(corpus_file, tmp_path):
     r = run_cli("cartridge", "train", *args, "--save", out)
     assert "trained: 4 conversations, 2 steps" in r.stdout
     assert "held-out distill loss: step 0:" in r.stdout
+    # training cost in CPU-s (issue 13): the total is its three parts, per corpus token
+    import re
+    m = re.search(r"CPU: ([\d.]+) CPU-s = ([\d.]+) per corpus token \(generation ([\d.]+), "
+                  r"teacher ([\d.]+), training ([\d.]+);", r.stdout)
+    n_tok = int(re.search(r"corpus: 1 document\(s\), (\d+) tokens", r.stderr).group(1))
+    cpu, per, parts = float(m.group(1)), float(m.group(2)), [float(m.group(i)) for i in (3, 4, 5)]
+    assert cpu > 0 and abs(cpu - sum(parts)) <= 0.02 and parts[2] > 0
+    assert per == pytest.approx(cpu / n_tok, abs=1e-4 + 0.005 / n_tok)
     again = tmp_path / "again.safetensors"
     run_cli("cartridge", "train", *args, "--save", again)
     assert out.read_bytes() == again.read_bytes()

@@ -305,6 +305,12 @@ def format_table(rep, title=""):
                                                              f"{rep['p']} tokens")):
         r = rep[part]
         lines.append(f"{name}: {r['n_items']} items, {r['n_tokens']} reference tokens")
+        if part == "beyond_init" and not r["n_items"]:
+            # _init_position finds an answer by its first words in the corpus: answers in
+            # other words than the document's have no position (and no row here)
+            lines.append("  (no item placed: an answer counts here when its first words are "
+                         "found in the corpus after its question; quote the document to use it)")
+            continue
         lines.append(f"  {'arm':<11} {'NLL/token':>9} {'KV rows':>8} {'gap closure':>11} "
                      f"{'correct':>8} {'key recall':>10}")
         for arm, a in r["arms"].items():
