@@ -88,10 +88,9 @@ def trace(args):
     from deg.train.engine import Heads
 
     deg.set_num_threads(1)
-    ck = deg.load(args.ckpt)
-    heads = Heads(ck)
     m = deg.load_model(deg.ckpt_backbone_path(args.ckpt))
-    V = m.info.n_vocab
+    ck = deg.load(args.ckpt, model=m)  # one copy of the weights for the traces and the forks
+    heads = Heads(ck)
     user = m.chat_format([{"role": "user", "content": "@@Q@@"}])
     turn_end = user[user.index("@@Q@@") + 5:]  # end of the user turn + assistant start
     nospace = {}  # token id -> id of its text without the leading space (or itself)
@@ -151,7 +150,6 @@ def trace(args):
                                   "start": lg[:n].tolist(), "end": lg[n + 1:2 * n + 1].tolist(),
                                   "answer": la_n[ctx_ids].tolist(),
                                   "question": np.maximum(lq_n[ctx_ids], lq_n[alt]).tolist()})
-            assert all(len(it["answer"]) == len(ctx_ids) for it in items) and V == la.shape[0]
             fo.write(json.dumps({"id": rec["id"], "items": items}) + "\n")
             fo.flush()
             print(f"{k + 1}/{len(recs)} {rec['id']}: {len(items)} leaves", file=sys.stderr)

@@ -26,9 +26,15 @@
 
 static char model_path[1024];
 
-static int find_model(void)
+/* The real SmolLM2 model (skips the test when the GGUF is not found) and its info. */
+static deg_model *load_smollm2(deg_model_info *info)
 {
-    return tu_default_model(model_path, sizeof model_path) != NULL;
+    if (!tu_default_model(model_path, sizeof model_path))
+        cr_skip_test("SmolLM2 GGUF not found at %s (set DEG_MODEL)", model_path);
+    deg_model *m = NULL;
+    cr_assert_eq(deg_model_load(model_path, &m), DEG_OK, "%s", deg_errmsg());
+    deg_model_get_info(m, info);
+    return m;
 }
 
 static char *read_text(const char *path, size_t *len)
@@ -61,11 +67,8 @@ static size_t wrapped_ids(const deg_model *m, const char *text, size_t len, int3
 
 Test(cartridge_smollm2, equivalence_gate, .timeout = 1200)
 {
-    if (!find_model()) cr_skip_test("SmolLM2 GGUF not found at %s (set DEG_MODEL)", model_path);
-    deg_model *m = NULL;
-    cr_assert_eq(deg_model_load(model_path, &m), DEG_OK, "%s", deg_errmsg());
     deg_model_info info;
-    deg_model_get_info(m, &info);
+    deg_model *m = load_smollm2(&info);
     size_t V = (size_t)info.n_vocab;
     size_t clen, slen;
     char *corpus = read_text(DEG_SOURCE_ROOT "/doc/ARCHITECTURE.md", &clen);
@@ -167,11 +170,8 @@ Test(cartridge_smollm2, equivalence_gate, .timeout = 1200)
  * composition is bitwise the single cartridge. */
 Test(cartridge_smollm2, composition_gate, .timeout = 1200)
 {
-    if (!find_model()) cr_skip_test("SmolLM2 GGUF not found at %s (set DEG_MODEL)", model_path);
-    deg_model *m = NULL;
-    cr_assert_eq(deg_model_load(model_path, &m), DEG_OK, "%s", deg_errmsg());
     deg_model_info info;
-    deg_model_get_info(m, &info);
+    deg_model *m = load_smollm2(&info);
     size_t V = (size_t)info.n_vocab, row = (size_t)info.n_head_kv * info.head_dim;
     size_t clen;
     char *corpus = read_text(DEG_SOURCE_ROOT "/doc/ARCHITECTURE.md", &clen);
@@ -252,11 +252,8 @@ static size_t step_inputs(int32_t *pre, int np, int32_t *ids, int T, deg_distill
  * in every layer, K and V. */
 Test(cartridge_smollm2, composed_backward_reaches_every_part, .timeout = 1200)
 {
-    if (!find_model()) cr_skip_test("SmolLM2 GGUF not found at %s (set DEG_MODEL)", model_path);
-    deg_model *m = NULL;
-    cr_assert_eq(deg_model_load(model_path, &m), DEG_OK, "%s", deg_errmsg());
     deg_model_info info;
-    deg_model_get_info(m, &info);
+    deg_model *m = load_smollm2(&info);
     enum { CP = 32, T = 24 };
     size_t row = (size_t)info.n_head_kv * info.head_dim, n = CP * row;
     int32_t cap[2 * CP], ids[T];
@@ -323,11 +320,8 @@ Test(cartridge_smollm2, composed_backward_reaches_every_part, .timeout = 1200)
  * bitwise-equal row gradients; the step changes only trainable rows. */
 Test(cartridge_smollm2, checkpoint_bitwise_and_step, .timeout = 1200)
 {
-    if (!find_model()) cr_skip_test("SmolLM2 GGUF not found at %s (set DEG_MODEL)", model_path);
-    deg_model *m = NULL;
-    cr_assert_eq(deg_model_load(model_path, &m), DEG_OK, "%s", deg_errmsg());
     deg_model_info info;
-    deg_model_get_info(m, &info);
+    deg_model *m = load_smollm2(&info);
     enum { CP = 32, T = 24 };
     int32_t pre[CP], ids[T];
     deg_distill_target tg[2 * (T - 1)];

@@ -136,10 +136,10 @@ def cmd_train(args):
           f"{rep.seconds:.1f} s ({rep.seconds_per_conversation:.2f} s/conversation: "
           f"generation {t['generate']:.1f} s, teacher {t['teacher']:.1f} s, "
           f"training {t['train']:.1f} s)")
-    cpu = t.get("generate_cpu", 0.0) + t.get("teacher_cpu", 0.0) + t.get("train_cpu", 0.0)
+    cpu = t["generate_cpu"] + t["teacher_cpu"] + t["train_cpu"]
     print(f"CPU: {cpu:.2f} CPU-s = {cpu / max(len(corpus), 1):.4f} per corpus token "
-          f"(generation {t.get('generate_cpu', 0.0):.2f}, teacher {t.get('teacher_cpu', 0.0):.2f}, "
-          f"training {t.get('train_cpu', 0.0):.2f}; this sitting, all threads)")
+          f"(generation {t['generate_cpu']:.2f}, teacher {t['teacher_cpu']:.2f}, "
+          f"training {t['train_cpu']:.2f}; this sitting, all threads)")
     if rep.heldout:
         print("held-out distill loss: " +
               ", ".join(f"step {s}: {v:.4f}" for s, v in rep.heldout))
