@@ -25,6 +25,7 @@ extern "C" {
  *    "score", "noul", "extract", "count": temperature}, "array_mode": "index" |
  *    "anchor", "anchor_min_tokens", "chat_layout": "chatml" | "qwen3" | "none",
  *    "key_prior": null | {"exact": x, "partial": y} (optional; see below),
+ *    "lm_prior": null | {"start": lambda} (optional; see below),
  *    "span_single_line": bool (optional, default false),
  *    optional "lora": LoRA adapters of the fork rows, see lora.h};
  *  - heads.safetensors: the fp32 heads of §12.3 (names and shapes in
@@ -54,6 +55,13 @@ extern "C" {
  * extract start/end of the value (typed fields: of each grammar candidate in
  * it), a choice option written in the value, noul true/false for a yes/no
  * value. Leaves inside arrays get none.
+ *
+ * LM-head start prior (deg.json "lm_prior", absent = off; a request's
+ * options.lm_prior, null = the checkpoint's, overrides it): an extract
+ * leaf's start pointer logit of each context token gets lambda * log p of
+ * that token under the backbone's own next-token distribution after the
+ * leaf's fork (its LM head at "ANSWER:"), before the calibration
+ * temperature. lambda 0 decodes exactly as without it.
  *
  * span_single_line: plain-string spans (no format) never hold a line break
  * between their first and last non-blank characters (no gold plain span of
@@ -138,7 +146,10 @@ DEG_API deg_status deg_ckpt_set_fork_budget(deg_ckpt *ckpt, size_t bytes);
  * of the field's raw fp32 head outputs), every generate field's meta
  * "token_ids" (the tokens it decoded, the stop token left out) and
  * "dropped_bytes" (bytes of a final character cut by the last token, dropped
- * from the value: deg contract §12.3), and the response gets "timing"
+ * from the value: deg contract §12.3), every extract field's meta
+ * "start_logits" and "end_logits" (the pointers' logits over the context
+ * tokens, then null's, after the priors and before the temperature), and the
+ * response gets "timing"
  * {prefill_s, forks_s, generate_s, fork_rows, fork_tokens}. */
 DEG_API deg_status deg_ckpt_set_debug(deg_ckpt *ckpt, int on);
 

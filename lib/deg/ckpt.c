@@ -226,6 +226,26 @@ static deg_status key_prior_load(const json_t *v, const char *jpath, dg_key_prio
     return DEG_OK;
 }
 
+/* deg.json "lm_prior": absent/null = off, else {"start": lambda}, a finite
+ * number >= 0 (the weight of the LM-head start prior, fill_extract.c).
+ * Errors: DEG_ERR_FORMAT. */
+static deg_status lm_prior_load(const json_t *v, const char *jpath, dg_ckpt *k)
+{
+    k->has_lm_prior = 0;
+    k->lm_prior_start = 0.0;
+    if (!v || json_is_null(v)) return DEG_OK;
+    json_t *s = json_object_get(v, "start");
+    if (!json_is_object(v) || !json_is_number(s) || json_object_size(v) != 1)
+        return dg_fail(DEG_ERR_FORMAT, "%s: lm_prior must be null or {\"start\": number}", jpath);
+    double x = json_number_value(s);
+    if (!(x >= 0) || !isfinite(x))
+        return dg_fail(DEG_ERR_FORMAT, "%s: lm_prior.start must be a finite number >= 0, got %g",
+                       jpath, x);
+    k->has_lm_prior = 1;
+    k->lm_prior_start = x;
+    return DEG_OK;
+}
+
 /* The checkpoint's layout name of a model: the model's own layout
  * (dg_chat_layout_of_model), named by the library's one mapping (model/chat.h). */
 static const char *model_chat_layout(const deg_model *m)
@@ -539,7 +559,7 @@ static deg_status load_heads(dg_ckpt *k, const json_t *meta, const char *spath,
 }
 
 /* deg.json's decoding settings: calibration temperatures and
- * extract_confidence, array_mode, anchor_min_tokens, key_prior,
+ * extract_confidence, array_mode, anchor_min_tokens, key_prior, lm_prior,
  * span_single_line, null_margin. Errors: DEG_ERR_FORMAT. */
 static deg_status read_decoding(dg_ckpt *k, const json_t *meta, const char *jpath)
 {
@@ -573,6 +593,7 @@ static deg_status read_decoding(dg_ckpt *k, const json_t *meta, const char *jpat
     k->array_mode = strdup(am ? am : "index");
     k->anchor_min_tokens = json_integer_value(json_object_get(meta, "anchor_min_tokens"));
     DG_TRY(key_prior_load(json_object_get(meta, "key_prior"), jpath, &k->key_prior));
+    DG_TRY(lm_prior_load(json_object_get(meta, "lm_prior"), jpath, k));
     json_t *ssl = json_object_get(meta, "span_single_line");
     if (ssl && !json_is_boolean(ssl))
         return dg_fail(DEG_ERR_FORMAT, "%s: span_single_line must be true or false", jpath);
@@ -744,7 +765,7 @@ deg_status deg_ckpt_set_calibration(deg_ckpt *ckpt, const double *temps)
 
 static const char *const RESERVED[] = {"format", "backbone", "head_dim", "heads", "calibration",
                                        "array_mode", "anchor_min_tokens", "chat_layout",
-                                       "key_prior", "span_single_line", "lora",
+                                       "key_prior", "lm_prior", "span_single_line", "lora",
                                        "heads_sha256"};
 
 deg_status deg_ckpt_save(const deg_ckpt *ckpt, const char *dir, const char *extra_json,
@@ -804,6 +825,8 @@ deg_status deg_ckpt_save(const deg_ckpt *ckpt, const char *dir, const char *extr
         json_object_set_new(meta, "key_prior", json_pack("{s:f, s:f}", "exact",
                                                          ckpt->key_prior.exact, "partial",
                                                          ckpt->key_prior.partial));
+    if (meta && ckpt->has_lm_prior)
+        json_object_set_new(meta, "lm_prior", json_pack("{s:f}", "start", ckpt->lm_prior_start));
     if (meta && ckpt->span_single_line)
         json_object_set_new(meta, "span_single_line", json_true());
     deg_status st;

@@ -60,8 +60,10 @@ void dg_fill_prepare(const dg_ckpt *k, freq *r, const char *text, size_t len)
     r->plan = deg_request_plan(r->rq);
     r->ctx = deg_request_context(r->rq, &r->ctx_len);
     r->opt = deg_request_options(r->rq);
-    dg_opt_limits ol = dg_request_limits(r->rq);
-    dg_limits_tighten(&r->lim, ol.deadline_ms, ol.max_fields, ol.max_fork_tokens);
+    dg_opt_ext ox = dg_request_ext(r->rq);
+    dg_limits_tighten(&r->lim, ox.deadline_ms, ox.max_fields, ox.max_fork_tokens);
+    r->lm_prior = ox.has_lm_prior ? ox.lm_prior_start
+                  : k->has_lm_prior ? k->lm_prior_start : 0.0;
     if (r->ctx_len == 0) {
         dg_fail(DEG_ERR_REQUEST, "context: empty (there is nothing to read)");
         dg_fill_fail(r, DEG_ERR_REQUEST, "/context");

@@ -78,6 +78,12 @@ struct deg_ckpt {
     double null_margin;       /* options.null_margin when a request's is null (§9):
                                * params', else deg.json's, else 0 */
     dg_key_prior key_prior;   /* deg.json "key_prior" (keyprior.h); off when absent */
+    /* deg.json "lm_prior": {"start": lambda} (finite, >= 0); has_lm_prior 0 when
+     * absent/null. The extract start pointer gets lambda * the backbone's own
+     * LM-head log-probability of each context token at the fork's ANSWER:
+     * (fill_extract.c); a request's options.lm_prior overrides it. */
+    int has_lm_prior;
+    double lm_prior_start;
     int span_single_line;     /* deg.json "span_single_line": plain spans within one line */
     /* deg.json calibration.extract_confidence {scale, bias}: an extract leaf's
      * reported confidence is sigmoid(scale * lp + bias), lp = the chosen

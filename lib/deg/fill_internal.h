@@ -118,7 +118,11 @@ typedef struct freq {
     double t_prefill, t_forks, t_generate;
     size_t fork_rows, fork_tokens;
     const dg_trace_hooks *trace; /* training trace (dg_fill_trace), else NULL */
-    int32_t *trunk_ids;     /* trace only: the trunk's tokens [deg_trunk_len] */
+    double lm_prior;        /* weight of the LM-head start prior (fill_extract.c):
+                             * options.lm_prior's, else deg.json's; 0 = off */
+    int32_t *trunk_ids;     /* the trunk's tokens [deg_trunk_len]; kept under a
+                             * trace (it reports them) or lm_prior > 0 (it reads
+                             * the context tokens' ids), else NULL */
     dg_limits lim;          /* work limits (deg_fill_many_ex + request options) */
     size_t due;             /* fork tokens of the round about to run (max_fork_tokens) */
     size_t gen_fed;         /* generate phase: prompt + decoded tokens fed to forks */

@@ -141,7 +141,7 @@ deg_status dg_fill_trunk(const dg_ckpt *k, freq *r)
         }
     }
 done:
-    if (r->trace && st == DEG_OK) r->trunk_ids = ids.p; /* the trace reports them */
+    if ((r->trace || r->lm_prior > 0) && st == DEG_OK) r->trunk_ids = ids.p;
     else free(ids.p);
     return st;
 }

@@ -26,19 +26,25 @@ json_t *dg_json_parse_bigint(const char *text, size_t len, dg_errlist *E, deg_st
 deg_status dg_context_render_json(const json_t *context, const json_t *bigints, char **out,
                                   size_t *out_len);
 
-/* Work-limit options of a request (§9 extension; deg_run_limits in deg.h):
- * "deadline_ms", "max_fields", "max_fork_tokens", integers >= 1 or null (0 here
- * = null = none). Kept out of deg_fill_options, whose layout is public ABI. */
-typedef struct dg_opt_limits {
+/* deg's extension options of a request (§9), kept out of deg_fill_options, whose
+ * layout is public ABI:
+ *  - work limits (deg_run_limits in deg.h): "deadline_ms", "max_fields",
+ *    "max_fork_tokens", integers >= 1 or null (0 here = null = none);
+ *  - "lm_prior": null (the checkpoint's deg.json "lm_prior") or {"start": lambda},
+ *    lambda finite >= 0 (0 = off for this request): the weight of the LM-head
+ *    start prior of extract leaves (fill_extract.c). */
+typedef struct dg_opt_ext {
     int64_t deadline_ms, max_fields, max_fork_tokens;
-} dg_opt_limits;
+    int has_lm_prior;
+    double lm_prior_start;
+} dg_opt_ext;
 
 /* Check an options object (errors go to E with locs under loc) into *o and
- * *lim (may be NULL: the limit options are then checked and dropped). */
+ * *ext (may be NULL: the extension options are then checked and dropped). */
 void dg_options_check(const json_t *opts, const char *loc, deg_fill_options *o,
-                      dg_opt_limits *lim, dg_errlist *E);
+                      dg_opt_ext *ext, dg_errlist *E);
 
-/* The request's limit options (zeros when none were given). */
-dg_opt_limits dg_request_limits(const deg_request *request);
+/* The request's extension options (zeros when none were given). */
+dg_opt_ext dg_request_ext(const deg_request *request);
 
 #endif

@@ -278,12 +278,12 @@ deg_fill_options deg_fill_options_default(void)
 static bool is_int(const json_t *v) { return json_is_integer(v); }
 
 void dg_options_check(const json_t *opts, const char *loc, deg_fill_options *o,
-                      dg_opt_limits *lim, dg_errlist *E)
+                      dg_opt_ext *ext, dg_errlist *E)
 {
     *o = deg_fill_options_default();
-    dg_opt_limits drop;
-    if (!lim) lim = &drop;
-    *lim = (dg_opt_limits){0};
+    dg_opt_ext drop;
+    if (!ext) ext = &drop;
+    *ext = (dg_opt_ext){0};
     if (!json_is_object(opts)) {
         dg_err_add(E, loc, "options must be an object");
         return;
@@ -353,11 +353,21 @@ void dg_options_check(const json_t *opts, const char *loc, deg_fill_options *o,
                 o->has_null_margin = 1;
                 o->null_margin = dg_json_number(v);
             }
+        } else if (!strcmp(k, "lm_prior")) {
+            json_t *x = json_object_get(v, "start");
+            if (json_is_null(v)) ext->has_lm_prior = 0;
+            else if (!json_is_object(v) || json_object_size(v) != 1 || !dg_json_is_number(x) ||
+                     !(dg_json_number(x) >= 0) || !isfinite(dg_json_number(x)))
+                dg_err_add(E, kl, "lm_prior must be null or {\"start\": a finite number >= 0}");
+            else {
+                ext->has_lm_prior = 1;
+                ext->lm_prior_start = dg_json_number(x);
+            }
         } else if (!strcmp(k, "deadline_ms") || !strcmp(k, "max_fields") ||
                    !strcmp(k, "max_fork_tokens")) {
-            int64_t *dst = !strcmp(k, "deadline_ms") ? &lim->deadline_ms
-                           : !strcmp(k, "max_fields") ? &lim->max_fields
-                                                      : &lim->max_fork_tokens;
+            int64_t *dst = !strcmp(k, "deadline_ms") ? &ext->deadline_ms
+                           : !strcmp(k, "max_fields") ? &ext->max_fields
+                                                      : &ext->max_fork_tokens;
             if (json_is_null(v)) *dst = 0;
             else if (!is_int(v) || json_integer_value(v) < 1)
                 dg_err_add(E, kl, "%s must be an integer >= 1 or null", k);
@@ -404,12 +414,12 @@ struct deg_request {
     size_t context_len;
     char *model;
     deg_fill_options options;
-    dg_opt_limits limits;
+    dg_opt_ext ext;
 };
 
-dg_opt_limits dg_request_limits(const deg_request *request)
+dg_opt_ext dg_request_ext(const deg_request *request)
 {
-    return request ? request->limits : (dg_opt_limits){0};
+    return request ? request->ext : (dg_opt_ext){0};
 }
 
 void deg_request_free(deg_request *r)
@@ -498,7 +508,7 @@ deg_status deg_request_parse(const char *request_json, size_t len, deg_request *
         json_t *o = json_object_get(j, "options");
         if (o && !json_is_null(o)) {
             size_t before = json_array_size(E.list);
-            dg_options_check(o, "/options", &r->options, &r->limits, &E);
+            dg_options_check(o, "/options", &r->options, &r->ext, &E);
             envelope_bad = envelope_bad || json_array_size(E.list) > before;
         }
         json_t *s = json_object_get(j, "schema");
