@@ -38,7 +38,24 @@ The LM's own argmax almost never lands on the value (at ANSWER: it predicts "\n"
 asked in its chat turn, greedy answers are mostly "The 12 is ..."): SmolLM2-135M does not copy the
 value in either layout. As a prior it is weak but consistent: the answer fork at lambda 0.3 adds
 0.011-0.021 to the span proxy on all three sets (larger lambdas lower it); the question fork helps
-on one set and costs a fork per leaf. Not in the fill (yet): a full-path measurement decides.
+on one set and costs a fork per leaf.
+
+In the fill since session 12 (deg.json / options "lm_prior" {"start": lambda}, the answer fork's
+prior, lib/deg/fill_extract.c). Full deg.fill path (session 12, v7, libdeg 0.7.0, DEG_WEIGHTS=native,
+one thread; this session's dev sets, checkpoints/smollm2-135m-v8/TRAINING.md: dev5 subset 80, dev4
+and devwl subsets 60, none of v7's training union), mean field accuracy:
+
+| lambda | dev5 | dev4 | devwl | mean | span EM (mean) | ECE extract (mean) |
+|---|---|---|---|---|---|---|
+| 0 (v7) | 0.4940 | 0.5270 | 0.5327 | 0.5179 | 0.253 | 0.099 |
+| 0.2 | 0.4964 | 0.5236 | 0.5327 | 0.5176 | 0.254 | 0.094 |
+| 0.3 | 0.4988 | 0.5270 | 0.5357 | 0.5205 | 0.259 | 0.094 |
+| 0.5 | 0.4940 | 0.5304 | 0.5387 | 0.5210 | 0.254 | 0.104 |
+
+lambda 0.3 is better than none on the mean and on dev5, by little (12 extract leaves wrong -> right,
+7 right -> wrong of 1,343): checkpoints/smollm2-135m-v8 = v7 + lm_prior 0.3. The prior lowers every
+context token and not null, so nulls rise with lambda. Cost: one LM-head matvec per extract leaf,
+2.3-2.6 ms CPU (native; 10 ms native-f32act).
 """
 import argparse
 import json
