@@ -24,26 +24,88 @@ static inline float ld_f16(const uint8_t *p)
     return dg_f16_to_f32(v);
 }
 
+/* Block b of r from its 32 floats xb: the reference expressions (qdot.h). */
+static void q8_block_scalar(const float *xb, const dg_q8_row *r, int64_t b)
+{
+    float amax = 0.0f;
+    for (int i = 0; i < DG_QK; i++) {
+        float a = fabsf(xb[i]);
+        if (a > amax) amax = a;
+    }
+    float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+    int32_t s = 0;
+    for (int i = 0; i < DG_QK; i++) {
+        float v = nearbyintf(xb[i] * id);
+        int q = v > 127.0f ? 127 : v < -127.0f ? -127 : (int)v;
+        r->q[b * DG_QK + i] = (int8_t)q;
+        s += q;
+    }
+    r->d[b] = d;
+    r->s[b] = s;
+}
+
+#ifdef DG_QDOT_X86
+/* q8_block_scalar with AVX2, the same operations lane by lane: |x| max (exact
+ * in any order), the same scalar d and id, x * id rounded to nearest-even
+ * (nearbyintf in the default rounding mode), clamped to +-127, the exact
+ * integer sum. A block holding a NaN or an infinity, or whose 1 / d
+ * overflows (a denormal max), goes to the scalar code (its float-to-int
+ * conversions of NaN there are the reference's): returns 0. */
+__attribute__((target(DG_TARGET_AVX2))) static int q8_block_avx2(const float *xb,
+                                                                 const dg_q8_row *r, int64_t b)
+{
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 v[4], mx = _mm256_setzero_ps(), bad = _mm256_setzero_ps();
+    for (int k = 0; k < 4; k++) {
+        v[k] = _mm256_loadu_ps(xb + 8 * k);
+        __m256 a = _mm256_andnot_ps(sign, v[k]);
+        bad = _mm256_or_ps(bad, _mm256_cmp_ps(a, _mm256_set1_ps(INFINITY), _CMP_NLT_UQ));
+        mx = _mm256_max_ps(mx, a);
+    }
+    if (_mm256_movemask_ps(bad)) return 0;
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ss(h, _mm_shuffle_ps(h, h, 1));
+    float amax = _mm_cvtss_f32(h);
+    float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+    if (!(id <= 3.4028235e38f)) return 0; /* 1 / a denormal d: inf, and -0 * inf is NaN */
+    const __m256 idv = _mm256_set1_ps(id), hi = _mm256_set1_ps(127.0f), lo = _mm256_set1_ps(-127.0f);
+    __m256i qi[4], sum = _mm256_setzero_si256();
+    for (int k = 0; k < 4; k++) {
+        __m256 t = _mm256_round_ps(_mm256_mul_ps(v[k], idv),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        qi[k] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(t, lo), hi));
+        sum = _mm256_add_epi32(sum, qi[k]);
+    }
+    /* packs: 32-bit units [k0 0-3, k1 0-3, k2 0-3, k3 0-3, k0 4-7, ...] -> element order */
+    __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(qi[0], qi[1]),
+                                   _mm256_packs_epi32(qi[2], qi[3]));
+    p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256((__m256i *)(r->q + b * DG_QK), p);
+    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
+    r->d[b] = d;
+    r->s[b] = _mm_cvtsi128_si32(s4);
+    return 1;
+}
+#endif
+
+void dg_q8_quantize_scalar(const float *x, const dg_q8_row *r)
+{
+    for (int64_t b = 0; b < r->nb; b++) q8_block_scalar(x + b * DG_QK, r, b);
+}
+
 void dg_q8_quantize(const float *x, const dg_q8_row *r)
 {
-    for (int64_t b = 0; b < r->nb; b++) {
-        const float *xb = x + b * DG_QK;
-        float amax = 0.0f;
-        for (int i = 0; i < DG_QK; i++) {
-            float a = fabsf(xb[i]);
-            if (a > amax) amax = a;
-        }
-        float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
-        int32_t s = 0;
-        for (int i = 0; i < DG_QK; i++) {
-            float v = nearbyintf(xb[i] * id);
-            int q = v > 127.0f ? 127 : v < -127.0f ? -127 : (int)v;
-            r->q[b * DG_QK + i] = (int8_t)q;
-            s += q;
-        }
-        r->d[b] = d;
-        r->s[b] = s;
+#ifdef DG_QDOT_X86
+    if (dg_qdot_level() != DG_QK_SCALAR) {
+        for (int64_t b = 0; b < r->nb; b++)
+            if (!q8_block_avx2(x + b * DG_QK, r, b)) q8_block_scalar(x + b * DG_QK, r, b);
+        return;
     }
+#endif
+    dg_q8_quantize_scalar(x, r);
 }
 
 /* ---- the portable kernel ------------------------------------------------- */

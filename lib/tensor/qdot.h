@@ -60,8 +60,11 @@ typedef struct dg_q8_row {
 /* nb rounded up to whole groups of 8 blocks. */
 static inline int64_t dg_q8_groups(int64_t nb) { return (nb + 7) & ~(int64_t)7; }
 
-/* Quantize x[K] (K = 32 * r->nb) into r (q, d, s). */
+/* Quantize x[K] (K = 32 * r->nb) into r (q, d, s). dg_q8_quantize: AVX2
+ * when the kernel set has it; dg_q8_quantize_scalar: the portable reference
+ * (bitwise equal; NaN / infinite blocks always take the reference's code). */
 void dg_q8_quantize(const float *x, const dg_q8_row *r);
+void dg_q8_quantize_scalar(const float *x, const dg_q8_row *r);
 
 /* Fill r->qt and r->hs from r->q (after dg_q8_quantize). */
 void dg_q8_interleave(const dg_q8_row *r);
@@ -77,14 +80,17 @@ const char *dg_qdot_kernel(void);
 float dg_qdot(dg_dtype t, const uint8_t *w, const dg_q8_row *x);
 float dg_qdot_scalar(dg_dtype t, const uint8_t *w, const dg_q8_row *x);
 
-/* Many x rows against one weight row (prefill, batched decode):
- * y[m * ldy] = dg_qdot(t, w, &x[m]) for m in [0, M), bitwise, the weight
- * row's blocks unpacked once (bytes and f32 scales, qdot_rows.c) into
- * scratch and reused for every x row. All x rows have x[0].nb blocks and
- * qt/hs filled (dg_q8_interleave; with x[0].qt NULL: dg_qdot per pair);
- * scratch: dg_qdot_rows_scratch(nb) bytes, caller-owned, any alignment. */
+/* Many x rows against nr <= DG_QDOT_ROWS_MAX weight rows (prefill, batched
+ * decode): y[m * ldy + r] = dg_qdot(t, w[r], &x[m]) for m in [0, M), r in
+ * [0, nr), bitwise, each weight row's blocks unpacked once (bytes and f32
+ * scales, qdot_rows.c) into scratch and reused for every x row; the pairs go
+ * x row by x row (an x row read once per call, then from L1). All x rows
+ * have x[0].nb blocks and qt/hs filled (dg_q8_interleave; with x[0].qt NULL:
+ * dg_qdot per pair); scratch: dg_qdot_rows_scratch(nb) bytes (room for
+ * DG_QDOT_ROWS_MAX rows), caller-owned, any alignment. */
+#define DG_QDOT_ROWS_MAX 4
 size_t dg_qdot_rows_scratch(int64_t nb);
-void dg_qdot_rows(dg_dtype t, const uint8_t *w, const dg_q8_row *x, int64_t M, float *y,
-                  int64_t ldy, void *scratch);
+void dg_qdot_rows(dg_dtype t, const uint8_t *const *w, int nr, const dg_q8_row *x, int64_t M,
+                  float *y, int64_t ldy, void *scratch);
 
 #endif

@@ -1,6 +1,10 @@
-/* Multi-row quantized dot products (prefill, batched decode): a weight row's
- * blocks unpacked once into plain bytes and f32 scales, then dotted with
- * each of M 8-bit activation rows, bitwise dg_qdot per pair (qdot.h). */
+/* Multi-row quantized dot products (prefill, batched decode): up to
+ * DG_QDOT_ROWS_MAX weight rows' blocks unpacked once into plain bytes and f32
+ * scales, then dotted with each of M 8-bit activation rows, bitwise dg_qdot
+ * per pair (qdot.h). The pairs go x row by x row, every weight row of the
+ * call against one x row before the next, so each x row is read from L2 once
+ * per call and then hit in L1 (one weight row per call read every x row from
+ * L2 again for each weight row). */
 #pragma GCC optimize("fp-contract=off")
 #ifdef __clang__
 #pragma STDC FP_CONTRACT OFF
@@ -31,12 +35,16 @@ typedef struct prep {
     int32_t *i0, *i1;
 } prep;
 
-size_t dg_qdot_rows_scratch(int64_t nb) { return (size_t)dg_q8_groups(nb) * (32 + 4 * 4) + 64; }
+/* Bytes of one unpacked row (a multiple of 32: the next row stays aligned). */
+static size_t prep_bytes(int64_t nb) { return (size_t)dg_q8_groups(nb) * (32 + 4 * 4); }
 
-static prep prep_at(void *scratch, int64_t nb)
+size_t dg_qdot_rows_scratch(int64_t nb) { return DG_QDOT_ROWS_MAX * prep_bytes(nb) + 64; }
+
+/* Unpacked row `row` (0 .. DG_QDOT_ROWS_MAX - 1) in the scratch. */
+static prep prep_at(void *scratch, int64_t nb, int row)
 {
     size_t n = (size_t)dg_q8_groups(nb);
-    uint8_t *p = (uint8_t *)(((uintptr_t)scratch + 31) & ~(uintptr_t)31);
+    uint8_t *p = (uint8_t *)(((uintptr_t)scratch + 31) & ~(uintptr_t)31) + (size_t)row * prep_bytes(nb);
     prep r;
     r.u = p, p += 32 * n;
     r.f0 = (float *)p, p += 4 * n;
@@ -167,8 +175,11 @@ __attribute__((target(DG_TARGET_AVX2))) static void prep_k(dg_dtype t, const uin
 
 /* ---- the pair kernels ----------------------------------------------------- */
 
-/* One function per (instruction set, format): every x row m against the
- * unpacked row, eight blocks per step with block b in lane b mod 8. ISUM
+/* One function per (instruction set, format): every x row m against the nr
+ * unpacked rows (x row by x row: see the top of the file; per group of 8
+ * blocks the x row's scales are loaded once for the nr rows, each pair
+ * keeping its own accumulator), eight blocks per step with block b in lane
+ * b mod 8. ISUM
  * sets is (and for Q6_K ib: the second half's) to the eight blocks' integer
  * dot sums (xv: the row's interleaved bytes of the group), GROUP(is) turns
  * them into their f32 contributions c (dx, xs: the x row's scales and block
@@ -177,35 +188,57 @@ __attribute__((target(DG_TARGET_AVX2))) static void prep_k(dg_dtype t, const uin
  * group's lanes past nb (zero bytes, zero scales) are masked out of the
  * accumulator. */
 #define DG_QROWS(NAME, TARGET, ISUM, GROUP)                                                \
-    __attribute__((target(TARGET))) static void NAME(const prep *pw, const dg_q8_row *x,    \
-                                                     int64_t M, float *y, int64_t ldy)     \
+    __attribute__((target(TARGET), always_inline)) static inline void NAME##_n(            \
+        const prep *pws, const int nr, const dg_q8_row *x, int64_t M, float *y, int64_t ldy) \
     {                                                                                      \
         int64_t nb = x[0].nb, n8 = dg_q8_groups(nb);                                       \
         __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(nb - (n8 - 8))),         \
                                           _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));      \
         for (int64_t m = 0; m < M; m++) {                                                  \
-            __m256 acc = _mm256_setzero_ps();                                              \
+            __m256 accs[DG_QDOT_ROWS_MAX];                                                 \
+            for (int r = 0; r < nr; r++) accs[r] = _mm256_setzero_ps();                    \
             for (int64_t g = 0; g < n8; g += 8) {                                          \
-                const __m256i *wv = (const __m256i *)(pw->u + 32 * g);                     \
                 const __m256i *xv = (const __m256i *)(x[m].qt + 32 * g);                   \
-                __m256i is, ib;                                                            \
-                ISUM;                                                                      \
-                (void)ib;                                                                  \
                 int last = g + 8 > nb;                                                     \
                 __m256 dx = last ? _mm256_maskload_ps(x[m].d + g, mask)                    \
                                  : _mm256_loadu_ps(x[m].d + g);                            \
                 __m256i xs = last ? _mm256_maskload_epi32(x[m].s + g, mask)                \
                                   : _mm256_loadu_si256((const __m256i *)(x[m].s + g));     \
-                __m256 f0v = _mm256_load_ps(pw->f0 + g), f1v = _mm256_load_ps(pw->f1 + g);  \
-                __m256i i0v = _mm256_load_si256((const __m256i *)(pw->i0 + g));            \
-                __m256i i1v = _mm256_load_si256((const __m256i *)(pw->i1 + g));            \
-                (void)f1v, (void)i0v, (void)i1v, (void)xs;                                 \
-                __m256 sum = _mm256_add_ps(acc, GROUP(is));                                \
-                acc = last ? _mm256_blendv_ps(acc, sum, _mm256_castsi256_ps(mask)) : sum;  \
+                (void)xs;                                                                  \
+                for (int r = 0; r < nr; r++) {                                             \
+                    const prep *pw = &pws[r];                                              \
+                    const __m256i *wv = (const __m256i *)(pw->u + 32 * g);                 \
+                    __m256i is, ib;                                                        \
+                    ISUM;                                                                  \
+                    (void)ib;                                                              \
+                    __m256 f0v = _mm256_load_ps(pw->f0 + g);                               \
+                    __m256 f1v = _mm256_load_ps(pw->f1 + g);                               \
+                    __m256i i0v = _mm256_load_si256((const __m256i *)(pw->i0 + g));        \
+                    __m256i i1v = _mm256_load_si256((const __m256i *)(pw->i1 + g));        \
+                    (void)f1v, (void)i0v, (void)i1v;                                       \
+                    __m256 sum = _mm256_add_ps(accs[r], GROUP(is));                        \
+                    accs[r] = last ? _mm256_blendv_ps(accs[r], sum, _mm256_castsi256_ps(mask)) \
+                                   : sum;                                                  \
+                }                                                                          \
             }                                                                              \
-            float a[8];                                                                    \
-            _mm256_storeu_ps(a, acc);                                                      \
-            y[m * ldy] = dg_qdot_finish(a);                                                \
+            for (int r = 0; r < nr; r++) {                                                 \
+                float a[8];                                                                \
+                _mm256_storeu_ps(a, accs[r]);                                              \
+                y[m * ldy + r] = dg_qdot_finish(a);                                        \
+            }                                                                              \
+        }                                                                                  \
+    }                                                                                      \
+    /* nr a constant in each case: the x row's bytes and scales loaded once per   */      \
+    /* group for all nr weight rows, the nr accumulators in registers.             */      \
+    __attribute__((target(TARGET))) static void NAME(const prep *pws, int nr,              \
+                                                     const dg_q8_row *x, int64_t M,        \
+                                                     float *y, int64_t ldy)                \
+    {                                                                                      \
+        switch (nr) {                                                                      \
+        case 4: NAME##_n(pws, 4, x, M, y, ldy); break;                                     \
+        case 3: NAME##_n(pws, 3, x, M, y, ldy); break;                                     \
+        case 2: NAME##_n(pws, 2, x, M, y, ldy); break;                                     \
+        default: NAME##_n(pws, 1, x, M, y, ldy); break;                                    \
         }                                                                                  \
     }
 
@@ -275,7 +308,7 @@ DG_QROWS(rows_q8_0_vnni, DG_TARGET_VNNI, IS_PLAIN(ACC_VNNI), G_Q8_VNNI)
 DG_QROWS(rows_q4_k_vnni, DG_TARGET_VNNI, IS_PLAIN(ACC_VNNI), G_Q4_K)
 DG_QROWS(rows_q6_k_vnni, DG_TARGET_VNNI, IS_Q6(ACC_VNNI), G_PLAIN)
 
-typedef void (*rows_fn)(const prep *, const dg_q8_row *, int64_t, float *, int64_t);
+typedef void (*rows_fn)(const prep *, int, const dg_q8_row *, int64_t, float *, int64_t);
 
 static rows_fn rows_kernel(dg_dtype t, int vnni)
 {
@@ -290,23 +323,29 @@ static rows_fn rows_kernel(dg_dtype t, int vnni)
 }
 #endif
 
-void dg_qdot_rows(dg_dtype t, const uint8_t *w, const dg_q8_row *x, int64_t M, float *y,
-                  int64_t ldy, void *scratch)
+void dg_qdot_rows(dg_dtype t, const uint8_t *const *w, int nr, const dg_q8_row *x, int64_t M,
+                  float *y, int64_t ldy, void *scratch)
 {
-    if (M <= 0) return;
+    if (M <= 0 || nr <= 0) return;
     int level = dg_qdot_level();
 #ifdef DG_QDOT_X86
-    rows_fn f = level != DG_QK_SCALAR && x[0].qt ? rows_kernel(t, level == DG_QK_VNNI) : NULL;
+    rows_fn f = level != DG_QK_SCALAR && x[0].qt && nr <= DG_QDOT_ROWS_MAX
+                    ? rows_kernel(t, level == DG_QK_VNNI)
+                    : NULL;
     if (f) {
         int64_t nb = x[0].nb;
-        prep p = prep_at(scratch, nb);
-        if (t == DG_Q4_K || t == DG_Q6_K) prep_k(t, w, nb, &p);
-        else prep_q32(t, w, nb, level == DG_QK_VNNI, &p);
-        f(&p, x, M, y, ldy);
+        prep p[DG_QDOT_ROWS_MAX];
+        for (int r = 0; r < nr; r++) {
+            p[r] = prep_at(scratch, nb, r);
+            if (t == DG_Q4_K || t == DG_Q6_K) prep_k(t, w[r], nb, &p[r]);
+            else prep_q32(t, w[r], nb, level == DG_QK_VNNI, &p[r]);
+        }
+        f(p, nr, x, M, y, ldy);
         return;
     }
 #else
     (void)level, (void)scratch;
 #endif
-    for (int64_t m = 0; m < M; m++) y[m * ldy] = dg_qdot(t, w, &x[m]);
+    for (int64_t m = 0; m < M; m++)
+        for (int r = 0; r < nr; r++) y[m * ldy + r] = dg_qdot(t, w[r], &x[m]);
 }

@@ -40,8 +40,12 @@ static void dot_tile(const dg_weight *w, int64_t M, const dg_q8_row *xr, const f
                      int64_t ldx, float *y, int64_t ldy, int64_t n0, int64_t n1, void *scratch)
 {
     if (xr && scratch) {
-        for (int64_t n = n0; n < n1; n++)
-            dg_qdot_rows(w->dtype, dg_weight_row_data(w, n), xr, M, y + n, ldy, scratch);
+        for (int64_t n = n0; n < n1; n += DG_QDOT_ROWS_MAX) {
+            int nr = n1 - n < DG_QDOT_ROWS_MAX ? (int)(n1 - n) : DG_QDOT_ROWS_MAX;
+            const uint8_t *rows[DG_QDOT_ROWS_MAX];
+            for (int r = 0; r < nr; r++) rows[r] = dg_weight_row_data(w, n + r);
+            dg_qdot_rows(w->dtype, rows, nr, xr, M, y + n, ldy, scratch);
+        }
         return;
     }
     if (!xr && scratch) {

@@ -118,9 +118,9 @@ Test(qmatmul, kernel_bitwise_equals_scalar_reference)
         }
 }
 
-/* The multi-row kernel (dg_qdot_rows: a weight row unpacked once for M x
- * rows; prefill and batched decode) bitwise equal to the scalar reference
- * per pair: every quantized dtype, rows of 1..8, 17 and 18 blocks (the
+/* The multi-row kernel (dg_qdot_rows: 1..3 weight rows per call, each
+ * unpacked once for M x rows; prefill and batched decode) bitwise equal to
+ * the scalar reference per pair: every quantized dtype, rows of 1..8, 17 and 18 blocks (the
  * masked last group holds 1..7 blocks), M = 1..9 and 64, large and zero
  * activations, strided output. */
 Test(qmatmul, kernel_bitwise_rows_equal_scalar_reference)
@@ -134,7 +134,7 @@ Test(qmatmul, kernel_bitwise_rows_equal_scalar_reference)
             int kq = t == DG_Q4_K || t == DG_Q6_K;
             static const int64_t nbs[10] = {1, 2, 3, 4, 5, 6, 7, 8, 17, 18}; /* 18: 576 wide */
             int64_t K = kq ? 256 * (1 + ki % 3) : 32 * nbs[ki], nb = K / 32;
-            const int64_t N = 3, Mmax = 64, ldy = 5;
+            const int64_t N = 3, Mmax = 64, ldy = 5; /* ldy > N: y + 1 + r stays in a row */
             dg_weight w;
             uint8_t *data = make_weight(t, N, K, &w);
             float *x = malloc(sizeof(float) * (size_t)(Mmax * K));
@@ -155,21 +155,27 @@ Test(qmatmul, kernel_bitwise_rows_equal_scalar_reference)
             }
             void *scratch = malloc(dg_qdot_rows_scratch(nb) + 3);
             float *y = malloc(sizeof(float) * (size_t)(Mmax * ldy));
+            /* 1..N weight rows per call, starting at each row */
             for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++)
-                for (int64_t n = 0; n < N; n++) {
-                    int64_t M = Ms[mi];
-                    const uint8_t *wr = dg_weight_row_data(&w, n);
-                    /* an odd scratch address: the kernel aligns it itself */
-                    dg_qdot_rows(t, wr, xr, M, y + 1, ldy, (uint8_t *)scratch + 3);
-                    for (int64_t m = 0; m < M; m++) {
-                        float e = dg_qdot_scalar(t, wr, &xr[m]);
-                        cr_assert(memcmp(&e, &y[m * ldy + 1], 4) == 0,
-                                  "%s K=%lld M=%lld row %lld col %lld: rows kernel %.9g vs "
-                                  "scalar %.9g (%s)", dg_dtype_name(t), (long long)K, (long long)M,
-                                  (long long)m, (long long)n, (double)y[m * ldy + 1], (double)e,
-                                  dg_qdot_kernel());
+                for (int64_t n = 0; n < N; n++)
+                    for (int nr = 1; n + nr <= N; nr++) {
+                        int64_t M = Ms[mi];
+                        const uint8_t *wr[3];
+                        for (int r = 0; r < nr; r++) wr[r] = dg_weight_row_data(&w, n + r);
+                        /* an odd scratch address: the kernel aligns it itself */
+                        dg_qdot_rows(t, wr, nr, xr, M, y + 1, ldy, (uint8_t *)scratch + 3);
+                        for (int64_t m = 0; m < M; m++)
+                            for (int r = 0; r < nr; r++) {
+                                float e = dg_qdot_scalar(t, wr[r], &xr[m]);
+                                cr_assert(memcmp(&e, &y[m * ldy + 1 + r], 4) == 0,
+                                          "%s K=%lld M=%lld rows %d: x row %lld weight row %lld: "
+                                          "rows kernel %.9g vs scalar %.9g (%s)",
+                                          dg_dtype_name(t), (long long)K, (long long)M, nr,
+                                          (long long)m, (long long)(n + r),
+                                          (double)y[m * ldy + 1 + r], (double)e,
+                                          dg_qdot_kernel());
+                            }
                     }
-                }
             free(scratch), free(y), free(q), free(d), free(s), free(qt), free(hs), free(x), free(data);
         }
 }
@@ -388,6 +394,47 @@ Test(qmatmul, activation_quantization)
         }
         cr_assert_eq(s[b], sum);
     }
+}
+
+/* dg_q8_quantize (AVX2 where the kernel set has it) bitwise the portable
+ * reference, block by block: random rows at several scales, an all-zero
+ * block, exact ties (max 127 so d = 1: x = k + 0.5 rounds to even), -0,
+ * denormals, a value at the +-127 clamp, and blocks with a NaN, +inf or
+ * -inf (the reference's own code). */
+Test(qmatmul, activation_quantization_simd_equals_reference)
+{
+    rng_state = 0x9A17;
+    enum { NB = 12 };
+    float x[NB * 32];
+    fill_x(x, NB * 32, 3.0f);
+    for (int i = 32; i < 64; i++) x[i] = 0.0f;                        /* block 1: zeros */
+    for (int i = 0; i < 32; i++) x[64 + i] = (float)(i - 16) + 0.5f;  /* block 2: ties */
+    x[64] = 127.0f;
+    for (int i = 0; i < 32; i++) x[96 + i] = i % 2 ? -0.0f : 1e-40f;  /* 3: -0, denormals */
+    for (int i = 0; i < 32; i++) x[128 + i] = 1e30f * frand();        /* 4: large */
+    x[160 + 5] = NAN;                                                  /* 5: NaN */
+    x[192 + 7] = INFINITY;                                             /* 6: +inf */
+    x[224 + 31] = -INFINITY;                                           /* 7: -inf */
+    for (int i = 0; i < 32; i++) x[256 + i] = 1e-3f * frand();        /* 8: small */
+    for (int i = 0; i < 32; i++) x[288 + i] = (float)(i % 3) - 1.0f;  /* 9: -1, 0, 1 */
+    int8_t q[2][NB * 32];
+    float d[2][NB];
+    int32_t s[2][NB];
+    dg_q8_row a = {q[0], d[0], s[0], NB}, b = {q[1], d[1], s[1], NB};
+    dg_q8_quantize(x, &a);
+    dg_q8_quantize_scalar(x, &b);
+    for (int k = 0; k < NB; k++) {
+        if (k == 5 || k == 6 || k == 7) continue; /* (int)NaN: compared only as bits below */
+        cr_assert(memcmp(&d[0][k], &d[1][k], 4) == 0, "block %d: d %g vs %g (%s)", k,
+                  (double)d[0][k], (double)d[1][k], dg_qdot_kernel());
+        cr_assert_eq(s[0][k], s[1][k], "block %d: sum (%s)", k, dg_qdot_kernel());
+        cr_assert(memcmp(q[0] + 32 * k, q[1] + 32 * k, 32) == 0, "block %d: q (%s)", k,
+                  dg_qdot_kernel());
+    }
+    /* the non-finite blocks ran the reference's code in both */
+    cr_assert(memcmp(q[0] + 160, q[1] + 160, 96) == 0);
+    cr_assert_eq(q[1][64 + 18], 2);  /* x = 2.5 -> 2 (to even) */
+    cr_assert_eq(q[1][64 + 19], 4);  /* 3.5 -> 4 */
 }
 
 /* q/k/v- and gate/up-style groups (one shared quantized x, one parallel
