@@ -12,7 +12,7 @@
  *                      [--batch 8] [--threads N] [--reps 2]
  *                      [--weights f32|native|native-f32act]
  *                                               (deg_model_params.weights;
- *                                                default: $DEG_WEIGHTS, else native-f32act)
+ *                                                default: $DEG_WEIGHTS, else native)
  *                      [--no-reference]         (skip the sgemm and memory
  *                                                references: bench/vs_llamacpp.py)
  * --batch 1 measures batch-1 decode once (the batch-B figure is the same run);
@@ -141,7 +141,7 @@ static const char *weights_name(int w)
     if (w == DEG_WEIGHTS_NATIVE) return "native";
     if (w == DEG_WEIGHTS_NATIVE_F32ACT) return "native-f32act";
     const char *e = getenv("DEG_WEIGHTS");
-    return e && *e ? e : "native-f32act";
+    return e && *e ? e : "native";
 }
 
 /* ---- model runs -------------------------------------------------------- */

@@ -115,6 +115,16 @@ RUNS = {
     "procps-cover-a192-c8-f32": dict(qa="procps-faq", p=64, conversations=8, recall=1.0,
                                      placement="cover", max_a=192, lr=2e-2, accum=2,
                                      epochs=1, eval_epochs=[1], answers=False, weights="f32"),
+    # issue 15, session 12: the same small configuration on the 8-bit-activation
+    # mode, and the --budget recipe of procps-cover-a192-b4 on it (that run is f32)
+    "procps-cover-a192-c8-native8": dict(qa="procps-faq", p=64, conversations=8, recall=1.0,
+                                         placement="cover", max_a=192, lr=2e-2, accum=2,
+                                         epochs=1, eval_epochs=[1], answers=False,
+                                         weights="native"),
+    "procps-cover-a192-b4-native8": dict(qa=["procps-faq", "procps-faq-para"], p=64,
+                                         budget=4, recall=1.0, placement="cover", max_a=192,
+                                         lr=2e-2, accum=2, epochs=4, eval_epochs=[1, 2, 4],
+                                         answers=False, weights="native"),
 }
 
 

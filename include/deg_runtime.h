@@ -249,21 +249,26 @@ DEG_API deg_status deg_model_load(const char *path, deg_model **out);
  *     Q6_K, Q5_0, Q5_1, F16, BF16), borrowed from the mapped file (resident
  *     weights ~ the file size); products quantize each activation row to 8
  *     bits per block of 32 and use integer block dot products (F16, BF16,
- *     Q5_0, Q5_1: f32 dots).
+ *     Q5_0, Q5_1: f32 dots): llama.cpp's numerics.
  *     Logits differ from the f32 path by the activation rounding (bounded in
- *     lib/tensor/qdot.h); every row is still bitwise independent of the other
- *     rows and of the thread count. f32 tensors stay f32.
+ *     lib/tensor/qdot.h; SmolLM2 Q4_1: max |dlogit| 2.46 over the golden
+ *     prompts, and like llama.cpp on the same file it flips near-ties); every
+ *     row is still bitwise independent of the other rows and of the thread
+ *     count. f32 tensors stay f32.
+ *     The default (issue 15): about twice native-f32act's decode speed on
+ *     one thread, with the fill's held-out accuracy and the cartridge gap
+ *     closure unchanged (doc/ARCHITECTURE.md, "Numerics", has the figures).
  *   DEG_WEIGHTS_NATIVE_F32ACT: weights kept as with DEG_WEIGHTS_NATIVE
  *     (resident ~ the file size), activations kept in f32 (weight-only
  *     quantization): each product dequantizes a few weight rows at a time
  *     to the exact values DEG_WEIGHTS_F32 holds and takes f32 dots
  *     (lib/tensor/fdot.h), so logits are the f32 path's up to f32 summation
- *     order (no activation rounding); rows bitwise independent as above.
- *     The default (SmolLM2 Q4_1: max |dlogit| vs f32 6.1e-5 over the golden
- *     prompts, 100 MiB resident instead of 614 MiB; doc/ARCHITECTURE.md).
+ *     order (SmolLM2 Q4_1: max |dlogit| vs f32 6.1e-5 over the golden
+ *     prompts; no activation rounding); rows bitwise independent as above.
+ *     The f32 answers at the quantized file's memory.
  *   DEG_WEIGHTS_DEFAULT: the environment variable DEG_WEIGHTS ("f32",
  *     "native" or "native-f32act") if set and not empty, else
- *     DEG_WEIGHTS_NATIVE_F32ACT. f32 tensors (e.g. an f32 safetensors
+ *     DEG_WEIGHTS_NATIVE. f32 tensors (e.g. an f32 safetensors
  *     directory) stay f32 in every mode. */
 #define DEG_WEIGHTS_DEFAULT 0
 #define DEG_WEIGHTS_F32 1

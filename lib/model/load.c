@@ -545,9 +545,11 @@ static int weight_mode(const deg_model_params *p)
     int32_t w = p ? p->weights : DEG_WEIGHTS_DEFAULT;
     if (w == DEG_WEIGHTS_DEFAULT) {
         const char *e = getenv("DEG_WEIGHTS");
-        if (!e || !*e || !strcmp(e, "native-f32act")) return DEG_WEIGHTS_NATIVE_F32ACT;
+        /* native: the fast mode is the default (issue 15; include/deg_runtime.h
+         * gives the measurements behind the choice). */
+        if (!e || !*e || !strcmp(e, "native")) return DEG_WEIGHTS_NATIVE;
         if (!strcmp(e, "f32")) return DEG_WEIGHTS_F32;
-        if (!strcmp(e, "native")) return DEG_WEIGHTS_NATIVE;
+        if (!strcmp(e, "native-f32act")) return DEG_WEIGHTS_NATIVE_F32ACT;
         dg_fail(DEG_ERR_ARG,
                 "DEG_WEIGHTS='%s': expected \"f32\", \"native\" or \"native-f32act\"", e);
         return -1;

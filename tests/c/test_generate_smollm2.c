@@ -115,6 +115,11 @@ Test(generate, chat_format_matches_transformers_goldens)
     cr_assert_eq(mi.eos_id, 2);
 }
 
+/* On native-f32act (the f32 path's answer): the default native mode's 8-bit
+ * activations flip this question's first-token near-tie ('The' 25.325 vs 'L'
+ * 25.243 in f32) as llama.cpp does on the same file (test_quant_smollm2.c's
+ * chat_answer_f32act_is_sensible logs both answers); the other tests here
+ * run on the default. */
 Test(generate, greedy_chat_answer_is_sensible_and_stops)
 {
     size_t n_prompt;
@@ -124,7 +129,11 @@ Test(generate, greedy_chat_answer_is_sensible_and_stops)
     int32_t out[48];
     size_t n_out = 0;
     deg_gen_stats st;
-    cr_assert_eq(deg_generate(g_model, prompt, n_prompt, &p, out, 48, &n_out, &st), DEG_OK, "%s",
+    deg_model_params mp = deg_model_default_params();
+    mp.weights = DEG_WEIGHTS_NATIVE_F32ACT;
+    deg_model *m = NULL;
+    cr_assert_eq(deg_model_load_with_params(model_path(), &mp, &m), DEG_OK, "%s", deg_errmsg());
+    cr_assert_eq(deg_generate(m, prompt, n_prompt, &p, out, 48, &n_out, &st), DEG_OK, "%s",
                  deg_errmsg());
     char *text = detok(out, n_out);
     cr_log_info("greedy answer (%zu tokens): %s", n_out, text);
@@ -137,9 +146,10 @@ Test(generate, greedy_chat_answer_is_sensible_and_stops)
     /* greedy is deterministic */
     int32_t again[48];
     size_t n_again = 0;
-    cr_assert_eq(deg_generate(g_model, prompt, n_prompt, &p, again, 48, &n_again, NULL), DEG_OK);
+    cr_assert_eq(deg_generate(m, prompt, n_prompt, &p, again, 48, &n_again, NULL), DEG_OK);
     cr_assert_eq(n_again, n_out);
     cr_assert_eq(memcmp(again, out, n_out * sizeof *out), 0);
+    deg_model_free(m);
     free(text);
     free(prompt);
 }

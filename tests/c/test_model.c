@@ -810,6 +810,31 @@ Test(model, weight_modes)
     setenv("DEG_WEIGHTS", "native_f32act", 1);
     cr_assert_eq(deg_model_load_with_params(path, &p, &m), DEG_ERR_ARG);
     cr_assert(strstr(deg_errmsg(), "\"native-f32act\"") != NULL, "%s", deg_errmsg());
+    /* The default is native (8-bit activations, issue 15): on a Q8_0 file the
+     * default's logits are bitwise DEG_WEIGHTS_NATIVE's and differ from
+     * native-f32act's (the activation rounding). */
+    unsetenv("DEG_WEIGHTS");
+    snprintf(path, sizeof path, "%s/tiny-gguf/tiny-qwen3_5.q8_0.gguf", GOLDENS);
+    const int32_t ids[] = {5, 17, 3, 99, 42, 7};
+    const int32_t cmp[] = {DEG_WEIGHTS_DEFAULT, DEG_WEIGHTS_NATIVE, DEG_WEIGHTS_NATIVE_F32ACT};
+    float *lg[3];
+    size_t V = 0;
+    for (int i = 0; i < 3; i++) {
+        p.weights = cmp[i];
+        cr_assert_eq(deg_model_load_with_params(path, &p, &m), DEG_OK, "%s", deg_errmsg());
+        deg_model_info info;
+        cr_assert_eq(deg_model_get_info(m, &info), DEG_OK);
+        V = (size_t)info.n_vocab;
+        lg[i] = malloc(sizeof(float) * V);
+        deg_trunk *t;
+        cr_assert_eq(deg_trunk_new(m, &t), DEG_OK);
+        cr_assert_eq(deg_trunk_prefill(t, ids, 6, NULL, lg[i]), DEG_OK, "%s", deg_errmsg());
+        deg_trunk_free(t);
+        deg_model_free(m);
+    }
+    cr_assert_eq(memcmp(lg[0], lg[1], sizeof(float) * V), 0, "default != native");
+    cr_assert(max_abs_diff(lg[0], lg[2], V) > 1e-3f, "default == native-f32act");
+    for (int i = 0; i < 3; i++) free(lg[i]);
     if (saved) setenv("DEG_WEIGHTS", saved, 1);
     else unsetenv("DEG_WEIGHTS");
     free(saved);

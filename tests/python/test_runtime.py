@@ -142,7 +142,7 @@ def test_every_integer_define_of_the_headers_is_bound():
 
 def test_weight_modes(monkeypatch):
     """load_model(weights=...): the F16 tiny model is held as 16-bit blocks in
-    the native modes (the default: native-f32act) and as f32 with "f32"
+    the native modes (the default: native; F16 has f32 dots in both) and as f32 with "f32"
     (twice the matrix bytes); native-f32act's logits are f32's up to
     summation order; an unknown mode is an ArgumentError, and DEG_WEIGHTS
     picks the mode when weights is None."""
@@ -154,7 +154,7 @@ def test_weight_modes(monkeypatch):
         with deg.load_model(path, weights=mode) as m:
             got[mode] = (m.info.weight_bytes, m.trunk().prefill(ids, logits="all"))
     assert got[None][0] == got["native-f32act"][0] == got["native"][0]
-    assert got[None][1].tobytes() == got["native-f32act"][1].tobytes()  # the default
+    assert got[None][1].tobytes() == got["native"][1].tobytes()  # the default
     assert got["f32"][0] > 1.5 * got["native-f32act"][0]
     diff = max(abs(a - b) for a, b in zip(got["f32"][1], got["native-f32act"][1]))
     assert diff < 1e-4

@@ -239,11 +239,11 @@ class Model(_Handle):
     """A loaded model (deg_model): immutable, shareable across threads.
 
     weights: how the weight matrices are held (deg_model_params.weights):
-    "native-f32act" (the GGUF's quantized blocks resident, f32 activations:
-    the f32 path's logits up to summation order), "f32" (dequantized to f32
-    at load: transformers' f32 numerics), "native" (quantized blocks and
-    8-bit activations, llama.cpp's numerics). None: $DEG_WEIGHTS if set,
-    else "native-f32act". ArgumentError for another value."""
+    "native" (the GGUF's quantized blocks resident, 8-bit activations:
+    llama.cpp's numerics, the fast mode), "native-f32act" (the same blocks,
+    f32 activations: the f32 path's logits up to summation order), "f32"
+    (dequantized to f32 at load: transformers' f32 numerics). None:
+    $DEG_WEIGHTS if set, else "native". ArgumentError for another value."""
 
     _free = "deg_model_free"
 
@@ -431,8 +431,8 @@ class Model(_Handle):
 
 def load_model(path: StrPath, weights: Optional[str] = None) -> Model:
     """Load a GGUF file or a Hugging Face model directory (deg_model_load).
-    weights: "native-f32act", "f32" or "native" (Model); None = $DEG_WEIGHTS,
-    else "native-f32act". Raises DegIOError, FormatError, UnsupportedError
+    weights: "native", "native-f32act" or "f32" (Model); None = $DEG_WEIGHTS,
+    else "native". Raises DegIOError, FormatError, UnsupportedError
     with the C message, ArgumentError for an unknown weights value."""
     return Model(path, weights)
 
