@@ -36,7 +36,9 @@ static void q8_block_scalar(const float *xb, const dg_q8_row *r, int64_t b)
     int32_t s = 0;
     for (int i = 0; i < DG_QK; i++) {
         float v = nearbyintf(xb[i] * id);
-        int q = v > 127.0f ? 127 : v < -127.0f ? -127 : (int)v;
+        /* NaN (a NaN activation, or 0 * inf when x holds an infinity or
+         * 1 / d overflows) quantizes to 0: (int)NaN is undefined in C. */
+        int q = v != v ? 0 : v > 127.0f ? 127 : v < -127.0f ? -127 : (int)v;
         r->q[b * DG_QK + i] = (int8_t)q;
         s += q;
     }
