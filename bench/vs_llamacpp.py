@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """deg against llama.cpp on the same GGUF and thread count, in one run.
 
-Runs deg's bench_runtime (each weight mode of --weights: f32, native = 8-bit
-activations, native-f32act = native weights with f32 activations) and
+Runs deg's bench_runtime (each weight mode of --weights: native = 8-bit
+activations, libdeg's default; native-f32act = native weights with f32
+activations; f32 = dequantized at load) and
 llama.cpp's llama-bench (and llama-batched-bench for decode at batch 8, when
 present) alternately, `--runs` times each (the order rotates every run), and
 prints the median of each figure for each engine and the ratios deg /
@@ -189,7 +190,7 @@ def run_llama_batched(bindir, args, batch):
     return row["speed_tg"]
 
 
-WEIGHT_MODES = ("f32", "native", "native-f32act")
+WEIGHT_MODES = ("native", "native-f32act", "f32")
 
 
 def bounded(what, fn, notes):
@@ -266,7 +267,8 @@ def main():
     ap.add_argument("--context", type=int, default=512, help="prompt before decode")
     ap.add_argument("--decode", type=int, default=128)
     ap.add_argument("--weights", default=",".join(WEIGHT_MODES),
-                    help="comma-separated deg weight modes (" + ", ".join(WEIGHT_MODES) + ")")
+                    help="comma-separated deg weight modes (" + ", ".join(WEIGHT_MODES)
+                    + "; native is libdeg's default)")
     ap.add_argument("--deg-bench", help="bench_runtime to run (default: build/bench/bench_runtime, "
                     "else build-tests/bench/bench_runtime, which ./scripts/run-tests builds)")
     ap.add_argument("--llama-bin", help="dir holding llama-bench (else $DEG_LLAMA_CPP_BIN)")

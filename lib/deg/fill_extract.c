@@ -277,13 +277,14 @@ deg_status dg_fill_decode_extract(const dg_ckpt *k, freq *r, job *j)
     float *lg = malloc(2 * (nc + 1) * sizeof(float));
     double *lp = malloc(2 * (nc + 1) * sizeof(double));
     float *kb = malloc(2 * (nc + 1) * sizeof(float));
-    float *lm = malloc((nc + 1) * sizeof(float));
+    /* only with the prior on: the buffer is nc floats per extract leaf */
+    float *lm = r->lm_prior > 0 ? malloc((nc + 1) * sizeof(float)) : NULL;
     cand *cs = NULL;
     size_t *spans = NULL, ns = 0;
     json_t *schema = dg_fill_leaf_schema(f);
     size_t anc = 0, rend = 0;
     int anchored = dg_fill_innermost_anchor(r, L->inst, L->item, &anc, &rend);
-    if (!rs || !lg || !lp || !kb || !lm || !schema) {
+    if (!rs || !lg || !lp || !kb || (r->lm_prior > 0 && !lm) || !schema) {
         st = dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
         goto done;
     }

@@ -59,13 +59,21 @@ def test_generate_missing_model_is_a_clear_error(tmp_path):
 @needs("deg_tokenize", "deg_detokenize", "deg_generate", "deg_chat_format", "deg_runtime_info")
 def test_generate_chat(model_path):
     # native-f32act: the f32 path's answer (the default native mode flips this
-    # question's first-token near-tie, as llama.cpp does; test_quant_smollm2.c)
+    # question's first-token near-tie, as llama.cpp does; test_quant_smollm2.c).
+    # The flag wins over DEG_WEIGHTS (native here would not answer Paris).
     res = run_cli("generate", "--model", model_path, "--chat",
                   "What is the capital of France?", "--max-tokens", "12", "--verbose",
-                  env={"DEG_WEIGHTS": "native-f32act"})
+                  "--weights", "native-f32act", env={"DEG_WEIGHTS": "native"})
     assert "Paris" in res.stdout
     assert "tokens/s" in res.stderr and "prefill" in res.stderr and "decode" in res.stderr
     assert deg.blas_arch() in res.stderr
+
+
+def test_generate_unknown_weights_mode():
+    res = run_cli("generate", "--prompt", "x", "--weights", "f16", check=False)
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert "--weights" in res.stderr and "'f16'" in res.stderr
+    assert "native-f32act" in res.stderr
 
 
 @needs("deg_tokenize", "deg_detokenize", "deg_generate")

@@ -3,7 +3,7 @@ import json
 import sys
 
 from ..fetch import resolve_model_path
-from ..model import load_model
+from ..model import WEIGHT_MODES, load_model
 from ..runtime import runtime_info
 
 
@@ -17,6 +17,10 @@ def register(sub):
     src.add_argument("--prompt", help="raw prompt text")
     src.add_argument("--chat", help="a user message, rendered in the model's chat layout")
     p.add_argument("--system", help="system message for --chat")
+    p.add_argument("--weights", choices=sorted(WEIGHT_MODES),
+                   help="how the weights are held (include/deg_runtime.h); default: "
+                   "$DEG_WEIGHTS, else native. native-f32act answers as f32 up to "
+                   "summation order at the file's memory")
     p.add_argument("--max-tokens", type=int, default=256)
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
     p.add_argument("--top-k", type=int, default=0, help="0 = off")
@@ -31,7 +35,7 @@ def run(args):
     path = resolve_model_path(args.model)
     if args.verbose:
         print(f"runtime: {json.dumps(runtime_info())}", file=sys.stderr)
-    with load_model(path) as model:
+    with load_model(path, weights=args.weights) as model:
         if args.verbose:
             i = model.info
             print(f"model: {path} ({i.arch}, {i.n_layer} layers, vocab {i.n_vocab}, "

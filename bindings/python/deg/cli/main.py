@@ -15,12 +15,14 @@ COMMANDS = ["generate", "info", "fetch_model", "cartridge", "fleet", "fill", "se
 #: The environment variable every command's model loading reads (deg --help).
 ENV_HELP = """environment:
   DEG_WEIGHTS   how model weights are held (include/deg_runtime.h):
-                native (default) the GGUF's quantized blocks resident, 8-bit
-                              activations (llama.cpp's numerics, the fast mode)
-                native-f32act the same blocks, f32 activations: f32 logits up
-                              to summation order
-                f32           dequantized to f32 at load (transformers' numerics,
-                              ~4 bytes a weight)"""
+                native         (the default) the GGUF's quantized blocks
+                               resident, 8-bit activations (llama.cpp's
+                               numerics, the fast mode)
+                native-f32act  the same blocks, f32 activations: f32 logits
+                               up to summation order
+                f32            dequantized to f32 at load (transformers'
+                               numerics, ~4 bytes a weight)
+                deg generate --weights MODE overrides it for one run."""
 
 
 def build_parser():
