@@ -26,6 +26,7 @@ extern "C" {
  *    "anchor", "anchor_min_tokens", "chat_layout": "chatml" | "qwen3" | "none",
  *    "key_prior": null | {"exact": x, "partial": y} (optional; see below),
  *    "lm_prior": null | {"start": lambda} (optional; see below),
+ *    "list_prior": null | {"bonus": b, "by_anchor": bool} (optional; see below),
  *    "span_single_line": bool (optional, default false),
  *    optional "lora": LoRA adapters of the fork rows, see lora.h};
  *  - heads.safetensors: the fp32 heads of §12.3 (names and shapes in
@@ -62,6 +63,20 @@ extern "C" {
  * that token under the backbone's own next-token distribution after the
  * leaf's fork (its LM head at "ANSWER:"), before the calibration
  * temperature. lambda 0 decodes exactly as without it.
+ *
+ * List prior (deg.json "list_prior", absent = off; a request's
+ * options.list_prior, null = the checkpoint's, {"bonus": 0} = off, overrides
+ * it; lib/deg/lists.h, anchor-mode checkpoints): a top-level array of plain
+ * strings (no format, no pattern) whose property name or title names a list
+ * of the context (bullet lines under "key:", a "key: a, b" / "key=a;b" value,
+ * repeated "key: x" lines, a JSON member "key": [...], an HTML row
+ * <th>key</th><td><li>..</td>) is anchored at any document length with one
+ * anchor per list item (at most maxItems / options.max_items), and each
+ * item's extract start/end logit at its list item's first/last token gets
+ * +b before the calibration temperature; with "by_anchor": true an array no
+ * key names is anchored too and takes the list holding the anchor head's best
+ * token, if any. The array's meta then has "list_key" (the list's normalised
+ * key). Item values stay spans read by the item forks.
  *
  * span_single_line: plain-string spans (no format) never hold a line break
  * between their first and last non-blank characters (no gold plain span of

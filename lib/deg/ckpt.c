@@ -226,23 +226,31 @@ static deg_status key_prior_load(const json_t *v, const char *jpath, dg_key_prio
     return DEG_OK;
 }
 
-/* deg.json "lm_prior": absent/null = off, else {"start": lambda}, a finite
- * number >= 0 (the weight of the LM-head start prior, fill_extract.c).
+/* deg.json "lm_prior" / "list_prior": absent/null = off, else {"<field>": x}, a
+ * finite number >= 0 (lm_prior.start: the weight of the LM-head start prior,
+ * fill_extract.c; list_prior.bonus: the list prior's logit bonus, lists.h, with
+ * an optional boolean "by_anchor" into *flag, NULL = not allowed).
  * Errors: DEG_ERR_FORMAT. */
-static deg_status lm_prior_load(const json_t *v, const char *jpath, dg_ckpt *k)
+static deg_status weight_prior_load(const json_t *v, const char *jpath, const char *name,
+                                    const char *field, int *has, double *out, int *flag)
 {
-    k->has_lm_prior = 0;
-    k->lm_prior_start = 0.0;
+    *has = 0;
+    *out = 0.0;
+    if (flag) *flag = 0;
     if (!v || json_is_null(v)) return DEG_OK;
-    json_t *s = json_object_get(v, "start");
-    if (!json_is_object(v) || !json_is_number(s) || json_object_size(v) != 1)
-        return dg_fail(DEG_ERR_FORMAT, "%s: lm_prior must be null or {\"start\": number}", jpath);
+    json_t *s = json_object_get(v, field);
+    json_t *f = flag ? json_object_get(v, "by_anchor") : NULL;
+    if (!json_is_object(v) || !json_is_number(s) || (f && !json_is_boolean(f)) ||
+        json_object_size(v) != 1 + (f != NULL))
+        return dg_fail(DEG_ERR_FORMAT, "%s: %s must be null or {\"%s\": number%s}", jpath,
+                       name, field, flag ? " [, \"by_anchor\": boolean]" : "");
+    if (f) *flag = json_is_true(f);
     double x = json_number_value(s);
     if (!(x >= 0) || !isfinite(x))
-        return dg_fail(DEG_ERR_FORMAT, "%s: lm_prior.start must be a finite number >= 0, got %g",
-                       jpath, x);
-    k->has_lm_prior = 1;
-    k->lm_prior_start = x;
+        return dg_fail(DEG_ERR_FORMAT, "%s: %s.%s must be a finite number >= 0, got %g", jpath,
+                       name, field, x);
+    *has = 1;
+    *out = x;
     return DEG_OK;
 }
 
@@ -559,7 +567,7 @@ static deg_status load_heads(dg_ckpt *k, const json_t *meta, const char *spath,
 }
 
 /* deg.json's decoding settings: calibration temperatures and
- * extract_confidence, array_mode, anchor_min_tokens, key_prior, lm_prior,
+ * extract_confidence, array_mode, anchor_min_tokens, key_prior, lm_prior, list_prior,
  * span_single_line, null_margin. Errors: DEG_ERR_FORMAT. */
 static deg_status read_decoding(dg_ckpt *k, const json_t *meta, const char *jpath)
 {
@@ -593,7 +601,11 @@ static deg_status read_decoding(dg_ckpt *k, const json_t *meta, const char *jpat
     k->array_mode = strdup(am ? am : "index");
     k->anchor_min_tokens = json_integer_value(json_object_get(meta, "anchor_min_tokens"));
     DG_TRY(key_prior_load(json_object_get(meta, "key_prior"), jpath, &k->key_prior));
-    DG_TRY(lm_prior_load(json_object_get(meta, "lm_prior"), jpath, k));
+    DG_TRY(weight_prior_load(json_object_get(meta, "lm_prior"), jpath, "lm_prior", "start",
+                             &k->has_lm_prior, &k->lm_prior_start, NULL));
+    DG_TRY(weight_prior_load(json_object_get(meta, "list_prior"), jpath, "list_prior", "bonus",
+                             &k->has_list_prior, &k->list_prior_bonus,
+                             &k->list_prior_by_anchor));
     json_t *ssl = json_object_get(meta, "span_single_line");
     if (ssl && !json_is_boolean(ssl))
         return dg_fail(DEG_ERR_FORMAT, "%s: span_single_line must be true or false", jpath);
@@ -765,7 +777,7 @@ deg_status deg_ckpt_set_calibration(deg_ckpt *ckpt, const double *temps)
 
 static const char *const RESERVED[] = {"format", "backbone", "head_dim", "heads", "calibration",
                                        "array_mode", "anchor_min_tokens", "chat_layout",
-                                       "key_prior", "lm_prior", "span_single_line", "lora",
+                                       "key_prior", "lm_prior", "list_prior", "span_single_line", "lora",
                                        "heads_sha256"};
 
 deg_status deg_ckpt_save(const deg_ckpt *ckpt, const char *dir, const char *extra_json,
@@ -827,6 +839,10 @@ deg_status deg_ckpt_save(const deg_ckpt *ckpt, const char *dir, const char *extr
                                                          ckpt->key_prior.partial));
     if (meta && ckpt->has_lm_prior)
         json_object_set_new(meta, "lm_prior", json_pack("{s:f}", "start", ckpt->lm_prior_start));
+    if (meta && ckpt->has_list_prior)
+        json_object_set_new(meta, "list_prior",
+                            json_pack("{s:f, s:b}", "bonus", ckpt->list_prior_bonus, "by_anchor",
+                                      ckpt->list_prior_by_anchor));
     if (meta && ckpt->span_single_line)
         json_object_set_new(meta, "span_single_line", json_true());
     deg_status st;

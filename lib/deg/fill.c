@@ -64,6 +64,10 @@ void dg_fill_prepare(const dg_ckpt *k, freq *r, const char *text, size_t len)
     dg_limits_tighten(&r->lim, ox.deadline_ms, ox.max_fields, ox.max_fork_tokens);
     r->lm_prior = ox.has_lm_prior ? ox.lm_prior_start
                   : k->has_lm_prior ? k->lm_prior_start : 0.0;
+    r->list_bonus = ox.has_list_prior ? ox.list_prior_bonus
+                    : k->has_list_prior ? k->list_prior_bonus : 0.0;
+    r->list_by_anchor = ox.has_list_prior ? ox.list_prior_by_anchor
+                        : k->has_list_prior && k->list_prior_by_anchor;
     if (r->ctx_len == 0) {
         dg_fail(DEG_ERR_REQUEST, "context: empty (there is nothing to read)");
         dg_fill_fail(r, DEG_ERR_REQUEST, "/context");
@@ -79,6 +83,7 @@ void dg_fill_prepare(const dg_ckpt *k, freq *r, const char *text, size_t len)
     if (r->st != DEG_OK) return;
     st = dg_fill_trunk(k, r);
     if (st == DEG_OK && k->key_prior.on) st = dg_keylines_scan(r->ctx, r->ctx_len, &r->kv);
+    if (st == DEG_OK && r->list_bonus > 0) st = dg_lists_scan(r->ctx, r->ctx_len, &r->lists);
     if (st == DEG_OK && k->span_single_line) st = dg_fill_line_tables(r);
     if (st != DEG_OK) dg_fill_fail(r, st, "/context");
 }
@@ -131,8 +136,8 @@ static deg_status fill_run(deg_ckpt *k, freq *reqs, size_t n)
     for (size_t ri = 0; ri < n && st == DEG_OK; ri++) {
         freq *r = &reqs[ri];
         if (r->st != DEG_OK) continue;
-        r->anchor_on = strcmp(k->array_mode, "anchor") == 0 &&
-                       (int64_t)(r->c1 - r->c0) >= k->anchor_min_tokens;
+        r->anchor_heads = strcmp(k->array_mode, "anchor") == 0;
+        r->anchor_on = r->anchor_heads && (int64_t)(r->c1 - r->c0) >= k->anchor_min_tokens;
         st = dg_fill_expand(r, ri, &J, k->model, -1);
         if (st == DEG_ERR_LIMIT || st == DEG_ERR_CANCELLED) st = DEG_OK; /* r failed alone */
     }

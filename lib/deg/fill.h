@@ -84,6 +84,14 @@ struct deg_ckpt {
      * (fill_extract.c); a request's options.lm_prior overrides it. */
     int has_lm_prior;
     double lm_prior_start;
+    /* deg.json "list_prior": {"bonus": b, "by_anchor": bool} (b finite, >= 0);
+     * has_list_prior 0 when absent/null. A top-level array of plain strings named
+     * like a key of the context (or, by_anchor, whose anchor head's best token is
+     * in a list's item) takes that list as its anchors, and each item's span gets
+     * +b at its list item (lists.h); options.list_prior overrides it. */
+    int has_list_prior;
+    double list_prior_bonus;
+    int list_prior_by_anchor; /* list_prior.by_anchor (default false) */
     int span_single_line;     /* deg.json "span_single_line": plain spans within one line */
     /* deg.json calibration.extract_confidence {scale, bias}: an extract leaf's
      * reported confidence is sigmoid(scale * lp + bias), lp = the chosen

@@ -60,6 +60,26 @@ void dg_fill_decode_anchor_count(const dg_ckpt *k, freq *r, job *j)
     I->has_clog = 1;
 }
 
+/* List prior (lists.h): the anchors of instance I are its list's items, the
+ * context token holding each item's first code point, when those tokens are
+ * distinct, ascending and inside the region and there are at least minItems
+ * (the first maxItems / options.max_items are kept). Returns the count, or 0
+ * when the list cannot anchor the array (the heads' anchors are used). */
+static size_t list_anchors(const freq *r, const inst *I, int64_t min_items, int64_t cap,
+                           size_t *out)
+{
+    const dg_list *L = &r->lists.p[I->list1 - 1];
+    size_t n = L->n;
+    if (cap >= 0 && (size_t)cap < n) n = (size_t)cap;
+    if (n == 0 || (int64_t)n < min_items) return 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t t = r->cp_tok[r->lists.item[2 * (L->first + i)]];
+        if (t < I->r0 || t >= I->r1 || (i > 0 && t <= out[i - 1])) return 0;
+        out[i] = t;
+    }
+    return n;
+}
+
 /* Items of an anchored instance from its anchor (and count) logits (§12.6). */
 deg_status dg_fill_resolve_anchors(const dg_ckpt *k, freq *r, int in)
 {
@@ -77,8 +97,26 @@ deg_status dg_fill_resolve_anchors(const dg_ckpt *k, freq *r, int in)
     I->anchor = malloc((n ? n : 1) * sizeof(size_t));
     if (!I->anchor) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (anchors)");
     size_t got = 0;
-    DG_TRY(dg_anchor_pick(I->alog, n, mode, a->min_items, cap, count, I->anchor, &got));
-    for (size_t i = 0; i < got; i++) I->anchor[i] += I->r0;
+    if (I->list_probe && n > 0) {
+        /* by_anchor: the list holding the anchor head's best token (ties: the first) */
+        size_t best = 0;
+        for (size_t t = 1; t < n; t++)
+            if (I->alog[t] > I->alog[best]) best = t;
+        int li = dg_lists_at(&r->lists, r->cp_tok, I->r0 + best);
+        if (li >= 0) I->list1 = li + 1;
+    }
+    if (I->list1) {
+        size_t cap_l = r->lists.p[I->list1 - 1].n;
+        size_t *buf = realloc(I->anchor, (cap_l > n ? cap_l : n ? n : 1) * sizeof(size_t));
+        if (!buf) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (anchors)");
+        I->anchor = buf;
+        got = list_anchors(r, I, a->min_items, cap, I->anchor);
+        I->from_list = got > 0;
+    }
+    if (!I->from_list) {
+        DG_TRY(dg_anchor_pick(I->alog, n, mode, a->min_items, cap, count, I->anchor, &got));
+        for (size_t i = 0; i < got; i++) I->anchor[i] += I->r0;
+    }
     if (k->debug_raw) {
         I->raw = json_object();
         dg_fill_raw_digest(k, I->raw, I->alog, n, I->has_clog ? I->clog : NULL,

@@ -267,6 +267,19 @@ static deg_status array_jobs(freq *r, size_t ri, jobs *J, const deg_model *m, in
         C->r1 = r->insts[in].r1;
     }
     C->anchored = r->anchor_on && array_has_extract(r->plan, (size_t)C->array);
+    /* list prior (lists.h): a top-level array named like a key's list anchors at
+     * any document length (decoding only: a training trace never sees it) */
+    if (in < 0 && r->list_bonus > 0 && r->anchor_heads && !r->trace) {
+        int li = dg_lists_match(&r->lists, r->plan, (size_t)C->array);
+        if (li >= 0) {
+            C->list1 = li + 1;
+            C->anchored = 1;
+        } else if (r->list_by_anchor && r->lists.n > 0 &&
+                   dg_lists_plain_array(r->plan, (size_t)C->array)) {
+            C->list_probe = 1;
+            C->anchored = 1;
+        }
+    }
     if (C->anchored) {
         job *j = dg_fill_job_add(J, JOB_ANCHOR, ri, (size_t)c);
         if (!j) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory");

@@ -28,6 +28,7 @@
 #include "deg.h"
 #include "deg/fill.h"
 #include "deg/keyprior.h"
+#include "deg/lists.h"
 #include "deg/plan.h"
 #include "model/chat.h"
 
@@ -49,6 +50,9 @@ typedef struct inst {       /* one array instance */
     int64_t n_alive;
     /* §12.6 anchor mode: the items are the anchors found in the region */
     int anchored;
+    int list1;              /* list prior: 1 + the matched list of r->lists, 0 = none */
+    int from_list;          /* the anchors are the list's items (item i = list item i) */
+    int list_probe;         /* by_anchor: no list by name; the anchor head's best token may pick one */
     size_t r0, r1;          /* region: context tokens [r0, r1) (every instance has one) */
     size_t *anchor;         /* [n_items] anchor tokens, ascending */
     float *alog;            /* [r1 - r0] anchor logits, until resolved */
@@ -100,12 +104,18 @@ typedef struct freq {
     deg_trunk *trunk;
     size_t c0, c1;          /* context tokens are trunk rows [c0, c1) */
     int anchor_on;          /* anchor-mode checkpoint and >= anchor_min_tokens (§12.6) */
+    int anchor_heads;       /* anchor-mode checkpoint (its arrays can anchor at any length) */
     float *ctx_hidden;      /* [c1 - c0, E] */
     /* single-line spans (span_single_line): per code point cp, the newlines
      * before it, the first non-blank code point >= cp and one past the last
      * non-blank code point < cp ([n_cp + 1] each) */
     size_t *nl_pre, *nb_next, *nb_prev;
     dg_keylines kv;         /* key/value lines of the context (key prior on) */
+    double list_bonus;      /* list prior (lists.h): options.list_prior's, else deg.json's;
+                             * 0 = off */
+    int list_by_anchor;     /* list prior: unnamed plain arrays anchor and may take the
+                             * list under the anchor head's best token */
+    dg_lists lists;         /* lists of the context (list prior on) */
     size_t *tok_cp0, *tok_cp1; /* per context token: code point range it covers */
     size_t *cp_tok;         /* per code point: the context token holding its first byte */
     size_t *cp_byte;        /* per code point: byte offset (n_cp + 1 entries) */

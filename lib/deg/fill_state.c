@@ -215,6 +215,7 @@ void dg_fill_clear(freq *r)
     free(r->cp_tok);
     free(r->cp_byte);
     dg_keylines_free(&r->kv);
+    dg_lists_free(&r->lists);
     free(r->nl_pre);
     free(r->nb_next);
     free(r->nb_prev);

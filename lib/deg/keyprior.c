@@ -63,19 +63,8 @@ size_t dg_key_norm(const char *s, size_t n, char *out, size_t cap)
     return o;
 }
 
-/* Number of code points in bytes [0, n) of s (s is valid UTF-8). */
-static size_t n_cps(const char *s, size_t n)
-{
-    size_t c = 0;
-    for (size_t i = 0; i < n; i++)
-        if (((unsigned char)s[i] & 0xC0) != 0x80) c++;
-    return c;
-}
-
-/* One line [b, e) of the context starting at code point cp; appends a dg_keyline if it
- * is a key/value line. Returns 0 or -1 on out of memory. */
-static int scan_line(const char *ctx, size_t b, size_t e, size_t cp, dg_keylines *ix,
-                     size_t *cap)
+int dg_keyline_split(const char *ctx, size_t b, size_t e, size_t *key0, size_t *key1,
+                     size_t *val0, size_t *val1)
 {
     size_t k0 = b;
     while (k0 < e && is_markup((unsigned char)ctx[k0])) k0++;
@@ -105,11 +94,32 @@ static int scan_line(const char *ctx, size_t b, size_t e, size_t cp, dg_keylines
         v0++;  /* KEY="value" (os-release, shell, INI): the value is inside the quotes */
         v1--;
     }
-    if (v1 <= v0) return 0;
+    *key0 = k0;
+    *key1 = k1;
+    *val0 = v0;
+    *val1 = v1 > v0 ? v1 : v0;
+    return 1;
+}
+
+size_t dg_utf8_cps(const char *s, size_t n)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++)
+        if (((unsigned char)s[i] & 0xC0) != 0x80) c++;
+    return c;
+}
+
+/* One line [b, e) of the context starting at code point cp; appends a dg_keyline if it
+ * is a key/value line with a value. Returns 0 or -1 on out of memory. */
+static int scan_line(const char *ctx, size_t b, size_t e, size_t cp, dg_keylines *ix,
+                     size_t *cap)
+{
+    size_t k0, k1, v0, v1;
+    if (!dg_keyline_split(ctx, b, e, &k0, &k1, &v0, &v1) || v1 <= v0) return 0;
     if (DG_GROW(ix->p, *cap, ix->n + 1) != DEG_OK) return -1;
     dg_keyline *kv = &ix->p[ix->n++];
-    kv->val0 = cp + n_cps(ctx + b, v0 - b);
-    kv->val1 = kv->val0 + n_cps(ctx + v0, v1 - v0);
+    kv->val0 = cp + dg_utf8_cps(ctx + b, v0 - b);
+    kv->val1 = kv->val0 + dg_utf8_cps(ctx + v0, v1 - v0);
     dg_key_norm(ctx + k0, k1 - k0, kv->key, sizeof kv->key);
     if (!kv->key[0]) ix->n--;
     return 0;
@@ -126,7 +136,7 @@ deg_status dg_keylines_scan(const char *ctx, size_t len, dg_keylines *out)
             free(ix.p);
             return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (key/value lines)");
         }
-        cp += n_cps(ctx + b, e - b) + (nl ? 1 : 0);
+        cp += dg_utf8_cps(ctx + b, e - b) + (nl ? 1 : 0);
         b = e + 1;
     }
     *out = ix;
@@ -191,20 +201,55 @@ static int match_name(const char *name, const char *key)
     return words_within(key, name) || words_within(name, key);
 }
 
+/* Normalised words with a plural 's' dropped from every word of >= 4 bytes not
+ * ending in "ss" ("formats" -> "format", "files" -> "file"; "class" stays). */
+static void fold_plural(const char *in, char *out, size_t cap)
+{
+    size_t o = 0;
+    const char *p = in;
+    while (*p && o + 1 < cap) {
+        const char *e = strchr(p, ' ');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        size_t k = l;
+        if (l >= 4 && p[l - 1] == 's' && p[l - 2] != 's') k--;
+        if (o + k + (o ? 1 : 0) + 1 > cap) break;
+        if (o) out[o++] = ' ';
+        memcpy(out + o, p, k);
+        o += k;
+        if (!e) break;
+        p = e + 1;
+    }
+    out[o] = 0;
+}
+
+int dg_key_match_name(const char *seg, const char *title, const char *key, int plural)
+{
+    char name[DG_KEY_MAX_LEN + 1], key_f[DG_KEY_MAX_LEN + 1], tmp[DG_KEY_MAX_LEN + 1];
+    if (plural) {
+        fold_plural(key, key_f, sizeof key_f);
+        key = key_f;
+    }
+    int m = 0;
+    for (int i = 0; i < 2 && m < 2; i++) {
+        const char *s = i ? title : seg;
+        if (!s) continue;
+        dg_key_norm(s, strlen(s), name, sizeof name);
+        if (plural) {
+            fold_plural(name, tmp, sizeof tmp);
+            memcpy(name, tmp, sizeof name);
+        }
+        int t = match_name(name, key);
+        if (t > m) m = t;
+    }
+    return m;
+}
+
 int dg_key_match(const dg_field_plan *f, const char *key)
 {
     if (f->depth_items > 0 || f->path.n == 0) return 0;
     const char *seg = f->path.seg[f->path.n - 1];
     if (!seg) return 0;
-    char name[DG_KEY_MAX_LEN + 1], title[DG_KEY_MAX_LEN + 1];
-    dg_key_norm(seg, strlen(seg), name, sizeof name);
-    int m = match_name(name, key);
-    if (m < 2 && f->title) {
-        dg_key_norm(f->title, strlen(f->title), title, sizeof title);
-        int t = match_name(title, key);
-        if (t > m) m = t;
-    }
-    return m;
+    return dg_key_match_name(seg, f->title, key, 0);
 }
 
 double dg_key_bonus(const dg_key_prior *p, const dg_field_plan *f, const dg_keyline *kv)

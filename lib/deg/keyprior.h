@@ -55,6 +55,15 @@ typedef struct dg_key_prior {
     double exact, partial;
 } dg_key_prior;
 
+/* Split line [b, e) (bytes of ctx) as "[markup] key SEP value [markup]" (the rule
+ * above): 1 with the key's bytes [*key0, *key1) and the value's [*val0, *val1)
+ * (empty when the line ends after SEP: "choices:" opening a bullet list), else 0. */
+int dg_keyline_split(const char *ctx, size_t b, size_t e, size_t *key0, size_t *key1,
+                     size_t *val0, size_t *val1);
+
+/* Code points in bytes [0, n) of s (valid UTF-8). */
+size_t dg_utf8_cps(const char *s, size_t n);
+
 /* Scan the context (valid UTF-8, len bytes) for key/value lines.
  * Errors: DEG_ERR_NOMEM. */
 deg_status dg_keylines_scan(const char *ctx, size_t len, dg_keylines *out);
@@ -68,6 +77,11 @@ size_t dg_key_norm(const char *s, size_t n, char *out, size_t cap);
 /* Match strength of a key for field f: 2 exact, 1 partial, 0 none. Fields
  * inside arrays never match. */
 int dg_key_match(const dg_field_plan *f, const char *key);
+
+/* Match strength of a normalised key for a name (a property name) or title:
+ * 2 exact, 1 partial, 0 none. plural: compare with plural 's' dropped from
+ * words of >= 4 bytes ("formats" = "format"; the list prior, lists.h). */
+int dg_key_match_name(const char *seg, const char *title, const char *key, int plural);
 
 /* The bonus of line `kv` for field f under prior p (0 when off or no match). */
 double dg_key_bonus(const dg_key_prior *p, const dg_field_plan *f, const dg_keyline *kv);

@@ -37,6 +37,9 @@ typedef struct dg_opt_ext {
     int64_t deadline_ms, max_fields, max_fork_tokens;
     int has_lm_prior;
     double lm_prior_start;
+    int has_list_prior;
+    double list_prior_bonus;
+    int list_prior_by_anchor;
 } dg_opt_ext;
 
 /* Check an options object (errors go to E with locs under loc) into *o and

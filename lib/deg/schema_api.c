@@ -353,15 +353,25 @@ void dg_options_check(const json_t *opts, const char *loc, deg_fill_options *o,
                 o->has_null_margin = 1;
                 o->null_margin = dg_json_number(v);
             }
-        } else if (!strcmp(k, "lm_prior")) {
-            json_t *x = json_object_get(v, "start");
-            if (json_is_null(v)) ext->has_lm_prior = 0;
-            else if (!json_is_object(v) || json_object_size(v) != 1 || !dg_json_is_number(x) ||
-                     !(dg_json_number(x) >= 0) || !isfinite(dg_json_number(x)))
-                dg_err_add(E, kl, "lm_prior must be null or {\"start\": a finite number >= 0}");
+        } else if (!strcmp(k, "lm_prior") || !strcmp(k, "list_prior")) {
+            /* the deg.json forms (ckpt.c): lm_prior {"start": x}, list_prior
+             * {"bonus": x [, "by_anchor": bool]}; null = the checkpoint's */
+            int lm = !strcmp(k, "lm_prior");
+            const char *field = lm ? "start" : "bonus";
+            json_t *x = json_object_get(v, field);
+            json_t *ba = lm ? NULL : json_object_get(v, "by_anchor");
+            int *has = lm ? &ext->has_lm_prior : &ext->has_list_prior;
+            double *dst = lm ? &ext->lm_prior_start : &ext->list_prior_bonus;
+            if (json_is_null(v)) *has = 0;
+            else if (!json_is_object(v) || json_object_size(v) != 1 + (ba != NULL) ||
+                     !dg_json_is_number(x) || !(dg_json_number(x) >= 0) ||
+                     !isfinite(dg_json_number(x)) || (ba && !json_is_boolean(ba)))
+                dg_err_add(E, kl, "%s must be null or {\"%s\": a finite number >= 0%s}", k, field,
+                           lm ? "" : " [, \"by_anchor\": boolean]");
             else {
-                ext->has_lm_prior = 1;
-                ext->lm_prior_start = dg_json_number(x);
+                *has = 1;
+                *dst = dg_json_number(x);
+                if (!lm) ext->list_prior_by_anchor = json_is_true(ba);
             }
         } else if (!strcmp(k, "deadline_ms") || !strcmp(k, "max_fields") ||
                    !strcmp(k, "max_fork_tokens")) {

@@ -1,6 +1,6 @@
 /* ckpt_fixture.h - a random-heads checkpoint on one of the tiny goldens for the
  * C tests: created in a directory, optionally with deg.json's array_mode and
- * anchor_min_tokens replaced, loaded with debug ("raw" digests) on. */
+ * anchor_min_tokens replaced, loaded with debug ("raw" digests) on; deg.json edits. */
 #ifndef DEG_TESTS_CKPT_FIXTURE_H
 #define DEG_TESTS_CKPT_FIXTURE_H
 
@@ -12,6 +12,19 @@
 #include "deg.h"
 
 /* array_mode NULL and anchor_min_tokens < 0 keep deg_ckpt_create_random's. */
+/* Set deg.json key of checkpoint dir to value (owned; NULL deletes the key). */
+static inline void tu_set_meta(const char *dir, const char *key, json_t *value)
+{
+    char js[512];
+    snprintf(js, sizeof js, "%s/deg.json", dir);
+    json_t *meta = json_load_file(js, 0, NULL);
+    cr_assert(meta, "%s: no deg.json", dir);
+    if (value) json_object_set_new(meta, key, value);
+    else json_object_del(meta, key);
+    cr_assert_eq(json_dump_file(meta, js, JSON_INDENT(1)), 0);
+    json_decref(meta);
+}
+
 static inline deg_ckpt *tu_random_ckpt(const char *model, uint64_t seed, const char *dir,
                                        const char *array_mode, long anchor_min_tokens)
 {

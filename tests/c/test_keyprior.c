@@ -110,17 +110,6 @@ Test(keyprior, match)
     deg_plan_free(p);
 }
 
-static void set_meta(const char *dir, const char *key, json_t *value)
-{
-    char js[512];
-    snprintf(js, sizeof js, "%s/deg.json", dir);
-    json_t *meta = json_load_file(js, 0, NULL);
-    cr_assert(meta);
-    json_object_set_new(meta, key, value);
-    cr_assert_eq(json_dump_file(meta, js, JSON_INDENT(1)), 0);
-    json_decref(meta);
-}
-
 Test(keyprior, deg_json_validation)
 {
     char model[512], dir[512];
@@ -131,13 +120,13 @@ Test(keyprior, deg_json_validation)
                          "{\"exact\": 1, \"partial\": \"x\"}",
                          "{\"exact\": 1, \"partial\": 1, \"other\": 2}"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        set_meta(dir, "key_prior", json_loads(bad[i], 0, NULL));
+        tu_set_meta(dir, "key_prior", json_loads(bad[i], 0, NULL));
         deg_ckpt *k = NULL;
         cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_ERR_FORMAT, "%s", bad[i]);
         cr_assert(strstr(deg_errmsg(), "key_prior"), "%s", deg_errmsg());
     }
     /* a valid prior survives a save */
-    set_meta(dir, "key_prior", json_pack("{s:f, s:f}", "exact", 6.0, "partial", 2.5));
+    tu_set_meta(dir, "key_prior", json_pack("{s:f, s:f}", "exact", 6.0, "partial", 2.5));
     deg_ckpt *k = NULL;
     cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_OK, "%s", deg_errmsg());
     char dir2[600];
@@ -195,7 +184,7 @@ Test(keyprior, fill_reads_labelled_lines)
         deg_ckpt *k0 = tu_random_ckpt(model, 11, dir, NULL, -1);
         json_t *r0 = fill(k0);
         deg_ckpt_free(k0);
-        set_meta(dir, "key_prior", json_pack("{s:f, s:f}", "exact", 200.0, "partial", 100.0));
+        tu_set_meta(dir, "key_prior", json_pack("{s:f, s:f}", "exact", 200.0, "partial", 100.0));
         deg_ckpt *k = NULL;
         cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_OK, "%s", deg_errmsg());
         json_t *r = fill(k);
@@ -261,11 +250,11 @@ Test(keyprior, single_line_spans)
         int before = multi_line_values(k0);
         deg_ckpt_free(k0);
         cr_assert_gt(before, 0, "%s: no multi-line span without the rule", TINY[mi]);
-        set_meta(dir, "span_single_line", json_string("yes"));
+        tu_set_meta(dir, "span_single_line", json_string("yes"));
         deg_ckpt *k = NULL;
         cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_ERR_FORMAT);
         cr_assert(strstr(deg_errmsg(), "span_single_line"), "%s", deg_errmsg());
-        set_meta(dir, "span_single_line", json_true());
+        tu_set_meta(dir, "span_single_line", json_true());
         cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_OK, "%s", deg_errmsg());
         cr_assert_eq(multi_line_values(k), 0);
         char dir2[600], js[700];

@@ -19,18 +19,6 @@
 
 static const char *TINY[] = {"tiny-llama", "tiny-qwen3"};
 
-static void set_meta(const char *dir, const char *key, json_t *value)
-{
-    char js[512];
-    snprintf(js, sizeof js, "%s/deg.json", dir);
-    json_t *meta = json_load_file(js, 0, NULL);
-    cr_assert(meta);
-    if (value) json_object_set_new(meta, key, value);
-    else json_object_del(meta, key);
-    cr_assert_eq(json_dump_file(meta, js, JSON_INDENT(1)), 0);
-    json_decref(meta);
-}
-
 static json_t *saved_meta(deg_ckpt *k, const char *dir)
 {
     cr_assert_eq(deg_ckpt_save(k, dir, NULL, 0), DEG_OK, "%s", deg_errmsg());
@@ -51,7 +39,7 @@ Test(lmprior, deg_json_validation_and_save)
     const char *bad[] = {"{\"start\": -0.1}", "{\"start\": \"0.3\"}", "{}", "[0.3]", "0.3",
                          "{\"start\": 0.3, \"end\": 0.3}", "{\"start\": null}", "true"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        set_meta(dir, "lm_prior", json_loads(bad[i], JSON_DECODE_ANY, NULL));
+        tu_set_meta(dir, "lm_prior", json_loads(bad[i], JSON_DECODE_ANY, NULL));
         deg_ckpt *k = NULL;
         cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_ERR_FORMAT, "%s", bad[i]);
         cr_assert(strstr(deg_errmsg(), "lm_prior"), "%s: %s", bad[i], deg_errmsg());
@@ -60,7 +48,7 @@ Test(lmprior, deg_json_validation_and_save)
     /* a valid weight survives a save; absent / null load as off and are not written */
     const double ok[] = {0.3, 0.0, 2.5};
     for (size_t i = 0; i < 3; i++) {
-        set_meta(dir, "lm_prior", json_pack("{s:f}", "start", ok[i]));
+        tu_set_meta(dir, "lm_prior", json_pack("{s:f}", "start", ok[i]));
         deg_ckpt *k = NULL;
         cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_OK, "%s", deg_errmsg());
         json_t *meta = saved_meta(k, dir2);
@@ -71,7 +59,7 @@ Test(lmprior, deg_json_validation_and_save)
         deg_ckpt_free(k);
     }
     for (int absent = 0; absent < 2; absent++) {
-        set_meta(dir, "lm_prior", absent ? NULL : json_null());
+        tu_set_meta(dir, "lm_prior", absent ? NULL : json_null());
         deg_ckpt *k = NULL;
         cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_OK, "%s", deg_errmsg());
         json_t *meta = saved_meta(k, dir2);
@@ -297,14 +285,14 @@ Test(lmprior, fill_adds_lambda_log_p)
         }
         deg_ckpt_free(k);
         /* the same weight from deg.json; options {"start": 0} turns it off; deg.json 0 = off */
-        set_meta(dir, "lm_prior", json_pack("{s:f}", "start", lambda));
+        tu_set_meta(dir, "lm_prior", json_pack("{s:f}", "start", lambda));
         cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_OK, "%s", deg_errmsg());
         deg_ckpt_set_debug(k, 1);
         char *json_on = fill(k, NULL), *json_off = fill(k, "{\"lm_prior\": {\"start\": 0}}");
         cr_assert_str_eq(json_on, on);
         cr_assert_str_eq(json_off, off);
         deg_ckpt_free(k);
-        set_meta(dir, "lm_prior", json_pack("{s:f}", "start", 0.0));
+        tu_set_meta(dir, "lm_prior", json_pack("{s:f}", "start", 0.0));
         cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_OK, "%s", deg_errmsg());
         deg_ckpt_set_debug(k, 1);
         char *json_zero = fill(k, NULL);

@@ -1,0 +1,314 @@
+/* lists.c - lists written under a key in a context, and their match to an array
+ * field (lists.h). */
+#include "deg/lists.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/grow.h"
+#include "base/status.h"
+
+typedef struct raw_list {          /* one key line's list before merging by key */
+    char key[DG_KEY_MAX_LEN + 1];
+    size_t first, n;               /* into the item buffer */
+} raw_list;
+
+typedef struct scan {
+    const char *ctx;
+    size_t *item;                  /* [2 * n_items] code points */
+    size_t n_items, cap_items;
+    raw_list *raw;
+    size_t n_raw, cap_raw;
+} scan;
+
+/* Bullet line [b, e): the first byte of its text after the marker, else 0. */
+static size_t bullet_text(const char *s, size_t b, size_t e)
+{
+    size_t i = b;
+    while (i < e && (s[i] == ' ' || s[i] == '\t')) i++;
+    if (i >= e) return 0;
+    unsigned char c = (unsigned char)s[i];
+    if (c == '-' || c == '*' || c == '+') i++;
+    else if (c == 0xE2 && i + 2 < e && (unsigned char)s[i + 1] == 0x80 &&
+             (unsigned char)s[i + 2] == 0xA2)
+        i += 3; /* U+2022 BULLET */
+    else if (isdigit(c)) {
+        size_t d = i;
+        while (i < e && i - d < 4 && isdigit((unsigned char)s[i])) i++;
+        if (i >= e || (s[i] != '.' && s[i] != ')')) return 0;
+        i++;
+    } else
+        return 0;
+    if (i >= e || (s[i] != ' ' && s[i] != '\t')) return 0;
+    while (i < e && (s[i] == ' ' || s[i] == '\t')) i++;
+    return i < e ? i : 0;
+}
+
+/* Append item bytes [b, e) (line starts at byte lb = code point lcp), trimmed of
+ * spaces, a trailing '\r' and one pair of enclosing quotes; empty items are skipped. */
+static deg_status add_item(scan *S, size_t lb, size_t lcp, size_t b, size_t e)
+{
+    const char *s = S->ctx;
+    while (b < e && (s[b] == ' ' || s[b] == '\t')) b++;
+    while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\r')) e--;
+    if (e - b >= 2 && (s[b] == '"' || s[b] == '\'') && s[e - 1] == s[b]) {
+        b++;
+        e--;
+    }
+    if (e <= b) return DEG_OK;
+    if (DG_GROW(S->item, S->cap_items, 2 * (S->n_items + 1)) != DEG_OK)
+        return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (lists)");
+    size_t c0 = lcp + dg_utf8_cps(s + lb, b - lb);
+    S->item[2 * S->n_items] = c0;
+    S->item[2 * S->n_items + 1] = c0 + dg_utf8_cps(s + b, e - b);
+    S->n_items++;
+    return DEG_OK;
+}
+
+/* Items of a delimited value [v0, v1): split at ';' when it has one, else at ','. */
+static deg_status add_delimited(scan *S, size_t lb, size_t lcp, size_t v0, size_t v1)
+{
+    const char *s = S->ctx;
+    char d = memchr(s + v0, ';', v1 - v0) ? ';' : ',';
+    size_t b = v0;
+    for (size_t i = v0; i <= v1; i++)
+        if (i == v1 || s[i] == d) {
+            DG_TRY(add_item(S, lb, lcp, b, i));
+            b = i + 1;
+        }
+    return DEG_OK;
+}
+
+/* First occurrence of needle in s[b, e), or e. */
+static size_t find(const char *s, size_t b, size_t e, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (size_t i = b; i + n <= e; i++)
+        if (memcmp(s + i, needle, n) == 0) return i;
+    return e;
+}
+
+/* A JSON member line `"key": [` (the array may close on this line or continue
+ * over the next lines): *key0/*key1 = the key's bytes, *open = the byte after '['. */
+static int json_array_line(const char *s, size_t b, size_t e, size_t *key0, size_t *key1,
+                           size_t *open)
+{
+    size_t i = b;
+    while (i < e && (s[i] == ' ' || s[i] == '\t')) i++;
+    if (i >= e || s[i] != '"') return 0;
+    size_t k0 = ++i;
+    while (i < e && s[i] != '"' && s[i] != '\\' && i - k0 <= DG_KEY_MAX_LEN) i++;
+    if (i >= e || s[i] != '"' || i == k0) return 0;
+    size_t k1 = i++;
+    while (i < e && s[i] == ' ') i++;
+    if (i >= e || s[i] != ':') return 0;
+    i++;
+    while (i < e && s[i] == ' ') i++;
+    if (i >= e || s[i] != '[') return 0;
+    *key0 = k0;
+    *key1 = k1;
+    *open = i + 1;
+    return 1;
+}
+
+/* The JSON strings of an array from byte i (after '[') to its ']' or the end of
+ * the context; each string's text between its quotes is an item. Returns the
+ * byte after the last line the array used (a line start), updating *cp to its
+ * code point. */
+static deg_status json_items(scan *S, size_t len, size_t lb, size_t i, size_t *next,
+                             size_t *cp)
+{
+    const char *s = S->ctx;
+    size_t lcp = *cp;
+    while (i < len && s[i] != ']') {
+        if (s[i] == '\n') {
+            lcp += dg_utf8_cps(s + lb, i + 1 - lb);
+            lb = i + 1;
+            i++;
+            continue;
+        }
+        if (s[i] != '"') {
+            i++;
+            continue;
+        }
+        size_t q0 = ++i;
+        while (i < len && s[i] != '"' && s[i] != '\n') i += s[i] == '\\' && i + 1 < len ? 2 : 1;
+        if (i >= len || s[i] != '"') break;
+        DG_TRY(add_item(S, lb, lcp, q0, i));
+        i++;
+    }
+    /* continue after the line holding the ']' */
+    const char *nl = i < len ? memchr(s + i, '\n', len - i) : NULL;
+    size_t e = nl ? (size_t)(nl - s) : len;
+    *cp = lcp + dg_utf8_cps(s + lb, e - lb) + (nl ? 1 : 0);
+    *next = nl ? e + 1 : len;
+    return DEG_OK;
+}
+
+/* An HTML table row `<th>key</th><td>value</td>` on line [b, e): key and value
+ * bytes. The value's items are its `<li>` entries when it has any (else it is
+ * delimited like a key line's value). */
+static int html_row(const char *s, size_t b, size_t e, size_t *k0, size_t *k1, size_t *v0,
+                    size_t *v1)
+{
+    size_t th = find(s, b, e, "<th>");
+    if (th == e) return 0;
+    *k0 = th + 4;
+    *k1 = find(s, *k0, e, "</th>");
+    if (*k1 == e) return 0;
+    size_t td = find(s, *k1, e, "<td>");
+    if (td == e) return 0;
+    *v0 = td + 4;
+    *v1 = find(s, *v0, e, "</td>");
+    return 1;
+}
+
+static deg_status html_items(scan *S, size_t lb, size_t lcp, size_t v0, size_t v1)
+{
+    const char *s = S->ctx;
+    size_t li = find(s, v0, v1, "<li>");
+    if (li == v1) {
+        if (!memchr(s + v0, '<', v1 - v0)) return add_delimited(S, lb, lcp, v0, v1);
+        return DEG_OK;
+    }
+    while (li < v1) {
+        size_t a = li + 4, z = a;
+        while (z < v1 && s[z] != '<') z++;
+        DG_TRY(add_item(S, lb, lcp, a, z));
+        li = find(s, z, v1, "<li>");
+    }
+    return DEG_OK;
+}
+
+static deg_status scan_lists(scan *S, size_t len)
+{
+    const char *s = S->ctx;
+    size_t b = 0, cp = 0;
+    while (b < len) {
+        const char *nl = memchr(s + b, '\n', len - b);
+        size_t e = nl ? (size_t)(nl - s) : len;
+        size_t next = nl ? e + 1 : len;
+        size_t next_cp = cp + dg_utf8_cps(s + b, e - b) + (nl ? 1 : 0);
+        size_t k0, k1, v0, v1, open;
+        int json = json_array_line(s, b, e, &k0, &k1, &open);
+        int html = !json && html_row(s, b, e, &k0, &k1, &v0, &v1);
+        if (json || html || dg_keyline_split(s, b, e, &k0, &k1, &v0, &v1)) {
+            if (DG_GROW(S->raw, S->cap_raw, S->n_raw + 1) != DEG_OK)
+                return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (lists)");
+            raw_list *L = &S->raw[S->n_raw];
+            dg_key_norm(s + k0, k1 - k0, L->key, sizeof L->key);
+            L->first = S->n_items;
+            if (json) {
+                next_cp = cp;
+                DG_TRY(json_items(S, len, b, open, &next, &next_cp));
+            } else if (html) {
+                DG_TRY(html_items(S, b, cp, v0, v1));
+            } else if (v1 > v0) {
+                DG_TRY(add_delimited(S, b, cp, v0, v1));
+            } else {
+                /* bullets right below an empty-valued key line */
+                while (next < len) {
+                    const char *nl2 = memchr(s + next, '\n', len - next);
+                    size_t e2 = nl2 ? (size_t)(nl2 - s) : len;
+                    size_t t = bullet_text(s, next, e2);
+                    if (!t) break;
+                    DG_TRY(add_item(S, next, next_cp, t, e2));
+                    next_cp += dg_utf8_cps(s + next, e2 - next) + (nl2 ? 1 : 0);
+                    next = nl2 ? e2 + 1 : len;
+                }
+            }
+            L->n = S->n_items - L->first;
+            if (L->n && L->key[0]) S->n_raw++;
+            else S->n_items = L->first;
+        }
+        b = next;
+        cp = next_cp;
+    }
+    return DEG_OK;
+}
+
+deg_status dg_lists_scan(const char *ctx, size_t len, dg_lists *out)
+{
+    scan S = {.ctx = ctx};
+    dg_lists ls = {0};
+    deg_status st = scan_lists(&S, len);
+    /* one list per key: raw lists of the same key, in document order */
+    size_t cap = 0;
+    char *done = st == DEG_OK ? calloc(S.n_raw ? S.n_raw : 1, 1) : NULL;
+    if (st == DEG_OK && !done) st = dg_fail(DEG_ERR_NOMEM, "fill: out of memory (lists)");
+    if (st == DEG_OK && S.n_items) {
+        ls.item = malloc(2 * S.n_items * sizeof *ls.item);
+        if (!ls.item) st = dg_fail(DEG_ERR_NOMEM, "fill: out of memory (lists)");
+    }
+    for (size_t i = 0; i < S.n_raw && st == DEG_OK; i++) {
+        if (done[i]) continue;
+        if (DG_GROW(ls.p, cap, ls.n + 1) != DEG_OK) {
+            st = dg_fail(DEG_ERR_NOMEM, "fill: out of memory (lists)");
+            break;
+        }
+        dg_list *L = &ls.p[ls.n++];
+        memcpy(L->key, S.raw[i].key, sizeof L->key);
+        L->first = ls.n_items;
+        for (size_t j = i; j < S.n_raw; j++) {
+            if (done[j] || strcmp(S.raw[j].key, L->key) != 0) continue;
+            done[j] = 1;
+            memcpy(ls.item + 2 * ls.n_items, S.item + 2 * S.raw[j].first,
+                   2 * S.raw[j].n * sizeof *ls.item);
+            ls.n_items += S.raw[j].n;
+        }
+        L->n = ls.n_items - L->first;
+    }
+    free(done);
+    free(S.item);
+    free(S.raw);
+    if (st != DEG_OK) {
+        dg_lists_free(&ls);
+        return st;
+    }
+    *out = ls;
+    return DEG_OK;
+}
+
+void dg_lists_free(dg_lists *ls)
+{
+    if (!ls) return;
+    free(ls->p);
+    free(ls->item);
+    memset(ls, 0, sizeof *ls);
+}
+
+int dg_lists_plain_array(const dg_plan *P, size_t a)
+{
+    const dg_array_plan *A = &P->arrays[a];
+    if (A->parent_array >= 0 || A->generate || A->n_fields != 1 || A->path.n == 0) return 0;
+    const dg_field_plan *f = &P->fields[A->first_field];
+    return f->mode == DG_MODE_SPAN && f->format == DG_FORMAT_NONE && !f->constraints.pattern &&
+           f->array == (int32_t)a && f->path.n == A->path.n + 1 && A->path.seg[A->path.n - 1];
+}
+
+int dg_lists_match(const dg_lists *ls, const dg_plan *P, size_t a)
+{
+    if (!dg_lists_plain_array(P, a)) return -1;
+    const dg_array_plan *A = &P->arrays[a];
+    const char *seg = A->path.seg[A->path.n - 1];
+    int best = -1, best_m = 0;
+    for (size_t i = 0; i < ls->n; i++) {
+        int m = dg_key_match_name(seg, A->title, ls->p[i].key, 1);
+        if (m > best_m || (m == best_m && m > 0 && ls->p[i].n > ls->p[best].n)) {
+            best = (int)i;
+            best_m = m;
+        }
+    }
+    return best;
+}
+
+int dg_lists_at(const dg_lists *ls, const size_t *cp_tok, size_t t)
+{
+    for (size_t i = 0; i < ls->n; i++)
+        for (size_t j = 0; j < ls->p[i].n; j++) {
+            const size_t *it = ls->item + 2 * (ls->p[i].first + j);
+            if (cp_tok[it[0]] <= t && t <= cp_tok[it[1] - 1]) return (int)i;
+        }
+    return -1;
+}

@@ -1,0 +1,70 @@
+/* lists.h - the list prior of fill decoding: lists a document writes under a
+ * key, matched to an array field by the field's name (deg.json / options
+ * "list_prior"; issue 12).
+ *
+ * Why: most documents users fill from write a list as the value of a labelled
+ * line, and on layouts the heads never saw the array count and anchor heads
+ * miss them (v7 on datagen v5's unseen kinds: 3 of 351 array-item spans right,
+ * the count right for 9% of arrays; a YAML-like "choices:" over eleven "- X"
+ * lines was answered []). When an array of plain strings is named like a
+ * line's key, the prior takes the list's items as the array's anchors (§12.6:
+ * where each item starts, so how many there are) and adds `bonus` to each item
+ * fork's start logit at its item's first token and end logit at its last. The
+ * item forks still read the values (pointer heads, the anchored-span bias);
+ * the values stay verbatim spans of the context. A checkpoint without
+ * "list_prior" decodes exactly as before.
+ *
+ * Lists (offsets are code points of the context, the unit of §8 spans):
+ *   - bullets: a key line with an empty value ("choices:", "Keywords="), then
+ *     the lines right below it that start (after spaces/tabs) with "-", "*",
+ *     "+", U+2022 or "N." / "N)" and a space: one item per line, its text
+ *     trimmed of spaces and one pair of enclosing quotes;
+ *   - delimited: a key line whose value has ';' (else ',') between items:
+ *     "MimeType=text/plain;text/x-c;", "Keywords: a, b, c"; empty parts skipped;
+ *   - single: any other key line's value is a one-item list;
+ *   - JSON: a member `"key": [` and the strings of that array, on this line or
+ *     the next ones up to its ']' (each string's text between its quotes);
+ *   - HTML: a table row `<th>key</th><td>value</td>`: the value's `<li>` entries,
+ *     else the value delimited as above (no markup inside);
+ * and every list under the same normalised key (keyprior.h) is one list, in
+ * document order: repeated "Requires: x" / "Format: HTML" lines are one list.
+ * Key lines follow dg_keyline_split (keyprior.h). */
+#ifndef DG_DEG_LISTS_H
+#define DG_DEG_LISTS_H
+
+#include <stddef.h>
+
+#include "deg.h"
+#include "deg/keyprior.h"
+#include "deg/plan.h"
+
+typedef struct dg_list {
+    char key[DG_KEY_MAX_LEN + 1]; /* normalised key (dg_key_norm) */
+    size_t first, n;              /* items [first, first + n) of dg_lists.item */
+} dg_list;
+
+typedef struct dg_lists {
+    dg_list *p;                   /* owned; free with dg_lists_free */
+    size_t n;
+    size_t *item;                 /* [2 * n_items]: item i is code points [item[2i], item[2i+1]) */
+    size_t n_items;
+} dg_lists;
+
+/* Scan the context (valid UTF-8, len bytes). Errors: DEG_ERR_NOMEM. */
+deg_status dg_lists_scan(const char *ctx, size_t len, dg_lists *out);
+void dg_lists_free(dg_lists *ls);
+
+/* 1 when array `a` of plan P can take a list: a top-level array whose item is one
+ * plain string extract leaf (no format, no pattern). */
+int dg_lists_plain_array(const dg_plan *P, size_t a);
+
+/* The list of array `a` by name, or -1: a plain array (above) matches a list
+ * whose key is its property name or title (dg_key_match_name, plurals folded);
+ * the strongest match wins, ties to the list with more items, then the first. */
+int dg_lists_match(const dg_lists *ls, const dg_plan *P, size_t a);
+
+/* The list one of whose items covers context token t (cp_tok: the token of each
+ * code point, fill_internal.h), the first in list order, or -1. */
+int dg_lists_at(const dg_lists *ls, const size_t *cp_tok, size_t t);
+
+#endif

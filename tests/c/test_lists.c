@@ -1,0 +1,322 @@
+/* The list prior (lib/deg/lists.c): lists under a key (bullets, delimited values,
+ * repeated keys) with code point offsets, matching an array field by name, the
+ * deg.json / options validation, and deg_fill on the tiny random models, where
+ * the prior must give every list item verbatim (random heads alone do not). */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ckpt_fixture.h"
+#include "deg.h"
+#include "deg/lists.h"
+#include "deg/plan.h"
+
+#define GOLDENS DEG_SOURCE_ROOT "/tests/goldens"
+
+static const char *TINY[] = {"tiny-llama", "tiny-qwen3"};
+
+/* The items of list `key` joined by '|', sliced from ctx by code points. */
+static const char *items(const dg_lists *ls, const char *ctx, const char *key)
+{
+    static char out[1024];
+    size_t cpb[1024], n = 0;
+    for (size_t b = 0; ctx[b]; b++)
+        if (((unsigned char)ctx[b] & 0xC0) != 0x80) cpb[n++] = b;
+    cpb[n] = strlen(ctx);
+    for (size_t i = 0; i < ls->n; i++) {
+        if (strcmp(ls->p[i].key, key) != 0) continue;
+        size_t o = 0;
+        for (size_t j = 0; j < ls->p[i].n; j++) {
+            const size_t *it = ls->item + 2 * (ls->p[i].first + j);
+            size_t b0 = cpb[it[0]], b1 = cpb[it[1]];
+            o += (size_t)snprintf(out + o, sizeof out - o, "%s%.*s", j ? "|" : "", (int)(b1 - b0),
+                                  ctx + b0);
+        }
+        return out;
+    }
+    return NULL;
+}
+
+Test(lists, scan)
+{
+    const char *ctx = "template: tzdata/Zones/Indian\n"
+                      "choices:\n"
+                      "  - Antananarivo\n"
+                      "  - Réunion\n"
+                      "  * \"Mahé\"  \n"
+                      "question: Time zone\n"
+                      "MimeType=text/plain;text/x-c;\n"
+                      "Keywords: Text, editor , ,\n"
+                      "Format: HTML\n"
+                      "Files: /usr/share/doc/a.html\n"
+                      "\n"
+                      "Format: PDF\n"
+                      "Steps:\n"
+                      "1. unpack\n"
+                      "2) build it\n"
+                      "3.no space: not a bullet\n"
+                      "Empty:\n"
+                      "no bullets below\n";
+    dg_lists ls = {0};
+    cr_assert_eq(dg_lists_scan(ctx, strlen(ctx), &ls), DEG_OK);
+    cr_assert_str_eq(items(&ls, ctx, "choices"), "Antananarivo|R\xc3\xa9union|Mah\xc3\xa9");
+    cr_assert_str_eq(items(&ls, ctx, "template"), "tzdata/Zones/Indian");
+    cr_assert_str_eq(items(&ls, ctx, "mime type"), "text/plain|text/x-c");
+    cr_assert_str_eq(items(&ls, ctx, "keywords"), "Text|editor");
+    cr_assert_str_eq(items(&ls, ctx, "format"), "HTML|PDF", "repeated keys are one list");
+    cr_assert_str_eq(items(&ls, ctx, "steps"), "unpack|build it");
+    cr_assert_null(items(&ls, ctx, "empty"), "an empty key without bullets is no list");
+    cr_assert_eq(ls.n, 8, "got %zu lists", ls.n);
+    dg_lists_free(&ls);
+    cr_assert_null(ls.p);
+}
+
+Test(lists, scan_json_and_html)
+{
+    const char *ctx = "{\n"
+                      "    \"name\": \"vim\",\n"
+                      "    \"keys\": [\"Name\", \"Exec\", \"User\"],\n"
+                      "    \"mime\": [\n"
+                      "        \"text/plain\",\n"
+                      "        \"text/x-c\\\"q\"\n"
+                      "    ],\n"
+                      "    \"after\": \"x\"\n"
+                      "}\n"
+                      "<tr><th>Files</th><td><ul><li>/a/b.html<li>/a/c.pdf</ul></td></tr>\n"
+                      "<tr><th>Tags</th><td>one, two</td></tr>\n"
+                      "<tr><th>Note</th><td><b>bold</b></td></tr>\n";
+    dg_lists ls = {0};
+    cr_assert_eq(dg_lists_scan(ctx, strlen(ctx), &ls), DEG_OK);
+    cr_assert_str_eq(items(&ls, ctx, "keys"), "Name|Exec|User");
+    cr_assert_str_eq(items(&ls, ctx, "mime"), "text/plain|text/x-c\\\"q", "over lines, escapes kept");
+    cr_assert_str_eq(items(&ls, ctx, "files"), "/a/b.html|/a/c.pdf");
+    cr_assert_str_eq(items(&ls, ctx, "tags"), "one|two");
+    cr_assert_null(items(&ls, ctx, "note"), "markup is no list");
+    cr_assert_null(items(&ls, ctx, "name"), "a JSON string member is no key line");
+    dg_lists_free(&ls);
+}
+
+static int match(const char *schema, const char *ctx)
+{
+    deg_plan *p = NULL;
+    char *errs = NULL;
+    cr_assert_eq(deg_plan_compile(schema, strlen(schema), &p, &errs), DEG_OK, "%s",
+                 errs ? errs : deg_errmsg());
+    const dg_plan *P = (const dg_plan *)p;
+    dg_lists ls = {0};
+    cr_assert_eq(dg_lists_scan(ctx, strlen(ctx), &ls), DEG_OK);
+    cr_assert_eq(P->n_arrays, 1);
+    int m = dg_lists_match(&ls, P, 0);
+    const char *key = m >= 0 ? ls.p[m].key : NULL;
+    int r = key && !strcmp(key, "format") ? 1 : key && !strcmp(key, "files") ? 2 : m >= 0 ? 3 : 0;
+    dg_lists_free(&ls);
+    deg_plan_free(p);
+    return r;
+}
+
+Test(lists, match)
+{
+    const char *ctx = "Format: HTML\nFiles: a.html\nFormat: PDF\nFiles: b.pdf\n";
+    /* plural folded; by title; partial */
+    cr_assert_eq(match("{\"type\":\"object\",\"properties\":{\"formats\":{\"type\":\"array\","
+                       "\"items\":{\"type\":\"string\"}}}}", ctx), 1);
+    cr_assert_eq(match("{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"array\","
+                       "\"title\":\"Files\",\"items\":{\"type\":\"string\"}}}}", ctx), 2);
+    cr_assert_eq(match("{\"type\":\"object\",\"properties\":{\"file_patterns\":{\"type\":\"array\","
+                       "\"items\":{\"type\":\"string\"}}}}", ctx), 2);
+    /* no match: other name; items typed, patterned or objects; nested arrays */
+    cr_assert_eq(match("{\"type\":\"object\",\"properties\":{\"authors\":{\"type\":\"array\","
+                       "\"items\":{\"type\":\"string\"}}}}", ctx), 0);
+    cr_assert_eq(match("{\"type\":\"object\",\"properties\":{\"files\":{\"type\":\"array\","
+                       "\"items\":{\"type\":\"string\",\"format\":\"uri\"}}}}", ctx), 0);
+    cr_assert_eq(match("{\"type\":\"object\",\"properties\":{\"files\":{\"type\":\"array\","
+                       "\"items\":{\"type\":\"string\",\"pattern\":\"a\"}}}}", ctx), 0);
+    cr_assert_eq(match("{\"type\":\"object\",\"properties\":{\"files\":{\"type\":\"array\","
+                       "\"items\":{\"type\":\"object\",\"properties\":{\"files\":"
+                       "{\"type\":\"string\"}}}}}}", ctx), 0);
+}
+
+static const char *CTX = "name: tzdata\n"
+                         "choices:\n"
+                         "  - Antananarivo\n"
+                         "  - Chagos\n"
+                         "  - Christmas\n"
+                         "  - Cocos\n"
+                         "  - Comoro\n"
+                         "question: Time zone\n"
+                         "keywords: alpha; beta gamma; delta\n";
+
+static const char *SCHEMA =
+    "{\"type\":\"object\",\"required\":[\"choices\"],\"properties\":{"
+    "\"choices\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+    "\"keywords\":{\"type\":\"array\",\"maxItems\":2,\"items\":{\"type\":\"string\"}},"
+    "\"question\":{\"type\":\"string\"}}}";
+
+static json_t *fill(deg_ckpt *k, const char *options)
+{
+    json_t *req = json_pack("{s:s, s:o}", "context", CTX, "schema", json_loads(SCHEMA, 0, NULL));
+    if (options) json_object_set_new(req, "options", json_loads(options, 0, NULL));
+    char *rq = json_dumps(req, 0), *out = NULL;
+    json_decref(req);
+    cr_assert_eq(deg_fill(k, rq, strlen(rq), &out, NULL), DEG_OK, "%s", deg_errmsg());
+    json_t *resp = json_loads(out, 0, NULL);
+    free(rq);
+    free(out);
+    return resp;
+}
+
+static const char *joined(json_t *arr)
+{
+    static char out[512];
+    size_t o = 0;
+    out[0] = 0;
+    for (size_t i = 0; i < json_array_size(arr); i++)
+        o += (size_t)snprintf(out + o, sizeof out - o, "%s%s", i ? "|" : "",
+                              json_string_value(json_array_get(arr, i)));
+    return out;
+}
+
+/* A short document (index mode by anchor_min_tokens) whose "choices:" list is
+ * named by the array: with the prior the array is anchored on the list and a
+ * large bonus puts each item's text in its fork; maxItems keeps the first two;
+ * without the prior the random heads do not give the list (so the test can fail);
+ * options.list_prior turns it on, {"bonus": 0} off, null keeps the checkpoint's. */
+Test(lists, fill_reads_the_list)
+{
+    for (size_t mi = 0; mi < 2; mi++) {
+        char model[512], dir[512];
+        snprintf(model, sizeof model, "%s/%s", GOLDENS, TINY[mi]);
+        snprintf(dir, sizeof dir, "%s/lists-fill-%d-%zu", DEG_BUILD_ROOT, (int)getpid(), mi);
+        deg_ckpt *k0 = tu_random_ckpt(model, 7, dir, "anchor", 10000);
+        json_t *r0 = fill(k0, NULL);
+        json_t *r0on = fill(k0, "{\"list_prior\": {\"bonus\": 500}}");
+        deg_ckpt_free(k0);
+        tu_set_meta(dir, "list_prior", json_pack("{s:f}", "bonus", 500.0));
+        deg_ckpt *k = NULL;
+        cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_OK, "%s", deg_errmsg());
+        json_t *r = fill(k, NULL);
+        json_t *v = json_object_get(r, "value");
+        cr_assert_str_eq(joined(json_object_get(v, "choices")),
+                         "Antananarivo|Chagos|Christmas|Cocos|Comoro");
+        cr_assert_str_eq(joined(json_object_get(v, "keywords")), "alpha|beta gamma");
+        json_t *am = json_object_get(json_object_get(r, "meta"), "/choices");
+        cr_assert_str_eq(json_string_value(json_object_get(am, "list_key")), "choices");
+        cr_assert_eq(json_array_size(json_object_get(am, "anchors")), 5);
+        /* the anchor token holds the item's first letter (and maybe the space before it) */
+        json_int_t a1 = json_integer_value(json_array_get(json_object_get(am, "anchors"), 1));
+        json_int_t c1 = (json_int_t)(strstr(CTX, "Chagos") - CTX);
+        cr_assert(a1 <= c1 && a1 > c1 - 3, "anchor %lld, item at %lld", (long long)a1,
+                  (long long)c1);
+        /* the request option gives the same on the checkpoint without it */
+        cr_assert(json_equal(json_object_get(r0on, "value"), v));
+        json_t *v0 = json_object_get(r0, "value");
+        cr_assert(!json_equal(json_object_get(v0, "choices"), json_object_get(v, "choices")),
+                  "random heads alone gave the list");
+        json_t *roff = fill(k, "{\"list_prior\": {\"bonus\": 0}}");
+        cr_assert(json_equal(json_object_get(roff, "value"), v0), "bonus 0 = off");
+        json_t *rnull = fill(k, "{\"list_prior\": null}");
+        cr_assert(json_equal(json_object_get(rnull, "value"), v), "null = the checkpoint's");
+        json_decref(roff);
+        json_decref(rnull);
+        json_decref(r);
+        json_decref(r0);
+        json_decref(r0on);
+        deg_ckpt_free(k);
+    }
+}
+
+Test(lists, deg_json_and_options_validation)
+{
+    char model[512], dir[512];
+    snprintf(model, sizeof model, "%s/tiny-llama", GOLDENS);
+    snprintf(dir, sizeof dir, "%s/lists-bad-%d", DEG_BUILD_ROOT, (int)getpid());
+    cr_assert_eq(deg_ckpt_create_random(model, 3, dir), DEG_OK, "%s", deg_errmsg());
+    const char *bad[] = {"{\"bonus\": -1}", "{\"start\": 1}", "[1]", "{\"bonus\": \"x\"}",
+                         "{\"bonus\": 1, \"other\": 2}", "{\"bonus\": 1, \"by_anchor\": 1}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        tu_set_meta(dir, "list_prior", json_loads(bad[i], 0, NULL));
+        deg_ckpt *k = NULL;
+        cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_ERR_FORMAT, "%s", bad[i]);
+        cr_assert(strstr(deg_errmsg(), "list_prior"), "%s", deg_errmsg());
+    }
+    tu_set_meta(dir, "list_prior", json_pack("{s:f}", "bonus", 6.5));
+    deg_ckpt *k = NULL;
+    cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_OK, "%s", deg_errmsg());
+    char dir2[600];
+    snprintf(dir2, sizeof dir2, "%s-saved", dir);
+    cr_assert_eq(deg_ckpt_save(k, dir2, NULL, 0), DEG_OK, "%s", deg_errmsg());
+    char js[700];
+    snprintf(js, sizeof js, "%s/deg.json", dir2);
+    json_t *meta = json_load_file(js, 0, NULL);
+    cr_assert_eq(json_real_value(json_object_get(json_object_get(meta, "list_prior"), "bonus")),
+                 6.5, "survives a save");
+    cr_assert(json_is_false(json_object_get(json_object_get(meta, "list_prior"), "by_anchor")));
+    json_decref(meta);
+    /* a bad request option is a request error naming it */
+    const char *rq = "{\"context\": \"a\", \"schema\": {\"type\": \"object\", \"properties\": "
+                     "{\"a\": {\"type\": \"string\"}}}, \"options\": {\"list_prior\": {\"bonus\": -2}}}";
+    char *out = NULL, *errs = NULL;
+    cr_assert_neq(deg_fill(k, rq, strlen(rq), &out, &errs), DEG_OK);
+    cr_assert(errs && strstr(errs, "list_prior"), "%s", errs ? errs : "(none)");
+    free(out);
+    free(errs);
+    deg_ckpt_free(k);
+}
+
+/* dg_lists_at: the list whose item covers a token (here one token per code point). */
+Test(lists, at)
+{
+    const char *ctx = "k: x, yy\nm:\n- zz\n";
+    dg_lists ls = {0};
+    cr_assert_eq(dg_lists_scan(ctx, strlen(ctx), &ls), DEG_OK);
+    size_t cp_tok[32];
+    for (size_t i = 0; i < 32; i++) cp_tok[i] = i;
+    cr_assert_eq(dg_lists_at(&ls, cp_tok, 3), 0, "x");
+    cr_assert_eq(dg_lists_at(&ls, cp_tok, 7), 0, "second y");
+    cr_assert_eq(dg_lists_at(&ls, cp_tok, 4), -1, "the comma is no item");
+    cr_assert_eq(dg_lists_at(&ls, cp_tok, 14), 1, "zz");
+    cr_assert_eq(dg_lists_at(&ls, cp_tok, 0), -1, "a key is no item");
+    dg_lists_free(&ls);
+}
+
+/* by_anchor: an array no key names is anchored (a short document, index mode by
+ * anchor_min_tokens otherwise) so the anchor head can pick a list; without
+ * by_anchor it stays in index mode. */
+Test(lists, by_anchor_anchors_unnamed_arrays)
+{
+    char model[512], dir[512];
+    snprintf(model, sizeof model, "%s/tiny-llama", GOLDENS);
+    snprintf(dir, sizeof dir, "%s/lists-probe-%d", DEG_BUILD_ROOT, (int)getpid());
+    deg_ckpt *k = tu_random_ckpt(model, 7, dir, "anchor", 10000);
+    const char *schema = "{\"type\":\"object\",\"properties\":{\"zones\":{\"type\":\"array\","
+                         "\"items\":{\"type\":\"string\"}}}}";
+    const char *opts[] = {"{\"list_prior\": {\"bonus\": 5, \"by_anchor\": true}}",
+                          "{\"list_prior\": {\"bonus\": 5, \"by_anchor\": false}}"};
+    for (int i = 0; i < 2; i++) {
+        json_t *req = json_pack("{s:s, s:o, s:o}", "context", CTX, "schema",
+                                json_loads(schema, 0, NULL), "options", json_loads(opts[i], 0, NULL));
+        char *rq = json_dumps(req, 0), *out = NULL;
+        json_decref(req);
+        cr_assert_eq(deg_fill(k, rq, strlen(rq), &out, NULL), DEG_OK, "%s", deg_errmsg());
+        json_t *resp = json_loads(out, 0, NULL);
+        json_t *am = json_object_get(json_object_get(resp, "meta"), "/zones");
+        const char *mode = json_string_value(json_object_get(am, "array_mode"));
+        if (i == 0) cr_assert(mode && !strcmp(mode, "anchor"), "by_anchor: anchored");
+        else cr_assert_null(mode, "without by_anchor: index mode");
+        json_decref(resp);
+        free(rq);
+        free(out);
+    }
+    const char *rq = "{\"context\": \"a\", \"schema\": {\"type\": \"object\", \"properties\": "
+                     "{\"a\": {\"type\": \"string\"}}}, \"options\": {\"list_prior\": "
+                     "{\"bonus\": 1, \"by_anchor\": 1}}}";
+    char *out = NULL, *errs = NULL;
+    cr_assert_neq(deg_fill(k, rq, strlen(rq), &out, &errs), DEG_OK);
+    cr_assert(errs && strstr(errs, "by_anchor"), "%s", errs ? errs : "(none)");
+    free(out);
+    free(errs);
+    deg_ckpt_free(k);
+}
