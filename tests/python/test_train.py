@@ -240,12 +240,14 @@ def test_shipped_checkpoint_is_the_default(model_path):
     import importlib
     fillmod = importlib.import_module("deg.fill")
     p = fillmod.default_checkpoint_path()
-    assert p.rstrip("/").endswith("smollm2-135m-v7")
+    assert p.rstrip("/").endswith("smollm2-135m-v9")
     assert deg.default_checkpoint_path() == p
     meta = json.loads(open(os.path.join(p, "deg.json")).read())
     assert "path" not in meta["backbone"] and meta["backbone"]["file"].endswith(".gguf")
     # v3 = v2's heads with the key prior and single-line plain spans
     assert meta["key_prior"] == {"exact": 16.0, "partial": 8.0} and meta["span_single_line"]
+    # v9 = v7's heads with the list prior (name-matched lists only)
+    assert meta["list_prior"] == {"bonus": 16.0, "by_anchor": False}
     assert meta["training"]["train_records"] > 100
     assert meta["calibration"]["count"] == 1.0
     # v7: decoding settings chosen on development sets (scripts/train/tune-decoding)
