@@ -75,8 +75,11 @@ extern "C" {
  * item's extract start/end logit at its list item's first/last token gets
  * +b before the calibration temperature; with "by_anchor": true an array no
  * key names is anchored too and takes the list holding the anchor head's best
- * token, if any. The array's meta then has "list_key" (the list's normalised
- * key). Item values stay spans read by the item forks.
+ * token, if any. Under uniqueItems a repeated item text is anchored once; a list
+ * shorter than minItems is not used (the heads' anchors are). The array's meta
+ * then has "list_key" (the list's normalised key). Item values stay spans read
+ * by the item forks. lm_prior.start and list_prior.bonus are numbers in
+ * [0, 1e6] (larger weights only overflow the fp32 logits).
  *
  * span_single_line: plain-string spans (no format) never hold a line break
  * between their first and last non-blank characters (no gold plain span of

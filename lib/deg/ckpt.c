@@ -16,6 +16,7 @@
 #include "base/prevsave.h"
 #include "base/status.h"
 #include "deg/fill.h"
+#include "deg/request.h"
 #include "format/safetensors.h"
 #include "model/chat.h"
 #include "model/model.h"
@@ -227,7 +228,7 @@ static deg_status key_prior_load(const json_t *v, const char *jpath, dg_key_prio
 }
 
 /* deg.json "lm_prior" / "list_prior": absent/null = off, else {"<field>": x}, a
- * finite number >= 0 (lm_prior.start: the weight of the LM-head start prior,
+ * number in [0, DG_PRIOR_MAX] (lm_prior.start: the weight of the LM-head start prior,
  * fill_extract.c; list_prior.bonus: the list prior's logit bonus, lists.h, with
  * an optional boolean "by_anchor" into *flag, NULL = not allowed).
  * Errors: DEG_ERR_FORMAT. */
@@ -246,9 +247,9 @@ static deg_status weight_prior_load(const json_t *v, const char *jpath, const ch
                        name, field, flag ? " [, \"by_anchor\": boolean]" : "");
     if (f) *flag = json_is_true(f);
     double x = json_number_value(s);
-    if (!(x >= 0) || !isfinite(x))
-        return dg_fail(DEG_ERR_FORMAT, "%s: %s.%s must be a finite number >= 0, got %g", jpath,
-                       name, field, x);
+    if (!(x >= 0 && x <= DG_PRIOR_MAX))
+        return dg_fail(DEG_ERR_FORMAT, "%s: %s.%s must be a number in [0, %g], got %g", jpath,
+                       name, field, DG_PRIOR_MAX, x);
     *has = 1;
     *out = x;
     return DEG_OK;

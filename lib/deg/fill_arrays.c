@@ -60,24 +60,37 @@ void dg_fill_decode_anchor_count(const dg_ckpt *k, freq *r, job *j)
     I->has_clog = 1;
 }
 
+/* Code points [a0, a1) and [b0, b1) of the context hold the same text. */
+static int same_text(const freq *r, size_t a0, size_t a1, size_t b0, size_t b1)
+{
+    size_t x0 = r->cp_byte[a0], x1 = r->cp_byte[a1], y0 = r->cp_byte[b0], y1 = r->cp_byte[b1];
+    return x1 - x0 == y1 - y0 && memcmp(r->ctx + x0, r->ctx + y0, x1 - x0) == 0;
+}
+
 /* List prior (lists.h): the anchors of instance I are its list's items, the
- * context token holding each item's first code point, when those tokens are
- * distinct, ascending and inside the region and there are at least minItems
- * (the first maxItems / options.max_items are kept). Returns the count, or 0
- * when the list cannot anchor the array (the heads' anchors are used). */
-static size_t list_anchors(const freq *r, const inst *I, int64_t min_items, int64_t cap,
-                           size_t *out)
+ * context token holding each item's first code point (idx[i] = the list item of
+ * anchor i), when those tokens are distinct, ascending and inside the region and
+ * there are at least minItems (the first maxItems / options.max_items are kept).
+ * Under uniqueItems an item whose text an earlier one has is skipped (a list
+ * merged from repeated keys may repeat a value). Returns the count, or 0 when the
+ * list cannot anchor the array (the heads' anchors are used). */
+static size_t list_anchors(const freq *r, const inst *I, const dg_array_plan *a, int64_t cap,
+                           size_t *out, size_t *idx)
 {
     const dg_list *L = &r->lists.p[I->list1 - 1];
-    size_t n = L->n;
-    if (cap >= 0 && (size_t)cap < n) n = (size_t)cap;
-    if (n == 0 || (int64_t)n < min_items) return 0;
-    for (size_t i = 0; i < n; i++) {
-        size_t t = r->cp_tok[r->lists.item[2 * (L->first + i)]];
-        if (t < I->r0 || t >= I->r1 || (i > 0 && t <= out[i - 1])) return 0;
-        out[i] = t;
+    const size_t *it = r->lists.item + 2 * L->first;
+    size_t n = 0;
+    for (size_t i = 0; i < L->n && (cap < 0 || n < (size_t)cap); i++) {
+        int dup = 0;
+        for (size_t j = 0; a->unique_items && j < n && !dup; j++)
+            dup = same_text(r, it[2 * i], it[2 * i + 1], it[2 * idx[j]], it[2 * idx[j] + 1]);
+        if (dup) continue;
+        size_t t = r->cp_tok[it[2 * i]];
+        if (t < I->r0 || t >= I->r1 || (n > 0 && t <= out[n - 1])) return 0;
+        out[n] = t;
+        idx[n++] = i;
     }
-    return n;
+    return n == 0 || (int64_t)n < a->min_items ? 0 : n;
 }
 
 /* Items of an anchored instance from its anchor (and count) logits (§12.6). */
@@ -110,7 +123,9 @@ deg_status dg_fill_resolve_anchors(const dg_ckpt *k, freq *r, int in)
         size_t *buf = realloc(I->anchor, (cap_l > n ? cap_l : n ? n : 1) * sizeof(size_t));
         if (!buf) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (anchors)");
         I->anchor = buf;
-        got = list_anchors(r, I, a->min_items, cap, I->anchor);
+        I->list_idx = malloc((cap_l ? cap_l : 1) * sizeof(size_t));
+        if (!I->list_idx) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (anchors)");
+        got = list_anchors(r, I, a, cap, I->anchor, I->list_idx);
         I->from_list = got > 0;
     }
     if (!I->from_list) {

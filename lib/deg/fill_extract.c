@@ -64,8 +64,8 @@ static int list_item_tokens(const freq *r, const leaf *L, const dg_field_plan *f
         f->path.n != r->plan->arrays[I->array].path.n + 1)
         return 0;
     const dg_list *li = &r->lists.p[I->list1 - 1];
-    if (L->item >= li->n) return 0;
-    const size_t *it = r->lists.item + 2 * (li->first + L->item);
+    if (L->item >= (size_t)I->n_items) return 0;
+    const size_t *it = r->lists.item + 2 * (li->first + I->list_idx[L->item]);
     t[0] = r->cp_tok[it[0]];
     t[1] = r->cp_tok[it[1] - 1];
     return 1;

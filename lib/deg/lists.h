@@ -28,7 +28,9 @@
  *     else the value delimited as above (no markup inside);
  * and every list under the same normalised key (keyprior.h) is one list, in
  * document order: repeated "Requires: x" / "Format: HTML" lines are one list.
- * Key lines follow dg_keyline_split (keyprior.h). */
+ * Key lines follow dg_keyline_split (keyprior.h). Anchoring (fill_arrays.c): the
+ * first maxItems items, an item whose text an earlier one has skipped under
+ * uniqueItems, none when fewer than minItems remain or two items share a token. */
 #ifndef DG_DEG_LISTS_H
 #define DG_DEG_LISTS_H
 

@@ -33,6 +33,11 @@ deg_status dg_context_render_json(const json_t *context, const json_t *bigints, 
  *  - "lm_prior": null (the checkpoint's deg.json "lm_prior") or {"start": lambda},
  *    lambda finite >= 0 (0 = off for this request): the weight of the LM-head
  *    start prior of extract leaves (fill_extract.c). */
+/* Largest lm_prior.start / list_prior.bonus (deg.json and options): both become
+ * fp32 logit terms, and a weight past any logit's scale only overflows them
+ * (a bonus of 1e39 was +inf in fp32 and gave a made-up span). */
+#define DG_PRIOR_MAX 1e6
+
 typedef struct dg_opt_ext {
     int64_t deadline_ms, max_fields, max_fork_tokens;
     int has_lm_prior;

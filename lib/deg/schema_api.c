@@ -364,10 +364,11 @@ void dg_options_check(const json_t *opts, const char *loc, deg_fill_options *o,
             double *dst = lm ? &ext->lm_prior_start : &ext->list_prior_bonus;
             if (json_is_null(v)) *has = 0;
             else if (!json_is_object(v) || json_object_size(v) != 1 + (ba != NULL) ||
-                     !dg_json_is_number(x) || !(dg_json_number(x) >= 0) ||
-                     !isfinite(dg_json_number(x)) || (ba && !json_is_boolean(ba)))
-                dg_err_add(E, kl, "%s must be null or {\"%s\": a finite number >= 0%s}", k, field,
-                           lm ? "" : " [, \"by_anchor\": boolean]");
+                     !dg_json_is_number(x) ||
+                     !(dg_json_number(x) >= 0 && dg_json_number(x) <= DG_PRIOR_MAX) ||
+                     (ba && !json_is_boolean(ba)))
+                dg_err_add(E, kl, "%s must be null or {\"%s\": a number in [0, %g]%s}", k, field,
+                           DG_PRIOR_MAX, lm ? "" : " [, \"by_anchor\": boolean]");
             else {
                 *has = 1;
                 *dst = dg_json_number(x);

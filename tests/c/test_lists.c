@@ -235,7 +235,8 @@ Test(lists, deg_json_and_options_validation)
     snprintf(dir, sizeof dir, "%s/lists-bad-%d", DEG_BUILD_ROOT, (int)getpid());
     cr_assert_eq(deg_ckpt_create_random(model, 3, dir), DEG_OK, "%s", deg_errmsg());
     const char *bad[] = {"{\"bonus\": -1}", "{\"start\": 1}", "[1]", "{\"bonus\": \"x\"}",
-                         "{\"bonus\": 1, \"other\": 2}", "{\"bonus\": 1, \"by_anchor\": 1}"};
+                         "{\"bonus\": 1, \"other\": 2}", "{\"bonus\": 1, \"by_anchor\": 1}",
+                         "{\"bonus\": 1e39}", "{\"bonus\": 1000001}"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         tu_set_meta(dir, "list_prior", json_loads(bad[i], 0, NULL));
         deg_ckpt *k = NULL;
@@ -255,14 +256,22 @@ Test(lists, deg_json_and_options_validation)
                  6.5, "survives a save");
     cr_assert(json_is_false(json_object_get(json_object_get(meta, "list_prior"), "by_anchor")));
     json_decref(meta);
-    /* a bad request option is a request error naming it */
-    const char *rq = "{\"context\": \"a\", \"schema\": {\"type\": \"object\", \"properties\": "
-                     "{\"a\": {\"type\": \"string\"}}}, \"options\": {\"list_prior\": {\"bonus\": -2}}}";
-    char *out = NULL, *errs = NULL;
-    cr_assert_neq(deg_fill(k, rq, strlen(rq), &out, &errs), DEG_OK);
-    cr_assert(errs && strstr(errs, "list_prior"), "%s", errs ? errs : "(none)");
-    free(out);
-    free(errs);
+    /* a bad request option is a request error naming it: negative, or past
+     * DG_PRIOR_MAX (1e39 overflowed fp32 logits into a made-up span) */
+    const char *bonus[] = {"-2", "1e39", "1000001"};
+    for (size_t i = 0; i < 3; i++) {
+        char rq[512];
+        snprintf(rq, sizeof rq, "{\"context\": \"a\", \"schema\": {\"type\": \"object\", "
+                 "\"properties\": {\"a\": {\"type\": \"string\"}}}, \"options\": "
+                 "{\"list_prior\": {\"bonus\": %s}, \"lm_prior\": {\"start\": %s}}}", bonus[i],
+                 bonus[i]);
+        char *out = NULL, *errs = NULL;
+        cr_assert_neq(deg_fill(k, rq, strlen(rq), &out, &errs), DEG_OK);
+        cr_assert(errs && strstr(errs, "list_prior") && strstr(errs, "lm_prior") &&
+                  strstr(errs, "[0, 1e+06]"), "%s", errs ? errs : "(none)");
+        free(out);
+        free(errs);
+    }
     deg_ckpt_free(k);
 }
 
@@ -318,5 +327,34 @@ Test(lists, by_anchor_anchors_unnamed_arrays)
     cr_assert(errs && strstr(errs, "by_anchor"), "%s", errs ? errs : "(none)");
     free(out);
     free(errs);
+    deg_ckpt_free(k);
+}
+
+/* uniqueItems: a list merged from repeated keys that repeats a value anchors each
+ * text once (the fill would fail "items are not unique" otherwise); without
+ * uniqueItems the repeat stays an item. */
+Test(lists, unique_items_skip_repeats)
+{
+    char model[512], dir[512];
+    snprintf(model, sizeof model, "%s/tiny-qwen3", GOLDENS);
+    snprintf(dir, sizeof dir, "%s/lists-unique-%d", DEG_BUILD_ROOT, (int)getpid());
+    deg_ckpt *k = tu_random_ckpt(model, 7, dir, "anchor", 10000);
+    const char *ctx = "Format: HTML\nFiles: a.html\nFormat: PDF\nFiles: b.pdf\nFormat: HTML\n";
+    const char *want[] = {"HTML|PDF", "HTML|PDF|HTML"};
+    for (int u = 0; u < 2; u++) {
+        json_t *req = json_pack("{s:s, s:{s:s, s:{s:{s:s, s:b, s:{s:s}}}}, s:{s:{s:f}}}",
+                                "context", ctx, "schema", "type", "object", "properties",
+                                "formats", "type", "array", "uniqueItems", u == 0, "items",
+                                "type", "string", "options", "list_prior", "bonus", 500.0);
+        char *rq = json_dumps(req, 0), *out = NULL;
+        json_decref(req);
+        cr_assert_eq(deg_fill(k, rq, strlen(rq), &out, NULL), DEG_OK, "%s", deg_errmsg());
+        json_t *resp = json_loads(out, 0, NULL);
+        cr_assert_str_eq(joined(json_object_get(json_object_get(resp, "value"), "formats")),
+                         want[u]);
+        json_decref(resp);
+        free(rq);
+        free(out);
+    }
     deg_ckpt_free(k);
 }
