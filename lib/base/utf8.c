@@ -157,3 +157,11 @@ char *dg_utf8_lossy(const char *buf, size_t len, size_t *out_len)
     if (out_len) *out_len = o;
     return out;
 }
+
+size_t dg_utf8_count(const char *buf, size_t len)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < len; i++)
+        if (((unsigned char)buf[i] & 0xC0) != 0x80) c++;
+    return c;
+}

@@ -23,6 +23,10 @@ int dg_utf8_decode(const char *s, size_t len, uint32_t *cp);
  * token boundary inside a character (an x-generate budget, deg contract §12.3). */
 size_t dg_utf8_complete_len(const char *buf, size_t len);
 
+/* Code points in buf[0..len) of well-formed UTF-8 (bytes that are not
+ * continuation bytes). */
+size_t dg_utf8_count(const char *buf, size_t len);
+
 /* Encode cp (<= U+10FFFF, not a surrogate) into out[0..4): returns the byte
  * length, or 0 if cp is not a Unicode scalar value. */
 int dg_utf8_encode(uint32_t cp, char out[4]);

@@ -75,7 +75,7 @@ static int same_text(const freq *r, size_t a0, size_t a1, size_t b0, size_t b1)
  * merged from repeated keys may repeat a value). Returns the count, or 0 when the
  * list cannot anchor the array (the heads' anchors are used). */
 static size_t list_anchors(const freq *r, const inst *I, const dg_array_plan *a, int64_t cap,
-                           size_t *out, size_t *idx)
+                           size_t room, size_t *out, size_t *idx)
 {
     const dg_list *L = &r->lists.p[I->list1 - 1];
     const size_t *it = r->lists.item + 2 * L->first;
@@ -86,7 +86,7 @@ static size_t list_anchors(const freq *r, const inst *I, const dg_array_plan *a,
             dup = same_text(r, it[2 * i], it[2 * i + 1], it[2 * idx[j]], it[2 * idx[j] + 1]);
         if (dup) continue;
         size_t t = r->cp_tok[it[2 * i]];
-        if (t < I->r0 || t >= I->r1 || (n > 0 && t <= out[n - 1])) return 0;
+        if (t < I->r0 || t >= I->r1 || (n > 0 && t <= out[n - 1]) || n == room) return 0;
         out[n] = t;
         idx[n++] = i;
     }
@@ -107,8 +107,6 @@ deg_status dg_fill_resolve_anchors(const dg_ckpt *k, freq *r, int in)
         count = dg_anchor_count_n(I->clog, k->temp[DG_T_COUNT], a->min_items, cap,
                                   dg_anchor_runs(I->alog, n));
     }
-    I->anchor = malloc((n ? n : 1) * sizeof(size_t));
-    if (!I->anchor) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (anchors)");
     size_t got = 0;
     if (I->list_probe && n > 0) {
         /* by_anchor: the list holding the anchor head's best token (ties: the first) */
@@ -118,14 +116,13 @@ deg_status dg_fill_resolve_anchors(const dg_ckpt *k, freq *r, int in)
         int li = dg_lists_at(&r->lists, r->cp_tok, I->r0 + best);
         if (li >= 0) I->list1 = li + 1;
     }
+    /* a list's anchors are distinct tokens of the region: at most n of them */
+    I->anchor = malloc((n ? n : 1) * sizeof(size_t));
+    if (!I->anchor) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (anchors)");
     if (I->list1) {
-        size_t cap_l = r->lists.p[I->list1 - 1].n;
-        size_t *buf = realloc(I->anchor, (cap_l > n ? cap_l : n ? n : 1) * sizeof(size_t));
-        if (!buf) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (anchors)");
-        I->anchor = buf;
-        I->list_idx = malloc((cap_l ? cap_l : 1) * sizeof(size_t));
+        I->list_idx = malloc((n ? n : 1) * sizeof(size_t));
         if (!I->list_idx) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (anchors)");
-        got = list_anchors(r, I, a, cap, I->anchor, I->list_idx);
+        got = list_anchors(r, I, a, cap, n, I->anchor, I->list_idx);
         I->from_list = got > 0;
     }
     if (!I->from_list) {

@@ -55,17 +55,13 @@ static void key_prior_extract(const dg_ckpt *k, const freq *r, const dg_field_pl
 }
 
 /* List prior (lists.h): the start and end tokens of leaf L's own list item, when
- * L is the string item of an array anchored on its list. Returns 0 when none. */
-static int list_item_tokens(const freq *r, const leaf *L, const dg_field_plan *f, size_t *t)
+ * L is the item of an array anchored on its list (such an array's one leaf is its
+ * string item, dg_lists_plain_array). Returns 0 when none. */
+static int list_item_tokens(const freq *r, const leaf *L, size_t *t)
 {
-    if (L->inst < 0 || r->list_bonus <= 0) return 0;
+    if (L->inst < 0 || !r->insts[L->inst].from_list) return 0;
     const inst *I = &r->insts[L->inst];
-    if (!I->from_list || f->array != I->array ||
-        f->path.n != r->plan->arrays[I->array].path.n + 1)
-        return 0;
-    const dg_list *li = &r->lists.p[I->list1 - 1];
-    if (L->item >= (size_t)I->n_items) return 0;
-    const size_t *it = r->lists.item + 2 * (li->first + I->list_idx[L->item]);
+    const size_t *it = r->lists.item + 2 * (r->lists.p[I->list1 - 1].first + I->list_idx[L->item]);
     t[0] = r->cp_tok[it[0]];
     t[1] = r->cp_tok[it[1] - 1];
     return 1;
@@ -311,7 +307,7 @@ deg_status dg_fill_decode_extract(const dg_ckpt *k, freq *r, job *j)
     /* lambda 0 (off) adds nothing at all: such a fill is bitwise what it was */
     if (r->lm_prior > 0 && (st = lm_prior_start(k, r, a, nc, lm)) != DEG_OK) goto done;
     size_t lt[2];
-    int list_item = list_item_tokens(r, L, f, lt);
+    int list_item = list_item_tokens(r, L, lt);
     for (int w = 0; w < 2; w++) {
         float *l = lg + (size_t)w * (nc + 1);
         dg_head_extract_logits(&k->h, w, a, r->ctx_hidden, nc, rs + (size_t)w * E, q, l);

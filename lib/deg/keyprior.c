@@ -7,6 +7,7 @@
 
 #include "base/grow.h"
 #include "base/status.h"
+#include "base/utf8.h"
 
 /* Word bytes: ASCII letters and digits, and every byte of a non-ASCII UTF-8
  * sequence (keys in other scripts: "Straße", "Résumé"). */
@@ -101,14 +102,6 @@ int dg_keyline_split(const char *ctx, size_t b, size_t e, size_t *key0, size_t *
     return 1;
 }
 
-size_t dg_utf8_cps(const char *s, size_t n)
-{
-    size_t c = 0;
-    for (size_t i = 0; i < n; i++)
-        if (((unsigned char)s[i] & 0xC0) != 0x80) c++;
-    return c;
-}
-
 /* One line [b, e) of the context starting at code point cp; appends a dg_keyline if it
  * is a key/value line with a value. Returns 0 or -1 on out of memory. */
 static int scan_line(const char *ctx, size_t b, size_t e, size_t cp, dg_keylines *ix,
@@ -118,8 +111,8 @@ static int scan_line(const char *ctx, size_t b, size_t e, size_t cp, dg_keylines
     if (!dg_keyline_split(ctx, b, e, &k0, &k1, &v0, &v1) || v1 <= v0) return 0;
     if (DG_GROW(ix->p, *cap, ix->n + 1) != DEG_OK) return -1;
     dg_keyline *kv = &ix->p[ix->n++];
-    kv->val0 = cp + dg_utf8_cps(ctx + b, v0 - b);
-    kv->val1 = kv->val0 + dg_utf8_cps(ctx + v0, v1 - v0);
+    kv->val0 = cp + dg_utf8_count(ctx + b, v0 - b);
+    kv->val1 = kv->val0 + dg_utf8_count(ctx + v0, v1 - v0);
     dg_key_norm(ctx + k0, k1 - k0, kv->key, sizeof kv->key);
     if (!kv->key[0]) ix->n--;
     return 0;
@@ -136,7 +129,7 @@ deg_status dg_keylines_scan(const char *ctx, size_t len, dg_keylines *out)
             free(ix.p);
             return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (key/value lines)");
         }
-        cp += dg_utf8_cps(ctx + b, e - b) + (nl ? 1 : 0);
+        cp += dg_utf8_count(ctx + b, e - b) + (nl ? 1 : 0);
         b = e + 1;
     }
     *out = ix;

@@ -61,9 +61,6 @@ typedef struct dg_key_prior {
 int dg_keyline_split(const char *ctx, size_t b, size_t e, size_t *key0, size_t *key1,
                      size_t *val0, size_t *val1);
 
-/* Code points in bytes [0, n) of s (valid UTF-8). */
-size_t dg_utf8_cps(const char *s, size_t n);
-
 /* Scan the context (valid UTF-8, len bytes) for key/value lines.
  * Errors: DEG_ERR_NOMEM. */
 deg_status dg_keylines_scan(const char *ctx, size_t len, dg_keylines *out);

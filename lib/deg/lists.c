@@ -8,6 +8,7 @@
 
 #include "base/grow.h"
 #include "base/status.h"
+#include "base/utf8.h"
 
 typedef struct raw_list {          /* one key line's list before merging by key */
     char key[DG_KEY_MAX_LEN + 1];
@@ -59,9 +60,9 @@ static deg_status add_item(scan *S, size_t lb, size_t lcp, size_t b, size_t e)
     if (e <= b) return DEG_OK;
     if (DG_GROW(S->item, S->cap_items, 2 * (S->n_items + 1)) != DEG_OK)
         return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (lists)");
-    size_t c0 = lcp + dg_utf8_cps(s + lb, b - lb);
+    size_t c0 = lcp + dg_utf8_count(s + lb, b - lb);
     S->item[2 * S->n_items] = c0;
-    S->item[2 * S->n_items + 1] = c0 + dg_utf8_cps(s + b, e - b);
+    S->item[2 * S->n_items + 1] = c0 + dg_utf8_count(s + b, e - b);
     S->n_items++;
     return DEG_OK;
 }
@@ -83,14 +84,12 @@ static deg_status add_delimited(scan *S, size_t lb, size_t lcp, size_t v0, size_
 /* First occurrence of needle in s[b, e), or e. */
 static size_t find(const char *s, size_t b, size_t e, const char *needle)
 {
-    size_t n = strlen(needle);
-    for (size_t i = b; i + n <= e; i++)
-        if (memcmp(s + i, needle, n) == 0) return i;
-    return e;
+    const char *p = memmem(s + b, e - b, needle, strlen(needle));
+    return p ? (size_t)(p - s) : e;
 }
 
 /* A JSON member line `"key": [` (the array may close on this line or continue
- * over the next lines): *key0/*key1 = the key's bytes, *open = the byte after '['. */
+ * over the next lines): [*key0, *key1) = the key's bytes, *open = the byte after '['. */
 static int json_array_line(const char *s, size_t b, size_t e, size_t *key0, size_t *key1,
                            size_t *open)
 {
@@ -123,7 +122,7 @@ static deg_status json_items(scan *S, size_t len, size_t lb, size_t i, size_t *n
     size_t lcp = *cp;
     while (i < len && s[i] != ']') {
         if (s[i] == '\n') {
-            lcp += dg_utf8_cps(s + lb, i + 1 - lb);
+            lcp += dg_utf8_count(s + lb, i + 1 - lb);
             lb = i + 1;
             i++;
             continue;
@@ -141,7 +140,7 @@ static deg_status json_items(scan *S, size_t len, size_t lb, size_t i, size_t *n
     /* continue after the line holding the ']' */
     const char *nl = i < len ? memchr(s + i, '\n', len - i) : NULL;
     size_t e = nl ? (size_t)(nl - s) : len;
-    *cp = lcp + dg_utf8_cps(s + lb, e - lb) + (nl ? 1 : 0);
+    *cp = lcp + dg_utf8_count(s + lb, e - lb) + (nl ? 1 : 0);
     *next = nl ? e + 1 : len;
     return DEG_OK;
 }
@@ -189,7 +188,7 @@ static deg_status scan_lists(scan *S, size_t len)
         const char *nl = memchr(s + b, '\n', len - b);
         size_t e = nl ? (size_t)(nl - s) : len;
         size_t next = nl ? e + 1 : len;
-        size_t next_cp = cp + dg_utf8_cps(s + b, e - b) + (nl ? 1 : 0);
+        size_t next_cp = cp + dg_utf8_count(s + b, e - b) + (nl ? 1 : 0);
         size_t k0, k1, v0, v1, open;
         int json = json_array_line(s, b, e, &k0, &k1, &open);
         int html = !json && html_row(s, b, e, &k0, &k1, &v0, &v1);
@@ -214,7 +213,7 @@ static deg_status scan_lists(scan *S, size_t len)
                     size_t t = bullet_text(s, next, e2);
                     if (!t) break;
                     DG_TRY(add_item(S, next, next_cp, t, e2));
-                    next_cp += dg_utf8_cps(s + next, e2 - next) + (nl2 ? 1 : 0);
+                    next_cp += dg_utf8_count(s + next, e2 - next) + (nl2 ? 1 : 0);
                     next = nl2 ? e2 + 1 : len;
                 }
             }
@@ -228,38 +227,59 @@ static deg_status scan_lists(scan *S, size_t len)
     return DEG_OK;
 }
 
+/* Lists by the document position of their first key line. */
+static int cmp_first_line(const void *x, const void *y)
+{
+    size_t a = ((const dg_list *)x)->at, b = ((const dg_list *)y)->at;
+    return (a > b) - (a < b);
+}
+
+typedef struct by_key {             /* a raw list's key and its index, for sorting */
+    const char *key;
+    size_t i;
+} by_key;
+
+/* By key, then document order (qsort is not stable: the index breaks ties). */
+static int cmp_key(const void *x, const void *y)
+{
+    const by_key *a = x, *b = y;
+    int c = strcmp(a->key, b->key);
+    return c ? c : (a->i > b->i) - (a->i < b->i);
+}
+
 deg_status dg_lists_scan(const char *ctx, size_t len, dg_lists *out)
 {
     scan S = {.ctx = ctx};
     dg_lists ls = {0};
     deg_status st = scan_lists(&S, len);
-    /* one list per key: raw lists of the same key, in document order */
-    size_t cap = 0;
-    char *done = st == DEG_OK ? calloc(S.n_raw ? S.n_raw : 1, 1) : NULL;
-    if (st == DEG_OK && !done) st = dg_fail(DEG_ERR_NOMEM, "fill: out of memory (lists)");
-    if (st == DEG_OK && S.n_items) {
-        ls.item = malloc(2 * S.n_items * sizeof *ls.item);
-        if (!ls.item) st = dg_fail(DEG_ERR_NOMEM, "fill: out of memory (lists)");
+    /* one list per key: the raw lists of a key merged in document order (sorted by
+     * key, O(n log n) in the key lines), the lists ordered by first appearance */
+    by_key *ord = st == DEG_OK ? malloc((S.n_raw ? S.n_raw : 1) * sizeof *ord) : NULL;
+    if (st == DEG_OK && !ord) st = dg_fail(DEG_ERR_NOMEM, "fill: out of memory (lists)");
+    if (st == DEG_OK) {
+        ls.item = malloc((S.n_items ? 2 * S.n_items : 1) * sizeof *ls.item);
+        ls.p = malloc((S.n_raw ? S.n_raw : 1) * sizeof *ls.p);
+        if (!ls.item || !ls.p) st = dg_fail(DEG_ERR_NOMEM, "fill: out of memory (lists)");
     }
-    for (size_t i = 0; i < S.n_raw && st == DEG_OK; i++) {
-        if (done[i]) continue;
-        if (DG_GROW(ls.p, cap, ls.n + 1) != DEG_OK) {
-            st = dg_fail(DEG_ERR_NOMEM, "fill: out of memory (lists)");
-            break;
+    if (st == DEG_OK) {
+        for (size_t i = 0; i < S.n_raw; i++) ord[i] = (by_key){S.raw[i].key, i};
+        qsort(ord, S.n_raw, sizeof *ord, cmp_key);
+        for (size_t i = 0; i < S.n_raw; i++) {
+            const raw_list *R = &S.raw[ord[i].i];
+            if (i == 0 || strcmp(R->key, ord[i - 1].key) != 0) {
+                dg_list *L = &ls.p[ls.n++];
+                memcpy(L->key, R->key, sizeof L->key);
+                L->first = ls.n_items;
+                L->n = 0;
+                L->at = ord[i].i;
+            }
+            memcpy(ls.item + 2 * ls.n_items, S.item + 2 * R->first, 2 * R->n * sizeof *ls.item);
+            ls.n_items += R->n;
+            ls.p[ls.n - 1].n += R->n;
         }
-        dg_list *L = &ls.p[ls.n++];
-        memcpy(L->key, S.raw[i].key, sizeof L->key);
-        L->first = ls.n_items;
-        for (size_t j = i; j < S.n_raw; j++) {
-            if (done[j] || strcmp(S.raw[j].key, L->key) != 0) continue;
-            done[j] = 1;
-            memcpy(ls.item + 2 * ls.n_items, S.item + 2 * S.raw[j].first,
-                   2 * S.raw[j].n * sizeof *ls.item);
-            ls.n_items += S.raw[j].n;
-        }
-        L->n = ls.n_items - L->first;
+        qsort(ls.p, ls.n, sizeof *ls.p, cmp_first_line);
     }
-    free(done);
+    free(ord);
     free(S.item);
     free(S.raw);
     if (st != DEG_OK) {
@@ -285,6 +305,13 @@ int dg_lists_plain_array(const dg_plan *P, size_t a)
     const dg_field_plan *f = &P->fields[A->first_field];
     return f->mode == DG_MODE_SPAN && f->format == DG_FORMAT_NONE && !f->constraints.pattern &&
            f->array == (int32_t)a && f->path.n == A->path.n + 1 && A->path.seg[A->path.n - 1];
+}
+
+int dg_lists_wanted(const dg_plan *P)
+{
+    for (size_t a = 0; a < P->n_arrays; a++)
+        if (dg_lists_plain_array(P, a)) return 1;
+    return 0;
 }
 
 int dg_lists_match(const dg_lists *ls, const dg_plan *P, size_t a)

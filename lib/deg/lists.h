@@ -43,6 +43,7 @@
 typedef struct dg_list {
     char key[DG_KEY_MAX_LEN + 1]; /* normalised key (dg_key_norm) */
     size_t first, n;              /* items [first, first + n) of dg_lists.item */
+    size_t at;                    /* its first key line's rank among the key lines */
 } dg_list;
 
 typedef struct dg_lists {
@@ -59,6 +60,9 @@ void dg_lists_free(dg_lists *ls);
 /* 1 when array `a` of plan P can take a list: a top-level array whose item is one
  * plain string extract leaf (no format, no pattern). */
 int dg_lists_plain_array(const dg_plan *P, size_t a);
+
+/* 1 when some array of P can take a list (the scan is worth doing). */
+int dg_lists_wanted(const dg_plan *P);
 
 /* The list of array `a` by name, or -1: a plain array (above) matches a list
  * whose key is its property name or title (dg_key_match_name, plurals folded);

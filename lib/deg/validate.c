@@ -12,6 +12,7 @@
 #include "base/grow.h"
 #include "base/status.h"
 #include "base/strbuf.h"
+#include "base/utf8.h"
 #include "deg/jsonptr.h"
 #include "deg/parse.h"
 #include "deg/pattern.h"
@@ -205,11 +206,7 @@ static int has_type(const json_t *v, const char *t)
 
 static size_t cp_len(const json_t *s)
 {
-    const char *p = json_string_value(s);
-    size_t n = json_string_length(s), k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (((unsigned char)p[i] & 0xC0) != 0x80) k++;
-    return k;
+    return dg_utf8_count(json_string_value(s), json_string_length(s));
 }
 
 /* A pattern string compiled in deg's dialect (pattern.h), or NULL with *e set. */

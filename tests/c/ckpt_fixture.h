@@ -11,11 +11,10 @@
 
 #include "deg.h"
 
-/* array_mode NULL and anchor_min_tokens < 0 keep deg_ckpt_create_random's. */
 /* Set deg.json key of checkpoint dir to value (owned; NULL deletes the key). */
 static inline void tu_set_meta(const char *dir, const char *key, json_t *value)
 {
-    char js[512];
+    char js[600];
     snprintf(js, sizeof js, "%s/deg.json", dir);
     json_t *meta = json_load_file(js, 0, NULL);
     cr_assert(meta, "%s: no deg.json", dir);
@@ -25,6 +24,7 @@ static inline void tu_set_meta(const char *dir, const char *key, json_t *value)
     json_decref(meta);
 }
 
+/* array_mode NULL and anchor_min_tokens < 0 keep deg_ckpt_create_random's. */
 static inline deg_ckpt *tu_random_ckpt(const char *model, uint64_t seed, const char *dir,
                                        const char *array_mode, long anchor_min_tokens)
 {
