@@ -64,17 +64,45 @@ size_t dg_key_norm(const char *s, size_t n, char *out, size_t cap)
     return o;
 }
 
+int dg_json_member_split(const char *s, size_t b, size_t e, size_t *key0, size_t *key1,
+                         size_t *colon)
+{
+    size_t i = b;
+    while (i < e && (s[i] == ' ' || s[i] == '\t')) i++;
+    if (i >= e || s[i] != '"') return 0;
+    size_t k0 = ++i;
+    while (i < e && s[i] != '"' && s[i] != '\\' && i - k0 <= DG_KEY_MAX_LEN) i++;
+    if (i >= e || s[i] != '"' || i == k0) return 0;
+    size_t k1 = i++;
+    while (i < e && s[i] == ' ') i++;
+    if (i >= e || s[i] != ':') return 0;
+    *key0 = k0;
+    *key1 = k1;
+    *colon = i;
+    return 1;
+}
+
 int dg_keyline_split(const char *ctx, size_t b, size_t e, size_t *key0, size_t *key1,
                      size_t *val0, size_t *val1)
 {
-    size_t k0 = b;
-    while (k0 < e && is_markup((unsigned char)ctx[k0])) k0++;
-    size_t sep = k0;
-    while (sep < e && sep - k0 <= DG_KEY_MAX_LEN && is_key_byte((unsigned char)ctx[sep])) sep++;
-    if (sep >= e || sep == k0 || sep - k0 > DG_KEY_MAX_LEN) return 0;
-    char c = ctx[sep];
-    if (c != ':' && c != '=' && c != '|' && c != '\t') return 0;
-    size_t k1 = sep;
+    size_t k0, k1, sep;
+    char c = ':';
+    int json = dg_json_member_split(ctx, b, e, &k0, &k1, &sep);
+    if (json) {
+        /* `"key": value` (JSON, quoted YAML keys): the key is between the quotes */
+        for (size_t i = k0; i < k1; i++)
+            if (!is_key_byte((unsigned char)ctx[i])) return 0;
+    } else {
+        k0 = b;
+        while (k0 < e && is_markup((unsigned char)ctx[k0])) k0++;
+        sep = k0;
+        while (sep < e && sep - k0 <= DG_KEY_MAX_LEN && is_key_byte((unsigned char)ctx[sep]))
+            sep++;
+        if (sep >= e || sep == k0 || sep - k0 > DG_KEY_MAX_LEN) return 0;
+        c = ctx[sep];
+        if (c != ':' && c != '=' && c != '|' && c != '\t') return 0;
+        k1 = sep;
+    }
     while (k1 > k0 && ctx[k1 - 1] == ' ') k1--;
     if (k1 == k0 || !(isalpha((unsigned char)ctx[k0]) || (unsigned char)ctx[k0] >= 0x80))
         return 0;
@@ -91,6 +119,11 @@ int dg_keyline_split(const char *ctx, size_t b, size_t e, size_t *key0, size_t *
         v1--;
     while (v0 < v1 && ctx[v0] == '*') v0++;  /* "**Key:** value" */
     while (v0 < v1 && ctx[v0] == ' ') v0++;
+    /* a JSON member opening an object or array, or null, has no scalar value (lists.c
+     * reads `"key": [`) */
+    if (json && v0 < v1 && (ctx[v0] == '{' || ctx[v0] == '[' ||
+                            (v1 - v0 == 4 && memcmp(ctx + v0, "null", 4) == 0)))
+        v1 = v0;
     if (v1 - v0 >= 2 && (ctx[v0] == '"' || ctx[v0] == '\'') && ctx[v1 - 1] == ctx[v0]) {
         v0++;  /* KEY="value" (os-release, shell, INI): the value is inside the quotes */
         v1--;

@@ -27,6 +27,9 @@
  * markup = leading spaces, '-', '*', '#', '|', '>' and trailing '|' '*'. Value =
  * the rest, trimmed of spaces and trailing ',' ';' and of one pair of
  * enclosing quotes (KEY="value"); empty values are skipped.
+ * JSON members `"key": value` (dg_json_member_split) are key lines too: the key
+ * is the quoted text (key bytes only), SEP its ':'; a value opening an object or
+ * array, or `null`, is empty (package.json, composer.json, API responses).
  * Offsets are code points of the context (the unit of §8 spans). */
 #ifndef DG_DEG_KEYPRIOR_H
 #define DG_DEG_KEYPRIOR_H
@@ -54,6 +57,13 @@ typedef struct dg_key_prior {
     int on;
     double exact, partial;
 } dg_key_prior;
+
+/* A JSON member `"key":` opening line [b, e) (after spaces/tabs; the key a
+ * string of at most DG_KEY_MAX_LEN bytes without escapes): 1 with the key's bytes
+ * [*key0, *key1) and the byte of its ':' in *colon, else 0. Shared by key lines
+ * and the JSON lists of lists.c. */
+int dg_json_member_split(const char *s, size_t b, size_t e, size_t *key0, size_t *key1,
+                         size_t *colon);
 
 /* Split line [b, e) (bytes of ctx) as "[markup] key SEP value [markup]" (the rule
  * above): 1 with the key's bytes [*key0, *key1) and the value's [*val0, *val1)

@@ -89,24 +89,16 @@ static size_t find(const char *s, size_t b, size_t e, const char *needle)
 }
 
 /* A JSON member line `"key": [` (the array may close on this line or continue
- * over the next lines): [*key0, *key1) = the key's bytes, *open = the byte after '['. */
+ * over the next lines; dg_json_member_split): [*key0, *key1) = the key's bytes,
+ * *open = the byte after '['. */
 static int json_array_line(const char *s, size_t b, size_t e, size_t *key0, size_t *key1,
                            size_t *open)
 {
-    size_t i = b;
-    while (i < e && (s[i] == ' ' || s[i] == '\t')) i++;
-    if (i >= e || s[i] != '"') return 0;
-    size_t k0 = ++i;
-    while (i < e && s[i] != '"' && s[i] != '\\' && i - k0 <= DG_KEY_MAX_LEN) i++;
-    if (i >= e || s[i] != '"' || i == k0) return 0;
-    size_t k1 = i++;
-    while (i < e && s[i] == ' ') i++;
-    if (i >= e || s[i] != ':') return 0;
+    size_t i;
+    if (!dg_json_member_split(s, b, e, key0, key1, &i)) return 0;
     i++;
     while (i < e && s[i] == ' ') i++;
     if (i >= e || s[i] != '[') return 0;
-    *key0 = k0;
-    *key1 = k1;
     *open = i + 1;
     return 1;
 }

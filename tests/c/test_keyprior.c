@@ -70,6 +70,38 @@ Test(keyprior, scan_lines_and_offsets)
     cr_assert_null(ix.p);
 }
 
+/* JSON members are key lines: quoted key, value inside its quotes; a member
+ * opening an object or array, or null, has no value; a key with bytes no key
+ * has ("a+b") is no key line. */
+Test(keyprior, scan_json_members)
+{
+    const char *ctx = "{\n"
+                      "  \"name\": \"left-pad\",\n"
+                      "  \"version\" : \"1.3.0\",\n"
+                      "  \"private\": true,\n"
+                      "  \"homepage\": null,\n"
+                      "  \"keywords\": [\"pad\", \"left\"],\n"
+                      "  \"repository\": {\n"
+                      "    \"type\": \"git\"\n"
+                      "  },\n"
+                      "  \"a+b\": \"x\",\n"
+                      "  \"engines\": {\"node\": \">=0.8\"}\n"
+                      "}";
+    dg_keylines ix = {0};
+    cr_assert_eq(dg_keylines_scan(ctx, strlen(ctx), &ix), DEG_OK);
+    struct { const char *key, *value; } want[] = {
+        {"name", "left-pad"}, {"version", "1.3.0"}, {"private", "true"}, {"type", "git"}};
+    cr_assert_eq(ix.n, 4, "got %zu lines", ix.n);
+    for (size_t i = 0; i < 4; i++) {
+        cr_assert_str_eq(ix.p[i].key, want[i].key);
+        /* ASCII context: code points are bytes */
+        cr_assert_eq(ix.p[i].val1 - ix.p[i].val0, strlen(want[i].value), "line %zu", i);
+        cr_assert(memcmp(ctx + ix.p[i].val0, want[i].value, strlen(want[i].value)) == 0,
+                  "line %zu: %.*s", i, (int)(ix.p[i].val1 - ix.p[i].val0), ctx + ix.p[i].val0);
+    }
+    dg_keylines_free(&ix);
+}
+
 static const dg_field_plan *field(deg_plan *p, const char *pointer)
 {
     const dg_plan *P = (const dg_plan *)p;
