@@ -28,6 +28,7 @@ extern "C" {
  *    "lm_prior": null | {"start": lambda} (optional; see below),
  *    "list_prior": null | {"bonus": b, "by_anchor": bool} (optional; see below),
  *    "span_single_line": bool (optional, default false),
+ *    "span_word_bounds": bool (optional, default false),
  *    optional "lora": LoRA adapters of the fork rows, see lora.h};
  *  - heads.safetensors: the fp32 heads of §12.3 (names and shapes in
  *    lib/deg/fill.h).
@@ -84,7 +85,13 @@ extern "C" {
  * span_single_line: plain-string spans (no format) never hold a line break
  * between their first and last non-blank characters (no gold plain span of
  * the datagen v1/v2 training data does; off, an unsure end pointer runs
- * over the next lines). */
+ * over the next lines).
+ *
+ * span_word_bounds: a plain-string span starts and ends at word boundaries: no
+ * letter or digit on both sides of an edge (scripts written without spaces,
+ * CJK and Thai, bound at every character; lib/base/utf8.h dg_utf8_is_word).
+ * Every gold plain span of the training and development data is; off, an
+ * unsure pointer cuts words ("FindASP" of "FindASPELL"). */
 typedef struct deg_ckpt deg_ckpt;
 
 /* Write a fresh checkpoint to dir (created if missing; files replaced) for the

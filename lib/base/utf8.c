@@ -158,6 +158,20 @@ char *dg_utf8_lossy(const char *buf, size_t len, size_t *out_len)
     return out;
 }
 
+int dg_utf8_is_word(uint32_t cp)
+{
+    if (cp < 0x80)
+        return (cp >= '0' && cp <= '9') || (cp >= 'A' && cp <= 'Z') || (cp >= 'a' && cp <= 'z');
+    if (cp <= 0xBF) return cp == 0xAA || cp == 0xB5 || cp == 0xBA;
+    if (cp == 0xD7 || cp == 0xF7) return 0;
+    if ((cp >= 0x0E00 && cp <= 0x0EFF) || (cp >= 0x1000 && cp <= 0x109F) ||
+        (cp >= 0x1780 && cp <= 0x17FF) || (cp >= 0x2000 && cp <= 0x2BFF) ||
+        (cp >= 0x2E80 && cp <= 0x9FFF) || (cp >= 0xF900 && cp <= 0xFAFF) ||
+        (cp >= 0xFF00 && cp <= 0xFFEF))
+        return 0;
+    return 1;
+}
+
 size_t dg_utf8_count(const char *buf, size_t len)
 {
     size_t c = 0;

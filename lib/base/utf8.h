@@ -27,6 +27,19 @@ size_t dg_utf8_complete_len(const char *buf, size_t len);
  * continuation bytes). */
 size_t dg_utf8_count(const char *buf, size_t len);
 
+/* Is cp a character inside a word, for word boundaries of scripts that
+ * separate words with spaces: ASCII letters and digits, and non-ASCII
+ * characters except Latin-1 punctuation and symbols (U+0080..U+00BF but the
+ * ordinal and micro letters ª µ º, U+00D7, U+00F7), General Punctuation
+ * through Miscellaneous Symbols and Arrows (U+2000..U+2BFF), and the
+ * characters of scripts written without spaces between words (CJK radicals
+ * through Unified Ideographs U+2E80..U+9FFF with kana and CJK punctuation,
+ * compatibility ideographs U+F900..U+FAFF, half/fullwidth forms
+ * U+FF00..U+FFEF, Thai and Lao U+0E00..U+0EFF, Myanmar U+1000..U+109F, Khmer
+ * U+1780..U+17FF): each of those is a word boundary on both sides. No Unicode
+ * tables: a rule for span edges (fill_extract.c), not a tokenizer. */
+int dg_utf8_is_word(uint32_t cp);
+
 /* Encode cp (<= U+10FFFF, not a surrogate) into out[0..4): returns the byte
  * length, or 0 if cp is not a Unicode scalar value. */
 int dg_utf8_encode(uint32_t cp, char out[4]);

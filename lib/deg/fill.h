@@ -93,6 +93,8 @@ struct deg_ckpt {
     double list_prior_bonus;
     int list_prior_by_anchor; /* list_prior.by_anchor (default false) */
     int span_single_line;     /* deg.json "span_single_line": plain spans within one line */
+    int span_word_bounds;     /* deg.json "span_word_bounds": plain spans start and end at
+                               * word boundaries (dg_utf8_is_word) */
     /* deg.json calibration.extract_confidence {scale, bias}: an extract leaf's
      * reported confidence is sigmoid(scale * lp + bias), lp = the chosen
      * outcome's log p_start + log p_end (Platt scaling of the log-confidence,

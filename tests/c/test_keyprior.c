@@ -3,6 +3,7 @@
  * and deg_fill on the tiny random models where a large bonus must put the
  * labelled value in every field kind (random heads alone would not). */
 #include <criterion/criterion.h>
+#include <ctype.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 
 #include "ckpt_fixture.h"
 #include "deg.h"
+#include "base/utf8.h"
 #include "deg/keyprior.h"
 #include "deg/plan.h"
 
@@ -295,6 +297,97 @@ Test(keyprior, single_line_spans)
         snprintf(js, sizeof js, "%s/deg.json", dir2);
         json_t *meta = json_load_file(js, 0, NULL);
         cr_assert(json_is_true(json_object_get(meta, "span_single_line")));
+        json_decref(meta);
+        deg_ckpt_free(k);
+    }
+}
+
+/* Word boundaries of dg_utf8_is_word: letters and digits of spaced scripts are
+ * word characters; punctuation, Latin-1 symbols, CJK and Thai are not. */
+Test(keyprior, word_characters)
+{
+    const uint32_t word[] = {'a', 'Z', '7', 0xE9 /* é */, 0xDF /* ß */, 0xAA /* ª */,
+                             0x0915 /* Devanagari ka */, 0x093F /* vowel sign i */,
+                             0x0430 /* Cyrillic a */, 0x05D0 /* alef */, 0xAC00 /* Hangul */};
+    const uint32_t bound[] = {' ', '-', '.', '_', '"', 0xA0 /* NBSP */, 0xA9 /* © */,
+                              0xD7 /* × */, 0x2014 /* em dash */, 0x4E2D /* 中 */,
+                              0x3042 /* あ */, 0x0E01 /* Thai ko kai */, 0xFF0C /* fullwidth , */};
+    for (size_t i = 0; i < sizeof word / sizeof word[0]; i++)
+        cr_assert(dg_utf8_is_word(word[i]), "U+%04X", (unsigned)word[i]);
+    for (size_t i = 0; i < sizeof bound / sizeof bound[0]; i++)
+        cr_assert(!dg_utf8_is_word(bound[i]), "U+%04X", (unsigned)bound[i]);
+}
+
+/* Long words the tokenizers split into several tokens: random pointer heads cut them. */
+static const char *WORDS_CTX = "Hippopotomonstrosesquippedaliophobia supercalifragilistic "
+                               "antidisestablishmentarianism floccinaucinihilipilification "
+                               "pneumonoultramicroscopicsilicovolcanoconiosis "
+                               "incomprehensibilities-unimaginatively thyroparathyroidectomized\n";
+
+/* Count of plain-string values over fields f0..f15 whose span cuts a word of
+ * WORDS_CTX (ASCII: code points are bytes). */
+static int cut_word_values(deg_ckpt *k)
+{
+    json_t *props = json_object();
+    for (int i = 0; i < 16; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "f%d", i);
+        json_object_set_new(props, name, json_pack("{s:s}", "type", "string"));
+    }
+    json_t *req = json_pack("{s:s, s:{s:s, s:o}}", "context", WORDS_CTX, "schema", "type",
+                            "object", "properties", props);
+    char *rq = json_dumps(req, 0), *out = NULL;
+    json_decref(req);
+    cr_assert_eq(deg_fill(k, rq, strlen(rq), &out, NULL), DEG_OK, "%s", deg_errmsg());
+    json_t *resp = json_loads(out, 0, NULL);
+    int n = 0;
+    const char *key;
+    json_t *m;
+    size_t len = strlen(WORDS_CTX);
+    json_object_foreach(json_object_get(resp, "meta"), key, m) {
+        json_t *sp = json_object_get(m, "span");
+        if (!json_is_array(sp)) continue;
+        size_t s = (size_t)json_integer_value(json_array_get(sp, 0));
+        size_t e = (size_t)json_integer_value(json_array_get(sp, 1));
+        cr_assert(s < e && e <= len);
+        if ((s > 0 && isalnum((unsigned char)WORDS_CTX[s - 1]) &&
+             isalnum((unsigned char)WORDS_CTX[s])) ||
+            (e < len && isalnum((unsigned char)WORDS_CTX[e - 1]) &&
+             isalnum((unsigned char)WORDS_CTX[e])))
+            n++;
+    }
+    json_decref(resp);
+    free(rq);
+    free(out);
+    return n;
+}
+
+/* deg.json "span_word_bounds": no plain span cuts a word; the same random heads
+ * without it do (so the test can fail); a bad value is a FormatError; the flag
+ * survives a save. */
+Test(keyprior, word_bound_spans)
+{
+    for (size_t mi = 0; mi < 2; mi++) {
+        char model[512], dir[512];
+        snprintf(model, sizeof model, "%s/%s", GOLDENS, TINY[mi]);
+        snprintf(dir, sizeof dir, "%s/keyprior-words-%d-%zu", DEG_BUILD_ROOT, (int)getpid(), mi);
+        deg_ckpt *k0 = tu_random_ckpt(model, 5, dir, NULL, -1);
+        int before = cut_word_values(k0);
+        deg_ckpt_free(k0);
+        cr_assert_gt(before, 0, "%s: no cut word without the rule", TINY[mi]);
+        tu_set_meta(dir, "span_word_bounds", json_integer(1));
+        deg_ckpt *k = NULL;
+        cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_ERR_FORMAT);
+        cr_assert(strstr(deg_errmsg(), "span_word_bounds"), "%s", deg_errmsg());
+        tu_set_meta(dir, "span_word_bounds", json_true());
+        cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_OK, "%s", deg_errmsg());
+        cr_assert_eq(cut_word_values(k), 0);
+        char dir2[600], js[700];
+        snprintf(dir2, sizeof dir2, "%s-saved", dir);
+        cr_assert_eq(deg_ckpt_save(k, dir2, NULL, 0), DEG_OK, "%s", deg_errmsg());
+        snprintf(js, sizeof js, "%s/deg.json", dir2);
+        json_t *meta = json_load_file(js, 0, NULL);
+        cr_assert(json_is_true(json_object_get(meta, "span_word_bounds")));
         json_decref(meta);
         deg_ckpt_free(k);
     }
