@@ -24,7 +24,7 @@ extern "C" {
  *    "path"}, "head_dim": 256, "heads": {name: shape}, "calibration": {"choice",
  *    "score", "noul", "extract", "count": temperature}, "array_mode": "index" |
  *    "anchor", "anchor_min_tokens", "chat_layout": "chatml" | "qwen3" | "none",
- *    "key_prior": null | {"exact": x, "partial": y} (optional; see below),
+ *    "key_prior": null | {"exact": x, "partial": y[, "phrase": z]} (optional; see below),
  *    "lm_prior": null | {"start": lambda} (optional; see below),
  *    "list_prior": null | {"bonus": b, "by_anchor": bool} (optional; see below),
  *    "span_single_line": bool (optional, default false),
@@ -56,7 +56,12 @@ extern "C" {
  * before the calibration temperature, to the outcomes the value supports: the
  * extract start/end of the value (typed fields: of each grammar candidate in
  * it), a choice option written in the value, noul true/false for a yes/no
- * value. Leaves inside arrays get none.
+ * value; JSON members `"key": value` are such lines too. `phrase` (default 0 =
+ * off) is added to the start/end of a grammar candidate (date, number, e-mail,
+ * URI) that running text labels with the leaf's name: the clause right before
+ * it ends with the name's words, maybe plus one linking word ("Available from
+ * October 13, 2027" for available_from). Numbers in [0, 1e6]. Leaves inside
+ * arrays get none.
  *
  * LM-head start prior (deg.json "lm_prior", absent = off; a request's
  * options.lm_prior, null = the checkpoint's, overrides it): an extract

@@ -213,16 +213,19 @@ static deg_status key_prior_load(const json_t *v, const char *jpath, dg_key_prio
     memset(out, 0, sizeof *out);
     if (!v || json_is_null(v)) return DEG_OK;
     json_t *ex = json_object_get(v, "exact"), *pa = json_object_get(v, "partial");
+    json_t *ph = json_object_get(v, "phrase");
     if (!json_is_object(v) || !json_is_number(ex) || !json_is_number(pa) ||
-        json_object_size(v) != 2)
+        (ph && !json_is_number(ph)) || json_object_size(v) != 2u + (ph != NULL))
         return dg_fail(DEG_ERR_FORMAT, "%s: key_prior must be null or {\"exact\": number, "
-                       "\"partial\": number}", jpath);
+                       "\"partial\": number[, \"phrase\": number]}", jpath);
     out->exact = json_number_value(ex);
     out->partial = json_number_value(pa);
-    if (!(out->exact >= 0) || !(out->partial >= 0) || !isfinite(out->exact) ||
-        !isfinite(out->partial))
-        return dg_fail(DEG_ERR_FORMAT, "%s: key_prior.exact and .partial must be finite "
-                       "numbers >= 0", jpath);
+    out->phrase = ph ? json_number_value(ph) : 0.0;
+    if (!(out->exact >= 0) || !(out->partial >= 0) || !(out->phrase >= 0) ||
+        !(out->exact <= DG_PRIOR_MAX) || !(out->partial <= DG_PRIOR_MAX) ||
+        !(out->phrase <= DG_PRIOR_MAX))
+        return dg_fail(DEG_ERR_FORMAT, "%s: key_prior.exact, .partial and .phrase must be "
+                       "numbers in [0, 1e6]", jpath);
     out->on = 1;
     return DEG_OK;
 }
@@ -838,10 +841,13 @@ deg_status deg_ckpt_save(const deg_ckpt *ckpt, const char *dir, const char *extr
                              heads, "calibration", temps, "array_mode", ckpt->array_mode,
                              "anchor_min_tokens", (json_int_t)ckpt->anchor_min_tokens,
                              "chat_layout", ckpt->chat_layout);
-    if (meta && ckpt->key_prior.on)
-        json_object_set_new(meta, "key_prior", json_pack("{s:f, s:f}", "exact",
-                                                         ckpt->key_prior.exact, "partial",
-                                                         ckpt->key_prior.partial));
+    if (meta && ckpt->key_prior.on) {
+        json_t *kp = json_pack("{s:f, s:f}", "exact", ckpt->key_prior.exact, "partial",
+                               ckpt->key_prior.partial);
+        if (kp && ckpt->key_prior.phrase > 0)
+            json_object_set_new(kp, "phrase", json_real(ckpt->key_prior.phrase));
+        json_object_set_new(meta, "key_prior", kp);
+    }
     if (meta && ckpt->has_lm_prior)
         json_object_set_new(meta, "lm_prior", json_pack("{s:f}", "start", ckpt->lm_prior_start));
     if (meta && ckpt->has_list_prior)

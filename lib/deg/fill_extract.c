@@ -72,6 +72,14 @@ static void key_prior_extract(const dg_ckpt *k, const freq *r, const dg_field_pl
             if (be[te] < bonus) be[te] = bonus;
         }
     }
+    float phrase = (float)k->key_prior.phrase;
+    for (size_t c = 0; typed && phrase > 0 && c < ns; c++) {
+        size_t s = spans[2 * c], e = spans[2 * c + 1];
+        if (e <= s || e > r->n_cp || !dg_key_phrase_before(f, r->ctx, r->cp_byte[s])) continue;
+        size_t ts = r->cp_tok[s], te = r->cp_tok[e - 1];
+        if (bs[ts] < phrase) bs[ts] = phrase;
+        if (be[te] < phrase) be[te] = phrase;
+    }
 }
 
 /* List prior (lists.h): the start and end tokens of leaf L's own list item, when
@@ -170,6 +178,21 @@ static size_t fullest_dates(cand *cs, size_t n)
         cs[o++] = cs[i];
     }
     return o;
+}
+
+/* The ns grammar candidates (code point pairs) scored by their first/last token's
+ * start + end log-probability into cs; dates keep their fullest readings. */
+static size_t grammar_cands(const freq *r, const dg_field_plan *f, const size_t *spans, size_t ns,
+                            const double *lps, const double *lpe, cand *cs)
+{
+    size_t n_c = 0;
+    for (size_t i = 0; i < ns; i++) {
+        size_t s = spans[2 * i], e = spans[2 * i + 1];
+        if (e <= s || e > r->n_cp) continue;
+        size_t ti = r->cp_tok[s], tj = r->cp_tok[e - 1];
+        cs[n_c++] = (cand){s, e, lps[ti] + lpe[tj], i};
+    }
+    return f->mode == DG_MODE_DATE ? fullest_dates(cs, n_c) : n_c;
 }
 
 /* Value of the span [s, e) for leaf f, or NULL with *reason set. */
@@ -377,13 +400,7 @@ deg_status dg_fill_decode_extract(const dg_ckpt *k, freq *r, job *j)
             st = dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
             goto done;
         }
-        for (size_t i = 0; i < ns; i++) {
-            size_t s = spans[2 * i], e = spans[2 * i + 1];
-            if (e <= s || e > r->n_cp) continue;
-            size_t ti = r->cp_tok[s], tj = r->cp_tok[e - 1];
-            cs[n_c++] = (cand){s, e, lps[ti] + lpe[tj], i};
-        }
-        if (f->mode == DG_MODE_DATE) n_c = fullest_dates(cs, n_c);
+        n_c = grammar_cands(r, f, spans, ns, lps, lpe, cs);
     } else {
         /* top DG_SPAN_TOP token spans i <= j < i + 128 (min-heap by score) */
         cs = malloc(DG_SPAN_TOP * sizeof *cs);

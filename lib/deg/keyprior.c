@@ -278,6 +278,50 @@ int dg_key_match(const dg_field_plan *f, const char *key)
     return dg_key_match_name(seg, f->title, key, 0);
 }
 
+static int is_linking_word(const char *w, size_t n)
+{
+    static const char *const LINK[] = {"on", "at", "in", "by", "is", "was", "are", "were",
+                                       "to", "from", "since", "until", "for", "be", "date"};
+    for (size_t i = 0; i < sizeof LINK / sizeof LINK[0]; i++)
+        if (strlen(LINK[i]) == n && memcmp(LINK[i], w, n) == 0) return 1;
+    return 0;
+}
+
+int dg_key_phrase_before(const dg_field_plan *f, const char *ctx, size_t b)
+{
+    /* the clause before b: back to a line or clause mark, at most DG_KEY_MAX_LEN bytes */
+    size_t a = b;
+    while (a > 0 && b - a < DG_KEY_MAX_LEN) {
+        char c = ctx[a - 1];
+        if (c == '\n' || c == '.' || c == ';' || c == ':' || c == '!' || c == '?' || c == ',' ||
+            c == '(' || c == '|' || c == '\t')
+            break;
+        a--;
+    }
+    if (a > 0 && b - a >= DG_KEY_MAX_LEN) { /* cut inside a word: start after it */
+        while (a < b && ctx[a] != ' ') a++;
+    }
+    char w[DG_KEY_MAX_LEN + 1];
+    size_t n = dg_key_norm(ctx + a, b - a, w, sizeof w);
+    for (int drop = 0; drop < 2 && n > 0; drop++) {
+        if (drop) { /* without one trailing linking word ("created on" -> "created") */
+            char *sp = strrchr(w, ' ');
+            const char *last = sp ? sp + 1 : w;
+            if (!sp || !is_linking_word(last, strlen(last))) break;
+            *sp = 0;
+        }
+        /* every word suffix of the clause, shortest first */
+        const char *p = w + strlen(w);
+        for (int words = 0; words < DG_KEY_MAX_WORDS; words++) {
+            while (p > w && p[-1] != ' ') p--;
+            if (dg_key_match(f, p) == 2) return 1;
+            if (p == w) break;
+            p--;
+        }
+    }
+    return 0;
+}
+
 double dg_key_bonus(const dg_key_prior *p, const dg_field_plan *f, const dg_keyline *kv)
 {
     if (!p || !p->on) return 0.0;

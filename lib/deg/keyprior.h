@@ -56,6 +56,7 @@ typedef struct dg_keylines {
 typedef struct dg_key_prior {
     int on;
     double exact, partial;
+    double phrase; /* grammar candidates labelled in running text (dg_key_phrase_before); 0 = off */
 } dg_key_prior;
 
 /* A JSON member `"key":` opening line [b, e) (after spaces/tabs; the key a
@@ -89,6 +90,17 @@ int dg_key_match(const dg_field_plan *f, const char *key);
  * 2 exact, 1 partial, 0 none. plural: compare with plural 's' dropped from
  * words of >= 4 bytes ("formats" = "format"; the list prior, lists.h). */
 int dg_key_match_name(const char *seg, const char *title, const char *key, int plural);
+
+/* Prose labels of typed values: 1 when the words of the clause right before byte
+ * b of ctx (back to a newline or one of . ; : ! ? , ( | TAB, at most DG_KEY_MAX_LEN
+ * bytes), optionally without one trailing linking word (on at in by is was are
+ * were to from since until for be date), end with exactly field f's name or
+ * title words ("Available from October 13, 2027" for available_from; "created
+ * on 2024-04-06" for created; "the due date 2025-01-09" for due_date). Only
+ * for grammar candidates (dates, numbers, e-mails, URIs): their extent is the
+ * candidate's, so a label in running text is enough; fields inside arrays never
+ * match (dg_key_match). */
+int dg_key_phrase_before(const dg_field_plan *f, const char *ctx, size_t b);
 
 /* The bonus of line `kv` for field f under prior p (0 when off or no match). */
 double dg_key_bonus(const dg_key_prior *p, const dg_field_plan *f, const dg_keyline *kv);

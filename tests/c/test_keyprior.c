@@ -144,6 +144,54 @@ Test(keyprior, match)
     deg_plan_free(p);
 }
 
+/* Prose labels of grammar candidates (dg_key_phrase_before): the clause right
+ * before the value ends with the field's words, maybe plus one linking word. */
+Test(keyprior, phrase_before)
+{
+    const char *schema =
+        "{\"type\":\"object\",\"properties\":{"
+        "\"available_from\":{\"type\":\"string\",\"format\":\"date\"},"
+        "\"created\":{\"type\":\"string\",\"format\":\"date\"},"
+        "\"dueDate\":{\"type\":\"string\",\"format\":\"date\"},"
+        "\"d\":{\"type\":\"string\",\"format\":\"date\",\"title\":\"Signed\"},"
+        "\"rows\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":"
+        "{\"created\":{\"type\":\"string\",\"format\":\"date\"}}}}}}";
+    deg_plan *p = NULL;
+    char *errs = NULL;
+    cr_assert_eq(deg_plan_compile(schema, strlen(schema), &p, &errs), DEG_OK, "%s",
+                 errs ? errs : deg_errmsg());
+    struct { const char *text, *ptr; int want; } cases[] = {
+        {"Unfurnished. Available from October 13, 2027.", "/available_from", 1},
+        {"Unfurnished. Available from October 13, 2027.", "/created", 0},
+        {"Ticket opened and created on 2024-04-06 by ops", "/created", 1},
+        {"Ticket created, then closed on 2024-04-06", "/created", 0}, /* ',' ends the clause */
+        {"the invoice date 2024-11-10 and the due date 2025-01-09", "/dueDate", 1},
+        {"the invoice date 2024-11-10 and the due date 2025-01-09", "/available_from", 0},
+        {"Contract signed on 3 March 2021", "/d", 1},                  /* by title */
+        {"Contract unsigned on 3 March 2021", "/d", 0},                 /* whole words */
+        {"created on on 2024-04-06", "/created", 0},                    /* one linking word */
+        {"created 2024-04-06", "/rows/*/created", 0},                   /* array leaves: none */
+        {"created\n2024-04-06", "/created", 0},                        /* same line only */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *t = cases[i].text;
+        /* b = the last date of the text: its first digit run of 4 or its day/month word */
+        const char *v = strstr(t, "October");
+        if (!v) v = strstr(t, "3 March");
+        if (!v) {
+            const char *q = t;
+            while ((q = strstr(q, "20")) && q[4] != '-') q++;
+            const char *last = q;
+            while (q && (q = strstr(q + 1, "20"))) if (q[4] == '-') last = q;
+            v = last;
+        }
+        cr_assert_not_null(v, "case %zu", i);
+        cr_assert_eq(dg_key_phrase_before(field(p, cases[i].ptr), t, (size_t)(v - t)),
+                     cases[i].want, "case %zu: %s for %s", i, t, cases[i].ptr);
+    }
+    deg_plan_free(p);
+}
+
 Test(keyprior, deg_json_validation)
 {
     char model[512], dir[512];
@@ -152,7 +200,10 @@ Test(keyprior, deg_json_validation)
     cr_assert_eq(deg_ckpt_create_random(model, 3, dir), DEG_OK, "%s", deg_errmsg());
     const char *bad[] = {"{\"exact\": -1, \"partial\": 1}", "{\"exact\": 1}", "[1, 2]",
                          "{\"exact\": 1, \"partial\": \"x\"}",
-                         "{\"exact\": 1, \"partial\": 1, \"other\": 2}"};
+                         "{\"exact\": 1, \"partial\": 1, \"other\": 2}",
+                         "{\"exact\": 1, \"partial\": 1, \"phrase\": -1}",
+                         "{\"exact\": 1, \"partial\": 1, \"phrase\": 2e6}",
+                         "{\"exact\": 1, \"partial\": 1, \"phrase\": true}"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         tu_set_meta(dir, "key_prior", json_loads(bad[i], 0, NULL));
         deg_ckpt *k = NULL;
@@ -160,7 +211,8 @@ Test(keyprior, deg_json_validation)
         cr_assert(strstr(deg_errmsg(), "key_prior"), "%s", deg_errmsg());
     }
     /* a valid prior survives a save */
-    tu_set_meta(dir, "key_prior", json_pack("{s:f, s:f}", "exact", 6.0, "partial", 2.5));
+    tu_set_meta(dir, "key_prior", json_pack("{s:f, s:f, s:f}", "exact", 6.0, "partial", 2.5,
+                                            "phrase", 4.0));
     deg_ckpt *k = NULL;
     cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_OK, "%s", deg_errmsg());
     char dir2[600];
@@ -173,6 +225,7 @@ Test(keyprior, deg_json_validation)
     json_t *kp = json_object_get(meta, "key_prior");
     cr_assert_eq(json_real_value(json_object_get(kp, "exact")), 6.0);
     cr_assert_eq(json_real_value(json_object_get(kp, "partial")), 2.5);
+    cr_assert_eq(json_real_value(json_object_get(kp, "phrase")), 4.0);
     json_decref(meta);
 }
 
