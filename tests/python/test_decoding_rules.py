@@ -1,0 +1,103 @@
+"""Decoding rules of the fill runtime on the real SmolLM2 and the shipped checkpoint
+(issue 12), each on a short document of a layout or wording the heads get wrong alone:
+JSON members are key lines of the key prior (lib/deg/keyprior.h), plain spans end at word
+boundaries (deg.json span_word_bounds), and a date-time reads the zone written after it
+(fill_extract.c fullest_dates). Each test also runs the same checkpoint without the rule
+(a copy of its directory with the setting removed) where that is a setting, so it can
+fail: the heads alone give another value. The date rule is no setting: libdeg 0.9.0
+answered 2021-12-03T01:32:51Z (assumed_offset) and read the package's author and license
+from the repository URL."""
+import json
+import shutil
+
+import deg
+
+# a real npm manifest (this machine's /usr/lib/node_modules/npm/node_modules/eastasianwidth)
+PACKAGE_JSON = """{
+  "name": "eastasianwidth",
+  "version": "0.2.0",
+  "description": "Get East Asian Width from a character.",
+  "main": "eastasianwidth.js",
+  "files": [
+    "eastasianwidth.js"
+  ],
+  "scripts": {
+    "test": "mocha"
+  },
+  "repository": "git://github.com/komagata/eastasianwidth.git",
+  "author": "Masaki Komagata",
+  "license": "MIT",
+  "devDependencies": {
+    "mocha": "~1.9.0"
+  }
+}
+"""
+PACKAGE_SCHEMA = {"type": "object", "required": ["name", "version", "author", "license"],
+                  "properties": {"name": {"type": "string"}, "version": {"type": "string"},
+                                 "author": {"type": "string"}, "license": {"type": "string"},
+                                 "main": {"type": ["string", "null"]}}}
+PACKAGE_WANT = {"name": "eastasianwidth", "version": "0.2.0", "author": "Masaki Komagata",
+                "license": "MIT", "main": "eastasianwidth.js"}
+
+# /etc/xdg/autostart/xdg-user-dirs.desktop as an INI section (a rendering of the datagen
+# v5 keyfile kind, which no training saw)
+DESKTOP = ("[user_folders]\nformat = desktop entry\nsection = Desktop Entry\n"
+           "type = Application\nname = User folders update\nexec = xdg-user-dirs-update\n"
+           "program = xdg-user-dirs-update\nkeys = Type, Name, TryExec, Exec, StartupNotify, "
+           "NoDisplay, X-GNOME-Autostart-Phase, X-KDE-autostart-phase\nhas_comments = no\n")
+DESKTOP_SCHEMA = {"type": "object", "required": ["file_format_is_systemd_unit", "has_keywords"],
+                  "properties": {
+                      "no_comments": {"type": "boolean", "title": "No comments"},
+                      "binary": {"type": "string"},
+                      "tooltip": {"type": ["string", "null"], "description": "the Comment= text"},
+                      "generic_name": {"type": ["string", "null"],
+                                       "description": "the generic name"},
+                      "service_name": {"type": "string", "description": "the Name= value"},
+                      "file_format_is_systemd_unit": {
+                          "type": "boolean", "description": "whether format equals systemd unit"},
+                      "has_keywords": {"type": "boolean", "title": "Has keywords"}}}
+
+CHANGES = ("Subject: changes in bzip2\n\nHi all, here is what changed recently:\n\n"
+           "* 1.0.8-5 went out on 2021-12-03 01:32:51 -0700; urgency was medium. "
+           "Uploader: foka@debian.org\n  * Make tests cross-test-friendly\n")
+
+
+def without(tmp_path, setting):
+    """A copy of the default checkpoint's directory without deg.json[setting]."""
+    src = deg.default_checkpoint_path()
+    dst = tmp_path / "ckpt"
+    shutil.copytree(src, dst)
+    meta = json.loads((dst / "deg.json").read_text())
+    assert setting in meta, setting
+    del meta[setting]
+    (dst / "deg.json").write_text(json.dumps(meta))
+    return str(dst)
+
+
+def test_json_members_are_key_lines(model, tmp_path):
+    ck = deg.load(deg.default_checkpoint_path(), model=model)
+    got = ck.fill(PACKAGE_JSON, PACKAGE_SCHEMA)["value"]
+    assert got == PACKAGE_WANT
+    heads = deg.load(without(tmp_path, "key_prior"), model=model)
+    alone = heads.fill(PACKAGE_JSON, PACKAGE_SCHEMA)["value"]
+    assert alone != PACKAGE_WANT, "the heads alone read every member"
+
+
+def test_plain_spans_end_at_word_boundaries(model, tmp_path):
+    ck = deg.load(deg.default_checkpoint_path(), model=model)
+    got = ck.fill(DESKTOP, DESKTOP_SCHEMA)["value"]
+    assert got["binary"] == "xdg-user-dirs-update"
+    cut = deg.load(without(tmp_path, "span_word_bounds"), model=model)
+    alone = cut.fill(DESKTOP, DESKTOP_SCHEMA)["value"]["binary"]
+    # the pointers alone end inside "xdg-user-dirs-update"
+    assert alone != got["binary"] and alone and "xdg-user-dirs-update".startswith(alone)
+
+
+def test_date_time_keeps_its_written_zone(model):
+    ck = deg.load(deg.default_checkpoint_path(), model=model)
+    schema = {"type": "object", "required": ["released"], "properties": {
+        "released": {"type": "string", "format": "date-time",
+                     "description": "when 1.0.8-5 went out"}}}
+    r = ck.fill(CHANGES, schema)
+    assert r["value"]["released"] == "2021-12-03T01:32:51-07:00"
+    assert not r["meta"]["/released"].get("assumed_offset")
