@@ -24,7 +24,8 @@ extern "C" {
  *    "path"}, "head_dim": 256, "heads": {name: shape}, "calibration": {"choice",
  *    "score", "noul", "extract", "count": temperature}, "array_mode": "index" |
  *    "anchor", "anchor_min_tokens", "chat_layout": "chatml" | "qwen3" | "none",
- *    "key_prior": null | {"exact": x, "partial": y[, "phrase": z]} (optional; see below),
+ *    "key_prior": null | {"exact": x, "partial": y[, "phrase": z][, "description": d]}
+ *    (optional; see below),
  *    "lm_prior": null | {"start": lambda} (optional; see below),
  *    "list_prior": null | {"bonus": b, "by_anchor": bool} (optional; see below),
  *    "span_single_line": bool (optional, default false),
@@ -60,8 +61,11 @@ extern "C" {
  * off) is added to the start/end of a grammar candidate (date, number, e-mail,
  * URI) that running text labels with the leaf's name: the clause right before
  * it ends with the name's words, maybe plus one linking word ("Available from
- * October 13, 2027" for available_from). Numbers in [0, 1e6]. Leaves inside
- * arrays get none.
+ * October 13, 2027" for available_from). `description` (default 0 = off) is
+ * the bonus of a line whose key the leaf's description names as whole words
+ * (keys of >= 4 bytes; "the command it runs (Exec=)" names "Exec=") when its
+ * name and title do not match. Numbers in [0, 1e6]. Leaves inside arrays get
+ * none.
  *
  * LM-head start prior (deg.json "lm_prior", absent = off; a request's
  * options.lm_prior, null = the checkpoint's, overrides it): an extract

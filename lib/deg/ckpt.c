@@ -213,19 +213,22 @@ static deg_status key_prior_load(const json_t *v, const char *jpath, dg_key_prio
     memset(out, 0, sizeof *out);
     if (!v || json_is_null(v)) return DEG_OK;
     json_t *ex = json_object_get(v, "exact"), *pa = json_object_get(v, "partial");
-    json_t *ph = json_object_get(v, "phrase");
+    json_t *ph = json_object_get(v, "phrase"), *de = json_object_get(v, "description");
     if (!json_is_object(v) || !json_is_number(ex) || !json_is_number(pa) ||
-        (ph && !json_is_number(ph)) || json_object_size(v) != 2u + (ph != NULL))
+        (ph && !json_is_number(ph)) || (de && !json_is_number(de)) ||
+        json_object_size(v) != 2u + (ph != NULL) + (de != NULL))
         return dg_fail(DEG_ERR_FORMAT, "%s: key_prior must be null or {\"exact\": number, "
-                       "\"partial\": number[, \"phrase\": number]}", jpath);
+                       "\"partial\": number[, \"phrase\": number][, \"description\": number]}",
+                       jpath);
     out->exact = json_number_value(ex);
     out->partial = json_number_value(pa);
     out->phrase = ph ? json_number_value(ph) : 0.0;
-    if (!(out->exact >= 0) || !(out->partial >= 0) || !(out->phrase >= 0) ||
-        !(out->exact <= DG_PRIOR_MAX) || !(out->partial <= DG_PRIOR_MAX) ||
-        !(out->phrase <= DG_PRIOR_MAX))
-        return dg_fail(DEG_ERR_FORMAT, "%s: key_prior.exact, .partial and .phrase must be "
-                       "numbers in [0, 1e6]", jpath);
+    out->description = de ? json_number_value(de) : 0.0;
+    const double w[] = {out->exact, out->partial, out->phrase, out->description};
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
+        if (!(w[i] >= 0) || !(w[i] <= DG_PRIOR_MAX))
+            return dg_fail(DEG_ERR_FORMAT, "%s: key_prior.exact, .partial, .phrase and "
+                           ".description must be numbers in [0, 1e6]", jpath);
     out->on = 1;
     return DEG_OK;
 }
@@ -846,6 +849,8 @@ deg_status deg_ckpt_save(const deg_ckpt *ckpt, const char *dir, const char *extr
                                ckpt->key_prior.partial);
         if (kp && ckpt->key_prior.phrase > 0)
             json_object_set_new(kp, "phrase", json_real(ckpt->key_prior.phrase));
+        if (kp && ckpt->key_prior.description > 0)
+            json_object_set_new(kp, "description", json_real(ckpt->key_prior.description));
         json_object_set_new(meta, "key_prior", kp);
     }
     if (meta && ckpt->has_lm_prior)

@@ -322,9 +322,21 @@ int dg_key_phrase_before(const dg_field_plan *f, const char *ctx, size_t b)
     return 0;
 }
 
+int dg_key_in_description(const dg_field_plan *f, const char *key)
+{
+    size_t kl = strlen(key);
+    if (kl < 4 || !f->description || f->depth_items > 0) return 0;
+    char d[DG_KEY_DESC_MAX + 1];
+    dg_key_norm(f->description, strlen(f->description), d, sizeof d);
+    for (const char *p = d; (p = strstr(p, key)) != NULL; p++)
+        if ((p == d || p[-1] == ' ') && (p[kl] == 0 || p[kl] == ' ')) return 1;
+    return 0;
+}
+
 double dg_key_bonus(const dg_key_prior *p, const dg_field_plan *f, const dg_keyline *kv)
 {
     if (!p || !p->on) return 0.0;
     int m = dg_key_match(f, kv->key);
+    if (m == 0 && p->description > 0 && dg_key_in_description(f, kv->key)) return p->description;
     return m == 2 ? p->exact : m == 1 ? p->partial : 0.0;
 }

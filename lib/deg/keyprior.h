@@ -57,6 +57,7 @@ typedef struct dg_key_prior {
     int on;
     double exact, partial;
     double phrase; /* grammar candidates labelled in running text (dg_key_phrase_before); 0 = off */
+    double description; /* keys the field's description names (dg_key_in_description); 0 = off */
 } dg_key_prior;
 
 /* A JSON member `"key":` opening line [b, e) (after spaces/tabs; the key a
@@ -102,7 +103,17 @@ int dg_key_match_name(const char *seg, const char *title, const char *key, int p
  * match (dg_key_match). */
 int dg_key_phrase_before(const dg_field_plan *f, const char *ctx, size_t b);
 
-/* The bonus of line `kv` for field f under prior p (0 when off or no match). */
+#define DG_KEY_DESC_MAX 512 /* bytes of a normalised description read for key names */
+
+/* 1 when normalised key `key` (>= 4 bytes) is a run of whole words of field f's
+ * normalised description (its first DG_KEY_DESC_MAX bytes): "the unit's
+ * description" names a "Description=" line, "the command it runs (Exec=)" an
+ * "Exec=" line. Fields inside arrays never match. */
+int dg_key_in_description(const dg_field_plan *f, const char *key);
+
+/* The bonus of line `kv` for field f under prior p (0 when off or no match):
+ * exact / partial by name or title (dg_key_match), else `description` when the
+ * description names the key. */
 double dg_key_bonus(const dg_key_prior *p, const dg_field_plan *f, const dg_keyline *kv);
 
 #endif

@@ -144,6 +144,39 @@ Test(keyprior, match)
     deg_plan_free(p);
 }
 
+/* Keys a field's description names (dg_key_in_description, key_prior.description):
+ * whole words of the normalised description, keys of >= 4 bytes, no array leaves;
+ * the bonus only where the name and title do not match. */
+Test(keyprior, description_names_key)
+{
+    const char *schema =
+        "{\"type\":\"object\",\"properties\":{"
+        "\"summary\":{\"type\":\"string\",\"description\":\"the unit's Description= text\"},"
+        "\"command\":{\"type\":\"string\",\"description\":\"the command it runs (Exec=)\"},"
+        "\"owner\":{\"type\":\"string\",\"description\":\"the package the question belongs to\"},"
+        "\"rows\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":"
+        "{\"x\":{\"type\":\"string\",\"description\":\"its Exec= line\"}}}}}}";
+    deg_plan *p = NULL;
+    char *errs = NULL;
+    cr_assert_eq(deg_plan_compile(schema, strlen(schema), &p, &errs), DEG_OK, "%s",
+                 errs ? errs : deg_errmsg());
+    cr_assert(dg_key_in_description(field(p, "/summary"), "description"));
+    cr_assert(dg_key_in_description(field(p, "/command"), "exec"));
+    cr_assert(dg_key_in_description(field(p, "/owner"), "package"));
+    cr_assert(dg_key_in_description(field(p, "/owner"), "question"));
+    cr_assert(!dg_key_in_description(field(p, "/owner"), "pack"), "whole words");
+    cr_assert(!dg_key_in_description(field(p, "/owner"), "the"), "keys of >= 4 bytes");
+    cr_assert(!dg_key_in_description(field(p, "/summary"), "unit description"));
+    cr_assert(!dg_key_in_description(field(p, "/rows/*/x"), "exec"), "array leaves: none");
+    dg_key_prior kp = {1, 16.0, 8.0, 0.0, 4.0};
+    dg_keyline exec = {0, 1, "exec"}, cmd = {0, 1, "command"};
+    cr_assert_eq(dg_key_bonus(&kp, field(p, "/command"), &exec), 4.0);
+    cr_assert_eq(dg_key_bonus(&kp, field(p, "/command"), &cmd), 16.0, "the name wins");
+    kp.description = 0;
+    cr_assert_eq(dg_key_bonus(&kp, field(p, "/command"), &exec), 0.0, "0 = off");
+    deg_plan_free(p);
+}
+
 /* Prose labels of grammar candidates (dg_key_phrase_before): the clause right
  * before the value ends with the field's words, maybe plus one linking word. */
 Test(keyprior, phrase_before)
@@ -203,7 +236,9 @@ Test(keyprior, deg_json_validation)
                          "{\"exact\": 1, \"partial\": 1, \"other\": 2}",
                          "{\"exact\": 1, \"partial\": 1, \"phrase\": -1}",
                          "{\"exact\": 1, \"partial\": 1, \"phrase\": 2e6}",
-                         "{\"exact\": 1, \"partial\": 1, \"phrase\": true}"};
+                         "{\"exact\": 1, \"partial\": 1, \"phrase\": true}",
+                         "{\"exact\": 1, \"partial\": 1, \"description\": -2}",
+                         "{\"exact\": 1, \"partial\": 1, \"description\": null}"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         tu_set_meta(dir, "key_prior", json_loads(bad[i], 0, NULL));
         deg_ckpt *k = NULL;
@@ -211,8 +246,8 @@ Test(keyprior, deg_json_validation)
         cr_assert(strstr(deg_errmsg(), "key_prior"), "%s", deg_errmsg());
     }
     /* a valid prior survives a save */
-    tu_set_meta(dir, "key_prior", json_pack("{s:f, s:f, s:f}", "exact", 6.0, "partial", 2.5,
-                                            "phrase", 4.0));
+    tu_set_meta(dir, "key_prior", json_pack("{s:f, s:f, s:f, s:f}", "exact", 6.0, "partial", 2.5,
+                                            "phrase", 4.0, "description", 3.0));
     deg_ckpt *k = NULL;
     cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_OK, "%s", deg_errmsg());
     char dir2[600];
@@ -226,6 +261,7 @@ Test(keyprior, deg_json_validation)
     cr_assert_eq(json_real_value(json_object_get(kp, "exact")), 6.0);
     cr_assert_eq(json_real_value(json_object_get(kp, "partial")), 2.5);
     cr_assert_eq(json_real_value(json_object_get(kp, "phrase")), 4.0);
+    cr_assert_eq(json_real_value(json_object_get(kp, "description")), 3.0);
     json_decref(meta);
 }
 
