@@ -1,7 +1,8 @@
 """Decoding rules of the fill runtime on the real SmolLM2 and the shipped checkpoint
 (issue 12), each on a short document of a layout or wording the heads get wrong alone:
-JSON members are key lines of the key prior (lib/deg/keyprior.h), plain spans end at word
-boundaries (deg.json span_word_bounds), and a date-time reads the zone written after it
+JSON members are key lines of the key prior (lib/deg/keyprior.h), a key the field's
+description names is read (key_prior.description), plain spans end at word boundaries
+(deg.json span_word_bounds), and a date-time reads the zone written after it
 (fill_extract.c fullest_dates). Each test also runs the same checkpoint without the rule
 (a copy of its directory with the setting removed) where that is a setting, so it can
 fail: the heads alone give another value. The date rule is no setting: libdeg 0.9.0
@@ -62,14 +63,30 @@ CHANGES = ("Subject: changes in bzip2\n\nHi all, here is what changed recently:\
            "Uploader: foka@debian.org\n  * Make tests cross-test-friendly\n")
 
 
-def without(tmp_path, setting):
-    """A copy of the default checkpoint's directory without deg.json[setting]."""
+# /usr/lib/systemd/system/apt-daily.service (apt 2.6)
+UNIT = ("[Unit]\nDescription=Daily apt download activities\nDocumentation=man:apt(8)\n"
+        "ConditionACPower=true\nAfter=network.target network-online.target "
+        "systemd-networkd.service NetworkManager.service connman.service\n\n[Service]\n"
+        "Type=oneshot\nExecStartPre=-/usr/lib/apt/apt-helper wait-online\n"
+        "ExecStart=/usr/lib/apt/apt.systemd.daily update\n")
+UNIT_SCHEMA = {"type": "object", "required": ["summary", "command"], "properties": {
+    "summary": {"type": "string", "description": "the unit's description"},
+    "command": {"type": "string", "description": "what ExecStart runs"},
+    "kind": {"type": ["string", "null"], "description": "the service type"},
+    "manual": {"type": ["string", "null"], "description": "its documentation"}}}
+
+
+def without(tmp_path, setting, sub=None):
+    """A copy of the default checkpoint's directory without deg.json[setting]
+    (or without deg.json[setting][sub])."""
     src = deg.default_checkpoint_path()
     dst = tmp_path / "ckpt"
     shutil.copytree(src, dst)
     meta = json.loads((dst / "deg.json").read_text())
-    assert setting in meta, setting
-    del meta[setting]
+    holder = meta if sub is None else meta[setting]
+    key = setting if sub is None else sub
+    assert key in holder, key
+    del holder[key]
     (dst / "deg.json").write_text(json.dumps(meta))
     return str(dst)
 
@@ -81,6 +98,18 @@ def test_json_members_are_key_lines(model, tmp_path):
     heads = deg.load(without(tmp_path, "key_prior"), model=model)
     alone = heads.fill(PACKAGE_JSON, PACKAGE_SCHEMA)["value"]
     assert alone != PACKAGE_WANT, "the heads alone read every member"
+
+
+def test_keys_named_in_descriptions(model, tmp_path):
+    ck = deg.load(deg.default_checkpoint_path(), model=model)
+    got = ck.fill(UNIT, UNIT_SCHEMA)["value"]
+    assert got == {"summary": "Daily apt download activities",
+                   "command": "/usr/lib/apt/apt.systemd.daily update", "kind": "oneshot",
+                   "manual": "man:apt(8)"}
+    names = deg.load(without(tmp_path, "key_prior", "description"), model=model)
+    alone = names.fill(UNIT, UNIT_SCHEMA)["value"]
+    # by name alone no key matches summary/command/manual: other lines' values
+    assert alone["summary"] != got["summary"] and alone["command"] != got["command"]
 
 
 def test_plain_spans_end_at_word_boundaries(model, tmp_path):

@@ -240,7 +240,7 @@ def test_shipped_checkpoint_is_the_default(model_path):
     import importlib
     fillmod = importlib.import_module("deg.fill")
     p = fillmod.default_checkpoint_path()
-    assert p.rstrip("/").endswith("smollm2-135m-v10")
+    assert p.rstrip("/").endswith("smollm2-135m-v11")
     assert deg.default_checkpoint_path() == p
     meta = json.loads(open(os.path.join(p, "deg.json")).read())
     assert "path" not in meta["backbone"] and meta["backbone"]["file"].endswith(".gguf")
