@@ -244,8 +244,12 @@ def test_shipped_checkpoint_is_the_default(model_path):
     assert deg.default_checkpoint_path() == p
     meta = json.loads(open(os.path.join(p, "deg.json")).read())
     assert "path" not in meta["backbone"] and meta["backbone"]["file"].endswith(".gguf")
-    # v3 = v2's heads with the key prior and single-line plain spans
-    assert meta["key_prior"] == {"exact": 16.0, "partial": 8.0} and meta["span_single_line"]
+    # v3 = v2's heads with the key prior and single-line plain spans; v11 adds
+    # the description key prior (a key line the field's description names)
+    assert meta["key_prior"] == {"exact": 16.0, "partial": 8.0, "description": 8.0}
+    assert meta["span_single_line"]
+    # v10 = v9 + plain spans on word boundaries
+    assert meta["span_word_bounds"] is True
     # v9 = v7's heads with the list prior (name-matched lists only)
     assert meta["list_prior"] == {"bonus": 16.0, "by_anchor": False}
     assert meta["training"]["train_records"] > 100
