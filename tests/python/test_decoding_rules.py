@@ -40,23 +40,25 @@ PACKAGE_SCHEMA = {"type": "object", "required": ["name", "version", "author", "l
 PACKAGE_WANT = {"name": "eastasianwidth", "version": "0.2.0", "author": "Masaki Komagata",
                 "license": "MIT", "main": "eastasianwidth.js"}
 
-# /etc/xdg/autostart/xdg-user-dirs.desktop as an INI section (a rendering of the datagen
-# v5 keyfile kind, which no training saw)
-DESKTOP = ("[user_folders]\nformat = desktop entry\nsection = Desktop Entry\n"
-           "type = Application\nname = User folders update\nexec = xdg-user-dirs-update\n"
-           "program = xdg-user-dirs-update\nkeys = Type, Name, TryExec, Exec, StartupNotify, "
-           "NoDisplay, X-GNOME-Autostart-Phase, X-KDE-autostart-phase\nhas_comments = no\n")
-DESKTOP_SCHEMA = {"type": "object", "required": ["file_format_is_systemd_unit", "has_keywords"],
-                  "properties": {
-                      "no_comments": {"type": "boolean", "title": "No comments"},
-                      "binary": {"type": "string"},
-                      "tooltip": {"type": ["string", "null"], "description": "the Comment= text"},
-                      "generic_name": {"type": ["string", "null"],
-                                       "description": "the generic name"},
-                      "service_name": {"type": "string", "description": "the Name= value"},
-                      "file_format_is_systemd_unit": {
-                          "type": "boolean", "description": "whether format equals systemd unit"},
-                      "has_keywords": {"type": "boolean", "title": "Has keywords"}}}
+# the head of this machine's /usr/share/cmake-3.25/Modules/FindASPELL.cmake (the datagen v4
+# cmakemod kind, which union10 leaves out: a development-set document)
+FIND_ASPELL = (
+    "# Distributed under the OSI-approved BSD 3-Clause License.  See accompanying\n"
+    "# file Copyright.txt or https://cmake.org/licensing for details.\n\n"
+    "#[=======================================================================[.rst:\n"
+    "FindASPELL\n----------\n\nTry to find ASPELL\n\nOnce done this will define\n\n::\n\n"
+    "  ASPELL_FOUND - system has ASPELL\n"
+    "  ASPELL_EXECUTABLE - the ASPELL executable\n"
+    "  ASPELL_INCLUDE_DIR - the ASPELL include directory\n"
+    "  ASPELL_LIBRARIES - The libraries needed to use ASPELL\n"
+    "  ASPELL_DEFINITIONS - Compiler switches required for using ASPELL\n"
+    "#]=======================================================================]")
+FIND_SCHEMA = {"type": "object", "properties": {
+    "has_imported_targets": {"type": "boolean", "title": "Has imported targets",
+                             "description": "are any targets given?"},
+    "synopsis": {"type": "string", "description": "the first line of the module's description"},
+    "module": {"type": "string"},
+    "url": {"type": "string", "format": "uri", "description": "the first URL in the file"}}}
 
 CHANGES = ("Subject: changes in bzip2\n\nHi all, here is what changed recently:\n\n"
            "* 1.0.8-5 went out on 2021-12-03 01:32:51 -0700; urgency was medium. "
@@ -114,12 +116,13 @@ def test_keys_named_in_descriptions(model, tmp_path):
 
 def test_plain_spans_end_at_word_boundaries(model, tmp_path):
     ck = deg.load(deg.default_checkpoint_path(), model=model)
-    got = ck.fill(DESKTOP, DESKTOP_SCHEMA)["value"]
-    assert got["binary"] == "xdg-user-dirs-update"
+    got = ck.fill(FIND_ASPELL, FIND_SCHEMA)["value"]
+    assert got["module"] == "FindASPELL"
     cut = deg.load(without(tmp_path, "span_word_bounds"), model=model)
-    alone = cut.fill(DESKTOP, DESKTOP_SCHEMA)["value"]["binary"]
-    # the pointers alone end inside "xdg-user-dirs-update"
-    assert alone != got["binary"] and alone and "xdg-user-dirs-update".startswith(alone)
+    alone = cut.fill(FIND_ASPELL, FIND_SCHEMA)["value"]["module"]
+    # the pointers alone end inside "FindASPELL" (v11's heads: inside "xdg-user-dirs-update" of
+    # an INI rendering, which v12's end after "xdg-user", a word boundary)
+    assert alone != got["module"] and alone and "FindASPELL".startswith(alone)
 
 
 def test_date_time_keeps_its_written_zone(model):

@@ -3,7 +3,7 @@ SmolLM2 and the shipped checkpoint, on short documents in layouts of the datagen
 no training saw (a debconf template in YAML-like bullets, a desktop entry's delimited
 MimeType=, a JSON member): the shipped heads alone miss these lists (else the test could
 not fail); with the prior each array is its list, item by item, anchored on the list's
-items (meta "list_key", one anchor per item); the default checkpoint (v11, as v9) carries the same
+items (meta "list_key", one anchor per item); the default checkpoint (v12, as v9) carries the same
 prior in its deg.json, so a fill without options is the fill with it."""
 import pytest
 
@@ -35,7 +35,7 @@ CASES = [
     (DESKTOP, "mimeTypes", ["text/plain", "text/x-makefile", "text/x-c++hdr", "text/x-csrc"]),
     (JSONDOC, "keys", ["Name", "Exec", "User", "SystemdService"]),
 ]
-ON = {"list_prior": {"bonus": 16, "by_anchor": False}}  # = checkpoints/smollm2-135m-v9, -v10 and -v11
+ON = {"list_prior": {"bonus": 16, "by_anchor": False}}  # = checkpoints/smollm2-135m-v9 to -v12
 KEYS = {"choices": "choices", "mimeTypes": "mime type", "keys": "keys"}  # normalised keys
 
 

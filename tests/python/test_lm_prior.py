@@ -4,11 +4,13 @@ without it, and with lambda > 0 each extract leaf's start logits (debug meta
 "start_logits") move by exactly lambda * log p of each context token under the
 backbone's own next-token distribution after the leaf's fork, recomputed here from the
 trace's tokens through the Python trunk / fork API (the forward's own logits, not the
-fill's code path); null's start logit and every end logit stay bitwise."""
+fill's code path; a LoRA checkpoint's fork runs with the adapter its head kind selects,
+as in the fill); null's start logit and every end logit stay bitwise."""
 import numpy as np
 
 import deg
 from deg.train import features as F
+from deg.train.lora import Adapters
 
 CTX = ("Order 4711 from ACME Tools, placed on 5 March 2026 by Jane Roe (jane@example.com).\n"
        "Shipping to: 12 Harbour Road, Portsmouth\n"
@@ -40,11 +42,17 @@ def test_lm_prior_moves_start_logits_by_lambda_log_p(model):
     ctx_ids = feats.trunk_ids[feats.ctx_first:feats.ctx_first + nc]
     V = model.info.n_vocab
     checked = []
+    try:
+        ads = Adapters(ck)
+    except ValueError:  # a checkpoint without adapters: base-model forks
+        ads = None
     with model.trunk([int(i) for i in feats.trunk_ids]) as tr:
         for f in feats.forks:
             if not f["mode"].startswith("extract"):
                 continue
             with tr.fork() as fk:
+                if ads is not None:
+                    ads.select(fk, f["head_kind"])
                 lg = np.frombuffer(fk.feed([int(i) for i in f["ids"]], logits="all"),
                                    dtype=np.float32)[-V:]
             want = LAMBDA * log_softmax(lg.astype(np.float64))[ctx_ids]

@@ -224,7 +224,9 @@ def test_cli_train_ask_eval_equiv(corpus_file, tmp_path):
                   r"teacher ([\d.]+), training ([\d.]+);", r.stdout)
     n_tok = int(re.search(r"corpus: 1 document\(s\), (\d+) tokens", r.stderr).group(1))
     cpu, per, parts = float(m.group(1)), float(m.group(2)), [float(m.group(i)) for i in (3, 4, 5)]
-    assert cpu > 0 and abs(cpu - sum(parts)) <= 0.02 and parts[2] > 0
+    # printed at 0.01 CPU-s: two tiny training steps can round to 0.00 (a flaky
+    # `parts[2] > 0` failed on an idle run), so the parts are checked for their sum
+    assert cpu > 0 and abs(cpu - sum(parts)) <= 0.02 and min(parts) >= 0
     assert per == pytest.approx(cpu / n_tok, abs=1e-4 + 0.005 / n_tok)
     again = tmp_path / "again.safetensors"
     run_cli("cartridge", "train", *args, "--save", again)

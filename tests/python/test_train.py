@@ -240,7 +240,7 @@ def test_shipped_checkpoint_is_the_default(model_path):
     import importlib
     fillmod = importlib.import_module("deg.fill")
     p = fillmod.default_checkpoint_path()
-    assert p.rstrip("/").endswith("smollm2-135m-v11")
+    assert p.rstrip("/").endswith("smollm2-135m-v12")
     assert deg.default_checkpoint_path() == p
     meta = json.loads(open(os.path.join(p, "deg.json")).read())
     assert "path" not in meta["backbone"] and meta["backbone"]["file"].endswith(".gguf")
@@ -253,6 +253,11 @@ def test_shipped_checkpoint_is_the_default(model_path):
     # v9 = v7's heads with the list prior (name-matched lists only)
     assert meta["list_prior"] == {"bonus": 16.0, "by_anchor": False}
     assert meta["training"]["train_records"] > 100
+    # v12: LoRA adapters (rank 8, every projection, one per fork kind) trained with v7's heads
+    lora = meta["lora"]
+    assert (lora["rank"], lora["alpha"], lora["selector"], lora["context"]) == (8, 16.0, "kind", "base")
+    assert lora["adapters"] == ["decide", "extract"] and len(lora["targets"]) == 7
+    assert os.path.getsize(os.path.join(p, lora["file"])) > 1_000_000
     assert meta["calibration"]["count"] == 1.0
     # v7: decoding settings chosen on development sets (scripts/train/tune-decoding)
     assert meta["null_margin"] == 2.0

@@ -89,6 +89,14 @@ class Adapters:
         with self.ckpt._use() as p:
             return int(lib.deg_ckpt_lora_adapter(p, head_kind))
 
+    def select(self, fork, head_kind):
+        """Run the fork's future rows with the adapter deg_fill gives forks of
+        head_kind (deg_fork_set_adapter; the fork must be of this checkpoint's
+        model; tokens already fed keep their K/V)."""
+        a = self.adapter_of(head_kind)
+        with self.ckpt._use(), fork._use() as f:
+            check(lib.deg_fork_set_adapter(f, self.ptr, a))
+
 
 class Tape:
     """The record's base trunk and a LoRA tape over some of its forks (context
