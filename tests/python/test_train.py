@@ -240,7 +240,7 @@ def test_shipped_checkpoint_is_the_default(model_path):
     import importlib
     fillmod = importlib.import_module("deg.fill")
     p = fillmod.default_checkpoint_path()
-    assert p.rstrip("/").endswith("smollm2-135m-v12")
+    assert p.rstrip("/").endswith("smollm2-135m-v13")
     assert deg.default_checkpoint_path() == p
     meta = json.loads(open(os.path.join(p, "deg.json")).read())
     assert "path" not in meta["backbone"] and meta["backbone"]["file"].endswith(".gguf")
@@ -264,6 +264,11 @@ def test_shipped_checkpoint_is_the_default(model_path):
     assert set(meta["calibration"]["extract_confidence"]) == {"scale", "bias"}
     assert any(abs(t - 1.0) > 1e-3 for k, t in meta["calibration"].items()
                if k != "extract_confidence")
+    # v13 = v12 with the decide temperatures refit on responses of kinds the heads never
+    # saw (deg.evaluate.recalibrate): the noul heads are near chance there (T 2.46 -> ~8)
+    rc = meta["recalibration"]
+    assert rc["from"] == "smollm2-135m-v12" and rc["kinds"] == ["choice", "score", "noul"]
+    assert meta["calibration"]["noul"] > 5.0
     ctx = ("Order B-4711 was placed by ana.lopez@example.com on 2024-03-05. "
            "Total: 42.50 EUR. Priority: high.")
     # e-mail required: the pointer must find it among the candidates. v7 omits an

@@ -41,7 +41,7 @@ Job = Union[bytes, bytearray, Mapping[str, Any]]
 
 # The shipped checkpoint (trained heads for SmolLM2-135M-Instruct Q4_1, issue 6):
 # checkpoints/<name>/ in the source tree, deg/checkpoints/<name>/ in the wheel.
-DEFAULT_CHECKPOINT = "smollm2-135m-v12"
+DEFAULT_CHECKPOINT = "smollm2-135m-v13"
 
 
 def default_checkpoint_path() -> str:

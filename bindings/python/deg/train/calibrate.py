@@ -30,20 +30,22 @@ def nll(kind, items, T):
     return tot / max(len(items), 1)
 
 
-def fit(kind, items, lo=0.05, hi=20.0, iters=60):
+def fit(kind, items, lo=0.05, hi=20.0, iters=60, loss=None):
+    """The temperature in [lo, hi] minimising loss(kind, items, T) (default nll)."""
     if not items:
         return 1.0
+    nll_ = loss or nll
     a, b = math.log(lo), math.log(hi)
     g = (math.sqrt(5) - 1) / 2
     c, d = b - g * (b - a), a + g * (b - a)
-    fc, fd = nll(kind, items, math.exp(c)), nll(kind, items, math.exp(d))
+    fc, fd = nll_(kind, items, math.exp(c)), nll_(kind, items, math.exp(d))
     for _ in range(iters):
         if fc <= fd:
             b, d, fd = d, c, fc
             c = b - g * (b - a)
-            fc = nll(kind, items, math.exp(c))
+            fc = nll_(kind, items, math.exp(c))
         else:
             a, c, fc = c, d, fd
             d = a + g * (b - a)
-            fd = nll(kind, items, math.exp(d))
+            fd = nll_(kind, items, math.exp(d))
     return float(math.exp((a + b) / 2))
