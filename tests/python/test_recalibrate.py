@@ -146,8 +146,11 @@ def test_bad_input_says_where(v_old, tmp_path):
     bad.write_text('{"value": 1}\n')
     with pytest.raises(SystemExit, match=r"r\.jsonl:1: not a deg.evaluate response line"):
         R.main([str(bad), "--ckpt", str(v_old), "--out", str(tmp_path / "o")])
-    (tmp_path / "o").mkdir()
     bad.write_text('{"id": "a", "rows": []}\n')
+    with pytest.raises(SystemExit, match=r"nothing to refit: leaves per kind choice 0"):
+        R.main([str(bad), "--ckpt", str(v_old), "--out", str(tmp_path / "o")])
+    assert not (tmp_path / "o").exists()
+    (tmp_path / "o").mkdir()
     with pytest.raises(SystemExit, match="exists"):
         R.main([str(bad), "--ckpt", str(v_old), "--out", str(tmp_path / "o")])
     with pytest.raises(SystemExit, match="RECORDS:SPLIT:N"):

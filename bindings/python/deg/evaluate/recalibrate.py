@@ -219,6 +219,10 @@ def main(argv=None):
     if bad or not kinds:
         raise SystemExit(f"--kinds {a.kinds!r}: choose from {', '.join(KINDS)}")
     new = fit(by_kind, cal, a.min_leaves, kinds)
+    if new == cal:
+        raise SystemExit("nothing to refit: leaves per kind " + ", ".join(
+            f"{k} {len(by_kind[k])}" for k in kinds) + f" (each needs >= {a.min_leaves}, "
+            "right and wrong both); no checkpoint written")
     from .metrics import ece
     summary = {"records": len(entries), "excluded": len(excl), "kinds": {}}
     for kind in KINDS:
