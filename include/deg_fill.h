@@ -30,6 +30,7 @@ extern "C" {
  *    "list_prior": null | {"bonus": b, "by_anchor": bool} (optional; see below),
  *    "span_single_line": bool (optional, default false),
  *    "span_word_bounds": bool (optional, default false),
+ *    "item_null": bool (optional, default false),
  *    optional "lora": LoRA adapters of the fork rows, see lora.h};
  *  - heads.safetensors: the fp32 heads of §12.3 (names and shapes in
  *    lib/deg/fill.h).
@@ -77,13 +78,19 @@ extern "C" {
  * List prior (deg.json "list_prior", absent = off; a request's
  * options.list_prior, null = the checkpoint's, {"bonus": 0} = off, overrides
  * it; lib/deg/lists.h, anchor-mode checkpoints): a top-level array of plain
- * strings (no format, no pattern) whose property name or title names a list
- * of the context (bullet lines under "key:", a "key: a, b" / "key=a;b" value,
- * repeated "key: x" lines, a JSON member "key": [...], an HTML row
- * <th>key</th><td><li>..</td>) is anchored at any document length with one
- * anchor per list item (at most maxItems / options.max_items), and each
- * item's extract start/end logit at its list item's first/last token gets
- * +b before the calibration temperature; with "by_anchor": true an array no
+ * strings (no format, no pattern), or of objects with a string leaf and no
+ * nested array, whose property name or title names a list of the context, or
+ * whose description names its key in parentheses or quotes ("names of the
+ * required packages (Requires-Dist)") or in its leading noun phrase
+ * ("documentation references, in order"), is anchored at any document length with one anchor per
+ * list item (at most maxItems / options.max_items). Lists: bullet lines under
+ * "key:", a "key: a, b and c" / "key=a;b" value, blank-separated identifiers
+ * ("After=a.target b.service"), repeated "key: x" lines, "Key: value"
+ * sentences of a prose line, a JSON member "key": [...], an HTML row
+ * <th>key</th><td><li>..</td>. A plain array's item extract start/end logit
+ * at its list item's first/last token gets +b before the calibration
+ * temperature; an object's leaves are read by the heads inside its list
+ * item's text; with "by_anchor": true a plain array no
  * key names is anchored too and takes the list holding the anchor head's best
  * token, if any. Under uniqueItems a repeated item text is anchored once; a list
  * shorter than minItems is not used (the heads' anchors are). The array's meta
@@ -98,9 +105,17 @@ extern "C" {
  *
  * span_word_bounds: a plain-string span starts and ends at word boundaries: no
  * letter or digit on both sides of an edge (scripts written without spaces,
- * CJK and Thai, bound at every character; lib/base/utf8.h dg_utf8_is_word).
+ * CJK and Thai, bound at every character; lib/base/utf8.h dg_utf8_is_word),
+ * and words joined by '-', '.' or '_' with a letter on one side are one word
+ * ("xdg-user" cuts "xdg-user-dirs-update"; "2003" of "2003-2014" does not).
  * Every gold plain span of the training and development data is; off, an
- * unsure pointer cuts words ("FindASP" of "FindASPELL"). */
+ * unsure pointer cuts words ("FindASP" of "FindASPELL").
+ *
+ * item_null: an array item's required, non-nullable extract leaf whose best
+ * span the null head rejects by the null margin (as a nullable leaf's would
+ * be null) is missing, and its item is dropped (§12.6; the array's meta says
+ * "dropped": n): no item is made from a span the heads hold absent. Off, such
+ * a leaf takes its best span. */
 typedef struct deg_ckpt deg_ckpt;
 
 /* Write a fresh checkpoint to dir (created if missing; files replaced) for the

@@ -95,6 +95,9 @@ struct deg_ckpt {
     int span_single_line;     /* deg.json "span_single_line": plain spans within one line */
     int span_word_bounds;     /* deg.json "span_word_bounds": plain spans start and end at
                                * word boundaries (dg_utf8_is_word) */
+    int item_null;            /* deg.json "item_null": an array item whose required leaf the
+                               * null head rejects (by the null margin) is dropped, not
+                               * filled with the best span (fill_extract.c) */
     /* deg.json calibration.extract_confidence {scale, bias}: an extract leaf's
      * reported confidence is sigmoid(scale * lp + bias), lp = the chosen
      * outcome's log p_start + log p_end (Platt scaling of the log-confidence,

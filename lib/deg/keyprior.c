@@ -322,14 +322,84 @@ int dg_key_phrase_before(const dg_field_plan *f, const char *ctx, size_t b)
     return 0;
 }
 
+/* Normalised text n holds normalised key k as a run of whole words. */
+static int words_in(const char *n, const char *k)
+{
+    size_t kl = strlen(k);
+    for (const char *p = n; (p = strstr(p, k)) != NULL; p++)
+        if ((p == n || p[-1] == ' ') && (p[kl] == 0 || p[kl] == ' ')) return 1;
+    return 0;
+}
+
 int dg_key_in_description(const dg_field_plan *f, const char *key)
 {
-    size_t kl = strlen(key);
-    if (kl < 4 || !f->description || f->depth_items > 0) return 0;
+    if (strlen(key) < 4 || !f->description || f->depth_items > 0) return 0;
     char d[DG_KEY_DESC_MAX + 1];
     dg_key_norm(f->description, strlen(f->description), d, sizeof d);
-    for (const char *p = d; (p = strstr(p, key)) != NULL; p++)
-        if ((p == d || p[-1] == ' ') && (p[kl] == 0 || p[kl] == ' ')) return 1;
+    return words_in(d, key);
+}
+
+/* Prepositions that end a description's leading noun phrase ("the months in the
+ * locale's language": "the months"). */
+static int is_preposition(const char *w, size_t n)
+{
+    static const char *const P[] = {"in", "of", "for", "from", "with", "on", "at", "by", "to",
+                                    "per", "into", "under", "over", "about"};
+    for (size_t i = 0; i < sizeof P / sizeof P[0]; i++)
+        if (strlen(P[i]) == n && memcmp(P[i], w, n) == 0) return 1;
+    return 0;
+}
+
+int dg_key_in_lead(const char *description, const char *key)
+{
+    if (strlen(key) < 4 || !description) return 0;
+    size_t len = strnlen(description, DG_KEY_DESC_MAX), e = 0, b = 0;
+    char out[DG_KEY_DESC_MAX + 1];
+    size_t o = 0;
+    /* the leading phrase: up to a clause mark or a preposition; possessives dropped */
+    while (b < len) {
+        while (b < len && description[b] == ' ') b++;
+        e = b;
+        while (e < len && description[e] != ' ') e++;
+        if (e == b) break;
+        size_t n = e - b;
+        char last = description[e - 1];
+        int mark = last == ',' || last == ';' || last == ':' || last == '.' || last == '(';
+        if (memchr(description + b, '(', n)) break;
+        size_t wn = mark ? n - 1 : n;
+        if (is_preposition(description + b, wn)) break;
+        int poss = wn >= 2 && description[b + wn - 2] == '\'' && description[b + wn - 1] == 's';
+        if (!poss && o + wn + 1 < sizeof out) {
+            if (o) out[o++] = ' ';
+            memcpy(out + o, description + b, wn);
+            o += wn;
+        }
+        if (mark) break;
+        b = e;
+    }
+    out[o] = 0;
+    char n[DG_KEY_DESC_MAX + 1];
+    dg_key_norm(out, o, n, sizeof n);
+    return words_in(n, key);
+}
+
+int dg_key_quoted_in_text(const char *description, const char *key)
+{
+    if (strlen(key) < 4 || !description) return 0;
+    size_t len = strnlen(description, DG_KEY_DESC_MAX);
+    for (size_t i = 0; i < len; i++) {
+        char c = description[i], close;
+        if (c == '(') close = ')';
+        else if ((c == '"' || c == '\'' || c == '`') && (i == 0 || description[i - 1] == ' '))
+            close = c; /* an opening quote starts a word: "country's" opens none */
+        else continue;
+        const char *z = memchr(description + i + 1, close, len - i - 1);
+        if (!z) continue;
+        char n[DG_KEY_DESC_MAX + 1];
+        dg_key_norm(description + i + 1, (size_t)(z - description) - i - 1, n, sizeof n);
+        if (words_in(n, key)) return 1;
+        i = (size_t)(z - description);
+    }
     return 0;
 }
 

@@ -21,6 +21,8 @@ typedef struct scan {
     size_t n_items, cap_items;
     raw_list *raw;
     size_t n_raw, cap_raw;
+    int bullets_at_end;            /* the line's last key line has an empty value:
+                                    * S->raw[n_raw] holds its key (scan_sentences) */
 } scan;
 
 /* Bullet line [b, e): the first byte of its text after the marker, else 0. */
@@ -67,18 +69,106 @@ static deg_status add_item(scan *S, size_t lb, size_t lcp, size_t b, size_t e)
     return DEG_OK;
 }
 
-/* Items of a delimited value [v0, v1): split at ';' when it has one, else at ','. */
+/* Conjunctions that join the last two items of a written list ("a, b and c"):
+ * the words datagen's renderings use (render.py WORDS, en de fr es it/pt nl) and
+ * '&'. */
+static const char *const CONJ[] = {"and", "und", "et", "y", "e", "en", "&"};
+
+/* [*c0, *c1) = the first " W " of [b, e) with W a conjunction (the spaces
+ * included): 1, else 0. Only when text stands on both sides. */
+static int find_conj(const char *s, size_t b, size_t e, size_t *c0, size_t *c1)
+{
+    for (size_t i = b + 1; i + 2 < e; i++) {
+        if (s[i] != ' ') continue;
+        for (size_t k = 0; k < sizeof CONJ / sizeof CONJ[0]; k++) {
+            size_t n = strlen(CONJ[k]);
+            if (i + 1 + n < e - 1 && memcmp(s + i + 1, CONJ[k], n) == 0 && s[i + 1 + n] == ' ') {
+                *c0 = i;
+                *c1 = i + 2 + n;
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* A part that reads as an identifier, not a word: it holds one of . : / @ _ =
+ * ("basic.target", "man:bash(1)", "https://x.org/", "LANG=C"). */
+static int identifier_like(const char *s, size_t b, size_t e)
+{
+    for (size_t i = b; i < e; i++)
+        if (s[i] == '.' || s[i] == ':' || s[i] == '/' || s[i] == '@' || s[i] == '_' || s[i] == '=')
+            return 1;
+    return 0;
+}
+
+/* Items of a value [v0, v1) split at blanks when it has two or more parts and
+ * each is identifier-like (systemd's "After=a.target b.service",
+ * "Documentation=man:x(8) https://..."); else 0 items added and *done = 0. */
+static deg_status add_blank_separated(scan *S, size_t lb, size_t lcp, size_t v0, size_t v1,
+                                      int *done)
+{
+    const char *s = S->ctx;
+    size_t parts = 0;
+    *done = 0;
+    for (size_t i = v0; i < v1;) {
+        while (i < v1 && (s[i] == ' ' || s[i] == '\t')) i++;
+        if (i >= v1) break;
+        size_t b = i;
+        while (i < v1 && s[i] != ' ' && s[i] != '\t') i++;
+        if (!identifier_like(s, b, i)) return DEG_OK;
+        parts++;
+    }
+    if (parts < 2) return DEG_OK;
+    for (size_t i = v0; i < v1;) {
+        while (i < v1 && (s[i] == ' ' || s[i] == '\t')) i++;
+        size_t b = i;
+        while (i < v1 && s[i] != ' ' && s[i] != '\t') i++;
+        DG_TRY(add_item(S, lb, lcp, b, i));
+    }
+    *done = 1;
+    return DEG_OK;
+}
+
+/* Items of a delimited value [v0, v1): split at ';' when it has one, else at ','
+ * with the last part split once more at a conjunction ("a, b and c"; a value
+ * without commas: "Utility and TextEditor"); a value with neither splits at
+ * blanks when its parts are identifiers (add_blank_separated). */
 static deg_status add_delimited(scan *S, size_t lb, size_t lcp, size_t v0, size_t v1)
 {
     const char *s = S->ctx;
     char d = memchr(s + v0, ';', v1 - v0) ? ';' : ',';
     size_t b = v0;
+    size_t c0, c1;
     for (size_t i = v0; i <= v1; i++)
         if (i == v1 || s[i] == d) {
+            if (i == v1 && d == ',' && find_conj(s, b, i, &c0, &c1)) {
+                DG_TRY(add_item(S, lb, lcp, b, c0));
+                b = c1;
+            } else if (i == v1 && b == v0) {
+                int done;
+                DG_TRY(add_blank_separated(S, lb, lcp, v0, v1, &done));
+                if (done) return DEG_OK;
+            }
             DG_TRY(add_item(S, lb, lcp, b, i));
             b = i + 1;
         }
     return DEG_OK;
+}
+
+/* End of the sentence that starts at byte b of line [b, e): the '.' of the first
+ * ". X" with X an uppercase letter or a non-ASCII byte ("Categories: Utility and
+ * TextEditor. Keys: Name, Exec"), else e. Prose renderings write several
+ * "Key: value" sentences on one line; each is a key line of its own. */
+static size_t sentence_end(const char *s, size_t b, size_t e)
+{
+    for (size_t i = b + 1; i + 2 < e; i++)
+        if (s[i] == '.' && s[i + 1] == ' ') {
+            size_t j = i + 1;
+            while (j < e && s[j] == ' ') j++;
+            if (j < e && (isupper((unsigned char)s[j]) || (unsigned char)s[j] >= 0x80)) return i;
+        }
+    return e;
 }
 
 /* First occurrence of needle in s[b, e), or e. */
@@ -172,6 +262,44 @@ static deg_status html_items(scan *S, size_t lb, size_t lcp, size_t v0, size_t v
     return DEG_OK;
 }
 
+/* The key lines of text line [b, e) (code point cp), one per sentence
+ * (sentence_end): each with a value adds a raw list of its delimited items; a
+ * last one with an empty value sets S->bullets_at_end (its key stored, not yet
+ * counted) for the bullets below the line. A sentence's trailing '.' is not
+ * part of its value. */
+static deg_status scan_sentences(scan *S, size_t b, size_t e, size_t cp)
+{
+    const char *s = S->ctx;
+    size_t j0, j1, jc;
+    int json = dg_json_member_split(s, b, e, &j0, &j1, &jc); /* a JSON line is one sentence */
+    for (size_t sb = b; sb < e;) {
+        size_t se = json ? e : sentence_end(s, sb, e), next = se < e ? se + 1 : e;
+        size_t ve = se;
+        while (ve > sb && (s[ve - 1] == ' ' || s[ve - 1] == '\t' || s[ve - 1] == '\r')) ve--;
+        if (se == e && ve > sb + 1 && s[ve - 1] == '.' && s[ve - 2] != '.') ve--;
+        size_t k0, k1, v0, v1;
+        if (dg_keyline_split(s, sb, ve, &k0, &k1, &v0, &v1)) {
+            if (DG_GROW(S->raw, S->cap_raw, S->n_raw + 1) != DEG_OK)
+                return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (lists)");
+            raw_list *L = &S->raw[S->n_raw];
+            dg_key_norm(s + k0, k1 - k0, L->key, sizeof L->key);
+            L->first = S->n_items;
+            if (v1 > v0) {
+                DG_TRY(add_delimited(S, b, cp, v0, v1));
+            } else if (se == e) {
+                S->bullets_at_end = 1;
+                return DEG_OK;
+            }
+            L->n = S->n_items - L->first;
+            if (L->n && L->key[0]) S->n_raw++;
+            else S->n_items = L->first;
+        }
+        sb = next;
+        while (sb < e && s[sb] == ' ') sb++;
+    }
+    return DEG_OK;
+}
+
 static deg_status scan_lists(scan *S, size_t len)
 {
     const char *s = S->ctx;
@@ -181,24 +309,16 @@ static deg_status scan_lists(scan *S, size_t len)
         size_t e = nl ? (size_t)(nl - s) : len;
         size_t next = nl ? e + 1 : len;
         size_t next_cp = cp + dg_utf8_count(s + b, e - b) + (nl ? 1 : 0);
-        size_t k0, k1, v0, v1, open;
+        size_t k0 = 0, k1 = 0, v0 = 0, v1 = 0, open = 0;
         int json = json_array_line(s, b, e, &k0, &k1, &open);
         int html = !json && html_row(s, b, e, &k0, &k1, &v0, &v1);
-        if (json || html || dg_keyline_split(s, b, e, &k0, &k1, &v0, &v1)) {
-            if (DG_GROW(S->raw, S->cap_raw, S->n_raw + 1) != DEG_OK)
-                return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (lists)");
-            raw_list *L = &S->raw[S->n_raw];
-            dg_key_norm(s + k0, k1 - k0, L->key, sizeof L->key);
-            L->first = S->n_items;
-            if (json) {
-                next_cp = cp;
-                DG_TRY(json_items(S, len, b, open, &next, &next_cp));
-            } else if (html) {
-                DG_TRY(html_items(S, b, cp, v0, v1));
-            } else if (v1 > v0) {
-                DG_TRY(add_delimited(S, b, cp, v0, v1));
-            } else {
+        if (!json && !html) {
+            DG_TRY(scan_sentences(S, b, e, cp));
+            if (S->bullets_at_end) {
                 /* bullets right below an empty-valued key line */
+                S->bullets_at_end = 0;
+                raw_list *L = &S->raw[S->n_raw];
+                L->first = S->n_items;
                 while (next < len) {
                     const char *nl2 = memchr(s + next, '\n', len - next);
                     size_t e2 = nl2 ? (size_t)(nl2 - s) : len;
@@ -208,6 +328,21 @@ static deg_status scan_lists(scan *S, size_t len)
                     next_cp += dg_utf8_count(s + next, e2 - next) + (nl2 ? 1 : 0);
                     next = nl2 ? e2 + 1 : len;
                 }
+                L->n = S->n_items - L->first;
+                if (L->n && L->key[0]) S->n_raw++;
+                else S->n_items = L->first;
+            }
+        } else {
+            if (DG_GROW(S->raw, S->cap_raw, S->n_raw + 1) != DEG_OK)
+                return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (lists)");
+            raw_list *L = &S->raw[S->n_raw];
+            dg_key_norm(s + k0, k1 - k0, L->key, sizeof L->key);
+            L->first = S->n_items;
+            if (json) {
+                next_cp = cp;
+                DG_TRY(json_items(S, len, b, open, &next, &next_cp));
+            } else {
+                DG_TRY(html_items(S, b, cp, v0, v1));
             }
             L->n = S->n_items - L->first;
             if (L->n && L->key[0]) S->n_raw++;
@@ -299,21 +434,42 @@ int dg_lists_plain_array(const dg_plan *P, size_t a)
            f->array == (int32_t)a && f->path.n == A->path.n + 1 && A->path.seg[A->path.n - 1];
 }
 
+int dg_lists_object_array(const dg_plan *P, size_t a)
+{
+    const dg_array_plan *A = &P->arrays[a];
+    if (A->parent_array >= 0 || A->generate || A->n_fields == 0 || A->path.n == 0 ||
+        !A->path.seg[A->path.n - 1])
+        return 0;
+    int span = 0;
+    for (size_t i = 0; i < A->n_fields; i++) {
+        const dg_field_plan *f = &P->fields[A->first_field + i];
+        if (f->array != (int32_t)a || f->path.n != A->path.n + 2) return 0;
+        span |= f->mode == DG_MODE_SPAN;
+    }
+    return span;
+}
+
 int dg_lists_wanted(const dg_plan *P)
 {
     for (size_t a = 0; a < P->n_arrays; a++)
-        if (dg_lists_plain_array(P, a)) return 1;
+        if (dg_lists_plain_array(P, a) || dg_lists_object_array(P, a)) return 1;
     return 0;
 }
 
 int dg_lists_match(const dg_lists *ls, const dg_plan *P, size_t a)
 {
-    if (!dg_lists_plain_array(P, a)) return -1;
+    if (!dg_lists_plain_array(P, a) && !dg_lists_object_array(P, a)) return -1;
     const dg_array_plan *A = &P->arrays[a];
     const char *seg = A->path.seg[A->path.n - 1];
     int best = -1, best_m = 0;
     for (size_t i = 0; i < ls->n; i++) {
+        /* exact name 3 > the description names the key 2 > partial name 1 */
         int m = dg_key_match_name(seg, A->title, ls->p[i].key, 1);
+        m = m == 2 ? 3
+            : m == 0 && (dg_key_quoted_in_text(A->description, ls->p[i].key) ||
+                         dg_key_in_lead(A->description, ls->p[i].key))
+                ? 2
+                : m;
         if (m > best_m || (m == best_m && m > 0 && ls->p[i].n > ls->p[best].n)) {
             best = (int)i;
             best_m = m;

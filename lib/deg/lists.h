@@ -21,7 +21,15 @@
  *     trimmed of spaces and one pair of enclosing quotes;
  *   - delimited: a key line whose value has ';' (else ',') between items:
  *     "MimeType=text/plain;text/x-c;", "Keywords: a, b, c"; empty parts skipped;
+ *     a written list's last two items split at a conjunction ("a, b and c",
+ *     "Utility and TextEditor"; and und et y e en &);
+ *   - blank-separated: a value without those whose parts are identifiers (one of
+ *     . : / @ _ = in each): "After=a.target b.service", "man:x(8) https://y";
  *   - single: any other key line's value is a one-item list;
+ *   - sentences: a line of prose may hold several "Key: value" sentences
+ *     ("Extensions: a, b and c. Types: x, y."): it is split before each ". X"
+ *     (X uppercase or non-ASCII) and each sentence read as a key line, its
+ *     trailing '.' left out;
  *   - JSON: a member `"key": [` and the strings of that array, on this line or
  *     the next ones up to its ']' (each string's text between its quotes);
  *   - HTML: a table row `<th>key</th><td>value</td>`: the value's `<li>` entries,
@@ -61,12 +69,25 @@ void dg_lists_free(dg_lists *ls);
  * plain string extract leaf (no format, no pattern). */
 int dg_lists_plain_array(const dg_plan *P, size_t a);
 
+/* 1 when array `a` of plan P is a top-level array of objects whose leaves are
+ * the objects' own properties (no nested arrays), one of them a string extract
+ * leaf: a list's items anchor its objects ("Speaker: Ana (ana@x.org). Speaker:
+ * Bo." for speakers [{name, email}]; "Depends: libc6 (>= 2.14)" for depends
+ * [{name, relation, version}]), each object's leaves read by the heads inside
+ * its list item's text (fill_extract.c); no item bonus (that is for a plain
+ * array's one leaf). */
+int dg_lists_object_array(const dg_plan *P, size_t a);
+
 /* 1 when some array of P can take a list (the scan is worth doing). */
 int dg_lists_wanted(const dg_plan *P);
 
-/* The list of array `a` by name, or -1: a plain array (above) matches a list
- * whose key is its property name or title (dg_key_match_name, plurals folded);
- * the strongest match wins, ties to the list with more items, then the first. */
+/* The list of array `a` by name, or -1: a plain or object array (above) matches a list
+ * whose key is its property name or title (dg_key_match_name, plurals folded),
+ * or one its description names in parentheses or quotes ("names of the required
+ * packages (Requires-Dist)", dg_key_quoted_in_text) or in its leading noun phrase
+ * ("documentation references, in order", dg_key_in_lead); the strongest match
+ * wins (exact name, then description, then a partial name), ties to the list
+ * with more items, then the first. */
 int dg_lists_match(const dg_lists *ls, const dg_plan *P, size_t a);
 
 /* The list one of whose items covers context token t (cp_tok: the token of each

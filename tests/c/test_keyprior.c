@@ -413,17 +413,33 @@ static const char *WORDS_CTX = "Hippopotomonstrosesquippedaliophobia supercalifr
                                "pneumonoultramicroscopicsilicovolcanoconiosis "
                                "incomprehensibilities-unimaginatively thyroparathyroidectomized\n";
 
-/* Count of plain-string values over fields f0..f15 whose span cuts a word of
- * WORDS_CTX (ASCII: code points are bytes). */
-static int cut_word_values(deg_ckpt *k)
+/* One identifier joined by '-', '.' and '_' of one-letter parts (every token
+ * edge inside it is a join): random pointer heads end spans between the parts. */
+static const char *JOINS_CTX = "a-b-c-d-e-f-g-h-i-j-k-l-m.n.o.p.q.r_s_t_u_v_w_x_y_z 2003-2014\n";
+
+/* Code point j of c is a '-', '.' or '_' joining two words, a letter on one
+ * side (span_word_bounds: "xdg-user" cuts "xdg-user-dirs-update"; "2003" of
+ * "2003-2014" cuts nothing). */
+static int joins(const char *c, size_t j)
 {
+    if (j == 0 || !c[j] || !c[j + 1] || (c[j] != '-' && c[j] != '.' && c[j] != '_')) return 0;
+    if (!isalnum((unsigned char)c[j - 1]) || !isalnum((unsigned char)c[j + 1])) return 0;
+    return !(isdigit((unsigned char)c[j - 1]) && isdigit((unsigned char)c[j + 1]));
+}
+
+/* Count of plain-string values over fields f0..f15 whose span cuts a word of
+ * ctx (ASCII: code points are bytes), a joined word included; *joined = how
+ * many start or end at or next to a join (joins()). */
+static int cut_word_values(deg_ckpt *k, const char *ctx, int *joined)
+{
+    *joined = 0;
     json_t *props = json_object();
     for (int i = 0; i < 16; i++) {
         char name[8];
         snprintf(name, sizeof name, "f%d", i);
         json_object_set_new(props, name, json_pack("{s:s}", "type", "string"));
     }
-    json_t *req = json_pack("{s:s, s:{s:s, s:o}}", "context", WORDS_CTX, "schema", "type",
+    json_t *req = json_pack("{s:s, s:{s:s, s:o}}", "context", ctx, "schema", "type",
                             "object", "properties", props);
     char *rq = json_dumps(req, 0), *out = NULL;
     json_decref(req);
@@ -432,18 +448,19 @@ static int cut_word_values(deg_ckpt *k)
     int n = 0;
     const char *key;
     json_t *m;
-    size_t len = strlen(WORDS_CTX);
+    size_t len = strlen(ctx);
     json_object_foreach(json_object_get(resp, "meta"), key, m) {
         json_t *sp = json_object_get(m, "span");
         if (!json_is_array(sp)) continue;
         size_t s = (size_t)json_integer_value(json_array_get(sp, 0));
         size_t e = (size_t)json_integer_value(json_array_get(sp, 1));
         cr_assert(s < e && e <= len);
-        if ((s > 0 && isalnum((unsigned char)WORDS_CTX[s - 1]) &&
-             isalnum((unsigned char)WORDS_CTX[s])) ||
-            (e < len && isalnum((unsigned char)WORDS_CTX[e - 1]) &&
-             isalnum((unsigned char)WORDS_CTX[e])))
+        int j = (s > 0 && joins(ctx, s - 1)) || joins(ctx, s) || (e < len && joins(ctx, e)) ||
+                joins(ctx, e - 1);
+        if (j || (s > 0 && isalnum((unsigned char)ctx[s - 1]) && isalnum((unsigned char)ctx[s])) ||
+            (e < len && isalnum((unsigned char)ctx[e - 1]) && isalnum((unsigned char)ctx[e])))
             n++;
+        *joined += j;
     }
     json_decref(resp);
     free(rq);
@@ -461,16 +478,20 @@ Test(keyprior, word_bound_spans)
         snprintf(model, sizeof model, "%s/%s", GOLDENS, TINY[mi]);
         snprintf(dir, sizeof dir, "%s/keyprior-words-%d-%zu", DEG_BUILD_ROOT, (int)getpid(), mi);
         deg_ckpt *k0 = tu_random_ckpt(model, 5, dir, NULL, -1);
-        int before = cut_word_values(k0);
+        int jb = 0, ja = 0;
+        int before = cut_word_values(k0, WORDS_CTX, &ja);
+        int before_j = cut_word_values(k0, JOINS_CTX, &jb);
         deg_ckpt_free(k0);
         cr_assert_gt(before, 0, "%s: no cut word without the rule", TINY[mi]);
+        cr_assert_gt(jb, 0, "%s: no cut joined word without the rule (%d cuts)", TINY[mi], before_j);
         tu_set_meta(dir, "span_word_bounds", json_integer(1));
         deg_ckpt *k = NULL;
         cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_ERR_FORMAT);
         cr_assert(strstr(deg_errmsg(), "span_word_bounds"), "%s", deg_errmsg());
         tu_set_meta(dir, "span_word_bounds", json_true());
         cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_OK, "%s", deg_errmsg());
-        cr_assert_eq(cut_word_values(k), 0);
+        cr_assert_eq(cut_word_values(k, WORDS_CTX, &ja), 0);
+        cr_assert_eq(cut_word_values(k, JOINS_CTX, &ja), 0);
         char dir2[600], js[700];
         snprintf(dir2, sizeof dir2, "%s-saved", dir);
         cr_assert_eq(deg_ckpt_save(k, dir2, NULL, 0), DEG_OK, "%s", deg_errmsg());

@@ -99,6 +99,35 @@ Test(lists, scan_json_and_html)
     dg_lists_free(&ls);
 }
 
+Test(lists, scan_written_lists)
+{
+    /* prose: several "Key: value" sentences on a line, conjunctions of datagen's
+     * languages; systemd's blank-separated identifiers; plain words stay one item */
+    const char *ctx = "The type is Application. Keywords: Text and editor. The icon is gvim.\n"
+                      "Extensions: txd, genozip, grd, ebuild and eclass. Types: a/b, c/d y e/f. \n"
+                      "After=sysinit.target  basic.target\n"
+                      "Documentation=man:x(8) https://y.org/z\n"
+                      "Description=System Update\n"
+                      "Requires: tcl >= 8.6\n"
+                      "Note: Dem. Rep. of Congo\n"
+                      "Tags: a & b\n"
+                      "\"summary\": \"One. Two\",\n";
+    dg_lists ls = {0};
+    cr_assert_eq(dg_lists_scan(ctx, strlen(ctx), &ls), DEG_OK);
+    cr_assert_str_eq(items(&ls, ctx, "keywords"), "Text|editor");
+    cr_assert_str_eq(items(&ls, ctx, "extensions"), "txd|genozip|grd|ebuild|eclass");
+    cr_assert_str_eq(items(&ls, ctx, "types"), "a/b|c/d|e/f", "the sentence's '.' left out");
+    cr_assert_str_eq(items(&ls, ctx, "after"), "sysinit.target|basic.target");
+    cr_assert_str_eq(items(&ls, ctx, "documentation"), "man:x(8)|https://y.org/z");
+    cr_assert_str_eq(items(&ls, ctx, "description"), "System Update");
+    cr_assert_str_eq(items(&ls, ctx, "requires"), "tcl >= 8.6", "a word part: no blank split");
+    cr_assert_str_eq(items(&ls, ctx, "note"), "Dem", "a sentence ends at '. ' + capital");
+    cr_assert_str_eq(items(&ls, ctx, "tags"), "a|b");
+    cr_assert_str_eq(items(&ls, ctx, "summary"), "One. Two", "a JSON line is one sentence");
+    cr_assert_null(items(&ls, ctx, "the type is application"));
+    dg_lists_free(&ls);
+}
+
 static int match(const char *schema, const char *ctx)
 {
     deg_plan *p = NULL;
@@ -108,7 +137,7 @@ static int match(const char *schema, const char *ctx)
     const dg_plan *P = (const dg_plan *)p;
     dg_lists ls = {0};
     cr_assert_eq(dg_lists_scan(ctx, strlen(ctx), &ls), DEG_OK);
-    cr_assert_eq(P->n_arrays, 1);
+    cr_assert_geq(P->n_arrays, 1); /* array 0: the top-level one */
     int m = dg_lists_match(&ls, P, 0);
     const char *key = m >= 0 ? ls.p[m].key : NULL;
     int r = key && !strcmp(key, "format") ? 1 : key && !strcmp(key, "files") ? 2 : m >= 0 ? 3 : 0;
@@ -127,7 +156,43 @@ Test(lists, match)
                        "\"title\":\"Files\",\"items\":{\"type\":\"string\"}}}}", ctx), 2);
     cr_assert_eq(match("{\"type\":\"object\",\"properties\":{\"file_patterns\":{\"type\":\"array\","
                        "\"items\":{\"type\":\"string\"}}}}", ctx), 2);
-    /* no match: other name; items typed, patterned or objects; nested arrays */
+    /* the description names the key; an exact name still wins over it */
+    const char *desc = "{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"array\","
+                       "\"description\":\"the %s (Files)\",\"items\":{\"type\":\"string\"}}}}";
+    char sch[512];
+    snprintf(sch, sizeof sch, desc, "file names");
+    cr_assert_eq(match(sch, ctx), 2);
+    cr_assert_eq(match("{\"type\":\"object\",\"properties\":{\"format\":{\"type\":\"array\","
+                       "\"description\":\"(Files)\",\"items\":{\"type\":\"string\"}}}}", ctx), 1);
+    cr_assert_eq(match("{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"array\","
+                       "\"description\":\"the filesystems\",\"items\":{\"type\":\"string\"}}}}",
+                       ctx), 0, "whole words only");
+    /* the leading noun phrase names a key; words after a preposition or possessives do not */
+    const char *ctx3 = "Language: Tsonga\nDocumentation: man:a(1) man:b(5)\nCountry: Jordan\n";
+    const char *lead = "{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"array\","
+                       "\"description\":\"%s\",\"items\":{\"type\":\"string\"}}}}";
+    snprintf(sch, sizeof sch, lead, "documentation references, in order");
+    cr_assert_eq(match(sch, ctx3), 3);
+    snprintf(sch, sizeof sch, lead, "the months in the locale's language, in order");
+    cr_assert_eq(match(sch, ctx3), 0);
+    snprintf(sch, sizeof sch, lead, "the country's time zones");
+    cr_assert_eq(match(sch, ctx3), 0);
+    /* only a parenthesised or quoted key: loose words of a description name no list */
+    const char *ctx2 = "Country: Jordan\nTime zones: Asia/Amman\n";
+    cr_assert_eq(match("{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"array\","
+                       "\"description\":\"the country's 'zones'\",\"items\":{\"type\":"
+                       "\"string\"}}}}", ctx2), 0);
+    cr_assert_eq(match("{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"array\","
+                       "\"description\":\"the country's \\\"time zones\\\"\",\"items\":{\"type\":"
+                       "\"string\"}}}}", ctx2), 3);
+    /* objects with a string leaf match; not with a nested array or no string leaf */
+    cr_assert_eq(match("{\"type\":\"object\",\"properties\":{\"files\":{\"type\":\"array\","
+                       "\"items\":{\"type\":\"object\",\"properties\":{\"path\":"
+                       "{\"type\":\"string\"},\"big\":{\"type\":\"boolean\"}}}}}}", ctx), 2);
+    cr_assert_eq(match("{\"type\":\"object\",\"properties\":{\"files\":{\"type\":\"array\","
+                       "\"items\":{\"type\":\"object\",\"properties\":{\"big\":"
+                       "{\"type\":\"boolean\"}}}}}}", ctx), 0);
+    /* no match: other name; items typed, patterned; nested arrays */
     cr_assert_eq(match("{\"type\":\"object\",\"properties\":{\"authors\":{\"type\":\"array\","
                        "\"items\":{\"type\":\"string\"}}}}", ctx), 0);
     cr_assert_eq(match("{\"type\":\"object\",\"properties\":{\"files\":{\"type\":\"array\","
@@ -135,8 +200,9 @@ Test(lists, match)
     cr_assert_eq(match("{\"type\":\"object\",\"properties\":{\"files\":{\"type\":\"array\","
                        "\"items\":{\"type\":\"string\",\"pattern\":\"a\"}}}}", ctx), 0);
     cr_assert_eq(match("{\"type\":\"object\",\"properties\":{\"files\":{\"type\":\"array\","
-                       "\"items\":{\"type\":\"object\",\"properties\":{\"files\":"
-                       "{\"type\":\"string\"}}}}}}", ctx), 0);
+                       "\"items\":{\"type\":\"object\",\"properties\":{\"name\":"
+                       "{\"type\":\"string\"},\"parts\":{\"type\":\"array\",\"items\":"
+                       "{\"type\":\"string\"}}}}}}}", ctx), 0);
 }
 
 static const char *CTX = "name: tzdata\n"
@@ -226,6 +292,98 @@ Test(lists, fill_reads_the_list)
         json_decref(r0on);
         deg_ckpt_free(k);
     }
+}
+
+/* An array of objects named like a list's key is anchored on its items (one
+ * object per "Speaker:" sentence), each object's leaves read inside its item's
+ * region; without the prior the random heads give another count. */
+Test(lists, fill_anchors_objects_on_the_list)
+{
+    const char *ctx = "Join us in Krakow. Speaker: Ana Lima (ana@x.org). Speaker: Bo Chen. "
+                      "Speaker: Cy Diaz. Speaker: Di Eze. Details: none\n";
+    const char *schema = "{\"type\":\"object\",\"properties\":{\"speakers\":{\"type\":\"array\","
+                         "\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":"
+                         "\"string\"},\"email\":{\"type\":[\"string\",\"null\"],\"format\":"
+                         "\"email\"}},\"required\":[\"name\"]}}}}";
+    for (size_t mi = 0; mi < 2; mi++) {
+        char model[512], dir[512];
+        snprintf(model, sizeof model, "%s/%s", GOLDENS, TINY[mi]);
+        snprintf(dir, sizeof dir, "%s/lists-obj-%d-%zu", DEG_BUILD_ROOT, (int)getpid(), mi);
+        deg_ckpt *k = tu_random_ckpt(model, 7, dir, "anchor", 10000);
+        size_t n[2];
+        json_t *am = NULL;
+        for (int on = 0; on < 2; on++) {
+            json_t *req = json_pack("{s:s, s:o, s:{s:{s:f}}}", "context", ctx, "schema",
+                                    json_loads(schema, 0, NULL), "options", "list_prior",
+                                    "bonus", on ? 500.0 : 0.0);
+            char *rq = json_dumps(req, 0), *out = NULL;
+            json_decref(req);
+            cr_assert_eq(deg_fill(k, rq, strlen(rq), &out, NULL), DEG_OK, "%s", deg_errmsg());
+            json_t *resp = json_loads(out, 0, NULL);
+            n[on] = json_array_size(json_object_get(json_object_get(resp, "value"), "speakers"));
+            if (on) am = json_incref(json_object_get(json_object_get(resp, "meta"), "/speakers"));
+            json_decref(resp);
+            free(rq);
+            free(out);
+        }
+        cr_assert_eq(n[1], 4, "%s: %zu objects", TINY[mi], n[1]);
+        cr_assert_neq(n[0], 4, "%s: random heads alone gave the list's count", TINY[mi]);
+        cr_assert_str_eq(json_string_value(json_object_get(am, "list_key")), "speaker");
+        json_int_t a1 = json_integer_value(json_array_get(json_object_get(am, "anchors"), 1));
+        json_int_t c1 = (json_int_t)(strstr(ctx, "Bo Chen") - ctx);
+        cr_assert(a1 <= c1 && a1 > c1 - 3, "anchor %lld, item at %lld", (long long)a1,
+                  (long long)c1);
+        json_decref(am);
+        deg_ckpt_free(k);
+    }
+}
+
+/* Items of an array, with a request's options.null_margin (nats). */
+static json_t *fill_margin(deg_ckpt *k, double margin)
+{
+    char opt[64];
+    snprintf(opt, sizeof opt, "{\"null_margin\": %g}", margin);
+    return fill(k, opt);
+}
+
+/* deg.json "item_null": an item whose leaf the null head rejects by the null
+ * margin is dropped ("dropped" in the array's meta); a margin no span can pass
+ * drops every item; without the flag the same margin keeps them (so the test
+ * can fail); margin -1e9 keeps them with it; a bad value is a FormatError; the
+ * flag survives a save. */
+Test(lists, item_null_drops_items_the_null_head_rejects)
+{
+    char model[512], dir[512];
+    snprintf(model, sizeof model, "%s/tiny-llama", GOLDENS);
+    snprintf(dir, sizeof dir, "%s/lists-itemnull-%d", DEG_BUILD_ROOT, (int)getpid());
+    deg_ckpt *k0 = tu_random_ckpt(model, 7, dir, NULL, -1);
+    json_t *r0 = fill_margin(k0, 1e9);
+    size_t n0 = json_array_size(json_object_get(json_object_get(r0, "value"), "choices"));
+    cr_assert_gt(n0, 0, "the count head gives items");
+    deg_ckpt_free(k0);
+    json_decref(r0);
+    tu_set_meta(dir, "item_null", json_integer(1));
+    deg_ckpt *k = NULL;
+    cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_ERR_FORMAT);
+    cr_assert(strstr(deg_errmsg(), "item_null"), "%s", deg_errmsg());
+    tu_set_meta(dir, "item_null", json_true());
+    cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_OK, "%s", deg_errmsg());
+    json_t *r = fill_margin(k, 1e9);
+    json_t *am = json_object_get(json_object_get(r, "meta"), "/choices");
+    cr_assert_eq(json_array_size(json_object_get(json_object_get(r, "value"), "choices")), 0);
+    cr_assert_eq(json_integer_value(json_object_get(am, "dropped")), (json_int_t)n0);
+    json_t *rk = fill_margin(k, -1e9);
+    cr_assert_eq(json_array_size(json_object_get(json_object_get(rk, "value"), "choices")), n0);
+    char dir2[600], js[700];
+    snprintf(dir2, sizeof dir2, "%s-saved", dir);
+    cr_assert_eq(deg_ckpt_save(k, dir2, NULL, 0), DEG_OK, "%s", deg_errmsg());
+    snprintf(js, sizeof js, "%s/deg.json", dir2);
+    json_t *meta = json_load_file(js, 0, NULL);
+    cr_assert(json_is_true(json_object_get(meta, "item_null")));
+    json_decref(meta);
+    json_decref(r);
+    json_decref(rk);
+    deg_ckpt_free(k);
 }
 
 Test(lists, deg_json_and_options_validation)

@@ -70,3 +70,50 @@ def test_list_prior_bad_option_is_a_request_error(model):
     ck = deg.load(deg.default_checkpoint_path(), model=model)
     with pytest.raises(deg.RequestError, match="list_prior"):
         ck.fill(DEBCONF, schema("choices"), options={"list_prior": {"bonus": -1}})
+
+
+# libdeg 0.11.0: lists written as systemd's blank-separated identifiers (named by the
+# field's description, in parentheses), as prose ("a and b" inside a "Key: value"
+# sentence), and a list anchoring an array of objects, each object read inside its item.
+UNIT = ("[Unit]\nDescription=Initrd Default Target\n"
+        "After=initrd-root-fs.target basic.target rescue.service\n"
+        "Documentation=man:systemd.special(7)\nAllowIsolate=yes\n")
+PROSE = ("The format is desktop entry. The name is Vim. Categories: Utility and TextEditor. "
+         "Keys: Name, Exec and Icon.\n")
+DPKG = ("Package: libjansson4\nStatus: install ok installed\nArchitecture: amd64\n"
+        "Depends: libc6 (>= 2.14), zlib1g (>= 1:1.1.4)\nDescription: C library for encoding JSON\n")
+DEPENDS = {"type": "object", "required": ["depends"], "properties": {"depends": {
+    "type": "array", "items": {"type": "object", "required": ["name"], "properties": {
+        "name": {"type": "string"},
+        "relation": {"enum": ["<<", "<=", "=", ">=", ">>", None]},
+        "version": {"type": ["string", "null"]}}}}}}
+
+
+def test_written_lists_and_lists_of_objects(model):
+    ck = deg.load(deg.default_checkpoint_path(), model=model)
+    off = {"list_prior": {"bonus": 0}}
+    unit = {"type": "object", "required": ["ordering"], "properties": {"ordering": {
+        "type": "array", "description": "the units it is ordered after (After=)",
+        "items": {"type": "string"}}}}
+    r = ck.fill(UNIT, unit)
+    assert r["value"]["ordering"] == ["initrd-root-fs.target", "basic.target", "rescue.service"]
+    assert r["meta"]["/ordering"]["list_key"] == "after"
+    assert ck.fill(UNIT, unit, options=off)["value"]["ordering"] != r["value"]["ordering"]
+    prose = {"type": "object", "required": ["categories"], "properties": {
+        "categories": {"type": "array", "items": {"type": "string"}}}}
+    r = ck.fill(PROSE, prose)
+    assert r["value"]["categories"] == ["Utility", "TextEditor"]
+    assert ck.fill(PROSE, prose, options=off)["value"]["categories"] != ["Utility", "TextEditor"]
+    r = ck.fill(DPKG, DEPENDS)
+    deps = r["value"]["depends"]
+    m = r["meta"]["/depends"]
+    assert m["list_key"] == "depends" and m["items"] == 2 == len(deps)
+    assert deps[0] == {"name": "libc6", "relation": ">=", "version": "2.14"}
+    # every object's spans lie inside its own list item
+    items = [(DPKG.index("libc6 (>="), DPKG.index("2.14)") + 4),
+             (DPKG.index("zlib1g"), DPKG.index("1:1.1.4") + 7)]
+    for i, (a, b) in enumerate(items):
+        for leaf in ("name", "version"):
+            s, e = r["meta"][f"/depends/{i}/{leaf}"]["span"]
+            assert a <= s < e <= b, (i, leaf, (s, e), (a, b))
+    assert ck.fill(DPKG, DEPENDS, options=off)["value"]["depends"] != deps

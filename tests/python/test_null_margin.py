@@ -85,6 +85,10 @@ def test_platt_fit_recovers_known_scaling():
     assert a == pytest.approx(0.8, abs=0.01) and b == pytest.approx(2.5, abs=0.03)
     assert platt.apply(math.exp(-2.0), 0.8, 2.5) == pytest.approx(1 / (1 + math.exp(-0.9)))
     assert platt.apply(0.0, 1.0, 0.0) == pytest.approx(0.0, abs=1e-300)  # an underflowed exp(lp)
+    # invert: logit(1 / (1 + e^-0.9)) = 0.9, (0.9 - 2.5) / 0.8 = -2
+    assert platt.invert(1 / (1 + math.exp(-0.9)), 0.8, 2.5) == pytest.approx(-2.0)
+    with pytest.raises(ValueError):
+        platt.invert(1.0, 0.8, 2.5)
     with pytest.raises(ValueError):
         platt.fit([0.1, 0.5], [True, True])
 

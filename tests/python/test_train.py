@@ -250,6 +250,8 @@ def test_shipped_checkpoint_is_the_default(model_path):
     assert meta["span_single_line"]
     # v10 = v9 + plain spans on word boundaries
     assert meta["span_word_bounds"] is True
+    # v13 since libdeg 0.11.0: items the null head rejects are dropped
+    assert meta["item_null"] is True
     # v9 = v7's heads with the list prior (name-matched lists only)
     assert meta["list_prior"] == {"bonus": 16.0, "by_anchor": False}
     assert meta["training"]["train_records"] > 100

@@ -10,7 +10,7 @@ small ridge, deterministic.
 """
 import math
 
-__all__ = ["fit", "apply"]
+__all__ = ["fit", "apply", "invert"]
 
 
 def _lp(conf):
@@ -21,6 +21,15 @@ def apply(conf, scale, bias):
     """The calibrated confidence of a raw (exp(lp)) one."""
     z = scale * _lp(conf) + bias
     return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+
+
+def invert(conf, scale, bias):
+    """lp = log of the raw confidence that apply() maps to `conf` (0 < conf < 1):
+    (logit(conf) - bias) / scale; recalibrate reads raw scores back from
+    reported confidences with it."""
+    if not 0.0 < conf < 1.0 or scale == 0:
+        raise ValueError(f"invert needs 0 < conf < 1 and scale != 0, got {conf!r}, {scale!r}")
+    return (math.log(conf / (1.0 - conf)) - bias) / scale
 
 
 def _nll(xs, ys, a, b, ridge):

@@ -93,7 +93,7 @@ def leaves(entries, calibration):
             else:
                 c = _clamp(m["confidence"])
                 if xc:
-                    lp = (math.log(c / (1 - c)) - xc["bias"]) / xc["scale"]
+                    lp = platt.invert(c, xc["scale"], xc["bias"])
                 else:
                     lp = math.log(c)
                 out[kind].append((lp, ok))
