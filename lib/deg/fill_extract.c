@@ -373,6 +373,21 @@ static double extract_confidence(const dg_ckpt *k, double lp)
     return z >= 0 ? 1.0 / (1.0 + exp(-z)) : exp(z) / (1.0 + exp(z));
 }
 
+/* The decoding priors on pointer logits l (w 0 start, 1 end; nc context tokens):
+ * a plain list item's bonus at its first/last token, an object list item's span
+ * kept inside the item, the key prior's kb, the LM start prior lm (start only). */
+static void add_priors(const dg_ckpt *k, const freq *r, int w, float *l, size_t nc,
+                       int list_item, const size_t *lt, const float *kb, const float *lm)
+{
+    if (list_item == 1) l[lt[w]] += (float)r->list_bonus;
+    for (size_t t = 0; list_item == 2 && t < nc; t++)
+        if (t < lt[0] || t > lt[1]) l[t] = -INFINITY;
+    if (k->key_prior.on)
+        for (size_t t = 0; t < nc; t++) l[t] += kb[t];
+    if (w == 0 && r->lm_prior > 0)
+        for (size_t t = 0; t < nc; t++) l[t] += lm[t];
+}
+
 deg_status dg_fill_decode_extract(const dg_ckpt *k, freq *r, job *j)
 {
     leaf *L = &r->leaves[j->target];
@@ -408,13 +423,7 @@ deg_status dg_fill_decode_extract(const dg_ckpt *k, freq *r, job *j)
         float *l = lg + (size_t)w * (nc + 1);
         dg_head_extract_logits(&k->h, w, a, r->ctx_hidden, nc, rs + (size_t)w * E, q, l);
         if (anchored) dg_anchor_bias_add(&k->h, w, anc, rend, l, nc);
-        if (list_item == 1) l[lt[w]] += (float)r->list_bonus;
-        for (size_t t = 0; list_item == 2 && t < nc; t++)
-            if (t < lt[0] || t > lt[1]) l[t] = -INFINITY;
-        if (k->key_prior.on)
-            for (size_t t = 0; t < nc; t++) l[t] += kb[(size_t)w * (nc + 1) + t];
-        if (w == 0 && r->lm_prior > 0)
-            for (size_t t = 0; t < nc; t++) l[t] += lm[t];
+        add_priors(k, r, w, l, nc, list_item, lt, kb + (size_t)w * (nc + 1), lm);
         log_softmax_ctx(l, nc + 1, k->temp[DG_T_EXTRACT], lp + (size_t)w * (nc + 1));
     }
     const double *lps = lp, *lpe = lp + nc + 1;
@@ -474,10 +483,7 @@ deg_status dg_fill_decode_extract(const dg_ckpt *k, freq *r, job *j)
     int take_null = 0;
     const char *reason = NULL;
     if (f->on_null == DG_ON_NULL_FORBID) {
-        /* item_null: an item is "missing its required value" (§12.6 drop) when the
-         * null head rejects every span by the margin, as a nullable leaf's would be
-         * null: no item is made up from a span the heads hold absent. On the dev
-         * sets' array-bearing records (v13): array fields 212 -> 221 of 411 right. */
+        /* item_null (deg_fill.h): an item the null head rejects is missing (§12.6 drop) */
         if (best && k->item_null && L->inst >= 0 && blp < null_lp + margin) {
             json_decref(best);
             best = NULL;
