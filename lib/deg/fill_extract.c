@@ -60,7 +60,7 @@ static int joined(const freq *r, size_t j)
 
 static int word_bounded(const freq *r, size_t s, size_t e)
 {
-    if (s > 0 && (cp_word(r, s - 1) && cp_word(r, s))) return 0;
+    if (s > 0 && cp_word(r, s - 1) && cp_word(r, s)) return 0;
     if ((s > 0 && joined(r, s - 1)) || joined(r, s)) return 0; /* "user-..." or "-user..." */
     if (e < r->n_cp && cp_word(r, e - 1) && cp_word(r, e)) return 0;
     return !((e < r->n_cp && joined(r, e)) || joined(r, e - 1));

@@ -278,13 +278,19 @@ int dg_key_match(const dg_field_plan *f, const char *key)
     return dg_key_match_name(seg, f->title, key, 0);
 }
 
+/* Word w[0, n) is one of the nw words ws. */
+static int one_of(const char *const *ws, size_t nw, const char *w, size_t n)
+{
+    for (size_t i = 0; i < nw; i++)
+        if (strlen(ws[i]) == n && memcmp(ws[i], w, n) == 0) return 1;
+    return 0;
+}
+
 static int is_linking_word(const char *w, size_t n)
 {
     static const char *const LINK[] = {"on", "at", "in", "by", "is", "was", "are", "were",
                                        "to", "from", "since", "until", "for", "be", "date"};
-    for (size_t i = 0; i < sizeof LINK / sizeof LINK[0]; i++)
-        if (strlen(LINK[i]) == n && memcmp(LINK[i], w, n) == 0) return 1;
-    return 0;
+    return one_of(LINK, sizeof LINK / sizeof LINK[0], w, n);
 }
 
 int dg_key_phrase_before(const dg_field_plan *f, const char *ctx, size_t b)
@@ -345,48 +351,59 @@ static int is_preposition(const char *w, size_t n)
 {
     static const char *const P[] = {"in", "of", "for", "from", "with", "on", "at", "by", "to",
                                     "per", "into", "under", "over", "about"};
-    for (size_t i = 0; i < sizeof P / sizeof P[0]; i++)
-        if (strlen(P[i]) == n && memcmp(P[i], w, n) == 0) return 1;
-    return 0;
+    return one_of(P, sizeof P / sizeof P[0], w, n);
 }
 
-int dg_key_in_lead(const char *description, const char *key)
+/* Append normalised bytes [b, b + n) of a description to out (used o), after " , "
+ * when out is not empty: keys never hold ',' so no key spans two parts. */
+static void add_part(char *out, size_t cap, size_t *o, const char *b, size_t n)
 {
-    if (strlen(key) < 4 || !description) return 0;
-    size_t len = strnlen(description, DG_KEY_DESC_MAX), e = 0, b = 0;
-    char out[DG_KEY_DESC_MAX + 1];
+    char w[DG_KEY_DESC_MAX + 1];
+    size_t k = dg_key_norm(b, n, w, sizeof w);
+    if (k == 0 || *o + k + 4 > cap) return;
+    if (*o) {
+        memcpy(out + *o, " , ", 3);
+        *o += 3;
+    }
+    memcpy(out + *o, w, k);
+    *o += k;
+    out[*o] = 0;
+}
+
+/* The leading noun phrase of d[0, len): its words up to a clause mark, '(' or a
+ * preposition, possessives left out, into w (cap bytes); returns its length. */
+static size_t lead_phrase(const char *d, size_t len, char *w, size_t cap)
+{
     size_t o = 0;
-    /* the leading phrase: up to a clause mark or a preposition; possessives dropped */
-    while (b < len) {
-        while (b < len && description[b] == ' ') b++;
-        e = b;
-        while (e < len && description[e] != ' ') e++;
-        if (e == b) break;
-        size_t n = e - b;
-        char last = description[e - 1];
-        int mark = last == ',' || last == ';' || last == ':' || last == '.' || last == '(';
-        if (memchr(description + b, '(', n)) break;
-        size_t wn = mark ? n - 1 : n;
-        if (is_preposition(description + b, wn)) break;
-        int poss = wn >= 2 && description[b + wn - 2] == '\'' && description[b + wn - 1] == 's';
-        if (!poss && o + wn + 1 < sizeof out) {
-            if (o) out[o++] = ' ';
-            memcpy(out + o, description + b, wn);
-            o += wn;
+    for (size_t b = 0; b < len;) {
+        while (b < len && d[b] == ' ') b++;
+        size_t e = b;
+        while (e < len && d[e] != ' ') e++;
+        if (e == b || memchr(d + b, '(', e - b)) break;
+        char last = d[e - 1];
+        int mark = last == ',' || last == ';' || last == ':' || last == '.';
+        size_t n = e - b - (size_t)mark;
+        if (is_preposition(d + b, n)) break;
+        int poss = n >= 2 && d[b + n - 2] == '\'' && d[b + n - 1] == 's';
+        if (!poss && o + n + 1 < cap) {
+            if (o) w[o++] = ' ';
+            memcpy(w + o, d + b, n);
+            o += n;
         }
         if (mark) break;
         b = e;
     }
-    out[o] = 0;
-    char n[DG_KEY_DESC_MAX + 1];
-    dg_key_norm(out, o, n, sizeof n);
-    return words_in(n, key);
+    return o;
 }
 
-int dg_key_quoted_in_text(const char *description, const char *key)
+size_t dg_key_desc_names(const char *description, char *out, size_t cap)
 {
-    if (strlen(key) < 4 || !description) return 0;
+    size_t o = 0;
+    if (cap) out[0] = 0;
+    if (!description || cap < 2) return 0;
     size_t len = strnlen(description, DG_KEY_DESC_MAX);
+    char lead[DG_KEY_DESC_MAX + 1];
+    add_part(out, cap, &o, lead, lead_phrase(description, len, lead, sizeof lead));
     for (size_t i = 0; i < len; i++) {
         char c = description[i], close;
         if (c == '(') close = ')';
@@ -395,12 +412,15 @@ int dg_key_quoted_in_text(const char *description, const char *key)
         else continue;
         const char *z = memchr(description + i + 1, close, len - i - 1);
         if (!z) continue;
-        char n[DG_KEY_DESC_MAX + 1];
-        dg_key_norm(description + i + 1, (size_t)(z - description) - i - 1, n, sizeof n);
-        if (words_in(n, key)) return 1;
+        add_part(out, cap, &o, description + i + 1, (size_t)(z - description) - i - 1);
         i = (size_t)(z - description);
     }
-    return 0;
+    return o;
+}
+
+int dg_key_words_in(const char *text, const char *key)
+{
+    return strlen(key) >= 4 && words_in(text, key);
 }
 
 double dg_key_bonus(const dg_key_prior *p, const dg_field_plan *f, const dg_keyline *kv)

@@ -111,23 +111,23 @@ int dg_key_phrase_before(const dg_field_plan *f, const char *ctx, size_t b);
  * "Exec=" line. Fields inside arrays never match. */
 int dg_key_in_description(const dg_field_plan *f, const char *key);
 
-/* 1 when normalised key `key` (>= 4 bytes) is a run of whole words inside one
- * parenthesised, quoted or backquoted part of the description (its first
- * DG_KEY_DESC_MAX bytes): "names of the required packages (Requires-Dist)",
- * "the `Depends` field". The list prior (lists.c) names lists so, or by
- * dg_key_in_lead: a list anchors a whole array, and any word of a description
- * ("the country's time zones" -> "Country:", "the months in the locale's
- * language" -> "Language:") names wrong lists (datagen-v2 test). */
-int dg_key_quoted_in_text(const char *description, const char *key);
+/* The parts of a field's description that can name a key, normalised
+ * (dg_key_norm) into out (cap bytes, NUL-terminated) joined by " , " (no key
+ * holds ','): its leading noun phrase (its words up to the first ',', ';',
+ * ':', '.', '(' or preposition: in of for from with on at by to per into under
+ * over about; possessives such as "country's" left out) and each parenthesised,
+ * quoted or backquoted part (of its first DG_KEY_DESC_MAX bytes). "names of the
+ * required packages (Requires-Dist)" -> "names , requires dist";
+ * "documentation references, in order" -> "documentation references". The list
+ * prior (lists.c) names lists only so: a list anchors a whole array, and any
+ * word of a description ("the country's time zones" -> "Country:", "the months
+ * in the locale's language" -> "Language:") named wrong lists (datagen-v2 test).
+ * Returns the length written (0: no description). */
+size_t dg_key_desc_names(const char *description, char *out, size_t cap);
 
-/* 1 when normalised key `key` (>= 4 bytes) is a run of whole words of the
- * description's leading noun phrase: its words up to the first ',', ';', ':',
- * '.', '(' or preposition (in of for from with on at by to per into under over
- * about), possessives ("country's") left out: "documentation references, in
- * order" names "Documentation"; "the months in the locale's language" names no
- * "Language", "the country's time zones" no "Country" (datagen-v2 test: those
- * loose matches named wrong lists). */
-int dg_key_in_lead(const char *description, const char *key);
+/* 1 when normalised key `key` (>= 4 bytes) is a run of whole words of
+ * normalised text `text` (as dg_key_desc_names writes). */
+int dg_key_words_in(const char *text, const char *key);
 
 /* The bonus of line `kv` for field f under prior p (0 when off or no match):
  * exact / partial by name or title (dg_key_match), else `description` when the

@@ -21,8 +21,6 @@ typedef struct scan {
     size_t n_items, cap_items;
     raw_list *raw;
     size_t n_raw, cap_raw;
-    int bullets_at_end;            /* the line's last key line has an empty value:
-                                    * S->raw[n_raw] holds its key (scan_sentences) */
 } scan;
 
 /* Bullet line [b, e): the first byte of its text after the marker, else 0. */
@@ -104,29 +102,25 @@ static int identifier_like(const char *s, size_t b, size_t e)
 
 /* Items of a value [v0, v1) split at blanks when it has two or more parts and
  * each is identifier-like (systemd's "After=a.target b.service",
- * "Documentation=man:x(8) https://..."); else 0 items added and *done = 0. */
+ * "Documentation=man:x(8) https://..."); else no items added and *done = 0. */
 static deg_status add_blank_separated(scan *S, size_t lb, size_t lcp, size_t v0, size_t v1,
                                       int *done)
 {
     const char *s = S->ctx;
-    size_t parts = 0;
+    size_t first = S->n_items;
     *done = 0;
     for (size_t i = v0; i < v1;) {
         while (i < v1 && (s[i] == ' ' || s[i] == '\t')) i++;
-        if (i >= v1) break;
         size_t b = i;
         while (i < v1 && s[i] != ' ' && s[i] != '\t') i++;
-        if (!identifier_like(s, b, i)) return DEG_OK;
-        parts++;
-    }
-    if (parts < 2) return DEG_OK;
-    for (size_t i = v0; i < v1;) {
-        while (i < v1 && (s[i] == ' ' || s[i] == '\t')) i++;
-        size_t b = i;
-        while (i < v1 && s[i] != ' ' && s[i] != '\t') i++;
+        if (b < i && !identifier_like(s, b, i)) break;
         DG_TRY(add_item(S, lb, lcp, b, i));
+        *done = i >= v1;
     }
-    *done = 1;
+    if (!*done || S->n_items - first < 2) {
+        S->n_items = first; /* a word among the parts, or one part: not this rule */
+        *done = 0;
+    }
     return DEG_OK;
 }
 
@@ -262,16 +256,36 @@ static deg_status html_items(scan *S, size_t lb, size_t lcp, size_t v0, size_t v
     return DEG_OK;
 }
 
+/* Start raw list S->raw[S->n_raw] under key bytes [k0, k1) at the next item. */
+static deg_status raw_open(scan *S, size_t k0, size_t k1)
+{
+    if (DG_GROW(S->raw, S->cap_raw, S->n_raw + 1) != DEG_OK)
+        return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (lists)");
+    raw_list *L = &S->raw[S->n_raw];
+    dg_key_norm(S->ctx + k0, k1 - k0, L->key, sizeof L->key);
+    L->first = S->n_items;
+    return DEG_OK;
+}
+
+/* End the open raw list: kept when it has items and a key, else dropped. */
+static void raw_close(scan *S)
+{
+    raw_list *L = &S->raw[S->n_raw];
+    L->n = S->n_items - L->first;
+    if (L->n && L->key[0]) S->n_raw++;
+    else S->n_items = L->first;
+}
+
 /* The key lines of text line [b, e) (code point cp), one per sentence
  * (sentence_end): each with a value adds a raw list of its delimited items; a
- * last one with an empty value sets S->bullets_at_end (its key stored, not yet
- * counted) for the bullets below the line. A sentence's trailing '.' is not
- * part of its value. */
-static deg_status scan_sentences(scan *S, size_t b, size_t e, size_t cp)
+ * last one with an empty value is left open (*open = 1) for the bullets below
+ * the line. A sentence's trailing '.' is not part of its value. */
+static deg_status scan_sentences(scan *S, size_t b, size_t e, size_t cp, int *open)
 {
     const char *s = S->ctx;
     size_t j0, j1, jc;
     int json = dg_json_member_split(s, b, e, &j0, &j1, &jc); /* a JSON line is one sentence */
+    *open = 0;
     for (size_t sb = b; sb < e;) {
         size_t se = json ? e : sentence_end(s, sb, e), next = se < e ? se + 1 : e;
         size_t ve = se;
@@ -279,20 +293,13 @@ static deg_status scan_sentences(scan *S, size_t b, size_t e, size_t cp)
         if (se == e && ve > sb + 1 && s[ve - 1] == '.' && s[ve - 2] != '.') ve--;
         size_t k0, k1, v0, v1;
         if (dg_keyline_split(s, sb, ve, &k0, &k1, &v0, &v1)) {
-            if (DG_GROW(S->raw, S->cap_raw, S->n_raw + 1) != DEG_OK)
-                return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (lists)");
-            raw_list *L = &S->raw[S->n_raw];
-            dg_key_norm(s + k0, k1 - k0, L->key, sizeof L->key);
-            L->first = S->n_items;
-            if (v1 > v0) {
-                DG_TRY(add_delimited(S, b, cp, v0, v1));
-            } else if (se == e) {
-                S->bullets_at_end = 1;
+            DG_TRY(raw_open(S, k0, k1));
+            if (v1 == v0 && se == e) {
+                *open = 1;
                 return DEG_OK;
             }
-            L->n = S->n_items - L->first;
-            if (L->n && L->key[0]) S->n_raw++;
-            else S->n_items = L->first;
+            if (v1 > v0) DG_TRY(add_delimited(S, b, cp, v0, v1));
+            raw_close(S);
         }
         sb = next;
         while (sb < e && s[sb] == ' ') sb++;
@@ -313,40 +320,28 @@ static deg_status scan_lists(scan *S, size_t len)
         int json = json_array_line(s, b, e, &k0, &k1, &open);
         int html = !json && html_row(s, b, e, &k0, &k1, &v0, &v1);
         if (!json && !html) {
-            DG_TRY(scan_sentences(S, b, e, cp));
-            if (S->bullets_at_end) {
-                /* bullets right below an empty-valued key line */
-                S->bullets_at_end = 0;
-                raw_list *L = &S->raw[S->n_raw];
-                L->first = S->n_items;
-                while (next < len) {
-                    const char *nl2 = memchr(s + next, '\n', len - next);
-                    size_t e2 = nl2 ? (size_t)(nl2 - s) : len;
-                    size_t t = bullet_text(s, next, e2);
-                    if (!t) break;
-                    DG_TRY(add_item(S, next, next_cp, t, e2));
-                    next_cp += dg_utf8_count(s + next, e2 - next) + (nl2 ? 1 : 0);
-                    next = nl2 ? e2 + 1 : len;
-                }
-                L->n = S->n_items - L->first;
-                if (L->n && L->key[0]) S->n_raw++;
-                else S->n_items = L->first;
+            int open_list;
+            DG_TRY(scan_sentences(S, b, e, cp, &open_list));
+            /* bullets right below an empty-valued key line */
+            while (open_list && next < len) {
+                const char *nl2 = memchr(s + next, '\n', len - next);
+                size_t e2 = nl2 ? (size_t)(nl2 - s) : len;
+                size_t t = bullet_text(s, next, e2);
+                if (!t) break;
+                DG_TRY(add_item(S, next, next_cp, t, e2));
+                next_cp += dg_utf8_count(s + next, e2 - next) + (nl2 ? 1 : 0);
+                next = nl2 ? e2 + 1 : len;
             }
+            if (open_list) raw_close(S);
         } else {
-            if (DG_GROW(S->raw, S->cap_raw, S->n_raw + 1) != DEG_OK)
-                return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (lists)");
-            raw_list *L = &S->raw[S->n_raw];
-            dg_key_norm(s + k0, k1 - k0, L->key, sizeof L->key);
-            L->first = S->n_items;
+            DG_TRY(raw_open(S, k0, k1));
             if (json) {
                 next_cp = cp;
                 DG_TRY(json_items(S, len, b, open, &next, &next_cp));
             } else {
                 DG_TRY(html_items(S, b, cp, v0, v1));
             }
-            L->n = S->n_items - L->first;
-            if (L->n && L->key[0]) S->n_raw++;
-            else S->n_items = L->first;
+            raw_close(S);
         }
         b = next;
         cp = next_cp;
@@ -461,15 +456,14 @@ int dg_lists_match(const dg_lists *ls, const dg_plan *P, size_t a)
     if (!dg_lists_plain_array(P, a) && !dg_lists_object_array(P, a)) return -1;
     const dg_array_plan *A = &P->arrays[a];
     const char *seg = A->path.seg[A->path.n - 1];
+    char names[2 * DG_KEY_DESC_MAX + 8]; /* once per array, not per list */
+    dg_key_desc_names(A->description, names, sizeof names);
     int best = -1, best_m = 0;
     for (size_t i = 0; i < ls->n; i++) {
-        /* exact name 3 > the description names the key 2 > partial name 1 */
+        /* strength: exact name 3, the description names the key 2, partial name 1 */
         int m = dg_key_match_name(seg, A->title, ls->p[i].key, 1);
-        m = m == 2 ? 3
-            : m == 0 && (dg_key_quoted_in_text(A->description, ls->p[i].key) ||
-                         dg_key_in_lead(A->description, ls->p[i].key))
-                ? 2
-                : m;
+        if (m == 2) m = 3;
+        else if (m == 0 && dg_key_words_in(names, ls->p[i].key)) m = 2;
         if (m > best_m || (m == best_m && m > 0 && ls->p[i].n > ls->p[best].n)) {
             best = (int)i;
             best_m = m;

@@ -84,10 +84,10 @@ int dg_lists_wanted(const dg_plan *P);
 /* The list of array `a` by name, or -1: a plain or object array (above) matches a list
  * whose key is its property name or title (dg_key_match_name, plurals folded),
  * or one its description names in parentheses or quotes ("names of the required
- * packages (Requires-Dist)", dg_key_quoted_in_text) or in its leading noun phrase
- * ("documentation references, in order", dg_key_in_lead); the strongest match
- * wins (exact name, then description, then a partial name), ties to the list
- * with more items, then the first. */
+ * packages (Requires-Dist)") or in its leading noun phrase ("documentation
+ * references, in order"; dg_key_desc_names); the strongest match wins (exact
+ * name, then description, then a partial name), ties to the list with more
+ * items, then the first. */
 int dg_lists_match(const dg_lists *ls, const dg_plan *P, size_t a);
 
 /* The list one of whose items covers context token t (cp_tok: the token of each
