@@ -28,6 +28,7 @@ extern "C" {
  *    (optional; see below),
  *    "lm_prior": null | {"start": lambda} (optional; see below),
  *    "list_prior": null | {"bonus": b, "by_anchor": bool} (optional; see below),
+ *    "count_prior": null | {"bonus": b[, "absent": a]} (optional; see below),
  *    "span_single_line": bool (optional, default false),
  *    "span_word_bounds": bool (optional, default false),
  *    "item_null": bool (optional, default false),
@@ -87,7 +88,8 @@ extern "C" {
  * "key:", a "key: a, b and c" / "key=a;b" value, blank-separated identifiers
  * ("After=a.target b.service"), repeated "key: x" lines, "Key: value"
  * sentences of a prose line, a JSON member "key": [...], an HTML row
- * <th>key</th><td><li>..</td>. A plain array's item extract start/end logit
+ * <th>key</th><td><li>..</td>, XML element lines <name a="v"/> (one item
+ * each). Names match with number folded ("aliases" = "Alias:"). A plain array's item extract start/end logit
  * at its list item's first/last token gets +b before the calibration
  * temperature; an object's leaves are read by the heads inside its list
  * item's text; with "by_anchor": true a plain array no
@@ -97,6 +99,20 @@ extern "C" {
  * then has "list_key" (the list's normalised key). Item values stay spans read
  * by the item forks. lm_prior.start and list_prior.bonus are numbers in
  * [0, 1e6] (larger weights only overflow the fp32 logits).
+ *
+ * Count prior (deg.json "count_prior", absent = off; lib/deg/countprior.h): a
+ * top-level boolean whose property name, title or description reads as a
+ * count over a noun ("withoutAfter", "HasRequires", "single-files",
+ * "MoreThanOneExtensions", "does it list any requires?", "true if at most one
+ * item of formats is listed": none / any / at most one / several) is judged
+ * on the lists of the context (as the list prior reads them): a key that is
+ * itself such a predicate over the noun with a yes/no value ("Has magic: ja",
+ * yes/no in en de fr es it pt nl) bounds the count, else the list the noun
+ * names is counted. The noul logit gets +b when the count satisfies the
+ * predicate and -b when not, before the calibration temperature; when no
+ * list tells, +/-a as for 0 items (a default 0 = off). The leaf's meta then
+ * has "list_key" (the list's normalised key, null when none told) and
+ * "items" (its item count). b, a: numbers in [0, 1e6].
  *
  * span_single_line: plain-string spans (no format) never hold a line break
  * between their first and last non-blank characters (no gold plain span of

@@ -575,7 +575,7 @@ static deg_status load_heads(dg_ckpt *k, const json_t *meta, const char *spath,
 
 /* deg.json's decoding settings: calibration temperatures and
  * extract_confidence, array_mode, anchor_min_tokens, key_prior, lm_prior, list_prior,
- * span_single_line, span_word_bounds, item_null, null_margin. Errors: DEG_ERR_FORMAT. */
+ * count_prior, span_single_line, span_word_bounds, item_null, null_margin. Errors: DEG_ERR_FORMAT. */
 static deg_status read_decoding(dg_ckpt *k, const json_t *meta, const char *jpath)
 {
     json_t *cal = json_object_get(meta, "calibration");
@@ -613,6 +613,7 @@ static deg_status read_decoding(dg_ckpt *k, const json_t *meta, const char *jpat
     DG_TRY(weight_prior_load(json_object_get(meta, "list_prior"), jpath, "list_prior", "bonus",
                              &k->has_list_prior, &k->list_prior_bonus,
                              &k->list_prior_by_anchor));
+    DG_TRY(dg_count_prior_load(json_object_get(meta, "count_prior"), jpath, &k->count_prior));
     json_t *ssl = json_object_get(meta, "span_single_line");
     if (ssl && !json_is_boolean(ssl))
         return dg_fail(DEG_ERR_FORMAT, "%s: span_single_line must be true or false", jpath);
@@ -792,7 +793,8 @@ deg_status deg_ckpt_set_calibration(deg_ckpt *ckpt, const double *temps)
 
 static const char *const RESERVED[] = {"format", "backbone", "head_dim", "heads", "calibration",
                                        "array_mode", "anchor_min_tokens", "chat_layout",
-                                       "key_prior", "lm_prior", "list_prior", "span_single_line", "span_word_bounds", "item_null", "lora",
+                                       "key_prior", "lm_prior", "list_prior", "count_prior",
+                                       "span_single_line", "span_word_bounds", "item_null", "lora",
                                        "heads_sha256"};
 
 deg_status deg_ckpt_save(const deg_ckpt *ckpt, const char *dir, const char *extra_json,
@@ -863,6 +865,10 @@ deg_status deg_ckpt_save(const deg_ckpt *ckpt, const char *dir, const char *extr
         json_object_set_new(meta, "list_prior",
                             json_pack("{s:f, s:b}", "bonus", ckpt->list_prior_bonus, "by_anchor",
                                       ckpt->list_prior_by_anchor));
+    if (meta && ckpt->count_prior.on)
+        json_object_set_new(meta, "count_prior",
+                            json_pack("{s:f, s:f}", "bonus", ckpt->count_prior.bonus, "absent",
+                                      ckpt->count_prior.absent));
     if (meta && ckpt->span_single_line)
         json_object_set_new(meta, "span_single_line", json_true());
     if (meta && ckpt->span_word_bounds)

@@ -37,6 +37,7 @@
 
 #include "base/run.h"
 #include "base/status.h"
+#include "deg/countprior.h"
 #include "deg/fill_internal.h"
 #include "deg/keyprior.h"
 #include "deg/request.h"
@@ -83,7 +84,8 @@ void dg_fill_prepare(const dg_ckpt *k, freq *r, const char *text, size_t len)
     if (r->st != DEG_OK) return;
     st = dg_fill_trunk(k, r);
     if (st == DEG_OK && k->key_prior.on) st = dg_keylines_scan(r->ctx, r->ctx_len, &r->kv);
-    if (st == DEG_OK && r->list_bonus > 0 && dg_lists_wanted(r->plan))
+    if (st == DEG_OK && ((r->list_bonus > 0 && dg_lists_wanted(r->plan)) ||
+                         (k->count_prior.on && dg_count_wanted(r->plan))))
         st = dg_lists_scan(r->ctx, r->ctx_len, &r->lists);
     if (st == DEG_OK && k->span_single_line) st = dg_fill_line_tables(r);
     if (st != DEG_OK) dg_fill_fail(r, st, "/context");

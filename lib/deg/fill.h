@@ -28,6 +28,7 @@
 #include <jansson.h>
 
 #include "deg.h"
+#include "deg/countprior.h"
 #include "deg/keyprior.h"
 #include "model/chat.h"
 #include "lora.h"
@@ -95,6 +96,7 @@ struct deg_ckpt {
     int span_single_line;     /* deg.json "span_single_line": plain spans within one line */
     int span_word_bounds;     /* deg.json "span_word_bounds": plain spans start and end at
                                * word boundaries (dg_utf8_is_word) */
+    dg_count_prior count_prior; /* deg.json "count_prior" (countprior.h); off when absent */
     int item_null;            /* deg.json "item_null": an array item whose required leaf the
                                * null head rejects (by the null margin) is dropped, not
                                * filled with the best span (fill_extract.c) */

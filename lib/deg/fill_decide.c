@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "base/status.h"
+#include "deg/countprior.h"
 #include "deg/fill_internal.h"
 #include "deg/keyprior.h"
 
@@ -107,6 +108,26 @@ static double key_prior_noul(const dg_ckpt *k, const freq *r, const dg_field_pla
     return out;
 }
 
+/* noul: the count prior (countprior.h): +bonus when the lists of the context say the
+ * field's predicate holds, -bonus when not, as for 0 items +/-absent when none tells;
+ * meta gets the list's key ("list_key", null: none) and its item count ("items"). */
+static double count_prior_noul(const dg_ckpt *k, const freq *r, const dg_field_plan *f,
+                               json_t *meta)
+{
+    dg_count_pred p[3];
+    size_t np = k->count_prior.on ? dg_count_preds_of(f, p) : 0;
+    if (np == 0) return 0.0;
+    int li = -1, v = -1;
+    for (size_t i = 0; i < np && v < 0; i++)
+        v = dg_count_judge(&r->lists, r->ctx, r->cp_byte, &p[i], &li);
+    double w = v >= 0 ? k->count_prior.bonus : k->count_prior.absent;
+    if (v < 0) v = dg_count_holds(p[0].op, 0);
+    if (w <= 0) return 0.0;
+    json_object_set_new(meta, "list_key", li >= 0 ? json_string(r->lists.p[li].key) : json_null());
+    json_object_set_new(meta, "items", json_integer(li >= 0 ? (json_int_t)r->lists.p[li].n : 0));
+    return v ? w : -w;
+}
+
 deg_status dg_fill_decode_decide(const dg_ckpt *k, freq *r, job *j)
 {
     leaf *L = &r->leaves[j->target];
@@ -114,12 +135,17 @@ deg_status dg_fill_decode_decide(const dg_ckpt *k, freq *r, job *j)
     const float *a = j->h + (j->n_mark - 1) * (size_t)k->h.E;
     if (f->mode == DG_MODE_NOUL) {
         float l = dg_head_dot(k->h.noul_w, a, k->h.E) + k->h.noul_b[0];
+        json_t *count = json_object();
+        if (!count) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
         l += (float)key_prior_noul(k, r, f);
+        l += (float)count_prior_noul(k, r, f, count);
         float lg[2] = {l, 0.0f};
         double p[2];
         dg_softmax(lg, 2, k->temp[DG_T_NOUL], p, NULL);
         L->value = json_boolean(p[0] >= 0.5);
         L->meta = json_pack("{s:s, s:f}", "mode", "decide.noul", "probability", p[0]);
+        if (L->meta) json_object_update(L->meta, count);
+        json_decref(count);
         dg_fill_raw_digest(k, L->meta, lg, 1, NULL, 0);
         return DEG_OK;
     }

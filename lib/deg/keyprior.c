@@ -227,8 +227,26 @@ static int match_name(const char *name, const char *key)
     return words_within(key, name) || words_within(name, key);
 }
 
-/* Normalised words with a plural 's' dropped from every word of >= 4 bytes not
- * ending in "ss" ("formats" -> "format", "files" -> "file"; "class" stays). */
+/* Normalised words with number folded, so that a plural and its singular fold
+ * alike: every word of >= 4 bytes loses "ies" -> "y", else a final 's' (not
+ * "ss"), then a final 'e', then once more a final 's' (not "ss"): "formats" and
+ * "format" -> "format", "files"/"file" -> "fil", "aliases"/"alias" -> "alia",
+ * "licenses"/"license" -> "licen", "dependencies"/"dependency" -> "dependency";
+ * "class", "address" stay. A stem, not a word: only ever compared with another. */
+static size_t fold_word(const char *p, size_t l, char *w)
+{
+    memcpy(w, p, l);
+    if (l < 4) return l;
+    if (l >= 5 && memcmp(w + l - 3, "ies", 3) == 0) {
+        w[l - 3] = 'y';
+        return l - 2;
+    }
+    if (w[l - 1] == 's' && w[l - 2] != 's') l--;
+    if (w[l - 1] == 'e') l--;
+    if (l >= 3 && w[l - 1] == 's' && w[l - 2] != 's') l--;
+    return l;
+}
+
 static void fold_plural(const char *in, char *out, size_t cap)
 {
     size_t o = 0;
@@ -236,11 +254,12 @@ static void fold_plural(const char *in, char *out, size_t cap)
     while (*p && o + 1 < cap) {
         const char *e = strchr(p, ' ');
         size_t l = e ? (size_t)(e - p) : strlen(p);
-        size_t k = l;
-        if (l >= 4 && p[l - 1] == 's' && p[l - 2] != 's') k--;
+        char w[DG_KEY_MAX_LEN + 1];
+        if (l > DG_KEY_MAX_LEN) l = DG_KEY_MAX_LEN;
+        size_t k = fold_word(p, l, w);
         if (o + k + (o ? 1 : 0) + 1 > cap) break;
         if (o) out[o++] = ' ';
-        memcpy(out + o, p, k);
+        memcpy(out + o, w, k);
         o += k;
         if (!e) break;
         p = e + 1;

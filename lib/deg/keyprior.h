@@ -88,8 +88,9 @@ size_t dg_key_norm(const char *s, size_t n, char *out, size_t cap);
 int dg_key_match(const dg_field_plan *f, const char *key);
 
 /* Match strength of a normalised key for a name (a property name) or title:
- * 2 exact, 1 partial, 0 none. plural: compare with plural 's' dropped from
- * words of >= 4 bytes ("formats" = "format"; the list prior, lists.h). */
+ * 2 exact, 1 partial, 0 none. plural: compare with number folded in words of
+ * >= 4 bytes ("formats" = "format", "aliases" = "alias", "dependencies" =
+ * "dependency"; the list and count priors, lists.h, countprior.h). */
 int dg_key_match_name(const char *seg, const char *title, const char *key, int plural);
 
 /* Prose labels of typed values: 1 when the words of the clause right before byte

@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "base/grow.h"
 #include "base/status.h"
@@ -256,6 +257,66 @@ static deg_status html_items(scan *S, size_t lb, size_t lcp, size_t v0, size_t v
     return DEG_OK;
 }
 
+/* HTML's own tags: an element line of these is markup, not a list (html_row reads
+ * tables). */
+static int html_tag(const char *s, size_t n)
+{
+    static const char *const TAGS[] = {
+        "html", "head", "body", "title", "meta", "link", "script", "style", "div", "span",
+        "p", "a", "b", "i", "u", "em", "strong", "code", "pre", "br", "hr", "img", "table",
+        "thead", "tbody", "tfoot", "tr", "th", "td", "ul", "ol", "li", "dl", "dt", "dd", "h1",
+        "h2", "h3", "h4", "h5", "h6", "section", "header", "footer", "nav", "main", "article",
+        "form", "input", "label", "button", "select", "option", "small", "sup", "sub",
+        "blockquote", "caption", "col", "colgroup", "iframe", "svg", "tt", "kbd", "var"};
+    for (size_t i = 0; i < sizeof TAGS / sizeof TAGS[0]; i++)
+        if (strlen(TAGS[i]) == n && strncasecmp(TAGS[i], s, n) == 0) return 1;
+    return 0;
+}
+
+/* An XML element line [b, e) (after spaces/tabs): `<name attr="v" .../>`,
+ * `<name ...>text</name>` or an opening `<name attr="v">`, name not an HTML tag.
+ * The element is one item of the list under its name: its text when it has some
+ * (no markup inside), else its first attribute's quoted value, else its name
+ * (freedesktop shared-mime-info `<alias type="video/x-ms-wvx"/>`, `<glob
+ * pattern="*.asx"/>`, `<magic priority="50">`; Maven/Ant/D-Bus configuration).
+ * Returns 1 with the name's bytes [*k0, *k1) and the item's [*v0, *v1). */
+static int xml_element(const char *s, size_t b, size_t e, size_t *k0, size_t *k1, size_t *v0,
+                       size_t *v1)
+{
+    size_t i = b;
+    while (i < e && (s[i] == ' ' || s[i] == '\t')) i++;
+    if (i + 1 >= e || s[i] != '<' || !isalpha((unsigned char)s[i + 1])) return 0;
+    size_t n0 = ++i;
+    while (i < e && (isalnum((unsigned char)s[i]) || s[i] == '-' || s[i] == '_' || s[i] == '.'))
+        i++;
+    if (i >= e || (s[i] != ' ' && s[i] != '/' && s[i] != '>') || html_tag(s + n0, i - n0))
+        return 0;
+    *k0 = n0;
+    *k1 = i;
+    size_t gt = i;
+    while (gt < e && s[gt] != '>') gt++;
+    if (gt >= e) return 0;
+    size_t t0 = gt + 1, t1 = t0;
+    while (t1 < e && s[t1] != '<') t1++;
+    if (s[gt - 1] != '/' && t1 + 1 < e && t1 > t0 && s[t1 + 1] == '/') {
+        *v0 = t0; /* <name ...>text</name> */
+        *v1 = t1;
+        return 1;
+    }
+    size_t q0 = i;
+    while (q0 < gt && s[q0] != '"' && s[q0] != '\'') q0++;
+    size_t q1 = q0 < gt ? q0 + 1 : gt;
+    while (q1 < gt && s[q1] != s[q0]) q1++;
+    if (q1 < gt && q1 > q0 + 1) {
+        *v0 = q0 + 1;
+        *v1 = q1;
+    } else {
+        *v0 = n0;
+        *v1 = i;
+    }
+    return 1;
+}
+
 /* Start raw list S->raw[S->n_raw] under key bytes [k0, k1) at the next item. */
 static deg_status raw_open(scan *S, size_t k0, size_t k1)
 {
@@ -319,7 +380,8 @@ static deg_status scan_lists(scan *S, size_t len)
         size_t k0 = 0, k1 = 0, v0 = 0, v1 = 0, open = 0;
         int json = json_array_line(s, b, e, &k0, &k1, &open);
         int html = !json && html_row(s, b, e, &k0, &k1, &v0, &v1);
-        if (!json && !html) {
+        int xml = !json && !html && xml_element(s, b, e, &k0, &k1, &v0, &v1);
+        if (!json && !html && !xml) {
             int open_list;
             DG_TRY(scan_sentences(S, b, e, cp, &open_list));
             /* bullets right below an empty-valued key line */
@@ -338,6 +400,8 @@ static deg_status scan_lists(scan *S, size_t len)
             if (json) {
                 next_cp = cp;
                 DG_TRY(json_items(S, len, b, open, &next, &next_cp));
+            } else if (xml) {
+                DG_TRY(add_item(S, b, cp, v0, v1));
             } else {
                 DG_TRY(html_items(S, b, cp, v0, v1));
             }

@@ -34,6 +34,9 @@
  *     the next ones up to its ']' (each string's text between its quotes);
  *   - HTML: a table row `<th>key</th><td>value</td>`: the value's `<li>` entries,
  *     else the value delimited as above (no markup inside);
+ *   - XML: an element line `<name a="v"/>`, `<name>text</name>` or `<name a="v">`
+ *     (name not an HTML tag) is one item of list "name": its text, else its first
+ *     attribute's value, else its name ("<alias type="video/x-ms-wvx"/>");
  * and every list under the same normalised key (keyprior.h) is one list, in
  * document order: repeated "Requires: x" / "Format: HTML" lines are one list.
  * Key lines follow dg_keyline_split (keyprior.h). Anchoring (fill_arrays.c): the

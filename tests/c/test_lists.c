@@ -99,6 +99,37 @@ Test(lists, scan_json_and_html)
     dg_lists_free(&ls);
 }
 
+/* XML element lines: one item each under the element's name (text, else the first
+ * attribute's value, else the name); HTML's own tags are not lists. */
+Test(lists, scan_xml_elements)
+{
+    const char *ctx = "<mime-type type=\"audio/x-flac+ogg\">\n"
+                      "  <comment>Ogg FLAC audio</comment>\n"
+                      "  <sub-class-of type=\"audio/ogg\"/>\n"
+                      "  <alias type='audio/x-oggflac'/>\n"
+                      "  <magic priority=\"80\">\n"
+                      "    <match type=\"string\" value=\"OggS\" offset=\"0\"/>\n"
+                      "  </magic>\n"
+                      "  <glob pattern=\"*.oga\"/>\n"
+                      "  <glob pattern=\"*.ogg\"/>\n"
+                      "  <expanded>\n"
+                      "  <p>not a list</p><br/>\n"
+                      "</mime-type>\n";
+    dg_lists ls = {0};
+    cr_assert_eq(dg_lists_scan(ctx, strlen(ctx), &ls), DEG_OK);
+    cr_assert_str_eq(items(&ls, ctx, "mime type"), "audio/x-flac+ogg");
+    cr_assert_str_eq(items(&ls, ctx, "comment"), "Ogg FLAC audio");
+    cr_assert_str_eq(items(&ls, ctx, "sub class"), "audio/ogg");
+    cr_assert_str_eq(items(&ls, ctx, "alias"), "audio/x-oggflac");
+    cr_assert_str_eq(items(&ls, ctx, "magic"), "80");
+    cr_assert_str_eq(items(&ls, ctx, "match"), "string");
+    cr_assert_str_eq(items(&ls, ctx, "glob"), "*.oga|*.ogg");
+    cr_assert_str_eq(items(&ls, ctx, "expanded"), "expanded", "no text, no attribute: its name");
+    cr_assert_null(items(&ls, ctx, "p"));
+    cr_assert_eq(ls.n, 8, "got %zu lists", ls.n);
+    dg_lists_free(&ls);
+}
+
 Test(lists, scan_written_lists)
 {
     /* prose: several "Key: value" sentences on a line, conjunctions of datagen's

@@ -252,6 +252,8 @@ def test_shipped_checkpoint_is_the_default(model_path):
     assert meta["span_word_bounds"] is True
     # v13 since libdeg 0.11.0: items the null head rejects are dropped
     assert meta["item_null"] is True
+    # and since libdeg 0.12.0: booleans that count a list (countprior.h)
+    assert meta["count_prior"] == {"bonus": 16.0, "absent": 8.0}
     # v9 = v7's heads with the list prior (name-matched lists only)
     assert meta["list_prior"] == {"bonus": 16.0, "by_anchor": False}
     assert meta["training"]["train_records"] > 100

@@ -1,0 +1,283 @@
+/* The count prior (lib/deg/countprior.c): booleans read as count predicates over a
+ * noun ("withoutAfter", "does it list any requires?"), judged on the lists of the
+ * context (counted items, or a predicate key stating yes/no), number folding of
+ * names, deg.json validation, and deg_fill on the tiny random models, where the
+ * prior must set every such boolean to what the lists say (random heads alone do
+ * not). */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ckpt_fixture.h"
+#include "deg.h"
+#include "deg/countprior.h"
+#include "deg/keyprior.h"
+#include "deg/lists.h"
+
+#define GOLDENS DEG_SOURCE_ROOT "/tests/goldens"
+
+/* The predicate of a raw name or description (normalised as dg_count_preds_of does). */
+static dg_count_op parse(const char *text, char *noun)
+{
+    char norm[DG_KEY_DESC_MAX + 1];
+    dg_key_norm(text, strlen(text), norm, sizeof norm);
+    return dg_count_parse_words(norm, noun, DG_KEY_MAX_LEN + 1);
+}
+
+Test(countprior, parse)
+{
+    static const struct {
+        const char *text;
+        dg_count_op op;
+        const char *noun;
+    } C[] = {
+        {"withoutAfter", DG_COUNT_ZERO, "after"},
+        {"NO_WANTED_BY", DG_COUNT_ZERO, "wanted by"},
+        {"true if it lists no choices", DG_COUNT_ZERO, "choices"},
+        {"true if the unit has no [Install] section", DG_COUNT_ZERO, "install section"},
+        {"true if the template sets no default", DG_COUNT_ZERO, "default"},
+        {"HasRequires", DG_COUNT_ANY, "requires"},
+        {"does it list any requires?", DG_COUNT_ANY, "requires"},
+        {"are any sub class of given?", DG_COUNT_ANY, "sub class"},
+        {"default_given", DG_COUNT_ANY, "default"},
+        {"AtMostOneAfter", DG_COUNT_AT_MOST_ONE, "after"},
+        {"true if at most one item of formats is listed", DG_COUNT_AT_MOST_ONE, "formats"},
+        {"single-files", DG_COUNT_AT_MOST_ONE, "files"},
+        {"MoreThanOneExtensions", DG_COUNT_SEVERAL, "extensions"},
+        {"is more than one item of glob listed?", DG_COUNT_SEVERAL, "glob"},
+        {"does the document list several sections?", DG_COUNT_SEVERAL, "sections"},
+        /* none: no quantifier, "not", a bare "lists X", a clause past three words */
+        {"does the template give a default answer?", DG_COUNT_NONE_OP, ""},
+        {"true if it is not a Find<Package> module", DG_COUNT_NONE_OP, ""},
+        {"licenseNotMentioned", DG_COUNT_NONE_OP, ""},
+        {"it lists files", DG_COUNT_NONE_OP, ""},
+        {"true if the license is 'GPL'", DG_COUNT_NONE_OP, ""},
+        {"has the package been built from source by hand", DG_COUNT_NONE_OP, ""},
+    };
+    for (size_t i = 0; i < sizeof C / sizeof C[0]; i++) {
+        char noun[DG_KEY_MAX_LEN + 1];
+        dg_count_op op = parse(C[i].text, noun);
+        cr_assert_eq(op, C[i].op, "%s: op %d, want %d", C[i].text, op, C[i].op);
+        cr_assert_str_eq(noun, C[i].noun, "%s", C[i].text);
+    }
+    cr_assert(dg_count_holds(DG_COUNT_ZERO, 0) && !dg_count_holds(DG_COUNT_ZERO, 1));
+    cr_assert(dg_count_holds(DG_COUNT_ANY, 3) && !dg_count_holds(DG_COUNT_ANY, 0));
+    cr_assert(dg_count_holds(DG_COUNT_AT_MOST_ONE, 1) && !dg_count_holds(DG_COUNT_AT_MOST_ONE, 2));
+    cr_assert(dg_count_holds(DG_COUNT_SEVERAL, 2) && !dg_count_holds(DG_COUNT_SEVERAL, 1));
+}
+
+/* Plurals and singulars fold alike for list names (keyprior.c fold_plural). */
+Test(countprior, number_folding)
+{
+    static const char *const SAME[][2] = {{"formats", "format"}, {"aliases", "alias"},
+                                          {"licenses", "license"}, {"dependencies", "dependency"},
+                                          {"classes", "class"}, {"addresses", "address"},
+                                          {"matches", "match"}, {"parent types", "parent type"}};
+    for (size_t i = 0; i < sizeof SAME / sizeof SAME[0]; i++) {
+        cr_assert_eq(dg_key_match_name(SAME[i][0], NULL, SAME[i][1], 1), 2, "%s", SAME[i][0]);
+        cr_assert_eq(dg_key_match_name(SAME[i][1], NULL, SAME[i][0], 1), 2, "%s", SAME[i][1]);
+    }
+    cr_assert_eq(dg_key_match_name("aliases", NULL, "alias", 0), 0, "plural 0: words as written");
+    cr_assert_eq(dg_key_match_name("class", NULL, "case", 1), 0);
+}
+
+static int judge(const char *ctx, const char *text, char *key)
+{
+    dg_count_pred p;
+    char norm[DG_KEY_DESC_MAX + 1];
+    dg_key_norm(text, strlen(text), norm, sizeof norm);
+    p.op = dg_count_parse_words(norm, p.noun, sizeof p.noun);
+    cr_assert_neq(p.op, DG_COUNT_NONE_OP, "%s", text);
+    size_t cpb[2048], n = 0;
+    for (size_t b = 0; ctx[b]; b++)
+        if (((unsigned char)ctx[b] & 0xC0) != 0x80) cpb[n++] = b;
+    cpb[n] = strlen(ctx);
+    dg_lists ls = {0};
+    cr_assert_eq(dg_lists_scan(ctx, strlen(ctx), &ls), DEG_OK);
+    int li, v = dg_count_judge(&ls, ctx, cpb, &p, &li);
+    strcpy(key, li >= 0 ? ls.p[li].key : "");
+    cr_assert((v < 0) == (li < 0), "%s: verdict %d from list %d", text, v, li);
+    dg_lists_free(&ls);
+    return v;
+}
+
+Test(countprior, judge)
+{
+    const char *ctx = "[Unit]\n"
+                      "Description=Daily apt activities\n"
+                      "After=network-online.target time-sync.target\n"
+                      "Wants=network-online.target\n"
+                      "RemainAfterExit=yes\n"
+                      "Alias: p.service\n"
+                      "Has magic: ja\n"
+                      "| Has html | No |\n"
+                      "Default: false\n";
+    static const struct {
+        const char *text;
+        int want;
+        const char *key;
+    } C[] = {
+        {"withoutAfter", 0, "after"},
+        {"any_after", 1, "after"},
+        {"several_after", 1, "after"},
+        {"AtMostOneAfter", 0, "after"},
+        {"single_wants", 1, "wants"},
+        {"more than one wants", 0, "wants"},
+        {"no-aliases", 0, "alias"},        /* plural folded */
+        {"at-most-one-aliases", 1, "alias"},
+        {"default_given", 1, "default"},   /* "false" is the default's value, counted */
+        /* stated: the key is a predicate over the same noun with a yes/no value */
+        {"noMagic", 0, "has magic"},
+        {"hasMagic", 1, "has magic"},
+        {"withoutHtml", 1, "has html"},
+        {"single-html", 1, "has html"},    /* no html: at most one */
+        /* no list tells: "Before" absent; "several magic" not bounded by "has magic: ja";
+         * "RemainAfterExit" is no list of "after exit"... nor of "exit" (partial keys
+         * must be shorter than the noun) */
+        {"no before", -1, ""},
+        {"several magic", -1, ""},
+        {"any exit", -1, ""},
+    };
+    for (size_t i = 0; i < sizeof C / sizeof C[0]; i++) {
+        char key[DG_KEY_MAX_LEN + 1];
+        int v = judge(ctx, C[i].text, key);
+        cr_assert_eq(v, C[i].want, "%s: got %d, want %d (list %s)", C[i].text, v, C[i].want, key);
+        cr_assert_str_eq(key, C[i].key, "%s", C[i].text);
+    }
+}
+
+/* Ties between lists the noun names alike go to the one with more items: a Maven
+ * POM's <dependency> elements, not their <dependencies> container. */
+Test(countprior, judge_ties_to_more_items)
+{
+    const char *pom = "<project>\n"
+                      "  <dependencies>\n"
+                      "    <dependency>\n"
+                      "      <groupId>junit</groupId>\n"
+                      "    </dependency>\n"
+                      "    <dependency>\n"
+                      "      <groupId>org.slf4j</groupId>\n"
+                      "    </dependency>\n"
+                      "  </dependencies>\n"
+                      "</project>\n";
+    char key[DG_KEY_MAX_LEN + 1];
+    cr_assert_eq(judge(pom, "several_dependencies", key), 1);
+    cr_assert_str_eq(key, "dependency");
+    cr_assert_eq(judge(pom, "single dependency", key), 0);
+}
+
+static const char *FCTX = "After=network-online.target time-sync.target\n"
+                          "Wants=network-online.target\n"
+                          "Has magic: nein\n"
+                          "  <sub-class-of type=\"text/plain\"/>\n";
+
+/* noul fields whose truth the lists give (expected value per field) */
+static const char *FSCHEMA =
+    "{\"type\":\"object\",\"properties\":{"
+    "\"withoutAfter\":{\"type\":\"boolean\"},"
+    "\"anyAfter\":{\"type\":\"boolean\"},"
+    "\"x1\":{\"type\":\"boolean\",\"description\":\"true if at most one item of wants is listed\"},"
+    "\"severalWants\":{\"type\":\"boolean\"},"
+    "\"hasMagic\":{\"type\":\"boolean\"},"
+    "\"noMagic\":{\"type\":\"boolean\"},"
+    "\"withoutBefore\":{\"type\":\"boolean\"},"
+    "\"anyBefore\":{\"type\":\"boolean\"},"
+    "\"anyParentTypes\":{\"type\":\"boolean\",\"description\":\"does it list any sub class of?\"},"
+    "\"license_is_gpl\":{\"type\":\"boolean\"}}}";
+static const int WANT[] = {0, 1, 1, 0, 0, 1, 1, 0, 1};
+static const char *const NAMES[] = {"withoutAfter", "anyAfter", "x1", "severalWants", "hasMagic",
+                                    "noMagic", "withoutBefore", "anyBefore", "anyParentTypes"};
+
+static json_t *ffill(deg_ckpt *k)
+{
+    json_t *req = json_pack("{s:s, s:o}", "context", FCTX, "schema", json_loads(FSCHEMA, 0, NULL));
+    char *rq = json_dumps(req, 0), *out = NULL;
+    json_decref(req);
+    cr_assert_eq(deg_fill(k, rq, strlen(rq), &out, NULL), DEG_OK, "%s", deg_errmsg());
+    json_t *resp = json_loads(out, 0, NULL);
+    free(rq);
+    free(out);
+    return resp;
+}
+
+/* With a large bonus (and `absent` for Before, which no line writes) every count
+ * predicate takes the lists' truth (by its name's noun, else its description's)
+ * and meta names the list; the random heads
+ * alone get some wrong (so the test can fail); the one boolean that is no count
+ * keeps the heads' value. */
+Test(countprior, fill_follows_the_lists)
+{
+    static const char *TINY[] = {"tiny-llama", "tiny-qwen3"};
+    for (size_t mi = 0; mi < 2; mi++) {
+        char model[512], dir[512];
+        snprintf(model, sizeof model, "%s/%s", GOLDENS, TINY[mi]);
+        snprintf(dir, sizeof dir, "%s/count-fill-%d-%zu", DEG_BUILD_ROOT, (int)getpid(), mi);
+        deg_ckpt *k0 = tu_random_ckpt(model, 11, dir, NULL, -1);
+        json_t *r0 = ffill(k0);
+        deg_ckpt_free(k0);
+        tu_set_meta(dir, "count_prior", json_pack("{s:f, s:f}", "bonus", 500.0, "absent", 400.0));
+        deg_ckpt *k = NULL;
+        cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_OK, "%s", deg_errmsg());
+        json_t *r = ffill(k);
+        json_t *v = json_object_get(r, "value"), *v0 = json_object_get(r0, "value");
+        json_t *meta = json_object_get(r, "meta");
+        int differ = 0;
+        for (size_t i = 0; i < sizeof NAMES / sizeof NAMES[0]; i++) {
+            json_t *b = json_object_get(v, NAMES[i]);
+            cr_assert(json_is_boolean(b) && json_is_true(b) == WANT[i], "%s: %s", TINY[mi],
+                      NAMES[i]);
+            differ += json_is_true(json_object_get(v0, NAMES[i])) != WANT[i];
+        }
+        cr_assert_gt(differ, 0, "random heads alone gave every count");
+        json_t *m = json_object_get(meta, "/anyAfter");
+        cr_assert_str_eq(json_string_value(json_object_get(m, "list_key")), "after");
+        cr_assert_eq(json_integer_value(json_object_get(m, "items")), 2);
+        cr_assert_str_eq(json_string_value(json_object_get(json_object_get(meta, "/noMagic"),
+                                                           "list_key")), "has magic");
+        /* the name's noun ("parent types") names no list; the description's does */
+        m = json_object_get(meta, "/anyParentTypes");
+        cr_assert_str_eq(json_string_value(json_object_get(m, "list_key")), "sub class");
+        m = json_object_get(meta, "/anyBefore");
+        cr_assert(json_is_null(json_object_get(m, "list_key")), "absent: no list");
+        cr_assert_null(json_object_get(json_object_get(meta, "/license_is_gpl"), "list_key"));
+        cr_assert(json_equal(json_object_get(v, "license_is_gpl"),
+                             json_object_get(v0, "license_is_gpl")), "not a count: the heads'");
+        json_decref(r);
+        json_decref(r0);
+        deg_ckpt_free(k);
+    }
+}
+
+Test(countprior, deg_json_validation)
+{
+    char model[512], dir[512];
+    snprintf(model, sizeof model, "%s/tiny-llama", GOLDENS);
+    snprintf(dir, sizeof dir, "%s/count-bad-%d", DEG_BUILD_ROOT, (int)getpid());
+    cr_assert_eq(deg_ckpt_create_random(model, 3, dir), DEG_OK, "%s", deg_errmsg());
+    const char *bad[] = {"{\"bonus\": -1}", "{\"absent\": 1}", "[1]", "{\"bonus\": \"x\"}",
+                         "{\"bonus\": 1, \"other\": 2}", "{\"bonus\": 1, \"absent\": -2}",
+                         "{\"bonus\": 1e39}", "{\"bonus\": 1, \"absent\": true}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        tu_set_meta(dir, "count_prior", json_loads(bad[i], 0, NULL));
+        deg_ckpt *k = NULL;
+        cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_ERR_FORMAT, "%s", bad[i]);
+        cr_assert(strstr(deg_errmsg(), "count_prior"), "%s", deg_errmsg());
+    }
+    tu_set_meta(dir, "count_prior", json_pack("{s:f}", "bonus", 6.5));
+    deg_ckpt *k = NULL;
+    cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_OK, "%s", deg_errmsg());
+    char dir2[600], js[700];
+    snprintf(dir2, sizeof dir2, "%s-saved", dir);
+    cr_assert_eq(deg_ckpt_save(k, dir2, NULL, 0), DEG_OK, "%s", deg_errmsg());
+    snprintf(js, sizeof js, "%s/deg.json", dir2);
+    json_t *meta = json_load_file(js, 0, NULL);
+    json_t *cp = json_object_get(meta, "count_prior");
+    cr_assert_eq(json_real_value(json_object_get(cp, "bonus")), 6.5, "survives a save");
+    cr_assert_eq(json_real_value(json_object_get(cp, "absent")), 0.0);
+    json_decref(meta);
+    cr_assert_neq(deg_ckpt_save(k, dir2, "{\"count_prior\": 1}", 0), DEG_OK, "reserved key");
+    deg_ckpt_free(k);
+}
