@@ -111,8 +111,13 @@ extern "C" {
  * names is counted. The noul logit gets +b when the count satisfies the
  * predicate and -b when not, before the calibration temperature; when no
  * list tells, +/-a as for 0 items (a default 0 = off). The leaf's meta then
- * has "list_key" (the list's normalised key, null when none told) and
- * "items" (its item count). b, a: numbers in [0, 1e6].
+ * has "list_key" (the list's normalised key; null when no list told, then
+ * "list_items" is 0 without meaning an empty list) and "list_items" (its
+ * item count; an array's own "items" is its length). b, a: numbers in
+ * [0, 1e6]. A partial name match can count the wrong list: "mime types"
+ * takes a "Type=Application" line of a .desktop file that writes no
+ * MimeType= (kept: on the development sets partial matches were right 12
+ * of 15 times).
  *
  * span_single_line: plain-string spans (no format) never hold a line break
  * between their first and last non-blank characters (no gold plain span of

@@ -110,7 +110,7 @@ static double key_prior_noul(const dg_ckpt *k, const freq *r, const dg_field_pla
 
 /* noul: the count prior (countprior.h): +bonus when the lists of the context say the
  * field's predicate holds, -bonus when not, as for 0 items +/-absent when none tells;
- * meta gets the list's key ("list_key", null: none) and its item count ("items"). */
+ * meta gets the list's key ("list_key", null: none) and its item count ("list_items"). */
 static double count_prior_noul(const dg_ckpt *k, const freq *r, const dg_field_plan *f,
                                json_t *meta)
 {
@@ -124,7 +124,7 @@ static double count_prior_noul(const dg_ckpt *k, const freq *r, const dg_field_p
     if (v < 0) v = dg_count_holds(p[0].op, 0);
     if (w <= 0) return 0.0;
     json_object_set_new(meta, "list_key", li >= 0 ? json_string(r->lists.p[li].key) : json_null());
-    json_object_set_new(meta, "items", json_integer(li >= 0 ? (json_int_t)r->lists.p[li].n : 0));
+    json_object_set_new(meta, "list_items", json_integer(li >= 0 ? (json_int_t)r->lists.p[li].n : 0));
     return v ? w : -w;
 }
 

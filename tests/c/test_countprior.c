@@ -234,7 +234,7 @@ Test(countprior, fill_follows_the_lists)
         cr_assert_gt(differ, 0, "random heads alone gave every count");
         json_t *m = json_object_get(meta, "/anyAfter");
         cr_assert_str_eq(json_string_value(json_object_get(m, "list_key")), "after");
-        cr_assert_eq(json_integer_value(json_object_get(m, "items")), 2);
+        cr_assert_eq(json_integer_value(json_object_get(m, "list_items")), 2);
         cr_assert_str_eq(json_string_value(json_object_get(json_object_get(meta, "/noMagic"),
                                                            "list_key")), "has magic");
         /* the name's noun ("parent types") names no list; the description's does */

@@ -90,7 +90,7 @@ def test_booleans_count_the_lists(model, tmp_path):
             assert m["mode"] == "decide.noul" and m["list_key"] == KEYS[k], (k, m)
             # the probability says the same, past the heads' near-even guesses
             assert abs(m["probability"] - 0.5) > 0.2, (k, m)
-            assert m["items"] == ITEMS.get(k, m["items"]), (k, m)
+            assert m["list_items"] == ITEMS.get(k, m["list_items"]), (k, m)
         r0 = off.fill(doc, schema)
         assert all("list_key" not in m for m in r0["meta"].values())
         wrong_off += sum(r0["value"][k] != v for k, v in want.items())

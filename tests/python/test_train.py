@@ -268,11 +268,13 @@ def test_shipped_checkpoint_is_the_default(model_path):
     assert set(meta["calibration"]["extract_confidence"]) == {"scale", "bias"}
     assert any(abs(t - 1.0) > 1e-3 for k, t in meta["calibration"].items()
                if k != "extract_confidence")
-    # v13 = v12 with the decide temperatures refit on responses of kinds the heads never
-    # saw (deg.evaluate.recalibrate): the noul heads are near chance there (T 2.46 -> ~8)
+    # v13 = v12 (+ item_null, count_prior) with the decide temperatures refit on responses
+    # of kinds the heads never saw (deg.evaluate.recalibrate): the noul heads are near chance
+    # there (T 2.46 -> ~8; 6.15 with the count prior's confident booleans)
     rc = meta["recalibration"]
-    assert rc["from"] == "smollm2-135m-v12" and rc["kinds"] == ["choice", "score", "noul"]
-    assert meta["calibration"]["noul"] > 5.0
+    assert rc["from"].startswith("v12 + item_null + count_prior")
+    assert rc["kinds"] == ["choice", "score", "noul"] and rc["records"] == 494
+    assert 5.0 < meta["calibration"]["noul"] < 7.0
     ctx = ("Order B-4711 was placed by ana.lopez@example.com on 2024-03-05. "
            "Total: 42.50 EUR. Priority: high.")
     # e-mail required: the pointer must find it among the candidates. v7 omits an
