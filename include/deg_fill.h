@@ -58,8 +58,9 @@ extern "C" {
  * title adds `exact` (words of one within the other's: `partial`) logit units,
  * before the calibration temperature, to the outcomes the value supports: the
  * extract start/end of the value (typed fields: of each grammar candidate in
- * it), a choice option written in the value, noul true/false for a yes/no
- * value; JSON members `"key": value` are such lines too. `phrase` (default 0 =
+ * it), a choice option written in the value, noul true/false for a value whose
+ * first word is yes/no (yes/true/y/1, no/false/n/0, ja/nein, oui/non, si/no,
+ * sim/nao, ...); JSON members `"key": value` are such lines too. `phrase` (default 0 =
  * off) is added to the start/end of a grammar candidate (date, number, e-mail,
  * URI) that running text labels with the leaf's name: the clause right before
  * it ends with the name's words, maybe plus one linking word ("Available from

@@ -2,10 +2,8 @@
  * context (countprior.h). */
 #include "deg/countprior.h"
 
-#include <ctype.h>
 #include <jansson.h>
 #include <string.h>
-#include <strings.h>
 
 #include "base/status.h"
 #include "deg/request.h"
@@ -175,22 +173,6 @@ static size_t n_words(const char *s)
     return W.count;
 }
 
-/* Item [b, e) (bytes) as a yes/no word of datagen's seven languages and common
- * spellings: 1 yes, 0 no, -1 neither. */
-static int yes_no(const char *s, size_t b, size_t e)
-{
-    static const char *const YES[] = {"yes", "y", "true", "1", "ja", "oui", "vrai", "si",
-                                      "s\xc3\xad", "s\xc3\xac", "sim", "wahr", "waar",
-                                      "verdadero", "vero", "verdadeiro"};
-    static const char *const NO[] = {"no", "n", "false", "0", "nein", "non", "faux",
-                                     "n\xc3\xa3o", "nao", "nee", "falsch", "falso", "onwaar"};
-    for (size_t i = 0; i < sizeof YES / sizeof YES[0]; i++)
-        if (e - b == strlen(YES[i]) && strncasecmp(s + b, YES[i], e - b) == 0) return 1;
-    for (size_t i = 0; i < sizeof NO / sizeof NO[0]; i++)
-        if (e - b == strlen(NO[i]) && strncasecmp(s + b, NO[i], e - b) == 0) return 0;
-    return -1;
-}
-
 /* Op over an item count known to lie in [lo, hi] (hi 2 = "2 or more"): 1 holds
  * for every such count, 0 for none, -1 it depends. */
 static int holds_over(dg_count_op op, size_t lo, size_t hi)
@@ -234,7 +216,7 @@ int dg_count_judge(const dg_lists *ls, const char *ctx, const size_t *cp_byte,
              * ("Has magic: ja" for noMagic): its truth bounds the count */
             if (L->n != 1 || dg_key_match_name(p->noun, NULL, noun, 1) != 2) continue;
             const size_t *it = ls->item + 2 * L->first;
-            int t = yes_no(ctx, cp_byte[it[0]], cp_byte[it[1]]);
+            int t = dg_key_yes_no(ctx + cp_byte[it[0]], cp_byte[it[1]] - cp_byte[it[0]]);
             if (t < 0) continue;
             size_t lo, hi;
             stated_range(kop, t, &lo, &hi);

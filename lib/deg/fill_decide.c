@@ -87,10 +87,10 @@ static void key_prior_choice(const dg_ckpt *k, const freq *r, const dg_field_pla
     free(best);
 }
 
-/* noul: + the bonus of a matching line whose value starts with yes/true, - for no/false. */
+/* noul: + the bonus of a matching line whose value's first word reads yes, - for no
+ * (dg_key_yes_no: yes/true/y/1 and datagen's seven languages). */
 static double key_prior_noul(const dg_ckpt *k, const freq *r, const dg_field_plan *f)
 {
-    static const char *const YES[] = {"yes", "true", "y"}, *const NO[] = {"no", "false", "n"};
     if (!k->key_prior.on) return 0.0;
     double out = 0;
     for (size_t i = 0; i < r->kv.n; i++) {
@@ -98,33 +98,32 @@ static double key_prior_noul(const dg_ckpt *k, const freq *r, const dg_field_pla
         if (bonus <= fabs(out)) continue;
         size_t b, e;
         kv_bytes(r, &r->kv.p[i], &b, &e);
-        size_t w = b;
-        while (w < e && isalnum((unsigned char)r->ctx[w])) w++;
-        for (int y = 0; y < 3; y++) {
-            if (w - b == strlen(YES[y]) && strncasecmp(r->ctx + b, YES[y], w - b) == 0) out = bonus;
-            if (w - b == strlen(NO[y]) && strncasecmp(r->ctx + b, NO[y], w - b) == 0) out = -bonus;
-        }
+        size_t w = b; /* the first word: letters, digits, non-ASCII (accented si, nao) */
+        while (w < e && (isalnum((unsigned char)r->ctx[w]) || (unsigned char)r->ctx[w] >= 0x80))
+            w++;
+        int t = dg_key_yes_no(r->ctx + b, w - b);
+        if (t >= 0) out = t ? bonus : -bonus;
     }
     return out;
 }
 
 /* noul: the count prior (countprior.h): +bonus when the lists of the context say the
- * field's predicate holds, -bonus when not, as for 0 items +/-absent when none tells;
- * meta gets the list's key ("list_key", null: none) and its item count ("list_items"). */
+ * field's predicate holds, -bonus when not, as for 0 items +/-absent when none tells.
+ * *li: the list that told (-1: none); *on: the prior applied (meta says so). */
 static double count_prior_noul(const dg_ckpt *k, const freq *r, const dg_field_plan *f,
-                               json_t *meta)
+                               int *li, int *on)
 {
     dg_count_pred p[3];
     size_t np = k->count_prior.on ? dg_count_preds_of(f, p) : 0;
-    if (np == 0) return 0.0;
-    int li = -1, v = -1;
+    int v = -1;
+    *li = -1;
+    *on = 0;
     for (size_t i = 0; i < np && v < 0; i++)
-        v = dg_count_judge(&r->lists, r->ctx, r->cp_byte, &p[i], &li);
+        v = dg_count_judge(&r->lists, r->ctx, r->cp_byte, &p[i], li);
     double w = v >= 0 ? k->count_prior.bonus : k->count_prior.absent;
+    if (np == 0 || w <= 0) return 0.0;
     if (v < 0) v = dg_count_holds(p[0].op, 0);
-    if (w <= 0) return 0.0;
-    json_object_set_new(meta, "list_key", li >= 0 ? json_string(r->lists.p[li].key) : json_null());
-    json_object_set_new(meta, "list_items", json_integer(li >= 0 ? (json_int_t)r->lists.p[li].n : 0));
+    *on = 1;
     return v ? w : -w;
 }
 
@@ -135,17 +134,19 @@ deg_status dg_fill_decode_decide(const dg_ckpt *k, freq *r, job *j)
     const float *a = j->h + (j->n_mark - 1) * (size_t)k->h.E;
     if (f->mode == DG_MODE_NOUL) {
         float l = dg_head_dot(k->h.noul_w, a, k->h.E) + k->h.noul_b[0];
-        json_t *count = json_object();
-        if (!count) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+        int li, counted;
         l += (float)key_prior_noul(k, r, f);
-        l += (float)count_prior_noul(k, r, f, count);
+        l += (float)count_prior_noul(k, r, f, &li, &counted);
         float lg[2] = {l, 0.0f};
         double p[2];
         dg_softmax(lg, 2, k->temp[DG_T_NOUL], p, NULL);
         L->value = json_boolean(p[0] >= 0.5);
         L->meta = json_pack("{s:s, s:f}", "mode", "decide.noul", "probability", p[0]);
-        if (L->meta) json_object_update(L->meta, count);
-        json_decref(count);
+        if (L->meta && counted) { /* the list that told, null: none ("list_items" 0) */
+            const dg_list *C = li >= 0 ? &r->lists.p[li] : NULL;
+            json_object_set_new(L->meta, "list_key", C ? json_string(C->key) : json_null());
+            json_object_set_new(L->meta, "list_items", json_integer(C ? (json_int_t)C->n : 0));
+        }
         dg_fill_raw_digest(k, L->meta, lg, 1, NULL, 0);
         return DEG_OK;
     }

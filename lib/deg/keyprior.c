@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "base/grow.h"
 #include "base/status.h"
@@ -287,6 +288,20 @@ int dg_key_match_name(const char *seg, const char *title, const char *key, int p
         if (t > m) m = t;
     }
     return m;
+}
+
+int dg_key_yes_no(const char *s, size_t n)
+{
+    static const char *const YES[] = {"yes", "y", "true", "1", "ja", "oui", "vrai", "si",
+                                      "s\xc3\xad", "s\xc3\xac", "sim", "wahr", "waar",
+                                      "verdadero", "vero", "verdadeiro"};
+    static const char *const NO[] = {"no", "n", "false", "0", "nein", "non", "faux",
+                                     "n\xc3\xa3o", "nao", "nee", "falsch", "falso", "onwaar"};
+    for (size_t i = 0; i < sizeof YES / sizeof YES[0]; i++)
+        if (n == strlen(YES[i]) && strncasecmp(s, YES[i], n) == 0) return 1;
+    for (size_t i = 0; i < sizeof NO / sizeof NO[0]; i++)
+        if (n == strlen(NO[i]) && strncasecmp(s, NO[i], n) == 0) return 0;
+    return -1;
 }
 
 int dg_key_match(const dg_field_plan *f, const char *key)

@@ -13,7 +13,8 @@
  *            its last token (typed fields: of each grammar candidate inside
  *            the value);
  *   choice:  the options whose text occurs in the value as a whole word;
- *   noul:    +/- for a value that reads yes/true or no/false.
+ *   noul:    +/- for a value whose first word reads yes or no (dg_key_yes_no:
+ *            yes/true/y/1, no/false/n/0 and datagen's seven languages).
  * The bonus is `exact` when the normalised key equals the field's name or title
  * and `partial` when one's words contain the other's (deg.json "key_prior").
  * Leaves inside arrays get none (their lines repeat per item; anchors own them).
@@ -92,6 +93,13 @@ int dg_key_match(const dg_field_plan *f, const char *key);
  * >= 4 bytes ("formats" = "format", "aliases" = "alias", "dependencies" =
  * "dependency"; the list and count priors, lists.h, countprior.h). */
 int dg_key_match_name(const char *seg, const char *title, const char *key, int plural);
+
+/* Bytes [s, s + n) as one yes/no word: 1 yes, 0 no, -1 neither. ASCII case
+ * folded; yes/no, y/n, true/false, 1/0 and the words of datagen's seven
+ * languages (ja/nein, oui/non, vrai/faux, si (also accented)/no, sim/nao, wahr/falsch,
+ * waar/onwaar/nee, verdadero/vero/verdadeiro/falso). Shared by the key prior's
+ * noul lines and the count prior's stated predicates (countprior.h). */
+int dg_key_yes_no(const char *s, size_t n);
 
 /* Prose labels of typed values: 1 when the words of the clause right before byte
  * b of ctx (back to a newline or one of . ; : ! ? , ( | TAB, at most DG_KEY_MAX_LEN

@@ -8,6 +8,7 @@
 #include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "deg.h"
 
@@ -44,6 +45,31 @@ static inline deg_ckpt *tu_random_ckpt(const char *model, uint64_t seed, const c
     cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_OK, "%s", deg_errmsg());
     deg_ckpt_set_debug(k, 1);
     return k;
+}
+
+/* Each JSON text of bad[0, n) as deg.json's `key` makes deg_ckpt_load of dir fail
+ * with DEG_ERR_FORMAT and a message naming the key. */
+static inline void tu_assert_meta_rejected(const char *dir, const char *key,
+                                           const char *const *bad, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        tu_set_meta(dir, key, json_loads(bad[i], 0, NULL));
+        deg_ckpt *k = NULL;
+        cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_ERR_FORMAT, "%s: %s", key, bad[i]);
+        cr_assert(strstr(deg_errmsg(), key), "%s", deg_errmsg());
+    }
+}
+
+/* Save k into "<dir>-saved" and return the deg.json written there (caller frees). */
+static inline json_t *tu_saved_meta(const deg_ckpt *k, const char *dir)
+{
+    char dir2[600], js[700];
+    snprintf(dir2, sizeof dir2, "%s-saved", dir);
+    cr_assert_eq(deg_ckpt_save(k, dir2, NULL, 0), DEG_OK, "%s", deg_errmsg());
+    snprintf(js, sizeof js, "%s/deg.json", dir2);
+    json_t *meta = json_load_file(js, 0, NULL);
+    cr_assert(meta, "%s: no deg.json", js);
+    return meta;
 }
 
 #endif

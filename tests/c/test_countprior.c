@@ -69,6 +69,20 @@ Test(countprior, parse)
     cr_assert(dg_count_holds(DG_COUNT_SEVERAL, 2) && !dg_count_holds(DG_COUNT_SEVERAL, 1));
 }
 
+/* One yes/no word reader for the key prior and the stated predicates. */
+Test(countprior, yes_no_words)
+{
+    static const char *const YES[] = {"yes", "Y", "TRUE", "1", "ja", "Oui", "s\xc3\xad", "sim"};
+    static const char *const NO[] = {"no", "N", "False", "0", "nein", "non", "n\xc3\xa3o", "nee"};
+    for (size_t i = 0; i < sizeof YES / sizeof YES[0]; i++) {
+        cr_assert_eq(dg_key_yes_no(YES[i], strlen(YES[i])), 1, "%s", YES[i]);
+        cr_assert_eq(dg_key_yes_no(NO[i], strlen(NO[i])), 0, "%s", NO[i]);
+    }
+    cr_assert_eq(dg_key_yes_no("yess", 4), -1);
+    cr_assert_eq(dg_key_yes_no("maybe", 5), -1);
+    cr_assert_eq(dg_key_yes_no("yes", 2), -1, "a prefix is not the word");
+}
+
 /* Plurals and singulars fold alike for list names (keyprior.c fold_plural). */
 Test(countprior, number_folding)
 {
@@ -260,24 +274,17 @@ Test(countprior, deg_json_validation)
     const char *bad[] = {"{\"bonus\": -1}", "{\"absent\": 1}", "[1]", "{\"bonus\": \"x\"}",
                          "{\"bonus\": 1, \"other\": 2}", "{\"bonus\": 1, \"absent\": -2}",
                          "{\"bonus\": 1e39}", "{\"bonus\": 1, \"absent\": true}"};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        tu_set_meta(dir, "count_prior", json_loads(bad[i], 0, NULL));
-        deg_ckpt *k = NULL;
-        cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_ERR_FORMAT, "%s", bad[i]);
-        cr_assert(strstr(deg_errmsg(), "count_prior"), "%s", deg_errmsg());
-    }
+    tu_assert_meta_rejected(dir, "count_prior", bad, sizeof bad / sizeof bad[0]);
     tu_set_meta(dir, "count_prior", json_pack("{s:f}", "bonus", 6.5));
     deg_ckpt *k = NULL;
     cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_OK, "%s", deg_errmsg());
-    char dir2[600], js[700];
-    snprintf(dir2, sizeof dir2, "%s-saved", dir);
-    cr_assert_eq(deg_ckpt_save(k, dir2, NULL, 0), DEG_OK, "%s", deg_errmsg());
-    snprintf(js, sizeof js, "%s/deg.json", dir2);
-    json_t *meta = json_load_file(js, 0, NULL);
+    json_t *meta = tu_saved_meta(k, dir);
     json_t *cp = json_object_get(meta, "count_prior");
     cr_assert_eq(json_real_value(json_object_get(cp, "bonus")), 6.5, "survives a save");
     cr_assert_eq(json_real_value(json_object_get(cp, "absent")), 0.0);
     json_decref(meta);
+    char dir2[600];
+    snprintf(dir2, sizeof dir2, "%s-saved", dir);
     cr_assert_neq(deg_ckpt_save(k, dir2, "{\"count_prior\": 1}", 0), DEG_OK, "reserved key");
     deg_ckpt_free(k);
 }

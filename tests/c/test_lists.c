@@ -405,11 +405,7 @@ Test(lists, item_null_drops_items_the_null_head_rejects)
     cr_assert_eq(json_integer_value(json_object_get(am, "dropped")), (json_int_t)n0);
     json_t *rk = fill_margin(k, -1e9);
     cr_assert_eq(json_array_size(json_object_get(json_object_get(rk, "value"), "choices")), n0);
-    char dir2[600], js[700];
-    snprintf(dir2, sizeof dir2, "%s-saved", dir);
-    cr_assert_eq(deg_ckpt_save(k, dir2, NULL, 0), DEG_OK, "%s", deg_errmsg());
-    snprintf(js, sizeof js, "%s/deg.json", dir2);
-    json_t *meta = json_load_file(js, 0, NULL);
+    json_t *meta = tu_saved_meta(k, dir);
     cr_assert(json_is_true(json_object_get(meta, "item_null")));
     json_decref(meta);
     json_decref(r);
@@ -426,21 +422,11 @@ Test(lists, deg_json_and_options_validation)
     const char *bad[] = {"{\"bonus\": -1}", "{\"start\": 1}", "[1]", "{\"bonus\": \"x\"}",
                          "{\"bonus\": 1, \"other\": 2}", "{\"bonus\": 1, \"by_anchor\": 1}",
                          "{\"bonus\": 1e39}", "{\"bonus\": 1000001}"};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        tu_set_meta(dir, "list_prior", json_loads(bad[i], 0, NULL));
-        deg_ckpt *k = NULL;
-        cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_ERR_FORMAT, "%s", bad[i]);
-        cr_assert(strstr(deg_errmsg(), "list_prior"), "%s", deg_errmsg());
-    }
+    tu_assert_meta_rejected(dir, "list_prior", bad, sizeof bad / sizeof bad[0]);
     tu_set_meta(dir, "list_prior", json_pack("{s:f}", "bonus", 6.5));
     deg_ckpt *k = NULL;
     cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_OK, "%s", deg_errmsg());
-    char dir2[600];
-    snprintf(dir2, sizeof dir2, "%s-saved", dir);
-    cr_assert_eq(deg_ckpt_save(k, dir2, NULL, 0), DEG_OK, "%s", deg_errmsg());
-    char js[700];
-    snprintf(js, sizeof js, "%s/deg.json", dir2);
-    json_t *meta = json_load_file(js, 0, NULL);
+    json_t *meta = tu_saved_meta(k, dir);
     cr_assert_eq(json_real_value(json_object_get(json_object_get(meta, "list_prior"), "bonus")),
                  6.5, "survives a save");
     cr_assert(json_is_false(json_object_get(json_object_get(meta, "list_prior"), "by_anchor")));
