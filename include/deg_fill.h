@@ -93,7 +93,14 @@ extern "C" {
  * each). Names match with number folded ("aliases" = "Alias:"). A plain array's item extract start/end logit
  * at its list item's first/last token gets +b before the calibration
  * temperature; an object's leaves are read by the heads inside its list
- * item's text; with "by_anchor": true a plain array no
+ * item's text. Tables (pipe/Markdown/ASCII grid, HTML <th> header rows,
+ * CSV/TSV with a header line, JSON arrays of objects, YAML "- key: value"
+ * records) anchor an array of objects when a column names one of its
+ * properties (name or title; the table naming the most wins, before any list
+ * by name alone): one object per record, and each leaf whose property a column
+ * names gets +b at its cell's first/last token, or on null when the cell is
+ * written empty ("-", "", JSON null); the meta then also has "list_table":
+ * true ("list_key" is the table's caption, "" when none). With "by_anchor": true a plain array no
  * key names is anchored too and takes the list holding the anchor head's best
  * token, if any. Under uniqueItems a repeated item text is anchored once; a list
  * shorter than minItems is not used (the heads' anchors are). The array's meta

@@ -209,6 +209,7 @@ int dg_count_judge(const dg_lists *ls, const char *ctx, const size_t *cp_byte,
     size_t noun_words = n_words(p->noun);
     for (size_t i = 0; i < ls->n; i++) {
         const dg_list *L = &ls->p[i];
+        if (L->table) continue; /* rows are not counted (yet): lists.h tables */
         char noun[DG_KEY_MAX_LEN + 1];
         dg_count_op kop = dg_count_parse_words(L->key, noun, sizeof noun);
         if (kop != DG_COUNT_NONE_OP) {

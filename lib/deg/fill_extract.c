@@ -108,15 +108,45 @@ static void key_prior_extract(const dg_ckpt *k, const freq *r, const dg_field_pl
  * L's array is anchored on its list. Returns 1 when L is a plain array's item (its
  * one leaf: the bonus goes there), 2 when L is a leaf of an object item (every
  * leaf's span stays inside the item: "Depends: libc6 (>= 2.14), zlib1g (>= 1.1)"
- * gave the second object the name "libc6 (>= 2.14), zlib1g (>= 1.1"), 0 when none. */
-static int list_item_tokens(const freq *r, const leaf *L, size_t *t)
+ * gave the second object the name "libc6 (>= 2.14), zlib1g (>= 1.1"), 0 when none.
+ * *item: the list item (an index into r->lists.item); *cell: an object item's
+ * cell under the column that names L (a table's record, dg_lists_cell_of), else
+ * the one cell left for it (dg_lists_cell_left), else NULL. */
+static int list_item_tokens(const freq *r, const leaf *L, size_t *t, size_t *item,
+                            const dg_cell **cell)
 {
+    *cell = NULL;
     if (L->inst < 0 || !r->insts[L->inst].from_list) return 0;
     const inst *I = &r->insts[L->inst];
-    const size_t *it = r->lists.item + 2 * (r->lists.p[I->list1 - 1].first + I->list_idx[L->item]);
+    *item = r->lists.p[I->list1 - 1].first + I->list_idx[L->item];
+    const size_t *it = r->lists.item + 2 * *item;
     t[0] = r->cp_tok[it[0]];
     t[1] = r->cp_tok[it[1] - 1];
-    return dg_lists_plain_array(r->plan, (size_t)I->array) ? 1 : 2;
+    if (dg_lists_plain_array(r->plan, (size_t)I->array)) return 1;
+    *cell = dg_lists_cell_of(&r->lists, r->plan, (size_t)I->array, *item, L->field);
+    if (!*cell) *cell = dg_lists_cell_left(&r->lists, r->plan, (size_t)I->array, *item, L->field);
+    return 2;
+}
+
+/* A table record's leaf reads one cell (lists.h tables): its own (`cell`), else one
+ * no leaf of array a reads by its column (dg_lists_cell_unclaimed). Code points
+ * [*s, *e) are clipped to the first non-empty cell of record `item` they overlap
+ * (a token may straddle a cell's edge: "AUD</" of "<td>AUD</td>"); 0 when that
+ * cell is not the leaf's to read, so a span runs over no row ("Africa/Kinshasa |
+ * -0418+01518 | Dem. Rep. ...") and takes no sibling's cell. */
+static int record_span(const freq *r, size_t a, size_t item, const dg_cell *cell, size_t *s,
+                       size_t *e)
+{
+    const dg_lists *ls = &r->lists;
+    for (size_t c = ls->item_cell[item]; c < ls->item_cell[item + 1]; c++) {
+        const dg_cell *x = &ls->cell[c];
+        if (x->c0 >= x->c1 || x->c1 <= *s || *e <= x->c0) continue;
+        if (cell ? x != cell : !dg_lists_cell_unclaimed(ls, r->plan, a, item, c)) return 0;
+        if (*s < x->c0) *s = x->c0;
+        if (*e > x->c1) *e = x->c1;
+        return 1;
+    }
+    return 0;
 }
 
 /* The LM-head start prior (deg.json / options "lm_prior" {"start": lambda}; issue 12,
@@ -373,15 +403,21 @@ static double extract_confidence(const dg_ckpt *k, double lp)
     return z >= 0 ? 1.0 / (1.0 + exp(-z)) : exp(z) / (1.0 + exp(z));
 }
 
-/* The decoding priors on pointer logits l (w 0 start, 1 end; nc context tokens):
- * a plain list item's bonus at its first/last token, an object list item's span
- * kept inside the item, the key prior's kb, the LM start prior lm (start only). */
+/* The decoding priors on pointer logits l (w 0 start, 1 end; nc context tokens,
+ * l[nc] the null outcome): a plain list item's bonus at its first/last token, an
+ * object list item's span kept inside the item and the bonus at the first/last
+ * token of the leaf's table cell (to null when the cell is written empty: "| - |",
+ * JSON null), the key prior's kb, the LM start prior lm (start only). */
 static void add_priors(const dg_ckpt *k, const freq *r, int w, float *l, size_t nc,
-                       int list_item, const size_t *lt, const float *kb, const float *lm)
+                       int list_item, const size_t *lt, const dg_cell *cell, const float *kb,
+                       const float *lm)
 {
     if (list_item == 1) l[lt[w]] += (float)r->list_bonus;
     for (size_t t = 0; list_item == 2 && t < nc; t++)
         if (t < lt[0] || t > lt[1]) l[t] = -INFINITY;
+    if (cell) /* the cell's edge token, or null for an empty cell */
+        l[cell->c1 > cell->c0 ? r->cp_tok[w ? cell->c1 - 1 : cell->c0] : nc] +=
+            (float)r->list_bonus;
     if (k->key_prior.on)
         for (size_t t = 0; t < nc; t++) l[t] += kb[t];
     if (w == 0 && r->lm_prior > 0)
@@ -417,13 +453,16 @@ deg_status dg_fill_decode_extract(const dg_ckpt *k, freq *r, job *j)
     key_prior_extract(k, r, f, spans, ns, kind != NULL, kb, kb + nc + 1);
     /* lambda 0 (off) adds nothing at all: such a fill is bitwise what it was */
     if (r->lm_prior > 0 && (st = lm_prior_start(k, r, a, nc, lm)) != DEG_OK) goto done;
-    size_t lt[2];
-    int list_item = list_item_tokens(r, L, lt);
+    size_t lt[2], item = 0;
+    const dg_cell *cell;
+    int list_item = list_item_tokens(r, L, lt, &item, &cell);
+    /* a table's record: its leaves read cells (lists.h tables) */
+    int record = list_item == 2 && r->lists.item_cell[item + 1] > r->lists.item_cell[item];
     for (int w = 0; w < 2; w++) {
         float *l = lg + (size_t)w * (nc + 1);
         dg_head_extract_logits(&k->h, w, a, r->ctx_hidden, nc, rs + (size_t)w * E, q, l);
         if (anchored) dg_anchor_bias_add(&k->h, w, anc, rend, l, nc);
-        add_priors(k, r, w, l, nc, list_item, lt, kb + (size_t)w * (nc + 1), lm);
+        add_priors(k, r, w, l, nc, list_item, lt, cell, kb + (size_t)w * (nc + 1), lm);
         log_softmax_ctx(l, nc + 1, k->temp[DG_T_EXTRACT], lp + (size_t)w * (nc + 1));
     }
     const double *lps = lp, *lpe = lp + nc + 1;
@@ -457,6 +496,8 @@ deg_status dg_fill_decode_extract(const dg_ckpt *k, freq *r, job *j)
         if (!kind) {
             /* token span -> code points, trimmed */
             size_t s0 = r->tok_cp0[s], e0 = r->tok_cp1[e];
+            if (record && !record_span(r, (size_t)r->insts[L->inst].array, item, cell, &s0, &e0))
+                continue;
             if (e0 <= s0) continue;
             if (dg_span_trim(r->ctx, r->ctx_len, s0, e0, &s, &e) != DEG_OK) {
                 dg_clear_error();
@@ -466,6 +507,8 @@ deg_status dg_fill_decode_extract(const dg_ckpt *k, freq *r, job *j)
             if (k->span_single_line && r->nl_pre[e] != r->nl_pre[s]) continue;
             if (k->span_word_bounds && !word_bounded(r, s, e)) continue;
         }
+        if (kind && record && !record_span(r, (size_t)r->insts[L->inst].array, item, cell, &s, &e))
+            continue;
         const char *reason = NULL;
         int as = 0;
         json_t *v = span_value(r, f, schema, s, e, &reason, &as);
@@ -483,8 +526,10 @@ deg_status dg_fill_decode_extract(const dg_ckpt *k, freq *r, job *j)
     int take_null = 0;
     const char *reason = NULL;
     if (f->on_null == DG_ON_NULL_FORBID) {
-        /* item_null (deg_fill.h): an item the null head rejects is missing (§12.6 drop) */
-        if (best && k->item_null && L->inst >= 0 && blp < null_lp + margin) {
+        /* item_null (deg_fill.h): an item the null head rejects is missing (§12.6 drop);
+         * a table's record is written, so only its empty cell drops it */
+        int item_null = k->item_null && L->inst >= 0 && (!record || (cell && cell->c0 == cell->c1));
+        if (best && item_null && blp < null_lp + margin) {
             json_decref(best);
             best = NULL;
             first_reason = "the null head holds it absent";

@@ -61,8 +61,11 @@ deg_status dg_fill_assemble(const dg_ckpt *k, freq *r, json_t **response)
                     json_array_append_new(an, json_integer((json_int_t)r->tok_cp0[I->anchor[t]]));
             json_t *em = json_pack("{s:s, s:o}", "array_mode", "anchor", "anchors", an);
             /* list prior (lists.h): the anchors are the items of the list under this key */
-            if (em && I->from_list)
-                json_object_set_new(em, "list_key", json_string(r->lists.p[I->list1 - 1].key));
+            if (em && I->from_list) {
+                const dg_list *L = &r->lists.p[I->list1 - 1];
+                json_object_set_new(em, "list_key", json_string(L->key));
+                if (L->table) json_object_set_new(em, "list_table", json_true());
+            }
             if (I->raw) json_object_update(em, I->raw);
             json_object_set_new(e, "meta", em);
         }

@@ -10,22 +10,9 @@
 #include "base/grow.h"
 #include "base/status.h"
 #include "base/utf8.h"
+#include "deg/lists_scan.h"
 
-typedef struct raw_list {          /* one key line's list before merging by key */
-    char key[DG_KEY_MAX_LEN + 1];
-    size_t first, n;               /* into the item buffer */
-} raw_list;
-
-typedef struct scan {
-    const char *ctx;
-    size_t *item;                  /* [2 * n_items] code points */
-    size_t n_items, cap_items;
-    raw_list *raw;
-    size_t n_raw, cap_raw;
-} scan;
-
-/* Bullet line [b, e): the first byte of its text after the marker, else 0. */
-static size_t bullet_text(const char *s, size_t b, size_t e)
+size_t dg_lscan_bullet(const char *s, size_t b, size_t e)
 {
     size_t i = b;
     while (i < e && (s[i] == ' ' || s[i] == '\t')) i++;
@@ -47,24 +34,55 @@ static size_t bullet_text(const char *s, size_t b, size_t e)
     return i < e ? i : 0;
 }
 
-/* Append item bytes [b, e) (line starts at byte lb = code point lcp), trimmed of
- * spaces, a trailing '\r' and one pair of enclosing quotes; empty items are skipped. */
-static deg_status add_item(scan *S, size_t lb, size_t lcp, size_t b, size_t e)
+/* Bytes [*b, *e) trimmed of spaces, a trailing '\r' and one pair of enclosing quotes. */
+static void trim_value(const char *s, size_t *b, size_t *e)
+{
+    while (*b < *e && (s[*b] == ' ' || s[*b] == '\t')) (*b)++;
+    while (*e > *b && (s[*e - 1] == ' ' || s[*e - 1] == '\t' || s[*e - 1] == '\r')) (*e)--;
+    if (*e - *b >= 2 && (s[*b] == '"' || s[*b] == '\'') && s[*e - 1] == s[*b]) {
+        (*b)++;
+        (*e)--;
+    }
+}
+
+deg_status dg_lscan_item(dg_lscan *S, size_t lb, size_t lcp, size_t b, size_t e, int *added)
 {
     const char *s = S->ctx;
-    while (b < e && (s[b] == ' ' || s[b] == '\t')) b++;
-    while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\r')) e--;
-    if (e - b >= 2 && (s[b] == '"' || s[b] == '\'') && s[e - 1] == s[b]) {
-        b++;
-        e--;
-    }
+    if (added) *added = 0;
+    trim_value(s, &b, &e);
     if (e <= b) return DEG_OK;
-    if (DG_GROW(S->item, S->cap_items, 2 * (S->n_items + 1)) != DEG_OK)
+    if (DG_GROW(S->item, S->cap_items, 2 * (S->n_items + 1)) != DEG_OK ||
+        DG_GROW(S->icell, S->cap_icell, 2 * (S->n_items + 1)) != DEG_OK)
         return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (lists)");
     size_t c0 = lcp + dg_utf8_count(s + lb, b - lb);
     S->item[2 * S->n_items] = c0;
     S->item[2 * S->n_items + 1] = c0 + dg_utf8_count(s + b, e - b);
+    S->icell[2 * S->n_items] = S->n_cells;
+    S->icell[2 * S->n_items + 1] = 0;
     S->n_items++;
+    if (added) *added = 1;
+    return DEG_OK;
+}
+
+deg_status dg_lscan_cell(dg_lscan *S, size_t k0, size_t k1, size_t lb, size_t lcp, size_t b,
+                         size_t e)
+{
+    const char *s = S->ctx;
+    if (!S->n_items) return DEG_OK;
+    if (DG_GROW(S->cell, S->cap_cells, S->n_cells + 1) != DEG_OK)
+        return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (tables)");
+    dg_cell *c = &S->cell[S->n_cells];
+    dg_key_norm(s + k0, k1 - k0, c->key, sizeof c->key);
+    trim_value(s, &b, &e);
+    /* a dash alone says "nothing here": "-", en dash, em dash */
+    if ((e - b == 1 && s[b] == '-') ||
+        (e - b == 3 && memcmp(s + b, "\xe2\x80", 2) == 0 &&
+         ((unsigned char)s[b + 2] == 0x93 || (unsigned char)s[b + 2] == 0x94)))
+        e = b;
+    c->c0 = lcp + dg_utf8_count(s + lb, b - lb);
+    c->c1 = c->c0 + dg_utf8_count(s + b, e - b);
+    S->n_cells++;
+    S->icell[2 * (S->n_items - 1) + 1]++;
     return DEG_OK;
 }
 
@@ -104,7 +122,7 @@ static int identifier_like(const char *s, size_t b, size_t e)
 /* Items of a value [v0, v1) split at blanks when it has two or more parts and
  * each is identifier-like (systemd's "After=a.target b.service",
  * "Documentation=man:x(8) https://..."); else no items added and *done = 0. */
-static deg_status add_blank_separated(scan *S, size_t lb, size_t lcp, size_t v0, size_t v1,
+static deg_status add_blank_separated(dg_lscan *S, size_t lb, size_t lcp, size_t v0, size_t v1,
                                       int *done)
 {
     const char *s = S->ctx;
@@ -115,7 +133,7 @@ static deg_status add_blank_separated(scan *S, size_t lb, size_t lcp, size_t v0,
         size_t b = i;
         while (i < v1 && s[i] != ' ' && s[i] != '\t') i++;
         if (b < i && !identifier_like(s, b, i)) break;
-        DG_TRY(add_item(S, lb, lcp, b, i));
+        DG_TRY(dg_lscan_item(S, lb, lcp, b, i, NULL));
         *done = i >= v1;
     }
     if (!*done || S->n_items - first < 2) {
@@ -129,7 +147,7 @@ static deg_status add_blank_separated(scan *S, size_t lb, size_t lcp, size_t v0,
  * with the last part split once more at a conjunction ("a, b and c"; a value
  * without commas: "Utility and TextEditor"); a value with neither splits at
  * blanks when its parts are identifiers (add_blank_separated). */
-static deg_status add_delimited(scan *S, size_t lb, size_t lcp, size_t v0, size_t v1)
+static deg_status add_delimited(dg_lscan *S, size_t lb, size_t lcp, size_t v0, size_t v1)
 {
     const char *s = S->ctx;
     char d = memchr(s + v0, ';', v1 - v0) ? ';' : ',';
@@ -138,14 +156,14 @@ static deg_status add_delimited(scan *S, size_t lb, size_t lcp, size_t v0, size_
     for (size_t i = v0; i <= v1; i++)
         if (i == v1 || s[i] == d) {
             if (i == v1 && d == ',' && find_conj(s, b, i, &c0, &c1)) {
-                DG_TRY(add_item(S, lb, lcp, b, c0));
+                DG_TRY(dg_lscan_item(S, lb, lcp, b, c0, NULL));
                 b = c1;
             } else if (i == v1 && b == v0) {
                 int done;
                 DG_TRY(add_blank_separated(S, lb, lcp, v0, v1, &done));
                 if (done) return DEG_OK;
             }
-            DG_TRY(add_item(S, lb, lcp, b, i));
+            DG_TRY(dg_lscan_item(S, lb, lcp, b, i, NULL));
             b = i + 1;
         }
     return DEG_OK;
@@ -192,7 +210,7 @@ static int json_array_line(const char *s, size_t b, size_t e, size_t *key0, size
  * the context; each string's text between its quotes is an item. Returns the
  * byte after the last line the array used (a line start), updating *cp to its
  * code point. */
-static deg_status json_items(scan *S, size_t len, size_t lb, size_t i, size_t *next,
+static deg_status json_items(dg_lscan *S, size_t len, size_t lb, size_t i, size_t *next,
                              size_t *cp)
 {
     const char *s = S->ctx;
@@ -211,7 +229,7 @@ static deg_status json_items(scan *S, size_t len, size_t lb, size_t i, size_t *n
         size_t q0 = ++i;
         while (i < len && s[i] != '"' && s[i] != '\n') i += s[i] == '\\' && i + 1 < len ? 2 : 1;
         if (i >= len || s[i] != '"') break;
-        DG_TRY(add_item(S, lb, lcp, q0, i));
+        DG_TRY(dg_lscan_item(S, lb, lcp, q0, i, NULL));
         i++;
     }
     /* continue after the line holding the ']' */
@@ -240,7 +258,7 @@ static int html_row(const char *s, size_t b, size_t e, size_t *k0, size_t *k1, s
     return 1;
 }
 
-static deg_status html_items(scan *S, size_t lb, size_t lcp, size_t v0, size_t v1)
+static deg_status html_items(dg_lscan *S, size_t lb, size_t lcp, size_t v0, size_t v1)
 {
     const char *s = S->ctx;
     size_t li = find(s, v0, v1, "<li>");
@@ -251,7 +269,7 @@ static deg_status html_items(scan *S, size_t lb, size_t lcp, size_t v0, size_t v
     while (li < v1) {
         size_t a = li + 4, z = a;
         while (z < v1 && s[z] != '<') z++;
-        DG_TRY(add_item(S, lb, lcp, a, z));
+        DG_TRY(dg_lscan_item(S, lb, lcp, a, z, NULL));
         li = find(s, z, v1, "<li>");
     }
     return DEG_OK;
@@ -317,31 +335,34 @@ static int xml_element(const char *s, size_t b, size_t e, size_t *k0, size_t *k1
     return 1;
 }
 
-/* Start raw list S->raw[S->n_raw] under key bytes [k0, k1) at the next item. */
-static deg_status raw_open(scan *S, size_t k0, size_t k1)
+deg_status dg_lscan_open(dg_lscan *S, size_t k0, size_t k1, int table)
 {
     if (DG_GROW(S->raw, S->cap_raw, S->n_raw + 1) != DEG_OK)
         return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (lists)");
     raw_list *L = &S->raw[S->n_raw];
     dg_key_norm(S->ctx + k0, k1 - k0, L->key, sizeof L->key);
     L->first = S->n_items;
+    L->table = table;
     return DEG_OK;
 }
 
-/* End the open raw list: kept when it has items and a key, else dropped. */
-static void raw_close(scan *S)
+void dg_lscan_close(dg_lscan *S)
 {
     raw_list *L = &S->raw[S->n_raw];
     L->n = S->n_items - L->first;
-    if (L->n && L->key[0]) S->n_raw++;
-    else S->n_items = L->first;
+    if (L->n && (L->key[0] || L->table)) {
+        S->n_raw++;
+        return;
+    }
+    if (L->first < S->n_items) S->n_cells = S->icell[2 * L->first]; /* its cells go too */
+    S->n_items = L->first;
 }
 
 /* The key lines of text line [b, e) (code point cp), one per sentence
  * (sentence_end): each with a value adds a raw list of its delimited items; a
  * last one with an empty value is left open (*open = 1) for the bullets below
  * the line. A sentence's trailing '.' is not part of its value. */
-static deg_status scan_sentences(scan *S, size_t b, size_t e, size_t cp, int *open)
+static deg_status scan_sentences(dg_lscan *S, size_t b, size_t e, size_t cp, int *open)
 {
     const char *s = S->ctx;
     size_t j0, j1, jc;
@@ -354,13 +375,13 @@ static deg_status scan_sentences(scan *S, size_t b, size_t e, size_t cp, int *op
         if (se == e && ve > sb + 1 && s[ve - 1] == '.' && s[ve - 2] != '.') ve--;
         size_t k0, k1, v0, v1;
         if (dg_keyline_split(s, sb, ve, &k0, &k1, &v0, &v1)) {
-            DG_TRY(raw_open(S, k0, k1));
+            DG_TRY(dg_lscan_open(S, k0, k1, 0));
             if (v1 == v0 && se == e) {
                 *open = 1;
                 return DEG_OK;
             }
             if (v1 > v0) DG_TRY(add_delimited(S, b, cp, v0, v1));
-            raw_close(S);
+            dg_lscan_close(S);
         }
         sb = next;
         while (sb < e && s[sb] == ' ') sb++;
@@ -368,16 +389,17 @@ static deg_status scan_sentences(scan *S, size_t b, size_t e, size_t cp, int *op
     return DEG_OK;
 }
 
-static deg_status scan_lists(scan *S, size_t len)
+static deg_status scan_lists(dg_lscan *S, size_t len)
 {
     const char *s = S->ctx;
-    size_t b = 0, cp = 0;
+    size_t b = 0, cp = 0, skip = 0;
     while (b < len) {
         const char *nl = memchr(s + b, '\n', len - b);
         size_t e = nl ? (size_t)(nl - s) : len;
         size_t next = nl ? e + 1 : len;
         size_t next_cp = cp + dg_utf8_count(s + b, e - b) + (nl ? 1 : 0);
         size_t k0 = 0, k1 = 0, v0 = 0, v1 = 0, open = 0;
+        if (b >= skip) DG_TRY(dg_tables_at(S, b, e, cp, &skip));
         int json = json_array_line(s, b, e, &k0, &k1, &open);
         int html = !json && html_row(s, b, e, &k0, &k1, &v0, &v1);
         int xml = !json && !html && xml_element(s, b, e, &k0, &k1, &v0, &v1);
@@ -388,24 +410,24 @@ static deg_status scan_lists(scan *S, size_t len)
             while (open_list && next < len) {
                 const char *nl2 = memchr(s + next, '\n', len - next);
                 size_t e2 = nl2 ? (size_t)(nl2 - s) : len;
-                size_t t = bullet_text(s, next, e2);
+                size_t t = dg_lscan_bullet(s, next, e2);
                 if (!t) break;
-                DG_TRY(add_item(S, next, next_cp, t, e2));
+                DG_TRY(dg_lscan_item(S, next, next_cp, t, e2, NULL));
                 next_cp += dg_utf8_count(s + next, e2 - next) + (nl2 ? 1 : 0);
                 next = nl2 ? e2 + 1 : len;
             }
-            if (open_list) raw_close(S);
+            if (open_list) dg_lscan_close(S);
         } else {
-            DG_TRY(raw_open(S, k0, k1));
+            DG_TRY(dg_lscan_open(S, k0, k1, 0));
             if (json) {
                 next_cp = cp;
                 DG_TRY(json_items(S, len, b, open, &next, &next_cp));
             } else if (xml) {
-                DG_TRY(add_item(S, b, cp, v0, v1));
+                DG_TRY(dg_lscan_item(S, b, cp, v0, v1, NULL));
             } else {
                 DG_TRY(html_items(S, b, cp, v0, v1));
             }
-            raw_close(S);
+            dg_lscan_close(S);
         }
         b = next;
         cp = next_cp;
@@ -423,50 +445,73 @@ static int cmp_first_line(const void *x, const void *y)
 typedef struct by_key {             /* a raw list's key and its index, for sorting */
     const char *key;
     size_t i;
+    int table;
 } by_key;
 
-/* By key, then document order (qsort is not stable: the index breaks ties). */
+/* By key, lists before tables, then document order (qsort is not stable: the
+ * index breaks ties). */
 static int cmp_key(const void *x, const void *y)
 {
     const by_key *a = x, *b = y;
     int c = strcmp(a->key, b->key);
+    if (!c) c = a->table - b->table;
     return c ? c : (a->i > b->i) - (a->i < b->i);
+}
+
+/* Append raw list R's items and their cells to ls (room allocated by the caller). */
+static void take_items(dg_lists *ls, const dg_lscan *S, const raw_list *R)
+{
+    for (size_t j = 0; j < R->n; j++) {
+        size_t it = R->first + j, c0 = S->icell[2 * it], nc = S->icell[2 * it + 1];
+        ls->item[2 * ls->n_items] = S->item[2 * it];
+        ls->item[2 * ls->n_items + 1] = S->item[2 * it + 1];
+        if (nc) memcpy(ls->cell + ls->n_cells, S->cell + c0, nc * sizeof *ls->cell);
+        ls->n_cells += nc;
+        ls->item_cell[++ls->n_items] = ls->n_cells;
+    }
+    ls->p[ls->n - 1].n += R->n;
 }
 
 deg_status dg_lists_scan(const char *ctx, size_t len, dg_lists *out)
 {
-    scan S = {.ctx = ctx};
+    dg_lscan S = {.ctx = ctx, .len = len};
     dg_lists ls = {0};
     deg_status st = scan_lists(&S, len);
     /* one list per key: the raw lists of a key merged in document order (sorted by
-     * key, O(n log n) in the key lines), the lists ordered by first appearance */
+     * key, O(n log n) in the key lines), the lists ordered by first appearance; a
+     * table stays a list of its own */
     by_key *ord = st == DEG_OK ? malloc((S.n_raw ? S.n_raw : 1) * sizeof *ord) : NULL;
     if (st == DEG_OK && !ord) st = dg_fail(DEG_ERR_NOMEM, "fill: out of memory (lists)");
     if (st == DEG_OK) {
         ls.item = malloc((S.n_items ? 2 * S.n_items : 1) * sizeof *ls.item);
+        ls.item_cell = calloc(S.n_items + 1, sizeof *ls.item_cell);
+        ls.cell = malloc((S.n_cells ? S.n_cells : 1) * sizeof *ls.cell);
         ls.p = malloc((S.n_raw ? S.n_raw : 1) * sizeof *ls.p);
-        if (!ls.item || !ls.p) st = dg_fail(DEG_ERR_NOMEM, "fill: out of memory (lists)");
+        if (!ls.item || !ls.item_cell || !ls.cell || !ls.p)
+            st = dg_fail(DEG_ERR_NOMEM, "fill: out of memory (lists)");
     }
     if (st == DEG_OK) {
-        for (size_t i = 0; i < S.n_raw; i++) ord[i] = (by_key){S.raw[i].key, i};
+        for (size_t i = 0; i < S.n_raw; i++) ord[i] = (by_key){S.raw[i].key, i, S.raw[i].table};
         qsort(ord, S.n_raw, sizeof *ord, cmp_key);
         for (size_t i = 0; i < S.n_raw; i++) {
             const raw_list *R = &S.raw[ord[i].i];
-            if (i == 0 || strcmp(R->key, ord[i - 1].key) != 0) {
+            if (i == 0 || R->table || S.raw[ord[i - 1].i].table ||
+                strcmp(R->key, ord[i - 1].key) != 0) {
                 dg_list *L = &ls.p[ls.n++];
                 memcpy(L->key, R->key, sizeof L->key);
                 L->first = ls.n_items;
                 L->n = 0;
                 L->at = ord[i].i;
+                L->table = R->table;
             }
-            memcpy(ls.item + 2 * ls.n_items, S.item + 2 * R->first, 2 * R->n * sizeof *ls.item);
-            ls.n_items += R->n;
-            ls.p[ls.n - 1].n += R->n;
+            take_items(&ls, &S, R);
         }
         qsort(ls.p, ls.n, sizeof *ls.p, cmp_first_line);
     }
     free(ord);
     free(S.item);
+    free(S.icell);
+    free(S.cell);
     free(S.raw);
     if (st != DEG_OK) {
         dg_lists_free(&ls);
@@ -481,6 +526,8 @@ void dg_lists_free(dg_lists *ls)
     if (!ls) return;
     free(ls->p);
     free(ls->item);
+    free(ls->item_cell);
+    free(ls->cell);
     memset(ls, 0, sizeof *ls);
 }
 
@@ -515,31 +562,121 @@ int dg_lists_wanted(const dg_plan *P)
     return 0;
 }
 
+/* Match strength of list L's key for array A by name: exact name 3, the
+ * description names the key 2, partial name 1, else 0 (names: A's description
+ * names, dg_key_desc_names). */
+static int name_strength(const dg_array_plan *A, const char *names, const dg_list *L)
+{
+    if (!L->key[0]) return 0;
+    int m = dg_key_match_name(A->path.seg[A->path.n - 1], A->title, L->key, 1);
+    if (m == 2) return 3;
+    return m == 0 && dg_key_words_in(names, L->key) ? 2 : m;
+}
+
+/* Properties of object array A whose name or title a column of table L names. */
+static int table_columns(const dg_lists *ls, const dg_plan *P, const dg_array_plan *A,
+                         const dg_list *L)
+{
+    int n = 0;
+    for (size_t i = 0; i < A->n_fields; i++) {
+        for (size_t j = 0; j < L->n; j++)
+            if (dg_lists_cell_of(ls, P, (size_t)(A - P->arrays), L->first + j,
+                                 A->first_field + i)) {
+                n++;
+                break;
+            }
+    }
+    return n;
+}
+
 int dg_lists_match(const dg_lists *ls, const dg_plan *P, size_t a)
 {
-    if (!dg_lists_plain_array(P, a) && !dg_lists_object_array(P, a)) return -1;
+    int plain = dg_lists_plain_array(P, a);
+    if (!plain && !dg_lists_object_array(P, a)) return -1;
     const dg_array_plan *A = &P->arrays[a];
-    const char *seg = A->path.seg[A->path.n - 1];
     char names[2 * DG_KEY_DESC_MAX + 8]; /* once per array, not per list */
     dg_key_desc_names(A->description, names, sizeof names);
-    int best = -1, best_m = 0;
+    int best = -1, best_m = 0, best_c = 0;
     for (size_t i = 0; i < ls->n; i++) {
-        /* strength: exact name 3, the description names the key 2, partial name 1 */
-        int m = dg_key_match_name(seg, A->title, ls->p[i].key, 1);
-        if (m == 2) m = 3;
-        else if (m == 0 && dg_key_words_in(names, ls->p[i].key)) m = 2;
-        if (m > best_m || (m == best_m && m > 0 && ls->p[i].n > ls->p[best].n)) {
+        const dg_list *L = &ls->p[i];
+        int c = 0;
+        if (L->table && (plain || (c = table_columns(ls, P, A, L)) == 0)) continue;
+        int m = name_strength(A, names, L);
+        if (!c && !m) continue;
+        /* columns first, then the name's strength, then more items */
+        if (c > best_c || (c == best_c && (m > best_m || (m == best_m && best >= 0 &&
+                                                          L->n > ls->p[best].n)))) {
             best = (int)i;
             best_m = m;
+            best_c = c;
         }
     }
     return best;
 }
 
+/* The last path segment of field f (its property name), or NULL. */
+static const char *prop_name(const dg_field_plan *f)
+{
+    return f->path.n ? f->path.seg[f->path.n - 1] : NULL;
+}
+
+/* Some leaf of array a other than `field` names column key exactly. */
+static int claimed(const dg_plan *P, size_t a, size_t field, const char *key)
+{
+    const dg_array_plan *A = &P->arrays[a];
+    for (size_t i = A->first_field; i < A->first_field + A->n_fields; i++) {
+        const char *seg = prop_name(&P->fields[i]);
+        if (i != field && seg && dg_key_match_name(seg, P->fields[i].title, key, 0) == 2)
+            return 1;
+    }
+    return 0;
+}
+
+const dg_cell *dg_lists_cell_of(const dg_lists *ls, const dg_plan *P, size_t a, size_t item,
+                                size_t field)
+{
+    const dg_field_plan *f = &P->fields[field];
+    const char *seg = prop_name(f);
+    if (!ls->item_cell || !seg) return NULL;
+    const dg_cell *partial = NULL;
+    for (size_t c = ls->item_cell[item]; c < ls->item_cell[item + 1]; c++) {
+        int m = dg_key_match_name(seg, f->title, ls->cell[c].key, 0);
+        if (m == 2) return &ls->cell[c];
+        if (m == 1 && !partial && !claimed(P, a, field, ls->cell[c].key)) partial = &ls->cell[c];
+    }
+    return partial;
+}
+
+int dg_lists_cell_unclaimed(const dg_lists *ls, const dg_plan *P, size_t a, size_t item,
+                            size_t c)
+{
+    if (ls->cell[c].c1 <= ls->cell[c].c0) return 0;
+    const dg_array_plan *A = &P->arrays[a];
+    for (size_t i = A->first_field; i < A->first_field + A->n_fields; i++)
+        if (dg_lists_cell_of(ls, P, a, item, i) == &ls->cell[c]) return 0;
+    return 1;
+}
+
+const dg_cell *dg_lists_cell_left(const dg_lists *ls, const dg_plan *P, size_t a, size_t item,
+                                  size_t field)
+{
+    const dg_array_plan *A = &P->arrays[a];
+    if (!ls->item_cell || dg_lists_cell_of(ls, P, a, item, field)) return NULL;
+    for (size_t i = A->first_field; i < A->first_field + A->n_fields; i++)
+        if (i != field && !dg_lists_cell_of(ls, P, a, item, i)) return NULL;
+    const dg_cell *left = NULL;
+    for (size_t c = ls->item_cell[item]; c < ls->item_cell[item + 1]; c++)
+        if (dg_lists_cell_unclaimed(ls, P, a, item, c)) {
+            if (left) return NULL;
+            left = &ls->cell[c];
+        }
+    return left;
+}
+
 int dg_lists_at(const dg_lists *ls, const size_t *cp_tok, size_t t)
 {
     for (size_t i = 0; i < ls->n; i++)
-        for (size_t j = 0; j < ls->p[i].n; j++) {
+        for (size_t j = 0; !ls->p[i].table && j < ls->p[i].n; j++) {
             const size_t *it = ls->item + 2 * (ls->p[i].first + j);
             if (cp_tok[it[0]] <= t && t <= cp_tok[it[1] - 1]) return (int)i;
         }

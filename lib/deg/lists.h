@@ -37,7 +37,27 @@
  *   - XML: an element line `<name a="v"/>`, `<name>text</name>` or `<name a="v">`
  *     (name not an HTML tag) is one item of list "name": its text, else its first
  *     attribute's value, else its name ("<alias type="video/x-ms-wvx"/>");
- * and every list under the same normalised key (keyprior.h) is one list, in
+ * and tables (tables.c): records whose values stand under column names, each one
+ * item (its extent: first to last cell) with its cells (dg_cell: column key and
+ * value span) -
+ *   - pipe tables: a row of '|'-separated header cells, a separator line of
+ *     '-', '=', '+', ':' and '|' (Markdown "|---|---|", an ASCII grid's
+ *     "+----+----+" border), then rows with as many cells (grid borders
+ *     between rows skipped);
+ *   - HTML: a `<tr>` of two or more `<th>` cells, then `<tr>`s of as many `<td>`;
+ *   - CSV/TSV: a header line of 2+ comma- (or tab-) separated names (letters
+ *     first, no blanks inside but single spaces), then lines with as many
+ *     parts at most and at least two;
+ *   - JSON: an array of objects (`"key": [` or a bare `[`, then `{`): each object
+ *     one record, its scalar members the cells (null = an empty cell);
+ *   - YAML: "- key: value" bullets continued by "key: value" lines indented
+ *     past the dash: each bullet one record;
+ *   a table's key is its caption: the non-blank line right above it when that
+ *   reads as a heading (no '|', at most DG_KEY_MAX_WORDS words; "## Time
+ *   zones", "<h2>Releases</h2>", "Currencies:"), the member's key for JSON,
+ *   the bullets' key line for YAML, else "" (no name). Tables add lists; the
+ *   lines stay key lines too ("| Country | Benin |" rows);
+ * and every other list under the same normalised key (keyprior.h) is one list, in
  * document order: repeated "Requires: x" / "Format: HTML" lines are one list.
  * Key lines follow dg_keyline_split (keyprior.h). Anchoring (fill_arrays.c): the
  * first maxItems items, an item whose text an earlier one has skipped under
@@ -52,16 +72,26 @@
 #include "deg/plan.h"
 
 typedef struct dg_list {
-    char key[DG_KEY_MAX_LEN + 1]; /* normalised key (dg_key_norm) */
+    char key[DG_KEY_MAX_LEN + 1]; /* normalised key (dg_key_norm); "" for a table without caption */
     size_t first, n;              /* items [first, first + n) of dg_lists.item */
     size_t at;                    /* its first key line's rank among the key lines */
+    int table;                    /* 1: a table's records (items with cells), never merged */
 } dg_list;
+
+typedef struct dg_cell {          /* one value of a table record under its column */
+    char key[DG_KEY_MAX_LEN + 1]; /* normalised column name */
+    size_t c0, c1;                /* code points; c0 == c1: written empty ("", "-", null) */
+} dg_cell;
 
 typedef struct dg_lists {
     dg_list *p;                   /* owned; free with dg_lists_free */
     size_t n;
     size_t *item;                 /* [2 * n_items]: item i is code points [item[2i], item[2i+1]) */
     size_t n_items;
+    size_t *item_cell;            /* [n_items + 1]: item i's cells are cell[item_cell[i] ..
+                                     item_cell[i + 1]) (none outside tables) */
+    dg_cell *cell;
+    size_t n_cells;
 } dg_lists;
 
 /* Scan the context (valid UTF-8, len bytes). Errors: DEG_ERR_NOMEM. */
@@ -90,11 +120,39 @@ int dg_lists_wanted(const dg_plan *P);
  * packages (Requires-Dist)") or in its leading noun phrase ("documentation
  * references, in order"; dg_key_desc_names); the strongest match wins (exact
  * name, then description, then a partial name), ties to the list with more
- * items, then the first. */
+ * items, then the first. Tables: an object array takes the table whose columns
+ * name the most of its item's properties (dg_lists_cell_of; at least one), ties
+ * to the caption's match by name as above, then more rows, then the first, before
+ * any list by name alone; a plain array never takes a table. */
 int dg_lists_match(const dg_lists *ls, const dg_plan *P, size_t a);
 
+/* The cell of item `item` (an index into ls->item) under the column named by
+ * field `field` of object array `a` of P (dg_key_match_name on its property name
+ * or title: exact before partial; a partial match skips a column another leaf of
+ * the array names exactly: "numericCode" reads "numeric", not "code"; then the
+ * first), or NULL (no cells, or no column matches). The list prior adds its bonus
+ * at the cell's first and last token, or to the null outcome when the cell is
+ * written empty (fill_extract.c). */
+const dg_cell *dg_lists_cell_of(const dg_lists *ls, const dg_plan *P, size_t a, size_t item,
+                                size_t field);
+
+/* 1 when cell c (an index into ls->cell) of item `item` is written (not empty) and
+ * no leaf of object array `a` reads it by its column (dg_lists_cell_of): where a
+ * leaf no column names may read ("Comment" for a note whose siblings timezone and
+ * coordinates name their columns). */
+int dg_lists_cell_unclaimed(const dg_lists *ls, const dg_plan *P, size_t a, size_t item,
+                            size_t c);
+
+/* The one cell left for field `field` of object array `a` in item `item`: when no
+ * column names the field, it is the only leaf of the array no column names, and
+ * the item has exactly one unclaimed cell (dg_lists_cell_unclaimed), that cell
+ * ("Comment" for a note beside timezone and coordinates), else NULL. */
+const dg_cell *dg_lists_cell_left(const dg_lists *ls, const dg_plan *P, size_t a, size_t item,
+                                  size_t field);
+
 /* The list one of whose items covers context token t (cp_tok: the token of each
- * code point, fill_internal.h), the first in list order, or -1. */
+ * code point, fill_internal.h), the first in list order, or -1. Tables are
+ * skipped (a plain array never takes one). */
 int dg_lists_at(const dg_lists *ls, const size_t *cp_tok, size_t t);
 
 #endif

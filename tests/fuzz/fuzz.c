@@ -23,6 +23,7 @@
 
 #include "base/utf8.h"
 #include "deg.h"
+#include "deg/lists.h"
 #include "format/gguf.h"
 #include "format/safetensors.h"
 #include "tokenizer/tokenizer.h"
@@ -313,6 +314,31 @@ static void run(const uint8_t *d, size_t n)
         deg_free(spans);
         spans = NULL;
     }
+}
+#elif defined(FUZZ_LISTS)
+/* The list prior's scan of a context (lists.c, tables.c; valid UTF-8 only, as a
+ * request's context is): every item and cell inside the text, items non-empty,
+ * cells in order. */
+static void run(const uint8_t *d, size_t n)
+{
+    if (!dg_utf8_validate((const char *)d, n, NULL)) return;
+    size_t n_cp = dg_utf8_count((const char *)d, n);
+    dg_lists ls = {0};
+    if (dg_lists_scan((const char *)d, n, &ls) != DEG_OK) return; /* out of memory only */
+    size_t items = 0;
+    for (size_t i = 0; i < ls.n; i++) {
+        CHECK(ls.p[i].first + ls.p[i].n <= ls.n_items && (ls.p[i].n > 0));
+        items += ls.p[i].n;
+    }
+    CHECK(items == ls.n_items);
+    for (size_t i = 0; i < ls.n_items; i++) {
+        CHECK(ls.item[2 * i] < ls.item[2 * i + 1] && ls.item[2 * i + 1] <= n_cp);
+        CHECK(ls.item_cell[i] <= ls.item_cell[i + 1]);
+    }
+    CHECK(ls.item_cell[ls.n_items] == ls.n_cells);
+    for (size_t c = 0; c < ls.n_cells; c++)
+        CHECK(ls.cell[c].c0 <= ls.cell[c].c1 && ls.cell[c].c1 <= n_cp);
+    dg_lists_free(&ls);
 }
 #else
 #error "define one FUZZ_<TARGET>"

@@ -1,0 +1,60 @@
+/* lists_scan.h - the scanner state shared by lists.c (lists under keys) and
+ * tables.c (table records with cells); internal to the list prior (lists.h). */
+#ifndef DG_DEG_LISTS_SCAN_H
+#define DG_DEG_LISTS_SCAN_H
+
+#include <stddef.h>
+
+#include "deg.h"
+#include "deg/lists.h"
+
+typedef struct raw_list {          /* one key line's list (or one table) before merging */
+    char key[DG_KEY_MAX_LEN + 1];
+    size_t first, n;               /* into the item buffer */
+    int table;                     /* a table: kept even without a key, never merged */
+} raw_list;
+
+typedef struct dg_lscan {
+    const char *ctx;
+    size_t len;
+    size_t *item;                  /* [2 * n_items] code points */
+    size_t n_items, cap_items;
+    size_t *icell;                 /* [2 * n_items]: first cell, number of cells */
+    size_t cap_icell;
+    dg_cell *cell;
+    size_t n_cells, cap_cells;
+    raw_list *raw;
+    size_t n_raw, cap_raw;
+} dg_lscan;
+
+/* Append item bytes [b, e) (b's line starts at byte lb = code point lcp), trimmed
+ * of spaces, a trailing '\r' and one pair of enclosing quotes; empty items are
+ * skipped (*added = 0; added may be NULL). Errors: DEG_ERR_NOMEM. */
+deg_status dg_lscan_item(dg_lscan *S, size_t lb, size_t lcp, size_t b, size_t e, int *added);
+
+/* Append a cell under column bytes [k0, k1) (normalised) to the last item, its
+ * value bytes [b, e) trimmed as items are ("-", "–", "—" and "" are empty cells);
+ * b's line starts at byte lb = code point lcp. Errors: DEG_ERR_NOMEM. */
+deg_status dg_lscan_cell(dg_lscan *S, size_t k0, size_t k1, size_t lb, size_t lcp, size_t b,
+                         size_t e);
+
+/* Start raw list S->raw[S->n_raw] under key bytes [k0, k1) at the next item
+ * (table: 1 for a table's records). Errors: DEG_ERR_NOMEM. */
+deg_status dg_lscan_open(dg_lscan *S, size_t k0, size_t k1, int table);
+
+/* End the open raw list: kept when it has items and a key (or is a table),
+ * else dropped. */
+void dg_lscan_close(dg_lscan *S);
+
+/* Bullet line [b, e): the first byte of its text after the marker ("-", "*",
+ * "+", U+2022, "N." / "N)" and a blank), else 0. */
+size_t dg_lscan_bullet(const char *s, size_t b, size_t e);
+
+/* A table starting at line [b, e) (code point cp): its records added as one
+ * table list (tables.c). *skip = the byte after the table's last line (b when
+ * none): the caller looks for the next table there, so that a grid's rows are
+ * not headers again. Lines are not consumed (they stay key lines).
+ * Errors: DEG_ERR_NOMEM. */
+deg_status dg_tables_at(dg_lscan *S, size_t b, size_t e, size_t cp, size_t *skip);
+
+#endif

@@ -1,0 +1,548 @@
+/* tables.c - tables of a context read as records whose values stand under column
+ * names (lists.h "tables"): pipe (Markdown, ASCII grid), HTML, CSV/TSV, JSON arrays
+ * of objects and YAML lists of maps. Each table is one list of the list prior:
+ * its records are the items (first to last cell), each with its cells.
+ *
+ * Why: a fill's array of objects is most often written as a table, one row per
+ * object and one column per property ("| Time zone | Coordinates | Comment |"),
+ * and the heads alone, reading a row as running text, gave the same span to
+ * every property or dropped the item (datagen-v2 test: 7 of 60 arrays right,
+ * 21 of them tables, JSON or YAML records). The column's name says which cell
+ * a property reads; the item forks still read the value. */
+#include <ctype.h>
+#include <stdint.h>
+#include <string.h>
+#include <strings.h>
+
+#include "base/status.h"
+#include "base/utf8.h"
+#include "deg/keyprior.h"
+#include "deg/lists_scan.h"
+
+#define MAX_COLS 32     /* columns of a pipe, HTML or CSV table read; wider rows are no table */
+#define MAX_MEMBERS 64  /* members of one JSON record read */
+
+/* Position anchor: byte b is code point cp. Offsets of later bytes are counted
+ * from the last anchor (advanced row by row: linear in the table). */
+typedef struct pos {
+    size_t b, cp;
+} pos;
+
+static void advance(const char *s, pos *p, size_t b)
+{
+    p->cp += dg_utf8_count(s + p->b, b - p->b);
+    p->b = b;
+}
+
+static size_t line_end(const char *s, size_t len, size_t b)
+{
+    const char *nl = b < len ? memchr(s + b, '\n', len - b) : NULL;
+    return nl ? (size_t)(nl - s) : len;
+}
+
+static int is_blank(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r';
+}
+
+/* A separator line: only '|', '+', '-', '=', ':' and blanks, with 3+ '-' or '='. */
+static int separator(const char *s, size_t b, size_t e)
+{
+    size_t dashes = 0;
+    for (size_t i = b; i < e; i++) {
+        if (s[i] == '-' || s[i] == '=') dashes++;
+        else if (s[i] != '|' && s[i] != '+' && s[i] != ':' && !is_blank(s[i])) return 0;
+    }
+    return dashes >= 3;
+}
+
+/* Cells of a pipe row [b, e): split at '|' (one leading and one trailing pipe are
+ * borders); cb[2i], cb[2i+1] = cell i's bytes. Returns the count (0: no row). */
+static size_t pipe_cells(const char *s, size_t b, size_t e, size_t *cb)
+{
+    while (b < e && is_blank(s[b])) b++;
+    while (e > b && is_blank(s[e - 1])) e--;
+    if (b < e && s[b] == '|') b++;
+    if (e > b && s[e - 1] == '|') e--;
+    if (!memchr(s + b, '|', e - b)) return 0;
+    size_t n = 0, c0 = b;
+    for (size_t i = b; i <= e; i++)
+        if (i == e || s[i] == '|') {
+            if (n == MAX_COLS) return 0;
+            cb[2 * n] = c0;
+            cb[2 * n + 1] = i;
+            n++;
+            c0 = i + 1;
+        }
+    return n;
+}
+
+/* Line [b, e) is markup only ("<table>", "<thead>"): it starts with '<' and has
+ * no text outside its tags. */
+static int markup_only(const char *s, size_t b, size_t e)
+{
+    int in = 0;
+    while (b < e && is_blank(s[b])) b++;
+    if (b >= e || s[b] != '<') return 0;
+    for (size_t i = b; i < e; i++) {
+        if (s[i] == '<') in = 1;
+        else if (s[i] == '>') in = 0;
+        else if (!in && !is_blank(s[i])) return 0;
+    }
+    return 1;
+}
+
+/* The caption of a table whose first line starts at byte b: the non-blank line
+ * above (above a grid's top border and markup-only lines such as "<table>"),
+ * trimmed of heading marks ('#', '*', '=', '>', a trailing ':') and of one HTML
+ * element around it; a heading has none of | : = , ; " TAB inside, no final
+ * '.', at most DG_KEY_MAX_WORDS words. 1 with its bytes [*k0, *k1), else 0. */
+static int caption_before(const char *s, size_t b, size_t *k0, size_t *k1)
+{
+    for (int tries = 0; tries < 3; tries++) {
+        size_t e = b;
+        for (;;) {
+            if (e == 0) return 0;
+            e--; /* the '\n' ending the line above */
+            size_t lb = e;
+            while (lb > 0 && s[lb - 1] != '\n') lb--;
+            size_t x = lb;
+            while (x < e && is_blank(s[x])) x++;
+            b = lb;
+            if (x < e) break;
+        }
+        size_t x = b, y = e;
+        if (separator(s, x, y) || markup_only(s, x, y)) continue;
+        while (x < y && (is_blank(s[x]) || s[x] == '#' || s[x] == '*' || s[x] == '=' ||
+                         s[x] == '>'))
+            x++;
+        while (y > x && (is_blank(s[y - 1]) || s[y - 1] == '#' || s[y - 1] == '*' ||
+                         s[y - 1] == '=' || s[y - 1] == ':'))
+            y--;
+        if (x < y && s[x] == '<') { /* <h2>Releases</h2> */
+            const char *gt = memchr(s + x, '>', y - x);
+            if (!gt) return 0;
+            x = (size_t)(gt - s) + 1;
+            const char *lt = memchr(s + x, '<', y - x);
+            if (lt) y = (size_t)(lt - s);
+        }
+        if (x >= y || y - x > DG_KEY_MAX_LEN || s[y - 1] == '.') return 0;
+        size_t words = 1;
+        for (size_t i = x; i < y; i++) {
+            if (strchr("|:=,;\"\t<", s[i])) return 0;
+            words += s[i] == ' ' && i + 1 < y && s[i + 1] != ' ';
+        }
+        if (words > DG_KEY_MAX_WORDS) return 0;
+        *k0 = x;
+        *k1 = y;
+        return 1;
+    }
+    return 0;
+}
+
+/* Open a table list captioned by the line above byte b (else unnamed). */
+static deg_status open_captioned(dg_lscan *S, size_t b)
+{
+    size_t k0 = b, k1 = b;
+    if (!caption_before(S->ctx, b, &k0, &k1)) k1 = k0;
+    return dg_lscan_open(S, k0, k1, 1);
+}
+
+/* One record: the item from the first non-empty cell to the last, then its cells
+ * under the header's columns hk (n of each; [2i], [2i+1] bytes; SIZE_MAX: unread). */
+static deg_status add_row(dg_lscan *S, const pos *p, const size_t *hk, const size_t *cb,
+                          size_t n)
+{
+    const char *s = S->ctx;
+    size_t first = 0, last = 0;
+    int any = 0;
+    for (size_t c = 0; c < n; c++) {
+        size_t x = cb[2 * c], y = cb[2 * c + 1];
+        if (x == SIZE_MAX) continue;
+        while (x < y && is_blank(s[x])) x++;
+        while (y > x && is_blank(s[y - 1])) y--;
+        if (x == y) continue;
+        if (!any) first = x;
+        last = y;
+        any = 1;
+    }
+    int added = 0;
+    if (any) DG_TRY(dg_lscan_item(S, p->b, p->cp, first, last, &added));
+    for (size_t c = 0; added && c < n; c++)
+        if (hk[2 * c + 1] > hk[2 * c] && hk[2 * c] != SIZE_MAX && cb[2 * c] != SIZE_MAX)
+            DG_TRY(dg_lscan_cell(S, hk[2 * c], hk[2 * c + 1], p->b, p->cp, cb[2 * c],
+                                 cb[2 * c + 1]));
+    return DEG_OK;
+}
+
+/* Trim bytes [*x, *y) of blanks (header cells). */
+static void trim(const char *s, size_t *x, size_t *y)
+{
+    while (*x < *y && is_blank(s[*x])) (*x)++;
+    while (*y > *x && is_blank(s[*y - 1])) (*y)--;
+}
+
+/* A pipe table whose header is line [b, e): 1 when read (*skip past it). */
+static deg_status pipe_table(dg_lscan *S, size_t b, size_t e, size_t cp, size_t *skip, int *got)
+{
+    const char *s = S->ctx;
+    size_t hk[2 * MAX_COLS], cb[2 * MAX_COLS];
+    size_t n = pipe_cells(s, b, e, hk);
+    *got = 0;
+    if (n < 2 || e >= S->len) return DEG_OK;
+    size_t sb = e + 1, se = line_end(s, S->len, sb);
+    if (!separator(s, sb, se)) return DEG_OK;
+    for (size_t c = 0; c < n; c++) trim(s, &hk[2 * c], &hk[2 * c + 1]);
+    pos p = {b, cp};
+    DG_TRY(open_captioned(S, b));
+    size_t lb = se < S->len ? se + 1 : S->len;
+    while (lb < S->len) {
+        size_t le = line_end(s, S->len, lb);
+        if (!separator(s, lb, le)) {
+            if (pipe_cells(s, lb, le, cb) != n) break;
+            advance(s, &p, lb);
+            DG_TRY(add_row(S, &p, hk, cb, n));
+        }
+        lb = le < S->len ? le + 1 : S->len;
+    }
+    dg_lscan_close(S);
+    *skip = lb;
+    *got = 1;
+    return DEG_OK;
+}
+
+/* The next "<tag" (tag "th" or "td", then '>' or a blank) in [i, e), or e. */
+static size_t find_tag(const char *s, size_t i, size_t e, const char *tag)
+{
+    for (; i + 3 < e; i++)
+        if (s[i] == '<' && strncasecmp(s + i + 1, tag, 2) == 0 && /* i + 3 < e: in bounds */
+            (s[i + 3] == '>' || s[i + 3] == ' '))
+            return i;
+    return e;
+}
+
+/* Cells "<tag ...>text</tag>" of row bytes [i, e): their text bytes into cb (a
+ * cell with markup inside is unread: SIZE_MAX, SIZE_MAX). Returns the count (at
+ * most MAX_COLS + 1). */
+static size_t html_cells(const char *s, size_t i, size_t e, const char *tag, size_t *cb)
+{
+    size_t n = 0;
+    for (i = find_tag(s, i, e, tag); i < e && n <= MAX_COLS; i = find_tag(s, i, e, tag)) {
+        const char *gt = memchr(s + i, '>', e - i);
+        if (!gt) break;
+        size_t x = (size_t)(gt - s) + 1, y = x;
+        while (y < e && s[y] != '<') y++;
+        if (n < MAX_COLS) { /* markup inside: unread (SIZE_MAX), not empty */
+            int text = y + 1 < e && s[y + 1] == '/';
+            cb[2 * n] = text ? x : SIZE_MAX;
+            cb[2 * n + 1] = text ? y : SIZE_MAX;
+        }
+        n++;
+        i = y;
+    }
+    return n;
+}
+
+/* Bytes at i of s (len bytes) start with lit, ASCII case folded. */
+static int at_ci(const char *s, size_t len, size_t i, const char *lit)
+{
+    size_t n = strlen(lit);
+    return i + n <= len && strncasecmp(s + i, lit, n) == 0;
+}
+
+/* The bytes of the HTML row starting at the first "<tr" at or after i (to its
+ * "</tr>", else the end of the line), unless "</table>" or text other than
+ * markup comes first: 1 with [*r0, *r1). */
+static int next_tr(const char *s, size_t len, size_t i, size_t *r0, size_t *r1)
+{
+    while (i < len && (is_blank(s[i]) || s[i] == '\n')) i++;
+    while (i + 1 < len && s[i] == '<' && s[i + 1] == '/' && !at_ci(s, len, i, "</tr")) {
+        if (at_ci(s, len, i, "</table")) return 0;
+        const char *gt = memchr(s + i, '>', len - i); /* </thead> */
+        if (!gt) return 0;
+        i = (size_t)(gt - s) + 1;
+        while (i < len && (is_blank(s[i]) || s[i] == '\n')) i++;
+    }
+    if (at_ci(s, len, i, "<tbody")) {
+        const char *gt = memchr(s + i, '>', len - i);
+        if (!gt) return 0;
+        i = (size_t)(gt - s) + 1;
+        while (i < len && (is_blank(s[i]) || s[i] == '\n')) i++;
+    }
+    if (!at_ci(s, len, i, "<tr") || i + 3 >= len || (s[i + 3] != '>' && !is_blank(s[i + 3])))
+        return 0;
+    const char *end = NULL;
+    for (size_t j = i; j < len && !end; j++)
+        if (s[j] == '<' && at_ci(s, len, j, "</tr>")) end = s + j;
+    *r0 = i;
+    *r1 = end ? (size_t)(end - s) + 5 : line_end(s, len, i);
+    return 1;
+}
+
+/* An HTML table whose header row (2+ <th> cells) is on line [b, e). */
+static deg_status html_table(dg_lscan *S, size_t b, size_t e, size_t cp, size_t *skip, int *got)
+{
+    const char *s = S->ctx;
+    size_t hk[2 * (MAX_COLS + 1)], cb[2 * (MAX_COLS + 1)];
+    *got = 0;
+    if (find_tag(s, b, e, "td") < e) return DEG_OK; /* a "<th>key</th><td>value</td>" row */
+    size_t n = html_cells(s, b, e, "th", hk);
+    if (n < 2 || n > MAX_COLS) return DEG_OK;
+    const char *tr_end = memmem(s + b, S->len - b, "</tr>", 5);
+    size_t i = tr_end ? (size_t)(tr_end - s) + 5 : e, r0, r1;
+    if (!next_tr(s, S->len, i, &r0, &r1)) return DEG_OK;
+    pos p = {b, cp};
+    DG_TRY(open_captioned(S, b));
+    while (next_tr(s, S->len, i, &r0, &r1)) {
+        if (html_cells(s, r0, r1, "td", cb) != n) break;
+        advance(s, &p, r0);
+        DG_TRY(add_row(S, &p, hk, cb, n));
+        i = r1;
+    }
+    dg_lscan_close(S);
+    *skip = line_end(s, S->len, i);
+    *got = 1;
+    return DEG_OK;
+}
+
+/* Parts of a delimited line [b, e) split at d (a part in double quotes may hold
+ * d): their bytes into cb. Returns the count (MAX_COLS + 1: too many). */
+static size_t delimited_cells(const char *s, size_t b, size_t e, char d, size_t *cb)
+{
+    size_t n = 0, c0 = b;
+    int quoted = 0;
+    while (e > b && is_blank(s[e - 1])) e--;
+    for (size_t i = b; i <= e; i++) {
+        if (i < e && s[i] == '"') quoted = !quoted;
+        if (i == e || (s[i] == d && !quoted)) {
+            if (n == MAX_COLS) return MAX_COLS + 1;
+            cb[2 * n] = c0;
+            cb[2 * n + 1] = i;
+            n++;
+            c0 = i + 1;
+        }
+    }
+    return n;
+}
+
+/* A column name of a CSV header: a letter first, then letters, digits, '_', '-',
+ * '.', '/' or single spaces; at most 3 words and DG_KEY_MAX_LEN bytes. */
+static int column_name(const char *s, size_t x, size_t y)
+{
+    trim(s, &x, &y);
+    if (x >= y || y - x > DG_KEY_MAX_LEN || !isalpha((unsigned char)s[x])) return 0;
+    size_t words = 1;
+    for (size_t i = x; i < y; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == ' ') {
+            if ((i + 1 < y && s[i + 1] == ' ') || ++words > 3) return 0;
+        } else if (!isalnum(c) && c != '_' && c != '-' && c != '.' && c != '/' && c < 0x80) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* A CSV (',') or TSV (TAB) table whose header is line [b, e). */
+static deg_status csv_table(dg_lscan *S, size_t b, size_t e, size_t cp, size_t *skip, int *got)
+{
+    const char *s = S->ctx;
+    size_t hk[2 * (MAX_COLS + 1)], cb[2 * (MAX_COLS + 1)];
+    *got = 0;
+    char d = memchr(s + b, '\t', e - b) ? '\t' : ',';
+    size_t n = delimited_cells(s, b, e, d, hk);
+    if (n < 2 || n > MAX_COLS || e >= S->len) return DEG_OK;
+    for (size_t c = 0; c < n; c++) {
+        if (!column_name(s, hk[2 * c], hk[2 * c + 1])) return DEG_OK;
+        trim(s, &hk[2 * c], &hk[2 * c + 1]);
+    }
+    size_t lb = e + 1, le = line_end(s, S->len, lb), m = delimited_cells(s, lb, le, d, cb);
+    if (m < 2 || m > n) return DEG_OK;
+    pos p = {b, cp};
+    DG_TRY(open_captioned(S, b));
+    while (lb < S->len) {
+        le = line_end(s, S->len, lb);
+        m = delimited_cells(s, lb, le, d, cb);
+        if (m < 2 || m > n) break;
+        for (size_t c = 0; c < m; c++) { /* "..." cells read inside the quotes */
+            size_t x = cb[2 * c], y = cb[2 * c + 1];
+            trim(s, &x, &y);
+            if (y - x >= 2 && s[x] == '"' && s[y - 1] == '"') {
+                cb[2 * c] = x + 1;
+                cb[2 * c + 1] = y - 1;
+            }
+        }
+        advance(s, &p, lb);
+        DG_TRY(add_row(S, &p, hk, cb, m));
+        lb = le < S->len ? le + 1 : S->len;
+    }
+    dg_lscan_close(S);
+    *skip = lb;
+    *got = 1;
+    return DEG_OK;
+}
+
+/* Past JSON value at byte i (string, number, literal, or a nested object/array,
+ * strings inside skipped): the byte after it, or len. */
+static size_t skip_value(const char *s, size_t len, size_t i)
+{
+    int depth = 0;
+    for (; i < len; i++) {
+        char c = s[i];
+        if (c == '"') {
+            for (i++; i < len && s[i] != '"'; i++)
+                if (s[i] == '\\') i++;
+            if (!depth) return i + 1;
+        } else if (c == '{' || c == '[') {
+            depth++;
+        } else if (c == '}' || c == ']') {
+            if (!depth) return i;
+            if (--depth == 0) return i + 1;
+        } else if (!depth && (c == ',' || c == '\n' || is_blank(c))) {
+            return i;
+        }
+    }
+    return len;
+}
+
+static size_t skip_ws(const char *s, size_t len, size_t i)
+{
+    while (i < len && (is_blank(s[i]) || s[i] == '\n')) i++;
+    return i;
+}
+
+/* One JSON object at byte i ('{'): its scalar members as a record. Returns the
+ * byte after its '}', or 0 when it is no object of members. */
+static size_t json_record(dg_lscan *S, pos *p, size_t i, deg_status *st)
+{
+    const char *s = S->ctx;
+    size_t len = S->len, m[4 * MAX_MEMBERS], n = 0, first = 0, last = 0;
+    i = skip_ws(s, len, i + 1);
+    while (i < len && s[i] == '"') {
+        size_t k0 = i + 1, k1 = k0;
+        while (k1 < len && s[k1] != '"') k1 += s[k1] == '\\' ? 2 : 1;
+        if (k1 >= len) return 0;
+        size_t j = skip_ws(s, len, k1 + 1);
+        if (j >= len || s[j] != ':') return 0;
+        size_t v0 = skip_ws(s, len, j + 1), v1 = skip_value(s, len, v0);
+        if (v1 >= len || v1 == v0) return 0;
+        if (!n) first = k0 - 1;
+        last = v1;
+        if (n < MAX_MEMBERS && s[v0] != '{' && s[v0] != '[') {
+            int null = v1 - v0 == 4 && memcmp(s + v0, "null", 4) == 0;
+            m[4 * n] = k0;
+            m[4 * n + 1] = k1;
+            m[4 * n + 2] = null ? v0 : v0 + (s[v0] == '"');
+            m[4 * n + 3] = null ? v0 : v1 - (s[v0] == '"');
+            n++;
+        }
+        i = skip_ws(s, len, v1);
+        if (i < len && s[i] == ',') i = skip_ws(s, len, i + 1);
+    }
+    if (i >= len || s[i] != '}' || !n) return 0;
+    advance(s, p, first);
+    int added = 0;
+    *st = dg_lscan_item(S, p->b, p->cp, first, last, &added);
+    for (size_t k = 0; *st == DEG_OK && added && k < n; k++)
+        *st = dg_lscan_cell(S, m[4 * k], m[4 * k + 1], p->b, p->cp, m[4 * k + 2], m[4 * k + 3]);
+    return i + 1;
+}
+
+/* A JSON array of objects opening on line [b, e): `"key": [` or a bare `[`, its
+ * first element an object. */
+static deg_status json_table(dg_lscan *S, size_t b, size_t e, size_t cp, size_t *skip, int *got)
+{
+    const char *s = S->ctx;
+    size_t k0 = b, k1 = b, colon, i;
+    *got = 0;
+    if (dg_json_member_split(s, b, e, &k0, &k1, &colon)) {
+        i = skip_ws(s, e, colon + 1);
+    } else {
+        i = b;
+        while (i < e && is_blank(s[i])) i++;
+        k1 = k0;
+    }
+    if (i >= e || s[i] != '[') return DEG_OK;
+    i = skip_ws(s, S->len, i + 1);
+    if (i >= S->len || s[i] != '{') return DEG_OK;
+    pos p = {b, cp};
+    DG_TRY(dg_lscan_open(S, k0, k1, 1));
+    deg_status st = DEG_OK;
+    while (i < S->len && s[i] == '{') {
+        size_t next = json_record(S, &p, i, &st);
+        DG_TRY(st);
+        if (!next) break;
+        i = skip_ws(s, S->len, next);
+        if (i < S->len && s[i] == ',') i = skip_ws(s, S->len, i + 1);
+    }
+    dg_lscan_close(S);
+    *skip = line_end(s, S->len, i);
+    *got = 1;
+    return DEG_OK;
+}
+
+static size_t indent(const char *s, size_t b, size_t e)
+{
+    size_t i = b;
+    while (i < e && (s[i] == ' ' || s[i] == '\t')) i++;
+    return i - b;
+}
+
+/* A YAML list of maps under key line [b, e) ("currencies:" then "  - code: AOA"
+ * bullets, each continued by "    name: Kwanza" lines indented to its text). */
+static deg_status yaml_table(dg_lscan *S, size_t b, size_t e, size_t cp, size_t *skip, int *got)
+{
+    const char *s = S->ctx;
+    size_t k0, k1, v0, v1, t, lb = e + 1;
+    *got = 0;
+    if (e >= S->len || !dg_keyline_split(s, b, e, &k0, &k1, &v0, &v1) || v1 > v0) return DEG_OK;
+    size_t le = line_end(s, S->len, lb);
+    size_t x0, x1, y0, y1;
+    if (!(t = dg_lscan_bullet(s, lb, le)) || s[indent(s, lb, le) + lb] != '-' ||
+        !dg_keyline_split(s, t, le, &x0, &x1, &y0, &y1) || y1 == y0)
+        return DEG_OK;
+    size_t dash = indent(s, lb, le);
+    pos p = {b, cp};
+    DG_TRY(dg_lscan_open(S, k0, k1, 1));
+    while (lb < S->len) {
+        le = line_end(s, S->len, lb);
+        t = dg_lscan_bullet(s, lb, le);
+        if (!t || indent(s, lb, le) != dash || s[lb + dash] != '-') break;
+        size_t col = t - lb, rb = lb, re = le; /* the record's lines [rb, re) */
+        size_t nb = le < S->len ? le + 1 : S->len;
+        while (nb < S->len) {
+            size_t ne = line_end(s, S->len, nb);
+            if (indent(s, nb, ne) != col || !dg_keyline_split(s, nb, ne, &x0, &x1, &y0, &y1))
+                break;
+            re = ne;
+            nb = ne < S->len ? ne + 1 : S->len;
+        }
+        advance(s, &p, rb);
+        int added = 0;
+        DG_TRY(dg_lscan_item(S, p.b, p.cp, t, re, &added));
+        for (size_t l = rb; added && l < re;) {
+            size_t l1 = line_end(s, S->len, l), from = l == rb ? t : l;
+            if (dg_keyline_split(s, from, l1, &x0, &x1, &y0, &y1))
+                DG_TRY(dg_lscan_cell(S, x0, x1, p.b, p.cp, y0, y1));
+            l = l1 + 1;
+        }
+        lb = nb;
+    }
+    dg_lscan_close(S);
+    *skip = lb;
+    *got = 1;
+    return DEG_OK;
+}
+
+deg_status dg_tables_at(dg_lscan *S, size_t b, size_t e, size_t cp, size_t *skip)
+{
+    typedef deg_status (*reader)(dg_lscan *, size_t, size_t, size_t, size_t *, int *);
+    static const reader READERS[] = {pipe_table, html_table, json_table, yaml_table, csv_table};
+    *skip = b;
+    for (size_t r = 0; r < sizeof READERS / sizeof READERS[0]; r++) {
+        int got = 0;
+        DG_TRY(READERS[r](S, b, e, cp, skip, &got));
+        if (got) return DEG_OK;
+    }
+    return DEG_OK;
+}
