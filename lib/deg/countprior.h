@@ -13,7 +13,9 @@
  * -bonus when not (before the calibration temperature, as the key prior does).
  * With no list so named, `absent` (0 = off) is added as for a count of 0. The head stays the
  * judge: a bonus shifts, it does not decide alone; a checkpoint without
- * "count_prior" decodes exactly as before.
+ * "count_prior" decodes exactly as before. Tables (lists.h, libdeg 0.13.0) are
+ * not counted: their rows were not measured as counts, and a key/value grid's
+ * rows are key lines the count already reads.
  *
  * Predicates (words of dg_key_norm, so camelCase/snake_case names read as words):
  *   none:        "no X", "without X", "has no X", "lists no X", "sets no X"

@@ -573,13 +573,14 @@ static int name_strength(const dg_array_plan *A, const char *names, const dg_lis
     return m == 0 && dg_key_words_in(names, L->key) ? 2 : m;
 }
 
-/* Properties of object array A whose name or title a column of table L names. */
+/* Properties of object array A whose name or title a column of table L names (in
+ * its first 64 records: the work stays bounded on long tables). */
 static int table_columns(const dg_lists *ls, const dg_plan *P, const dg_array_plan *A,
                          const dg_list *L)
 {
     int n = 0;
     for (size_t i = 0; i < A->n_fields; i++) {
-        for (size_t j = 0; j < L->n; j++)
+        for (size_t j = 0; j < L->n && j < 64; j++)
             if (dg_lists_cell_of(ls, P, (size_t)(A - P->arrays), L->first + j,
                                  A->first_field + i)) {
                 n++;

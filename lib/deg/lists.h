@@ -121,7 +121,8 @@ int dg_lists_wanted(const dg_plan *P);
  * references, in order"; dg_key_desc_names); the strongest match wins (exact
  * name, then description, then a partial name), ties to the list with more
  * items, then the first. Tables: an object array takes the table whose columns
- * name the most of its item's properties (dg_lists_cell_of; at least one), ties
+ * (of its first 64 records) name the most of its item's properties
+ * (dg_lists_cell_of; at least one), ties
  * to the caption's match by name as above, then more rows, then the first, before
  * any list by name alone; a plain array never takes a table. */
 int dg_lists_match(const dg_lists *ls, const dg_plan *P, size_t a);
