@@ -424,6 +424,30 @@ static void add_priors(const dg_ckpt *k, const freq *r, int w, float *l, size_t 
         for (size_t t = 0; t < nc; t++) l[t] += lm[t];
 }
 
+/* Code points [*s, *e) of candidate c for leaf L, or 0 when it is not to be read: a
+ * token span (typed = 0) is trimmed and held to the span rules (span_single_line,
+ * span_word_bounds); a table record's leaf (record: its item) reads one cell
+ * (record_span). Grammar candidates (typed) are code points already. */
+static int cand_span(const dg_ckpt *k, const freq *r, const leaf *L, int typed,
+                     const size_t *record, const dg_cell *cell, const cand *c, size_t *s,
+                     size_t *e)
+{
+    size_t a = L->inst >= 0 ? (size_t)r->insts[L->inst].array : 0;
+    *s = c->s;
+    *e = c->e;
+    if (typed) return !record || record_span(r, a, *record, cell, s, e);
+    size_t s0 = r->tok_cp0[c->s], e0 = r->tok_cp1[c->e];
+    if (record && !record_span(r, a, *record, cell, &s0, &e0)) return 0;
+    if (e0 <= s0) return 0;
+    if (dg_span_trim(r->ctx, r->ctx_len, s0, e0, s, e) != DEG_OK) {
+        dg_clear_error();
+        return 0;
+    }
+    if (*e <= *s) return 0;
+    if (k->span_single_line && r->nl_pre[*e] != r->nl_pre[*s]) return 0;
+    return !k->span_word_bounds || word_bounded(r, *s, *e);
+}
+
 deg_status dg_fill_decode_extract(const dg_ckpt *k, freq *r, job *j)
 {
     leaf *L = &r->leaves[j->target];
@@ -491,23 +515,9 @@ deg_status dg_fill_decode_extract(const dg_ckpt *k, freq *r, job *j)
     int assumed = 0;
     const char *first_reason = NULL;
     for (size_t i = 0; i < n_c && !best; i++) {
-        size_t s = cs[i].s, e = cs[i].e;
+        size_t s, e;
         if (list_item == 2 && cs[i].lp == -INFINITY) continue; /* outside its list item */
-        if (!kind) {
-            /* token span -> code points, trimmed */
-            size_t s0 = r->tok_cp0[s], e0 = r->tok_cp1[e];
-            if (record && !record_span(r, (size_t)r->insts[L->inst].array, item, cell, &s0, &e0))
-                continue;
-            if (e0 <= s0) continue;
-            if (dg_span_trim(r->ctx, r->ctx_len, s0, e0, &s, &e) != DEG_OK) {
-                dg_clear_error();
-                continue;
-            }
-            if (e <= s) continue;
-            if (k->span_single_line && r->nl_pre[e] != r->nl_pre[s]) continue;
-            if (k->span_word_bounds && !word_bounded(r, s, e)) continue;
-        }
-        if (kind && record && !record_span(r, (size_t)r->insts[L->inst].array, item, cell, &s, &e))
+        if (!cand_span(k, r, L, kind != NULL, record ? &item : NULL, cell, &cs[i], &s, &e))
             continue;
         const char *reason = NULL;
         int as = 0;
