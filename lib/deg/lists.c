@@ -621,13 +621,24 @@ static const char *prop_name(const dg_field_plan *f)
     return f->path.n ? f->path.seg[f->path.n - 1] : NULL;
 }
 
+/* Match strength of a column key for a property (name seg, title): the better of
+ * dg_key_match_name as written ("timezone" = "Time zone", compact) and with number
+ * folded ("architecture" = "Architectures"). */
+static int column_match(const char *seg, const char *title, const char *key)
+{
+    int m = dg_key_match_name(seg, title, key, 0);
+    if (m == 2) return 2;
+    int f = dg_key_match_name(seg, title, key, 1);
+    return f > m ? f : m;
+}
+
 /* Some leaf of array a other than `field` names column key exactly. */
 static int claimed(const dg_plan *P, size_t a, size_t field, const char *key)
 {
     const dg_array_plan *A = &P->arrays[a];
     for (size_t i = A->first_field; i < A->first_field + A->n_fields; i++) {
         const char *seg = prop_name(&P->fields[i]);
-        if (i != field && seg && dg_key_match_name(seg, P->fields[i].title, key, 0) == 2)
+        if (i != field && seg && column_match(seg, P->fields[i].title, key) == 2)
             return 1;
     }
     return 0;
@@ -641,7 +652,7 @@ const dg_cell *dg_lists_cell_of(const dg_lists *ls, const dg_plan *P, size_t a, 
     if (!ls->item_cell || !seg) return NULL;
     const dg_cell *partial = NULL;
     for (size_t c = ls->item_cell[item]; c < ls->item_cell[item + 1]; c++) {
-        int m = dg_key_match_name(seg, f->title, ls->cell[c].key, 0);
+        int m = column_match(seg, f->title, ls->cell[c].key);
         if (m == 2) return &ls->cell[c];
         if (m == 1 && !partial && !claimed(P, a, field, ls->cell[c].key)) partial = &ls->cell[c];
     }

@@ -42,8 +42,8 @@
  * value span) -
  *   - pipe tables: a row of '|'-separated header cells, a separator line of
  *     '-', '=', '+', ':' and '|' (Markdown "|---|---|", an ASCII grid's
- *     "+----+----+" border), then rows with as many cells (grid borders
- *     between rows skipped);
+ *     "+----+----+" border), then rows of 2+ cells (grid borders between
+ *     rows skipped; a ragged row's cells take the columns in order);
  *   - HTML: a `<tr>` of two or more `<th>` cells, then `<tr>`s of as many `<td>`;
  *   - CSV/TSV: a header line of 2+ comma- (or tab-) separated names (letters
  *     first, no blanks inside but single spaces), then lines with as many
@@ -129,7 +129,8 @@ int dg_lists_match(const dg_lists *ls, const dg_plan *P, size_t a);
 
 /* The cell of item `item` (an index into ls->item) under the column named by
  * field `field` of object array `a` of P (dg_key_match_name on its property name
- * or title: exact before partial; a partial match skips a column another leaf of
+ * or title, as written or with number folded: "architecture" reads "Architectures";
+ * exact before partial; a partial match skips a column another leaf of
  * the array names exactly: "numericCode" reads "numeric", not "code"; then the
  * first), or NULL (no cells, or no column matches). The list prior adds its bonus
  * at the cell's first and last token, or to the null outcome when the cell is

@@ -198,10 +198,11 @@ static deg_status pipe_table(dg_lscan *S, size_t b, size_t e, size_t cp, size_t 
     size_t lb = se < S->len ? se + 1 : S->len;
     while (lb < S->len) {
         size_t le = line_end(s, S->len, lb);
-        if (!separator(s, lb, le)) {
-            if (pipe_cells(s, lb, le, cb) != n) break;
+        if (!separator(s, lb, le)) { /* a ragged row keeps its first cells' columns */
+            size_t m = pipe_cells(s, lb, le, cb);
+            if (m < 2) break;
             advance(s, &p, lb);
-            DG_TRY(add_row(S, &p, hk, cb, n));
+            DG_TRY(add_row(S, &p, hk, cb, m < n ? m : n));
         }
         lb = le < S->len ? le + 1 : S->len;
     }
@@ -279,17 +280,35 @@ static int next_tr(const char *s, size_t len, size_t i, size_t *r0, size_t *r1)
     return 1;
 }
 
-/* An HTML table whose header row (2+ <th> cells) is on line [b, e). */
+/* An HTML table whose header row (2+ <th> cells) starts on line [b, e) (its
+ * "<tr" there, the row over lines to its "</tr>"; else the line's <th> cells). */
 static deg_status html_table(dg_lscan *S, size_t b, size_t e, size_t cp, size_t *skip, int *got)
 {
     const char *s = S->ctx;
     size_t hk[2 * (MAX_COLS + 1)], cb[2 * (MAX_COLS + 1)];
     *got = 0;
-    if (find_tag(s, b, e, "td") < e) return DEG_OK; /* a "<th>key</th><td>value</td>" row */
-    size_t n = html_cells(s, b, e, "th", hk);
+    /* the header row: from a "<tr" on this line to its "</tr>" (over lines), else
+     * this line's <th> cells */
+    size_t h0 = b, h1 = e, i, r0, r1;
+    while (h0 < e && !(s[h0] == '<' && at_ci(s, e, h0, "<tr") && h0 + 3 < e &&
+                       (s[h0 + 3] == '>' || is_blank(s[h0 + 3]))))
+        h0++;
+    if (h0 < e) {
+        if (!next_tr(s, S->len, h0, &r0, &r1)) return DEG_OK;
+        h0 = r0;
+        h1 = r1;
+    } else {
+        h0 = b;
+    }
+    if (find_tag(s, h0, h1, "td") < h1) return DEG_OK; /* a "<th>key</th><td>value</td>" row */
+    size_t n = html_cells(s, h0, h1, "th", hk);
     if (n < 2 || n > MAX_COLS) return DEG_OK;
-    const char *tr_end = memmem(s + b, S->len - b, "</tr>", 5);
-    size_t i = tr_end ? (size_t)(tr_end - s) + 5 : e, r0, r1;
+    if (h1 != e) {
+        i = h1;
+    } else {
+        const char *tr_end = memmem(s + b, S->len - b, "</tr>", 5);
+        i = tr_end ? (size_t)(tr_end - s) + 5 : e;
+    }
     if (!next_tr(s, S->len, i, &r0, &r1)) return DEG_OK;
     pos p = {b, cp};
     DG_TRY(open_captioned(S, b));
@@ -488,14 +507,28 @@ static size_t indent(const char *s, size_t b, size_t e)
     return i - b;
 }
 
+/* The first byte of the next non-blank line at or after lb, or len. */
+static size_t next_nonblank(const char *s, size_t len, size_t lb)
+{
+    while (lb < len) {
+        size_t le = line_end(s, len, lb);
+        if (indent(s, lb, le) < le - lb && !(le - lb == 1 && s[lb] == '\r')) return lb;
+        lb = le < len ? le + 1 : len;
+    }
+    return len;
+}
+
 /* A YAML list of maps under key line [b, e) ("currencies:" then "  - code: AOA"
- * bullets, each continued by "    name: Kwanza" lines indented to its text). */
+ * bullets, each continued by "    name: Kwanza" lines indented to its text; deeper
+ * lines (a nested list) belong to the record without cells; blank lines between
+ * records are skipped). A key with an empty value (a nested block) is no cell. */
 static deg_status yaml_table(dg_lscan *S, size_t b, size_t e, size_t cp, size_t *skip, int *got)
 {
     const char *s = S->ctx;
     size_t k0, k1, v0, v1, t, lb = e + 1;
     *got = 0;
     if (e >= S->len || !dg_keyline_split(s, b, e, &k0, &k1, &v0, &v1) || v1 > v0) return DEG_OK;
+    lb = next_nonblank(s, S->len, lb);
     size_t le = line_end(s, S->len, lb);
     size_t x0, x1, y0, y1;
     if (!(t = dg_lscan_bullet(s, lb, le)) || s[indent(s, lb, le) + lb] != '-' ||
@@ -509,20 +542,20 @@ static deg_status yaml_table(dg_lscan *S, size_t b, size_t e, size_t cp, size_t 
         t = dg_lscan_bullet(s, lb, le);
         if (!t || indent(s, lb, le) != dash || s[lb + dash] != '-') break;
         size_t col = t - lb, rb = lb, re = le; /* the record's lines [rb, re) */
-        size_t nb = le < S->len ? le + 1 : S->len;
-        while (nb < S->len) {
+        size_t nb = next_nonblank(s, S->len, le < S->len ? le + 1 : S->len);
+        while (nb < S->len) { /* deeper than the dash: still this record */
             size_t ne = line_end(s, S->len, nb);
-            if (indent(s, nb, ne) != col || !dg_keyline_split(s, nb, ne, &x0, &x1, &y0, &y1))
-                break;
+            if (indent(s, nb, ne) <= dash) break;
             re = ne;
-            nb = ne < S->len ? ne + 1 : S->len;
+            nb = next_nonblank(s, S->len, ne < S->len ? ne + 1 : S->len);
         }
         advance(s, &p, rb);
         int added = 0;
         DG_TRY(dg_lscan_item(S, p.b, p.cp, t, re, &added));
         for (size_t l = rb; added && l < re;) {
             size_t l1 = line_end(s, S->len, l), from = l == rb ? t : l;
-            if (dg_keyline_split(s, from, l1, &x0, &x1, &y0, &y1))
+            if ((l == rb || indent(s, l, l1) == col) &&
+                dg_keyline_split(s, from, l1, &x0, &x1, &y0, &y1) && y1 > y0)
                 DG_TRY(dg_lscan_cell(S, x0, x1, p.b, p.cp, y0, y1));
             l = l1 + 1;
         }

@@ -103,6 +103,12 @@ Test(tables, scan_pipe_tables)
     cr_assert_str_eq(table(&ls, ctx, 1),
                      "releases: version=10.10,codename=Maverick | version=11.04,codename=Natty");
     cr_assert_str_eq(table(&ls, ctx, 2), ": field=Country,value=Benin", "no caption: a blank");
+    dg_lists_free(&ls);
+    const char *ragged = "| p | q | r |\n|---|---|---|\n| 1 | 2 |\n| 3 | 4 | 5 | 6 |\n| 7 |\n";
+    cr_assert_eq(dg_lists_scan(ragged, strlen(ragged), &ls), DEG_OK);
+    cr_assert_str_eq(table(&ls, ragged, 0), ": p=1,q=2 | p=3,q=4,r=5");
+    dg_lists_free(&ls);
+    cr_assert_eq(dg_lists_scan(ctx, strlen(ctx), &ls), DEG_OK);
     int country = 0;
     for (size_t i = 0; i < ls.n; i++) country |= !ls.p[i].table && !strcmp(ls.p[i].key, "country");
     cr_assert(country, "a table's rows stay key lines");
@@ -199,6 +205,36 @@ Test(tables, scan_yaml_records)
     dg_lists_free(&ls);
 }
 
+/* Records over blank lines and nested lists (YAML), a header row over several lines
+ * (HTML, captioned above its <table>). */
+Test(tables, scan_multiline_records)
+{
+    const char *ctx = "repos:\n"
+                      "  - repo: https://a.example/isort\n"
+                      "    rev: 5.12.0\n"
+                      "    hooks:\n"
+                      "      - id: isort\n"
+                      "\n"
+                      "  - repo: https://b.example/black\n"
+                      "    rev: 23.1.0\n"
+                      "other: x\n"
+                      "<h5>Error constants</h5>\n"
+                      "<table>\n"
+                      "<tr>\n<th>Constant</th>\n<th>Description</th>\n</tr>\n"
+                      "<tr>\n<td>E2BIG</td>\n<td>Argument list too long.</td>\n</tr>\n"
+                      "<tr><td>EACCES</td><td>Permission denied.</td></tr>\n"
+                      "</table>\n";
+    dg_lists ls = {0};
+    cr_assert_eq(dg_lists_scan(ctx, strlen(ctx), &ls), DEG_OK);
+    cr_assert_eq(n_tables(&ls), 2);
+    cr_assert_str_eq(table(&ls, ctx, 0), "repos: repo=https://a.example/isort,rev=5.12.0 | "
+                                         "repo=https://b.example/black,rev=23.1.0");
+    cr_assert_str_eq(table(&ls, ctx, 1), "error constants: constant=E2BIG,description=Argument "
+                                         "list too long. | constant=EACCES,description="
+                                         "Permission denied.");
+    dg_lists_free(&ls);
+}
+
 /* The key of the list array 0 of `schema` takes in ctx ("-" none; "table:" + caption
  * for a table). */
 static const char *match(const char *schema, const char *ctx)
@@ -257,6 +293,23 @@ Test(tables, match)
                                             P->arrays[0].first_field + i);
         if (!strcmp(seg, "timezone")) cr_assert_null(c);
         else cr_assert_str_eq(c->key, seg);
+    }
+    dg_lists_free(&ls);
+    deg_plan_free(p);
+    /* number folded: "architecture" reads "Architectures" */
+    const char *plat = "| OS | Architectures |\n|---|---|\n| Linux | x64 |\n";
+    const char *s5 = OBJ("\"os\":{\"type\":\"string\"},\"architecture\":{\"type\":\"string\"}");
+    cr_assert_eq(deg_plan_compile(s5, strlen(s5), &p, &errs), DEG_OK);
+    P = (const dg_plan *)p;
+    cr_assert_eq(dg_lists_scan(plat, strlen(plat), &ls), DEG_OK);
+    m = dg_lists_match(&ls, P, 0);
+    cr_assert_geq(m, 0);
+    for (size_t i = 0; i < P->arrays[0].n_fields; i++) {
+        const dg_field_plan *f = &P->fields[P->arrays[0].first_field + i];
+        const dg_cell *c = dg_lists_cell_of(&ls, P, 0, ls.p[m].first,
+                                            P->arrays[0].first_field + i);
+        cr_assert_str_eq(c->key, strcmp(f->path.seg[f->path.n - 1], "os") ? "architectures"
+                                                                           : "os");
     }
     dg_lists_free(&ls);
     deg_plan_free(p);
