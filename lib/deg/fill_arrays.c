@@ -93,6 +93,22 @@ static size_t list_anchors(const freq *r, const inst *I, const dg_array_plan *a,
     return n == 0 || (int64_t)n < a->min_items ? 0 : n;
 }
 
+/* The cells each leaf of a table's records reads (lists.h dg_lists_record_cells),
+ * for I's `got` items from its list: I->rec_cell, left NULL for a list that is no
+ * table or a plain array. */
+static deg_status record_cells(const freq *r, inst *I, size_t got)
+{
+    const dg_list *L = &r->lists.p[I->list1 - 1];
+    size_t nf = r->plan->arrays[I->array].n_fields;
+    if (!got || !L->table || dg_lists_plain_array(r->plan, (size_t)I->array)) return DEG_OK;
+    I->rec_cell = malloc(got * nf * sizeof(size_t));
+    if (!I->rec_cell) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (table cells)");
+    for (size_t i = 0; i < got; i++)
+        dg_lists_record_cells(&r->lists, r->plan, (size_t)I->array, L->first + I->list_idx[i],
+                              I->rec_cell + i * nf);
+    return DEG_OK;
+}
+
 /* Items of an anchored instance from its anchor (and count) logits (§12.6). */
 deg_status dg_fill_resolve_anchors(const dg_ckpt *k, freq *r, int in)
 {
@@ -124,6 +140,7 @@ deg_status dg_fill_resolve_anchors(const dg_ckpt *k, freq *r, int in)
         if (!I->list_idx) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (anchors)");
         got = list_anchors(r, I, a, cap, n, I->anchor, I->list_idx);
         I->from_list = got > 0;
+        DG_TRY(record_cells(r, I, got));
     }
     if (!I->from_list) {
         DG_TRY(dg_anchor_pick(I->alog, n, mode, a->min_items, cap, count, I->anchor, &got));

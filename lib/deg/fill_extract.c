@@ -109,12 +109,14 @@ static void key_prior_extract(const dg_ckpt *k, const freq *r, const dg_field_pl
  * one leaf: the bonus goes there), 2 when L is a leaf of an object item (every
  * leaf's span stays inside the item: "Depends: libc6 (>= 2.14), zlib1g (>= 1.1)"
  * gave the second object the name "libc6 (>= 2.14), zlib1g (>= 1.1"), 0 when none.
- * *item: the list item (an index into r->lists.item); *cell: an object item's
- * cell under the column that names L (a table's record, dg_lists_cell_of), else
- * the one cell left for it (dg_lists_cell_left), else NULL. */
+ * *item: the list item (an index into r->lists.item); *rc: a table record's cells,
+ * one per leaf of the array (inst rec_cell, dg_lists_record_cells), else NULL;
+ * *cell: the one L reads (under the column that names it, else the one left), else
+ * NULL. */
 static int list_item_tokens(const freq *r, const leaf *L, size_t *t, size_t *item,
-                            const dg_cell **cell)
+                            const size_t **rc, const dg_cell **cell)
 {
+    *rc = NULL;
     *cell = NULL;
     if (L->inst < 0 || !r->insts[L->inst].from_list) return 0;
     const inst *I = &r->insts[L->inst];
@@ -123,25 +125,29 @@ static int list_item_tokens(const freq *r, const leaf *L, size_t *t, size_t *ite
     t[0] = r->cp_tok[it[0]];
     t[1] = r->cp_tok[it[1] - 1];
     if (dg_lists_plain_array(r->plan, (size_t)I->array)) return 1;
-    *cell = dg_lists_cell_of(&r->lists, r->plan, (size_t)I->array, *item, L->field);
-    if (!*cell) *cell = dg_lists_cell_left(&r->lists, r->plan, (size_t)I->array, *item, L->field);
+    if (I->rec_cell) {
+        const dg_array_plan *A = &r->plan->arrays[I->array];
+        *rc = I->rec_cell + L->item * A->n_fields;
+        size_t c = (*rc)[L->field - A->first_field];
+        if (c != SIZE_MAX) *cell = &r->lists.cell[c];
+    }
     return 2;
 }
 
 /* A table record's leaf reads one cell (lists.h tables): its own (`cell`), else one
- * no leaf of array a reads by its column (dg_lists_cell_unclaimed). Code points
- * [*s, *e) are clipped to the first non-empty cell of record `item` they overlap
- * (a token may straddle a cell's edge: "AUD</" of "<td>AUD</td>"); 0 when that
- * cell is not the leaf's to read, so a span runs over no row ("Africa/Kinshasa |
- * -0418+01518 | Dem. Rep. ...") and takes no sibling's cell. */
-static int record_span(const freq *r, size_t a, size_t item, const dg_cell *cell, size_t *s,
-                       size_t *e)
+ * no leaf of the record reads (dg_lists_cell_unread over rc, nf entries). Code
+ * points [*s, *e) are clipped to the first non-empty cell of record `item` they
+ * overlap (a token may straddle a cell's edge: "AUD</" of "<td>AUD</td>"); 0 when
+ * that cell is not the leaf's to read, so a span runs over no row ("Africa/Kinshasa
+ * | -0418+01518 | Dem. Rep. ...") and takes no sibling's cell. */
+static int record_span(const freq *r, size_t item, const size_t *rc, size_t nf,
+                       const dg_cell *cell, size_t *s, size_t *e)
 {
     const dg_lists *ls = &r->lists;
     for (size_t c = ls->item_cell[item]; c < ls->item_cell[item + 1]; c++) {
         const dg_cell *x = &ls->cell[c];
         if (x->c0 >= x->c1 || x->c1 <= *s || *e <= x->c0) continue;
-        if (cell ? x != cell : !dg_lists_cell_unclaimed(ls, r->plan, a, item, c)) return 0;
+        if (cell ? x != cell : !dg_lists_cell_unread(ls, rc, nf, c)) return 0;
         if (*s < x->c0) *s = x->c0;
         if (*e > x->c1) *e = x->c1;
         return 1;
@@ -426,18 +432,19 @@ static void add_priors(const dg_ckpt *k, const freq *r, int w, float *l, size_t 
 
 /* Code points [*s, *e) of candidate c for leaf L, or 0 when it is not to be read: a
  * token span (typed = 0) is trimmed and held to the span rules (span_single_line,
- * span_word_bounds); a table record's leaf (record: its item) reads one cell
- * (record_span). Grammar candidates (typed) are code points already. */
+ * span_word_bounds); a table record's leaf (rc: its record's cells, item: its list
+ * item) reads one cell (record_span). Grammar candidates (typed) are code points
+ * already. */
 static int cand_span(const dg_ckpt *k, const freq *r, const leaf *L, int typed,
-                     const size_t *record, const dg_cell *cell, const cand *c, size_t *s,
-                     size_t *e)
+                     const size_t *rc, size_t item, const dg_cell *cell, const cand *c,
+                     size_t *s, size_t *e)
 {
-    size_t a = L->inst >= 0 ? (size_t)r->insts[L->inst].array : 0;
+    size_t nf = L->inst >= 0 ? r->plan->arrays[r->insts[L->inst].array].n_fields : 0;
     *s = c->s;
     *e = c->e;
-    if (typed) return !record || record_span(r, a, *record, cell, s, e);
+    if (typed) return !rc || record_span(r, item, rc, nf, cell, s, e);
     size_t s0 = r->tok_cp0[c->s], e0 = r->tok_cp1[c->e];
-    if (record && !record_span(r, a, *record, cell, &s0, &e0)) return 0;
+    if (rc && !record_span(r, item, rc, nf, cell, &s0, &e0)) return 0;
     if (e0 <= s0) return 0;
     if (dg_span_trim(r->ctx, r->ctx_len, s0, e0, s, e) != DEG_OK) {
         dg_clear_error();
@@ -479,9 +486,9 @@ deg_status dg_fill_decode_extract(const dg_ckpt *k, freq *r, job *j)
     if (r->lm_prior > 0 && (st = lm_prior_start(k, r, a, nc, lm)) != DEG_OK) goto done;
     size_t lt[2], item = 0;
     const dg_cell *cell;
-    int list_item = list_item_tokens(r, L, lt, &item, &cell);
-    /* a table's record: its leaves read cells (lists.h tables) */
-    int record = list_item == 2 && r->lists.item_cell[item + 1] > r->lists.item_cell[item];
+    const size_t *rc; /* a table's record: its leaves read cells (lists.h tables) */
+    int list_item = list_item_tokens(r, L, lt, &item, &rc, &cell);
+    int record = rc != NULL;
     for (int w = 0; w < 2; w++) {
         float *l = lg + (size_t)w * (nc + 1);
         dg_head_extract_logits(&k->h, w, a, r->ctx_hidden, nc, rs + (size_t)w * E, q, l);
@@ -517,7 +524,7 @@ deg_status dg_fill_decode_extract(const dg_ckpt *k, freq *r, job *j)
     for (size_t i = 0; i < n_c && !best; i++) {
         size_t s, e;
         if (list_item == 2 && cs[i].lp == -INFINITY) continue; /* outside its list item */
-        if (!cand_span(k, r, L, kind != NULL, record ? &item : NULL, cell, &cs[i], &s, &e))
+        if (!cand_span(k, r, L, kind != NULL, rc, item, cell, &cs[i], &s, &e))
             continue;
         const char *reason = NULL;
         int as = 0;

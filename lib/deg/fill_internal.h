@@ -53,6 +53,9 @@ typedef struct inst {       /* one array instance */
     int list1;              /* list prior: 1 + the matched list of r->lists, 0 = none */
     int from_list;          /* the anchors are the list's items: item i = list item list_idx[i] */
     size_t *list_idx;       /* [n_items] when from_list */
+    size_t *rec_cell;       /* [n_items * n_fields] when from_list on a table: the cell
+                             * each leaf of item i reads (dg_lists_record_cells), once
+                             * per record rather than per span candidate */
     int list_probe;         /* by_anchor: no list by name; the anchor head's best token may pick one */
     size_t r0, r1;          /* region: context tokens [r0, r1) (every instance has one) */
     size_t *anchor;         /* [n_items] anchor tokens, ascending */

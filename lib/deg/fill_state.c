@@ -196,6 +196,7 @@ void dg_fill_clear(freq *r)
         free(r->insts[i].newidx);
         free(r->insts[i].anchor);
         free(r->insts[i].list_idx);
+        free(r->insts[i].rec_cell);
         free(r->insts[i].alog);
         free(r->insts[i].gold_idx);
         json_decref(r->insts[i].raw);

@@ -3,6 +3,7 @@
 #include "deg/lists.h"
 
 #include <ctype.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -659,30 +660,35 @@ const dg_cell *dg_lists_cell_of(const dg_lists *ls, const dg_plan *P, size_t a, 
     return partial;
 }
 
-int dg_lists_cell_unclaimed(const dg_lists *ls, const dg_plan *P, size_t a, size_t item,
-                            size_t c)
+int dg_lists_cell_unread(const dg_lists *ls, const size_t *rc, size_t nf, size_t c)
 {
     if (ls->cell[c].c1 <= ls->cell[c].c0) return 0;
-    const dg_array_plan *A = &P->arrays[a];
-    for (size_t i = A->first_field; i < A->first_field + A->n_fields; i++)
-        if (dg_lists_cell_of(ls, P, a, item, i) == &ls->cell[c]) return 0;
+    for (size_t j = 0; j < nf; j++)
+        if (rc[j] == c) return 0;
     return 1;
 }
 
-const dg_cell *dg_lists_cell_left(const dg_lists *ls, const dg_plan *P, size_t a, size_t item,
-                                  size_t field)
+void dg_lists_record_cells(const dg_lists *ls, const dg_plan *P, size_t a, size_t item,
+                           size_t *out)
 {
     const dg_array_plan *A = &P->arrays[a];
-    if (!ls->item_cell || dg_lists_cell_of(ls, P, a, item, field)) return NULL;
-    for (size_t i = A->first_field; i < A->first_field + A->n_fields; i++)
-        if (i != field && !dg_lists_cell_of(ls, P, a, item, i)) return NULL;
-    const dg_cell *left = NULL;
-    for (size_t c = ls->item_cell[item]; c < ls->item_cell[item + 1]; c++)
-        if (dg_lists_cell_unclaimed(ls, P, a, item, c)) {
-            if (left) return NULL;
-            left = &ls->cell[c];
+    size_t unnamed = SIZE_MAX, n_unnamed = 0;
+    for (size_t j = 0; j < A->n_fields; j++) {
+        const dg_cell *c = dg_lists_cell_of(ls, P, a, item, A->first_field + j);
+        out[j] = c ? (size_t)(c - ls->cell) : SIZE_MAX;
+        if (!c) {
+            unnamed = j;
+            n_unnamed++;
         }
-    return left;
+    }
+    if (n_unnamed != 1 || !ls->item_cell) return;
+    size_t left = SIZE_MAX;
+    for (size_t c = ls->item_cell[item]; c < ls->item_cell[item + 1]; c++)
+        if (dg_lists_cell_unread(ls, out, A->n_fields, c)) {
+            if (left != SIZE_MAX) return;
+            left = c;
+        }
+    out[unnamed] = left;
 }
 
 int dg_lists_at(const dg_lists *ls, const size_t *cp_tok, size_t t)

@@ -138,19 +138,19 @@ int dg_lists_match(const dg_lists *ls, const dg_plan *P, size_t a);
 const dg_cell *dg_lists_cell_of(const dg_lists *ls, const dg_plan *P, size_t a, size_t item,
                                 size_t field);
 
-/* 1 when cell c (an index into ls->cell) of item `item` is written (not empty) and
- * no leaf of object array `a` reads it by its column (dg_lists_cell_of): where a
- * leaf no column names may read ("Comment" for a note whose siblings timezone and
- * coordinates name their columns). */
-int dg_lists_cell_unclaimed(const dg_lists *ls, const dg_plan *P, size_t a, size_t item,
-                            size_t c);
+/* The cells the leaves of object array `a` read in item `item` (an index into
+ * ls->item), computed once per record (fill_arrays.c keeps them per instance):
+ * out[j] (j < the array's n_fields) = the index into ls->cell of the cell under the
+ * column that names field first_field + j (dg_lists_cell_of), else, for the one
+ * leaf of the array no column names, the one written cell no column claims
+ * ("Comment" for a note beside timezone and coordinates; none when two or more are
+ * left), else SIZE_MAX. */
+void dg_lists_record_cells(const dg_lists *ls, const dg_plan *P, size_t a, size_t item,
+                           size_t *out);
 
-/* The one cell left for field `field` of object array `a` in item `item`: when no
- * column names the field, it is the only leaf of the array no column names, and
- * the item has exactly one unclaimed cell (dg_lists_cell_unclaimed), that cell
- * ("Comment" for a note beside timezone and coordinates), else NULL. */
-const dg_cell *dg_lists_cell_left(const dg_lists *ls, const dg_plan *P, size_t a, size_t item,
-                                  size_t field);
+/* 1 when cell c is written (not empty) and no leaf reads it (rc: the record's
+ * dg_lists_record_cells, nf entries): where a leaf with no cell of its own may read. */
+int dg_lists_cell_unread(const dg_lists *ls, const size_t *rc, size_t nf, size_t c);
 
 /* The list one of whose items covers context token t (cp_tok: the token of each
  * code point, fill_internal.h), the first in list order, or -1. Tables are

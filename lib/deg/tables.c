@@ -56,8 +56,29 @@ static int separator(const char *s, size_t b, size_t e)
     return dashes >= 3;
 }
 
+/* Parts of line [b, e) split at d, trailing blanks off: their bytes into cb
+ * (cb[2i], cb[2i+1] = part i). With quotes, a part in double quotes may hold d
+ * (CSV); a pipe row has none. Returns the count (MAX_COLS + 1: too many). */
+static size_t split_cells(const char *s, size_t b, size_t e, char d, int quotes, size_t *cb)
+{
+    size_t n = 0, c0 = b;
+    int quoted = 0;
+    while (e > b && is_blank(s[e - 1])) e--;
+    for (size_t i = b; i <= e; i++) {
+        if (quotes && i < e && s[i] == '"') quoted = !quoted;
+        if (i == e || (s[i] == d && !quoted)) {
+            if (n == MAX_COLS) return MAX_COLS + 1;
+            cb[2 * n] = c0;
+            cb[2 * n + 1] = i;
+            n++;
+            c0 = i + 1;
+        }
+    }
+    return n;
+}
+
 /* Cells of a pipe row [b, e): split at '|' (one leading and one trailing pipe are
- * borders); cb[2i], cb[2i+1] = cell i's bytes. Returns the count (0: no row). */
+ * borders). Returns the count (0: no row, or wider than MAX_COLS). */
 static size_t pipe_cells(const char *s, size_t b, size_t e, size_t *cb)
 {
     while (b < e && is_blank(s[b])) b++;
@@ -65,16 +86,8 @@ static size_t pipe_cells(const char *s, size_t b, size_t e, size_t *cb)
     if (b < e && s[b] == '|') b++;
     if (e > b && s[e - 1] == '|') e--;
     if (!memchr(s + b, '|', e - b)) return 0;
-    size_t n = 0, c0 = b;
-    for (size_t i = b; i <= e; i++)
-        if (i == e || s[i] == '|') {
-            if (n == MAX_COLS) return 0;
-            cb[2 * n] = c0;
-            cb[2 * n + 1] = i;
-            n++;
-            c0 = i + 1;
-        }
-    return n;
+    size_t n = split_cells(s, b, e, '|', 0, cb);
+    return n > MAX_COLS ? 0 : n;
 }
 
 /* Line [b, e) is markup only ("<table>", "<thead>"): it starts with '<' and has
@@ -324,26 +337,6 @@ static deg_status html_table(dg_lscan *S, size_t b, size_t e, size_t cp, size_t 
     return DEG_OK;
 }
 
-/* Parts of a delimited line [b, e) split at d (a part in double quotes may hold
- * d): their bytes into cb. Returns the count (MAX_COLS + 1: too many). */
-static size_t delimited_cells(const char *s, size_t b, size_t e, char d, size_t *cb)
-{
-    size_t n = 0, c0 = b;
-    int quoted = 0;
-    while (e > b && is_blank(s[e - 1])) e--;
-    for (size_t i = b; i <= e; i++) {
-        if (i < e && s[i] == '"') quoted = !quoted;
-        if (i == e || (s[i] == d && !quoted)) {
-            if (n == MAX_COLS) return MAX_COLS + 1;
-            cb[2 * n] = c0;
-            cb[2 * n + 1] = i;
-            n++;
-            c0 = i + 1;
-        }
-    }
-    return n;
-}
-
 /* A column name of a CSV header: a letter first, then letters, digits, '_', '-',
  * '.', '/' or single spaces; at most 3 words and DG_KEY_MAX_LEN bytes. */
 static int column_name(const char *s, size_t x, size_t y)
@@ -369,19 +362,19 @@ static deg_status csv_table(dg_lscan *S, size_t b, size_t e, size_t cp, size_t *
     size_t hk[2 * (MAX_COLS + 1)], cb[2 * (MAX_COLS + 1)];
     *got = 0;
     char d = memchr(s + b, '\t', e - b) ? '\t' : ',';
-    size_t n = delimited_cells(s, b, e, d, hk);
+    size_t n = split_cells(s, b, e, d, 1, hk);
     if (n < 2 || n > MAX_COLS || e >= S->len) return DEG_OK;
     for (size_t c = 0; c < n; c++) {
         if (!column_name(s, hk[2 * c], hk[2 * c + 1])) return DEG_OK;
         trim(s, &hk[2 * c], &hk[2 * c + 1]);
     }
-    size_t lb = e + 1, le = line_end(s, S->len, lb), m = delimited_cells(s, lb, le, d, cb);
+    size_t lb = e + 1, le = line_end(s, S->len, lb), m = split_cells(s, lb, le, d, 1, cb);
     if (m < 2 || m > n) return DEG_OK;
     pos p = {b, cp};
     DG_TRY(open_captioned(S, b));
     while (lb < S->len) {
         le = line_end(s, S->len, lb);
-        m = delimited_cells(s, lb, le, d, cb);
+        m = split_cells(s, lb, le, d, 1, cb);
         if (m < 2 || m > n) break;
         for (size_t c = 0; c < m; c++) { /* "..." cells read inside the quotes */
             size_t x = cb[2 * c], y = cb[2 * c + 1];

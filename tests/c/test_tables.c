@@ -353,15 +353,25 @@ Test(tables, cell_left)
         cr_assert_eq(dg_lists_scan(ctx, strlen(ctx), &ls), DEG_OK);
         int m = dg_lists_match(&ls, P, 0);
         cr_assert_geq(m, 0);
-        for (size_t i = 0; i < P->arrays[0].n_fields; i++) {
-            size_t fi = P->arrays[0].first_field + i;
-            const dg_field_plan *f = &P->fields[fi];
-            const dg_cell *c = dg_lists_cell_left(&ls, P, 0, ls.p[m].first, fi);
-            if (k == 0 && !strcmp(f->path.seg[f->path.n - 1], "note"))
-                cr_assert_str_eq(c->key, "comment");
-            else
-                cr_assert_null(c, "%s", f->path.seg[f->path.n - 1]);
+        size_t rc[3];
+        cr_assert_eq(P->arrays[0].n_fields, 3);
+        dg_lists_record_cells(&ls, P, 0, ls.p[m].first, rc);
+        for (size_t i = 0; i < 3; i++) {
+            const dg_field_plan *f = &P->fields[P->arrays[0].first_field + i];
+            const char *name = f->path.seg[f->path.n - 1];
+            const char *want = !strcmp(name, "timezone")                ? "time zone"
+                               : !strcmp(name, "coordinates")           ? "coordinates"
+                               : k == 0 && !strcmp(name, "note")        ? "comment"
+                                                                        : NULL;
+            if (want) {
+                cr_assert_neq(rc[i], SIZE_MAX, "%s", name);
+                cr_assert_str_eq(ls.cell[rc[i]].key, want, "%s", name);
+            } else {
+                cr_assert_eq(rc[i], SIZE_MAX, "%s", name);
+            }
         }
+        /* the note's cell is read by it; with two unnamed leaves it stays unread */
+        cr_assert_eq(dg_lists_cell_unread(&ls, rc, 3, ls.item_cell[ls.p[m].first] + 2), k);
         dg_lists_free(&ls);
         deg_plan_free(p);
     }
