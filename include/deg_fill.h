@@ -126,6 +126,14 @@ extern "C" {
  * takes a "Type=Application" line of a .desktop file that writes no
  * MimeType= (kept: on the development sets partial matches were right 12
  * of 15 times).
+ * Count scales (libdeg 0.14.0): a top-level integer score every level of which
+ * x-levels labels with a count range ("0 to 19", "20 to 39", "40 or more";
+ * "7", "2-3", "20+", "at least 3", "more than 5"; ": description" may follow)
+ * and whose name, title or description says what it counts ("number of X",
+ * "num X", "count of X", "how many X", "X count") is judged on the same lists:
+ * the level whose range holds the count of the list X names gets +b (no list so
+ * named: the heads alone; a is for booleans only); meta "list_key" /
+ * "list_items" as above.
  *
  * span_single_line: plain-string spans (no format) never hold a line break
  * between their first and last non-blank characters (no gold plain span of

@@ -3,7 +3,9 @@
 #include "deg/countprior.h"
 
 #include <jansson.h>
+#include <stdint.h>
 #include <string.h>
+#include <strings.h>
 
 #include "base/status.h"
 #include "deg/request.h"
@@ -52,23 +54,41 @@ static int ends_noun(const words *W, size_t i)
     return is_any_of(W, i, END, sizeof END / sizeof END[0]);
 }
 
+/* Words that end what a count scale counts: the scale's own words ("the number of
+ * targets as a band", "number_of_keys_level", "which band the number of commands
+ * falls in"). */
+static int ends_scale_noun(const words *W, size_t i)
+{
+    static const char *const END[] = {"level", "levels", "band", "bands", "bucket", "buckets",
+                                      "scale", "class", "tier", "bin", "range", "group",
+                                      "as", "falls", "fall", "within", "per", "which", "count"};
+    return ends_noun(W, i) || is_any_of(W, i, END, sizeof END / sizeof END[0]);
+}
+
 /* The noun phrase from word i (past "item"/"items"), 1..NOUN_MAX_WORDS words, into
- * noun; returns its word count (0: none). */
-static size_t take_noun(const words *W, size_t i, char *noun, size_t cap)
+ * noun; returns its word count (0: none). scale: a count scale's noun (it also ends
+ * at the scale's words, ends_scale_noun). */
+static size_t take_noun_ex(const words *W, size_t i, char *noun, size_t cap, int scale)
 {
     if (is(W, i, "item") || is(W, i, "items")) i++;
     size_t o = 0, k = 0;
     noun[0] = 0;
-    for (; i < W->count && k < NOUN_MAX_WORDS && !ends_noun(W, i); i++, k++) {
+    int (*ends)(const words *, size_t) = scale ? ends_scale_noun : ends_noun;
+    for (; i < W->count && k < NOUN_MAX_WORDS && !ends(W, i); i++, k++) {
         if (o + (o ? 1 : 0) + W->n[i] + 1 > cap) break;
         if (o) noun[o++] = ' ';
         memcpy(noun + o, W->w[i], W->n[i]);
         o += W->n[i];
         noun[o] = 0;
     }
-    if (i < W->count && k == NOUN_MAX_WORDS && !ends_noun(W, i)) k = 0; /* a clause, not a noun */
+    if (i < W->count && k == NOUN_MAX_WORDS && !ends(W, i)) k = 0; /* a clause, not a noun */
     if (k == 0) noun[0] = 0;
     return k;
+}
+
+static size_t take_noun(const words *W, size_t i, char *noun, size_t cap)
+{
+    return take_noun_ex(W, i, noun, cap, 0);
 }
 
 /* A quantifier at word i: its op and how many words it spans, else 0. */
@@ -138,16 +158,24 @@ dg_count_op dg_count_parse_words(const char *text, char *noun, size_t cap)
     return DG_COUNT_NONE_OP;
 }
 
+/* Source i (0 name, 1 title, 2 description) of field f as normalised words
+ * (dg_key_norm of its first DG_KEY_DESC_MAX bytes) into norm; 0 when f has none. */
+static int field_words(const dg_field_plan *f, int i, char norm[DG_KEY_DESC_MAX + 1])
+{
+    const char *src = i == 0 ? f->path.seg[f->path.n - 1] : i == 1 ? f->title : f->description;
+    if (!src) return 0;
+    size_t len = strlen(src);
+    dg_key_norm(src, len < DG_KEY_DESC_MAX ? len : DG_KEY_DESC_MAX, norm, DG_KEY_DESC_MAX + 1);
+    return 1;
+}
+
 size_t dg_count_preds_of(const dg_field_plan *f, dg_count_pred out[3])
 {
     if (f->mode != DG_MODE_NOUL || f->depth_items > 0 || f->path.n == 0) return 0;
-    const char *src[3] = {f->path.seg[f->path.n - 1], f->title, f->description};
     size_t n = 0;
     for (int i = 0; i < 3; i++) {
-        if (!src[i]) continue;
         char norm[DG_KEY_DESC_MAX + 1];
-        size_t len = strlen(src[i]);
-        dg_key_norm(src[i], len < DG_KEY_DESC_MAX ? len : DG_KEY_DESC_MAX, norm, sizeof norm);
+        if (!field_words(f, i, norm)) continue;
         out[n].op = dg_count_parse_words(norm, out[n].noun, sizeof out[n].noun);
         if (out[n].op != DG_COUNT_NONE_OP) n++;
     }
@@ -200,35 +228,20 @@ static void stated_range(dg_count_op op, int t, size_t *lo, size_t *hi)
     *hi = R[op][t][1];
 }
 
-int dg_count_judge(const dg_lists *ls, const char *ctx, const size_t *cp_byte,
-                   const dg_count_pred *p, int *li)
+/* The list counted for noun phrase `noun`: the list whose key matches it as a name
+ * (plurals folded; exact before partial, a partial key having fewer words than the
+ * noun; ties to more items, then the first), keys that are predicates skipped, tables
+ * skipped (rows are not counted yet: lists.h tables). -1: none. */
+static int counted_list(const dg_lists *ls, const char *noun)
 {
-    *li = -1;
-    if (p->op == DG_COUNT_NONE_OP || !p->noun[0]) return -1;
     int best_m = 0, counted = -1;
-    size_t noun_words = n_words(p->noun);
+    size_t noun_words = n_words(noun);
     for (size_t i = 0; i < ls->n; i++) {
         const dg_list *L = &ls->p[i];
-        if (L->table) continue; /* rows are not counted (yet): lists.h tables */
-        char noun[DG_KEY_MAX_LEN + 1];
-        dg_count_op kop = dg_count_parse_words(L->key, noun, sizeof noun);
-        if (kop != DG_COUNT_NONE_OP) {
-            /* a key that is itself a predicate over the same noun, stating yes/no
-             * ("Has magic: ja" for noMagic): its truth bounds the count */
-            if (L->n != 1 || dg_key_match_name(p->noun, NULL, noun, 1) != 2) continue;
-            const size_t *it = ls->item + 2 * L->first;
-            int t = dg_key_yes_no(ctx + cp_byte[it[0]], cp_byte[it[1]] - cp_byte[it[0]]);
-            if (t < 0) continue;
-            size_t lo, hi;
-            stated_range(kop, t, &lo, &hi);
-            int v = holds_over(p->op, lo, hi);
-            if (v >= 0) {
-                *li = (int)i;
-                return v;
-            }
+        char kn[DG_KEY_MAX_LEN + 1];
+        if (L->table || dg_count_parse_words(L->key, kn, sizeof kn) != DG_COUNT_NONE_OP)
             continue;
-        }
-        int m = dg_key_match_name(p->noun, NULL, L->key, 1);
+        int m = dg_key_match_name(noun, NULL, L->key, 1);
         /* partial: only a key of fewer words than the noun ("variables" for "result
          * variables"); "remain after exit" is no list of "after" */
         if (m == 0 || m < best_m || (m == 1 && n_words(L->key) >= noun_words)) continue;
@@ -236,16 +249,146 @@ int dg_count_judge(const dg_lists *ls, const char *ctx, const size_t *cp_byte,
         counted = (int)i;
         best_m = m;
     }
+    return counted;
+}
+
+int dg_count_judge(const dg_lists *ls, const char *ctx, const size_t *cp_byte,
+                   const dg_count_pred *p, int *li)
+{
+    *li = -1;
+    if (p->op == DG_COUNT_NONE_OP || !p->noun[0]) return -1;
+    for (size_t i = 0; i < ls->n; i++) {
+        const dg_list *L = &ls->p[i];
+        char noun[DG_KEY_MAX_LEN + 1];
+        dg_count_op kop = L->table ? DG_COUNT_NONE_OP
+                                   : dg_count_parse_words(L->key, noun, sizeof noun);
+        if (kop == DG_COUNT_NONE_OP) continue;
+        /* a key that is itself a predicate over the same noun, stating yes/no ("Has
+         * magic: ja" for noMagic): its truth bounds the count */
+        if (L->n != 1 || dg_key_match_name(p->noun, NULL, noun, 1) != 2) continue;
+        const size_t *it = ls->item + 2 * L->first;
+        int t = dg_key_yes_no(ctx + cp_byte[it[0]], cp_byte[it[1]] - cp_byte[it[0]]);
+        if (t < 0) continue;
+        size_t lo, hi;
+        stated_range(kop, t, &lo, &hi);
+        int v = holds_over(p->op, lo, hi);
+        if (v >= 0) {
+            *li = (int)i;
+            return v;
+        }
+    }
+    int counted = counted_list(ls, p->noun);
     if (counted < 0) return -1;
     *li = counted;
     return dg_count_holds(p->op, ls->p[counted].n);
+}
+
+/* A level label as a count range: "7", "0 to 19", "2-3" (also en dash, ".."), "40 or
+ * more", "20+", "at least 3", "more than 5" -> [*lo, *hi] (hi SIZE_MAX: open); after
+ * it only blanks, or ':' and a description. 1 parsed, 0 not. */
+static int label_range(const char *s, size_t *lo, size_t *hi)
+{
+    static const char *const OPEN[] = {"at least ", "more than ", "over ", ">= ", "> "};
+    static const char *const TO[] = {"to ", "-", "\xe2\x80\x93", ".."};
+    static const char *const MORE[] = {"or more", "and more", "or above", "and above", "+"};
+    int open = 0;
+    while (*s == ' ') s++;
+    for (size_t k = 0; k < sizeof OPEN / sizeof OPEN[0] && !open; k++)
+        if (!strncasecmp(s, OPEN[k], strlen(OPEN[k]))) {
+            open = k == 1 || k == 2 || k == 4 ? 2 : 1; /* "more than 5": 6 or more */
+            s += strlen(OPEN[k]);
+        }
+    size_t n = 0, d = 0;
+    for (; *s >= '0' && *s <= '9' && d < 9; s++, d++) n = n * 10 + (size_t)(*s - '0');
+    if (d == 0 || (*s >= '0' && *s <= '9')) return 0;
+    *lo = open == 2 ? n + 1 : n;
+    *hi = open ? SIZE_MAX : n;
+    while (*s == ' ') s++;
+    if (!open) {
+        for (size_t k = 0; k < sizeof TO / sizeof TO[0]; k++) {
+            if (strncmp(s, TO[k], strlen(TO[k]))) continue;
+            s += strlen(TO[k]);
+            while (*s == ' ') s++;
+            size_t m = 0, e = 0;
+            for (; *s >= '0' && *s <= '9' && e < 9; s++, e++) m = m * 10 + (size_t)(*s - '0');
+            if (e == 0 || m < n || (*s >= '0' && *s <= '9')) return 0;
+            *hi = m;
+            break;
+        }
+        for (size_t k = 0; k < sizeof MORE / sizeof MORE[0] && *hi == n; k++)
+            if (!strncasecmp(s, MORE[k], strlen(MORE[k]))) {
+                *hi = SIZE_MAX;
+                s += strlen(MORE[k]);
+            }
+    }
+    while (*s == ' ') s++;
+    return *s == 0 || *s == ':';
+}
+
+/* Field f is a count scale's leaf: a top-level score every level of which is labelled
+ * with a count range (label_range). */
+static int count_levels(const dg_field_plan *f)
+{
+    if (f->mode != DG_MODE_SCORE || f->depth_items > 0 || f->path.n == 0 || !f->n_levels ||
+        !f->level_labels)
+        return 0;
+    for (size_t i = 0; i < f->n_levels; i++) {
+        size_t lo, hi;
+        if (!f->level_labels[i] || !label_range(f->level_labels[i], &lo, &hi)) return 0;
+    }
+    return 1;
+}
+
+size_t dg_count_scale_nouns(const dg_field_plan *f, char out[3][DG_KEY_MAX_LEN + 1])
+{
+    if (!count_levels(f)) return 0;
+    size_t n = 0;
+    for (int k = 0; k < 3; k++) {
+        char norm[DG_KEY_DESC_MAX + 1];
+        if (!field_words(f, k, norm)) continue;
+        words W;
+        split_words(norm, &W);
+        size_t got = 0;
+        for (size_t i = 0; i < W.count && !got; i++) {
+            size_t at = is(&W, i, "number") || is(&W, i, "num") || is(&W, i, "count") ? i + 1
+                        : is(&W, i, "how") && is(&W, i + 1, "many")                 ? i + 2
+                                                                                    : 0;
+            got = at ? take_noun_ex(&W, at, out[n], sizeof out[n], 1) : 0;
+        }
+        /* "extension_count", "keywordCount": the words before a last "count" */
+        if (!got && W.count >= 2 && W.count <= NOUN_MAX_WORDS + 1 &&
+            is(&W, W.count - 1, "count"))
+            got = take_noun_ex(&W, 0, out[n], sizeof out[n], 1) == W.count - 1;
+        if (got) n++;
+    }
+    return n;
+}
+
+int dg_count_scale_judge(const dg_lists *ls, const dg_field_plan *f, int *li, size_t *count)
+{
+    char nouns[3][DG_KEY_MAX_LEN + 1];
+    size_t nn = dg_count_scale_nouns(f, nouns);
+    *li = -1;
+    *count = 0;
+    if (nn == 0) return -1;
+    for (size_t i = 0; i < nn && *li < 0; i++) *li = counted_list(ls, nouns[i]);
+    if (*li < 0) return -1;
+    *count = ls->p[*li].n;
+    for (size_t i = 0; i < f->n_levels; i++) {
+        size_t lo, hi;
+        label_range(f->level_labels[i], &lo, &hi);
+        if (lo <= *count && *count <= hi) return (int)i;
+    }
+    return -1;
 }
 
 int dg_count_wanted(const dg_plan *P)
 {
     for (size_t i = 0; i < P->n_fields; i++) {
         dg_count_pred p[3];
-        if (dg_count_preds_of(&P->fields[i], p)) return 1;
+        char nouns[3][DG_KEY_MAX_LEN + 1];
+        if (dg_count_preds_of(&P->fields[i], p) || dg_count_scale_nouns(&P->fields[i], nouns))
+            return 1;
     }
     return 0;
 }

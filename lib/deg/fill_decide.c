@@ -127,6 +127,32 @@ static double count_prior_noul(const dg_ckpt *k, const freq *r, const dg_field_p
     return v ? w : -w;
 }
 
+/* score: the count prior over a count scale (countprior.h): +bonus to the level
+ * holding the counted list's items (no list named: the heads alone, no `absent`).
+ * *li / *on as count_prior_noul. */
+static void count_prior_score(const dg_ckpt *k, const freq *r, const dg_field_plan *f,
+                              float *lg, int *li, int *on)
+{
+    size_t count;
+    *li = -1;
+    *on = 0;
+    if (!k->count_prior.on || k->count_prior.bonus <= 0) return;
+    int lv = dg_count_scale_judge(&r->lists, f, li, &count);
+    if (lv < 0) return;
+    lg[lv] += (float)k->count_prior.bonus;
+    *on = 1;
+}
+
+/* Meta of a leaf the count prior judged: the list that told ("list_key"; null and
+ * "list_items" 0 when none is named). */
+static void count_meta(json_t *meta, const freq *r, int li)
+{
+    if (!meta) return;
+    const dg_list *C = li >= 0 ? &r->lists.p[li] : NULL;
+    json_object_set_new(meta, "list_key", C ? json_string(C->key) : json_null());
+    json_object_set_new(meta, "list_items", json_integer(C ? (json_int_t)C->n : 0));
+}
+
 deg_status dg_fill_decode_decide(const dg_ckpt *k, freq *r, job *j)
 {
     leaf *L = &r->leaves[j->target];
@@ -142,11 +168,7 @@ deg_status dg_fill_decode_decide(const dg_ckpt *k, freq *r, job *j)
         dg_softmax(lg, 2, k->temp[DG_T_NOUL], p, NULL);
         L->value = json_boolean(p[0] >= 0.5);
         L->meta = json_pack("{s:s, s:f}", "mode", "decide.noul", "probability", p[0]);
-        if (L->meta && counted) { /* the list that told, null: none ("list_items" 0) */
-            const dg_list *C = li >= 0 ? &r->lists.p[li] : NULL;
-            json_object_set_new(L->meta, "list_key", C ? json_string(C->key) : json_null());
-            json_object_set_new(L->meta, "list_items", json_integer(C ? (json_int_t)C->n : 0));
-        }
+        if (counted) count_meta(L->meta, r, li);
         dg_fill_raw_digest(k, L->meta, lg, 1, NULL, 0);
         return DEG_OK;
     }
@@ -160,7 +182,9 @@ deg_status dg_fill_decode_decide(const dg_ckpt *k, freq *r, job *j)
         return dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
     }
     dg_head_pointer(&k->h, score, a, j->h, n, lg);
+    int li = -1, counted = 0;
     if (!score) key_prior_choice(k, r, f, lg);
+    else count_prior_score(k, r, f, lg, &li, &counted);
     dg_softmax(lg, n, k->temp[score ? DG_T_SCORE : DG_T_CHOICE], p, NULL);
     size_t b = dg_argmax_d(p, n);
     L->meta = json_pack("{s:s, s:f, s:f, s:o}", "mode", dg_mode_name(f->mode), "probability",
@@ -174,6 +198,7 @@ deg_status dg_fill_decode_decide(const dg_ckpt *k, freq *r, job *j)
         }
         json_object_set_new(L->meta, "expected", z > 0 ? json_real(e / z) : json_null());
         L->value = b < f->n_levels ? json_integer((json_int_t)f->levels[b]) : json_null();
+        if (counted) count_meta(L->meta, r, li);
     } else {
         L->value = json_deep_copy(json_array_get(f->options, b));
     }

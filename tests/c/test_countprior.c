@@ -16,6 +16,7 @@
 #include "deg/countprior.h"
 #include "deg/keyprior.h"
 #include "deg/lists.h"
+#include "deg/plan.h"
 
 #define GOLDENS DEG_SOURCE_ROOT "/tests/goldens"
 
@@ -287,4 +288,128 @@ Test(countprior, deg_json_validation)
     snprintf(dir2, sizeof dir2, "%s-saved", dir);
     cr_assert_neq(deg_ckpt_save(k, dir2, "{\"count_prior\": 1}", 0), DEG_OK, "reserved key");
     deg_ckpt_free(k);
+}
+
+/* Count scales: the nouns a score's name, title or description counts, only when
+ * every level is labelled with a count range; the level the lists' count falls in. */
+Test(countprior, scale_nouns_and_levels)
+{
+    const char *schema =
+        "{\"type\":\"object\",\"properties\":{"
+        "\"number_of_targets_level\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":2,"
+        "\"x-levels\":{\"0\":\"0 to 1\",\"1\":\"2 to 3\",\"2\":\"4 or more\"},"
+        "\"description\":\"the number of targets as a band on a 0-2 scale\"},"
+        "\"x\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":3,"
+        "\"x-levels\":{\"1\":\"0\",\"2\":\"1-2\",\"3\":\"3+\"},"
+        "\"description\":\"which band the number of commands falls in\"},"
+        "\"keywordCount\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":2,"
+        "\"x-levels\":{\"0\":\"0\",\"1\":\"1\",\"2\":\"more than 1: several\"}},"
+        "\"numberOfKeysScale\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":1,"
+        "\"x-levels\":{\"0\":\"few\",\"1\":\"many\"}},"
+        "\"severity\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":2,"
+        "\"x-levels\":{\"0\":\"0\",\"1\":\"1\",\"2\":\"2\"}}}}";
+    static const struct {
+        const char *name;
+        size_t n;
+        const char *nouns[3];
+        int level;       /* judged on CTX */
+        size_t count;
+    } W[] = {
+        {"number_of_targets_level", 2, {"targets", "targets"}, 1, 3},
+        {"x", 1, {"commands"}, 2, 4},
+        {"keywordCount", 1, {"keyword"}, -1, 0}, /* no list named: the heads alone */
+        {"numberOfKeysScale", 0, {NULL}, -1, 0}, /* labels are no counts */
+        {"severity", 0, {NULL}, -1, 0},          /* no noun counted */
+    };
+    const char *ctx = "Targets:\n* a\n* b\n* c\n\nCommands: w, x, y and z\n";
+    deg_plan *p = NULL;
+    char *errs = NULL;
+    cr_assert_eq(deg_plan_compile(schema, strlen(schema), &p, &errs), DEG_OK, "%s", errs);
+    const dg_plan *P = (const dg_plan *)p;
+    dg_lists ls = {0};
+    cr_assert_eq(dg_lists_scan(ctx, strlen(ctx), &ls), DEG_OK);
+    for (size_t i = 0; i < sizeof W / sizeof W[0]; i++) {
+        const dg_field_plan *f = NULL;
+        for (size_t j = 0; j < P->n_fields; j++)
+            if (!strcmp(P->fields[j].path.seg[0], W[i].name)) f = &P->fields[j];
+        cr_assert_not_null(f, "%s", W[i].name);
+        char nouns[3][DG_KEY_MAX_LEN + 1];
+        size_t n = dg_count_scale_nouns(f, nouns);
+        cr_assert_eq(n, W[i].n, "%s: %zu nouns", W[i].name, n);
+        for (size_t k = 0; k < n; k++) cr_assert_str_eq(nouns[k], W[i].nouns[k], "%s", W[i].name);
+        int li;
+        size_t count;
+        cr_assert_eq(dg_count_scale_judge(&ls, f, &li, &count), W[i].level, "%s", W[i].name);
+        cr_assert_eq(count, W[i].count, "%s", W[i].name);
+    }
+    dg_lists_free(&ls);
+    deg_plan_free(p);
+}
+
+/* deg_fill with the count prior on: every count scale takes the level of its list's
+ * count and meta names the list; random heads alone get some wrong; a scale whose
+ * list is not written (Before) and a score that counts nothing keep the heads'. */
+Test(countprior, fill_scales)
+{
+    const char *schema =
+        "{\"type\":\"object\",\"properties\":{"
+        "\"number_of_after_band\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":2,"
+        "\"x-levels\":{\"0\":\"0 to 1\",\"1\":\"2 to 3\",\"2\":\"4 or more\"}},"
+        "\"numberOfBeforeLevel\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":2,"
+        "\"x-levels\":{\"0\":\"0\",\"1\":\"1\",\"2\":\"2 or more\"}},"
+        "\"wants_count\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":3,"
+        "\"x-levels\":{\"1\":\"0\",\"2\":\"1\",\"3\":\"2+\"}},"
+        "\"mood\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":2,"
+        "\"x-levels\":{\"0\":\"low\",\"1\":\"mid\",\"2\":\"high\"}}}}";
+    static const char *const NAMES[] = {"number_of_after_band", "wants_count"};
+    static const int WANT[] = {1, 1};  /* After: 2 items; Wants: 1 */
+    static const json_int_t MIN[] = {0, 1};
+    static const char *TINY[] = {"tiny-llama", "tiny-qwen3"};
+    for (size_t mi = 0; mi < 2; mi++) {
+        char model[512], dir[512];
+        snprintf(model, sizeof model, "%s/%s", GOLDENS, TINY[mi]);
+        snprintf(dir, sizeof dir, "%s/count-scale-%d-%zu", DEG_BUILD_ROOT, (int)getpid(), mi);
+        json_t *resp[2];
+        for (int on = 0; on < 2; on++) {
+            deg_ckpt *k = NULL;
+            if (!on) {
+                k = tu_random_ckpt(model, 11, dir, NULL, -1);
+            } else {
+                tu_set_meta(dir, "count_prior", json_pack("{s:f, s:f}", "bonus", 500.0, "absent",
+                                                          400.0));
+                cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_OK, "%s", deg_errmsg());
+            }
+            json_t *req = json_pack("{s:s, s:o}", "context", FCTX, "schema",
+                                    json_loads(schema, 0, NULL));
+            char *rq = json_dumps(req, 0), *out = NULL;
+            json_decref(req);
+            cr_assert_eq(deg_fill(k, rq, strlen(rq), &out, NULL), DEG_OK, "%s", deg_errmsg());
+            resp[on] = json_loads(out, 0, NULL);
+            free(rq);
+            free(out);
+            deg_ckpt_free(k);
+        }
+        json_t *v0 = json_object_get(resp[0], "value"), *v = json_object_get(resp[1], "value");
+        json_t *meta = json_object_get(resp[1], "meta");
+        int differ = 0;
+        for (size_t i = 0; i < 2; i++) {
+            json_int_t got = json_integer_value(json_object_get(v, NAMES[i]));
+            cr_assert_eq(got, MIN[i] + WANT[i], "%s: %s = %lld", TINY[mi], NAMES[i],
+                         (long long)got);
+            differ += json_integer_value(json_object_get(v0, NAMES[i])) != MIN[i] + WANT[i];
+        }
+        cr_assert_gt(differ, 0, "random heads alone gave every level");
+        json_t *m = json_object_get(meta, "/number_of_after_band");
+        cr_assert_str_eq(json_string_value(json_object_get(m, "list_key")), "after");
+        cr_assert_eq(json_integer_value(json_object_get(m, "list_items")), 2);
+        for (int i = 0; i < 2; i++) {
+            const char *name = i ? "mood" : "numberOfBeforeLevel", *ptr = i ? "/mood"
+                                                                             : "/numberOfBeforeLevel";
+            cr_assert_null(json_object_get(json_object_get(meta, ptr), "list_key"), "%s", name);
+            cr_assert(json_equal(json_object_get(v, name), json_object_get(v0, name)),
+                      "%s: the heads'", name);
+        }
+        json_decref(resp[0]);
+        json_decref(resp[1]);
+    }
 }

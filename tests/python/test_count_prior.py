@@ -95,3 +95,36 @@ def test_booleans_count_the_lists(model, tmp_path):
         assert all("list_key" not in m for m in r0["meta"].values())
         wrong_off += sum(r0["value"][k] != v for k, v in want.items())
     assert wrong_off > 0, "the heads alone gave every count"
+
+
+SCALE_SCHEMA = {"type": "object", "properties": {
+    "number_of_after_band": {"type": "integer", "minimum": 0, "maximum": 2,
+                             "x-levels": {"0": "0 to 1", "1": "2 to 3", "2": "4 or more"}},
+    "docs": {"type": "integer", "minimum": 1, "maximum": 3,
+             "x-levels": {"1": "0", "2": "1", "3": "2 or more"},
+             "description": "the number of documentation links as a band"},
+    "wantsCount": {"type": "integer", "minimum": 0, "maximum": 2,
+                   "x-levels": {"0": "none", "1": "one", "2": "several"}}}}
+# After= lists 5 units (band "4 or more"), Documentation= 1 link; "none"/"one"/"several"
+# are no count ranges, so wantsCount is the heads' alone
+SCALE_WANT = {"number_of_after_band": 2, "docs": 2}
+
+
+def test_scores_count_the_lists(model, tmp_path):
+    """Count scales (libdeg 0.14.0): scores whose x-levels are count ranges take the
+    level of the list's count; without the prior the heads get some wrong."""
+    src = deg.default_checkpoint_path()
+    ck = deg.load(src, model=model)
+    off = deg.load(without_count_prior(src, str(tmp_path / "off")), model=model)
+    r = ck.fill(UNIT, SCALE_SCHEMA)
+    for k, v in SCALE_WANT.items():
+        assert r["value"][k] == v, (k, r["value"])
+        m = r["meta"]["/" + k]
+        assert m["mode"] == "decide.score", m
+        assert m["list_key"] == {"docs": "documentation"}.get(k, "after"), m
+        assert m["list_items"] == {"docs": 1}.get(k, 5), m
+    assert "list_key" not in r["meta"]["/wantsCount"]
+    r0 = off.fill(UNIT, SCALE_SCHEMA)
+    assert r0["value"]["wantsCount"] == r["value"]["wantsCount"]
+    assert any(r0["value"][k] != v for k, v in SCALE_WANT.items()), \
+        "the heads alone gave every level"
