@@ -99,7 +99,9 @@ extern "C" {
  * properties (name or title; the table naming the most wins, before any list
  * by name alone): one object per record, and each leaf whose property a column
  * names gets +b at its cell's first/last token, or on null when the cell is
- * written empty ("-", "", JSON null); the meta then also has "list_table":
+ * written empty ("-", "", JSON null) or, in a JSON/YAML record (or a short
+ * row), not written while other records write that column (libdeg 0.14.0:
+ * never another member of the record); the meta then also has "list_table":
  * true ("list_key" is the table's caption, "" when none). With "by_anchor": true a plain array no
  * key names is anchored too and takes the list holding the anchor head's best
  * token, if any. Under uniqueItems a repeated item text is anchored once; a list

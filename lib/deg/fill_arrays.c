@@ -93,19 +93,26 @@ static size_t list_anchors(const freq *r, const inst *I, const dg_array_plan *a,
     return n == 0 || (int64_t)n < a->min_items ? 0 : n;
 }
 
-/* The cells each leaf of a table's records reads (lists.h dg_lists_record_cells),
- * for I's `got` items from its list: I->rec_cell, left NULL for a list that is no
- * table or a plain array. */
+/* The cells each leaf of a table's records reads (lists.h dg_lists_record_cells;
+ * a column other records write and this one does not is DG_CELL_MISSING), for I's
+ * `got` items from its list: I->rec_cell, left NULL for a list that is no table or
+ * a plain array. */
 static deg_status record_cells(const freq *r, inst *I, size_t got)
 {
     const dg_list *L = &r->lists.p[I->list1 - 1];
     size_t nf = r->plan->arrays[I->array].n_fields;
     if (!got || !L->table || dg_lists_plain_array(r->plan, (size_t)I->array)) return DEG_OK;
     I->rec_cell = malloc(got * nf * sizeof(size_t));
-    if (!I->rec_cell) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (table cells)");
+    unsigned char *named = malloc(nf ? nf : 1);
+    if (!I->rec_cell || !named) {
+        free(named);
+        return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (table cells)");
+    }
+    dg_lists_columns_named(&r->lists, r->plan, (size_t)I->array, (size_t)(I->list1 - 1), named);
     for (size_t i = 0; i < got; i++)
         dg_lists_record_cells(&r->lists, r->plan, (size_t)I->array, L->first + I->list_idx[i],
-                              I->rec_cell + i * nf);
+                              named, I->rec_cell + i * nf);
+    free(named);
     return DEG_OK;
 }
 

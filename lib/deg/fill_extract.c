@@ -111,8 +111,8 @@ static void key_prior_extract(const dg_ckpt *k, const freq *r, const dg_field_pl
  * gave the second object the name "libc6 (>= 2.14), zlib1g (>= 1.1"), 0 when none.
  * *item: the list item (an index into r->lists.item); *rc: a table record's cells,
  * one per leaf of the array (inst rec_cell, dg_lists_record_cells), else NULL;
- * *cell: the one L reads (under the column that names it, else the one left), else
- * NULL. */
+ * *cell: the one L reads (under the column that names it, else the one left; an
+ * empty cell when the record lacks the column other records write), else NULL. */
 static int list_item_tokens(const freq *r, const leaf *L, size_t *t, size_t *item,
                             const size_t **rc, const dg_cell **cell)
 {
@@ -126,10 +126,14 @@ static int list_item_tokens(const freq *r, const leaf *L, size_t *t, size_t *ite
     t[1] = r->cp_tok[it[1] - 1];
     if (dg_lists_plain_array(r->plan, (size_t)I->array)) return 1;
     if (I->rec_cell) {
+        /* a member the record does not write reads as an empty cell: null, never
+         * a sibling's value (no cell of the record is this one) */
+        static const dg_cell missing = {0};
         const dg_array_plan *A = &r->plan->arrays[I->array];
         *rc = I->rec_cell + L->item * A->n_fields;
         size_t c = (*rc)[L->field - A->first_field];
-        if (c != SIZE_MAX) *cell = &r->lists.cell[c];
+        if (c == DG_CELL_MISSING) *cell = &missing;
+        else if (c != SIZE_MAX) *cell = &r->lists.cell[c];
     }
     return 2;
 }

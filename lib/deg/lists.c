@@ -668,15 +668,27 @@ int dg_lists_cell_unread(const dg_lists *ls, const size_t *rc, size_t nf, size_t
     return 1;
 }
 
+void dg_lists_columns_named(const dg_lists *ls, const dg_plan *P, size_t a, size_t li,
+                            unsigned char *named)
+{
+    const dg_array_plan *A = &P->arrays[a];
+    const dg_list *L = &ls->p[li];
+    for (size_t j = 0; j < A->n_fields; j++) {
+        named[j] = 0;
+        for (size_t i = 0; i < L->n && i < 64 && !named[j]; i++)
+            named[j] = dg_lists_cell_of(ls, P, a, L->first + i, A->first_field + j) != NULL;
+    }
+}
+
 void dg_lists_record_cells(const dg_lists *ls, const dg_plan *P, size_t a, size_t item,
-                           size_t *out)
+                           const unsigned char *named, size_t *out)
 {
     const dg_array_plan *A = &P->arrays[a];
     size_t unnamed = SIZE_MAX, n_unnamed = 0;
     for (size_t j = 0; j < A->n_fields; j++) {
         const dg_cell *c = dg_lists_cell_of(ls, P, a, item, A->first_field + j);
-        out[j] = c ? (size_t)(c - ls->cell) : SIZE_MAX;
-        if (!c) {
+        out[j] = c ? (size_t)(c - ls->cell) : named && named[j] ? DG_CELL_MISSING : SIZE_MAX;
+        if (out[j] == SIZE_MAX) {
             unnamed = j;
             n_unnamed++;
         }

@@ -66,6 +66,7 @@
 #define DG_DEG_LISTS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "deg.h"
 #include "deg/keyprior.h"
@@ -138,15 +139,26 @@ int dg_lists_match(const dg_lists *ls, const dg_plan *P, size_t a);
 const dg_cell *dg_lists_cell_of(const dg_lists *ls, const dg_plan *P, size_t a, size_t item,
                                 size_t field);
 
+/* dg_lists_record_cells: the field's column is written in other records of the
+ * table but not in this one (a JSON or YAML record without the member, a short row):
+ * the field reads as an empty cell. */
+#define DG_CELL_MISSING (SIZE_MAX - 1)
+
+/* Which fields of object array `a` some record of table li names by a column (its
+ * first 64 records, as dg_lists_match): named[j] = 1 for field first_field + j. */
+void dg_lists_columns_named(const dg_lists *ls, const dg_plan *P, size_t a, size_t li,
+                            unsigned char *named);
+
 /* The cells the leaves of object array `a` read in item `item` (an index into
  * ls->item), computed once per record (fill_arrays.c keeps them per instance):
  * out[j] (j < the array's n_fields) = the index into ls->cell of the cell under the
- * column that names field first_field + j (dg_lists_cell_of), else, for the one
- * leaf of the array no column names, the one written cell no column claims
- * ("Comment" for a note beside timezone and coordinates; none when two or more are
- * left), else SIZE_MAX. */
+ * column that names field first_field + j (dg_lists_cell_of); else DG_CELL_MISSING
+ * when named[j] (the table's columns, dg_lists_columns_named; may be NULL); else,
+ * for the one leaf of the array no column names, the one written cell no column
+ * claims ("Comment" for a note beside timezone and coordinates; none when two or
+ * more are left); else SIZE_MAX. */
 void dg_lists_record_cells(const dg_lists *ls, const dg_plan *P, size_t a, size_t item,
-                           size_t *out);
+                           const unsigned char *named, size_t *out);
 
 /* 1 when cell c is written (not empty) and no leaf reads it (rc: the record's
  * dg_lists_record_cells, nf entries): where a leaf with no cell of its own may read. */

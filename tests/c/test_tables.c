@@ -333,6 +333,18 @@ Test(tables, match)
     deg_plan_free(p);
 }
 
+/* Compile schema into *p, scan ctx into *ls and return the list matched by array 0
+ * (asserted found). */
+static int scan_match(const char *schema, const char *ctx, deg_plan **p, dg_lists *ls)
+{
+    char *errs = NULL;
+    cr_assert_eq(deg_plan_compile(schema, strlen(schema), p, &errs), DEG_OK, "%s", errs);
+    cr_assert_eq(dg_lists_scan(ctx, strlen(ctx), ls), DEG_OK);
+    int m = dg_lists_match(ls, (const dg_plan *)*p, 0);
+    cr_assert_geq(m, 0);
+    return m;
+}
+
 /* The one cell left: a note beside timezone and coordinates reads "Comment"; with a
  * second unnamed leaf (position) none is left to either. */
 Test(tables, cell_left)
@@ -346,16 +358,12 @@ Test(tables, cell_left)
     for (int k = 0; k < 2; k++) {
         const char *schema = k ? two : one;
         deg_plan *p = NULL;
-        char *errs = NULL;
-        cr_assert_eq(deg_plan_compile(schema, strlen(schema), &p, &errs), DEG_OK);
-        const dg_plan *P = (const dg_plan *)p;
         dg_lists ls = {0};
-        cr_assert_eq(dg_lists_scan(ctx, strlen(ctx), &ls), DEG_OK);
-        int m = dg_lists_match(&ls, P, 0);
-        cr_assert_geq(m, 0);
+        int m = scan_match(schema, ctx, &p, &ls);
+        const dg_plan *P = (const dg_plan *)p;
         size_t rc[3];
         cr_assert_eq(P->arrays[0].n_fields, 3);
-        dg_lists_record_cells(&ls, P, 0, ls.p[m].first, rc);
+        dg_lists_record_cells(&ls, P, 0, ls.p[m].first, NULL, rc);
         for (size_t i = 0; i < 3; i++) {
             const dg_field_plan *f = &P->fields[P->arrays[0].first_field + i];
             const char *name = f->path.seg[f->path.n - 1];
@@ -441,6 +449,66 @@ Test(tables, fill_reads_the_cells)
         cr_assert(!json_equal(got[0], gold), "%s: random heads alone read the table", TINY[mi]);
         json_decref(got[0]);
         json_decref(got[1]);
+        deg_ckpt_free(k);
+    }
+    json_decref(gold);
+}
+
+/* A JSON record without a member other records write reads it as an empty cell:
+ * null, never another member of the record ("region", which no property names). */
+Test(tables, fill_missing_member_is_null)
+{
+    const char *ctx = "{\n"
+                      "  \"zones\": [\n"
+                      "    {\"zone\": \"Africa/Kinshasa\", \"comment\": \"west\"},\n"
+                      "    {\"zone\": \"Africa/Lubumbashi\", \"region\": \"south\"},\n"
+                      "    {\"zone\": \"Africa/Goma\", \"comment\": \"east\"}\n"
+                      "  ]\n"
+                      "}\n";
+    const char *schema =
+        "{\"type\":\"object\",\"properties\":{\"zones\":{\"type\":\"array\",\"items\":{"
+        "\"type\":\"object\",\"required\":[\"zone\"],\"properties\":{"
+        "\"zone\":{\"type\":\"string\"},\"comment\":{\"type\":[\"string\",\"null\"]}}}}}}";
+    const char *want = "[{\"zone\": \"Africa/Kinshasa\", \"comment\": \"west\"}, {\"zone\": "
+                       "\"Africa/Lubumbashi\", \"comment\": null}, {\"zone\": \"Africa/Goma\", "
+                       "\"comment\": \"east\"}]";
+    json_t *gold = json_loads(want, 0, NULL);
+    cr_assert_not_null(gold);
+    /* the scan: record 2's comment is missing, not a cell left to read */
+    deg_plan *p = NULL;
+    dg_lists ls = {0};
+    int m = scan_match(schema, ctx, &p, &ls);
+    const dg_plan *P = (const dg_plan *)p;
+    unsigned char named[2];
+    size_t rc[2], rc0[2];
+    dg_lists_columns_named(&ls, P, 0, (size_t)m, named);
+    cr_assert(named[0] && named[1]);
+    dg_lists_record_cells(&ls, P, 0, ls.p[m].first + 1, named, rc);
+    dg_lists_record_cells(&ls, P, 0, ls.p[m].first + 1, NULL, rc0);
+    size_t ci = P->fields[P->arrays[0].first_field].path.seg[2][0] == 'c' ? 0 : 1;
+    cr_assert_eq(rc[ci], DG_CELL_MISSING);
+    cr_assert_str_eq(ls.cell[rc0[ci]].key, "region", "without the table's columns: the one left");
+    dg_lists_free(&ls);
+    deg_plan_free(p);
+    for (size_t mi = 0; mi < 2; mi++) {
+        char model[512], dir[512];
+        snprintf(model, sizeof model, "%s/%s", GOLDENS, TINY[mi]);
+        snprintf(dir, sizeof dir, "%s/tables-missing-%d-%zu", DEG_BUILD_ROOT, (int)getpid(), mi);
+        deg_ckpt *k = tu_random_ckpt(model, 7, dir, "anchor", 10000);
+        json_t *req = json_pack("{s:s, s:o, s:{s:{s:f}}}", "context", ctx, "schema",
+                                json_loads(schema, 0, NULL), "options", "list_prior", "bonus",
+                                500.0);
+        char *rq = json_dumps(req, 0), *out = NULL;
+        json_decref(req);
+        cr_assert_eq(deg_fill(k, rq, strlen(rq), &out, NULL), DEG_OK, "%s", deg_errmsg());
+        json_t *resp = json_loads(out, 0, NULL);
+        json_t *got = json_object_get(json_object_get(resp, "value"), "zones");
+        char *g = json_dumps(got, 0);
+        cr_assert(json_equal(got, gold), "%s: %s", TINY[mi], g);
+        free(g);
+        json_decref(resp);
+        free(rq);
+        free(out);
         deg_ckpt_free(k);
     }
     json_decref(gold);
