@@ -95,7 +95,8 @@ extern "C" {
  * temperature; an object's leaves are read by the heads inside its list
  * item's text. Tables (pipe/Markdown/ASCII grid, HTML <th> header rows,
  * CSV/TSV with a header line, JSON arrays of objects, YAML "- key: value"
- * records) anchor an array of objects when a column names one of its
+ * records; an HTML cell's text may sit inside one inline element such as
+ * <code> or <a>) anchor an array of objects when a column names one of its
  * properties (name or title; the table naming the most wins, before any list
  * by name alone): one object per record, and each leaf whose property a column
  * names gets +b at its cell's first/last token, or on null when the cell is

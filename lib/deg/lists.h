@@ -44,7 +44,8 @@
  *     '-', '=', '+', ':' and '|' (Markdown "|---|---|", an ASCII grid's
  *     "+----+----+" border), then rows of 2+ cells (grid borders between
  *     rows skipped; a ragged row's cells take the columns in order);
- *   - HTML: a `<tr>` of two or more `<th>` cells, then `<tr>`s of as many `<td>`;
+ *   - HTML: a `<tr>` of two or more `<th>` cells, then `<tr>`s of as many `<td>`
+ *     (a cell's text, or the text inside one inline element: `<code>X</code>`);
  *   - CSV/TSV: a header line of 2+ comma- (or tab-) separated names (letters
  *     first, no blanks inside but single spaces), then lines with as many
  *     parts at most and at least two;

@@ -235,21 +235,48 @@ static size_t find_tag(const char *s, size_t i, size_t e, const char *tag)
     return e;
 }
 
-/* Cells "<tag ...>text</tag>" of row bytes [i, e): their text bytes into cb (a
- * cell with markup inside is unread: SIZE_MAX, SIZE_MAX). Returns the count (at
- * most MAX_COLS + 1). */
+/* A cell's content at x (row bytes end at e) that is one inline element around
+ * text, "<code>X</code>" or '<a href="..">X</a>' before the cell's own closing tag
+ * (blanks around allowed): 1 with the text's bytes [*t0, *t1), else 0. */
+static int inline_text(const char *s, size_t x, size_t e, size_t *t0, size_t *t1)
+{
+    while (x < e && is_blank(s[x])) x++;
+    if (x + 1 >= e || s[x] != '<' || !isalpha((unsigned char)s[x + 1])) return 0;
+    const char *gt = memchr(s + x, '>', e - x);
+    if (!gt || gt[-1] == '/') return 0;
+    size_t a = (size_t)(gt - s) + 1, b = a;
+    while (b < e && s[b] != '<') b++;
+    if (b + 1 >= e || s[b + 1] != '/') return 0; /* a second element inside */
+    const char *close = memchr(s + b, '>', e - b);
+    if (!close) return 0;
+    size_t z = (size_t)(close - s) + 1;
+    while (z < e && is_blank(s[z])) z++;
+    if (z + 1 >= e || s[z] != '<' || s[z + 1] != '/') return 0; /* text after it */
+    *t0 = a;
+    *t1 = b;
+    return 1;
+}
+
+/* Cells "<tag ...>text</tag>" of row bytes [i, e): their text bytes into cb (the
+ * text inside one inline element is read, inline_text; a cell with other markup
+ * inside is unread: SIZE_MAX, SIZE_MAX). Returns the count (at most MAX_COLS + 1). */
 static size_t html_cells(const char *s, size_t i, size_t e, const char *tag, size_t *cb)
 {
     size_t n = 0;
     for (i = find_tag(s, i, e, tag); i < e && n <= MAX_COLS; i = find_tag(s, i, e, tag)) {
         const char *gt = memchr(s + i, '>', e - i);
         if (!gt) break;
-        size_t x = (size_t)(gt - s) + 1, y = x;
+        size_t x = (size_t)(gt - s) + 1, y = x, t0, t1;
         while (y < e && s[y] != '<') y++;
         if (n < MAX_COLS) { /* markup inside: unread (SIZE_MAX), not empty */
             int text = y + 1 < e && s[y + 1] == '/';
-            cb[2 * n] = text ? x : SIZE_MAX;
-            cb[2 * n + 1] = text ? y : SIZE_MAX;
+            if (!text && inline_text(s, x, e, &t0, &t1)) {
+                cb[2 * n] = t0;
+                cb[2 * n + 1] = t1;
+            } else {
+                cb[2 * n] = text ? x : SIZE_MAX;
+                cb[2 * n + 1] = text ? y : SIZE_MAX;
+            }
         }
         n++;
         i = y;

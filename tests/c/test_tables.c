@@ -115,7 +115,8 @@ Test(tables, scan_pipe_tables)
     dg_lists_free(&ls);
 }
 
-/* HTML: a header row of <th> cells, rows over several lines, a cell with markup
+/* HTML: a header row of <th> cells, rows over several lines, the text of one inline
+ * element read ("<b>Peso</b>", '<a href="..">Real</a>'), a cell with more markup
  * inside unread (no cell), a key/value "<th>k</th><td>v</td>" row no header. */
 Test(tables, scan_html_table)
 {
@@ -125,12 +126,16 @@ Test(tables, scan_html_table)
                       "<tbody>\n"
                       "<tr><td>AOA</td><td>Kwanza</td></tr>\n"
                       "<tr>\n  <td>ARS</td>\n  <td><b>Peso</b></td>\n</tr>\n"
+                      "<tr><td><code>BRL</code></td><td> <a href=\"/brl\">Real</a> </td></tr>\n"
+                      "<tr><td>CLP</td><td><b>Peso</b> chileno</td></tr>\n"
+                      "<tr><td>COP</td><td><i><b>Peso</b></i></td></tr>\n"
                       "</tbody></table>\n"
                       "<table><tr><th>Country</th><td>Greece</td></tr></table>\n";
     dg_lists ls = {0};
     cr_assert_eq(dg_lists_scan(ctx, strlen(ctx), &ls), DEG_OK);
     cr_assert_eq(n_tables(&ls), 1);
-    cr_assert_str_eq(table(&ls, ctx, 0), "currencies: code=AOA,name=Kwanza | code=ARS");
+    cr_assert_str_eq(table(&ls, ctx, 0), "currencies: code=AOA,name=Kwanza | code=ARS,name=Peso"
+                                         " | code=BRL,name=Real | code=CLP | code=COP");
     dg_lists_free(&ls);
 }
 
