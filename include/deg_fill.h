@@ -112,7 +112,8 @@ extern "C" {
  * [0, 1e6] (larger weights only overflow the fp32 logits).
  *
  * Count prior (deg.json "count_prior", absent = off; lib/deg/countprior.h): a
- * top-level boolean whose property name, title or description reads as a
+ * boolean outside arrays (top level or in nested objects) whose property
+ * name, title or description reads as a
  * count over a noun ("withoutAfter", "HasRequires", "single-files",
  * "MoreThanOneExtensions", "does it list any requires?", "true if at most one
  * item of formats is listed": none / any / at most one / several) is judged
@@ -129,7 +130,7 @@ extern "C" {
  * takes a "Type=Application" line of a .desktop file that writes no
  * MimeType= (kept: on the development sets partial matches were right 12
  * of 15 times).
- * Count scales (libdeg 0.14.0): a top-level integer score every level of which
+ * Count scales (libdeg 0.14.0): an integer score outside arrays every level of which
  * x-levels labels with a count range ("0 to 19", "20 to 39", "40 or more";
  * "7", "2-3", "20+", "at least 3", "more than 5"; ": description" may follow)
  * and whose name, title or description says what it counts ("number of X",

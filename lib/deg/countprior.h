@@ -6,8 +6,8 @@
  * "withoutAfter", "MoreThanOneExtensions", "has_default". On kinds the noul head
  * never saw it is close to chance (v13 on the development sets: 0.57 of the 339
  * booleans worded so right), while the list prior (lists.h) already reads the
- * lists such a boolean counts. When a top-level noul leaf's name (or title, or
- * description) reads as a count predicate over a noun phrase and a list of the
+ * lists such a boolean counts. When the name (or title, or description) of a
+ * noul leaf outside arrays (top level or nested objects) reads as a count predicate over a noun phrase and a list of the
  * context is named by that phrase, the prior adds +bonus to the noul logit when
  * the list's item count satisfies the predicate (or a line states it does) and
  * -bonus when not (before the calibration temperature, as the key prior does).
@@ -78,7 +78,7 @@ deg_status dg_count_prior_load(const json_t *v, const char *jpath, dg_count_prio
  * DG_COUNT_NONE_OP when it holds none (the rule above). */
 dg_count_op dg_count_parse_words(const char *text, char *noun, size_t cap);
 
-/* The count predicates of field f, a top-level noul leaf: those its name, its title
+/* The count predicates of field f, a noul leaf outside arrays: those its name, its title
  * and its description read as, in that order, into out. Returns how many (0: f is
  * no count). A field is judged by the first that a list tells ("anyParentTypes"
  * described "does it list any sub class of?" counts "<sub-class-of .../>"
@@ -94,7 +94,7 @@ int dg_count_holds(dg_count_op op, size_t n);
 int dg_count_judge(const dg_lists *ls, const char *ctx, const size_t *cp_byte,
                    const dg_count_pred *p, int *li);
 
-/* Count scales (libdeg 0.14.0): a top-level score leaf every level of which is
+/* Count scales (libdeg 0.14.0): a score leaf outside arrays every level of which is
  * labelled with a count range in x-levels ("0 to 19", "20 to 39", "40 or more";
  * "7", "2-3", "20+", "at least 3", "more than 5"; a ':' and a description may
  * follow) and whose name, title or description names what it counts ("number of X",
@@ -117,7 +117,7 @@ size_t dg_count_scale_nouns(const dg_field_plan *f, char out[3][DG_KEY_MAX_LEN +
  * the count); *li the list counted (-1: none), *count its items (0 when none). */
 int dg_count_scale_judge(const dg_lists *ls, const dg_field_plan *f, int *li, size_t *count);
 
-/* 1 when some top-level noul leaf of P reads as a count predicate, or some score
+/* 1 when some noul leaf of P outside arrays reads as a count predicate, or some score
  * leaf is a count scale. */
 int dg_count_wanted(const dg_plan *P);
 
