@@ -31,6 +31,7 @@ extern "C" {
  *    "count_prior": null | {"bonus": b[, "absent": a]} (optional; see below),
  *    "span_single_line": bool (optional, default false),
  *    "span_word_bounds": bool (optional, default false),
+ *    "span_single_sentence": bool (optional, default false; libdeg 0.15.0),
  *    "item_null": bool (optional, default false),
  *    optional "lora": LoRA adapters of the fork rows, see lora.h};
  *  - heads.safetensors: the fp32 heads of §12.3 (names and shapes in
@@ -137,7 +138,10 @@ extern "C" {
  * "num X", "count of X", "how many X", "X count") is judged on the same lists:
  * the level whose range holds the count of the list X names gets +b (no list so
  * named: the heads alone; a is for booleans only); meta "list_key" /
- * "list_items" as above.
+ * "list_items" as above whenever a list was counted (also when no level's
+ * range holds its count, a gap between ranges: then the heads alone). Ranges
+ * are written low to high ("19 to 0" is no range); levels may list them in
+ * any order, overlapping ranges give the count to the lowest such level.
  *
  * span_single_line: plain-string spans (no format) never hold a line break
  * between their first and last non-blank characters (no gold plain span of
@@ -151,6 +155,17 @@ extern "C" {
  * ("xdg-user" cuts "xdg-user-dirs-update"; "2003" of "2003-2014" does not).
  * Every gold plain span of the training and development data is; off, an
  * unsure pointer cuts words ("FindASP" of "FindASPELL").
+ *
+ * span_single_sentence (libdeg 0.15.0): a plain-string leaf outside arrays
+ * never reads across a sentence end: a '.', '!' or '?' followed by blanks and a
+ * capital letter (Latin-1, Greek, Cyrillic), a '.' after an initial ("A.") or
+ * a capitalised word of at most 3 letters ("Dem.", "Mr.") being none
+ * (lib/deg/sentences.h). On prose the end pointer of an unsure short field
+ * ran on over the next sentences ("Graz for 3,325 per month. 150 m2. Sorry,
+ * no pets." for a city). Array items keep their list's or anchor's extent
+ * ("German translation. Thanks Erik" is one changelog item). Gold plain
+ * leaves outside arrays that hold a sentence end are rare (14 of 5,230 in
+ * union10: first lines of docstrings, "Split a pathname.  Returns ...").
  *
  * item_null: an array item's required, non-nullable extract leaf whose best
  * span the null head rejects by the null margin (as a nullable leaf's would

@@ -575,7 +575,8 @@ static deg_status load_heads(dg_ckpt *k, const json_t *meta, const char *spath,
 
 /* deg.json's decoding settings: calibration temperatures and
  * extract_confidence, array_mode, anchor_min_tokens, key_prior, lm_prior, list_prior,
- * count_prior, span_single_line, span_word_bounds, item_null, null_margin. Errors: DEG_ERR_FORMAT. */
+ * count_prior, span_single_line, span_word_bounds, span_single_sentence, item_null,
+ * null_margin. Errors: DEG_ERR_FORMAT. */
 static deg_status read_decoding(dg_ckpt *k, const json_t *meta, const char *jpath)
 {
     json_t *cal = json_object_get(meta, "calibration");
@@ -622,6 +623,10 @@ static deg_status read_decoding(dg_ckpt *k, const json_t *meta, const char *jpat
     if (swb && !json_is_boolean(swb))
         return dg_fail(DEG_ERR_FORMAT, "%s: span_word_bounds must be true or false", jpath);
     k->span_word_bounds = json_is_true(swb);
+    json_t *sss = json_object_get(meta, "span_single_sentence");
+    if (sss && !json_is_boolean(sss))
+        return dg_fail(DEG_ERR_FORMAT, "%s: span_single_sentence must be true or false", jpath);
+    k->span_single_sentence = json_is_true(sss);
     json_t *inl = json_object_get(meta, "item_null");
     if (inl && !json_is_boolean(inl))
         return dg_fail(DEG_ERR_FORMAT, "%s: item_null must be true or false", jpath);
@@ -794,7 +799,8 @@ deg_status deg_ckpt_set_calibration(deg_ckpt *ckpt, const double *temps)
 static const char *const RESERVED[] = {"format", "backbone", "head_dim", "heads", "calibration",
                                        "array_mode", "anchor_min_tokens", "chat_layout",
                                        "key_prior", "lm_prior", "list_prior", "count_prior",
-                                       "span_single_line", "span_word_bounds", "item_null", "lora",
+                                       "span_single_line", "span_word_bounds", "span_single_sentence",
+                                       "item_null", "lora",
                                        "heads_sha256"};
 
 deg_status deg_ckpt_save(const deg_ckpt *ckpt, const char *dir, const char *extra_json,
@@ -873,6 +879,8 @@ deg_status deg_ckpt_save(const deg_ckpt *ckpt, const char *dir, const char *extr
         json_object_set_new(meta, "span_single_line", json_true());
     if (meta && ckpt->span_word_bounds)
         json_object_set_new(meta, "span_word_bounds", json_true());
+    if (meta && ckpt->span_single_sentence)
+        json_object_set_new(meta, "span_single_sentence", json_true());
     if (meta && ckpt->item_null) json_object_set_new(meta, "item_null", json_true());
     deg_status st;
     if (!meta) st = dg_fail(DEG_ERR_NOMEM, "deg_ckpt_save: out of memory");

@@ -283,60 +283,12 @@ int dg_count_judge(const dg_lists *ls, const char *ctx, const size_t *cp_byte,
     return dg_count_holds(p->op, ls->p[counted].n);
 }
 
-/* A level label as a count range: "7", "0 to 19", "2-3" (also en dash, ".."), "40 or
- * more", "20+", "at least 3", "more than 5" -> [*lo, *hi] (hi SIZE_MAX: open); after
- * it only blanks, or ':' and a description. 1 parsed, 0 not. */
-static int label_range(const char *s, size_t *lo, size_t *hi)
-{
-    static const char *const OPEN[] = {"at least ", "more than ", "over ", ">= ", "> "};
-    static const char *const TO[] = {"to ", "-", "\xe2\x80\x93", ".."};
-    static const char *const MORE[] = {"or more", "and more", "or above", "and above", "+"};
-    int open = 0;
-    while (*s == ' ') s++;
-    for (size_t k = 0; k < sizeof OPEN / sizeof OPEN[0] && !open; k++)
-        if (!strncasecmp(s, OPEN[k], strlen(OPEN[k]))) {
-            open = k == 1 || k == 2 || k == 4 ? 2 : 1; /* "more than 5": 6 or more */
-            s += strlen(OPEN[k]);
-        }
-    size_t n = 0, d = 0;
-    for (; *s >= '0' && *s <= '9' && d < 9; s++, d++) n = n * 10 + (size_t)(*s - '0');
-    if (d == 0 || (*s >= '0' && *s <= '9')) return 0;
-    *lo = open == 2 ? n + 1 : n;
-    *hi = open ? SIZE_MAX : n;
-    while (*s == ' ') s++;
-    if (!open) {
-        for (size_t k = 0; k < sizeof TO / sizeof TO[0]; k++) {
-            if (strncmp(s, TO[k], strlen(TO[k]))) continue;
-            s += strlen(TO[k]);
-            while (*s == ' ') s++;
-            size_t m = 0, e = 0;
-            for (; *s >= '0' && *s <= '9' && e < 9; s++, e++) m = m * 10 + (size_t)(*s - '0');
-            if (e == 0 || m < n || (*s >= '0' && *s <= '9')) return 0;
-            *hi = m;
-            break;
-        }
-        for (size_t k = 0; k < sizeof MORE / sizeof MORE[0] && *hi == n; k++)
-            if (!strncasecmp(s, MORE[k], strlen(MORE[k]))) {
-                *hi = SIZE_MAX;
-                s += strlen(MORE[k]);
-            }
-    }
-    while (*s == ' ') s++;
-    return *s == 0 || *s == ':';
-}
-
-/* Field f is a count scale's leaf: a top-level score every level of which is labelled
- * with a count range (label_range). */
+/* Field f is a count scale's leaf: a score outside arrays every level of which is
+ * labelled with a count range (plan.h level_count, parsed at compile). */
 static int count_levels(const dg_field_plan *f)
 {
-    if (f->mode != DG_MODE_SCORE || f->depth_items > 0 || f->path.n == 0 || !f->n_levels ||
-        !f->level_labels)
-        return 0;
-    for (size_t i = 0; i < f->n_levels; i++) {
-        size_t lo, hi;
-        if (!f->level_labels[i] || !label_range(f->level_labels[i], &lo, &hi)) return 0;
-    }
-    return 1;
+    return f->mode == DG_MODE_SCORE && f->depth_items == 0 && f->path.n > 0 &&
+           f->level_count != NULL;
 }
 
 size_t dg_count_scale_nouns(const dg_field_plan *f, char out[3][DG_KEY_MAX_LEN + 1])
@@ -374,11 +326,8 @@ int dg_count_scale_judge(const dg_lists *ls, const dg_field_plan *f, int *li, si
     for (size_t i = 0; i < nn && *li < 0; i++) *li = counted_list(ls, nouns[i]);
     if (*li < 0) return -1;
     *count = ls->p[*li].n;
-    for (size_t i = 0; i < f->n_levels; i++) {
-        size_t lo, hi;
-        label_range(f->level_labels[i], &lo, &hi);
-        if (lo <= *count && *count <= hi) return (int)i;
-    }
+    for (size_t i = 0; i < f->n_levels; i++)
+        if (f->level_count[i][0] <= *count && *count <= f->level_count[i][1]) return (int)i;
     return -1;
 }
 

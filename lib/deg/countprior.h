@@ -108,13 +108,16 @@ int dg_count_judge(const dg_lists *ls, const char *ctx, const size_t *cp_byte,
  * a band on a 0-2 scale" with levels "0 to 19" / "20 to 39" / "40 or more": on the
  * development sets' 57 score leaves v13's heads were right 25 times, 40 with the
  * prior (a list told for 27, all right; the heads had 12 of them).
+ * Ranges are parsed once, at plan compile (plan.h level_count,
+ * dg_level_count_range).
  * The nouns of f (up to one per source: name, title, description) into out;
  * returns how many (0: f is no count scale). */
 size_t dg_count_scale_nouns(const dg_field_plan *f, char out[3][DG_KEY_MAX_LEN + 1]);
 
-/* Count scale f judged on lists ls: the index (into f->levels) of the level whose
- * range holds the count, or -1 (f no count scale, no list named, or no level holds
- * the count); *li the list counted (-1: none), *count its items (0 when none). */
+/* Count scale f judged on lists ls: the index (into f->levels) of the first level
+ * whose range holds the count, or -1 (f no count scale, no list named, or no level
+ * holds the count); *li the list counted (-1: none; set also when no level holds
+ * its count), *count its items (0 when none). */
 int dg_count_scale_judge(const dg_lists *ls, const dg_field_plan *f, int *li, size_t *count);
 
 /* 1 when some noul leaf of P outside arrays reads as a count predicate, or some score

@@ -87,7 +87,9 @@ void dg_fill_prepare(const dg_ckpt *k, freq *r, const char *text, size_t len)
     if (st == DEG_OK && ((r->list_bonus > 0 && dg_lists_wanted(r->plan)) ||
                          (k->count_prior.on && dg_count_wanted(r->plan))))
         st = dg_lists_scan(r->ctx, r->ctx_len, &r->lists);
-    if (st == DEG_OK && k->span_single_line) st = dg_fill_line_tables(r);
+    if (st == DEG_OK && (k->span_single_line || k->span_single_sentence))
+        st = dg_fill_line_tables(r);
+    if (st == DEG_OK && k->span_single_sentence) st = dg_fill_sentence_table(r);
     if (st != DEG_OK) dg_fill_fail(r, st, "/context");
 }
 

@@ -96,6 +96,8 @@ struct deg_ckpt {
     int span_single_line;     /* deg.json "span_single_line": plain spans within one line */
     int span_word_bounds;     /* deg.json "span_word_bounds": plain spans start and end at
                                * word boundaries (dg_utf8_is_word) */
+    int span_single_sentence; /* deg.json "span_single_sentence": plain spans outside arrays
+                               * hold no sentence end (sentences.h) */
     dg_count_prior count_prior; /* deg.json "count_prior" (countprior.h); off when absent */
     int item_null;            /* deg.json "item_null": an array item whose required leaf the
                                * null head rejects (by the null margin) is dropped, not

@@ -128,8 +128,10 @@ static double count_prior_noul(const dg_ckpt *k, const freq *r, const dg_field_p
 }
 
 /* score: the count prior over a count scale (countprior.h): +bonus to the level
- * holding the counted list's items (no list named: the heads alone, no `absent`).
- * *li / *on as count_prior_noul. */
+ * holding the counted list's items (no list named, or no level's range holds its
+ * count: the heads alone, no `absent`). *li / *on as count_prior_noul; *on = 1
+ * whenever a list was counted, so meta shows the count a gap between ranges left
+ * to the heads. */
 static void count_prior_score(const dg_ckpt *k, const freq *r, const dg_field_plan *f,
                               float *lg, int *li, int *on)
 {
@@ -138,9 +140,8 @@ static void count_prior_score(const dg_ckpt *k, const freq *r, const dg_field_pl
     *on = 0;
     if (!k->count_prior.on || k->count_prior.bonus <= 0) return;
     int lv = dg_count_scale_judge(&r->lists, f, li, &count);
-    if (lv < 0) return;
-    lg[lv] += (float)k->count_prior.bonus;
-    *on = 1;
+    *on = *li >= 0;
+    if (lv >= 0) lg[lv] += (float)k->count_prior.bonus;
 }
 
 /* Meta of a leaf the count prior judged: the list that told ("list_key"; null and

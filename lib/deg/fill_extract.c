@@ -25,6 +25,14 @@ static int crosses_line(const freq *r, size_t ti, size_t tj)
     return s < e && r->nl_pre[e] != r->nl_pre[s];
 }
 
+/* Does trimmed code point span [s, e) hold a sentence end (sentences.h) before
+ * its last code point (span_single_sentence; se_pre counts the ends before each
+ * code point)? A period that closes the span ("activities.") is none. */
+static int crosses_sentence(const freq *r, size_t s, size_t e)
+{
+    return s + 1 < e && r->se_pre[e - 1] != r->se_pre[s];
+}
+
 /* Does code point span [s, e) start and end at word boundaries (span_word_bounds):
  * no word character (dg_utf8_is_word) on both sides of its first or its end
  * edge? ("FindASP" of "FindASPELL", "tle" of "turtle" are not.) A word joined
@@ -360,15 +368,20 @@ static void log_softmax_ctx(float *lg, size_t n, double T, double *lp)
 
 /* The DG_SPAN_TOP best token spans [ti, tj], ti <= tj < ti + DG_SPAN_MAX_TOKENS, by
  * start + end log-probability (lps, lpe) into cs (a heap with the worst kept at the
- * root, by cmp_cand; not sorted); returns how many (< DG_SPAN_TOP when nc is small). */
+ * root, by cmp_cand; not sorted); returns how many (< DG_SPAN_TOP when nc is small).
+ * Spans over a line break (span_single_line) or, one_sentence, a sentence end are
+ * none: a longer span from the same start holds it too. */
 static size_t top_token_spans(const dg_ckpt *k, const freq *r, const double *lps,
-                              const double *lpe, size_t nc, cand *cs)
+                              const double *lpe, size_t nc, int one_sentence, cand *cs)
 {
     size_t n_c = 0;
     for (size_t ti = 0; ti < nc; ti++) {
         size_t lim = ti + DG_SPAN_MAX_TOKENS < nc ? ti + DG_SPAN_MAX_TOKENS : nc;
         for (size_t tj = ti; tj < lim; tj++) {
             if (k->span_single_line && crosses_line(r, ti, tj)) break;
+            if (one_sentence &&
+                crosses_sentence(r, r->nb_next[r->tok_cp0[ti]], r->nb_prev[r->tok_cp1[tj]]))
+                break;
             double s = lps[ti] + lpe[tj];
             cand c = {ti, tj, s, ti * DG_SPAN_MAX_TOKENS + (tj - ti)};
             if (n_c < DG_SPAN_TOP) {
@@ -434,9 +447,17 @@ static void add_priors(const dg_ckpt *k, const freq *r, int w, float *l, size_t 
         for (size_t t = 0; t < nc; t++) l[t] += lm[t];
 }
 
+/* Leaf L's plain spans keep to one sentence: span_single_sentence, and L outside
+ * arrays (an item's text is its list's or its anchor's: "German translation.
+ * Thanks Erik" is one changelog item). */
+static int one_sentence(const dg_ckpt *k, const leaf *L)
+{
+    return k->span_single_sentence && L->inst < 0;
+}
+
 /* Code points [*s, *e) of candidate c for leaf L, or 0 when it is not to be read: a
  * token span (typed = 0) is trimmed and held to the span rules (span_single_line,
- * span_word_bounds); a table record's leaf (rc: its record's cells, item: its list
+ * span_single_sentence, span_word_bounds); a table record's leaf (rc: its record's cells, item: its list
  * item) reads one cell (record_span). Grammar candidates (typed) are code points
  * already. */
 static int cand_span(const dg_ckpt *k, const freq *r, const leaf *L, int typed,
@@ -456,6 +477,7 @@ static int cand_span(const dg_ckpt *k, const freq *r, const leaf *L, int typed,
     }
     if (*e <= *s) return 0;
     if (k->span_single_line && r->nl_pre[*e] != r->nl_pre[*s]) return 0;
+    if (one_sentence(k, L) && crosses_sentence(r, *s, *e)) return 0;
     return !k->span_word_bounds || word_bounded(r, *s, *e);
 }
 
@@ -517,7 +539,7 @@ deg_status dg_fill_decode_extract(const dg_ckpt *k, freq *r, job *j)
             st = dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
             goto done;
         }
-        n_c = top_token_spans(k, r, lps, lpe, nc, cs);
+        n_c = top_token_spans(k, r, lps, lpe, nc, one_sentence(k, L), cs);
     }
     qsort(cs, n_c, sizeof *cs, cmp_cand);
     json_t *best = NULL;

@@ -114,6 +114,9 @@ typedef struct freq {
      * before it, the first non-blank code point >= cp and one past the last
      * non-blank code point < cp ([n_cp + 1] each) */
     size_t *nl_pre, *nb_next, *nb_prev;
+    /* single-sentence spans (span_single_sentence): per code point cp, the
+     * sentence ends (sentences.h) at code points < cp ([n_cp + 1]) */
+    size_t *se_pre;
     dg_keylines kv;         /* key/value lines of the context (key prior on) */
     double list_bonus;      /* list prior (lists.h): options.list_prior's, else deg.json's;
                              * 0 = off */
@@ -219,6 +222,8 @@ dg_chat_layout dg_fill_layout(const dg_ckpt *k);
 deg_status dg_fill_trunk(const dg_ckpt *k, freq *r);
 /* The single-line tables nl_pre, nb_next, nb_prev (span_single_line). */
 deg_status dg_fill_line_tables(freq *r);
+/* The sentence-end table se_pre (span_single_sentence). */
+deg_status dg_fill_sentence_table(freq *r);
 
 /* ---- forks (fill_forks.c) ------------------------------------------------- */
 

@@ -221,6 +221,7 @@ void dg_fill_clear(freq *r)
     free(r->nl_pre);
     free(r->nb_next);
     free(r->nb_prev);
+    free(r->se_pre);
     deg_request_free(r->rq);
     json_decref(r->errors);
 }

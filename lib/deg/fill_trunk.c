@@ -9,6 +9,7 @@
 #include "base/strbuf.h"
 #include "deg/fill_internal.h"
 #include "deg/parse.h"
+#include "deg/sentences.h"
 #include "model/arch.h"
 #include "model/chat.h"
 #include "model/model.h"
@@ -151,6 +152,19 @@ done:
 static int blank_byte(unsigned char c)
 {
     return c <= 0x20 || c == 0x7F;
+}
+
+deg_status dg_fill_sentence_table(freq *r)
+{
+    size_t n = r->n_cp, ends = 0;
+    r->se_pre = malloc((n + 1) * sizeof(size_t));
+    if (!r->se_pre) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (sentence table)");
+    for (size_t c = 0; c < n; c++) {
+        r->se_pre[c] = ends;
+        ends += (size_t)dg_sentence_end(r->ctx, r->ctx_len, r->cp_byte[c]);
+    }
+    r->se_pre[n] = ends;
+    return DEG_OK;
 }
 
 deg_status dg_fill_line_tables(freq *r)

@@ -12,6 +12,7 @@
 #include "base/status.h"
 #include "base/utf8.h"
 #include "deg/lists_scan.h"
+#include "deg/sentences.h"
 
 size_t dg_lscan_bullet(const char *s, size_t b, size_t e)
 {
@@ -170,18 +171,14 @@ static deg_status add_delimited(dg_lscan *S, size_t lb, size_t lcp, size_t v0, s
     return DEG_OK;
 }
 
-/* End of the sentence that starts at byte b of line [b, e): the '.' of the first
- * ". X" with X an uppercase letter or a non-ASCII byte ("Categories: Utility and
- * TextEditor. Keys: Name, Exec"), else e. Prose renderings write several
- * "Key: value" sentences on one line; each is a key line of its own. */
+/* End of the sentence that starts at byte b of line [b, e): its first sentence
+ * end (sentences.h: ". X", X a capital, not after an initial or "Mr."; "Categories:
+ * Utility and TextEditor. Keys: Name, Exec"), else e. Prose renderings write
+ * several "Key: value" sentences on one line; each is a key line of its own. */
 static size_t sentence_end(const char *s, size_t b, size_t e)
 {
-    for (size_t i = b + 1; i + 2 < e; i++)
-        if (s[i] == '.' && s[i + 1] == ' ') {
-            size_t j = i + 1;
-            while (j < e && s[j] == ' ') j++;
-            if (j < e && (isupper((unsigned char)s[j]) || (unsigned char)s[j] >= 0x80)) return i;
-        }
+    for (size_t i = b + 1; i < e; i++)
+        if (dg_sentence_end(s, e, i)) return i;
     return e;
 }
 
@@ -390,10 +387,50 @@ static deg_status scan_sentences(dg_lscan *S, size_t b, size_t e, size_t cp, int
     return DEG_OK;
 }
 
+static int blank_line(const char *s, size_t b, size_t e)
+{
+    while (b < e && (s[b] == ' ' || s[b] == '\t' || s[b] == '\r')) b++;
+    return b == e;
+}
+
+enum { RUN_END, RUN_KEY, RUN_CAPTION };
+
+/* The bullets from byte *b (code point *cp) on: bullet lines, blank lines
+ * between them (a loose Markdown list) or before the first; the run ends before
+ * the first other line, *b / *cp after its last bullet (unchanged when there is
+ * none). RUN_KEY (under an empty-valued key line): each bullet one item.
+ * RUN_CAPTION (under a heading): the same, but a bullet whose text is a
+ * "key: value" line ends the run (YAML records are tables.c's). RUN_END: as
+ * RUN_CAPTION, no items added (only where the run ends). */
+static deg_status bullet_run(dg_lscan *S, size_t *b, size_t *cp, int mode)
+{
+    const char *s = S->ctx;
+    size_t len = S->len, at = *b, at_cp = *cp;
+    while (at < len) {
+        const char *nl = memchr(s + at, '\n', len - at);
+        size_t e = nl ? (size_t)(nl - s) : len;
+        size_t after = nl ? e + 1 : len;
+        size_t after_cp = at_cp + dg_utf8_count(s + at, e - at) + (nl ? 1 : 0);
+        size_t t = dg_lscan_bullet(s, at, e);
+        if (!t && !blank_line(s, at, e)) break;
+        size_t k0, k1, v0, v1;
+        if (t && mode != RUN_KEY && dg_keyline_split(s, t, e, &k0, &k1, &v0, &v1) && v1 > v0)
+            break;
+        if (t) {
+            if (mode != RUN_END) DG_TRY(dg_lscan_item(S, at, at_cp, t, e, NULL));
+            *b = after;
+            *cp = after_cp;
+        }
+        at = after;
+        at_cp = after_cp;
+    }
+    return DEG_OK;
+}
+
 static deg_status scan_lists(dg_lscan *S, size_t len)
 {
     const char *s = S->ctx;
-    size_t b = 0, cp = 0, skip = 0;
+    size_t b = 0, cp = 0, skip = 0, run_end = 0;
     while (b < len) {
         const char *nl = memchr(s + b, '\n', len - b);
         size_t e = nl ? (size_t)(nl - s) : len;
@@ -406,18 +443,23 @@ static deg_status scan_lists(dg_lscan *S, size_t len)
         int xml = !json && !html && xml_element(s, b, e, &k0, &k1, &v0, &v1);
         if (!json && !html && !xml) {
             int open_list;
-            DG_TRY(scan_sentences(S, b, e, cp, &open_list));
-            /* bullets right below an empty-valued key line */
-            while (open_list && next < len) {
-                const char *nl2 = memchr(s + next, '\n', len - next);
-                size_t e2 = nl2 ? (size_t)(nl2 - s) : len;
-                size_t t = dg_lscan_bullet(s, next, e2);
-                if (!t) break;
-                DG_TRY(dg_lscan_item(S, next, next_cp, t, e2, NULL));
-                next_cp += dg_utf8_count(s + next, e2 - next) + (nl2 ? 1 : 0);
-                next = nl2 ? e2 + 1 : len;
+            if (b >= run_end && dg_lscan_bullet(s, b, e)) {
+                /* bullets under a heading ("## Dependencies", a caption line):
+                 * read here, the lines left to the scan (key lines, records) */
+                size_t r0 = b, rcp = cp;
+                int cap = dg_lscan_caption(s, b, &k0, &k1);
+                if (cap) DG_TRY(dg_lscan_open(S, k0, k1, 0));
+                DG_TRY(bullet_run(S, &r0, &rcp, cap ? RUN_CAPTION : RUN_END));
+                if (cap) dg_lscan_close(S);
+                run_end = r0 > next ? r0 : next;
             }
-            if (open_list) dg_lscan_close(S);
+            DG_TRY(scan_sentences(S, b, e, cp, &open_list));
+            /* bullets below an empty-valued key line ("choices:", blank lines allowed) */
+            if (open_list) {
+                DG_TRY(bullet_run(S, &next, &next_cp, RUN_KEY));
+                dg_lscan_close(S);
+                run_end = next;
+            }
         } else {
             DG_TRY(dg_lscan_open(S, k0, k1, 0));
             if (json) {

@@ -16,9 +16,16 @@
  *
  * Lists (offsets are code points of the context, the unit of §8 spans):
  *   - bullets: a key line with an empty value ("choices:", "Keywords="), then
- *     the lines right below it that start (after spaces/tabs) with "-", "*",
- *     "+", U+2022 or "N." / "N)" and a space: one item per line, its text
+ *     the lines below it that start (after spaces/tabs) with "-", "*", "+",
+ *     U+2022 or "N." / "N)" and a space, blank lines allowed before and
+ *     between them (a loose Markdown list): one item per line, its text
  *     trimmed of spaces and one pair of enclosing quotes;
+ *   - bullets under a heading (libdeg 0.15.0): a run of such bullet lines (blank
+ *     lines between allowed) whose first has a caption above it, as tables
+ *     take one ("## Dependencies", "<h3>Authors</h3>", "Supported platforms";
+ *     dg_lscan_caption), is that caption's list; a bullet whose text is itself
+ *     a "key: value" line ends the run (YAML records are tables'). Bullets
+ *     under prose are no list;
  *   - delimited: a key line whose value has ';' (else ',') between items:
  *     "MimeType=text/plain;text/x-c;", "Keywords: a, b, c"; empty parts skipped;
  *     a written list's last two items split at a conjunction ("a, b and c",

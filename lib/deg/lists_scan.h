@@ -50,6 +50,15 @@ void dg_lscan_close(dg_lscan *S);
  * "+", U+2022, "N." / "N)" and a blank), else 0. */
 size_t dg_lscan_bullet(const char *s, size_t b, size_t e);
 
+/* The caption of a table or bullet list whose first line starts at byte b: the
+ * non-blank line above (blank lines skipped; above a grid's top border and
+ * markup-only lines such as "<table>"), trimmed of heading marks ('#', '*', '=',
+ * '>', a trailing ':') and of one HTML element around it; a heading has none of
+ * | : = , ; " TAB < inside, no final '.', at most DG_KEY_MAX_WORDS words
+ * ("## Dependencies", "<h2>Releases</h2>", "Currencies:"). 1 with its bytes
+ * [*k0, *k1), else 0. */
+int dg_lscan_caption(const char *s, size_t b, size_t *k0, size_t *k1);
+
 /* A table starting at line [b, e) (code point cp): its records added as one
  * table list (tables.c). *skip = the byte after the table's last line (b when
  * none): the caller looks for the next table there, so that a grid's rows are

@@ -119,6 +119,7 @@ void dg_plan_free(dg_plan *plan)
         json_decref(f->options);
         for (size_t j = 0; j < f->n_levels && f->level_labels; j++) free(f->level_labels[j]);
         free(f->level_labels);
+        free(f->level_count);
         free(f->levels);
         json_decref(f->constraints.json);
         free(f->title);

@@ -108,6 +108,10 @@ typedef struct dg_field_plan {
     size_t n_levels;
     int64_t *levels;
     char **level_labels;
+    /* decide.score whose every x-levels label is a count range (dg_level_count_range:
+     * "0 to 19", "40 or more"): per level [lo, hi] item counts (hi SIZE_MAX: open),
+     * read by the count prior (countprior.h); NULL otherwise. */
+    size_t (*level_count)[2];
 
     /* The head has an extra outcome meaning null that is not among options/levels:
      * true exactly for nullable score leaves (§4). Nullable choices list null as an
@@ -177,6 +181,13 @@ typedef struct deg_plan dg_plan;
  * array of {"loc": <JSON pointer into the schema>, "msg": <text>} listing every
  * problem found (owned by the caller, json_decref). The schema is only read. */
 deg_status dg_plan_compile(const json_t *schema, dg_plan **out, json_t **errors);
+
+/* An x-levels label as a count range: "7", "0 to 19", "2-3" (also en dash, ".."),
+ * "40 or more" (and more / or above / and above), "20+", "at least 3", ">= 3",
+ * "more than 5" / "over 5" / "> 5" (6 or more) -> [*lo, *hi] (hi SIZE_MAX: open);
+ * after it only blanks, or ':' and a description. 1 parsed, 0 not (also "19 to
+ * 0": a range is written low to high). */
+int dg_level_count_range(const char *label, size_t *lo, size_t *hi);
 void dg_plan_free(dg_plan *plan);
 
 /* The plan as JSON (new reference): {"fingerprint", "fields": [...], "arrays": [...],

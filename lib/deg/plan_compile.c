@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "base/grow.h"
 #include "base/status.h"
@@ -267,6 +268,62 @@ static void check_x_max_tokens(build *B, const json_t *node, const char *loc, bo
         f->max_tokens = (int32_t)json_integer_value(mt);
 }
 
+int dg_level_count_range(const char *s, size_t *lo, size_t *hi)
+{
+    static const struct {
+        const char *prefix;
+        int exclusive; /* "more than 5": the count is 6 or more */
+    } OPEN[] = {{"at least ", 0}, {"more than ", 1}, {"over ", 1}, {">= ", 0}, {"> ", 1}};
+    static const char *const TO[] = {"to ", "-", "\xe2\x80\x93", ".."};
+    static const char *const MORE[] = {"or more", "and more", "or above", "and above", "+"};
+    int open = 0, exclusive = 0;
+    while (*s == ' ') s++;
+    for (size_t k = 0; k < sizeof OPEN / sizeof OPEN[0] && !open; k++)
+        if (!strncasecmp(s, OPEN[k].prefix, strlen(OPEN[k].prefix))) {
+            open = 1;
+            exclusive = OPEN[k].exclusive;
+            s += strlen(OPEN[k].prefix);
+        }
+    size_t n = 0, d = 0;
+    for (; *s >= '0' && *s <= '9' && d < 9; s++, d++) n = n * 10 + (size_t)(*s - '0');
+    if (d == 0 || (*s >= '0' && *s <= '9')) return 0;
+    *lo = exclusive ? n + 1 : n;
+    *hi = open ? SIZE_MAX : n;
+    while (*s == ' ') s++;
+    if (!open) {
+        for (size_t k = 0; k < sizeof TO / sizeof TO[0]; k++) {
+            if (strncmp(s, TO[k], strlen(TO[k]))) continue;
+            s += strlen(TO[k]);
+            while (*s == ' ') s++;
+            size_t m = 0, e = 0;
+            for (; *s >= '0' && *s <= '9' && e < 9; s++, e++) m = m * 10 + (size_t)(*s - '0');
+            if (e == 0 || m < n || (*s >= '0' && *s <= '9')) return 0;
+            *hi = m;
+            break;
+        }
+        for (size_t k = 0; k < sizeof MORE / sizeof MORE[0] && *hi == n; k++)
+            if (!strncasecmp(s, MORE[k], strlen(MORE[k]))) {
+                *hi = SIZE_MAX;
+                s += strlen(MORE[k]);
+            }
+    }
+    while (*s == ' ') s++;
+    return *s == 0 || *s == ':';
+}
+
+/* f->level_count when every level of score f is labelled with a count range. */
+static void count_ranges(build *B, dg_field_plan *f)
+{
+    size_t r[DG_SCORE_MAX_LEVELS][2];
+    for (size_t i = 0; i < f->n_levels; i++)
+        if (i >= DG_SCORE_MAX_LEVELS || !f->level_labels[i] ||
+            !dg_level_count_range(f->level_labels[i], &r[i][0], &r[i][1]))
+            return;
+    f->level_count = malloc(f->n_levels * sizeof *f->level_count);
+    if (!f->level_count) B->oom = true;
+    else memcpy(f->level_count, r, f->n_levels * sizeof *f->level_count);
+}
+
 static void check_x_levels(build *B, const json_t *node, const char *loc, dg_field_plan *f)
 {
     const char *xl;
@@ -302,6 +359,7 @@ static void check_x_levels(build *B, const json_t *node, const char *loc, dg_fie
             if (json_is_string(v) && json_string_length(v) > 0)
                 f->level_labels[i] = xstrdup(B, json_string_value(v));
         }
+        if (f->level_labels) count_ranges(B, f);
     }
     free(kl);
 }

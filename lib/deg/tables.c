@@ -105,12 +105,7 @@ static int markup_only(const char *s, size_t b, size_t e)
     return 1;
 }
 
-/* The caption of a table whose first line starts at byte b: the non-blank line
- * above (above a grid's top border and markup-only lines such as "<table>"),
- * trimmed of heading marks ('#', '*', '=', '>', a trailing ':') and of one HTML
- * element around it; a heading has none of | : = , ; " TAB inside, no final
- * '.', at most DG_KEY_MAX_WORDS words. 1 with its bytes [*k0, *k1), else 0. */
-static int caption_before(const char *s, size_t b, size_t *k0, size_t *k1)
+int dg_lscan_caption(const char *s, size_t b, size_t *k0, size_t *k1)
 {
     for (int tries = 0; tries < 3; tries++) {
         size_t e = b;
@@ -157,7 +152,7 @@ static int caption_before(const char *s, size_t b, size_t *k0, size_t *k1)
 static deg_status open_captioned(dg_lscan *S, size_t b)
 {
     size_t k0 = b, k1 = b;
-    if (!caption_before(S->ctx, b, &k0, &k1)) k1 = k0;
+    if (!dg_lscan_caption(S->ctx, b, &k0, &k1)) k1 = k0;
     return dg_lscan_open(S, k0, k1, 1);
 }
 

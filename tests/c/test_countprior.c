@@ -307,7 +307,13 @@ Test(countprior, scale_nouns_and_levels)
         "\"numberOfKeysScale\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":1,"
         "\"x-levels\":{\"0\":\"few\",\"1\":\"many\"}},"
         "\"severity\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":2,"
-        "\"x-levels\":{\"0\":\"0\",\"1\":\"1\",\"2\":\"2\"}}}}";
+        "\"x-levels\":{\"0\":\"0\",\"1\":\"1\",\"2\":\"2\"}},"
+        "\"number_of_targets_band\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":2,"
+        "\"x-levels\":{\"0\":\"4 or more\",\"1\":\"2 to 3\",\"2\":\"0 to 1\"}},"
+        "\"number_of_targets_bucket\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":1,"
+        "\"x-levels\":{\"0\":\"0 to 1\",\"1\":\"5 or more\"}},"
+        "\"number_of_targets_tier\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":1,"
+        "\"x-levels\":{\"0\":\"1 to 0\",\"1\":\"2 or more\"}}}}";
     static const struct {
         const char *name;
         size_t n;
@@ -320,6 +326,9 @@ Test(countprior, scale_nouns_and_levels)
         {"keywordCount", 1, {"keyword"}, -1, 0}, /* no list named: the heads alone */
         {"numberOfKeysScale", 0, {NULL}, -1, 0}, /* labels are no counts */
         {"severity", 0, {NULL}, -1, 0},          /* no noun counted */
+        {"number_of_targets_band", 1, {"targets"}, 1, 3}, /* levels list ranges high to low */
+        {"number_of_targets_bucket", 1, {"targets"}, -1, 3}, /* 3 falls between the ranges */
+        {"number_of_targets_tier", 0, {NULL}, -1, 0},      /* "1 to 0" is no range */
     };
     const char *ctx = "Targets:\n* a\n* b\n* c\n\nCommands: w, x, y and z\n";
     deg_plan *p = NULL;
@@ -341,9 +350,46 @@ Test(countprior, scale_nouns_and_levels)
         size_t count;
         cr_assert_eq(dg_count_scale_judge(&ls, f, &li, &count), W[i].level, "%s", W[i].name);
         cr_assert_eq(count, W[i].count, "%s", W[i].name);
+        cr_assert_eq(li >= 0, W[i].count > 0, "%s: the list counted", W[i].name);
     }
     dg_lists_free(&ls);
     deg_plan_free(p);
+}
+
+/* x-levels labels as count ranges (plan.h dg_level_count_range). */
+Test(countprior, level_count_ranges)
+{
+    static const struct {
+        const char *label;
+        int ok;
+        size_t lo, hi;
+    } C[] = {
+        {"7", 1, 7, 7},
+        {"0 to 19", 1, 0, 19},
+        {" 2-3: a few", 1, 2, 3},
+        {"2\xe2\x80\x93" "3", 1, 2, 3},
+        {"4..9", 1, 4, 9},
+        {"40 or more", 1, 40, SIZE_MAX},
+        {"20+", 1, 20, SIZE_MAX},
+        {"At least 3", 1, 3, SIZE_MAX},
+        {">= 3", 1, 3, SIZE_MAX},
+        {"more than 5", 1, 6, SIZE_MAX},
+        {"over 5", 1, 6, SIZE_MAX},
+        {"> 5", 1, 6, SIZE_MAX},
+        {"19 to 0", 0, 0, 0},
+        {"few", 0, 0, 0},
+        {"1.5", 0, 0, 0},
+        {"-1", 0, 0, 0},
+        {"3 apples", 0, 0, 0},
+        {"1234567890", 0, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof C / sizeof C[0]; i++) {
+        size_t lo = 0, hi = 0;
+        cr_assert_eq(dg_level_count_range(C[i].label, &lo, &hi), C[i].ok, "%s", C[i].label);
+        if (!C[i].ok) continue;
+        cr_assert_eq(lo, C[i].lo, "%s: lo %zu", C[i].label, lo);
+        cr_assert_eq(hi, C[i].hi, "%s: hi %zu", C[i].label, hi);
+    }
 }
 
 /* deg_fill with the count prior on: every count scale takes the level of its list's
@@ -360,7 +406,9 @@ Test(countprior, fill_scales)
         "\"wants_count\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":3,"
         "\"x-levels\":{\"1\":\"0\",\"2\":\"1\",\"3\":\"2+\"}},"
         "\"mood\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":2,"
-        "\"x-levels\":{\"0\":\"low\",\"1\":\"mid\",\"2\":\"high\"}}}}";
+        "\"x-levels\":{\"0\":\"low\",\"1\":\"mid\",\"2\":\"high\"}},"
+        "\"number_of_after_bucket\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":1,"
+        "\"x-levels\":{\"0\":\"0 to 1\",\"1\":\"3 or more\"}}}}";
     static const char *const NAMES[] = {"number_of_after_band", "wants_count"};
     static const int WANT[] = {1, 1};  /* After: 2 items; Wants: 1 */
     static const json_int_t MIN[] = {0, 1};
@@ -402,6 +450,12 @@ Test(countprior, fill_scales)
         json_t *m = json_object_get(meta, "/number_of_after_band");
         cr_assert_str_eq(json_string_value(json_object_get(m, "list_key")), "after");
         cr_assert_eq(json_integer_value(json_object_get(m, "list_items")), 2);
+        /* 2 After items fall between the gap scale's ranges: the heads', meta counted */
+        m = json_object_get(meta, "/number_of_after_bucket");
+        cr_assert_str_eq(json_string_value(json_object_get(m, "list_key")), "after");
+        cr_assert_eq(json_integer_value(json_object_get(m, "list_items")), 2);
+        cr_assert(json_equal(json_object_get(v, "number_of_after_bucket"),
+                             json_object_get(v0, "number_of_after_bucket")), "gap: the heads'");
         for (int i = 0; i < 2; i++) {
             const char *name = i ? "mood" : "numberOfBeforeLevel", *ptr = i ? "/mood"
                                                                              : "/numberOfBeforeLevel";

@@ -15,6 +15,7 @@
 #include "base/utf8.h"
 #include "deg/keyprior.h"
 #include "deg/plan.h"
+#include "deg/sentences.h"
 
 #define GOLDENS DEG_SOURCE_ROOT "/tests/goldens"
 
@@ -334,61 +335,75 @@ Test(keyprior, fill_reads_labelled_lines)
 static const char *LINES_CTX = "alpha beta gamma\ndelta epsilon zeta\neta theta iota\n"
                                "kappa lambda mu\nnu xi omicron\npi rho sigma\n";
 
-/* Count of plain-string values over fields f0..f7 that hold a line break. */
-static int multi_line_values(deg_ckpt *k)
+/* The value of a fill of ctx into string fields f0..f(n-1) (owned by the caller). */
+static json_t *plain_values(deg_ckpt *k, const char *ctx, int n)
 {
     json_t *props = json_object();
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < n; i++) {
         char name[8];
         snprintf(name, sizeof name, "f%d", i);
         json_object_set_new(props, name, json_pack("{s:s}", "type", "string"));
     }
-    json_t *req = json_pack("{s:s, s:{s:s, s:o}}", "context", LINES_CTX, "schema", "type",
-                            "object", "properties", props);
+    json_t *req = json_pack("{s:s, s:{s:s, s:o}}", "context", ctx, "schema", "type", "object",
+                            "properties", props);
     char *rq = json_dumps(req, 0), *out = NULL;
     json_decref(req);
     cr_assert_eq(deg_fill(k, rq, strlen(rq), &out, NULL), DEG_OK, "%s", deg_errmsg());
     json_t *resp = json_loads(out, 0, NULL);
-    int n = 0;
-    const char *key;
-    json_t *v;
-    json_object_foreach(json_object_get(resp, "value"), key, v)
-        if (json_is_string(v) && strchr(json_string_value(v), '\n')) n++;
+    json_t *v = json_incref(json_object_get(resp, "value"));
     json_decref(resp);
     free(rq);
     free(out);
+    return v;
+}
+
+/* Count of plain-string values over fields f0..f7 that hold a line break. */
+static int multi_line_values(deg_ckpt *k)
+{
+    json_t *vals = plain_values(k, LINES_CTX, 8), *v;
+    const char *key;
+    int n = 0;
+    json_object_foreach(vals, key, v)
+        if (json_is_string(v) && strchr(json_string_value(v), '\n')) n++;
+    json_decref(vals);
     return n;
 }
 
-/* deg.json "span_single_line": plain-string spans never cross a line break;
- * the same random heads without it do give multi-line spans (so the test can
- * fail); a bad value is a FormatError; the flag survives a save. */
-Test(keyprior, single_line_spans)
+/* A boolean decoding rule of deg.json `flag` on both tiny models: count(k) > 0
+ * with random heads and the rule off (so the test can fail), 0 with it on; a bad
+ * value is a FormatError naming the flag; the flag survives a save. */
+static void check_rule_flag(const char *flag, int (*count)(deg_ckpt *), const char *tag)
 {
     for (size_t mi = 0; mi < 2; mi++) {
         char model[512], dir[512];
         snprintf(model, sizeof model, "%s/%s", GOLDENS, TINY[mi]);
-        snprintf(dir, sizeof dir, "%s/keyprior-lines-%d-%zu", DEG_BUILD_ROOT, (int)getpid(), mi);
+        snprintf(dir, sizeof dir, "%s/keyprior-%s-%d-%zu", DEG_BUILD_ROOT, tag, (int)getpid(), mi);
         deg_ckpt *k0 = tu_random_ckpt(model, 5, dir, NULL, -1);
-        int before = multi_line_values(k0);
+        int before = count(k0);
         deg_ckpt_free(k0);
-        cr_assert_gt(before, 0, "%s: no multi-line span without the rule", TINY[mi]);
-        tu_set_meta(dir, "span_single_line", json_string("yes"));
+        cr_assert_gt(before, 0, "%s: %s: nothing to hold without the rule", TINY[mi], flag);
+        tu_set_meta(dir, flag, json_string("yes"));
         deg_ckpt *k = NULL;
         cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_ERR_FORMAT);
-        cr_assert(strstr(deg_errmsg(), "span_single_line"), "%s", deg_errmsg());
-        tu_set_meta(dir, "span_single_line", json_true());
+        cr_assert(strstr(deg_errmsg(), flag), "%s", deg_errmsg());
+        tu_set_meta(dir, flag, json_true());
         cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_OK, "%s", deg_errmsg());
-        cr_assert_eq(multi_line_values(k), 0);
+        cr_assert_eq(count(k), 0, "%s: %s", TINY[mi], flag);
         char dir2[600], js[700];
         snprintf(dir2, sizeof dir2, "%s-saved", dir);
         cr_assert_eq(deg_ckpt_save(k, dir2, NULL, 0), DEG_OK, "%s", deg_errmsg());
         snprintf(js, sizeof js, "%s/deg.json", dir2);
         json_t *meta = json_load_file(js, 0, NULL);
-        cr_assert(json_is_true(json_object_get(meta, "span_single_line")));
+        cr_assert(json_is_true(json_object_get(meta, flag)), "%s survives a save", flag);
         json_decref(meta);
         deg_ckpt_free(k);
     }
+}
+
+/* deg.json "span_single_line": plain-string spans never cross a line break. */
+Test(keyprior, single_line_spans)
+{
+    check_rule_flag("span_single_line", multi_line_values, "lines");
 }
 
 /* Word boundaries of dg_utf8_is_word: letters and digits of spaced scripts are
@@ -501,4 +516,66 @@ Test(keyprior, word_bound_spans)
         json_decref(meta);
         deg_ckpt_free(k);
     }
+}
+
+/* dg_sentence_end (sentences.h): '.', '!' or '?', blanks, then a capital; not
+ * after an initial or a short capitalised abbreviation. */
+Test(keyprior, sentence_ends)
+{
+    static const struct {
+        const char *s;
+        size_t b;
+        int end;
+    } C[] = {
+        {"Graz for 3,325 per month. 150 m2.", 24, 0},         /* a digit follows */
+        {"in Graz on 2027-08-21 10:30. Entry is free", 27, 1},
+        {"Entry is free! On 12 May", 13, 1},
+        {"Is it? Yes", 5, 1},
+        {"activities. the next", 10, 0},                    /* lowercase follows */
+        {"activities.The next", 10, 0},                     /* no blank */
+        {"Ian A. Murdock", 5, 0},                           /* an initial */
+        {"e.g. Foo", 3, 0},
+        {"Dem. Rep. of Congo", 3, 0},                        /* "Dem." */
+        {"Mr. Smith", 2, 0},
+        {"Text Editor. The comment", 11, 1},                 /* a longer capitalised word */
+        {"tzdata/Zones/Australia. The", 22, 1},
+        {"etc. Then", 3, 1},
+        {"done.\n\n  Next line", 4, 1},
+        {"fin. \xc3\x89t\xc3\xa9 venu", 3, 1},               /* É */
+        {"\xd0\xba\xd0\xbe\xd0\xbd\xd0\xb5\xd1\x86. \xd0\x9d\xd0\xbe\xd0\xb2", 10, 1}, /* Cyrillic */
+        {"end.", 3, 0},                                     /* nothing follows */
+        {"a, b", 1, 0},
+    };
+    for (size_t i = 0; i < sizeof C / sizeof C[0]; i++)
+        cr_assert_eq(dg_sentence_end(C[i].s, strlen(C[i].s), C[i].b), C[i].end, "%s @%zu", C[i].s,
+                     C[i].b);
+}
+
+static const char *SENT_CTX = "Alpha beta gamma. Delta epsilon! Zeta eta theta? Iota kappa. "
+                              "Lambda mu nu. Xi omicron pi. Rho sigma tau! Upsilon phi. "
+                              "Chi psi omega. Ano kato. Mesa exo.\n";
+
+/* Count of plain-string values over fields f0..f15 that hold a sentence end. */
+static int multi_sentence_values(deg_ckpt *k)
+{
+    json_t *vals = plain_values(k, SENT_CTX, 16), *v;
+    const char *key;
+    int n = 0;
+    json_object_foreach(vals, key, v) {
+        const char *s = json_string_value(v);
+        for (size_t b = 0; s && s[b]; b++)
+            if (dg_sentence_end(s, strlen(s), b)) {
+                n++;
+                break;
+            }
+    }
+    json_decref(vals);
+    return n;
+}
+
+/* deg.json "span_single_sentence": no plain span outside arrays holds a
+ * sentence end. */
+Test(keyprior, single_sentence_spans)
+{
+    check_rule_flag("span_single_sentence", multi_sentence_values, "sent");
 }

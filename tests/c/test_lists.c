@@ -74,6 +74,54 @@ Test(lists, scan)
     cr_assert_null(ls.p);
 }
 
+/* Bullets under a heading ("## Dependencies", a caption line as tables read
+ * them, blank lines between) and under an empty key line with blank lines before
+ * and between them; bullets without a heading are no list; a "key: value"
+ * bullet ends a heading's run (YAML records are tables); a bullet after the
+ * run's end starts none. */
+Test(lists, scan_bullets_under_headings)
+{
+    const char *ctx = "# mytool\n"
+                      "\n"
+                      "## Dependencies\n"
+                      "\n"
+                      "- libfoo (>= 1.2)\n"
+                      "- python3-bar\n"
+                      "\n"
+                      "* baz-utils\n"
+                      "\n"
+                      "Some prose in between, a sentence.\n"
+                      "- stray item\n"
+                      "Authors:\n"
+                      "\n"
+                      "  - Ana Kowalski\n"
+                      "\n"
+                      "  - Bo Chen\n"
+                      "Supported platforms\n"
+                      "1. Linux\n"
+                      "2. FreeBSD\n"
+                      "\n"
+                      "### Records\n"
+                      "- name: a\n"
+                      "- plain after a record\n";
+    dg_lists ls = {0};
+    cr_assert_eq(dg_lists_scan(ctx, strlen(ctx), &ls), DEG_OK);
+    cr_assert_str_eq(items(&ls, ctx, "dependencies"), "libfoo (>= 1.2)|python3-bar|baz-utils");
+    cr_assert_str_eq(items(&ls, ctx, "authors"), "Ana Kowalski|Bo Chen");
+    cr_assert_str_eq(items(&ls, ctx, "supported platforms"), "Linux|FreeBSD");
+    cr_assert_null(items(&ls, ctx, "some prose in between sentence"));
+    cr_assert_null(items(&ls, ctx, "records"), "a key: value bullet is a record, no item");
+    /* the record bullet is a key line ("name": a) as before */
+    cr_assert_str_eq(items(&ls, ctx, "name"), "a");
+    for (size_t i = 0; i < ls.n; i++)
+        for (size_t j = 0; j < ls.p[i].n; j++) {
+            const size_t *it = ls.item + 2 * (ls.p[i].first + j);
+            cr_assert(it[1] - it[0] != strlen("stray item") || strncmp(ctx + it[0], "stray", 5),
+                      "a bullet under prose is no item");
+        }
+    dg_lists_free(&ls);
+}
+
 Test(lists, scan_json_and_html)
 {
     const char *ctx = "{\n"
@@ -152,7 +200,8 @@ Test(lists, scan_written_lists)
     cr_assert_str_eq(items(&ls, ctx, "documentation"), "man:x(8)|https://y.org/z");
     cr_assert_str_eq(items(&ls, ctx, "description"), "System Update");
     cr_assert_str_eq(items(&ls, ctx, "requires"), "tcl >= 8.6", "a word part: no blank split");
-    cr_assert_str_eq(items(&ls, ctx, "note"), "Dem", "a sentence ends at '. ' + capital");
+    cr_assert_str_eq(items(&ls, ctx, "note"), "Dem. Rep. of Congo",
+                     "\"Dem.\" is an abbreviation, no sentence end (sentences.h)");
     cr_assert_str_eq(items(&ls, ctx, "tags"), "a|b");
     cr_assert_str_eq(items(&ls, ctx, "summary"), "One. Two", "a JSON line is one sentence");
     cr_assert_null(items(&ls, ctx, "the type is application"));

@@ -2,7 +2,8 @@
 (issue 12), each on a short document of a layout or wording the heads get wrong alone:
 JSON members are key lines of the key prior (lib/deg/keyprior.h), a key the field's
 description names is read (key_prior.description), plain spans end at word boundaries
-(deg.json span_word_bounds), and a date-time reads the zone written after it
+(deg.json span_word_bounds), plain spans outside arrays keep to one sentence (deg.json
+span_single_sentence), and a date-time reads the zone written after it
 (fill_extract.c fullest_dates). Each test also runs the same checkpoint without the rule
 (a copy of its directory with the setting removed) where that is a setting, so it can
 fail: the heads alone give another value. The date rule is no setting: libdeg 0.9.0
@@ -78,6 +79,33 @@ UNIT_SCHEMA = {"type": "object", "required": ["summary", "command"], "properties
     "manual": {"type": ["string", "null"], "description": "its documentation"}}}
 
 
+# /usr/share/dbus-1/system-services/org.freedesktop.timedate1.service (systemd 252) as
+# datagen's prose rendering writes a key file (dev5's keyfile kind: a development-set layout)
+PROSE_SERVICE = ("The name is org.freedesktop.timedate1. The exec is /bin/false. The user is "
+                 "root. The systemd service is dbus-org.freedesktop.timedate1.service.\n")
+PROSE_SCHEMA = {"type": "object", "properties": {
+    "systemd_unit": {"type": "string"}, "bus_name": {"type": "string"},
+    "runs_as": {"type": "string"}}}
+
+
+def sentence_ends(text):
+    """Sentence ends in text by lib/deg/sentences.h's rule, for ASCII text."""
+    n = 0
+    for i, c in enumerate(text):
+        if c not in ".!?" or i + 1 >= len(text) or text[i + 1] != " ":
+            continue
+        j = i + 1
+        while j < len(text) and text[j] == " ":
+            j += 1
+        if j < len(text) and text[j].isupper():
+            k = i
+            while k > 0 and text[k - 1].isalpha():
+                k -= 1
+            w = text[k:i]
+            n += not (len(w) == 1 or (2 <= len(w) <= 3 and w[0].isupper() and w[1:].islower()))
+    return n
+
+
 def without(tmp_path, setting, sub=None):
     """A copy of the default checkpoint's directory without deg.json[setting]
     (or without deg.json[setting][sub])."""
@@ -123,6 +151,18 @@ def test_plain_spans_end_at_word_boundaries(model, tmp_path):
     # the pointers alone end inside "FindASPELL" (v11's heads: inside "xdg-user-dirs-update" of
     # an INI rendering, which v12's end after "xdg-user", a word boundary)
     assert alone != got["module"] and alone and "FindASPELL".startswith(alone)
+
+
+def test_plain_spans_keep_to_one_sentence(model, tmp_path):
+    ck = deg.load(deg.default_checkpoint_path(), model=model)
+    got = ck.fill(PROSE_SERVICE, PROSE_SCHEMA)["value"]
+    assert got["systemd_unit"] == "dbus-org.freedesktop.timedate1.service"
+    for v in got.values():
+        assert v in PROSE_SERVICE and sentence_ends(v) == 0, v
+    runs_on = deg.load(without(tmp_path, "span_single_sentence"), model=model)
+    alone = runs_on.fill(PROSE_SERVICE, PROSE_SCHEMA)["value"]
+    # the end pointers alone run on over the next sentences ("/bin/false. The user is root. ...")
+    assert sum(sentence_ends(v) for v in alone.values()) >= 3, alone
 
 
 def test_date_time_keeps_its_written_zone(model):
