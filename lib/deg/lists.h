@@ -23,9 +23,10 @@
  *   - bullets under a heading (libdeg 0.15.0): a run of such bullet lines (blank
  *     lines between allowed) whose first has a caption above it, as tables
  *     take one ("## Dependencies", "<h3>Authors</h3>", "Supported platforms";
- *     dg_lscan_caption), is that caption's list; a bullet whose text is itself
- *     a "key: value" line ends the run (YAML records are tables'). Bullets
- *     under prose are no list;
+ *     dg_lscan_caption), is that caption's list; a bullet opening a YAML record
+ *     ("- name: a" with "  tz: b" indented below it) ends the run (records are
+ *     tables'), a lone "- libcurl4 (= 7.88.1)" or "- **apt**: the tool" is an
+ *     item. Bullets under prose are no list;
  *   - delimited: a key line whose value has ';' (else ',') between items:
  *     "MimeType=text/plain;text/x-c;", "Keywords: a, b, c"; empty parts skipped;
  *     a written list's last two items split at a conjunction ("a, b and c",

@@ -76,9 +76,10 @@ Test(lists, scan)
 
 /* Bullets under a heading ("## Dependencies", a caption line as tables read
  * them, blank lines between) and under an empty key line with blank lines before
- * and between them; bullets without a heading are no list; a "key: value"
- * bullet ends a heading's run (YAML records are tables); a bullet after the
- * run's end starts none. */
+ * and between them; bullets without a heading are no list; "key: value" or
+ * "(= x)" bullets are items (the new-user check of 0.15.0 found "- libcurl4 (=
+ * 7.88.1)" cut the list), but a bullet opening a YAML record ends a heading's
+ * run (records are tables); a bullet after the run's end starts none. */
 Test(lists, scan_bullets_under_headings)
 {
     const char *ctx = "# mytool\n"
@@ -86,6 +87,8 @@ Test(lists, scan_bullets_under_headings)
                       "## Dependencies\n"
                       "\n"
                       "- libfoo (>= 1.2)\n"
+                      "- libcurl4 (= 7.88.1)\n"
+                      "- **apt-get**: retrieval of packages\n"
                       "- python3-bar\n"
                       "\n"
                       "* baz-utils\n"
@@ -103,14 +106,18 @@ Test(lists, scan_bullets_under_headings)
                       "\n"
                       "### Records\n"
                       "- name: a\n"
+                      "  tz: b\n"
                       "- plain after a record\n";
     dg_lists ls = {0};
     cr_assert_eq(dg_lists_scan(ctx, strlen(ctx), &ls), DEG_OK);
-    cr_assert_str_eq(items(&ls, ctx, "dependencies"), "libfoo (>= 1.2)|python3-bar|baz-utils");
+    cr_assert_str_eq(items(&ls, ctx, "dependencies"),
+                     "libfoo (>= 1.2)|libcurl4 (= 7.88.1)|**apt-get**: retrieval of "
+                     "packages|python3-bar|baz-utils",
+                     "a key: value bullet without a record's next line is an item");
     cr_assert_str_eq(items(&ls, ctx, "authors"), "Ana Kowalski|Bo Chen");
     cr_assert_str_eq(items(&ls, ctx, "supported platforms"), "Linux|FreeBSD");
     cr_assert_null(items(&ls, ctx, "some prose in between sentence"));
-    cr_assert_null(items(&ls, ctx, "records"), "a key: value bullet is a record, no item");
+    cr_assert_null(items(&ls, ctx, "records"), "a YAML record's bullet is no item");
     /* the record bullet is a key line ("name": a) as before */
     cr_assert_str_eq(items(&ls, ctx, "name"), "a");
     for (size_t i = 0; i < ls.n; i++)
