@@ -133,7 +133,8 @@ extern "C" {
  * of 15 times).
  * Count scales (libdeg 0.14.0): an integer score outside arrays every level of which
  * x-levels labels with a count range ("0 to 19", "20 to 39", "40 or more";
- * "7", "2-3", "20+", "at least 3", "more than 5"; ": description" may follow)
+ * "7", "2-3", "20+", "at least 3", "more than 5", "none" / "zero" for 0;
+ * ": description" may follow)
  * and whose name, title or description says what it counts ("number of X",
  * "num X", "count of X", "how many X", "X count") is judged on the same lists:
  * the level whose range holds the count of the list X names gets +b (no list so

@@ -96,7 +96,7 @@ int dg_count_judge(const dg_lists *ls, const char *ctx, const size_t *cp_byte,
 
 /* Count scales (libdeg 0.14.0): a score leaf outside arrays every level of which is
  * labelled with a count range in x-levels ("0 to 19", "20 to 39", "40 or more";
- * "7", "2-3", "20+", "at least 3", "more than 5"; a ':' and a description may
+ * "7", "2-3", "20+", "at least 3", "more than 5", "none"/"zero"; a ':' and a description may
  * follow) and whose name, title or description names what it counts ("number of X",
  * "num X", "count of X", "how many X", "X count"; X as for predicates, also ended by
  * the scale's words: level band bucket scale class tier bin range group as falls

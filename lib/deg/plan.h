@@ -184,7 +184,8 @@ deg_status dg_plan_compile(const json_t *schema, dg_plan **out, json_t **errors)
 
 /* An x-levels label as a count range: "7", "0 to 19", "2-3" (also en dash, ".."),
  * "40 or more" (and more / or above / and above), "20+", "at least 3", ">= 3",
- * "more than 5" / "over 5" / "> 5" (6 or more) -> [*lo, *hi] (hi SIZE_MAX: open);
+ * "more than 5" / "over 5" / "> 5" (6 or more), "none" / "zero" / "no" / "nothing"
+ * (0) -> [*lo, *hi] (hi SIZE_MAX: open);
  * after it only blanks, or ':' and a description. 1 parsed, 0 not (also "19 to
  * 0": a range is written low to high). */
 int dg_level_count_range(const char *label, size_t *lo, size_t *hi);

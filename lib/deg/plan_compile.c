@@ -276,8 +276,19 @@ int dg_level_count_range(const char *s, size_t *lo, size_t *hi)
     } OPEN[] = {{"at least ", 0}, {"more than ", 1}, {"over ", 1}, {">= ", 0}, {"> ", 1}};
     static const char *const TO[] = {"to ", "-", "\xe2\x80\x93", ".."};
     static const char *const MORE[] = {"or more", "and more", "or above", "and above", "+"};
+    static const char *const ZERO[] = {"none", "zero", "no", "nothing"};
     int open = 0, exclusive = 0;
     while (*s == ' ') s++;
+    for (size_t k = 0; k < sizeof ZERO / sizeof ZERO[0]; k++) {
+        size_t n = strlen(ZERO[k]);
+        const char *r = s + n;
+        if (strncasecmp(s, ZERO[k], n)) continue;
+        while (*r == ' ') r++;
+        if (*r == 0 || *r == ':') { /* "none", "Zero: nothing listed" */
+            *lo = *hi = 0;
+            return 1;
+        }
+    }
     for (size_t k = 0; k < sizeof OPEN / sizeof OPEN[0] && !open; k++)
         if (!strncasecmp(s, OPEN[k].prefix, strlen(OPEN[k].prefix))) {
             open = 1;

@@ -312,6 +312,8 @@ Test(countprior, scale_nouns_and_levels)
         "\"x-levels\":{\"0\":\"4 or more\",\"1\":\"2 to 3\",\"2\":\"0 to 1\"}},"
         "\"number_of_targets_bucket\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":1,"
         "\"x-levels\":{\"0\":\"0 to 1\",\"1\":\"5 or more\"}},"
+        "\"number_of_targets_scale\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":2,"
+        "\"x-levels\":{\"0\":\"none\",\"1\":\"1 to 2\",\"2\":\"3 or more\"}},"
         "\"number_of_targets_tier\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":1,"
         "\"x-levels\":{\"0\":\"1 to 0\",\"1\":\"2 or more\"}}}}";
     static const struct {
@@ -328,6 +330,7 @@ Test(countprior, scale_nouns_and_levels)
         {"severity", 0, {NULL}, -1, 0},          /* no noun counted */
         {"number_of_targets_band", 1, {"targets"}, 1, 3}, /* levels list ranges high to low */
         {"number_of_targets_bucket", 1, {"targets"}, -1, 3}, /* 3 falls between the ranges */
+        {"number_of_targets_scale", 1, {"targets"}, 2, 3}, /* "none" is the range of 0 */
         {"number_of_targets_tier", 0, {NULL}, -1, 0},      /* "1 to 0" is no range */
     };
     const char *ctx = "Targets:\n* a\n* b\n* c\n\nCommands: w, x, y and z\n";
@@ -376,6 +379,11 @@ Test(countprior, level_count_ranges)
         {"more than 5", 1, 6, SIZE_MAX},
         {"over 5", 1, 6, SIZE_MAX},
         {"> 5", 1, 6, SIZE_MAX},
+        {"none", 1, 0, 0},
+        {"Zero: nothing listed", 1, 0, 0},
+        {"no", 1, 0, 0},
+        {"no idea", 0, 0, 0},
+        {"nonexistent", 0, 0, 0},
         {"19 to 0", 0, 0, 0},
         {"few", 0, 0, 0},
         {"1.5", 0, 0, 0},
