@@ -387,29 +387,20 @@ static deg_status scan_sentences(dg_lscan *S, size_t b, size_t e, size_t cp, int
     return DEG_OK;
 }
 
-static int blank_line(const char *s, size_t b, size_t e)
-{
-    while (b < e && (s[b] == ' ' || s[b] == '\t' || s[b] == '\r')) b++;
-    return b == e;
-}
-
 enum { RUN_END, RUN_KEY, RUN_CAPTION };
 
-/* Bullet line [b, e) (its text at byte t) opens a YAML record (tables.c): its text
- * is a "key: value" line and the next line, indented past the bullet's marker, is
- * one too ("- name: a\n  tz: b"). "- libcurl4 (= 7.88.1)" or "- **apt**: the tool"
- * alone are items. */
+/* Bullet line [b, e) (its text at byte t) opens a YAML record: its text is a
+ * "key: value" line and the next line, indented past the bullet's marker, is one
+ * too ("- name: a\n  tz: b"). Such a bullet's line is only its record's first
+ * member (tables.c reads records under a key line, "zones:"; under a heading they
+ * are no list). "- libcurl4 (= 7.88.1)" or "- **apt**: the tool" alone are items. */
 static int yaml_record(const char *s, size_t len, size_t b, size_t e, size_t t)
 {
     size_t k0, k1, v0, v1;
     if (!dg_keyline_split(s, t, e, &k0, &k1, &v0, &v1) || v1 == v0 || e >= len) return 0;
-    size_t ind = 0, n0 = e + 1, ind2 = 0;
-    while (b + ind < e && (s[b + ind] == ' ' || s[b + ind] == '\t')) ind++;
-    const char *nl = memchr(s + n0, '\n', len - n0);
-    size_t n1 = nl ? (size_t)(nl - s) : len;
-    while (n0 + ind2 < n1 && (s[n0 + ind2] == ' ' || s[n0 + ind2] == '\t')) ind2++;
-    return ind2 > ind && !dg_lscan_bullet(s, n0, n1) &&
-           dg_keyline_split(s, n0 + ind2, n1, &k0, &k1, &v0, &v1) && v1 > v0;
+    size_t n0 = e + 1, n1 = dg_lscan_line_end(s, len, n0), ind = dg_lscan_indent(s, n0, n1);
+    return ind > dg_lscan_indent(s, b, e) && !dg_lscan_bullet(s, n0, n1) &&
+           dg_keyline_split(s, n0 + ind, n1, &k0, &k1, &v0, &v1) && v1 > v0;
 }
 
 /* The bullets from byte *b (code point *cp) on: bullet lines, blank lines
@@ -417,19 +408,18 @@ static int yaml_record(const char *s, size_t len, size_t b, size_t e, size_t t)
  * the first other line, *b / *cp after its last bullet (unchanged when there is
  * none). RUN_KEY (under an empty-valued key line): each bullet one item.
  * RUN_CAPTION (under a heading): the same, but a bullet that opens a YAML record
- * (yaml_record) ends the run (records are tables.c's). RUN_END: as
+ * (yaml_record) ends the run. RUN_END: as
  * RUN_CAPTION, no items added (only where the run ends). */
 static deg_status bullet_run(dg_lscan *S, size_t *b, size_t *cp, int mode)
 {
     const char *s = S->ctx;
     size_t len = S->len, at = *b, at_cp = *cp;
     while (at < len) {
-        const char *nl = memchr(s + at, '\n', len - at);
-        size_t e = nl ? (size_t)(nl - s) : len;
-        size_t after = nl ? e + 1 : len;
-        size_t after_cp = at_cp + dg_utf8_count(s + at, e - at) + (nl ? 1 : 0);
+        size_t e = dg_lscan_line_end(s, len, at), after = e < len ? e + 1 : len;
+        size_t after_cp = at_cp + dg_utf8_count(s + at, after - at);
         size_t t = dg_lscan_bullet(s, at, e);
-        if (!t && !blank_line(s, at, e)) break;
+        size_t blank = dg_lscan_indent(s, at, e);
+        if (!t && at + blank < e && !(at + blank + 1 == e && s[e - 1] == '\r')) break;
         if (t && mode != RUN_KEY && yaml_record(s, len, at, e, t)) break;
         if (t) {
             if (mode != RUN_END) DG_TRY(dg_lscan_item(S, at, at_cp, t, e, NULL));

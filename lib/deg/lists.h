@@ -24,8 +24,8 @@
  *     lines between allowed) whose first has a caption above it, as tables
  *     take one ("## Dependencies", "<h3>Authors</h3>", "Supported platforms";
  *     dg_lscan_caption), is that caption's list; a bullet opening a YAML record
- *     ("- name: a" with "  tz: b" indented below it) ends the run (records are
- *     tables'), a lone "- libcurl4 (= 7.88.1)" or "- **apt**: the tool" is an
+ *     ("- name: a" with "  tz: b" indented below it) ends the run (its line is
+ *     only the record's first member), a lone "- libcurl4 (= 7.88.1)" or "- **apt**: the tool" is an
  *     item. Bullets under prose are no list;
  *   - delimited: a key line whose value has ';' (else ',') between items:
  *     "MimeType=text/plain;text/x-c;", "Keywords: a, b, c"; empty parts skipped;

@@ -50,6 +50,12 @@ void dg_lscan_close(dg_lscan *S);
  * "+", U+2022, "N." / "N)" and a blank), else 0. */
 size_t dg_lscan_bullet(const char *s, size_t b, size_t e);
 
+/* The end of the line holding byte b (its '\n', or len). */
+size_t dg_lscan_line_end(const char *s, size_t len, size_t b);
+
+/* The spaces and tabs line [b, e) starts with. */
+size_t dg_lscan_indent(const char *s, size_t b, size_t e);
+
 /* The caption of a table or bullet list whose first line starts at byte b: the
  * non-blank line above (blank lines skipped; above a grid's top border and
  * markup-only lines such as "<table>"), trimmed of heading marks ('#', '*', '=',

@@ -182,6 +182,8 @@ typedef struct deg_plan dg_plan;
  * problem found (owned by the caller, json_decref). The schema is only read. */
 deg_status dg_plan_compile(const json_t *schema, dg_plan **out, json_t **errors);
 
+void dg_plan_free(dg_plan *plan);
+
 /* An x-levels label as a count range: "7", "0 to 19", "2-3" (also en dash, ".."),
  * "40 or more" (and more / or above / and above), "20+", "at least 3", ">= 3",
  * "more than 5" / "over 5" / "> 5" (6 or more), "none" / "zero" / "no" / "nothing"
@@ -189,7 +191,6 @@ deg_status dg_plan_compile(const json_t *schema, dg_plan **out, json_t **errors)
  * after it only blanks, or ':' and a description. 1 parsed, 0 not (also "19 to
  * 0": a range is written low to high). */
 int dg_level_count_range(const char *label, size_t *lo, size_t *hi);
-void dg_plan_free(dg_plan *plan);
 
 /* The plan as JSON (new reference): {"fingerprint", "fields": [...], "arrays": [...],
  * "objects": [...]}; the format is documented in doc/ARCHITECTURE.md. */

@@ -34,7 +34,7 @@ static void advance(const char *s, pos *p, size_t b)
     p->b = b;
 }
 
-static size_t line_end(const char *s, size_t len, size_t b)
+size_t dg_lscan_line_end(const char *s, size_t len, size_t b)
 {
     const char *nl = b < len ? memchr(s + b, '\n', len - b) : NULL;
     return nl ? (size_t)(nl - s) : len;
@@ -198,14 +198,14 @@ static deg_status pipe_table(dg_lscan *S, size_t b, size_t e, size_t cp, size_t 
     size_t n = pipe_cells(s, b, e, hk);
     *got = 0;
     if (n < 2 || e >= S->len) return DEG_OK;
-    size_t sb = e + 1, se = line_end(s, S->len, sb);
+    size_t sb = e + 1, se = dg_lscan_line_end(s, S->len, sb);
     if (!separator(s, sb, se)) return DEG_OK;
     for (size_t c = 0; c < n; c++) trim(s, &hk[2 * c], &hk[2 * c + 1]);
     pos p = {b, cp};
     DG_TRY(open_captioned(S, b));
     size_t lb = se < S->len ? se + 1 : S->len;
     while (lb < S->len) {
-        size_t le = line_end(s, S->len, lb);
+        size_t le = dg_lscan_line_end(s, S->len, lb);
         if (!separator(s, lb, le)) { /* a ragged row keeps its first cells' columns */
             size_t m = pipe_cells(s, lb, le, cb);
             if (m < 2) break;
@@ -311,7 +311,7 @@ static int next_tr(const char *s, size_t len, size_t i, size_t *r0, size_t *r1)
     for (size_t j = i; j < len && !end; j++)
         if (s[j] == '<' && at_ci(s, len, j, "</tr>")) end = s + j;
     *r0 = i;
-    *r1 = end ? (size_t)(end - s) + 5 : line_end(s, len, i);
+    *r1 = end ? (size_t)(end - s) + 5 : dg_lscan_line_end(s, len, i);
     return 1;
 }
 
@@ -354,7 +354,7 @@ static deg_status html_table(dg_lscan *S, size_t b, size_t e, size_t cp, size_t 
         i = r1;
     }
     dg_lscan_close(S);
-    *skip = line_end(s, S->len, i);
+    *skip = dg_lscan_line_end(s, S->len, i);
     *got = 1;
     return DEG_OK;
 }
@@ -390,12 +390,12 @@ static deg_status csv_table(dg_lscan *S, size_t b, size_t e, size_t cp, size_t *
         if (!column_name(s, hk[2 * c], hk[2 * c + 1])) return DEG_OK;
         trim(s, &hk[2 * c], &hk[2 * c + 1]);
     }
-    size_t lb = e + 1, le = line_end(s, S->len, lb), m = split_cells(s, lb, le, d, 1, cb);
+    size_t lb = e + 1, le = dg_lscan_line_end(s, S->len, lb), m = split_cells(s, lb, le, d, 1, cb);
     if (m < 2 || m > n) return DEG_OK;
     pos p = {b, cp};
     DG_TRY(open_captioned(S, b));
     while (lb < S->len) {
-        le = line_end(s, S->len, lb);
+        le = dg_lscan_line_end(s, S->len, lb);
         m = split_cells(s, lb, le, d, 1, cb);
         if (m < 2 || m > n) break;
         for (size_t c = 0; c < m; c++) { /* "..." cells read inside the quotes */
@@ -510,12 +510,12 @@ static deg_status json_table(dg_lscan *S, size_t b, size_t e, size_t cp, size_t 
         if (i < S->len && s[i] == ',') i = skip_ws(s, S->len, i + 1);
     }
     dg_lscan_close(S);
-    *skip = line_end(s, S->len, i);
+    *skip = dg_lscan_line_end(s, S->len, i);
     *got = 1;
     return DEG_OK;
 }
 
-static size_t indent(const char *s, size_t b, size_t e)
+size_t dg_lscan_indent(const char *s, size_t b, size_t e)
 {
     size_t i = b;
     while (i < e && (s[i] == ' ' || s[i] == '\t')) i++;
@@ -526,8 +526,8 @@ static size_t indent(const char *s, size_t b, size_t e)
 static size_t next_nonblank(const char *s, size_t len, size_t lb)
 {
     while (lb < len) {
-        size_t le = line_end(s, len, lb);
-        if (indent(s, lb, le) < le - lb && !(le - lb == 1 && s[lb] == '\r')) return lb;
+        size_t le = dg_lscan_line_end(s, len, lb);
+        if (dg_lscan_indent(s, lb, le) < le - lb && !(le - lb == 1 && s[lb] == '\r')) return lb;
         lb = le < len ? le + 1 : len;
     }
     return len;
@@ -544,23 +544,23 @@ static deg_status yaml_table(dg_lscan *S, size_t b, size_t e, size_t cp, size_t 
     *got = 0;
     if (e >= S->len || !dg_keyline_split(s, b, e, &k0, &k1, &v0, &v1) || v1 > v0) return DEG_OK;
     lb = next_nonblank(s, S->len, lb);
-    size_t le = line_end(s, S->len, lb);
+    size_t le = dg_lscan_line_end(s, S->len, lb);
     size_t x0, x1, y0, y1;
-    if (!(t = dg_lscan_bullet(s, lb, le)) || s[indent(s, lb, le) + lb] != '-' ||
+    if (!(t = dg_lscan_bullet(s, lb, le)) || s[dg_lscan_indent(s, lb, le) + lb] != '-' ||
         !dg_keyline_split(s, t, le, &x0, &x1, &y0, &y1) || y1 == y0)
         return DEG_OK;
-    size_t dash = indent(s, lb, le);
+    size_t dash = dg_lscan_indent(s, lb, le);
     pos p = {b, cp};
     DG_TRY(dg_lscan_open(S, k0, k1, 1));
     while (lb < S->len) {
-        le = line_end(s, S->len, lb);
+        le = dg_lscan_line_end(s, S->len, lb);
         t = dg_lscan_bullet(s, lb, le);
-        if (!t || indent(s, lb, le) != dash || s[lb + dash] != '-') break;
+        if (!t || dg_lscan_indent(s, lb, le) != dash || s[lb + dash] != '-') break;
         size_t col = t - lb, rb = lb, re = le; /* the record's lines [rb, re) */
         size_t nb = next_nonblank(s, S->len, le < S->len ? le + 1 : S->len);
         while (nb < S->len) { /* deeper than the dash: still this record */
-            size_t ne = line_end(s, S->len, nb);
-            if (indent(s, nb, ne) <= dash) break;
+            size_t ne = dg_lscan_line_end(s, S->len, nb);
+            if (dg_lscan_indent(s, nb, ne) <= dash) break;
             re = ne;
             nb = next_nonblank(s, S->len, ne < S->len ? ne + 1 : S->len);
         }
@@ -568,8 +568,8 @@ static deg_status yaml_table(dg_lscan *S, size_t b, size_t e, size_t cp, size_t 
         int added = 0;
         DG_TRY(dg_lscan_item(S, p.b, p.cp, t, re, &added));
         for (size_t l = rb; added && l < re;) {
-            size_t l1 = line_end(s, S->len, l), from = l == rb ? t : l;
-            if ((l == rb || indent(s, l, l1) == col) &&
+            size_t l1 = dg_lscan_line_end(s, S->len, l), from = l == rb ? t : l;
+            if ((l == rb || dg_lscan_indent(s, l, l1) == col) &&
                 dg_keyline_split(s, from, l1, &x0, &x1, &y0, &y1) && y1 > y0)
                 DG_TRY(dg_lscan_cell(S, x0, x1, p.b, p.cp, y0, y1));
             l = l1 + 1;
