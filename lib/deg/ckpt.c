@@ -573,10 +573,20 @@ static deg_status load_heads(dg_ckpt *k, const json_t *meta, const char *spath,
     return st;
 }
 
+/* *on = deg.json boolean `name` (absent = 0). Errors: DEG_ERR_FORMAT (not a boolean). */
+static deg_status read_flag(const json_t *meta, const char *name, const char *jpath, int *on)
+{
+    json_t *v = json_object_get(meta, name);
+    if (v && !json_is_boolean(v))
+        return dg_fail(DEG_ERR_FORMAT, "%s: %s must be true or false", jpath, name);
+    *on = json_is_true(v);
+    return DEG_OK;
+}
+
 /* deg.json's decoding settings: calibration temperatures and
  * extract_confidence, array_mode, anchor_min_tokens, key_prior, lm_prior, list_prior,
- * count_prior, span_single_line, span_word_bounds, span_single_sentence, item_null,
- * null_margin. Errors: DEG_ERR_FORMAT. */
+ * count_prior, span_single_line, span_word_bounds, span_single_sentence, span_distinct,
+ * item_null, null_margin. Errors: DEG_ERR_FORMAT. */
 static deg_status read_decoding(dg_ckpt *k, const json_t *meta, const char *jpath)
 {
     json_t *cal = json_object_get(meta, "calibration");
@@ -615,22 +625,11 @@ static deg_status read_decoding(dg_ckpt *k, const json_t *meta, const char *jpat
                              &k->has_list_prior, &k->list_prior_bonus,
                              &k->list_prior_by_anchor));
     DG_TRY(dg_count_prior_load(json_object_get(meta, "count_prior"), jpath, &k->count_prior));
-    json_t *ssl = json_object_get(meta, "span_single_line");
-    if (ssl && !json_is_boolean(ssl))
-        return dg_fail(DEG_ERR_FORMAT, "%s: span_single_line must be true or false", jpath);
-    k->span_single_line = json_is_true(ssl);
-    json_t *swb = json_object_get(meta, "span_word_bounds");
-    if (swb && !json_is_boolean(swb))
-        return dg_fail(DEG_ERR_FORMAT, "%s: span_word_bounds must be true or false", jpath);
-    k->span_word_bounds = json_is_true(swb);
-    json_t *sss = json_object_get(meta, "span_single_sentence");
-    if (sss && !json_is_boolean(sss))
-        return dg_fail(DEG_ERR_FORMAT, "%s: span_single_sentence must be true or false", jpath);
-    k->span_single_sentence = json_is_true(sss);
-    json_t *inl = json_object_get(meta, "item_null");
-    if (inl && !json_is_boolean(inl))
-        return dg_fail(DEG_ERR_FORMAT, "%s: item_null must be true or false", jpath);
-    k->item_null = json_is_true(inl);
+    DG_TRY(read_flag(meta, "span_single_line", jpath, &k->span_single_line));
+    DG_TRY(read_flag(meta, "span_word_bounds", jpath, &k->span_word_bounds));
+    DG_TRY(read_flag(meta, "span_single_sentence", jpath, &k->span_single_sentence));
+    DG_TRY(read_flag(meta, "span_distinct", jpath, &k->span_distinct));
+    DG_TRY(read_flag(meta, "item_null", jpath, &k->item_null));
     /* The checkpoint's own null_margin (nats, absent = 0): the margin its
      * trainer chose on development data (the reference ships one per model,
      * contract §9); a server's --null-margin and a request's option override it. */
@@ -799,8 +798,8 @@ deg_status deg_ckpt_set_calibration(deg_ckpt *ckpt, const double *temps)
 static const char *const RESERVED[] = {"format", "backbone", "head_dim", "heads", "calibration",
                                        "array_mode", "anchor_min_tokens", "chat_layout",
                                        "key_prior", "lm_prior", "list_prior", "count_prior",
-                                       "span_single_line", "span_word_bounds", "span_single_sentence",
-                                       "item_null", "lora",
+                                       "span_single_line", "span_word_bounds",
+                                       "span_single_sentence", "span_distinct", "item_null", "lora",
                                        "heads_sha256"};
 
 deg_status deg_ckpt_save(const deg_ckpt *ckpt, const char *dir, const char *extra_json,
@@ -881,6 +880,7 @@ deg_status deg_ckpt_save(const deg_ckpt *ckpt, const char *dir, const char *extr
         json_object_set_new(meta, "span_word_bounds", json_true());
     if (meta && ckpt->span_single_sentence)
         json_object_set_new(meta, "span_single_sentence", json_true());
+    if (meta && ckpt->span_distinct) json_object_set_new(meta, "span_distinct", json_true());
     if (meta && ckpt->item_null) json_object_set_new(meta, "item_null", json_true());
     deg_status st;
     if (!meta) st = dg_fail(DEG_ERR_NOMEM, "deg_ckpt_save: out of memory");

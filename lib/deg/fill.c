@@ -152,7 +152,17 @@ static deg_status fill_run(deg_ckpt *k, freq *reqs, size_t n)
     for (size_t ri = 0; ri < n; ri++) {
         freq *r = &reqs[ri];
         if (r->st != DEG_OK) continue;
+        if (dg_fill_distinct_items(k, r) != DEG_OK) { /* out of memory: r fails alone */
+            dg_fill_fail(r, DEG_ERR_NOMEM, "");
+            continue;
+        }
         dg_fill_drops(r);
+        /* after the drops: they read only forbid leaves, which keep their spans, and
+         * the pointers span_taken_by names are renumbered by them */
+        if (dg_fill_distinct_spans(k, r) != DEG_OK) { /* out of memory: r fails alone */
+            dg_fill_fail(r, DEG_ERR_NOMEM, "");
+            continue;
+        }
         for (size_t li = 0; li < r->n_leaves && r->st == DEG_OK; li++) {
             const leaf *L = &r->leaves[li];
             if (L->failed && L->inst < 0) {

@@ -98,6 +98,8 @@ struct deg_ckpt {
                                * word boundaries (dg_utf8_is_word) */
     int span_single_sentence; /* deg.json "span_single_sentence": plain spans outside arrays
                                * hold no sentence end (sentences.h) */
+    int span_distinct;        /* deg.json "span_distinct": no two extract leaves of one
+                               * object keep the same span (fill_distinct.c) */
     dg_count_prior count_prior; /* deg.json "count_prior" (countprior.h); off when absent */
     int item_null;            /* deg.json "item_null": an array item whose required leaf the
                                * null head rejects (by the null margin) is dropped, not

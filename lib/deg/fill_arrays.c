@@ -95,13 +95,19 @@ static size_t list_anchors(const freq *r, const inst *I, const dg_array_plan *a,
 
 /* The cells each leaf of a table's records reads (lists.h dg_lists_record_cells;
  * a column other records write and this one does not is DG_CELL_MISSING), for I's
- * `got` items from its list: I->rec_cell, left NULL for a list that is no table or
- * a plain array. */
+ * `got` items from its list: I->rec_cell, left NULL for a plain array or a list
+ * none of whose items has cells (a table's records, a list item's parts). */
 static deg_status record_cells(const freq *r, inst *I, size_t got)
 {
     const dg_list *L = &r->lists.p[I->list1 - 1];
     size_t nf = r->plan->arrays[I->array].n_fields;
-    if (!got || !L->table || dg_lists_plain_array(r->plan, (size_t)I->array)) return DEG_OK;
+    if (!got || dg_lists_plain_array(r->plan, (size_t)I->array)) return DEG_OK;
+    int cells = 0;
+    for (size_t i = 0; i < got && !cells; i++) {
+        size_t it = L->first + I->list_idx[i];
+        cells = r->lists.item_cell[it + 1] > r->lists.item_cell[it];
+    }
+    if (!cells) return DEG_OK;
     I->rec_cell = malloc(got * nf * sizeof(size_t));
     unsigned char *named = malloc(nf ? nf : 1);
     if (!I->rec_cell || !named) {

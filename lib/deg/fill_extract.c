@@ -117,8 +117,9 @@ static void key_prior_extract(const dg_ckpt *k, const freq *r, const dg_field_pl
  * one leaf: the bonus goes there), 2 when L is a leaf of an object item (every
  * leaf's span stays inside the item: "Depends: libc6 (>= 2.14), zlib1g (>= 1.1)"
  * gave the second object the name "libc6 (>= 2.14), zlib1g (>= 1.1"), 0 when none.
- * *item: the list item (an index into r->lists.item); *rc: a table record's cells,
- * one per leaf of the array (inst rec_cell, dg_lists_record_cells), else NULL;
+ * *item: the list item (an index into r->lists.item); *rc: a table record's (or a
+ * list item's parts') cells, one per leaf of the array (inst rec_cell,
+ * dg_lists_record_cells), else NULL;
  * *cell: the one L reads (under the column that names it, else the one left; an
  * empty cell when the record lacks the column other records write), else NULL. */
 static int list_item_tokens(const freq *r, const leaf *L, size_t *t, size_t *item,
@@ -133,7 +134,9 @@ static int list_item_tokens(const freq *r, const leaf *L, size_t *t, size_t *ite
     t[0] = r->cp_tok[it[0]];
     t[1] = r->cp_tok[it[1] - 1];
     if (dg_lists_plain_array(r->plan, (size_t)I->array)) return 1;
-    if (I->rec_cell) {
+    /* a list's item of one part (no cells) reads the whole item */
+    if (I->rec_cell && (r->lists.p[I->list1 - 1].table ||
+                        r->lists.item_cell[*item + 1] > r->lists.item_cell[*item])) {
         /* a member the record does not write reads as an empty cell: null, never
          * a sibling's value (no cell of the record is this one) */
         static const dg_cell missing = {0};
@@ -419,7 +422,7 @@ static size_t top_token_spans(const dg_ckpt *k, const freq *r, const double *lps
  * a span probability (held-out reliability: 0.01 reported, 0.25 right), and
  * Platt scaling (Platt 1999) of the log fit on development data maps it to
  * one. Decisions never read it (null vs span compares lp). */
-static double extract_confidence(const dg_ckpt *k, double lp)
+double dg_fill_extract_confidence(const dg_ckpt *k, double lp)
 {
     if (!k->has_xconf) return exp(lp);
     double z = k->xconf_scale * lp + k->xconf_bias;
@@ -479,6 +482,60 @@ static int cand_span(const dg_ckpt *k, const freq *r, const leaf *L, int typed,
     if (k->span_single_line && r->nl_pre[*e] != r->nl_pre[*s]) return 0;
     if (one_sentence(k, L) && crosses_sentence(r, *s, *e)) return 0;
     return !k->span_word_bounds || word_bounded(r, *s, *e);
+}
+
+/* A required, non-nullable leaf without a value: failed (its item is dropped, a
+ * top-level one fails the fill) with the message saying why. */
+static void fail_required(const freq *r, leaf *L, size_t n_c, const char *reason)
+{
+    L->failed = 1;
+    char *ptr = dg_path_pointer(&r->plan->fields[L->field].path, L->idx, L->n_idx);
+    if (asprintf(&L->fail_msg, "%s is required and not nullable, but no valid value was found "
+                 "in the context (%zu candidate spans, %s)", ptr ? ptr : "?", n_c,
+                 reason ? reason : "not_found") < 0)
+        L->fail_msg = NULL;
+    free(ptr);
+}
+
+/* The leaf's pointer logits lg ([2][nc + 1]: start, end) in its meta: their digest,
+ * and with debug_raw the logits themselves (what tests check priors against). */
+static void raw_logits(const dg_ckpt *k, leaf *L, const float *lg, size_t nc)
+{
+    dg_fill_raw_digest(k, L->meta, lg, 2 * (nc + 1), NULL, 0);
+    for (int w = 0; w < 2 && k->debug_raw; w++) {
+        json_t *x = json_array();
+        for (size_t t = 0; t <= nc; t++)
+            json_array_append_new(x, json_real((double)lg[(size_t)w * (nc + 1) + t]));
+        json_object_set_new(L->meta, w ? "end_logits" : "start_logits", x);
+    }
+}
+
+/* span_distinct (fill_distinct.c): L->alt = the value of the best valid candidate
+ * of cs[0, n) (those after the chosen one, best first) whose span does not
+ * overlap the chosen [bs, be), should a sibling with a better score hold that
+ * span; its span [L->a0, L->a1) and log-probability L->alt_lp. A date that would
+ * need an assumed offset is no alternative. Arguments as cand_span takes them. */
+static void distinct_alt(const dg_ckpt *k, const freq *r, leaf *L, const json_t *schema,
+                         int typed, const size_t *rc, size_t item, const dg_cell *cell,
+                         int list_item, const cand *cs, size_t n, size_t bs, size_t be)
+{
+    const dg_field_plan *f = &r->plan->fields[L->field];
+    for (size_t i = 0; i < n && !L->alt; i++) {
+        size_t s, e;
+        const char *why = NULL;
+        int as = 0;
+        if (list_item == 2 && cs[i].lp == -INFINITY) continue; /* outside its list item */
+        if (!cand_span(k, r, L, typed, rc, item, cell, &cs[i], &s, &e) || (s < be && bs < e))
+            continue;
+        L->alt = span_value(r, f, schema, s, e, &why, &as);
+        if (L->alt && as) {
+            json_decref(L->alt);
+            L->alt = NULL;
+        }
+        L->a0 = s;
+        L->a1 = e;
+        L->alt_lp = cs[i].lp;
+    }
 }
 
 deg_status dg_fill_decode_extract(const dg_ckpt *k, freq *r, job *j)
@@ -547,8 +604,10 @@ deg_status dg_fill_decode_extract(const dg_ckpt *k, freq *r, job *j)
     double blp = -INFINITY;
     int assumed = 0;
     const char *first_reason = NULL;
+    size_t next_c = 0; /* candidates after the chosen one (span_distinct's alternative) */
     for (size_t i = 0; i < n_c && !best; i++) {
         size_t s, e;
+        next_c = i + 1;
         if (list_item == 2 && cs[i].lp == -INFINITY) continue; /* outside its list item */
         if (!cand_span(k, r, L, kind != NULL, rc, item, cell, &cs[i], &s, &e))
             continue;
@@ -565,27 +624,24 @@ deg_status dg_fill_decode_extract(const dg_ckpt *k, freq *r, job *j)
             first_reason = reason;
         }
     }
+    if (best && k->span_distinct)
+        distinct_alt(k, r, L, schema, kind != NULL, rc, item, cell, list_item, cs + next_c,
+                     n_c - next_c, bs, be);
     double margin = r->opt.has_null_margin ? r->opt.null_margin : k->null_margin;
     int take_null = 0;
     const char *reason = NULL;
     if (f->on_null == DG_ON_NULL_FORBID) {
         /* item_null (deg_fill.h): an item the null head rejects is missing (§12.6 drop);
-         * a table's record is written, so only its empty cell drops it */
-        int item_null = k->item_null && L->inst >= 0 && (!record || (cell && cell->c0 == cell->c1));
+         * a list's item is written (the list is named like the array), so only a
+         * table record's empty cell drops it */
+        int item_null = k->item_null && L->inst >= 0 &&
+                        (!list_item || (record && cell && cell->c0 == cell->c1));
         if (best && item_null && blp < null_lp + margin) {
             json_decref(best);
             best = NULL;
             first_reason = "the null head holds it absent";
         }
-        if (!best) {
-            L->failed = 1;
-            char *ptr = dg_path_pointer(&f->path, L->idx, L->n_idx);
-            if (asprintf(&L->fail_msg, "%s is required and not nullable, but no valid value "
-                         "was found in the context (%zu candidate spans, %s)", ptr ? ptr : "?",
-                         n_c, first_reason ? first_reason : "not_found") < 0)
-                L->fail_msg = NULL;
-            free(ptr);
-        }
+        if (!best) fail_required(r, L, n_c, first_reason);
     } else if (!best) {
         take_null = 1;
         reason = first_reason ? first_reason : "not_found";
@@ -594,25 +650,26 @@ deg_status dg_fill_decode_extract(const dg_ckpt *k, freq *r, job *j)
         reason = "not_found";
     }
     L->meta = json_pack("{s:s}", "mode", dg_mode_name(f->mode));
+    L->null_lp = null_lp;
     if (best && !take_null) {
         L->value = best;
         best = NULL;
-        json_object_set_new(L->meta, "confidence", json_real(extract_confidence(k, blp)));
+        L->has_span = 1;
+        L->s0 = bs;
+        L->s1 = be;
+        L->lp = blp;
+        json_object_set_new(L->meta, "confidence",
+                            json_real(dg_fill_extract_confidence(k, blp)));
         json_object_set_new(L->meta, "span", json_pack("[I,I]", (json_int_t)bs, (json_int_t)be));
         if (assumed) json_object_set_new(L->meta, "assumed_offset", json_true());
     } else {
-        json_object_set_new(L->meta, "confidence", json_real(extract_confidence(k, null_lp)));
+        json_object_set_new(L->meta, "confidence",
+                            json_real(dg_fill_extract_confidence(k, null_lp)));
         json_object_set_new(L->meta, "span", json_null());
         if (reason) json_object_set_new(L->meta, "null_reason", json_string(reason));
         if (take_null && f->on_null == DG_ON_NULL_NULL) L->value = json_null();
     }
-    dg_fill_raw_digest(k, L->meta, lg, 2 * (nc + 1), NULL, 0);
-    for (int w = 0; w < 2 && k->debug_raw; w++) { /* what tests check priors against */
-        json_t *x = json_array();
-        for (size_t t = 0; t <= nc; t++)
-            json_array_append_new(x, json_real((double)lg[(size_t)w * (nc + 1) + t]));
-        json_object_set_new(L->meta, w ? "end_logits" : "start_logits", x);
-    }
+    raw_logits(k, L, lg, nc);
     json_decref(best);
 done:
     json_decref(schema);

@@ -77,6 +77,14 @@ typedef struct leaf {
     json_t *meta;
     int failed;             /* forbid leaf without a valid value */
     char *fail_msg;
+    /* an extract leaf's span (span_distinct, fill_distinct.c): has_span when its
+     * value is span [s0, s1) (code points) with log-probability lp; null_lp the
+     * null outcome's; alt (owned, NULL = none) the value of the best other valid
+     * span [a0, a1) not overlapping it, log-probability alt_lp */
+    int has_span;
+    size_t s0, s1, a0, a1;
+    double lp, null_lp, alt_lp;
+    json_t *alt;
 } leaf;
 
 enum { JOB_LEAF = 0, JOB_COUNT = 1, JOB_GEN = 2, JOB_ANCHOR = 3 };
@@ -278,6 +286,16 @@ deg_status dg_fill_count_range(const freq *r, const inst *I, int64_t *lo, int64_
 deg_status dg_fill_set_count(inst *I, int64_t n);
 /* Drop items whose required values are missing (§12.6), innermost first; renumber. */
 void dg_fill_drops(freq *r);
+
+/* span_distinct (deg.json; fill_distinct.c): no two extract leaves of one object
+ * (the top level, or one array item) keep the same span (after dg_fill_drops), and
+ * no two items of one array instance hold the same span in one required leaf
+ * (before it: the later item fails and is dropped). Errors: DEG_ERR_NOMEM. */
+deg_status dg_fill_distinct_spans(const dg_ckpt *k, freq *r);
+deg_status dg_fill_distinct_items(const dg_ckpt *k, freq *r);
+
+/* An extract outcome's reported confidence from its log-probability (fill_extract.c). */
+double dg_fill_extract_confidence(const dg_ckpt *k, double lp);
 /* 1 if every enclosing item of instance `in` (and item `item` of it) survived. */
 int dg_fill_reachable(const freq *r, int in, size_t item);
 /* New (renumbered) indices of the chain ending at item `item` of `in`; its length. */

@@ -206,6 +206,7 @@ void dg_fill_clear(freq *r)
         free(r->leaves[i].idx);
         json_decref(r->leaves[i].value);
         json_decref(r->leaves[i].meta);
+        json_decref(r->leaves[i].alt);
         free(r->leaves[i].fail_msg);
     }
     free(r->leaves);

@@ -88,6 +88,54 @@ deg_status dg_lscan_cell(dg_lscan *S, size_t k0, size_t k1, size_t lb, size_t lc
     return DEG_OK;
 }
 
+/* Separators between the parts of one list item ("Asia/Amman; Coordinates:
+ * +3157+03556", "Africa/Casablanca &mdash; +3339-00735", "a | b"): "; ", a
+ * spaced em or en dash (also as the HTML entity) or '|'. Returns the separator's
+ * length at byte i of [i, e), else 0. */
+static size_t part_sep(const char *s, size_t i, size_t e)
+{
+    static const char *const SEP[] = {"; ", " \xe2\x80\x94 ", " \xe2\x80\x93 ", " &mdash; ",
+                                      " &ndash; ", " | "};
+    for (size_t k = 0; k < sizeof SEP / sizeof SEP[0]; k++) {
+        size_t n = strlen(SEP[k]);
+        if (e - i >= n && memcmp(s + i, SEP[k], n) == 0) return n;
+    }
+    return 0;
+}
+
+/* The parts of list item [b, e) (its line at byte lb = code point lcp) as cells
+ * of the item just added, when it has two or more (part_sep): a "Key: value"
+ * part is a cell under its key ("Coordinates"), another one a cell without a
+ * key. An object array on the list then reads them as a table's records do
+ * (lists.h): a member named like a key reads that cell, the one member left
+ * unnamed the one cell left. Items of one part have no cells. */
+static deg_status item_cells(dg_lscan *S, size_t lb, size_t lcp, size_t b, size_t e)
+{
+    const char *s = S->ctx;
+    size_t n = 0;
+    for (size_t i = b; i < e; i++) n += part_sep(s, i, e) > 0;
+    if (n == 0 || n > 16) return DEG_OK;
+    for (size_t p0 = b; p0 < e;) {
+        size_t p1 = p0, w = 0;
+        while (p1 < e && !(w = part_sep(s, p1, e))) p1++;
+        size_t k0, k1, v0, v1;
+        if (dg_keyline_split(s, p0, p1, &k0, &k1, &v0, &v1) && v1 > v0)
+            DG_TRY(dg_lscan_cell(S, k0, k1, lb, lcp, v0, v1));
+        else
+            DG_TRY(dg_lscan_cell(S, p0, p0, lb, lcp, p0, p1));
+        p0 = p1 + w;
+    }
+    return DEG_OK;
+}
+
+/* A list item [b, e) with its parts as cells (item_cells). */
+static deg_status add_item(dg_lscan *S, size_t lb, size_t lcp, size_t b, size_t e)
+{
+    int added;
+    DG_TRY(dg_lscan_item(S, lb, lcp, b, e, &added));
+    return added ? item_cells(S, lb, lcp, b, e) : DEG_OK;
+}
+
 /* Conjunctions that join the last two items of a written list ("a, b and c"):
  * the words datagen's renderings use (render.py WORDS, en de fr es it/pt nl) and
  * '&'. */
@@ -267,7 +315,7 @@ static deg_status html_items(dg_lscan *S, size_t lb, size_t lcp, size_t v0, size
     while (li < v1) {
         size_t a = li + 4, z = a;
         while (z < v1 && s[z] != '<') z++;
-        DG_TRY(dg_lscan_item(S, lb, lcp, a, z, NULL));
+        DG_TRY(add_item(S, lb, lcp, a, z));
         li = find(s, z, v1, "<li>");
     }
     return DEG_OK;
@@ -422,13 +470,40 @@ static deg_status bullet_run(dg_lscan *S, size_t *b, size_t *cp, int mode)
         if (!t && at + blank < e && !(at + blank + 1 == e && s[e - 1] == '\r')) break;
         if (t && mode != RUN_KEY && yaml_record(s, len, at, e, t)) break;
         if (t) {
-            if (mode != RUN_END) DG_TRY(dg_lscan_item(S, at, at_cp, t, e, NULL));
+            if (mode != RUN_END) DG_TRY(add_item(S, at, at_cp, t, e));
             *b = after;
             *cp = after_cp;
         }
         at = after;
         at_cp = after_cp;
     }
+    return DEG_OK;
+}
+
+/* The lines from byte *b (code point *cp) on indented past `ind` (the key line's
+ * indent), up to a blank or less indented line: each one item when none of them
+ * is a bullet or a key line ("Signature:\n  files; Default: None\n  mode"); key
+ * lines are a nested mapping the scan reads as key lines ("build:\n  os: linux"),
+ * bullets are bullet_run's. *b / *cp after the last item when there are items. */
+static deg_status indented_run(dg_lscan *S, size_t *b, size_t *cp, size_t ind)
+{
+    const char *s = S->ctx;
+    size_t len = S->len, at = *b, k0, k1, v0, v1;
+    while (at < len) {
+        size_t e = dg_lscan_line_end(s, len, at), t = at + dg_lscan_indent(s, at, e);
+        if (t - at <= ind || t >= e || (t + 1 == e && s[t] == '\r')) break;
+        if (dg_lscan_bullet(s, at, e) || dg_keyline_split(s, t, e, &k0, &k1, &v0, &v1))
+            return DEG_OK;
+        at = e < len ? e + 1 : len;
+    }
+    size_t end = at;
+    for (at = *b; at < end;) {
+        size_t e = dg_lscan_line_end(s, len, at), after = e < len ? e + 1 : len;
+        DG_TRY(add_item(S, at, *cp, at, e));
+        *cp += dg_utf8_count(s + at, after - at);
+        at = after;
+    }
+    *b = end;
     return DEG_OK;
 }
 
@@ -461,7 +536,9 @@ static deg_status scan_lists(dg_lscan *S, size_t len)
             DG_TRY(scan_sentences(S, b, e, cp, &open_list));
             /* bullets below an empty-valued key line ("choices:", blank lines allowed) */
             if (open_list) {
+                size_t n0 = next;
                 DG_TRY(bullet_run(S, &next, &next_cp, RUN_KEY));
+                if (next == n0) DG_TRY(indented_run(S, &next, &next_cp, dg_lscan_indent(s, b, e)));
                 dg_lscan_close(S);
                 run_end = next;
             }
@@ -610,15 +687,17 @@ int dg_lists_wanted(const dg_plan *P)
     return 0;
 }
 
-/* Match strength of list L's key for array A by name: exact name 3, the
- * description names the key 2, partial name 1, else 0 (names: A's description
- * names, dg_key_desc_names). */
+/* Match strength of list L's key for array A by name: exact name 4, a partial name
+ * the description names too 3, the description alone 2, a partial name alone 1,
+ * else 0 (names: A's description names, dg_key_desc_names). The description
+ * breaks ties between partial names: "Zones" (the country's time zones) is the
+ * list under "Time zones:", not the one under "Several zones:". */
 static int name_strength(const dg_array_plan *A, const char *names, const dg_list *L)
 {
     if (!L->key[0]) return 0;
     int m = dg_key_match_name(A->path.seg[A->path.n - 1], A->title, L->key, 1);
-    if (m == 2) return 3;
-    return m == 0 && dg_key_words_in(names, L->key) ? 2 : m;
+    if (m == 2) return 4;
+    return 2 * dg_key_words_in(names, L->key) + m;
 }
 
 /* Properties of object array A whose name or title a column of table L names (in

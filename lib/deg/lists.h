@@ -27,6 +27,10 @@
  *     ("- name: a" with "  tz: b" indented below it) ends the run (its line is
  *     only the record's first member), a lone "- libcurl4 (= 7.88.1)" or "- **apt**: the tool" is an
  *     item. Bullets under prose are no list;
+ *   - indented lines (libdeg 0.16.0): a key line with an empty value, then lines
+ *     indented past it, none a bullet or a key line (those are a nested mapping:
+ *     "build:\n  os: linux"), up to a blank or less indented line: one item per
+ *     line ("Signature:\n  files; Default: None\n  backup");
  *   - delimited: a key line whose value has ';' (else ',') between items:
  *     "MimeType=text/plain;text/x-c;", "Keywords: a, b, c"; empty parts skipped;
  *     a written list's last two items split at a conjunction ("a, b and c",
@@ -45,6 +49,12 @@
  *   - XML: an element line `<name a="v"/>`, `<name>text</name>` or `<name a="v">`
  *     (name not an HTML tag) is one item of list "name": its text, else its first
  *     attribute's value, else its name ("<alias type="video/x-ms-wvx"/>");
+ * An item of a bullet, indented or HTML <li> list with two or more parts (libdeg
+ * 0.16.0; "; ", a spaced em or en dash or its HTML entity, " | " between them) has
+ * its parts as cells, a "Key: value" part under its key ("Asia/Amman;
+ * Coordinates: +3157+03556" = ("", "Asia/Amman"), ("coordinates", "+3157+03556")):
+ * an object array on the list reads them as a table's records (below); an item of
+ * one part has none and its leaves read the whole item;
  * and tables (tables.c): records whose values stand under column names, each one
  * item (its extent: first to last cell) with its cells (dg_cell: column key and
  * value span) -
@@ -88,7 +98,7 @@ typedef struct dg_list {
     int table;                    /* 1: a table's records (items with cells), never merged */
 } dg_list;
 
-typedef struct dg_cell {          /* one value of a table record under its column */
+typedef struct dg_cell {          /* a table record's value (a list item's part) under its column */
     char key[DG_KEY_MAX_LEN + 1]; /* normalised column name */
     size_t c0, c1;                /* code points; c0 == c1: written empty ("", "-", null) */
 } dg_cell;
@@ -99,7 +109,7 @@ typedef struct dg_lists {
     size_t *item;                 /* [2 * n_items]: item i is code points [item[2i], item[2i+1]) */
     size_t n_items;
     size_t *item_cell;            /* [n_items + 1]: item i's cells are cell[item_cell[i] ..
-                                     item_cell[i + 1]) (none outside tables) */
+                                     item_cell[i + 1]) (a table record's, a list item's parts) */
     dg_cell *cell;
     size_t n_cells;
 } dg_lists;
@@ -129,8 +139,9 @@ int dg_lists_wanted(const dg_plan *P);
  * or one its description names in parentheses or quotes ("names of the required
  * packages (Requires-Dist)") or in its leading noun phrase ("documentation
  * references, in order"; dg_key_desc_names); the strongest match wins (exact
- * name, then description, then a partial name), ties to the list with more
- * items, then the first. Tables: an object array takes the table whose columns
+ * name, then a partial name the description names too, then the description,
+ * then a partial name: "Zones", the country's time zones, takes "Time zones:"
+ * over "Several zones:"), ties to the list with more items, then the first. Tables: an object array takes the table whose columns
  * (of its first 64 records) name the most of its item's properties
  * (dg_lists_cell_of; at least one), ties
  * to the caption's match by name as above, then more rows, then the first, before

@@ -579,3 +579,29 @@ Test(keyprior, single_sentence_spans)
 {
     check_rule_flag("span_single_sentence", multi_sentence_values, "sent");
 }
+
+/* Count of plain-string values over fields f0..f15 on SENT_CTX (no word twice,
+ * so one text is one span) that an earlier field holds too. */
+static int shared_values(deg_ckpt *k)
+{
+    json_t *vals = plain_values(k, SENT_CTX, 16), *v, *w;
+    const char *key, *key2;
+    int n = 0;
+    json_object_foreach(vals, key, v) {
+        json_object_foreach(vals, key2, w) {
+            if (w == v) break;
+            if (json_equal(v, w)) {
+                n++;
+                break;
+            }
+        }
+    }
+    json_decref(vals);
+    return n;
+}
+
+/* deg.json "span_distinct": no two leaves of one object keep the same span. */
+Test(keyprior, distinct_spans)
+{
+    check_rule_flag("span_distinct", shared_values, "distinct");
+}

@@ -18,14 +18,21 @@
 
 static const char *TINY[] = {"tiny-llama", "tiny-qwen3"};
 
+/* cpb[i] = the byte of ctx's code point i (cpb[n] = its length; at most 1023). */
+static void cp_bytes(const char *ctx, size_t *cpb)
+{
+    size_t n = 0;
+    for (size_t b = 0; ctx[b]; b++)
+        if (((unsigned char)ctx[b] & 0xC0) != 0x80) cpb[n++] = b;
+    cpb[n] = strlen(ctx);
+}
+
 /* The items of list `key` joined by '|', sliced from ctx by code points. */
 static const char *items(const dg_lists *ls, const char *ctx, const char *key)
 {
     static char out[1024];
-    size_t cpb[1024], n = 0;
-    for (size_t b = 0; ctx[b]; b++)
-        if (((unsigned char)ctx[b] & 0xC0) != 0x80) cpb[n++] = b;
-    cpb[n] = strlen(ctx);
+    size_t cpb[1024];
+    cp_bytes(ctx, cpb);
     for (size_t i = 0; i < ls->n; i++) {
         if (strcmp(ls->p[i].key, key) != 0) continue;
         size_t o = 0;
@@ -126,6 +133,65 @@ Test(lists, scan_bullets_under_headings)
             cr_assert(it[1] - it[0] != strlen("stray item") || strncmp(ctx + it[0], "stray", 5),
                       "a bullet under prose is no item");
         }
+    dg_lists_free(&ls);
+}
+
+/* The cells of item j of list `key`: "column=value" joined by '|' (code points
+ * sliced from ctx), "" when the item has none. */
+static const char *cells(const dg_lists *ls, const char *ctx, const char *key, size_t j)
+{
+    static char out[1024];
+    size_t cpb[1024], o = 0;
+    cp_bytes(ctx, cpb);
+    out[0] = 0;
+    for (size_t i = 0; i < ls->n; i++) {
+        if (strcmp(ls->p[i].key, key) != 0) continue;
+        size_t it = ls->p[i].first + j;
+        for (size_t c = ls->item_cell[it]; c < ls->item_cell[it + 1]; c++) {
+            const dg_cell *x = &ls->cell[c];
+            o += (size_t)snprintf(out + o, sizeof out - o, "%s%s=%.*s", o ? "|" : "", x->key,
+                                  (int)(cpb[x->c1] - cpb[x->c0]), ctx + cpb[x->c0]);
+        }
+        return out;
+    }
+    return NULL;
+}
+
+/* Lines indented under an empty key line are its items (libdeg 0.16.0; the
+ * datagen-v2 test split's "Signature:" and "Time zones:" blocks were no list), up
+ * to a blank or less indented line; indented key lines are a nested mapping, no
+ * list. An item's parts ("; ", a spaced dash or &mdash;, " | ") are its cells,
+ * "Key: value" parts under their key. */
+Test(lists, scan_indented_lines_and_item_parts)
+{
+    const char *ctx = "Signature:\n"
+                      "  files; Default: None\n"
+                      "  backup\n"
+                      "  mode; Default: r\n"
+                      "Variadic: false\n"
+                      "build:\n"
+                      "  os: linux\n"
+                      "  dist: jammy\n"
+                      "Time zones:\n"
+                      "\tAsia/Amman; Coordinates: +3157+03556\n"
+                      "\n"
+                      "\tnot an item\n"
+                      "<tr><th>Zonas</th><td><ol><li>Africa/Casablanca &mdash; +3339-00735</li>"
+                      "<li>Europe/Paris \xe2\x80\x94 +4852+00220 | CET</li></ol></td></tr>\n";
+    dg_lists ls = {0};
+    cr_assert_eq(dg_lists_scan(ctx, strlen(ctx), &ls), DEG_OK);
+    cr_assert_str_eq(items(&ls, ctx, "signature"), "files; Default: None|backup|mode; Default: r");
+    cr_assert_str_eq(cells(&ls, ctx, "signature", 0), "=files|default=None");
+    cr_assert_str_eq(cells(&ls, ctx, "signature", 1), "", "one part: no cells");
+    cr_assert_str_eq(cells(&ls, ctx, "signature", 2), "=mode|default=r");
+    cr_assert_str_eq(items(&ls, ctx, "variadic"), "false");
+    cr_assert_null(items(&ls, ctx, "build"), "a nested mapping is no list");
+    cr_assert_str_eq(items(&ls, ctx, "os"), "linux", "its lines stay key lines");
+    cr_assert_str_eq(items(&ls, ctx, "time zones"), "Asia/Amman; Coordinates: +3157+03556",
+                     "a blank line ends the run");
+    cr_assert_str_eq(cells(&ls, ctx, "time zones", 0), "=Asia/Amman|coordinates=+3157+03556");
+    cr_assert_str_eq(cells(&ls, ctx, "zonas", 0), "=Africa/Casablanca|=+3339-00735");
+    cr_assert_str_eq(cells(&ls, ctx, "zonas", 1), "=Europe/Paris|=+4852+00220|=CET");
     dg_lists_free(&ls);
 }
 
@@ -272,6 +338,24 @@ Test(lists, match)
     cr_assert_eq(match("{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"array\","
                        "\"description\":\"the country's \\\"time zones\\\"\",\"items\":{\"type\":"
                        "\"string\"}}}}", ctx2), 3);
+    /* partial names tie: the one the description names too wins ("Zones", the
+     * country's time zones, is the list under "Time zones:", not "Several zones:") */
+    const char *ctx4 = "Several zones: No\nTime zones: Asia/Amman\nFiles: a\n";
+    const char *zones = "{\"type\":\"object\",\"properties\":{\"Zones\":{\"type\":\"array\","
+                        "%s\"items\":{\"type\":\"string\"}}}}";
+    deg_plan *pz = NULL;
+    for (int d = 0; d < 2; d++) {
+        snprintf(sch, sizeof sch, zones, d ? "\"description\":\"the country's time zones\"," : "");
+        cr_assert_eq(deg_plan_compile(sch, strlen(sch), &pz, NULL), DEG_OK, "%s", deg_errmsg());
+        dg_lists lz = {0};
+        cr_assert_eq(dg_lists_scan(ctx4, strlen(ctx4), &lz), DEG_OK);
+        int m = dg_lists_match(&lz, (const dg_plan *)pz, 0);
+        cr_assert_geq(m, 0);
+        cr_assert_str_eq(lz.p[m].key, d ? "time zones" : "several zones",
+                         "without the description the first of equal lists");
+        dg_lists_free(&lz);
+        deg_plan_free(pz);
+    }
     /* objects with a string leaf match; not with a nested array or no string leaf */
     cr_assert_eq(match("{\"type\":\"object\",\"properties\":{\"files\":{\"type\":\"array\","
                        "\"items\":{\"type\":\"object\",\"properties\":{\"path\":"

@@ -3,7 +3,8 @@
 JSON members are key lines of the key prior (lib/deg/keyprior.h), a key the field's
 description names is read (key_prior.description), plain spans end at word boundaries
 (deg.json span_word_bounds), plain spans outside arrays keep to one sentence (deg.json
-span_single_sentence), and a date-time reads the zone written after it
+span_single_sentence), no two fields of one object keep the same span (deg.json
+span_distinct), and a date-time reads the zone written after it
 (fill_extract.c fullest_dates). Each test also runs the same checkpoint without the rule
 (a copy of its directory with the setting removed) where that is a setting, so it can
 fail: the heads alone give another value. The date rule is no setting: libdeg 0.9.0
@@ -163,6 +164,62 @@ def test_plain_spans_keep_to_one_sentence(model, tmp_path):
     alone = runs_on.fill(PROSE_SERVICE, PROSE_SCHEMA)["value"]
     # the end pointers alone run on over the next sentences ("/bin/false. The user is root. ...")
     assert sum(sentence_ends(v) for v in alone.values()) >= 3, alone
+
+
+# this machine's /usr/share/zoneinfo/zone1970.tab rows for Kazakhstan (three of five), written
+# as a "Time zones:" block of indented items with "; Coordinates: " parts
+ZONES = ("Country code:\tKZ\nCountry:\tKazakhstan\nTime zones:\n"
+         "  Asia/Almaty; Coordinates: +4315+07657\n"
+         "  Asia/Qyzylorda; Coordinates: +4448+06528\n"
+         "  Asia/Aqtobe; Coordinates: +5017+05710\n"
+         "Several zones:\tYes\n")
+ZONES_SCHEMA = {"type": "object", "required": ["zones"], "properties": {
+    "code": {"type": "string", "description": "ISO 3166 alpha-2 code"},
+    "zones": {"type": "array", "description": "the country's time zones, in file order",
+              "items": {"type": "object", "required": ["zone"], "properties": {
+                  "zone": {"type": "string"}, "coordinates": {"type": "string"},
+                  "area": {"type": "string"}}}},
+    "country": {"type": "string", "description": "the country's name"}}}
+
+
+def test_spans_stay_with_one_field(model, tmp_path):
+    ck = deg.load(deg.default_checkpoint_path(), model=model)
+    r = ck.fill(ZONES, ZONES_SCHEMA)
+    # the indented lines are the list's items, their "; Coordinates:" parts its cells
+    assert r["value"] == {"code": "KZ", "country": "Kazakhstan", "zones": [
+        {"zone": "Asia/Almaty", "coordinates": "+4315+07657"},
+        {"zone": "Asia/Qyzylorda", "coordinates": "+4448+06528"},
+        {"zone": "Asia/Aqtobe", "coordinates": "+5017+05710"}]}
+    for i in range(3):
+        m = r["meta"][f"/zones/{i}/area"]
+        assert m["span"] is None and m["span_taken_by"] == f"/zones/{i}/zone", m
+    shared = deg.load(without(tmp_path, "span_distinct"), model=model)
+    alone = shared.fill(ZONES, ZONES_SCHEMA)["value"]["zones"]
+    # the heads alone read each item's zone for its area too
+    assert [z.get("area") for z in alone] == [z["zone"] for z in alone], alone
+
+
+# lines 1832-1838 of this machine's /etc/mime.types (Debian's media-types)
+MIME_TYPES = ("chemical/x-embl-dl-nucleotide\t\t\temb embl\n"
+              "chemical/x-galactic-spc\t\t\t\tspc\n"
+              "chemical/x-gamess-input\t\t\t\tinp gam gamin\n"
+              "chemical/x-gaussian-checkpoint\t\t\tfch fchk\n"
+              "chemical/x-gaussian-cube\t\t\tcub\n"
+              "chemical/x-gaussian-input\t\t\tgau gjc gjf\n"
+              "chemical/x-gaussian-log\t\t\t\tgal\n")
+MIME_SCHEMA = {"type": "object", "properties": {
+    "extensionsOfXGaussian": {"type": "array", "items": {"type": "string"}}}}
+
+
+def test_items_hold_distinct_spans(model, tmp_path):
+    ck = deg.load(deg.default_checkpoint_path(), model=model)
+    r = ck.fill(MIME_TYPES, MIME_SCHEMA)
+    items = r["value"]["extensionsOfXGaussian"]
+    assert len(items) == len(set(items)) and r["meta"]["/extensionsOfXGaussian"]["dropped"] >= 1
+    shared = deg.load(without(tmp_path, "span_distinct"), model=model)
+    alone = shared.fill(MIME_TYPES, MIME_SCHEMA)["value"]["extensionsOfXGaussian"]
+    # the count head's second "ITEM 2 of" fork reads the first item's span again
+    assert len(alone) > len(set(alone)), alone
 
 
 def test_date_time_keeps_its_written_zone(model):

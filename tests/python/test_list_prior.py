@@ -114,6 +114,10 @@ def test_written_lists_and_lists_of_objects(model):
              (DPKG.index("zlib1g"), DPKG.index("1:1.1.4") + 7)]
     for i, (a, b) in enumerate(items):
         for leaf in ("name", "version"):
-            s, e = r["meta"][f"/depends/{i}/{leaf}"]["span"]
+            lm = r["meta"][f"/depends/{i}/{leaf}"]
+            if lm["span"] is None:  # span_distinct: the name read the version's span
+                assert leaf == "version" and lm["span_taken_by"] == f"/depends/{i}/name", lm
+                continue
+            s, e = lm["span"]
             assert a <= s < e <= b, (i, leaf, (s, e), (a, b))
     assert ck.fill(DPKG, DEPENDS, options=off)["value"]["depends"] != deps
