@@ -480,11 +480,22 @@ static deg_status bullet_run(dg_lscan *S, size_t *b, size_t *cp, int mode)
     return DEG_OK;
 }
 
+/* Does [b, e) hold a part separator (part_sep)? A line of parts is a record
+ * ("Australia/Brisbane, an en dash, Coordinates: -2728+15302"), not a mapping's member,
+ * though its first part reads as a key. */
+static int has_parts(const char *s, size_t b, size_t e)
+{
+    for (size_t i = b; i < e; i++)
+        if (part_sep(s, i, e)) return 1;
+    return 0;
+}
+
 /* The lines from byte *b (code point *cp) on indented past `ind` (the key line's
  * indent), up to a blank or less indented line: each one item when none of them
- * is a bullet or a key line ("Signature:\n  files; Default: None\n  mode"); key
- * lines are a nested mapping the scan reads as key lines ("build:\n  os: linux"),
- * bullets are bullet_run's. *b / *cp after the last item when there are items. */
+ * is a bullet or a key line without parts (has_parts) ("Signature:\n  files;
+ * Default: None\n  mode"); key lines are a nested mapping the scan reads as key
+ * lines ("build:\n  os: linux"), bullets are bullet_run's. *b / *cp after the last item
+ * when there are items. */
 static deg_status indented_run(dg_lscan *S, size_t *b, size_t *cp, size_t ind)
 {
     const char *s = S->ctx;
@@ -492,7 +503,8 @@ static deg_status indented_run(dg_lscan *S, size_t *b, size_t *cp, size_t ind)
     while (at < len) {
         size_t e = dg_lscan_line_end(s, len, at), t = at + dg_lscan_indent(s, at, e);
         if (t - at <= ind || t >= e || (t + 1 == e && s[t] == '\r')) break;
-        if (dg_lscan_bullet(s, at, e) || dg_keyline_split(s, t, e, &k0, &k1, &v0, &v1))
+        if (dg_lscan_bullet(s, at, e) ||
+            (!has_parts(s, t, e) && dg_keyline_split(s, t, e, &k0, &k1, &v0, &v1)))
             return DEG_OK;
         at = e < len ? e + 1 : len;
     }

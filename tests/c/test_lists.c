@@ -176,6 +176,9 @@ Test(lists, scan_indented_lines_and_item_parts)
                       "\tAsia/Amman; Coordinates: +3157+03556\n"
                       "\n"
                       "\tnot an item\n"
+                      "Zones:\n"
+                      "  Australia/Brisbane \xe2\x80\x93 Coordinates: -2728+15302\n"
+                      "  Australia/Perth | Coordinates: -3157+11551\n"
                       "<tr><th>Zonas</th><td><ol><li>Africa/Casablanca &mdash; +3339-00735</li>"
                       "<li>Europe/Paris \xe2\x80\x94 +4852+00220 | CET</li></ol></td></tr>\n";
     dg_lists ls = {0};
@@ -190,6 +193,10 @@ Test(lists, scan_indented_lines_and_item_parts)
     cr_assert_str_eq(items(&ls, ctx, "time zones"), "Asia/Amman; Coordinates: +3157+03556",
                      "a blank line ends the run");
     cr_assert_str_eq(cells(&ls, ctx, "time zones", 0), "=Asia/Amman|coordinates=+3157+03556");
+    /* a line of parts is an item though its first part reads as a key (new-user check) */
+    cr_assert_str_eq(items(&ls, ctx, "zones"), "Australia/Brisbane \xe2\x80\x93 Coordinates: "
+                     "-2728+15302|Australia/Perth | Coordinates: -3157+11551");
+    cr_assert_str_eq(cells(&ls, ctx, "zones", 1), "=Australia/Perth|coordinates=-3157+11551");
     cr_assert_str_eq(cells(&ls, ctx, "zonas", 0), "=Africa/Casablanca|=+3339-00735");
     cr_assert_str_eq(cells(&ls, ctx, "zonas", 1), "=Europe/Paris|=+4852+00220|=CET");
     dg_lists_free(&ls);

@@ -107,9 +107,18 @@ def test_refit_checkpoint_fills_the_same_values_with_the_predicted_probabilities
     assert nc["noul"] == pytest.approx(2.5 * math.log(9) / math.log(1.5), rel=1e-4)
     assert nc["extract_confidence"] != cal["extract_confidence"]
     assert nc["score"] == cal["score"] and nc["count"] == cal["count"]
-    assert {k: v for k, v in new.items() if k not in ("calibration", "recalibration")} == \
-        {k: v for k, v in old.items() if k not in ("calibration", "recalibration")}
+    records = ("calibration", "recalibration", "recalibration_history")
+    assert {k: v for k, v in new.items() if k not in records} == \
+        {k: v for k, v in old.items() if k not in records}
     assert new["recalibration"]["records"] == 60
+    # the source's own refit record moves to the history (oldest first)
+    assert new["recalibration_history"] == \
+        old.get("recalibration_history", []) + [old["recalibration"]]
+    again = tmp_path / "again"
+    assert R.main([str(resp), "--ckpt", str(out), "--out", str(again), "--kinds", "extract"]) == 0
+    meta2 = json.loads((again / "deg.json").read_text())
+    assert meta2["recalibration_history"][-1] == new["recalibration"]
+    assert meta2["recalibration"]["kinds"] == ["extract"]
     assert json.loads((v_old / "deg.json").read_text()) == old  # the source is untouched
     fit = json.loads((tmp_path / "fit.json").read_text())
     assert fit["kinds"]["choice"]["ece_after"] < fit["kinds"]["choice"]["ece_before"]

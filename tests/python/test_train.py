@@ -271,9 +271,11 @@ def test_shipped_checkpoint_is_the_default(model_path):
     # v13 = v12 (+ item_null, count_prior) with the decide temperatures refit on responses
     # of kinds the heads never saw (deg.evaluate.recalibrate): the noul heads are near chance
     # there (T 2.46 -> ~8; 6.15 with the count prior's confident booleans)
-    rc = meta["recalibration"]
+    rc = meta["recalibration_history"][0]
     assert rc["from"].startswith("v12 + item_null + count_prior")
     assert rc["kinds"] == ["choice", "score", "noul"] and rc["records"] == 494
+    # libdeg 0.16.0: the extract Platt scaling refit with span_distinct on
+    assert meta["recalibration"]["kinds"] == ["extract"]
     assert 5.0 < meta["calibration"]["noul"] < 7.0
     ctx = ("Order B-4711 was placed by ana.lopez@example.com on 2024-03-05. "
            "Total: 42.50 EUR. Priority: high.")

@@ -37,7 +37,8 @@ scale. Probabilities at 0 or 1 in double are clamped to 1e-300 / 1 - 1e-16.
 others keep their calibration. --exclude drops the records of a stratified subset (deg.evaluate --subset N
 --subset-seed 0 of RECORDS' SPLIT) so the sets a checkpoint is chosen on stay out
 of its fit. NEW_DIR gets a copy of DIR's files (heads, adapters, docs) and its
-deg.json with the refit calibration and "recalibration" (what it was fit on);
+deg.json with the refit calibration and "recalibration" (what it was fit on; an earlier
+refit's record moves to the list "recalibration_history");
 DIR is not changed.
 """
 import argparse
@@ -239,6 +240,8 @@ def main(argv=None):
               f" -> {after if after is None else round(after, 4)}  ({summary['kinds'][kind]['before']}"
               f" -> {summary['kinds'][kind]['after']})")
     meta["calibration"] = new
+    if "recalibration" in meta:  # an earlier refit's record stays, oldest first
+        meta.setdefault("recalibration_history", []).append(meta.pop("recalibration"))
     meta["recalibration"] = {
         "from": os.path.basename(os.path.normpath(a.ckpt)),
         "responses": [os.path.join(os.path.basename(os.path.dirname(os.path.abspath(p))),
