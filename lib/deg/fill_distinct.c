@@ -71,6 +71,14 @@ static int taken(const freq *r, const claim *c, size_t from, size_t to, size_t s
     return 0;
 }
 
+/* Does leaf L (c[from, to) its object's leaves) have an alternative no leaf of the
+ * object holds? */
+static int alt_free(const freq *r, const leaf *L, const claim *c, size_t from, size_t to)
+{
+    size_t other;
+    return L->alt && !taken(r, c, from, to, L->a0, L->a1, &other);
+}
+
 /* Leaf L gives up its span to leaf `by`: its alternative, else null (a required,
  * non-nullable leaf without a free alternative keeps the span). The alternative
  * must be no span a leaf of the object holds (c[from, to)), before or after L in
@@ -79,15 +87,13 @@ static int taken(const freq *r, const claim *c, size_t from, size_t to, size_t s
 static deg_status yield(const dg_ckpt *k, freq *r, leaf *L, const leaf *by, double margin,
                         const claim *c, size_t from, size_t to)
 {
-    size_t other;
     const dg_field_plan *f = &r->plan->fields[L->field];
     int no_null = forbid(r, L);
     char *ptr = dg_fill_leaf_pointer(r, by);
     if (!ptr) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
     json_object_set_new(L->meta, "span_taken_by", json_string(ptr));
     free(ptr);
-    if (L->alt && (no_null || L->alt_lp >= L->null_lp + margin) &&
-        !taken(r, c, from, to, L->a0, L->a1, &other)) {
+    if ((no_null || L->alt_lp >= L->null_lp + margin) && alt_free(r, L, c, from, to)) {
         json_decref(L->value);
         L->value = L->alt;
         L->alt = NULL;
@@ -135,11 +141,9 @@ deg_status dg_fill_distinct_spans(const dg_ckpt *k, freq *r)
             size_t by;
             if (!taken(r, c, g, i, L->s0, L->s1, &by)) continue;
             leaf *B = &r->leaves[by];
-            size_t other;
             /* a required leaf with nowhere to go keeps the span: an optional holder
              * gives it up instead */
-            if (forbid(r, L) && !forbid(r, B) &&
-                !(L->alt && !taken(r, c, g, end, L->a0, L->a1, &other)))
+            if (forbid(r, L) && !forbid(r, B) && !alt_free(r, L, c, g, end))
                 st = yield(k, r, B, L, margin, c, g, end);
             else
                 st = yield(k, r, L, B, margin, c, g, end);
@@ -175,8 +179,7 @@ deg_status dg_fill_distinct_items(const dg_ckpt *k, freq *r)
     size_t n = 0;
     for (size_t i = 0; i < r->n_leaves; i++) {
         const leaf *L = &r->leaves[i];
-        if (L->has_span && L->inst >= 0 &&
-            r->plan->fields[L->field].on_null == DG_ON_NULL_FORBID)
+        if (L->has_span && L->inst >= 0 && forbid(r, L))
             v[n++] = (item_span){i, L->field, L->s0, L->s1, L->item, L->inst};
     }
     qsort(v, n, sizeof *v, cmp_items);

@@ -527,11 +527,12 @@ static void distinct_alt(const dg_ckpt *k, const freq *r, leaf *L, const json_t 
         if (list_item == 2 && cs[i].lp == -INFINITY) continue; /* outside its list item */
         if (!cand_span(k, r, L, typed, rc, item, cell, &cs[i], &s, &e) || (s < be && bs < e))
             continue;
-        L->alt = span_value(r, f, schema, s, e, &why, &as);
-        if (L->alt && as) {
-            json_decref(L->alt);
-            L->alt = NULL;
+        json_t *v = span_value(r, f, schema, s, e, &why, &as);
+        if (v && as) {
+            json_decref(v);
+            continue;
         }
+        L->alt = v;
         L->a0 = s;
         L->a1 = e;
         L->alt_lp = cs[i].lp;

@@ -94,26 +94,36 @@ deg_status dg_lscan_cell(dg_lscan *S, size_t k0, size_t k1, size_t lb, size_t lc
  * length at byte i of [i, e), else 0. */
 static size_t part_sep(const char *s, size_t i, size_t e)
 {
-    static const char *const SEP[] = {"; ", " \xe2\x80\x94 ", " \xe2\x80\x93 ", " &mdash; ",
-                                      " &ndash; ", " | "};
-    for (size_t k = 0; k < sizeof SEP / sizeof SEP[0]; k++) {
-        size_t n = strlen(SEP[k]);
-        if (e - i >= n && memcmp(s + i, SEP[k], n) == 0) return n;
-    }
+#define SEP_(x) {x, sizeof x - 1}
+    static const struct { const char *s; size_t n; } SEP[] = {
+        SEP_("; "), SEP_(" \xe2\x80\x94 "), SEP_(" \xe2\x80\x93 "), SEP_(" &mdash; "),
+        SEP_(" &ndash; "), SEP_(" | ")};
+#undef SEP_
+    for (size_t k = 0; k < sizeof SEP / sizeof SEP[0]; k++)
+        if (e - i >= SEP[k].n && memcmp(s + i, SEP[k].s, SEP[k].n) == 0) return SEP[k].n;
     return 0;
 }
 
+/* The part separators (part_sep) of [b, e). A line with any is a record
+ * ("Australia/Brisbane, an en dash, Coordinates: -2728+15302"), not a mapping's
+ * member, though its first part reads as a key (indented_run). */
+static size_t count_parts(const char *s, size_t b, size_t e)
+{
+    size_t n = 0;
+    for (size_t i = b; i < e; i++) n += part_sep(s, i, e) > 0;
+    return n;
+}
+
 /* The parts of list item [b, e) (its line at byte lb = code point lcp) as cells
- * of the item just added, when it has two or more (part_sep): a "Key: value"
- * part is a cell under its key ("Coordinates"), another one a cell without a
- * key. An object array on the list then reads them as a table's records do
+ * of the item just added, when it has two to 17 (part_sep; more is a run of
+ * text, not a record an object maps part by part): a "Key: value" part is a cell
+ * under its key ("Coordinates"), another one a cell without a key. An object array on the list then reads them as a table's records do
  * (lists.h): a member named like a key reads that cell, the one member left
  * unnamed the one cell left. Items of one part have no cells. */
 static deg_status item_cells(dg_lscan *S, size_t lb, size_t lcp, size_t b, size_t e)
 {
     const char *s = S->ctx;
-    size_t n = 0;
-    for (size_t i = b; i < e; i++) n += part_sep(s, i, e) > 0;
+    size_t n = count_parts(s, b, e);
     if (n == 0 || n > 16) return DEG_OK;
     for (size_t p0 = b; p0 < e;) {
         size_t p1 = p0, w = 0;
@@ -480,19 +490,9 @@ static deg_status bullet_run(dg_lscan *S, size_t *b, size_t *cp, int mode)
     return DEG_OK;
 }
 
-/* Does [b, e) hold a part separator (part_sep)? A line of parts is a record
- * ("Australia/Brisbane, an en dash, Coordinates: -2728+15302"), not a mapping's member,
- * though its first part reads as a key. */
-static int has_parts(const char *s, size_t b, size_t e)
-{
-    for (size_t i = b; i < e; i++)
-        if (part_sep(s, i, e)) return 1;
-    return 0;
-}
-
 /* The lines from byte *b (code point *cp) on indented past `ind` (the key line's
  * indent), up to a blank or less indented line: each one item when none of them
- * is a bullet or a key line without parts (has_parts) ("Signature:\n  files;
+ * is a bullet or a key line without parts (count_parts) ("Signature:\n  files;
  * Default: None\n  mode"); key lines are a nested mapping the scan reads as key
  * lines ("build:\n  os: linux"), bullets are bullet_run's. *b / *cp after the last item
  * when there are items. */
@@ -504,7 +504,7 @@ static deg_status indented_run(dg_lscan *S, size_t *b, size_t *cp, size_t ind)
         size_t e = dg_lscan_line_end(s, len, at), t = at + dg_lscan_indent(s, at, e);
         if (t - at <= ind || t >= e || (t + 1 == e && s[t] == '\r')) break;
         if (dg_lscan_bullet(s, at, e) ||
-            (!has_parts(s, t, e) && dg_keyline_split(s, t, e, &k0, &k1, &v0, &v1)))
+            (!count_parts(s, t, e) && dg_keyline_split(s, t, e, &k0, &k1, &v0, &v1)))
             return DEG_OK;
         at = e < len ? e + 1 : len;
     }
