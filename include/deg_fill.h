@@ -24,8 +24,8 @@ extern "C" {
  *    "path"}, "head_dim": 256, "heads": {name: shape}, "calibration": {"choice",
  *    "score", "noul", "extract", "count": temperature}, "array_mode": "index" |
  *    "anchor", "anchor_min_tokens", "chat_layout": "chatml" | "qwen3" | "none",
- *    "key_prior": null | {"exact": x, "partial": y[, "phrase": z][, "description": d]}
- *    (optional; see below),
+ *    "key_prior": null | {"exact": x, "partial": y[, "phrase": z][, "description": d]
+ *    [, "score": s][, "compare": c]} (optional; see below),
  *    "lm_prior": null | {"start": lambda} (optional; see below),
  *    "list_prior": null | {"bonus": b, "by_anchor": bool} (optional; see below),
  *    "count_prior": null | {"bonus": b[, "absent": a]} (optional; see below),
@@ -56,7 +56,8 @@ extern "C" {
  *
  * Key prior (deg.json "key_prior", absent = off; lib/deg/keyprior.h): a
  * context line "Key: value" (also "key = value", "| key | value |",
- * "**Key:** value") whose normalised key equals the leaf's property name or
+ * "**Key:** value", an HTML row "<tr><th>Key</th><td>value</td></tr>" on one
+ * line without markup in its cells: libdeg 0.17.0) whose normalised key equals the leaf's property name or
  * title adds `exact` (words of one within the other's: `partial`) logit units,
  * before the calibration temperature, to the outcomes the value supports: the
  * extract start/end of the value (typed fields: of each grammar candidate in
@@ -69,8 +70,19 @@ extern "C" {
  * October 13, 2027" for available_from). `description` (default 0 = off) is
  * the bonus of a line whose key the leaf's description names as whole words
  * (keys of >= 4 bytes; "the command it runs (Exec=)" names "Exec=") when its
- * name and title do not match. Numbers in [0, 1e6]. Leaves inside arrays get
- * none.
+ * name and title do not match. `score` (default 0 = off; libdeg 0.17.0) reads
+ * a score the document writes (lib/deg/scoreprior.h): a line naming the leaf
+ * exactly gives the level of its value's leading number (the level whose
+ * x-levels count range holds it, for quantity bands) or of an x-levels label
+ * written in it `exact`, a number labelled in running text ("rating of 4") or
+ * followed by the leaf's name ("5-bedroom flat") `score`; meta "written_level"
+ * names the level that got the largest bonus. `compare` (default 0 = off;
+ * libdeg 0.17.0) judges a boolean that compares a written value
+ * (lib/deg/compareprior.h: "whether type equals note", "Is the type boolean?",
+ * "true when size > 100", "the opposite of: ..."): +c / -c to the noul logit
+ * when the lines naming its key (or a "The type is select." statement) say the
+ * comparison holds / does not (c/2 for a partial key, which only ever says it
+ * holds). Numbers in [0, 1e6]. Leaves inside arrays get none.
  *
  * LM-head start prior (deg.json "lm_prior", absent = off; a request's
  * options.lm_prior, null = the checkpoint's, overrides it): an extract

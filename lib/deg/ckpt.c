@@ -206,33 +206,6 @@ void deg_ckpt_free(deg_ckpt *k)
     free(k);
 }
 
-/* deg.json "key_prior": absent/null = off, else {"exact": x, "partial": y},
- * finite numbers >= 0 (keyprior.h). Errors: DEG_ERR_FORMAT. */
-static deg_status key_prior_load(const json_t *v, const char *jpath, dg_key_prior *out)
-{
-    memset(out, 0, sizeof *out);
-    if (!v || json_is_null(v)) return DEG_OK;
-    json_t *ex = json_object_get(v, "exact"), *pa = json_object_get(v, "partial");
-    json_t *ph = json_object_get(v, "phrase"), *de = json_object_get(v, "description");
-    if (!json_is_object(v) || !json_is_number(ex) || !json_is_number(pa) ||
-        (ph && !json_is_number(ph)) || (de && !json_is_number(de)) ||
-        json_object_size(v) != 2u + (ph != NULL) + (de != NULL))
-        return dg_fail(DEG_ERR_FORMAT, "%s: key_prior must be null or {\"exact\": number, "
-                       "\"partial\": number[, \"phrase\": number][, \"description\": number]}",
-                       jpath);
-    out->exact = json_number_value(ex);
-    out->partial = json_number_value(pa);
-    out->phrase = ph ? json_number_value(ph) : 0.0;
-    out->description = de ? json_number_value(de) : 0.0;
-    const double w[] = {out->exact, out->partial, out->phrase, out->description};
-    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
-        if (!(w[i] >= 0) || !(w[i] <= DG_PRIOR_MAX))
-            return dg_fail(DEG_ERR_FORMAT, "%s: key_prior.exact, .partial, .phrase and "
-                           ".description must be numbers in [0, 1e6]", jpath);
-    out->on = 1;
-    return DEG_OK;
-}
-
 /* deg.json "lm_prior" / "list_prior": absent/null = off, else {"<field>": x}, a
  * number in [0, DG_PRIOR_MAX] (lm_prior.start: the weight of the LM-head start prior,
  * fill_extract.c; list_prior.bonus: the list prior's logit bonus, lists.h, with
@@ -618,7 +591,7 @@ static deg_status read_decoding(dg_ckpt *k, const json_t *meta, const char *jpat
         return dg_fail(DEG_ERR_FORMAT, "%s: anchor_min_tokens must be an integer >= 0", jpath);
     k->array_mode = strdup(am ? am : "index");
     k->anchor_min_tokens = json_integer_value(json_object_get(meta, "anchor_min_tokens"));
-    DG_TRY(key_prior_load(json_object_get(meta, "key_prior"), jpath, &k->key_prior));
+    DG_TRY(dg_key_prior_load(json_object_get(meta, "key_prior"), jpath, &k->key_prior));
     DG_TRY(weight_prior_load(json_object_get(meta, "lm_prior"), jpath, "lm_prior", "start",
                              &k->has_lm_prior, &k->lm_prior_start, NULL));
     DG_TRY(weight_prior_load(json_object_get(meta, "list_prior"), jpath, "list_prior", "bonus",
@@ -862,6 +835,10 @@ deg_status deg_ckpt_save(const deg_ckpt *ckpt, const char *dir, const char *extr
             json_object_set_new(kp, "phrase", json_real(ckpt->key_prior.phrase));
         if (kp && ckpt->key_prior.description > 0)
             json_object_set_new(kp, "description", json_real(ckpt->key_prior.description));
+        if (kp && ckpt->key_prior.score > 0)
+            json_object_set_new(kp, "score", json_real(ckpt->key_prior.score));
+        if (kp && ckpt->key_prior.compare > 0)
+            json_object_set_new(kp, "compare", json_real(ckpt->key_prior.compare));
         json_object_set_new(meta, "key_prior", kp);
     }
     if (meta && ckpt->has_lm_prior)

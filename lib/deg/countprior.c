@@ -116,7 +116,7 @@ static size_t quantifier_at(const words *W, size_t i, dg_count_op *op)
         *op = DG_COUNT_SEVERAL;
         return 1;
     }
-    if (is(W, i, "no") || is(W, i, "without")) {
+    if (is(W, i, "no") || is(W, i, "without") || is(W, i, "lacks") || is(W, i, "lacking")) {
         *op = DG_COUNT_ZERO;
         return 1;
     }
@@ -252,6 +252,32 @@ static int counted_list(const dg_lists *ls, const char *noun)
     return counted;
 }
 
+/* A heading line of ctx (NUL-terminated) naming `noun` without its last word
+ * "section": the line's words alone, markup (# * [ ] = and a trailing ':') aside -
+ * "OPTIONS" or "## Options" for "options section", "[Install]" for "install
+ * section". 1 when one is written, else 0. */
+static int heading_written(const char *ctx, const char *noun)
+{
+    size_t nl = strlen(noun);
+    if (nl <= 8 || strcmp(noun + nl - 8, " section") != 0) return 0;
+    char want[DG_KEY_MAX_LEN + 1];
+    memcpy(want, noun, nl - 8);
+    want[nl - 8] = 0;
+    for (const char *l = ctx; *l;) {
+        size_t e = strcspn(l, "\n");
+        const char *a = l, *b = l + e;
+        while (a < b && strchr(" \t#*[=", *a)) a++;
+        while (b > a && strchr(" \t#*]=:\r", b[-1])) b--;
+        if (b > a && (size_t)(b - a) <= DG_KEY_MAX_LEN && !memchr(a, ':', (size_t)(b - a))) {
+            char w[DG_KEY_MAX_LEN + 1];
+            dg_key_norm(a, (size_t)(b - a), w, sizeof w);
+            if (strcmp(w, want) == 0) return 1;
+        }
+        l += e + (l[e] ? 1 : 0);
+    }
+    return 0;
+}
+
 int dg_count_judge(const dg_lists *ls, const char *ctx, const size_t *cp_byte,
                    const dg_count_pred *p, int *li)
 {
@@ -278,7 +304,12 @@ int dg_count_judge(const dg_lists *ls, const char *ctx, const size_t *cp_byte,
         }
     }
     int counted = counted_list(ls, p->noun);
-    if (counted < 0) return -1;
+    if (counted < 0) {
+        /* "has an OPTIONS section" of a page that writes the heading (no list of it) */
+        if ((p->op == DG_COUNT_ANY || p->op == DG_COUNT_ZERO) && heading_written(ctx, p->noun))
+            return dg_count_holds(p->op, 1);
+        return -1;
+    }
     *li = counted;
     return dg_count_holds(p->op, ls->p[counted].n);
 }

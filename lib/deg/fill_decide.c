@@ -11,9 +11,11 @@
 #include <strings.h>
 
 #include "base/status.h"
+#include "deg/compareprior.h"
 #include "deg/countprior.h"
 #include "deg/fill_internal.h"
 #include "deg/keyprior.h"
+#include "deg/scoreprior.h"
 
 void dg_fill_raw_digest(const dg_ckpt *k, json_t *meta, const float *a, size_t n, const float *b,
                         size_t nb)
@@ -163,6 +165,7 @@ deg_status dg_fill_decode_decide(const dg_ckpt *k, freq *r, job *j)
         float l = dg_head_dot(k->h.noul_w, a, k->h.E) + k->h.noul_b[0];
         int li, counted;
         l += (float)key_prior_noul(k, r, f);
+        l += (float)dg_cmp_prior(&k->key_prior, f, r->ctx, &r->kv, r->cp_byte);
         l += (float)count_prior_noul(k, r, f, &li, &counted);
         float lg[2] = {l, 0.0f};
         double p[2];
@@ -183,9 +186,12 @@ deg_status dg_fill_decode_decide(const dg_ckpt *k, freq *r, job *j)
         return dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
     }
     dg_head_pointer(&k->h, score, a, j->h, n, lg);
-    int li = -1, counted = 0;
+    int li = -1, counted = 0, written = -1;
     if (!score) key_prior_choice(k, r, f, lg);
-    else count_prior_score(k, r, f, lg, &li, &counted);
+    else {
+        count_prior_score(k, r, f, lg, &li, &counted);
+        written = dg_score_prior(&k->key_prior, f, r->ctx, r->ctx_len, &r->kv, r->cp_byte, lg);
+    }
     dg_softmax(lg, n, k->temp[score ? DG_T_SCORE : DG_T_CHOICE], p, NULL);
     size_t b = dg_argmax_d(p, n);
     L->meta = json_pack("{s:s, s:f, s:f, s:o}", "mode", dg_mode_name(f->mode), "probability",
@@ -200,6 +206,9 @@ deg_status dg_fill_decode_decide(const dg_ckpt *k, freq *r, job *j)
         json_object_set_new(L->meta, "expected", z > 0 ? json_real(e / z) : json_null());
         L->value = b < f->n_levels ? json_integer((json_int_t)f->levels[b]) : json_null();
         if (counted) count_meta(L->meta, r, li);
+        if (written >= 0) /* the level the document writes (scoreprior.h) */
+            json_object_set_new(L->meta, "written_level",
+                                json_integer((json_int_t)f->levels[written]));
     } else {
         L->value = json_deep_copy(json_array_get(f->options, b));
     }

@@ -9,6 +9,7 @@
 #include "base/grow.h"
 #include "base/status.h"
 #include "base/utf8.h"
+#include "deg/request.h"
 
 /* Word bytes: ASCII letters and digits, and every byte of a non-ASCII UTF-8
  * sequence (keys in other scripts: "Straße", "Résumé"). */
@@ -83,17 +84,59 @@ int dg_json_member_split(const char *s, size_t b, size_t e, size_t *key0, size_t
     return 1;
 }
 
+/* [p, e) starts with tag t ("<th>"), ASCII case folded. */
+static int tag_at(const char *p, const char *e, const char *t)
+{
+    size_t n = strlen(t);
+    return (size_t)(e - p) >= n && strncasecmp(p, t, n) == 0;
+}
+
+/* An HTML row on one line, `[<tr>]<th>key</th><td>value</td>[</tr>]`, whose key and
+ * value hold no markup: 1 with the key's bytes [*k0, *k1) and the value's [*v0, *v1).
+ * (A cell holding a list or other elements is lists.c's.) */
+static int html_row_split(const char *ctx, size_t b, size_t e, size_t *k0, size_t *k1,
+                          size_t *v0, size_t *v1)
+{
+    const char *p = ctx + b, *end = ctx + e;
+    while (p < end && (*p == ' ' || *p == '\t')) p++;
+    if (tag_at(p, end, "<tr>")) p += 4;
+    if (!tag_at(p, end, "<th>")) return 0;
+    p += 4;
+    while (p < end && *p == ' ') p++;
+    const char *kc = memchr(p, '<', (size_t)(end - p));
+    if (!kc || !tag_at(kc, end, "</th>")) return 0;
+    const char *td = kc + 5;
+    while (td < end && *td == ' ') td++;
+    if (!tag_at(td, end, "<td>")) return 0;
+    const char *v = td + 4, *vc = memchr(v, '<', (size_t)(end - v));
+    if (!vc || !tag_at(vc, end, "</td>")) return 0;
+    *k0 = (size_t)(p - ctx);
+    *k1 = (size_t)(kc - ctx);
+    *v0 = (size_t)(v - ctx);
+    *v1 = (size_t)(vc - ctx);
+    return 1;
+}
+
 int dg_keyline_split(const char *ctx, size_t b, size_t e, size_t *key0, size_t *key1,
                      size_t *val0, size_t *val1)
 {
     size_t k0, k1, sep;
     char c = ':';
-    int json = dg_json_member_split(ctx, b, e, &k0, &k1, &sep);
+    size_t hv0, hv1;
+    int html = html_row_split(ctx, b, e, &k0, &k1, &hv0, &hv1);
+    if (html) {
+        for (size_t i = k0; i < k1; i++)
+            if (!is_key_byte((unsigned char)ctx[i])) return 0;
+        sep = hv0 - 1;      /* the value follows <td> */
+        e = hv1;            /* and ends before </td> */
+        c = '|';
+    }
+    int json = !html && dg_json_member_split(ctx, b, e, &k0, &k1, &sep);
     if (json) {
         /* `"key": value` (JSON, quoted YAML keys): the key is between the quotes */
         for (size_t i = k0; i < k1; i++)
             if (!is_key_byte((unsigned char)ctx[i])) return 0;
-    } else {
+    } else if (!html) {
         k0 = b;
         while (k0 < e && is_markup((unsigned char)ctx[k0])) k0++;
         sep = k0;
@@ -371,12 +414,27 @@ static int words_in(const char *n, const char *k)
     return 0;
 }
 
+/* words_in, but not right after a negation ("a permissive (non-copyleft) licence"
+ * does not name a "Copyleft:" line to read as the answer). */
+static int words_in_affirmed(const char *n, const char *k)
+{
+    size_t kl = strlen(k);
+    for (const char *p = n; (p = strstr(p, k)) != NULL; p++) {
+        if (!((p == n || p[-1] == ' ') && (p[kl] == 0 || p[kl] == ' '))) continue;
+        if (p - n >= 4 && (memcmp(p - 4, "non ", 4) == 0 || memcmp(p - 4, "not ", 4) == 0) &&
+            (p - n == 4 || p[-5] == ' '))
+            continue;
+        return 1;
+    }
+    return 0;
+}
+
 int dg_key_in_description(const dg_field_plan *f, const char *key)
 {
     if (strlen(key) < 4 || !f->description || f->depth_items > 0) return 0;
     char d[DG_KEY_DESC_MAX + 1];
     dg_key_norm(f->description, strlen(f->description), d, sizeof d);
-    return words_in(d, key);
+    return words_in_affirmed(d, key);
 }
 
 /* Prepositions that end a description's leading noun phrase ("the months in the
@@ -463,4 +521,38 @@ double dg_key_bonus(const dg_key_prior *p, const dg_field_plan *f, const dg_keyl
     int m = dg_key_match(f, kv->key);
     if (m == 0 && p->description > 0 && dg_key_in_description(f, kv->key)) return p->description;
     return m == 2 ? p->exact : m == 1 ? p->partial : 0.0;
+}
+
+/* (keyprior.h) The optional members are read by one table, 0 = off when absent. */
+deg_status dg_key_prior_load(const json_t *v, const char *jpath, dg_key_prior *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!v || json_is_null(v)) return DEG_OK;
+    json_t *ex = json_object_get(v, "exact"), *pa = json_object_get(v, "partial");
+    /* optional members, 0 = off when absent */
+    static const char *const OPT[] = {"phrase", "description", "score", "compare"};
+    double *const opt[] = {&out->phrase, &out->description, &out->score, &out->compare};
+    size_t n_opt = 0;
+    int ok = json_is_object(v) && json_is_number(ex) && json_is_number(pa);
+    for (size_t i = 0; ok && i < sizeof OPT / sizeof OPT[0]; i++) {
+        json_t *o = json_object_get(v, OPT[i]);
+        if (o && !json_is_number(o)) ok = 0;
+        if (o) n_opt++;
+        *opt[i] = o ? json_number_value(o) : 0.0;
+    }
+    if (!ok || json_object_size(v) != 2u + n_opt)
+        return dg_fail(DEG_ERR_FORMAT, "%s: key_prior must be null or {\"exact\": number, "
+                       "\"partial\": number[, \"phrase\": number][, \"description\": number]"
+                       "[, \"score\": number][, \"compare\": number]}", jpath);
+    out->exact = json_number_value(ex);
+    out->partial = json_number_value(pa);
+    const double w[] = {out->exact,       out->partial, out->phrase,
+                        out->description, out->score,   out->compare};
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
+        if (!(w[i] >= 0) || !(w[i] <= DG_PRIOR_MAX))
+            return dg_fail(DEG_ERR_FORMAT, "%s: key_prior.exact, .partial, .phrase, "
+                           ".description, .score and .compare must be numbers in [0, 1e6]",
+                           jpath);
+    out->on = 1;
+    return DEG_OK;
 }

@@ -28,6 +28,10 @@
  * markup = leading spaces, '-', '*', '#', '|', '>' and trailing '|' '*'. Value =
  * the rest, trimmed of spaces and trailing ',' ';' and of one pair of
  * enclosing quotes (KEY="value"); empty values are skipped.
+ * An HTML row on one line, `[<tr>]<th>key</th> <td>value</td>[</tr>]` (tags in
+ * any case) whose cells hold no markup, is a key line too (libdeg 0.17.0: the
+ * html layouts of datagen-v2, never in training; a cell holding a list is
+ * lists.c's).
  * JSON members `"key": value` (dg_json_member_split) are key lines too: the key
  * is the quoted text (key bytes only), SEP its ':'; a value opening an object or
  * array, or `null`, is empty (package.json, composer.json, API responses).
@@ -36,6 +40,8 @@
 #define DG_DEG_KEYPRIOR_H
 
 #include <stddef.h>
+
+#include <jansson.h>
 
 #include "deg.h"
 #include "deg/plan.h"
@@ -59,7 +65,14 @@ typedef struct dg_key_prior {
     double exact, partial;
     double phrase; /* grammar candidates labelled in running text (dg_key_phrase_before); 0 = off */
     double description; /* keys the field's description names (dg_key_in_description); 0 = off */
+    double score; /* score leaves reading a written number or label (scoreprior.h); 0 = off */
+    double compare; /* booleans comparing a written value (compareprior.h); 0 = off */
 } dg_key_prior;
+
+/* deg.json "key_prior" v (NULL/null = off) into *out; jpath names deg.json in
+ * errors. Errors: DEG_ERR_FORMAT (not {"exact": x, "partial": y[, "phrase": z]
+ * [, "description": d][, "score": s][, "compare": c]}, numbers in [0, DG_PRIOR_MAX]). */
+deg_status dg_key_prior_load(const json_t *v, const char *jpath, dg_key_prior *out);
 
 /* A JSON member `"key":` opening line [b, e) (after spaces/tabs; the key a
  * string of at most DG_KEY_MAX_LEN bytes without escapes): 1 with the key's bytes
@@ -115,9 +128,10 @@ int dg_key_phrase_before(const dg_field_plan *f, const char *ctx, size_t b);
 #define DG_KEY_DESC_MAX 512 /* bytes of a normalised description read for key names */
 
 /* 1 when normalised key `key` (>= 4 bytes) is a run of whole words of field f's
- * normalised description (its first DG_KEY_DESC_MAX bytes): "the unit's
- * description" names a "Description=" line, "the command it runs (Exec=)" an
- * "Exec=" line. Fields inside arrays never match. */
+ * normalised description (its first DG_KEY_DESC_MAX bytes) not right after "non" or
+ * "not": "the unit's description" names a "Description=" line, "the command it
+ * runs (Exec=)" an "Exec=" line, "a permissive (non-copyleft) licence" no
+ * "Copyleft:" line. Fields inside arrays never match. */
 int dg_key_in_description(const dg_field_plan *f, const char *key);
 
 /* The parts of a field's description that can name a key, normalised

@@ -8,6 +8,7 @@
 #include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "deg.h"
@@ -58,6 +59,23 @@ static inline void tu_assert_meta_rejected(const char *dir, const char *key,
         cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_ERR_FORMAT, "%s: %s", key, bad[i]);
         cr_assert(strstr(deg_errmsg(), key), "%s", deg_errmsg());
     }
+}
+
+/* deg_fill of `ctx` into `schema` (JSON text) with `options` (JSON text or NULL) on k:
+ * the parsed response (caller frees); a failed fill fails the test. */
+static inline json_t *tu_fill(deg_ckpt *k, const char *ctx, const char *schema,
+                              const char *options)
+{
+    json_t *req = json_pack("{s:s, s:o}", "context", ctx, "schema", json_loads(schema, 0, NULL));
+    if (options) json_object_set_new(req, "options", json_loads(options, 0, NULL));
+    char *rq = json_dumps(req, 0), *out = NULL;
+    json_decref(req);
+    cr_assert_eq(deg_fill(k, rq, strlen(rq), &out, NULL), DEG_OK, "%s", deg_errmsg());
+    json_t *resp = json_loads(out, 0, NULL);
+    cr_assert(resp, "response is no JSON");
+    free(rq);
+    free(out);
+    return resp;
 }
 
 /* Save k into "<dir>-saved" and return the deg.json written there (caller frees). */

@@ -73,6 +73,31 @@ Test(keyprior, scan_lines_and_offsets)
     cr_assert_null(ix.p);
 }
 
+/* HTML rows on one line are key lines when key and value hold no markup: the
+ * value is the <td>'s text; a cell holding a list is lists.c's, not a key line. */
+Test(keyprior, scan_html_rows)
+{
+    const char *ctx = "<html><body>\n<table>\n"
+                      "<tr><th>Template</th><td>locales/default</td></tr>\n"
+                      "  <TR><TH> Top-level type</TH> <TD> application </TD></TR>\n"
+                      "<tr><th>Zones</th><td><ol><li>Europe/Monaco</li></ol></td></tr>\n"
+                      "<tr><th>Bad+key</th><td>x</td></tr>\n"
+                      "<th>License</th><td>MPL</td>\n"
+                      "<tr><th>Empty</th><td></td></tr>\n</table>";
+    dg_keylines ix = {0};
+    cr_assert_eq(dg_keylines_scan(ctx, strlen(ctx), &ix), DEG_OK);
+    struct { const char *key, *value; } want[] = {
+        {"template", "locales/default"}, {"top level type", "application"}, {"license", "MPL"}};
+    cr_assert_eq(ix.n, 3, "got %zu lines", ix.n);
+    for (size_t i = 0; i < 3; i++) {
+        cr_assert_str_eq(ix.p[i].key, want[i].key);
+        size_t b0 = ix.p[i].val0, b1 = ix.p[i].val1; /* ASCII: code point = byte */
+        cr_assert_eq(b1 - b0, strlen(want[i].value), "line %zu", i);
+        cr_assert(memcmp(ctx + b0, want[i].value, b1 - b0) == 0, "line %zu", i);
+    }
+    dg_keylines_free(&ix);
+}
+
 /* JSON members are key lines: quoted key, value inside its quotes; a member
  * opening an object or array, or null, has no value; a key with bytes no key
  * has ("a+b") is no key line. */
@@ -155,6 +180,7 @@ Test(keyprior, description_names_key)
         "\"summary\":{\"type\":\"string\",\"description\":\"the unit's Description= text\"},"
         "\"command\":{\"type\":\"string\",\"description\":\"the command it runs (Exec=)\"},"
         "\"owner\":{\"type\":\"string\",\"description\":\"the package the question belongs to\"},"
+        "\"permissive\":{\"type\":\"boolean\",\"description\":\"a non-copyleft, not public licence\"},"
         "\"rows\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":"
         "{\"x\":{\"type\":\"string\",\"description\":\"its Exec= line\"}}}}}}";
     deg_plan *p = NULL;
@@ -169,6 +195,9 @@ Test(keyprior, description_names_key)
     cr_assert(!dg_key_in_description(field(p, "/owner"), "the"), "keys of >= 4 bytes");
     cr_assert(!dg_key_in_description(field(p, "/summary"), "unit description"));
     cr_assert(!dg_key_in_description(field(p, "/rows/*/x"), "exec"), "array leaves: none");
+    cr_assert(!dg_key_in_description(field(p, "/permissive"), "copyleft"), "negated");
+    cr_assert(!dg_key_in_description(field(p, "/permissive"), "public"), "negated");
+    cr_assert(dg_key_in_description(field(p, "/permissive"), "licence"));
     dg_key_prior kp = {1, 16.0, 8.0, 0.0, 4.0};
     dg_keyline exec = {0, 1, "exec"}, cmd = {0, 1, "command"};
     cr_assert_eq(dg_key_bonus(&kp, field(p, "/command"), &exec), 4.0);
@@ -286,14 +315,7 @@ static const char *SCHEMA =
 
 static json_t *fill(deg_ckpt *k)
 {
-    json_t *req = json_pack("{s:s, s:o}", "context", CTX, "schema", json_loads(SCHEMA, 0, NULL));
-    char *rq = json_dumps(req, 0), *out = NULL;
-    json_decref(req);
-    cr_assert_eq(deg_fill(k, rq, strlen(rq), &out, NULL), DEG_OK, "%s", deg_errmsg());
-    json_t *resp = json_loads(out, 0, NULL);
-    free(rq);
-    free(out);
-    return resp;
+    return tu_fill(k, CTX, SCHEMA, NULL);
 }
 
 /* With a bonus far above the random heads' logit range, every labelled field

@@ -401,15 +401,7 @@ static const char *SCHEMA =
 
 static json_t *fill(deg_ckpt *k, const char *options)
 {
-    json_t *req = json_pack("{s:s, s:o}", "context", CTX, "schema", json_loads(SCHEMA, 0, NULL));
-    if (options) json_object_set_new(req, "options", json_loads(options, 0, NULL));
-    char *rq = json_dumps(req, 0), *out = NULL;
-    json_decref(req);
-    cr_assert_eq(deg_fill(k, rq, strlen(rq), &out, NULL), DEG_OK, "%s", deg_errmsg());
-    json_t *resp = json_loads(out, 0, NULL);
-    free(rq);
-    free(out);
-    return resp;
+    return tu_fill(k, CTX, SCHEMA, options);
 }
 
 static const char *joined(json_t *arr)

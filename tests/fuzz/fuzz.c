@@ -23,6 +23,8 @@
 
 #include "base/utf8.h"
 #include "deg.h"
+#include "deg/compareprior.h"
+#include "deg/keyprior.h"
 #include "deg/lists.h"
 #include "format/gguf.h"
 #include "format/safetensors.h"
@@ -318,7 +320,9 @@ static void run(const uint8_t *d, size_t n)
 #elif defined(FUZZ_LISTS)
 /* The list prior's scan of a context (lists.c, tables.c; valid UTF-8 only, as a
  * request's context is): every item and cell inside the text, items non-empty,
- * cells in order. */
+ * cells in order; the key lines' values inside the text (keyprior.c, HTML rows
+ * included); a comparison read from the same bytes as a name and as a description
+ * (compareprior.c) has a key and, when it compares with a value, one. */
 static void run(const uint8_t *d, size_t n)
 {
     if (!dg_utf8_validate((const char *)d, n, NULL)) return;
@@ -339,6 +343,17 @@ static void run(const uint8_t *d, size_t n)
     for (size_t c = 0; c < ls.n_cells; c++)
         CHECK(ls.cell[c].c0 <= ls.cell[c].c1 && ls.cell[c].c1 <= n_cp);
     dg_lists_free(&ls);
+    dg_keylines kv = {0};
+    if (dg_keylines_scan((const char *)d, n, &kv) != DEG_OK) return;
+    for (size_t i = 0; i < kv.n; i++)
+        CHECK(kv.p[i].val0 < kv.p[i].val1 && kv.p[i].val1 <= n_cp && kv.p[i].key[0]);
+    dg_keylines_free(&kv);
+    for (int is_name = 0; is_name < 2; is_name++) {
+        dg_cmp_pred p;
+        if (!dg_cmp_parse((const char *)d, n, is_name, &p)) continue;
+        CHECK(p.op != DG_CMP_NONE && p.key[0]);
+        CHECK(p.op == DG_CMP_GREATER || p.value[0] || !is_name);
+    }
 }
 #else
 #error "define one FUZZ_<TARGET>"

@@ -4,7 +4,9 @@ JSON members are key lines of the key prior (lib/deg/keyprior.h), a key the fiel
 description names is read (key_prior.description), plain spans end at word boundaries
 (deg.json span_word_bounds), plain spans outside arrays keep to one sentence (deg.json
 span_single_sentence), no two fields of one object keep the same span (deg.json
-span_distinct), and a date-time reads the zone written after it
+span_distinct), booleans compare written values and scores read written numbers, also
+from one-line HTML rows (key_prior.compare / .score, libdeg 0.17.0), a date labelled in
+prose is read (key_prior.phrase), and a date-time reads the zone written after it
 (fill_extract.c fullest_dates). Each test also runs the same checkpoint without the rule
 (a copy of its directory with the setting removed) where that is a setting, so it can
 fail: the heads alone give another value. The date rule is no setting: libdeg 0.9.0
@@ -112,6 +114,7 @@ def without(tmp_path, setting, sub=None):
     (or without deg.json[setting][sub])."""
     src = deg.default_checkpoint_path()
     dst = tmp_path / "ckpt"
+    dst.parent.mkdir(parents=True, exist_ok=True)
     shutil.copytree(src, dst)
     meta = json.loads((dst / "deg.json").read_text())
     holder = meta if sub is None else meta[setting]
@@ -230,3 +233,63 @@ def test_date_time_keeps_its_written_zone(model):
     r = ck.fill(CHANGES, schema)
     assert r["value"]["released"] == "2021-12-03T01:32:51-07:00"
     assert not r["meta"]["/released"].get("assumed_offset")
+
+
+# this machine's `dpkg -s libjansson4` (head)
+DPKG_JANSSON = ("Package: libjansson4\n"
+                "Status: install ok installed\n"
+                "Priority: optional\n"
+                "Section: libs\n"
+                "Installed-Size: 101\n"
+                "Maintainer: Alessandro Ghedini <ghedo@debian.org>\n"
+                "Architecture: amd64\n"
+                "Multi-Arch: same\n"
+                "Source: jansson\n"
+                "Version: 2.14-2\n")
+COMPARE_SCHEMA = {"type": "object", "properties": {
+    "q1": {"type": "boolean", "description": "whether section equals libs"},
+    "q2": {"type": "boolean", "description": "true if the priority is 'required'"},
+    "q4": {"type": "boolean", "description": "Is the source jansson?"},
+    "q3": {"type": "boolean", "description": "true when installed size > 1000"},
+    "not_architecture_is_amd64": {"type": "boolean"},
+    "installed_size_band": {"type": "integer", "minimum": 0, "maximum": 3, "x-levels": {
+        "0": "0 to 49", "1": "50 to 99", "2": "100 to 499", "3": "500 or more"}}}}
+COMPARE_WANT = {"q1": True, "q2": False, "q3": False, "q4": True,
+                "not_architecture_is_amd64": False, "installed_size_band": 2}
+
+
+def html_rows(text):
+    """The key lines of text as one-line HTML table rows (datagen-v2's html layout)."""
+    rows = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>\n"
+                   for k, v in (line.split(": ", 1) for line in text.splitlines()))
+    return f"<html><body>\n<table>\n{rows}</table>\n</body></html>\n"
+
+
+def test_booleans_compare_written_values(model, tmp_path):
+    ck = deg.load(deg.default_checkpoint_path(), model=model)
+    for doc in (DPKG_JANSSON, html_rows(DPKG_JANSSON)):
+        got = ck.fill(doc, COMPARE_SCHEMA)
+        assert got["value"] == COMPARE_WANT, doc
+        assert got["meta"]["/installed_size_band"]["written_level"] == 2
+    heads = deg.load(without(tmp_path, "key_prior", "compare"), model=model)
+    alone = heads.fill(DPKG_JANSSON, COMPARE_SCHEMA)["value"]
+    assert alone != COMPARE_WANT, "the heads alone answered every comparison"
+
+
+LISTING = ("Sunny 4-bedroom flat in Ghent for 1,326 per month, 86 m2. Pets welcome.\n"
+           "Available from October 13, 2027. Write to farid.dubois@mail.example.org.\n")
+LISTING_SCHEMA = {"type": "object", "properties": {
+    "bedrooms": {"type": "integer", "minimum": 0, "maximum": 10},
+    "available_from": {"type": "string", "format": "date"}}}
+
+
+def test_scores_and_dates_written_in_prose(model, tmp_path):
+    ck = deg.load(deg.default_checkpoint_path(), model=model)
+    got = ck.fill(LISTING, LISTING_SCHEMA)
+    assert got["value"] == {"bedrooms": 4, "available_from": "2027-10-13"}
+    assert got["meta"]["/bedrooms"]["written_level"] == 4
+    # without the rules the heads give another number of bedrooms, and no date
+    scores = deg.load(without(tmp_path / "s", "key_prior", "score"), model=model)
+    assert scores.fill(LISTING, LISTING_SCHEMA)["value"]["bedrooms"] != 4
+    phrase = deg.load(without(tmp_path / "p", "key_prior", "phrase"), model=model)
+    assert phrase.fill(LISTING, LISTING_SCHEMA)["value"].get("available_from") != "2027-10-13"
