@@ -266,6 +266,28 @@ static int leading_number(const char *ctx, size_t b, size_t e, double *v)
     return 1;
 }
 
+/* Normalised words w as a truth value: 1 (yes, true, on, enabled, ...), 0 (no, false,
+ * off, disabled, ...; dg_key_yes_no's seven languages too), -1 neither. */
+static int truth_of(const char *w)
+{
+    static const char *const ON[] = {"on", "enabled", "enable", "active"};
+    static const char *const OFF[] = {"off", "disabled", "disable", "inactive"};
+    for (size_t i = 0; i < sizeof ON / sizeof ON[0]; i++)
+        if (strcmp(w, ON[i]) == 0) return 1;
+    for (size_t i = 0; i < sizeof OFF / sizeof OFF[0]; i++)
+        if (strcmp(w, OFF[i]) == 0) return 0;
+    return dg_key_yes_no(w, strlen(w));
+}
+
+/* Written value v equals compared value V (both normalised): the same words, or the
+ * same truth ("RemainAfterExit=yes" is "enabled", "DefaultDependencies=no" is "off"). */
+static int same_value(const char *v, const char *V)
+{
+    if (strcmp(v, V) == 0) return 1;
+    int a = truth_of(v), b = truth_of(V);
+    return a >= 0 && a == b;
+}
+
 /* Running-text statements "[The] K is X." (a clause of its own, K exactly):
  * 1 when one has X = V, 0 when one has another X, -1 when none is written. */
 static int judge_prose(const dg_cmp_pred *p, const char *key, const char *value, const char *ctx)
@@ -274,13 +296,16 @@ static int judge_prose(const dg_cmp_pred *p, const char *key, const char *value,
     size_t kl = strlen(key);
     int seen = 0;
     for (const char *c = ctx; *c;) {
-        size_t e = strcspn(c, ".;!?\n");
+        size_t e = 0; /* to a sentence end: '.' only before a blank or the end ("1.2.3") */
+        while (c[e] && !strchr(";!?\n", c[e]) &&
+               !(c[e] == '.' && (!c[e + 1] || c[e + 1] == ' ' || c[e + 1] == '\n')))
+            e++;
         char w[DG_KEY_MAX_LEN + 1];
         if (e <= DG_KEY_MAX_LEN) {
             dg_key_norm(c, e, w, sizeof w);
             if (strncmp(w, key, kl) == 0 && strncmp(w + kl, " is ", 4) == 0) {
                 seen = 1;
-                if (strcmp(w + kl + 4, value) == 0) return 1;
+                if (same_value(w + kl + 4, value)) return 1;
             }
         }
         c += e + (c[e] ? 1 : 0);
@@ -294,6 +319,10 @@ static int judge_at(const dg_cmp_pred *p, const char *key, const char *value, co
                     const dg_keylines *kv, const size_t *cp_byte, int want)
 {
     int seen = 0;
+    /* "true if the package is essential" beside an "Essential:" line asks that line,
+     * not whether "Package:" reads "essential" */
+    for (size_t i = 0; p->op == DG_CMP_EQUALS && i < kv->n; i++)
+        if (dg_key_match_name(value, NULL, kv->p[i].key, 1) == 2) return -1;
     for (size_t i = 0; i < kv->n; i++) {
         if (dg_key_match_name(key, NULL, kv->p[i].key, 1) != want) continue;
         size_t b = cp_byte[kv->p[i].val0], e = cp_byte[kv->p[i].val1];
@@ -302,7 +331,7 @@ static int judge_at(const dg_cmp_pred *p, const char *key, const char *value, co
             dg_key_norm(ctx + b, e - b, v, sizeof v);
             if (!v[0]) continue;
             seen = 1;
-            if (strcmp(v, value) == 0) return 1;
+            if (same_value(v, value)) return 1;
         } else {
             double x;
             if (!leading_number(ctx, b, e, &x)) continue;

@@ -19,9 +19,13 @@
  * reads the inner predicate negated.
  * Judging on the key lines (keyprior.h): the lines whose key names K (dg_key_match_name,
  * number folded: exact lines when there are any, else partial ones: "Type:" for
- * "input type"); equals holds when one of them has the value V (as words,
- * dg_key_norm: "'boolean'" = "Boolean"), greater when one's leading number is above
- * T; otherwise it does not hold. No such line: the heads alone. The noul logit gets
+ * "input type"; and "The K is V." statements); equals holds when one of them has the
+ * value V (as words, dg_key_norm: "'boolean'" = "Boolean"; or as a truth value:
+ * "RemainAfterExit=yes" is "enabled", "=no" is "off"), greater when one's leading
+ * number is above T; otherwise it does not hold - unless V itself names a key line
+ * ("true if the package is essential" beside "Essential:": no verdict). No such
+ * line: the heads alone. A partial key or an open "is the K V?" split only ever says
+ * it holds. The noul logit gets
  * +b when the predicate holds, -b when not (b/2 for partial keys; before the
  * calibration temperature, as the key prior does). */
 #ifndef DG_DEG_COMPAREPRIOR_H

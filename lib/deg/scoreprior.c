@@ -119,7 +119,8 @@ int dg_score_named_after(const dg_field_plan *f, const char *ctx, size_t len, si
 }
 
 /* The numbers of running text: a run of ASCII digits (with ',' / '.' between digit
- * groups) not inside a word, a number or a time ("v2", "1.5.3"'s parts, "10:30").
+ * groups) not inside a word, a number or a time ("v2", "1.5.3"'s parts, "10:30"), and
+ * not after a sign, a dash or a slash ("-5" is no 5; "2019-2023", "4/5" read 2019, 4).
  * [*s, *e) the next one at or after *s; 0 when none is left. */
 static int next_number(const char *ctx, size_t len, size_t *s, size_t *e)
 {
@@ -132,6 +133,7 @@ static int next_number(const char *ctx, size_t len, size_t *s, size_t *e)
                             isdigit((unsigned char)ctx[j + 1]))))
             j++;
         if (isalnum((unsigned char)p) || p == '.' || p == ',' || p == ':' || p == '_' ||
+            p == '-' || p == '+' || p == '/' || /* a sign, a range's end, a denominator */
             (j < len && (isalpha((unsigned char)ctx[j]) || ctx[j] == '_' ||
                          (ctx[j] == ':' && j + 1 < len && isdigit((unsigned char)ctx[j + 1]))))) {
             i = j; /* part of a word or a time: skip the run */
@@ -159,7 +161,7 @@ int dg_score_prior(const dg_key_prior *kp, const dg_field_plan *f, const char *c
         if (!names_score(f, kv->p[i].key, 0)) continue;
         size_t b = cp_byte[kv->p[i].val0], e = cp_byte[kv->p[i].val1], s = b, ne;
         int lv = -1;
-        if (next_number(ctx, e, &s, &ne) && ctx + s == ctx + b + strspn(ctx + b, " \t\"'"))
+        if (next_number(ctx, e, &s, &ne) && s == b + strspn(ctx + b, " \t\"'"))
             lv = dg_score_level_of_number(f, ctx + s, ne - s); /* the value's leading number */
         if (lv < 0) lv = dg_score_level_of_label(f, ctx + b, e - b);
         give(bonus, lv, (float)kp->exact);

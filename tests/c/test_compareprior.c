@@ -95,6 +95,15 @@ Test(compareprior, judge)
                        "The package is locales. The type is select. The default is C.", &ex), 1);
     cr_assert_eq(judge("true if the type is 'boolean'", 0,
                        "The package is locales. The type is select.", &ex), 0, "a statement");
+    cr_assert_eq(judge("true if the version is '1.2.3'", 0, "The version is 1.2.3. Done.", &ex),
+                 1, "a statement's value keeps its dots");
+    cr_assert_eq(judge("whether RemainAfterExit is enabled", 0, "RemainAfterExit=yes\n", &ex), 1,
+                 "a truth value");
+    cr_assert_eq(judge("true if DefaultDependencies is on", 0, "DefaultDependencies=no\n", &ex),
+                 0);
+    cr_assert_eq(judge("true if the package is essential", 0,
+                       "Package: libfoo\nEssential: yes\n", &ex), -1,
+                 "V names another line: that line's question, not Package's value");
     cr_assert_eq(judge("true when first port > 4", 0, "first port: 22\n", &ex), 1);
     cr_assert_eq(judge("true when first port > 40", 0, "first port: 22/tcp\n", &ex), 0);
     cr_assert_eq(judge("true when first port > 40", 0, "first port: ssh\n", &ex), -1);

@@ -121,6 +121,7 @@ Test(scoreprior, key_lines_and_running_text)
     cr_assert_eq(prior(mode, "| SocketMode | 0600 |\n", lg), 2, "a table row, a band");
     cr_assert_eq(prior(beds, "Rooms: 3\nBuilt: 1999, 2 floors\n", lg), -1, "nothing names it");
     cr_assert_eq(prior(beds, "Bedrooms: v2, 10:30, 7x\n", lg), -1, "no leading number");
+    cr_assert_eq(prior(beds, "Flats with 2-3 bedrooms", lg), -1, "a range is no written value");
     dg_key_prior off = {.on = 1, .exact = 16, .partial = 8};
     dg_keylines kv = {0};
     size_t cp[64];
