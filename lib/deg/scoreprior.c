@@ -158,13 +158,19 @@ int dg_score_prior(const dg_key_prior *kp, const dg_field_plan *f, const char *c
     float *bonus = calloc(f->n_levels, sizeof *bonus);
     if (!bonus) return -1; /* the prior is advisory: without memory the heads decide alone */
     for (size_t i = 0; kv && i < kv->n; i++) {
-        if (!names_score(f, kv->p[i].key, 0)) continue;
+        /* a line naming the leaf; else one its description names (key_prior.description:
+         * "installed size, banded" reads "Installed-Size:") */
+        float b_line = names_score(f, kv->p[i].key, 0) ? (float)kp->exact
+                       : kp->description > 0 && dg_key_in_description(f, kv->p[i].key)
+                           ? (float)kp->description
+                           : 0.0f;
+        if (b_line <= 0) continue;
         size_t b = cp_byte[kv->p[i].val0], e = cp_byte[kv->p[i].val1], s = b, ne;
         int lv = -1;
         if (next_number(ctx, e, &s, &ne) && s == b + strspn(ctx + b, " \t\"'"))
             lv = dg_score_level_of_number(f, ctx + s, ne - s); /* the value's leading number */
         if (lv < 0) lv = dg_score_level_of_label(f, ctx + b, e - b);
-        give(bonus, lv, (float)kp->exact);
+        give(bonus, lv, b_line);
     }
     size_t s = 0, e;
     while (next_number(ctx, len, &s, &e)) {

@@ -14,15 +14,17 @@
  *   - a key line (keyprior.h) whose key names the field exactly: its name or title
  *     (dg_key_match == 2), or its name without a trailing scale word ("level",
  *     "band", "bucket", "scale", "tier", "class": "severity_level" reads
- *     "Severity:"); its value's leading number, else a level whose x-levels label
- *     is written in the value as whole words ("Severity: outage");
+ *     "Severity:"), at the key prior's exact bonus, else one the leaf's description
+ *     names (dg_key_in_description: "installed size, banded" reads "Installed-Size:")
+ *     at its description bonus; its value's leading number, else a level whose
+ *     x-levels label is written in the value as whole words ("Severity: outage");
  *   - a number in running text labelled before it (dg_key_phrase_before: "rating
  *     of 4") or followed by the field's name, number folded ("5-bedroom flat",
  *     "3 bedrooms", "6 seats"; dg_score_named_after).
  * A number N names the level whose x-levels count range holds N when every level
  * has one (plan.h level_count: quantity bands; the fraction dropped), else the
  * level whose value is N (an integral N). Each level gets the largest bonus of
- * its evidence: a key line the key prior's exact bonus, a phrase `score`. The head
+ * its evidence: a key line its bonus (above), a phrase `score`. The head
  * stays the judge where nothing is written; `score` 0 / absent = off, and a
  * checkpoint without it decodes exactly as before. */
 #ifndef DG_DEG_SCOREPRIOR_H

@@ -24,6 +24,9 @@ static const char *SCHEMA =
     "\"x-levels\":{\"1\":\"cosmetic\",\"4\":\"blocking work\",\"5\":\"outage\"}},"
     "\"socketmode_band\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":3,\"x-levels\":"
     "{\"0\":\"0 to 299\",\"1\":\"300 to 599\",\"2\":\"600 to 899\",\"3\":\"900 or more\"}},"
+    "\"size_band\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":2,\"description\":"
+    "\"installed size, banded\",\"x-levels\":{\"0\":\"0 to 49\",\"1\":\"50 to 999\","
+    "\"2\":\"1000 or more\"}},"
     "\"rooms\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":"
     "{\"seats\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":9}}}}}}";
 
@@ -97,7 +100,7 @@ static int prior(const dg_field_plan *f, const char *ctx, float *lg)
     cr_assert_eq(dg_keylines_scan(ctx, n, &kv), DEG_OK);
     size_t *cp = malloc((n + 1) * sizeof *cp);
     for (size_t i = 0; i <= n; i++) cp[i] = i;
-    dg_key_prior kp = {.on = 1, .exact = 16, .partial = 8, .score = 12};
+    dg_key_prior kp = {.on = 1, .exact = 16, .partial = 8, .description = 4, .score = 12};
     memset(lg, 0, f->n_levels * sizeof *lg);
     int top = dg_score_prior(&kp, f, ctx, n, &kv, cp, lg);
     free(cp);
@@ -119,6 +122,10 @@ Test(scoreprior, key_lines_and_running_text)
     cr_assert_eq(prior(sev, "Severity: outage\n", lg), 4, "label in a key line, scale word dropped");
     cr_assert_eq(prior(sev, "Severity: 2 of 5\n", lg), 1, "the leading number");
     cr_assert_eq(prior(mode, "| SocketMode | 0600 |\n", lg), 2, "a table row, a band");
+    const dg_field_plan *size = field(p, "/size_band");
+    cr_assert_eq(prior(size, "Package: bash\nInstalled-Size: 7164\n", lg), 2,
+                 "a line the description names");
+    cr_assert_eq(lg[2], 4.0f, "at the description bonus");
     cr_assert_eq(prior(beds, "Rooms: 3\nBuilt: 1999, 2 floors\n", lg), -1, "nothing names it");
     cr_assert_eq(prior(beds, "Bedrooms: v2, 10:30, 7x\n", lg), -1, "no leading number");
     cr_assert_eq(prior(beds, "Flats with 2-3 bedrooms", lg), -1, "a range is no written value");
