@@ -72,7 +72,8 @@ extern "C" {
  * (keys of >= 4 bytes; "the command it runs (Exec=)" names "Exec=") when its
  * name and title do not match. `score` (default 0 = off; libdeg 0.17.0) reads
  * a score the document writes (lib/deg/scoreprior.h): a line naming the leaf
- * exactly gives the level of its value's leading number (the level whose
+ * exactly (or one its description names, at `description`) gives the level of
+ * its value's leading number (the level whose
  * x-levels count range holds it, for quantity bands) or of an x-levels label
  * written in it `exact`, a number labelled in running text ("rating of 4") or
  * followed by the leaf's name ("5-bedroom flat") `score`; meta "written_level"
