@@ -10,8 +10,11 @@
  *     with AVX2+FMA -> zen3 (measured on Zen 4: as fast as skx for large
  *     products, 3-10x faster for the few-row products of decode), AMD 17h ->
  *     zen2, Intel with AVX-512 F/DQ/BW/VL -> skx, other AVX2+FMA -> haswell.
- *     Each candidate is first tried in a forked child (BLIS aborts the
- *     process on an id its build lacks), then exported as BLIS_ARCH_TYPE;
+ *     A candidate counts only if blis.h lists it among the build's
+ *     sub-configurations (BLIS_CONFIG_<NAME>; BLIS aborts the process on an
+ *     id its build lacks); the first that does is exported as
+ *     BLIS_ARCH_TYPE. Nothing is forked: a fork in a threaded host can
+ *     deadlock on a lock another thread held;
  *   - if no candidate works, BLIS's own choice stays (source "blis").
  * The kernel set actually running is read back with bli_arch_query_id.
  *
