@@ -67,7 +67,9 @@ extern "C" {
  * off) is added to the start/end of a grammar candidate (date, number, e-mail,
  * URI) that running text labels with the leaf's name: the clause right before
  * it ends with the name's words, maybe plus one linking word ("Available from
- * October 13, 2027" for available_from). `description` (default 0 = off) is
+ * October 13, 2027" for available_from), or, for a number leaf whose name ends
+ * in a unit word of <= 5 bytes, that is followed by the unit ("86 m2" for
+ * area_m2, "68.50 EUR" for price_eur; libdeg 0.18.0). `description` (default 0 = off) is
  * the bonus of a line whose key the leaf's description names as whole words
  * (keys of >= 4 bytes; "the command it runs (Exec=)" names "Exec=") when its
  * name and title do not match. `score` (default 0 = off; libdeg 0.17.0) reads
@@ -77,7 +79,9 @@ extern "C" {
  * x-levels count range holds it, for quantity bands) or of an x-levels label
  * written in it `exact`, a number labelled in running text ("rating of 4") or
  * followed by the leaf's name ("5-bedroom flat") `score`; meta "written_level"
- * names the level that got the largest bonus. `compare` (default 0 = off;
+ * names the level that got the largest bonus. These score bonuses are in
+ * calibrated logit units, added after the score temperature (libdeg 0.18.0: a
+ * written level is read, not judged; 19 of 19 right on val). `compare` (default 0 = off;
  * libdeg 0.17.0) judges a boolean that compares a written value
  * (lib/deg/compareprior.h: "whether type equals note", "Is the type boolean?",
  * "true when size > 100", "the opposite of: ..."): +c / -c to the noul logit

@@ -190,7 +190,8 @@ deg_status dg_fill_decode_decide(const dg_ckpt *k, freq *r, job *j)
     if (!score) key_prior_choice(k, r, f, lg);
     else {
         count_prior_score(k, r, f, lg, &li, &counted);
-        written = dg_score_prior(&k->key_prior, f, r->ctx, r->ctx_len, &r->kv, r->cp_byte, lg);
+        written = dg_score_prior(&k->key_prior, f, r->ctx, r->ctx_len, &r->kv, r->cp_byte,
+                                 k->temp[DG_T_SCORE], lg);
     }
     dg_softmax(lg, n, k->temp[score ? DG_T_SCORE : DG_T_CHOICE], p, NULL);
     size_t b = dg_argmax_d(p, n);

@@ -76,7 +76,9 @@ static int word_bounded(const freq *r, size_t s, size_t e)
 
 /* Extract: per context token, the start (bs) and end (be) bonus: the value of a
  * matching line (plain strings), or each grammar candidate [s, e) inside it
- * (typed fields; spans = ns candidate pairs). Largest bonus per token. */
+ * (typed fields; spans = ns candidate pairs), and a grammar candidate labelled in
+ * running text (dg_key_phrase_before) or followed by the unit its name ends in
+ * (dg_key_unit_after), at key_prior.phrase. Largest bonus per token. */
 static void key_prior_extract(const dg_ckpt *k, const freq *r, const dg_field_plan *f,
                               const size_t *spans, size_t ns, int typed, float *bs, float *be)
 {
@@ -105,7 +107,10 @@ static void key_prior_extract(const dg_ckpt *k, const freq *r, const dg_field_pl
     float phrase = (float)k->key_prior.phrase;
     for (size_t c = 0; typed && phrase > 0 && c < ns; c++) {
         size_t s = spans[2 * c], e = spans[2 * c + 1];
-        if (e <= s || e > r->n_cp || !dg_key_phrase_before(f, r->ctx, r->cp_byte[s])) continue;
+        if (e <= s || e > r->n_cp) continue;
+        if (!dg_key_phrase_before(f, r->ctx, r->cp_byte[s]) &&
+            !dg_key_unit_after(f, r->ctx, r->ctx_len, r->cp_byte[e]))
+            continue;
         size_t ts = r->cp_tok[s], te = r->cp_tok[e - 1];
         if (bs[ts] < phrase) bs[ts] = phrase;
         if (be[te] < phrase) be[te] = phrase;

@@ -405,6 +405,38 @@ int dg_key_phrase_before(const dg_field_plan *f, const char *ctx, size_t b)
     return 0;
 }
 
+int dg_key_unit_after(const dg_field_plan *f, const char *ctx, size_t len, size_t e)
+{
+    if ((f->type != DG_TYPE_NUMBER && f->type != DG_TYPE_INTEGER) || f->depth_items > 0 ||
+        f->path.n == 0 || !f->path.seg[f->path.n - 1])
+        return 0;
+    const char *seg = f->path.seg[f->path.n - 1];
+    char name[DG_KEY_MAX_LEN + 1];
+    dg_key_norm(seg, strlen(seg), name, sizeof name);
+    const char *unit = strrchr(name, ' ');
+    if (!unit) return 0;
+    unit++;
+    size_t un = strlen(unit), letters = 0;
+    for (size_t i = 0; i < un; i++) letters += isalpha((unsigned char)unit[i]) != 0;
+    if (un > 5 || letters == 0) return 0;
+    size_t a = e;
+    if (a < len && ctx[a] == ' ') a++;
+    size_t i = 0;
+    while (i < un && a < len) {
+        unsigned char c = (unsigned char)ctx[a];
+        if (c == 0xc2 && a + 1 < len && ((unsigned char)ctx[a + 1] == 0xb2 ||
+                                         (unsigned char)ctx[a + 1] == 0xb3)) {
+            if (unit[i] != ((unsigned char)ctx[a + 1] == 0xb2 ? '2' : '3')) return 0;
+            a += 2;
+        } else {
+            if (tolower(c) != unit[i]) return 0;
+            a++;
+        }
+        i++;
+    }
+    return i == un && (a == len || !is_word_byte((unsigned char)ctx[a]));
+}
+
 /* Normalised text n holds normalised key k as a run of whole words. */
 static int words_in(const char *n, const char *k)
 {

@@ -152,7 +152,7 @@ static void give(float *bonus, int level, float b)
 }
 
 int dg_score_prior(const dg_key_prior *kp, const dg_field_plan *f, const char *ctx, size_t len,
-                   const dg_keylines *kv, const size_t *cp_byte, float *lg)
+                   const dg_keylines *kv, const size_t *cp_byte, double temp, float *lg)
 {
     if (!kp || !kp->on || !(kp->score > 0) || f->n_levels == 0 || f->depth_items > 0) return -1;
     float *bonus = calloc(f->n_levels, sizeof *bonus);
@@ -180,7 +180,7 @@ int dg_score_prior(const dg_key_prior *kp, const dg_field_plan *f, const char *c
     }
     int top = -1;
     for (size_t i = 0; i < f->n_levels; i++) {
-        lg[i] += bonus[i];
+        lg[i] += (float)(bonus[i] * temp);
         if (bonus[i] > 0 && (top < 0 || bonus[i] > bonus[top])) top = (int)i;
     }
     free(bonus);

@@ -28,6 +28,16 @@ static const char *norm(const char *s)
     return out;
 }
 
+/* The plan of a schema that must compile. */
+static deg_plan *compile_plan(const char *schema)
+{
+    deg_plan *p = NULL;
+    char *errs = NULL;
+    cr_assert_eq(deg_plan_compile(schema, strlen(schema), &p, &errs), DEG_OK, "%s",
+                 errs ? errs : deg_errmsg());
+    return p;
+}
+
 Test(keyprior, norm)
 {
     cr_assert_str_eq(norm("Upstream-Name"), "upstream name");
@@ -149,10 +159,7 @@ Test(keyprior, match)
         "\"pkg\":{\"type\":\"string\",\"title\":\"Package name\"},"
         "\"deps\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":"
         "{\"name\":{\"type\":\"string\"}}}}}}";
-    deg_plan *p = NULL;
-    char *errs = NULL;
-    cr_assert_eq(deg_plan_compile(schema, strlen(schema), &p, &errs), DEG_OK, "%s",
-                 errs ? errs : deg_errmsg());
+    deg_plan *p = compile_plan(schema);
     cr_assert_eq(dg_key_match(field(p, "/upstream_name"), "upstream name"), 2);
     cr_assert_eq(dg_key_match(field(p, "/upstream_name"), "name"), 1);
     cr_assert_eq(dg_key_match(field(p, "/homepage"), "home page"), 2);
@@ -183,10 +190,7 @@ Test(keyprior, description_names_key)
         "\"permissive\":{\"type\":\"boolean\",\"description\":\"a non-copyleft, not public licence\"},"
         "\"rows\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":"
         "{\"x\":{\"type\":\"string\",\"description\":\"its Exec= line\"}}}}}}";
-    deg_plan *p = NULL;
-    char *errs = NULL;
-    cr_assert_eq(deg_plan_compile(schema, strlen(schema), &p, &errs), DEG_OK, "%s",
-                 errs ? errs : deg_errmsg());
+    deg_plan *p = compile_plan(schema);
     cr_assert(dg_key_in_description(field(p, "/summary"), "description"));
     cr_assert(dg_key_in_description(field(p, "/command"), "exec"));
     cr_assert(dg_key_in_description(field(p, "/owner"), "package"));
@@ -219,10 +223,7 @@ Test(keyprior, phrase_before)
         "\"d\":{\"type\":\"string\",\"format\":\"date\",\"title\":\"Signed\"},"
         "\"rows\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":"
         "{\"created\":{\"type\":\"string\",\"format\":\"date\"}}}}}}";
-    deg_plan *p = NULL;
-    char *errs = NULL;
-    cr_assert_eq(deg_plan_compile(schema, strlen(schema), &p, &errs), DEG_OK, "%s",
-                 errs ? errs : deg_errmsg());
+    deg_plan *p = compile_plan(schema);
     struct { const char *text, *ptr; int want; } cases[] = {
         {"Unfurnished. Available from October 13, 2027.", "/available_from", 1},
         {"Unfurnished. Available from October 13, 2027.", "/created", 0},
@@ -251,6 +252,49 @@ Test(keyprior, phrase_before)
         cr_assert_not_null(v, "case %zu", i);
         cr_assert_eq(dg_key_phrase_before(field(p, cases[i].ptr), t, (size_t)(v - t)),
                      cases[i].want, "case %zu: %s for %s", i, t, cases[i].ptr);
+    }
+    deg_plan_free(p);
+}
+
+/* Units in names (dg_key_unit_after): a number followed by the unit word its
+ * field's name ends in. */
+Test(keyprior, unit_after)
+{
+    const char *schema =
+        "{\"type\":\"object\",\"properties\":{"
+        "\"area_m2\":{\"type\":[\"number\",\"null\"]},"
+        "\"priceEUR\":{\"type\":\"number\"},"
+        "\"timeout_ms\":{\"type\":\"integer\"},"
+        "\"area_label\":{\"type\":\"number\"},"
+        "\"note_m2\":{\"type\":\"string\"},"
+        "\"m2\":{\"type\":\"number\"},"
+        "\"rows\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":"
+        "{\"area_m2\":{\"type\":\"number\"}}}}}}";
+    deg_plan *p = compile_plan(schema);
+    struct { const char *text, *ptr; int want; } cases[] = {
+        {"107 m2. Sorry, no pets.", "/area_m2", 1},
+        {"107 M2", "/area_m2", 1},                 /* case folded */
+        {"86 m\xc2\xb2, furnished", "/area_m2", 1}, /* superscript two */
+        {"107m2", "/area_m2", 1},                  /* no space */
+        {"107  m2", "/area_m2", 0},                /* at most one space */
+        {"107 m23", "/area_m2", 0},                /* whole word */
+        {"107 m", "/area_m2", 0},                  /* cut short */
+        {"Tickets cost 68.50 EUR.", "/priceEUR", 1}, /* camelCase name */
+        {"a 250ms timeout", "/timeout_ms", 1},
+        {"107 m2", "/area_label", 0},              /* another unit */
+        {"107 m2 and 5 label", "/area_label", 0},  /* another number's */
+        {"107 m2", "/note_m2", 0},                 /* strings: not numbers */
+        {"107 m2", "/m2", 0},                      /* one word: no unit split */
+        {"107 m2", "/rows/*/area_m2", 0},          /* array leaves: none */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *t = cases[i].text;
+        size_t e = 0; /* the end of the text's first number */
+        while (t[e] && !isdigit((unsigned char)t[e])) e++;
+        while (isdigit((unsigned char)t[e]) || (t[e] == '.' && isdigit((unsigned char)t[e + 1])))
+            e++;
+        cr_assert_eq(dg_key_unit_after(field(p, cases[i].ptr), t, strlen(t), e), cases[i].want,
+                     "case %zu: %s for %s", i, t, cases[i].ptr);
     }
     deg_plan_free(p);
 }

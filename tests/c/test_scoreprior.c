@@ -92,8 +92,8 @@ Test(scoreprior, name_after_a_number)
     deg_plan_free(p);
 }
 
-/* The bonuses on ASCII text (code point = byte). */
-static int prior(const dg_field_plan *f, const char *ctx, float *lg)
+/* The bonuses on ASCII text (code point = byte), at temperature temp. */
+static int prior_at(const dg_field_plan *f, const char *ctx, double temp, float *lg)
 {
     dg_keylines kv = {0};
     size_t n = strlen(ctx);
@@ -102,10 +102,15 @@ static int prior(const dg_field_plan *f, const char *ctx, float *lg)
     for (size_t i = 0; i <= n; i++) cp[i] = i;
     dg_key_prior kp = {.on = 1, .exact = 16, .partial = 8, .description = 4, .score = 12};
     memset(lg, 0, f->n_levels * sizeof *lg);
-    int top = dg_score_prior(&kp, f, ctx, n, &kv, cp, lg);
+    int top = dg_score_prior(&kp, f, ctx, n, &kv, cp, temp, lg);
     free(cp);
     dg_keylines_free(&kv);
     return top;
+}
+
+static int prior(const dg_field_plan *f, const char *ctx, float *lg)
+{
+    return prior_at(f, ctx, 1.0, lg);
 }
 
 Test(scoreprior, key_lines_and_running_text)
@@ -126,6 +131,8 @@ Test(scoreprior, key_lines_and_running_text)
     cr_assert_eq(prior(size, "Package: bash\nInstalled-Size: 7164\n", lg), 2,
                  "a line the description names");
     cr_assert_eq(lg[2], 4.0f, "at the description bonus");
+    cr_assert_eq(prior_at(beds, "A 4-bedroom flat", 4.5, lg), 4);
+    cr_assert_eq(lg[4], 54.0f, "x the temperature: calibrated logit units");
     cr_assert_eq(prior(beds, "Rooms: 3\nBuilt: 1999, 2 floors\n", lg), -1, "nothing names it");
     cr_assert_eq(prior(beds, "Bedrooms: v2, 10:30, 7x\n", lg), -1, "no leading number");
     cr_assert_eq(prior(beds, "Flats with 2-3 bedrooms", lg), -1, "a range is no written value");
@@ -133,7 +140,7 @@ Test(scoreprior, key_lines_and_running_text)
     dg_keylines kv = {0};
     size_t cp[64];
     for (size_t i = 0; i < 64; i++) cp[i] = i;
-    cr_assert_eq(dg_score_prior(&off, beds, "Bedrooms: 3\n", 12, &kv, cp, lg), -1, "score 0 = off");
+    cr_assert_eq(dg_score_prior(&off, beds, "Bedrooms: 3\n", 12, &kv, cp, 1.0, lg), -1, "score 0 = off");
     deg_plan_free(p);
 }
 
