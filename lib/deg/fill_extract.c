@@ -159,15 +159,17 @@ static int list_item_tokens(const freq *r, const leaf *L, size_t *t, size_t *ite
  * points [*s, *e) are clipped to the first non-empty cell of record `item` they
  * overlap (a token may straddle a cell's edge: "AUD</" of "<td>AUD</td>"); 0 when
  * that cell is not the leaf's to read, so a span runs over no row ("Africa/Kinshasa
- * | -0418+01518 | Dem. Rep. ...") and takes no sibling's cell. */
+ * | -0418+01518 | Dem. Rep. ...") and takes no sibling's cell. With `whole` (a
+ * headerless table's record) the span must cover the whole cell. */
 static int record_span(const freq *r, size_t item, const size_t *rc, size_t nf,
-                       const dg_cell *cell, size_t *s, size_t *e)
+                       const dg_cell *cell, int whole, size_t *s, size_t *e)
 {
     const dg_lists *ls = &r->lists;
     for (size_t c = ls->item_cell[item]; c < ls->item_cell[item + 1]; c++) {
         const dg_cell *x = &ls->cell[c];
         if (x->c0 >= x->c1 || x->c1 <= *s || *e <= x->c0) continue;
         if (cell ? x != cell : !dg_lists_cell_unread(ls, rc, nf, c)) return 0;
+        if (whole && (*s > x->c0 || *e < x->c1)) return 0;
         if (*s < x->c0) *s = x->c0;
         if (*e > x->c1) *e = x->c1;
         return 1;
@@ -473,11 +475,13 @@ static int cand_span(const dg_ckpt *k, const freq *r, const leaf *L, int typed,
                      size_t *s, size_t *e)
 {
     size_t nf = L->inst >= 0 ? r->plan->arrays[r->insts[L->inst].array].n_fields : 0;
+    /* a headerless table's cells are its only structure: a value is a whole cell */
+    int whole = rc && r->lists.p[r->insts[L->inst].list1 - 1].table == DG_TABLE_HEADERLESS;
     *s = c->s;
     *e = c->e;
-    if (typed) return !rc || record_span(r, item, rc, nf, cell, s, e);
+    if (typed) return !rc || record_span(r, item, rc, nf, cell, whole, s, e);
     size_t s0 = r->tok_cp0[c->s], e0 = r->tok_cp1[c->e];
-    if (rc && !record_span(r, item, rc, nf, cell, &s0, &e0)) return 0;
+    if (rc && !record_span(r, item, rc, nf, cell, whole, &s0, &e0)) return 0;
     if (e0 <= s0) return 0;
     if (dg_span_trim(r->ctx, r->ctx_len, s0, e0, s, e) != DEG_OK) {
         dg_clear_error();

@@ -736,11 +736,16 @@ int dg_lists_match(const dg_lists *ls, const dg_plan *P, size_t a)
     const dg_array_plan *A = &P->arrays[a];
     char names[2 * DG_KEY_DESC_MAX + 8]; /* once per array, not per list */
     dg_key_desc_names(A->description, names, sizeof names);
-    int best = -1, best_m = 0, best_c = 0;
+    int best = -1, best_m = 0, best_c = 0, lone = -1, n_lone = 0;
     for (size_t i = 0; i < ls->n; i++) {
         const dg_list *L = &ls->p[i];
         int c = 0;
-        if (L->table && (plain || (c = table_columns(ls, P, A, L)) == 0)) continue;
+        if (L->table == DG_TABLE_HEADERLESS) {
+            if (plain) continue;
+            if (!L->key[0] && n_lone++ == 0) lone = (int)i;
+        } else if (L->table && (plain || (c = table_columns(ls, P, A, L)) == 0)) {
+            continue;
+        }
         int m = name_strength(A, names, L);
         if (!c && !m) continue;
         /* columns first, then the name's strength, then more items */
@@ -751,7 +756,7 @@ int dg_lists_match(const dg_lists *ls, const dg_plan *P, size_t a)
             best_c = c;
         }
     }
-    return best;
+    return best < 0 && n_lone == 1 ? lone : best;
 }
 
 /* The last path segment of field f (its property name), or NULL. */

@@ -76,6 +76,10 @@
  *   zones", "<h2>Releases</h2>", "Currencies:"), the member's key for JSON,
  *   the bullets' key line for YAML, else "" (no name). Tables add lists; the
  *   lines stay key lines too ("| Country | Benin |" rows);
+ *   - headerless TSV (libdeg 0.18.0): a paragraph (blank lines or the text's ends
+ *     around it) of lines with 3+ non-empty TAB-separated parts each, none a '#'
+ *     comment ("NI<TAB>+1209-08617<TAB>America/Managua"): its cells have no
+ *     column name (DG_TABLE_HEADERLESS);
  * and every other list under the same normalised key (keyprior.h) is one list, in
  * document order: repeated "Requires: x" / "Format: HTML" lines are one list.
  * Key lines follow dg_keyline_split (keyprior.h). Anchoring (fill_arrays.c): the
@@ -95,8 +99,11 @@ typedef struct dg_list {
     char key[DG_KEY_MAX_LEN + 1]; /* normalised key (dg_key_norm); "" for a table without caption */
     size_t first, n;              /* items [first, first + n) of dg_lists.item */
     size_t at;                    /* its first key line's rank among the key lines */
-    int table;                    /* 1: a table's records (items with cells), never merged */
+    int table;                    /* DG_TABLE_*: a table's records (items with cells), never merged */
 } dg_list;
+
+#define DG_TABLE_NAMED 1      /* dg_list.table: columns under names (or a YAML/JSON record's keys) */
+#define DG_TABLE_HEADERLESS 2 /* dg_list.table: a headerless TSV paragraph, cells without names */
 
 typedef struct dg_cell {          /* a table record's value (a list item's part) under its column */
     char key[DG_KEY_MAX_LEN + 1]; /* normalised column name */
@@ -145,7 +152,10 @@ int dg_lists_wanted(const dg_plan *P);
  * (of its first 64 records) name the most of its item's properties
  * (dg_lists_cell_of; at least one), ties
  * to the caption's match by name as above, then more rows, then the first, before
- * any list by name alone; a plain array never takes a table. */
+ * any list by name alone; a plain array never takes a table. A headerless table
+ * (no column names) is taken by its caption's name like a list, else, when nothing
+ * else matches, as the text's only headerless table without a caption: a data
+ * file's rows are the objects a lone object array asks for. */
 int dg_lists_match(const dg_lists *ls, const dg_plan *P, size_t a);
 
 /* The cell of item `item` (an index into ls->item) under the column named by

@@ -1,7 +1,8 @@
 /* tables.c - tables of a context read as records whose values stand under column
  * names (lists.h "tables"): pipe (Markdown, ASCII grid), HTML, CSV/TSV, JSON arrays
- * of objects and YAML lists of maps. Each table is one list of the list prior:
- * its records are the items (first to last cell), each with its cells.
+ * of objects and YAML lists of maps, and headerless TSV paragraphs (no names). Each
+ * table is one list of the list prior: its records are the items (first to last
+ * cell), each with its cells.
  *
  * Why: a fill's array of objects is most often written as a table, one row per
  * object and one column per property ("| Time zone | Coordinates | Comment |"),
@@ -153,7 +154,7 @@ static deg_status open_captioned(dg_lscan *S, size_t b)
 {
     size_t k0 = b, k1 = b;
     if (!dg_lscan_caption(S->ctx, b, &k0, &k1)) k1 = k0;
-    return dg_lscan_open(S, k0, k1, 1);
+    return dg_lscan_open(S, k0, k1, DG_TABLE_NAMED);
 }
 
 /* One record: the item from the first non-empty cell to the last, then its cells
@@ -500,7 +501,7 @@ static deg_status json_table(dg_lscan *S, size_t b, size_t e, size_t cp, size_t 
     i = skip_ws(s, S->len, i + 1);
     if (i >= S->len || s[i] != '{') return DEG_OK;
     pos p = {b, cp};
-    DG_TRY(dg_lscan_open(S, k0, k1, 1));
+    DG_TRY(dg_lscan_open(S, k0, k1, DG_TABLE_NAMED));
     deg_status st = DEG_OK;
     while (i < S->len && s[i] == '{') {
         size_t next = json_record(S, &p, i, &st);
@@ -551,7 +552,7 @@ static deg_status yaml_table(dg_lscan *S, size_t b, size_t e, size_t cp, size_t 
         return DEG_OK;
     size_t dash = dg_lscan_indent(s, lb, le);
     pos p = {b, cp};
-    DG_TRY(dg_lscan_open(S, k0, k1, 1));
+    DG_TRY(dg_lscan_open(S, k0, k1, DG_TABLE_NAMED));
     while (lb < S->len) {
         le = dg_lscan_line_end(s, S->len, lb);
         t = dg_lscan_bullet(s, lb, le);
@@ -582,10 +583,84 @@ static deg_status yaml_table(dg_lscan *S, size_t b, size_t e, size_t cp, size_t 
     return DEG_OK;
 }
 
+/* Line [b, e) as a headerless TSV row: 3+ non-empty parts between TABs (runs of
+ * TABs are one separator), not a '#' comment; their bytes into cb. Returns the
+ * count, else 0. */
+static size_t tsv_row(const char *s, size_t b, size_t e, size_t *cb)
+{
+    size_t x = b, n = 0, raw[2 * (MAX_COLS + 1)];
+    while (x < e && is_blank(s[x])) x++;
+    if (x >= e || s[x] == '#' || !memchr(s + b, '\t', e - b)) return 0;
+    size_t m = split_cells(s, b, e, '\t', 0, raw);
+    if (m > MAX_COLS) return 0;
+    for (size_t c = 0; c < m; c++) {
+        size_t x0 = raw[2 * c], y0 = raw[2 * c + 1];
+        trim(s, &x0, &y0);
+        if (x0 == y0) continue;
+        cb[2 * n] = x0;
+        cb[2 * n + 1] = y0;
+        n++;
+    }
+    return n >= 3 ? n : 0;
+}
+
+/* Line [b, e) holds only blanks. */
+static int blank_line(const char *s, size_t b, size_t e)
+{
+    while (b < e && is_blank(s[b])) b++;
+    return b >= e;
+}
+
+/* A headerless TSV table (libdeg 0.18.0): a paragraph (blank lines or the text's
+ * ends around it) whose every line is a TSV row (tsv_row), at most 4096 lines
+ * ("NI\t+1209-08617\tAmerica/Managua", zone.tab and other tab-separated data
+ * files). Each row is a record whose cells have no column name (key ""): an
+ * object array takes the table by its caption, or as the text's only unnamed
+ * table (dg_lists_match); its leaves' spans keep to one cell each. Why: a one-row
+ * data file was no list at all, and the heads answered [] (datagen-v2 test zone
+ * files: 8 of 12 arrays of one zone). */
+static deg_status tsv_table(dg_lscan *S, size_t b, size_t e, size_t cp, size_t *skip, int *got)
+{
+    const char *s = S->ctx;
+    size_t cb[2 * (MAX_COLS + 1)];
+    *got = 0;
+    if (b > 0) { /* the line above must be blank (or none) */
+        size_t pe = b - 1, pb = pe;
+        while (pb > 0 && s[pb - 1] != '\n') pb--;
+        if (!blank_line(s, pb, pe)) return DEG_OK;
+    }
+    size_t lb = b, rows = 0;
+    while (lb < S->len) { /* the paragraph: rows up to a blank line or the end */
+        size_t le = dg_lscan_line_end(s, S->len, lb);
+        if (blank_line(s, lb, le)) break;
+        if (!tsv_row(s, lb, le, cb) || ++rows > 4096) return DEG_OK;
+        lb = le < S->len ? le + 1 : S->len;
+    }
+    if (!rows) return DEG_OK;
+    size_t k0 = b, k1 = b;
+    if (!dg_lscan_caption(s, b, &k0, &k1)) k1 = k0;
+    DG_TRY(dg_lscan_open(S, k0, k1, DG_TABLE_HEADERLESS));
+    pos p = {b, cp};
+    for (size_t r = 0, x = b; r < rows; r++) {
+        size_t le = dg_lscan_line_end(s, S->len, x), n = tsv_row(s, x, le, cb);
+        advance(s, &p, x);
+        int added = 0;
+        DG_TRY(dg_lscan_item(S, p.b, p.cp, cb[0], cb[2 * n - 1], &added));
+        for (size_t c = 0; added && c < n; c++)
+            DG_TRY(dg_lscan_cell(S, cb[2 * c], cb[2 * c], p.b, p.cp, cb[2 * c], cb[2 * c + 1]));
+        x = le < S->len ? le + 1 : S->len;
+    }
+    dg_lscan_close(S);
+    *skip = lb;
+    *got = 1;
+    return DEG_OK;
+}
+
 deg_status dg_tables_at(dg_lscan *S, size_t b, size_t e, size_t cp, size_t *skip)
 {
     typedef deg_status (*reader)(dg_lscan *, size_t, size_t, size_t, size_t *, int *);
-    static const reader READERS[] = {pipe_table, html_table, json_table, yaml_table, csv_table};
+    static const reader READERS[] = {pipe_table, html_table, json_table, yaml_table, csv_table,
+                                     tsv_table};
     *skip = b;
     for (size_t r = 0; r < sizeof READERS / sizeof READERS[0]; r++) {
         int got = 0;

@@ -65,7 +65,7 @@ static const char *row(const dg_lists *ls, const char *ctx, size_t nth, size_t j
 static size_t n_tables(const dg_lists *ls)
 {
     size_t n = 0;
-    for (size_t i = 0; i < ls->n; i++) n += (size_t)ls->p[i].table;
+    for (size_t i = 0; i < ls->n; i++) n += ls->p[i].table != 0;
     return n;
 }
 
@@ -158,6 +158,39 @@ Test(tables, scan_csv)
     cr_assert_str_eq(table(&ls, ctx, 0), ": version=10.10,codename=Maverick Meerkat,release date="
                                          "2010-10-10 | version=11.04,codename=Natty, Narwhal");
     cr_assert_str_eq(table(&ls, ctx, 1), ": name=a.txt,size=10");
+    dg_lists_free(&ls);
+}
+
+/* Headerless TSV: a paragraph whose every line has 3+ TAB-separated parts is a
+ * table of records with unnamed cells (ragged rows and runs of TABs allowed); a
+ * line of 2 parts, a '#' comment or a line of prose above in the paragraph makes
+ * none; the caption is the heading above the blank line. */
+Test(tables, scan_headerless_tsv)
+{
+    const char *ctx = "NI\t+1209-08617\tAmerica/Managua\n"
+                      "\n"
+                      "# iso3166.tab\n"
+                      "NI\tNicaragua\n"
+                      "\n"
+                      "Time zones\n"
+                      "\n"
+                      "CL\t-3327-07040\tAmerica/Santiago\tmost of Chile\n"
+                      "CL\t\t-2709-10926\t\tPacific/Easter\n"
+                      "\n"
+                      "A line of prose\n"
+                      "XX\t+1\tEtc/One\n"
+                      "\n"
+                      "YY\t+1\tEtc/Two\n"
+                      "# a comment\n";
+    dg_lists ls = {0};
+    cr_assert_eq(dg_lists_scan(ctx, strlen(ctx), &ls), DEG_OK);
+    cr_assert_eq(n_tables(&ls), 2);
+    cr_assert_str_eq(table(&ls, ctx, 0), ": =NI,=+1209-08617,=America/Managua");
+    cr_assert_str_eq(table(&ls, ctx, 1), "time zones: =CL,=-3327-07040,=America/Santiago,"
+                                         "=most of Chile | =CL,=-2709-10926,=Pacific/Easter");
+    cr_assert_str_eq(row(&ls, ctx, 1, 1), "CL\t\t-2709-10926\t\tPacific/Easter");
+    for (size_t i = 0; i < ls.n; i++)
+        if (ls.p[i].table) cr_assert_eq(ls.p[i].table, DG_TABLE_HEADERLESS);
     dg_lists_free(&ls);
 }
 
@@ -338,6 +371,24 @@ Test(tables, match)
     deg_plan_free(p);
 }
 
+/* A headerless table is taken by an object array as the text's only one without a
+ * caption when nothing else matches, or by its caption's name; two make no match
+ * by default, and a plain array or a list by name comes first. */
+Test(tables, match_headerless)
+{
+    const char *one = "NI\t+1209-08617\tAmerica/Managua\n\n# iso3166.tab\nNI\tNicaragua\n";
+    const char *props = OBJ("\"tz\":{\"type\":\"string\"},\"pos\":{\"type\":\"string\"}");
+    cr_assert_str_eq(match(props, one), "table:", "the lone unnamed table");
+    cr_assert_str_eq(match(props, "A\tB\tC\n\nD\tE\tF\n"), "-", "two: none");
+    cr_assert_str_eq(match(props, "Zones\n\nA\tB\tC\n\nD\tE\tF\n"), "table:zones",
+                     "by caption");
+    cr_assert_str_eq(match(props, "Zones: Europe/Paris\n\nA\tB\tC\n"), "zones",
+                     "a list by name first");
+    cr_assert_str_eq(match("{\"type\":\"object\",\"properties\":{\"zones\":{\"type\":"
+                           "\"array\",\"items\":{\"type\":\"string\"}}}}", one), "-",
+                     "a plain array: never");
+}
+
 /* Compile schema into *p, scan ctx into *ls and return the list matched by array 0
  * (asserted found). */
 static int scan_match(const char *schema, const char *ctx, deg_plan **p, dg_lists *ls)
@@ -405,6 +456,28 @@ static const char *FILL_SCHEMA =
     "\"type\":\"object\",\"required\":[\"timezone\"],\"properties\":{"
     "\"timezone\":{\"type\":\"string\"},\"coordinates\":{\"type\":\"string\"},"
     "\"comment\":{\"type\":[\"string\",\"null\"]},\"remark\":{\"type\":[\"string\",\"null\"]}}}}}}";
+
+/* deg_fill of ctx and schema on tiny model TINY[mi] (a random checkpoint, seed 7,
+ * anchor mode) with list_prior bonus `bonus`: the parsed response (caller decrefs). */
+static json_t *fill_tiny(size_t mi, const char *tag, const char *ctx, const char *schema,
+                         double bonus)
+{
+    char model[512], dir[512];
+    snprintf(model, sizeof model, "%s/%s", GOLDENS, TINY[mi]);
+    snprintf(dir, sizeof dir, "%s/tables-%s-%d-%zu", DEG_BUILD_ROOT, tag, (int)getpid(), mi);
+    deg_ckpt *k = tu_random_ckpt(model, 7, dir, "anchor", 10000);
+    json_t *req = json_pack("{s:s, s:o, s:{s:{s:f}}}", "context", ctx, "schema",
+                            json_loads(schema, 0, NULL), "options", "list_prior", "bonus", bonus);
+    char *rq = json_dumps(req, 0), *out = NULL;
+    json_decref(req);
+    cr_assert_eq(deg_fill(k, rq, strlen(rq), &out, NULL), DEG_OK, "%s", deg_errmsg());
+    json_t *resp = json_loads(out, 0, NULL);
+    cr_assert_not_null(resp);
+    free(rq);
+    free(out);
+    deg_ckpt_free(k);
+    return resp;
+}
 
 /* Each object of an array read from a table: its leaves are their own cells, an
  * empty cell is null; with the prior off the random heads give something else. */
@@ -496,25 +569,49 @@ Test(tables, fill_missing_member_is_null)
     dg_lists_free(&ls);
     deg_plan_free(p);
     for (size_t mi = 0; mi < 2; mi++) {
-        char model[512], dir[512];
-        snprintf(model, sizeof model, "%s/%s", GOLDENS, TINY[mi]);
-        snprintf(dir, sizeof dir, "%s/tables-missing-%d-%zu", DEG_BUILD_ROOT, (int)getpid(), mi);
-        deg_ckpt *k = tu_random_ckpt(model, 7, dir, "anchor", 10000);
-        json_t *req = json_pack("{s:s, s:o, s:{s:{s:f}}}", "context", ctx, "schema",
-                                json_loads(schema, 0, NULL), "options", "list_prior", "bonus",
-                                500.0);
-        char *rq = json_dumps(req, 0), *out = NULL;
-        json_decref(req);
-        cr_assert_eq(deg_fill(k, rq, strlen(rq), &out, NULL), DEG_OK, "%s", deg_errmsg());
-        json_t *resp = json_loads(out, 0, NULL);
+        json_t *resp = fill_tiny(mi, "missing", ctx, schema, 500.0);
         json_t *got = json_object_get(json_object_get(resp, "value"), "zones");
         char *g = json_dumps(got, 0);
         cr_assert(json_equal(got, gold), "%s: %s", TINY[mi], g);
         free(g);
         json_decref(resp);
-        free(rq);
-        free(out);
-        deg_ckpt_free(k);
     }
     json_decref(gold);
+}
+
+/* A headerless TSV paragraph on the tiny random models: the array takes the table
+ * (meta list_table, key "") and has one object per row, and each value is one whole
+ * cell of its row (a value is a cell: no part of one, no run over two). */
+Test(tables, fill_headerless_rows)
+{
+    const char *ctx = "Country: Chile\n\nCL\t-3327-07040\tAmerica/Santiago\tmost of Chile\n"
+                      "CL\t-4534-07204\tAmerica/Coyhaique\tAysen Region\n"
+                      "CL\t-2709-10926\tPacific/Easter\tEaster Island\n";
+    const char *schema = "{\"type\":\"object\",\"properties\":{\"zones\":{\"type\":\"array\","
+                         "\"items\":{\"type\":\"object\",\"properties\":{\"zone\":{\"type\":"
+                         "\"string\"},\"position\":{\"type\":[\"string\",\"null\"]}},"
+                         "\"required\":[\"zone\"]}}}}";
+    const char *cells[] = {"CL", "-3327-07040", "America/Santiago", "most of Chile",
+                           "-4534-07204", "America/Coyhaique", "Aysen Region",
+                           "-2709-10926", "Pacific/Easter", "Easter Island"};
+    for (size_t mi = 0; mi < 2; mi++) {
+        json_t *resp = fill_tiny(mi, "tsv", ctx, schema, 500.0);
+        json_t *zones = json_object_get(json_object_get(resp, "value"), "zones");
+        json_t *am = json_object_get(json_object_get(resp, "meta"), "/zones");
+        cr_assert(json_is_true(json_object_get(am, "list_table")), "%s", TINY[mi]);
+        cr_assert_str_eq(json_string_value(json_object_get(am, "list_key")), "");
+        cr_assert_eq(json_array_size(zones), 3, "%s: one object per row", TINY[mi]);
+        for (size_t i = 0; i < 3; i++) {
+            json_t *o = json_array_get(zones, i);
+            const char *keys[] = {"zone", "position"};
+            for (size_t j = 0; j < 2; j++) {
+                const char *v = json_string_value(json_object_get(o, keys[j]));
+                int cell = v == NULL;
+                for (size_t c = 0; v && c < sizeof cells / sizeof cells[0]; c++)
+                    cell |= strcmp(v, cells[c]) == 0;
+                cr_assert(cell, "%s: %s is no whole cell", TINY[mi], v);
+            }
+        }
+        json_decref(resp);
+    }
 }

@@ -7,7 +7,8 @@ span_single_sentence), no two fields of one object keep the same span (deg.json
 span_distinct), booleans compare written values and scores read written numbers, also
 from one-line HTML rows (key_prior.compare / .score, libdeg 0.17.0), a date labelled in
 prose is read (key_prior.phrase), a number is read before the unit its field's name
-ends in (key_prior.phrase, libdeg 0.18.0), and a date-time reads the zone written after it
+ends in (key_prior.phrase, libdeg 0.18.0), a headerless TSV paragraph's rows are an
+object array's records (list_prior, libdeg 0.18.0), and a date-time reads the zone written after it
 (fill_extract.c fullest_dates). Each test also runs the same checkpoint without the rule
 (a copy of its directory with the setting removed) where that is a setting, so it can
 fail: the heads alone give another value. The date rule is no setting: libdeg 0.9.0
@@ -305,4 +306,24 @@ def test_numbers_read_the_unit_their_name_ends_in(model, tmp_path):
     # the rule rides on key_prior.phrase: without it the heads answer null
     phrase = deg.load(without(tmp_path / "p", "key_prior", "phrase"), model=model)
     assert phrase.fill(LISTING, schema)["value"].get("area_m2") is None
+
+
+ZONE_TAB = "NI\t+1209-08617\tAmerica/Managua\n\n# iso3166.tab\nNI\tNicaragua\n"
+ZONE_TAB_SCHEMA = {"type": "object", "properties": {"zones": {
+    "type": "array", "items": {"type": "object", "properties": {
+        "zone": {"type": "string"}, "position": {"type": "string"}}, "required": ["zone"]}}}}
+
+
+def test_headerless_tsv_rows_are_records(model, tmp_path):
+    # a zone.tab paragraph (lists.h headerless TSV, libdeg 0.18.0): one object per
+    # row, each value a whole cell of it
+    ck = deg.load(deg.default_checkpoint_path(), model=model)
+    got = ck.fill(ZONE_TAB, ZONE_TAB_SCHEMA)
+    zones = got["value"]["zones"]
+    assert len(zones) == 1 and got["meta"]["/zones"]["list_table"] is True
+    assert set(zones[0].values()) <= {"NI", "+1209-08617", "America/Managua"}
+    # without the list prior the heads read outside the row (the country's name)
+    bare = deg.load(without(tmp_path / "l", "list_prior"), model=model)
+    alone = bare.fill(ZONE_TAB, ZONE_TAB_SCHEMA)["value"].get("zones", [])
+    assert not all(set(z.values()) <= {"NI", "+1209-08617", "America/Managua"} for z in alone)
 
