@@ -105,11 +105,13 @@ static void key_prior_extract(const dg_ckpt *k, const freq *r, const dg_field_pl
         }
     }
     float phrase = (float)k->key_prior.phrase;
+    char unit[DG_KEY_MAX_LEN + 1];
+    if (typed && phrase > 0) dg_key_name_unit(f, unit, sizeof unit);
     for (size_t c = 0; typed && phrase > 0 && c < ns; c++) {
         size_t s = spans[2 * c], e = spans[2 * c + 1];
         if (e <= s || e > r->n_cp) continue;
         if (!dg_key_phrase_before(f, r->ctx, r->cp_byte[s]) &&
-            !dg_key_unit_after(f, r->ctx, r->ctx_len, r->cp_byte[e]))
+            !dg_key_unit_after(unit, r->ctx, r->ctx_len, r->cp_byte[e]))
             continue;
         size_t ts = r->cp_tok[s], te = r->cp_tok[e - 1];
         if (bs[ts] < phrase) bs[ts] = phrase;

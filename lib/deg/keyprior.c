@@ -405,20 +405,29 @@ int dg_key_phrase_before(const dg_field_plan *f, const char *ctx, size_t b)
     return 0;
 }
 
-int dg_key_unit_after(const dg_field_plan *f, const char *ctx, size_t len, size_t e)
+size_t dg_key_name_unit(const dg_field_plan *f, char *unit, size_t cap)
 {
+    unit[0] = 0;
     if ((f->type != DG_TYPE_NUMBER && f->type != DG_TYPE_INTEGER) || f->depth_items > 0 ||
         f->path.n == 0 || !f->path.seg[f->path.n - 1])
         return 0;
     const char *seg = f->path.seg[f->path.n - 1];
     char name[DG_KEY_MAX_LEN + 1];
     dg_key_norm(seg, strlen(seg), name, sizeof name);
-    const char *unit = strrchr(name, ' ');
-    if (!unit) return 0;
-    unit++;
-    size_t un = strlen(unit), letters = 0;
-    for (size_t i = 0; i < un; i++) letters += isalpha((unsigned char)unit[i]) != 0;
-    if (un > 5 || letters == 0) return 0;
+    const char *w = strrchr(name, ' ');
+    if (!w) return 0;
+    w++;
+    size_t un = strlen(w), letters = 0;
+    for (size_t i = 0; i < un; i++) letters += isalpha((unsigned char)w[i]) != 0;
+    if (un > 5 || letters == 0 || un >= cap) return 0;
+    memcpy(unit, w, un + 1);
+    return un;
+}
+
+int dg_key_unit_after(const char *unit, const char *ctx, size_t len, size_t e)
+{
+    size_t un = strlen(unit);
+    if (un == 0) return 0;
     size_t a = e;
     if (a < len && ctx[a] == ' ') a++;
     size_t i = 0;

@@ -125,16 +125,20 @@ int dg_key_yes_no(const char *s, size_t n);
  * match (dg_key_match). */
 int dg_key_phrase_before(const dg_field_plan *f, const char *ctx, size_t b);
 
-/* Units in names: 1 when field f is a number or integer whose normalised name has
- * at least two words and ends in a unit word of 1..5 bytes holding a letter
- * ("area_m2", "price_eur", "timeout_ms", "size_bytes"), and that word follows byte
- * e of ctx[0, len) (the end of a number) as a whole word, after at most one space,
- * ASCII case folded, '\xc2\xb2' / '\xc2\xb3' read as 2 / 3 ("107 m2", "86 m\xc2\xb2",
- * "68.50 EUR", "250ms"). The name says the unit its number is written with: a
- * number in running text followed by it is the field's (libdeg 0.18.0; the
- * key-line rules need a label before the value). Fields inside arrays never
- * match. */
-int dg_key_unit_after(const dg_field_plan *f, const char *ctx, size_t len, size_t e);
+/* Units in names: the unit word field f's name ends in, into unit[cap] (cap >
+ * DG_KEY_MAX_LEN), when f is a number or integer outside arrays whose normalised
+ * name has at least two words and ends in a word of 1..5 bytes holding a letter
+ * ("area_m2", "price_eur", "timeout_ms", "size_bytes"); returns its length, else 0
+ * (unit = ""). Computed once per field; dg_key_unit_after tests each number. */
+size_t dg_key_name_unit(const dg_field_plan *f, char *unit, size_t cap);
+
+/* 1 when unit (dg_key_name_unit, non-empty) follows byte e of ctx[0, len) (the end
+ * of a number) as a whole word, after at most one space, ASCII case folded,
+ * '\xc2\xb2' / '\xc2\xb3' read as 2 / 3 ("107 m2", "86 m\xc2\xb2", "68.50 EUR",
+ * "250ms"). The name says the unit its number is written with: a number in
+ * running text followed by it is the field's (libdeg 0.18.0; the key-line rules
+ * need a label before the value). */
+int dg_key_unit_after(const char *unit, const char *ctx, size_t len, size_t e);
 
 #define DG_KEY_DESC_MAX 512 /* bytes of a normalised description read for key names */
 

@@ -149,12 +149,13 @@ int dg_lscan_caption(const char *s, size_t b, size_t *k0, size_t *k1)
     return 0;
 }
 
-/* Open a table list captioned by the line above byte b (else unnamed). */
-static deg_status open_captioned(dg_lscan *S, size_t b)
+/* Open a table list of kind `table` (DG_TABLE_*) captioned by the line above byte
+ * b (else unnamed). */
+static deg_status open_captioned(dg_lscan *S, size_t b, int table)
 {
     size_t k0 = b, k1 = b;
     if (!dg_lscan_caption(S->ctx, b, &k0, &k1)) k1 = k0;
-    return dg_lscan_open(S, k0, k1, DG_TABLE_NAMED);
+    return dg_lscan_open(S, k0, k1, table);
 }
 
 /* One record: the item from the first non-empty cell to the last, then its cells
@@ -203,7 +204,7 @@ static deg_status pipe_table(dg_lscan *S, size_t b, size_t e, size_t cp, size_t 
     if (!separator(s, sb, se)) return DEG_OK;
     for (size_t c = 0; c < n; c++) trim(s, &hk[2 * c], &hk[2 * c + 1]);
     pos p = {b, cp};
-    DG_TRY(open_captioned(S, b));
+    DG_TRY(open_captioned(S, b, DG_TABLE_NAMED));
     size_t lb = se < S->len ? se + 1 : S->len;
     while (lb < S->len) {
         size_t le = dg_lscan_line_end(s, S->len, lb);
@@ -347,7 +348,7 @@ static deg_status html_table(dg_lscan *S, size_t b, size_t e, size_t cp, size_t 
     }
     if (!next_tr(s, S->len, i, &r0, &r1)) return DEG_OK;
     pos p = {b, cp};
-    DG_TRY(open_captioned(S, b));
+    DG_TRY(open_captioned(S, b, DG_TABLE_NAMED));
     while (next_tr(s, S->len, i, &r0, &r1)) {
         if (html_cells(s, r0, r1, "td", cb) != n) break;
         advance(s, &p, r0);
@@ -394,7 +395,7 @@ static deg_status csv_table(dg_lscan *S, size_t b, size_t e, size_t cp, size_t *
     size_t lb = e + 1, le = dg_lscan_line_end(s, S->len, lb), m = split_cells(s, lb, le, d, 1, cb);
     if (m < 2 || m > n) return DEG_OK;
     pos p = {b, cp};
-    DG_TRY(open_captioned(S, b));
+    DG_TRY(open_captioned(S, b, DG_TABLE_NAMED));
     while (lb < S->len) {
         le = dg_lscan_line_end(s, S->len, lb);
         m = split_cells(s, lb, le, d, 1, cb);
@@ -637,9 +638,7 @@ static deg_status tsv_table(dg_lscan *S, size_t b, size_t e, size_t cp, size_t *
         lb = le < S->len ? le + 1 : S->len;
     }
     if (!rows) return DEG_OK;
-    size_t k0 = b, k1 = b;
-    if (!dg_lscan_caption(s, b, &k0, &k1)) k1 = k0;
-    DG_TRY(dg_lscan_open(S, k0, k1, DG_TABLE_HEADERLESS));
+    DG_TRY(open_captioned(S, b, DG_TABLE_HEADERLESS));
     pos p = {b, cp};
     for (size_t r = 0, x = b; r < rows; r++) {
         size_t le = dg_lscan_line_end(s, S->len, x), n = tsv_row(s, x, le, cb);

@@ -256,8 +256,8 @@ Test(keyprior, phrase_before)
     deg_plan_free(p);
 }
 
-/* Units in names (dg_key_unit_after): a number followed by the unit word its
- * field's name ends in. */
+/* Units in names (dg_key_name_unit, dg_key_unit_after): a number followed by the
+ * unit word its field's name ends in. */
 Test(keyprior, unit_after)
 {
     const char *schema =
@@ -293,7 +293,9 @@ Test(keyprior, unit_after)
         while (t[e] && !isdigit((unsigned char)t[e])) e++;
         while (isdigit((unsigned char)t[e]) || (t[e] == '.' && isdigit((unsigned char)t[e + 1])))
             e++;
-        cr_assert_eq(dg_key_unit_after(field(p, cases[i].ptr), t, strlen(t), e), cases[i].want,
+        char unit[DG_KEY_MAX_LEN + 1];
+        dg_key_name_unit(field(p, cases[i].ptr), unit, sizeof unit);
+        cr_assert_eq(dg_key_unit_after(unit, t, strlen(t), e), cases[i].want,
                      "case %zu: %s for %s", i, t, cases[i].ptr);
     }
     deg_plan_free(p);
