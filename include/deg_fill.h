@@ -34,6 +34,8 @@ extern "C" {
  *    "span_single_sentence": bool (optional, default false; libdeg 0.15.0),
  *    "span_distinct": bool (optional, default false; libdeg 0.16.0),
  *    "item_null": bool (optional, default false),
+ *    "generate_stop_repeat": bool (optional, default false; libdeg 0.19.0),
+ *    "span_whole_names": bool (optional, default false; libdeg 0.19.0),
  *    optional "lora": LoRA adapters of the fork rows, see lora.h};
  *  - heads.safetensors: the fp32 heads of §12.3 (names and shapes in
  *    lib/deg/fill.h).
@@ -207,7 +209,25 @@ extern "C" {
  * be null) is missing, and its item is dropped (§12.6; the array's meta says
  * "dropped": n): no item is made from a span the heads hold absent. Off, such
  * a leaf takes its best span. Items of a list the array is named for (lists.h)
- * are written, so only a table record's empty cell drops them (libdeg 0.16.0). */
+ * are written, so only a table record's empty cell drops them (libdeg 0.16.0).
+ *
+ * generate_stop_repeat (libdeg 0.19.0): an x-generate value ends before the first
+ * line that repeats an earlier line of it, or a line of its own prompt (the
+ * KNOWN VALUES block and its WRITE/TITLE/DESCRIPTION/LIMITS/VALUE header) once
+ * it has a line that is none (blanks trimmed, blank lines never count; the
+ * blanks and line breaks before the cut are dropped too), when the text before
+ * it meets minLength and the pattern (else decoding goes on as without the
+ * rule). Its meta says "stopped": "repeated_line"; generated_tokens still
+ * counts every token decoded. Why: greedy decoding of a small model loops on
+ * short fields ("RENICE(1)\n\nRENICE(1)\n\n...") and echoes its prompt
+ * ("LIMITS: maxLength 200;"); lib/deg/repeats.h has the measurement.
+ *
+ * span_whole_names (libdeg 0.19.0): a plain-string span whose text is capitalised
+ * words joined by single spaces grows over the capitalised words next to it
+ * ("Bruno" of "Bruno Eriksen (bruno@...)" -> "Bruno Eriksen", "A. Murdock" ->
+ * "Ian A. Murdock"), never over a sentence end, at most 6 words, inside its list
+ * item, not in table cells, and only when the grown span keeps to the span rules
+ * above (else the span stays). Why and the rule's details: lib/deg/names.h. */
 typedef struct deg_ckpt deg_ckpt;
 
 /* Write a fresh checkpoint to dir (created if missing; files replaced) for the

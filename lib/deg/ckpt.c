@@ -559,7 +559,7 @@ static deg_status read_flag(const json_t *meta, const char *name, const char *jp
 /* deg.json's decoding settings: calibration temperatures and
  * extract_confidence, array_mode, anchor_min_tokens, key_prior, lm_prior, list_prior,
  * count_prior, span_single_line, span_word_bounds, span_single_sentence, span_distinct,
- * item_null, null_margin. Errors: DEG_ERR_FORMAT. */
+ * item_null, generate_stop_repeat, span_whole_names, null_margin. Errors: DEG_ERR_FORMAT. */
 static deg_status read_decoding(dg_ckpt *k, const json_t *meta, const char *jpath)
 {
     json_t *cal = json_object_get(meta, "calibration");
@@ -603,6 +603,8 @@ static deg_status read_decoding(dg_ckpt *k, const json_t *meta, const char *jpat
     DG_TRY(read_flag(meta, "span_single_sentence", jpath, &k->span_single_sentence));
     DG_TRY(read_flag(meta, "span_distinct", jpath, &k->span_distinct));
     DG_TRY(read_flag(meta, "item_null", jpath, &k->item_null));
+    DG_TRY(read_flag(meta, "generate_stop_repeat", jpath, &k->generate_stop_repeat));
+    DG_TRY(read_flag(meta, "span_whole_names", jpath, &k->span_whole_names));
     /* The checkpoint's own null_margin (nats, absent = 0): the margin its
      * trainer chose on development data (the reference ships one per model,
      * contract §9); a server's --null-margin and a request's option override it. */
@@ -772,7 +774,8 @@ static const char *const RESERVED[] = {"format", "backbone", "head_dim", "heads"
                                        "array_mode", "anchor_min_tokens", "chat_layout",
                                        "key_prior", "lm_prior", "list_prior", "count_prior",
                                        "span_single_line", "span_word_bounds",
-                                       "span_single_sentence", "span_distinct", "item_null", "lora",
+                                       "span_single_sentence", "span_distinct", "item_null",
+                                       "generate_stop_repeat", "span_whole_names", "lora",
                                        "heads_sha256"};
 
 deg_status deg_ckpt_save(const deg_ckpt *ckpt, const char *dir, const char *extra_json,
@@ -859,6 +862,9 @@ deg_status deg_ckpt_save(const deg_ckpt *ckpt, const char *dir, const char *extr
         json_object_set_new(meta, "span_single_sentence", json_true());
     if (meta && ckpt->span_distinct) json_object_set_new(meta, "span_distinct", json_true());
     if (meta && ckpt->item_null) json_object_set_new(meta, "item_null", json_true());
+    if (meta && ckpt->generate_stop_repeat)
+        json_object_set_new(meta, "generate_stop_repeat", json_true());
+    if (meta && ckpt->span_whole_names) json_object_set_new(meta, "span_whole_names", json_true());
     deg_status st;
     if (!meta) st = dg_fail(DEG_ERR_NOMEM, "deg_ckpt_save: out of memory");
     else {

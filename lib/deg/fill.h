@@ -104,6 +104,10 @@ struct deg_ckpt {
     int item_null;            /* deg.json "item_null": an array item whose required leaf the
                                * null head rejects (by the null margin) is dropped, not
                                * filled with the best span (fill_extract.c) */
+    int generate_stop_repeat; /* deg.json "generate_stop_repeat": an x-generate value ends
+                               * before its first repeated line (repeats.h) */
+    int span_whole_names;     /* deg.json "span_whole_names": a plain span of capitalised
+                               * words takes the capitalised words next to it (names.h) */
     /* deg.json calibration.extract_confidence {scale, bias}: an extract leaf's
      * reported confidence is sigmoid(scale * lp + bias), lp = the chosen
      * outcome's log p_start + log p_end (Platt scaling of the log-confidence,

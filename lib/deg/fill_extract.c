@@ -12,6 +12,7 @@
 #include "deg/anchor.h"
 #include "deg/fill_internal.h"
 #include "deg/keyprior.h"
+#include "deg/names.h"
 #include "deg/parse.h"
 #include "deg/validate.h"
 #include "model/state.h"
@@ -467,9 +468,40 @@ static int one_sentence(const dg_ckpt *k, const leaf *L)
     return k->span_single_sentence && L->inst < 0;
 }
 
+/* Trimmed code point span [s, e) keeps to span_single_line, span_single_sentence and
+ * span_word_bounds. */
+static int span_rules_ok(const dg_ckpt *k, const freq *r, const leaf *L, size_t s, size_t e)
+{
+    if (k->span_single_line && r->nl_pre[e] != r->nl_pre[s]) return 0;
+    if (one_sentence(k, L) && crosses_sentence(r, s, e)) return 0;
+    return !k->span_word_bounds || word_bounded(r, s, e);
+}
+
+/* span_whole_names (names.h): plain span [*s, *e) of capitalised words grows to the
+ * capitalised words next to it, inside L's list item when its array is anchored on a
+ * list (item: the list item), when the grown span keeps to the span rules too. */
+static void whole_name(const dg_ckpt *k, const freq *r, const leaf *L, size_t item,
+                       size_t *s, size_t *e)
+{
+    size_t lo = 0, hi = r->ctx_len;
+    if (L->inst >= 0 && r->insts[L->inst].from_list) {
+        lo = r->cp_byte[r->lists.item[2 * item]];
+        hi = r->cp_byte[r->lists.item[2 * item + 1]];
+    }
+    size_t b0 = r->cp_byte[*s], b1 = r->cp_byte[*e];
+    if (b0 < lo || b1 > hi) return;
+    size_t x0 = b0 - lo, x1 = b1 - lo;
+    if (!dg_name_extend(r->ctx + lo, hi - lo, &x0, &x1)) return;
+    size_t ns = *s - dg_utf8_count(r->ctx + lo + x0, b0 - (lo + x0));
+    size_t ne = *e + dg_utf8_count(r->ctx + b1, lo + x1 - b1);
+    if (!span_rules_ok(k, r, L, ns, ne)) return;
+    *s = ns;
+    *e = ne;
+}
+
 /* Code points [*s, *e) of candidate c for leaf L, or 0 when it is not to be read: a
  * token span (typed = 0) is trimmed and held to the span rules (span_single_line,
- * span_single_sentence, span_word_bounds); a table record's leaf (rc: its record's cells, item: its list
+ * span_single_sentence, span_word_bounds; then span_whole_names); a table record's leaf (rc: its record's cells, item: its list
  * item) reads one cell (record_span). Grammar candidates (typed) are code points
  * already. */
 static int cand_span(const dg_ckpt *k, const freq *r, const leaf *L, int typed,
@@ -489,10 +521,9 @@ static int cand_span(const dg_ckpt *k, const freq *r, const leaf *L, int typed,
         dg_clear_error();
         return 0;
     }
-    if (*e <= *s) return 0;
-    if (k->span_single_line && r->nl_pre[*e] != r->nl_pre[*s]) return 0;
-    if (one_sentence(k, L) && crosses_sentence(r, *s, *e)) return 0;
-    return !k->span_word_bounds || word_bounded(r, *s, *e);
+    if (*e <= *s || !span_rules_ok(k, r, L, *s, *e)) return 0;
+    if (k->span_whole_names && !rc) whole_name(k, r, L, item, s, e);
+    return 1;
 }
 
 /* A required, non-nullable leaf without a value: failed (its item is dropped, a

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/run.h"
 #include "base/status.h"
@@ -15,6 +16,7 @@
 #include "deg/acceptor.h"
 #include "deg/fill_internal.h"
 #include "deg/render.h"
+#include "deg/repeats.h"
 #include "model/arch.h"
 #include "model/generate.h"
 #include "model/model.h"
@@ -94,7 +96,8 @@ static deg_status known_values(const dg_ckpt *k, freq *r)
     }
     ivec ids = {0};
     deg_status st = dg_fill_tok(&ids, k->model, b.p, b.len, 0);
-    free(b.p);
+    free(r->known_text);
+    r->known_text = b.p; /* the prompt lines generated text must not repeat (repeats.h) */
     double t0 = dg_now();
     if (st == DEG_OK) st = deg_trunk_prefill(r->trunk, ids.p, ids.n, NULL, NULL);
     r->t_generate += dg_now() - t0;
@@ -111,6 +114,8 @@ typedef struct gen_row {
     dg_strbuf text;
     ivec ids;               /* debug: the generated tokens but the stop token */
     size_t dropped;         /* bytes of a cut final character dropped (end_in_char) */
+    int repeat_cut;         /* ended before a repeated line (generate_stop_repeat) */
+    dg_strbuf prompt;       /* generate_stop_repeat: KNOWN VALUES + the row's header text */
     dg_rng rng;
     double temp;
     int done;
@@ -259,9 +264,9 @@ static deg_status gen_request_jobs(const dg_ckpt *k, freq *reqs, size_t ri, jobs
 }
 
 /* The decoding row of generate job j: token budget, temperature, the row's
- * random stream (options.seed ^ FNV-1a of the leaf's pointer), its acceptor
- * and its fork of the request's trunk. */
-static deg_status gen_row_init(freq *reqs, const job *j, gen_row *g)
+ * random stream (options.seed ^ FNV-1a of the leaf's pointer), its acceptor,
+ * its prompt's text (generate_stop_repeat) and its fork of the request's trunk. */
+static deg_status gen_row_init(const dg_ckpt *k, freq *reqs, const job *j, gen_row *g)
 {
     freq *r = &reqs[j->req];
     leaf *L = &r->leaves[j->target];
@@ -277,6 +282,17 @@ static deg_status gen_row_init(freq *reqs, const job *j, gen_row *g)
     size_t maxlen = f->constraints.max_length >= 0 ? (size_t)f->constraints.max_length : SIZE_MAX;
     size_t minlen = f->constraints.min_length >= 0 ? (size_t)f->constraints.min_length : 0;
     DG_TRY(deg_acceptor_new(f->constraints.pattern, minlen, maxlen, &g->acc));
+    if (k->generate_stop_repeat) {
+        /* the lines of the row's prompt: KNOWN VALUES, then its own header */
+        const dg_tokenizer *tk = dg_model_tokenizer(k->model);
+        if (r->known_text) dg_sb_puts(&g->prompt, r->known_text);
+        for (size_t t = 0; t < j->ids.n; t++) {
+            size_t len = 0;
+            const char *bytes = dg_tokenizer_token_bytes(tk, j->ids.p[t], &len);
+            if (bytes && len) dg_sb_put(&g->prompt, bytes, len);
+        }
+        if (g->prompt.oom) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+    }
     return deg_fork_new(r->trunk, &g->fork);
 }
 
@@ -341,6 +357,18 @@ static deg_status gen_step(const dg_ckpt *k, freq *reqs, gen_row *g, float *logi
     dg_sb_put(&g->text, bytes, len);
     if (g->text.oom || (k->debug_raw && dg_fill_push(&g->ids, id) != DEG_OK))
         return dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+    if (k->generate_stop_repeat && memchr(bytes, '\n', len)) {
+        /* a line just ended: if it repeats an earlier one or a line of the prompt,
+         * the value ends before it (repeats.h), when what is left is a complete value */
+        size_t cut = dg_repeat_cut(g->text.p, g->text.len, g->prompt.p, g->prompt.len);
+        if (cut < g->text.len && deg_acceptor_eos_ok(g->acc, g->text.p, cut)) {
+            g->text.len = cut;
+            g->text.p[cut] = 0;
+            g->repeat_cut = 1;
+            g->done = 1;
+            return DEG_OK;
+        }
+    }
     *next = id;
     *fed = 1;
     return DEG_OK;
@@ -362,6 +390,8 @@ static void gen_results(const dg_ckpt *k, freq *reqs, gen_row *rows, size_t n_ro
         }
         L->meta = json_pack("{s:s, s:i}", "mode", "generate", "generated_tokens",
                             (int)g->n_tok);
+        if (L->meta && g->repeat_cut)
+            json_object_set_new(L->meta, "stopped", json_string("repeated_line"));
         if (L->meta && k->debug_raw) {
             json_t *a = json_array();
             for (size_t t = 0; t < g->ids.n; t++)
@@ -465,13 +495,14 @@ deg_status dg_fill_generate(const dg_ckpt *k, freq *reqs, size_t n_req)
         st = dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
         goto done;
     }
-    for (size_t q = 0; q < J.n && st == DEG_OK; q++) st = gen_row_init(reqs, &J.p[q], &rows[n_rows++]);
+    for (size_t q = 0; q < J.n && st == DEG_OK; q++) st = gen_row_init(k, reqs, &J.p[q], &rows[n_rows++]);
     if (st == DEG_OK) st = gen_decode(k, reqs, &J, rows, n_rows);
 done:
     for (size_t q = 0; q < n_rows; q++) {
         deg_fork_free(rows[q].fork);
         deg_acceptor_free(rows[q].acc);
         free(rows[q].text.p);
+        free(rows[q].prompt.p);
         free(rows[q].ids.p);
     }
     free(rows);

@@ -151,6 +151,7 @@ typedef struct freq {
     dg_limits lim;          /* work limits (deg_fill_many_ex + request options) */
     size_t due;             /* fork tokens of the round about to run (max_fork_tokens) */
     size_t gen_fed;         /* generate phase: prompt + decoded tokens fed to forks */
+    char *known_text;       /* generate phase: the KNOWN VALUES block's text (repeats.h) */
 } freq;
 
 /* Poll hook of one fork batch (dg_run_push): the batch stops between its

@@ -90,13 +90,21 @@ Test(countprior, number_folding)
     static const char *const SAME[][2] = {{"formats", "format"}, {"aliases", "alias"},
                                           {"licenses", "license"}, {"dependencies", "dependency"},
                                           {"classes", "class"}, {"addresses", "address"},
-                                          {"matches", "match"}, {"parent types", "parent type"}};
+                                          {"matches", "match"}, {"parent types", "parent type"},
+                                          {"released", "release"}, {"opened", "opens"},
+                                          {"created", "creates"}};
     for (size_t i = 0; i < sizeof SAME / sizeof SAME[0]; i++) {
         cr_assert_eq(dg_key_match_name(SAME[i][0], NULL, SAME[i][1], 1), 2, "%s", SAME[i][0]);
         cr_assert_eq(dg_key_match_name(SAME[i][1], NULL, SAME[i][0], 1), 2, "%s", SAME[i][1]);
     }
     cr_assert_eq(dg_key_match_name("aliases", NULL, "alias", 0), 0, "plural 0: words as written");
     cr_assert_eq(dg_key_match_name("class", NULL, "case", 1), 0);
+    cr_assert_eq(dg_key_match_name("feed", NULL, "fee", 1), 0, "too short to lose its 'd'");
+    cr_assert_eq(dg_key_match_name("released on", NULL, "release", 1), 1,
+                 "a release table's column for ReleasedOn");
+    cr_assert_eq(dg_key_match_name("wanted by", NULL, "wants", 1), 0, "WantedBy is no Wants:");
+    cr_assert_eq(dg_key_match_name("created by", NULL, "created", 1), 0, "an agent, no date");
+    cr_assert_eq(dg_key_match_name("wanted by", NULL, "wanted by", 1), 2);
 }
 
 static int judge(const char *ctx, const char *text, char *key)

@@ -4,7 +4,8 @@ import pytest
 
 from deg._native import has
 from deg.evaluate import determinism, evaluate, oracle_system, score_record
-from deg.evaluate.metrics import align_items, ece, mae, null_pr, reliability, same_value, token_f1
+from deg.evaluate.metrics import (align_items, ece, mae, null_pr, reliability, repeats_a_line,
+                                 same_value, token_f1)
 from deg.evaluate.report import markdown
 
 
@@ -73,6 +74,22 @@ def test_score_record_and_summary():
     assert (s["null_precision"], s["null_recall"], s["null_pred_n"], s["null_gold_n"]) == (0.0, 0.0, 2, 1)
     assert s["array_item_em_aligned"] == 0.5 and s["generated_tokens_mean"] == 7
     assert "| choice exact match | 0.000 |" in markdown([res])
+
+
+@pytest.mark.skipif(not has("deg_plan_compile"), reason="libdeg has no schema compiler")
+def test_generate_text_metrics():
+    # x-generate leaves: word F1 against the gold text and the share of values that
+    # repeat a line (blanks trimmed; blank lines never count)
+    assert repeats_a_line("ARCH(1)\n\nARCH(1)") and repeats_a_line("a\nb\n  a\t")
+    assert not repeats_a_line("a\n\n\nb") and not repeats_a_line("ab\nabc")
+    rec = {"id": "g", "split": "test", "context": "x", "value": {"s": "print machine name"},
+           "schema": {"type": "object", "properties": {
+               "s": {"type": "string", "x-generate": True, "maxLength": 120}}}}
+    two = [rec, dict(rec, id="h")]
+    texts = iter(["print the machine name", "ARCH(1)\n\nARCH(1)"])
+    s = evaluate(two, lambda c, sc: {"value": {"s": next(texts)}}, name="g")["summary"]
+    assert s["generate_n"] == 2 and s["generate_repeat"] == 0.5
+    assert s["generate_f1"] == pytest.approx((2 * 0.75 * 1 / 1.75 + 0) / 2)
 
 
 @pytest.mark.skipif(not has("deg_plan_compile"), reason="libdeg has no schema compiler")

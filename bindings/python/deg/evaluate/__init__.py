@@ -21,7 +21,8 @@ from ..parsers import validate
 from ..schema import compile_schema
 from ..datagen.record import concrete
 from .metrics import (align_items, canonical, confidence_of, ece, head_kind, mae, null_pr,
-                      percentile, reliability, same_parsed, same_value, token_f1)
+                      percentile, reliability, repeats_a_line, same_parsed, same_value,
+                      token_f1)
 
 __all__ = ["evaluate", "score_record", "score_response", "field_rows", "field_summary", "rescore",
            "summarize", "determinism",
@@ -58,8 +59,10 @@ def score_record(rec, value, meta, valid):
                    "correct": (g_null and p_null)
                    or (not g_null and not p_null and same_parsed(f.mode, fmt, g, p)),
                    "conf": confidence_of(meta.get(ptr)) if valid and meta else None}
-            if f.mode == "extract.span" and not g_null:
+            if f.mode in ("extract.span", "generate") and not g_null:
                 row["f1"] = token_f1(None if p_null else p, g)
+            if f.mode == "generate" and isinstance(p, str):
+                row["repeat"] = repeats_a_line(p)
             rows.append(row)
     for a in plan.arrays:
         gl = dict(concrete(a.path, gold))
@@ -234,6 +237,11 @@ def summarize(per, n_bins=10):
     s["span_em"] = _mean([1.0 if r["correct"] else 0.0 for r in sp])
     s["span_f1"] = _mean([r.get("f1") for r in sp])
     s["span_n"] = len(sp)
+    gen = by("generate")  # x-generate text: word overlap with the gold text, loops
+    s["generate_f1"] = _mean([r.get("f1") for r in gen])
+    s["generate_repeat"] = _mean([1.0 if r.get("repeat") else 0.0 for r in gen
+                                  if "repeat" in r])
+    s["generate_n"] = len(gen)
     for m, key in (("extract.number", "number"), ("extract.date", "date")):
         xs = by(m)
         s[f"{key}_em"] = _mean([1.0 if r["correct"] else 0.0 for r in xs])

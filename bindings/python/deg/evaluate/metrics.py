@@ -20,7 +20,7 @@ import datetime
 import json
 import math
 
-__all__ = ["ece", "reliability", "token_f1", "mae", "null_pr", "align_items", "same_value",
+__all__ = ["ece", "reliability", "token_f1", "repeats_a_line", "mae", "null_pr", "align_items", "same_value",
            "same_parsed", "confidence_of", "percentile", "head_kind"]
 
 
@@ -50,6 +50,20 @@ def ece(confs, correct, n_bins=10):
         return None
     n = len(confs)
     return sum(k / n * abs(acc - conf) for _, _, k, conf, acc in reliability(confs, correct, n_bins))
+
+
+def repeats_a_line(text):
+    """True when a line of text (blanks trimmed, not blank) equals an earlier one: the
+    loops greedy decoding of a small model falls into on x-generate fields (the
+    decoding rule that ends them: lib/deg/repeats.h)."""
+    seen = set()
+    for line in str(text).split("\n"):
+        key = line.strip(" \t\r")
+        if key in seen:
+            return True
+        if key:
+            seen.add(key)
+    return False
 
 
 def token_f1(pred, gold):

@@ -22,6 +22,8 @@ ROWS = [
     ("noul_acc", "noul accuracy", "{:.3f}"),
     ("span_em", "span exact match", "{:.3f}"),
     ("span_f1", "span token F1", "{:.3f}"),
+    ("generate_f1", "x-generate token F1 (against the gold text)", "{:.3f}"),
+    ("generate_repeat", "x-generate values repeating a line", "{:.3f}"),
     ("number_em", "number EM (parsed)", "{:.3f}"),
     ("date_em", "date / date-time EM (parsed)", "{:.3f}"),
     ("null_precision", "null precision", "{:.3f}"),
