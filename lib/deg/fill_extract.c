@@ -501,9 +501,9 @@ static void whole_name(const dg_ckpt *k, const freq *r, const leaf *L, size_t it
 
 /* Code points [*s, *e) of candidate c for leaf L, or 0 when it is not to be read: a
  * token span (typed = 0) is trimmed and held to the span rules (span_single_line,
- * span_single_sentence, span_word_bounds; then span_whole_names); a table record's leaf (rc: its record's cells, item: its list
- * item) reads one cell (record_span). Grammar candidates (typed) are code points
- * already. */
+ * span_single_sentence, span_word_bounds; then span_whole_names); a table record's
+ * leaf (rc: its record's cells, item: its list item) reads one cell (record_span).
+ * Grammar candidates (typed) are code points already. */
 static int cand_span(const dg_ckpt *k, const freq *r, const leaf *L, int typed,
                      const size_t *rc, size_t item, const dg_cell *cell, const cand *c,
                      size_t *s, size_t *e)

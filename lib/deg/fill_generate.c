@@ -495,7 +495,8 @@ deg_status dg_fill_generate(const dg_ckpt *k, freq *reqs, size_t n_req)
         st = dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
         goto done;
     }
-    for (size_t q = 0; q < J.n && st == DEG_OK; q++) st = gen_row_init(k, reqs, &J.p[q], &rows[n_rows++]);
+    for (size_t q = 0; q < J.n && st == DEG_OK; q++)
+        st = gen_row_init(k, reqs, &J.p[q], &rows[n_rows++]);
     if (st == DEG_OK) st = gen_decode(k, reqs, &J, rows, n_rows);
 done:
     for (size_t q = 0; q < n_rows; q++) {

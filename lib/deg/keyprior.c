@@ -298,6 +298,12 @@ static size_t fold_word(const char *p, size_t l, char *w, int before_by)
     return l;
 }
 
+/* The word after the one ending at e (a ' ', or NUL: none) is "by". */
+static int next_is_by(const char *e)
+{
+    return e && e[1] == 'b' && e[2] == 'y' && (e[3] == 0 || e[3] == ' ');
+}
+
 static void fold_plural(const char *in, char *out, size_t cap)
 {
     size_t o = 0;
@@ -307,8 +313,7 @@ static void fold_plural(const char *in, char *out, size_t cap)
         size_t l = e ? (size_t)(e - p) : strlen(p);
         char w[DG_KEY_MAX_LEN + 1];
         if (l > DG_KEY_MAX_LEN) l = DG_KEY_MAX_LEN;
-        size_t k = fold_word(p, l, w, e && strncmp(e + 1, "by", 2) == 0 &&
-                                          (e[3] == 0 || e[3] == ' '));
+        size_t k = fold_word(p, l, w, next_is_by(e));
         if (o + k + (o ? 1 : 0) + 1 > cap) break;
         if (o) out[o++] = ' ';
         memcpy(out + o, w, k);

@@ -105,7 +105,8 @@ int dg_key_match(const dg_field_plan *f, const char *key);
  * 2 exact, 1 partial, 0 none. plural: compare with number folded in words of
  * >= 4 bytes ("formats" = "format", "aliases" = "alias", "dependencies" =
  * "dependency"; a past participle of >= 6 bytes folds with its verb: "released" =
- * "release", "opened" = "opens", not before "by": "wanted by" != "wants"; the list and count priors, lists.h, countprior.h). */
+ * "release", "opened" = "opens", not before "by": "wanted by" != "wants"; the list
+ * and count priors, lists.h, countprior.h). */
 int dg_key_match_name(const char *seg, const char *title, const char *key, int plural);
 
 /* Bytes [s, s + n) as one yes/no word: 1 yes, 0 no, -1 neither. ASCII case

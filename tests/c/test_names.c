@@ -32,7 +32,8 @@ Test(names, spans_grow_to_the_whole_name)
         {"Copyright 1999 Ian A. Murdock <imurdock@debian.org>", "A. Murdock", "Ian A. Murdock"},
         {"Copyright 1999 Ian A. Murdock <x>", "Murdock", "Ian A. Murdock"},
         {"Author: Jean-Luc O'Brien, 2001", "O'Brien", "Jean-Luc O'Brien"},
-        {"von J\xc3\xbcrgen M\xc3\xbcller.", "M\xc3\xbcller", "J\xc3\xbcrgen M\xc3\xbcller"}, /* not "von" */
+        /* not "von" */
+        {"von J\xc3\xbcrgen M\xc3\xbcller.", "M\xc3\xbcller", "J\xc3\xbcrgen M\xc3\xbcller"},
         {"Bisha Koobaad;Bisha Labaad", "Koobaad", "Bisha Koobaad"},
         {"Join us in Porto. Bruno Eriksen speaks", "Bruno", "Bruno Eriksen"}, /* not "Porto." */
         {"the city of Graz for 3,325 per month", "Graz", ""},

@@ -20,8 +20,8 @@ import datetime
 import json
 import math
 
-__all__ = ["ece", "reliability", "token_f1", "repeats_a_line", "mae", "null_pr", "align_items", "same_value",
-           "same_parsed", "confidence_of", "percentile", "head_kind"]
+__all__ = ["ece", "reliability", "token_f1", "repeats_a_line", "mae", "null_pr", "align_items",
+           "same_value", "same_parsed", "confidence_of", "percentile", "head_kind"]
 
 
 def reliability(confs, correct, n_bins=10):
