@@ -29,6 +29,8 @@ extern "C" {
  *    "lm_prior": null | {"start": lambda} (optional; see below),
  *    "list_prior": null | {"bonus": b, "by_anchor": bool} (optional; see below),
  *    "count_prior": null | {"bonus": b[, "absent": a]} (optional; see below),
+ *    "mention_prior": null | {"bonus": b, "absent": a} (optional; libdeg 0.20.0; see
+ *    below),
  *    "span_single_line": bool (optional, default false),
  *    "span_word_bounds": bool (optional, default false),
  *    "span_single_sentence": bool (optional, default false; libdeg 0.15.0),
@@ -71,7 +73,10 @@ extern "C" {
  * it ends with the name's words, maybe plus one linking word ("Available from
  * October 13, 2027" for available_from), or, for a number leaf whose name ends
  * in a unit word of <= 5 bytes, that is followed by the unit ("86 m2" for
- * area_m2, "68.50 EUR" for price_eur; libdeg 0.18.0). `description` (default 0 = off) is
+ * area_m2, "68.50 EUR" for price_eur; libdeg 0.18.0); and to a choice option
+ * written as a whole word right after the leaf's name, maybe past one linking word
+ * ("urgency was high"), in the context for a leaf outside arrays, in its item's
+ * region for a leaf of an anchored array item (libdeg 0.20.0). `description` (default 0 = off) is
  * the bonus of a line whose key the leaf's description names as whole words
  * (keys of >= 4 bytes; "the command it runs (Exec=)" names "Exec=") when its
  * name and title do not match. `score` (default 0 = off; libdeg 0.17.0) reads
@@ -227,7 +232,29 @@ extern "C" {
  * ("Bruno" of "Bruno Eriksen (bruno@...)" -> "Bruno Eriksen", "A. Murdock" ->
  * "Ian A. Murdock"), never over a sentence end, at most 6 words, inside its list
  * item, not in table cells, and only when the grown span keeps to the span rules
- * above (else the span stays). Why and the rule's details: lib/deg/names.h. */
+ * above (else the span stays). Why and the rule's details: lib/deg/names.h.
+ *
+ * Mention prior (deg.json "mention_prior", absent = off; libdeg 0.20.0;
+ * lib/deg/mentions.h has the rule, its word lists and the measurement behind it):
+ * a boolean outside arrays whose name (else title) names a subject
+ * ("breakfast_included": breakfast; "pets_allowed": pets; "not_free" or a
+ * description "the opposite of: free": free, negated) is judged on the clauses of
+ * the context (split at . ! ? ; : , ( ) [ ] | = TAB, line breaks, " - " and "but"): a
+ * clause holding every subject word (plural folded) says it holds, or does not when it
+ * is negated (no, not, non, none, never, without, nor, cannot, neither, false, "n't",
+ * or the prefix un-/non- on the subject word: "Unfurnished"), or, when it is a label,
+ * what the yes/no word of its value says ("has_html: false"); clauses that disagree give
+ * no verdict; no such clause: absent. It applies only where the key prior's yes/no
+ * line, the comparison prior and the count prior all say nothing, and not to a field
+ * that compares a value it names ("category_is_audio"). A boolean's logit
+ * gets +b (holds), -b (does not), -a (absent; +a for a negated field), before the
+ * calibration temperature; its meta has "mention": "holds" | "does_not_hold" |
+ * "absent". A nullable boolean (["boolean", "null"], or a choice over exactly true,
+ * false and null, in any order) with any such evidence is decided on the evidence
+ * alone, the choice head dropped (meta "head": false; it was never trained on that
+ * option set): logits b on the stated side (or the other priors' noul term), a on null
+ * when absent, 0 elsewhere, at the noul temperature; without evidence the head
+ * decides as before. English words only. b, a: numbers in [0, 1e6]. */
 typedef struct deg_ckpt deg_ckpt;
 
 /* Write a fresh checkpoint to dir (created if missing; files replaced) for the

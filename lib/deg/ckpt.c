@@ -558,7 +558,7 @@ static deg_status read_flag(const json_t *meta, const char *name, const char *jp
 
 /* deg.json's decoding settings: calibration temperatures and
  * extract_confidence, array_mode, anchor_min_tokens, key_prior, lm_prior, list_prior,
- * count_prior, span_single_line, span_word_bounds, span_single_sentence, span_distinct,
+ * count_prior, mention_prior, span_single_line, span_word_bounds, span_single_sentence, span_distinct,
  * item_null, generate_stop_repeat, span_whole_names, null_margin. Errors: DEG_ERR_FORMAT. */
 static deg_status read_decoding(dg_ckpt *k, const json_t *meta, const char *jpath)
 {
@@ -598,6 +598,7 @@ static deg_status read_decoding(dg_ckpt *k, const json_t *meta, const char *jpat
                              &k->has_list_prior, &k->list_prior_bonus,
                              &k->list_prior_by_anchor));
     DG_TRY(dg_count_prior_load(json_object_get(meta, "count_prior"), jpath, &k->count_prior));
+    DG_TRY(dg_mention_prior_load(json_object_get(meta, "mention_prior"), jpath, &k->mention_prior));
     DG_TRY(read_flag(meta, "span_single_line", jpath, &k->span_single_line));
     DG_TRY(read_flag(meta, "span_word_bounds", jpath, &k->span_word_bounds));
     DG_TRY(read_flag(meta, "span_single_sentence", jpath, &k->span_single_sentence));
@@ -773,6 +774,7 @@ deg_status deg_ckpt_set_calibration(deg_ckpt *ckpt, const double *temps)
 static const char *const RESERVED[] = {"format", "backbone", "head_dim", "heads", "calibration",
                                        "array_mode", "anchor_min_tokens", "chat_layout",
                                        "key_prior", "lm_prior", "list_prior", "count_prior",
+                                       "mention_prior",
                                        "span_single_line", "span_word_bounds",
                                        "span_single_sentence", "span_distinct", "item_null",
                                        "generate_stop_repeat", "span_whole_names", "lora",
@@ -854,6 +856,10 @@ deg_status deg_ckpt_save(const deg_ckpt *ckpt, const char *dir, const char *extr
         json_object_set_new(meta, "count_prior",
                             json_pack("{s:f, s:f}", "bonus", ckpt->count_prior.bonus, "absent",
                                       ckpt->count_prior.absent));
+    if (meta && ckpt->mention_prior.on)
+        json_object_set_new(meta, "mention_prior",
+                            json_pack("{s:f, s:f}", "bonus", ckpt->mention_prior.bonus, "absent",
+                                      ckpt->mention_prior.absent));
     if (meta && ckpt->span_single_line)
         json_object_set_new(meta, "span_single_line", json_true());
     if (meta && ckpt->span_word_bounds)

@@ -30,6 +30,7 @@
 #include "deg.h"
 #include "deg/countprior.h"
 #include "deg/keyprior.h"
+#include "deg/mentions.h"
 #include "model/chat.h"
 #include "lora.h"
 
@@ -101,6 +102,7 @@ struct deg_ckpt {
     int span_distinct;        /* deg.json "span_distinct": no two extract leaves of one
                                * object keep the same span (fill_distinct.c) */
     dg_count_prior count_prior; /* deg.json "count_prior" (countprior.h); off when absent */
+    dg_mention_prior mention_prior; /* deg.json "mention_prior" (mentions.h); off when absent */
     int item_null;            /* deg.json "item_null": an array item whose required leaf the
                                * null head rejects (by the null margin) is dropped, not
                                * filled with the best span (fill_extract.c) */

@@ -15,6 +15,7 @@
 #include "deg/countprior.h"
 #include "deg/fill_internal.h"
 #include "deg/keyprior.h"
+#include "deg/mentions.h"
 #include "deg/scoreprior.h"
 
 void dg_fill_raw_digest(const dg_ckpt *k, json_t *meta, const float *a, size_t n, const float *b,
@@ -52,6 +53,16 @@ static int has_word_ci(const char *s, size_t len, const char *w, size_t n)
     return 0;
 }
 
+/* The text a choice option is written as in a document: a string's own, an integer's
+ * digits (into buf); NULL for other options (booleans, null, numbers with a fraction). */
+static const char *option_text(const json_t *v, char *buf, size_t cap)
+{
+    if (json_is_string(v)) return json_string_value(v);
+    if (!json_is_integer(v)) return NULL;
+    snprintf(buf, cap, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+    return buf;
+}
+
 /* Bytes [*b, *e) of the value of line kv. */
 static void kv_bytes(const freq *r, const dg_keyline *kv, size_t *b, size_t *e)
 {
@@ -73,20 +84,53 @@ static void key_prior_choice(const dg_ckpt *k, const freq *r, const dg_field_pla
         size_t b, e;
         kv_bytes(r, &r->kv.p[i], &b, &e);
         for (size_t o = 0; o < f->n_options; o++) {
-            json_t *v = json_array_get(f->options, o);
             char buf[32];
-            const char *t = NULL;
-            if (json_is_string(v)) t = json_string_value(v);
-            else if (json_is_integer(v)) {
-                snprintf(buf, sizeof buf, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-                t = buf;
-            }
+            const char *t = option_text(json_array_get(f->options, o), buf, sizeof buf);
             if (t && t[0] && bonus > best[o] && has_word_ci(r->ctx + b, e - b, t, strlen(t)))
                 best[o] = bonus;
         }
     }
     for (size_t o = 0; o < f->n_options; o++) lg[o] += best[o];
     free(best);
+}
+
+/* Choice phrase (key_prior.phrase, libdeg 0.20.0): an option written as a whole word
+ * right after the leaf's name or title in running text, maybe with one linking word
+ * between (dg_key_phrase_before_name: "urgency was high", "priority is urgent"), gets
+ * `phrase` (once per option). The scope is the context for a leaf outside arrays, its
+ * item's region for a leaf of an anchored item (where key lines are not read: they
+ * repeat per item); other array leaves get none. Why: a changelog entry written as
+ * "* 1.0.8-4 went out on ...; urgency was high." left urgency to the head, which
+ * answered "medium" for it (test100); the typed candidates of key_prior.phrase read
+ * such labels since libdeg 0.10.0. */
+static void phrase_prior_choice(const dg_ckpt *k, const freq *r, const leaf *L,
+                                const dg_field_plan *f, float *lg)
+{
+    if (!k->key_prior.on || !(k->key_prior.phrase > 0) || f->path.n == 0 ||
+        !f->path.seg[f->path.n - 1])
+        return;
+    size_t b0 = 0, b1 = r->ctx_len;
+    if (f->depth_items > 0) {
+        size_t anc, rend;
+        if (!dg_fill_innermost_anchor(r, L->inst, L->item, &anc, &rend)) return;
+        b0 = r->cp_byte[r->tok_cp0[anc]];
+        b1 = rend < r->c1 - r->c0 ? r->cp_byte[r->tok_cp0[rend]] : r->ctx_len;
+    }
+    for (size_t o = 0; o < f->n_options; o++) {
+        char buf[32];
+        const char *t = option_text(json_array_get(f->options, o), buf, sizeof buf);
+        size_t n = t ? strlen(t) : 0;
+        for (size_t i = b0; n && i + n <= b1; i++) {
+            if (strncasecmp(r->ctx + i, t, n) != 0) continue;
+            if ((i > 0 && isalnum((unsigned char)r->ctx[i - 1])) ||
+                (i + n < r->ctx_len && isalnum((unsigned char)r->ctx[i + n])))
+                continue;
+            if (dg_key_phrase_before_name(f->path.seg[f->path.n - 1], f->title, r->ctx, i)) {
+                lg[o] += (float)k->key_prior.phrase;
+                break;
+            }
+        }
+    }
 }
 
 /* noul: + the bonus of a matching line whose value's first word reads yes, - for no
@@ -129,6 +173,90 @@ static double count_prior_noul(const dg_ckpt *k, const freq *r, const dg_field_p
     return v ? w : -w;
 }
 
+/* The mention prior's noul term (mentions.h) for a leaf no other prior judged:
+ * +/-bonus for a stated verdict, -absent (+absent negated) when nothing names the
+ * subject. *v: the verdict (DG_MENTION_NONE: none applied). */
+static double mention_prior_noul(const dg_ckpt *k, const freq *r, const dg_field_plan *f,
+                                 dg_mention *v)
+{
+    int negated;
+    *v = k->mention_prior.on ? dg_mention_judge(f, r->ctx, r->ctx_len, &negated)
+                             : DG_MENTION_NONE;
+    switch (*v) {
+    case DG_MENTION_HOLDS: return k->mention_prior.bonus;
+    case DG_MENTION_NOT: return -k->mention_prior.bonus;
+    case DG_MENTION_ABSENT: return negated ? k->mention_prior.absent : -k->mention_prior.absent;
+    default: return 0.0;
+    }
+}
+
+static const char *mention_name(dg_mention v)
+{
+    return v == DG_MENTION_HOLDS ? "holds" : v == DG_MENTION_NOT ? "does_not_hold" : "absent";
+}
+
+/* A choice over exactly {true, false, null} (a nullable boolean, §3): *t, *fl, *nu
+ * = the options' indices. */
+static int nullable_boolean(const dg_field_plan *f, size_t *t, size_t *fl, size_t *nu)
+{
+    if (f->mode != DG_MODE_CHOICE || f->n_options != 3) return 0;
+    int seen = 0;
+    for (size_t o = 0; o < 3; o++) {
+        json_t *v = json_array_get(f->options, o);
+        if (json_is_true(v)) *t = o, seen |= 1;
+        else if (json_is_false(v)) *fl = o, seen |= 2;
+        else if (json_is_null(v)) *nu = o, seen |= 4;
+    }
+    return seen == 7;
+}
+
+/* Does f compare a value it names ("category_is_audio", "size over 100";
+ * compareprior.h)? Such a field asks what the document writes for K, not whether
+ * it mentions K and V: no mention verdict (an open "is the K V?" is no comparison). */
+static int is_comparison(const dg_field_plan *f)
+{
+    dg_cmp_pred p;
+    return dg_cmp_pred_of(f, &p) && (p.op == DG_CMP_GREATER || p.value[0]);
+}
+
+/* The noul evidence of leaf f without its head: the key prior's yes/no line, the
+ * comparison prior, the count prior, and when none of them judged it and it is no
+ * comparison, the mention prior (*v its verdict). *li / *counted as count_prior_noul. */
+static double noul_evidence(const dg_ckpt *k, const freq *r, const dg_field_plan *f,
+                            int *li, int *counted, dg_mention *v)
+{
+    double l = key_prior_noul(k, r, f);
+    l += dg_cmp_prior(&k->key_prior, f, r->ctx, &r->kv, r->cp_byte);
+    l += count_prior_noul(k, r, f, li, counted);
+    *v = DG_MENTION_NONE;
+    if (l == 0 && !*counted && !is_comparison(f)) l = mention_prior_noul(k, r, f, v);
+    return l;
+}
+
+/* A nullable boolean with the mention prior on: outcome logits from the evidence
+ * alone (mentions.h; the choice head never saw this option set): the stated side
+ * gets |l|, null gets `absent` when nothing names the subject. 0 when no evidence
+ * (the head decides), else 1 with lg filled and *v the mention verdict. */
+static int nullable_boolean_evidence(const dg_ckpt *k, const freq *r, const dg_field_plan *f,
+                                     float *lg, int *li, int *counted, dg_mention *v)
+{
+    size_t t, fl, nu;
+    *v = DG_MENTION_NONE;
+    *li = -1;
+    *counted = 0;
+    if (!k->mention_prior.on || f->depth_items > 0 || !nullable_boolean(f, &t, &fl, &nu))
+        return 0;
+    dg_mention m;
+    double l = noul_evidence(k, r, f, li, counted, &m);
+    if (m == DG_MENTION_ABSENT) l = 0; /* not stated: null, not the closed-world false */
+    if (l == 0 && m != DG_MENTION_ABSENT) return 0;
+    lg[t] = l > 0 ? (float)l : 0.0f;
+    lg[fl] = l < 0 ? (float)-l : 0.0f;
+    lg[nu] = m == DG_MENTION_ABSENT ? (float)k->mention_prior.absent : 0.0f;
+    *v = m;
+    return 1;
+}
+
 /* score: the count prior over a count scale (countprior.h): +bonus to the level
  * holding the counted list's items (no list named, or no level's range holds its
  * count: the heads alone, no `absent`). *li / *on as count_prior_noul; *on = 1
@@ -164,15 +292,16 @@ deg_status dg_fill_decode_decide(const dg_ckpt *k, freq *r, job *j)
     if (f->mode == DG_MODE_NOUL) {
         float l = dg_head_dot(k->h.noul_w, a, k->h.E) + k->h.noul_b[0];
         int li, counted;
-        l += (float)key_prior_noul(k, r, f);
-        l += (float)dg_cmp_prior(&k->key_prior, f, r->ctx, &r->kv, r->cp_byte);
-        l += (float)count_prior_noul(k, r, f, &li, &counted);
+        dg_mention mv;
+        l += (float)noul_evidence(k, r, f, &li, &counted, &mv);
         float lg[2] = {l, 0.0f};
         double p[2];
         dg_softmax(lg, 2, k->temp[DG_T_NOUL], p, NULL);
         L->value = json_boolean(p[0] >= 0.5);
         L->meta = json_pack("{s:s, s:f}", "mode", "decide.noul", "probability", p[0]);
         if (counted) count_meta(L->meta, r, li);
+        if (L->meta && mv != DG_MENTION_NONE)
+            json_object_set_new(L->meta, "mention", json_string(mention_name(mv)));
         dg_fill_raw_digest(k, L->meta, lg, 1, NULL, 0);
         return DEG_OK;
     }
@@ -186,14 +315,21 @@ deg_status dg_fill_decode_decide(const dg_ckpt *k, freq *r, job *j)
         return dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
     }
     dg_head_pointer(&k->h, score, a, j->h, n, lg);
-    int li = -1, counted = 0, written = -1;
-    if (!score) key_prior_choice(k, r, f, lg);
-    else {
+    int li = -1, counted = 0, written = -1, evidence = 0;
+    dg_mention mv = DG_MENTION_NONE;
+    if (!score) {
+        evidence = nullable_boolean_evidence(k, r, f, lg, &li, &counted, &mv);
+        if (!evidence) {
+            key_prior_choice(k, r, f, lg);
+            phrase_prior_choice(k, r, L, f, lg);
+        }
+    } else {
         count_prior_score(k, r, f, lg, &li, &counted);
         written = dg_score_prior(&k->key_prior, f, r->ctx, r->ctx_len, &r->kv, r->cp_byte,
                                  k->temp[DG_T_SCORE], lg);
     }
-    dg_softmax(lg, n, k->temp[score ? DG_T_SCORE : DG_T_CHOICE], p, NULL);
+    /* the evidence logits of a nullable boolean are in noul units (mentions.h) */
+    dg_softmax(lg, n, k->temp[score ? DG_T_SCORE : evidence ? DG_T_NOUL : DG_T_CHOICE], p, NULL);
     size_t b = dg_argmax_d(p, n);
     L->meta = json_pack("{s:s, s:f, s:f, s:o}", "mode", dg_mode_name(f->mode), "probability",
                         p[b], "confidence", dg_confidence(p[b], n), "probabilities",
@@ -212,6 +348,12 @@ deg_status dg_fill_decode_decide(const dg_ckpt *k, freq *r, job *j)
                                 json_integer((json_int_t)f->levels[written]));
     } else {
         L->value = json_deep_copy(json_array_get(f->options, b));
+        if (L->meta && evidence) {
+            json_object_set_new(L->meta, "head", json_false());
+            if (counted) count_meta(L->meta, r, li);
+            if (mv != DG_MENTION_NONE)
+                json_object_set_new(L->meta, "mention", json_string(mention_name(mv)));
+        }
     }
     dg_fill_raw_digest(k, L->meta, lg, n, NULL, 0);
     free(lg);

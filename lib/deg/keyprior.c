@@ -385,6 +385,12 @@ static int is_linking_word(const char *w, size_t n)
 
 int dg_key_phrase_before(const dg_field_plan *f, const char *ctx, size_t b)
 {
+    if (f->depth_items > 0 || f->path.n == 0 || !f->path.seg[f->path.n - 1]) return 0;
+    return dg_key_phrase_before_name(f->path.seg[f->path.n - 1], f->title, ctx, b);
+}
+
+int dg_key_phrase_before_name(const char *seg, const char *title, const char *ctx, size_t b)
+{
     /* the clause before b: back to a line or clause mark, at most DG_KEY_MAX_LEN bytes */
     size_t a = b;
     while (a > 0 && b - a < DG_KEY_MAX_LEN) {
@@ -410,7 +416,7 @@ int dg_key_phrase_before(const dg_field_plan *f, const char *ctx, size_t b)
         const char *p = w + strlen(w);
         for (int words = 0; words < DG_KEY_MAX_WORDS; words++) {
             while (p > w && p[-1] != ' ') p--;
-            if (dg_key_match(f, p) == 2) return 1;
+            if (dg_key_match_name(seg, title, p, 0) == 2) return 1;
             if (p == w) break;
             p--;
         }

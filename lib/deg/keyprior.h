@@ -63,7 +63,8 @@ typedef struct dg_keylines {
 typedef struct dg_key_prior {
     int on;
     double exact, partial;
-    double phrase; /* grammar candidates labelled in running text (dg_key_phrase_before); 0 = off */
+    double phrase; /* grammar candidates and choice options labelled in running text
+                    * (dg_key_phrase_before, fill_decide.c); 0 = off */
     double description; /* keys the field's description names (dg_key_in_description); 0 = off */
     double score; /* score leaves reading a written number or label (scoreprior.h); 0 = off */
     double compare; /* booleans comparing a written value (compareprior.h); 0 = off */
@@ -126,6 +127,10 @@ int dg_key_yes_no(const char *s, size_t n);
  * candidate's, so a label in running text is enough; fields inside arrays never
  * match (dg_key_match). */
 int dg_key_phrase_before(const dg_field_plan *f, const char *ctx, size_t b);
+
+/* The same for a leaf named seg (title may be NULL) wherever it is: the choice phrase
+ * rule (fill_decide.c) reads an array item's leaf inside its item's region. */
+int dg_key_phrase_before_name(const char *seg, const char *title, const char *ctx, size_t b);
 
 /* Units in names: the unit word field f's name ends in, into unit[cap] (cap >
  * DG_KEY_MAX_LEN), when f is a number or integer outside arrays whose normalised

@@ -1,5 +1,6 @@
 """The `deg` command line (run as a subprocess)."""
 import json
+import re
 import shutil
 
 import pytest
@@ -93,6 +94,19 @@ def test_fill_names_the_missing_file(tmp_path):
     assert "No such file" in res.stderr
     res = run_cli("fill", "--context", schema, "--schema", tmp_path / "gone.json", check=False)
     assert res.returncode == 2 and "--schema" in res.stderr and "gone.json" in res.stderr
+
+
+def test_fill_names_the_missing_checkpoint(tmp_path):
+    """A checkpoint that cannot be loaded exits 1 (deg fill --help says so), naming it."""
+    ctx, schema = tmp_path / "c.txt", tmp_path / "s.json"
+    ctx.write_text("Order 4711")
+    schema.write_text('{"type": "object", "properties": {"a": {"type": "boolean"}}}')
+    res = run_cli("fill", "--ckpt", tmp_path / "no-ckpt", "--context", ctx, "--schema", schema,
+                  check=False)
+    assert res.returncode == 1 and "Traceback" not in res.stderr
+    assert "no-ckpt" in res.stderr and res.stdout == ""
+    assert re.search(r"cannot be\s+loaded\s+\(missing,\s+corrupt,\s+another\s+backbone\)\s+exits\s+1",
+                     run_cli("fill", "--help").stdout)
 
 
 def test_fill_limits_flags(tmp_path):

@@ -13,7 +13,9 @@ object array's records (list_prior, libdeg 0.18.0), and a date-time reads the zo
 column named with its verb ("ReleasedOn" = "release", libdeg 0.19.0), and x-generate text
 ends before its first repeated line (deg.json generate_stop_repeat, libdeg 0.19.0), and a
 plain span of capitalised words grows to the whole name (deg.json span_whole_names, libdeg
-0.19.0). Each test also runs the same checkpoint without the rule
+0.19.0), and a boolean reads the clause that names its subject, negated or not, and a
+nullable boolean nothing states is null (deg.json mention_prior, libdeg 0.20.0). Each test
+also runs the same checkpoint without the rule
 (a copy of its directory with the setting removed) where that is a setting, so it can
 fail: the heads alone give another value. The date rule is no setting: libdeg 0.9.0
 answered 2021-12-03T01:32:51Z (assumed_offset) and read the package's author and license
@@ -422,3 +424,34 @@ def test_names_are_not_cut(model, tmp_path):
     cut = deg.load(without(tmp_path, "span_whole_names"), model=model)
     alone = [s["name"] for s in cut.fill(EVENT, EVENT_SCHEMA)["value"]["speakers"]]
     assert alone == ["Bruno", "Hugo", "Ana Kowalski"]
+
+
+# a guesthouse notice in the wording of the hand-written development set of stated booleans
+# (lib/deg/mentions.h): none of datagen's kinds
+HOTEL = ("Seaview Guesthouse, Brighton. Rooms from 70 GBP a night. Breakfast is not included "
+         "(served for 9 GBP). No parking on site. Dogs welcome. Entry is free!")
+HOTEL_SCHEMA = {"type": "object", "properties": {
+    "breakfast_included": {"type": "boolean"},
+    "parking_available": {"type": ["boolean", "null"]},
+    "wifi": {"type": ["boolean", "null"]},
+    "not_free": {"type": "boolean", "description": "the opposite of: free"}}}
+
+
+def test_stated_booleans(model, tmp_path):
+    # lib/deg/mentions.h: a clause naming the field's subject says yes unless negated;
+    # a nullable boolean nothing states is null, on the evidence alone
+    ck = deg.load(deg.default_checkpoint_path(), model=model)
+    got = ck.fill(HOTEL, HOTEL_SCHEMA)
+    assert got["value"] == {"breakfast_included": False, "parking_available": False,
+                            "wifi": None, "not_free": False}
+    meta = got["meta"]
+    assert meta["/breakfast_included"]["mention"] == "does_not_hold"
+    assert meta["/not_free"]["mention"] == "does_not_hold"  # "free" holds
+    assert meta["/wifi"]["mention"] == "absent" and meta["/wifi"]["head"] is False
+    assert meta["/parking_available"]["mode"] == "decide.choice"
+    assert abs(sum(meta["/parking_available"]["probabilities"]) - 1) < 1e-9
+    # without the setting the heads answer every one of them wrong (all true)
+    alone = deg.load(without(tmp_path, "mention_prior"), model=model).fill(HOTEL, HOTEL_SCHEMA)
+    assert alone["value"] == {"breakfast_included": True, "parking_available": True,
+                              "wifi": True, "not_free": True}
+    assert "mention" not in alone["meta"]["/breakfast_included"]

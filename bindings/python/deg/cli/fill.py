@@ -12,7 +12,9 @@ def register(sub):
                        description="Print the §8 response JSON {model, value, meta, usage, "
                        "plan}. Problems with the request or schema are listed as "
                        "{loc, msg} on stderr (exit 2); a FillError exits 3, a work limit "
-                       "(LimitError: --deadline-ms, --max-fields, --max-fork-tokens) 4.")
+                       "(LimitError: --deadline-ms, --max-fields, --max-fork-tokens) 4; a "
+                       "checkpoint or backbone that cannot be loaded (missing, corrupt, "
+                       "another backbone) exits 1, as every deg command's load errors.")
     p.add_argument("--ckpt", help="checkpoint directory (default: the shipped checkpoint, "
                    "DEG_CHECKPOINT or deg.fill module's default_checkpoint_path()) (deg.json + "
                    "heads.safetensors)")
