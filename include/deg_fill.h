@@ -246,7 +246,8 @@ extern "C" {
  * what the yes/no word of its value says ("has_html: false"); clauses that disagree give
  * no verdict; no such clause: absent. It applies only where the key prior's yes/no
  * line, the comparison prior and the count prior all say nothing, and not to a field
- * that compares a value it names ("category_is_audio"). A boolean's logit
+ * that compares a value it names ("category_is_audio") or counts ("OneTimezone":
+ * a subject with a quantity word has none). A boolean's logit
  * gets +b (holds), -b (does not), -a (absent; +a for a negated field), before the
  * calibration temperature; its meta has "mention": "holds" | "does_not_hold" |
  * "absent". A nullable boolean (["boolean", "null"], or a choice over exactly true,

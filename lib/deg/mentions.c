@@ -45,6 +45,11 @@ static const char *const PREDICATE[] = {"allowed", "included", "available", "req
                                         "possible", "supported", "enabled", "present",
                                         "provided", "offered", "accepted", "welcome",
                                         "needed", "permitted", "given"};
+/* a subject holding one of these is a count ("OneTimezone", "multipleTimezones"): the
+ * count prior's business (countprior.h), no mention */
+static const char *const QUANTITY[] = {"one", "two", "three", "single", "multiple", "several",
+                                       "many", "more", "most", "less", "least", "each",
+                                       "every", "all", "both", "only", "sole"};
 static const char *const NEGATION[] = {"no", "not", "non", "none", "never", "without", "nor",
                                        "cannot", "neither", "false"};
 
@@ -60,7 +65,8 @@ static int subject_of(const char *t, subject *s)
     for (const char *p = t; *p;) {
         const char *e = strchr(p, ' ');
         size_t n = e ? (size_t)(e - p) : strlen(p);
-        if (in_list(p, n, NEGATION, N_OF(NEGATION))) return 0; /* "licenseNotMentioned" */
+        if (in_list(p, n, NEGATION, N_OF(NEGATION)) || in_list(p, n, QUANTITY, N_OF(QUANTITY)))
+            return 0; /* "licenseNotMentioned", "OneTimezone" */
         if (!in_list(p, n, LINKING, N_OF(LINKING)) && !in_list(p, n, PREDICATE, N_OF(PREDICATE))) {
             if (n < 3 || s->n == DG_MENTION_MAX_WORDS) return 0;
             for (size_t i = 0; i < n; i++)

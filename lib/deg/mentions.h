@@ -22,8 +22,10 @@
  * accepted, welcome, needed, permitted, given: "Sorry, no pets." names pets_allowed).
  * The name's subject, else the title's (a name like "p1" titled "Pets allowed").
  * No subject word left, one shorter than 3 bytes, one with a digit, a negation word
- * inside the name ("licenseNotMentioned"), or more than DG_MENTION_MAX_WORDS: no
- * verdict.
+ * inside the name ("licenseNotMentioned"), a quantity word (one, two, three, single,
+ * multiple, several, many, more, most, less, least, each, every, all, both, only, sole:
+ * "OneTimezone" counts, the count prior's question; test100's zone files read "absent"
+ * for it, wrongly), or more than DG_MENTION_MAX_WORDS: no verdict.
  * Clauses: the context split at . ! ? ; : , ( ) [ ] | = TAB LF, at " - " and at the word
  * "but". A clause names the subject when each subject word is one of its words (ASCII
  * case folded, number folded as the key prior folds names: "prerequisite" =

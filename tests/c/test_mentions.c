@@ -73,6 +73,9 @@ Test(mentions, verdicts)
         {"commented", NULL, "Comments: not allowed", DG_MENTION_HOLDS, 0}, /* a label: value not yes/no */
         /* a negation inside the name: no subject */
         {"licenseNotMentioned", NULL, "The license is GPL.", DG_MENTION_NONE, 0},
+        /* a count is no mention */
+        {"OneTimezone", NULL, "one timezone", DG_MENTION_NONE, 0},
+        {"multipleTimezones", NULL, "Timezones: several", DG_MENTION_NONE, 0},
         {"resolved", NULL, "", DG_MENTION_ABSENT, 0},
     };
     for (size_t i = 0; i < sizeof C / sizeof C[0]; i++) {
