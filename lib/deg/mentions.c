@@ -103,6 +103,15 @@ static int is_word_byte(unsigned char c)
     return isalnum(c) || c >= 0x80;
 }
 
+/* A cheap necessary test before the number-folded compare (run per word of the
+ * context): folding only trims a word's end (at most "ies" -> "y", then 'e', 's', 'd'),
+ * so the first letters agree and the lengths differ by at most 4 bytes. */
+static int could_name(const char *lw, size_t n, const char *sw)
+{
+    size_t m = strlen(sw);
+    return lw[0] == sw[0] && (n > m ? n - m : m - n) <= 4;
+}
+
 /* Does clause word [w, w + n) name subject word sw? 1 as it is, 2 after a negating
  * prefix "un"/"non", 0 no. */
 static int names_word(const char *w, size_t n, const char *sw)
@@ -111,9 +120,11 @@ static int names_word(const char *w, size_t n, const char *sw)
     if (n == 0 || n > DG_KEY_MAX_LEN) return 0;
     for (size_t i = 0; i < n; i++) lw[i] = (char)tolower((unsigned char)w[i]);
     lw[n] = 0;
-    if (dg_key_match_name(sw, NULL, lw, 1) == 2) return 1;
+    if (could_name(lw, n, sw) && dg_key_match_name(sw, NULL, lw, 1) == 2) return 1;
     size_t skip = strncmp(lw, "non", 3) == 0 ? 3 : strncmp(lw, "un", 2) == 0 ? 2 : 0;
-    if (skip && n - skip >= 3 && dg_key_match_name(sw, NULL, lw + skip, 1) == 2) return 2;
+    if (skip && n - skip >= 3 && could_name(lw + skip, n - skip, sw) &&
+        dg_key_match_name(sw, NULL, lw + skip, 1) == 2)
+        return 2;
     return 0;
 }
 
