@@ -129,7 +129,20 @@ extern "C" {
  * written empty ("-", "", JSON null) or, in a JSON/YAML record (or a short
  * row), not written while other records write that column (libdeg 0.14.0:
  * never another member of the record); the meta then also has "list_table":
- * true ("list_key" is the table's caption, "" when none). With "by_anchor": true a plain array no
+ * true ("list_key" is the table's caption, "" when none). Also tables (libdeg
+ * 0.21.0): numbered INI sections ("[services.1]" ... each section's "key = value"
+ * lines one record, key "services") and TOML's "[[services]]"; headerless tables
+ * (no column names): a paragraph of TAB-separated rows of 3+ parts, or of rows
+ * aligned in columns by TABs or 2+ spaces ("uucp   540/tcp   uucpd  # comment":
+ * a trailing '#' comment left out, "540/tcp" two cells; '#' lines skipped), taken
+ * by its caption's name or as the text's only headerless table; each value is one
+ * whole cell. Properties no column names (every one in a headerless table) take
+ * the free columns the heads' pooled choices over all records point to, one column
+ * each, the same in every record, required properties on columns every record
+ * writes (lib/deg/fill_columns.c); the meta then has "list_columns": {property:
+ * column} (a headerless column's 0-based position, a named column's key, null:
+ * none, read as null). A field outside a headerless table's records reads inside one
+ * cell of it or no part of it (never across a column gap). With "by_anchor": true a plain array no
  * key names is anchored too and takes the list holding the anchor head's best
  * token, if any. Under uniqueItems a repeated item text is anchored once; a list
  * shorter than minItems is not used (the heads' anchors are). The array's meta
@@ -255,7 +268,12 @@ extern "C" {
  * alone, the choice head dropped (meta "head": false; it was never trained on that
  * option set): logits b on the stated side (or the other priors' noul term), a on null
  * when absent, 0 elsewhere, at the noul temperature; without evidence the head
- * decides as before. English words only. b, a: numbers in [0, 1e6]. */
+ * decides as before. English words only. b, a: numbers in [0, 1e6].
+ * Since 0.21.0 a "has X" boolean (the count prior's "any X") that no list of X and no
+ * "Has X: yes/no" line tells about takes the verdict of the clauses of running text
+ * naming X instead of the count prior's 0-items answer (+/-b, meta "mention"; labels
+ * and "key=value" values are no such clauses: "RemainAfterExit=on" says nothing of
+ * After=); none: the count prior's answer. */
 typedef struct deg_ckpt deg_ckpt;
 
 /* Write a fresh checkpoint to dir (created if missing; files replaced) for the

@@ -84,9 +84,12 @@ void dg_fill_prepare(const dg_ckpt *k, freq *r, const char *text, size_t len)
     if (r->st != DEG_OK) return;
     st = dg_fill_trunk(k, r);
     if (st == DEG_OK && k->key_prior.on) st = dg_keylines_scan(r->ctx, r->ctx_len, &r->kv);
-    if (st == DEG_OK && ((r->list_bonus > 0 && dg_lists_wanted(r->plan)) ||
+    /* with the list prior on, the lists also say where a headerless table's cells are
+     * (dg_fill_cell_map: a field outside the table reads inside one of its cells) */
+    if (st == DEG_OK && ((r->list_bonus > 0 && (!r->trace || dg_lists_wanted(r->plan))) ||
                          (k->count_prior.on && dg_count_wanted(r->plan))))
         st = dg_lists_scan(r->ctx, r->ctx_len, &r->lists);
+    if (st == DEG_OK && r->list_bonus > 0 && !r->trace) st = dg_fill_cell_map(r);
     if (st == DEG_OK && (k->span_single_line || k->span_single_sentence))
         st = dg_fill_line_tables(r);
     if (st == DEG_OK && k->span_single_sentence) st = dg_fill_sentence_table(r);
@@ -131,7 +134,8 @@ static deg_status fill_anchors(const dg_ckpt *k, freq *reqs, job *j, jobs *next)
     return request_status(r, s, r->plan->arrays[r->insts[j->target].array].schema_loc);
 }
 
-static const round_ops fill_round = {.decoded = fill_decoded, .anchors = fill_anchors};
+static const round_ops fill_round = {
+    .prepare = dg_fill_table_columns, .decoded = fill_decoded, .anchors = fill_anchors};
 
 static deg_status fill_run(deg_ckpt *k, freq *reqs, size_t n)
 {

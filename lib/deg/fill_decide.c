@@ -155,19 +155,22 @@ static double key_prior_noul(const dg_ckpt *k, const freq *r, const dg_field_pla
 
 /* noul: the count prior (countprior.h): +bonus when the lists of the context say the
  * field's predicate holds, -bonus when not, as for 0 items +/-absent when none tells.
- * *li: the list that told (-1: none); *on: the prior applied (meta says so). */
+ * *li: the list that told (-1: none); *on: the prior applied (meta says so);
+ * *any_untold: an "any X" predicate ("has X") none told. */
 static double count_prior_noul(const dg_ckpt *k, const freq *r, const dg_field_plan *f,
-                               int *li, int *on)
+                               int *li, int *on, int *any_untold)
 {
     dg_count_pred p[3];
     size_t np = k->count_prior.on ? dg_count_preds_of(f, p) : 0;
     int v = -1;
     *li = -1;
     *on = 0;
+    *any_untold = 0;
     for (size_t i = 0; i < np && v < 0; i++)
         v = dg_count_judge(&r->lists, r->ctx, r->cp_byte, &p[i], li);
     double w = v >= 0 ? k->count_prior.bonus : k->count_prior.absent;
     if (np == 0 || w <= 0) return 0.0;
+    *any_untold = v < 0 && p[0].op == DG_COUNT_ANY;
     if (v < 0) v = dg_count_holds(p[0].op, 0);
     *on = 1;
     return v ? w : -w;
@@ -220,15 +223,30 @@ static int is_comparison(const dg_field_plan *f)
 }
 
 /* The noul evidence of leaf f without its head: the key prior's yes/no line, the
- * comparison prior, the count prior, and when none of them judged it and it is no
- * comparison, the mention prior (*v its verdict). *li / *counted as count_prior_noul. */
+ * comparison prior, the count prior (a "has X" it found no list for: the mention
+ * prior's verdict on running text instead, when it has one), and when none of them
+ * judged it and it is no comparison, the mention prior (*v its verdict). *li /
+ * *counted as count_prior_noul. */
 static double noul_evidence(const dg_ckpt *k, const freq *r, const dg_field_plan *f,
                             int *li, int *counted, dg_mention *v)
 {
+    int untold;
     double l = key_prior_noul(k, r, f);
     l += dg_cmp_prior(&k->key_prior, f, r->ctx, &r->kv, r->cp_byte);
-    l += count_prior_noul(k, r, f, li, counted);
+    double c = count_prior_noul(k, r, f, li, counted, &untold);
     *v = DG_MENTION_NONE;
+    if (untold && k->mention_prior.on && !is_comparison(f)) {
+        /* "has X" with no list of X and no "Has X:" line: the count prior's answer is
+         * the closed-world 0 items; a sentence that says X holds (or not) tells more
+         * ("Sunny flat with a balcony." for has_balcony; libdeg 0.21.0). Running text
+         * only: "RemainAfterExit=on" is no statement about After= */
+        dg_mention m = dg_mention_judge_prose(f, r->ctx, r->ctx_len, NULL);
+        if (m == DG_MENTION_HOLDS || m == DG_MENTION_NOT) {
+            c = m == DG_MENTION_HOLDS ? k->mention_prior.bonus : -k->mention_prior.bonus;
+            *v = m;
+        }
+    }
+    l += c;
     if (l == 0 && !*counted && !is_comparison(f)) l = mention_prior_noul(k, r, f, v);
     return l;
 }
@@ -240,7 +258,7 @@ static double noul_evidence(const dg_ckpt *k, const freq *r, const dg_field_plan
 static int nullable_boolean_evidence(const dg_ckpt *k, const freq *r, const dg_field_plan *f,
                                      float *lg, int *li, int *counted, dg_mention *v)
 {
-    size_t t, fl, nu;
+    size_t t = 0, fl = 0, nu = 0;
     *v = DG_MENTION_NONE;
     *li = -1;
     *counted = 0;

@@ -280,9 +280,8 @@ static size_t grammar_cands(const freq *r, const dg_field_plan *f, const size_t 
     return f->mode == DG_MODE_DATE ? fullest_dates(cs, n_c) : n_c;
 }
 
-/* Value of the span [s, e) for leaf f, or NULL with *reason set. */
-static json_t *span_value(const freq *r, const dg_field_plan *f, const json_t *schema, size_t s,
-                          size_t e, const char **reason, int *assumed)
+json_t *dg_fill_span_value(const freq *r, const dg_field_plan *f, const json_t *schema, size_t s,
+                           size_t e, const char **reason, int *assumed)
 {
     const char *txt = r->ctx + r->cp_byte[s];
     size_t len = r->cp_byte[e] - r->cp_byte[s];
@@ -513,7 +512,8 @@ static int cand_span(const dg_ckpt *k, const freq *r, const leaf *L, int typed,
     int whole = rc && r->lists.p[r->insts[L->inst].list1 - 1].table == DG_TABLE_HEADERLESS;
     *s = c->s;
     *e = c->e;
-    if (typed) return !rc || record_span(r, item, rc, nf, cell, whole, s, e);
+    if (typed) return rc ? record_span(r, item, rc, nf, cell, whole, s, e)
+                         : dg_fill_cell_span_ok(r, *s, *e);
     size_t s0 = r->tok_cp0[c->s], e0 = r->tok_cp1[c->e];
     if (rc && !record_span(r, item, rc, nf, cell, whole, &s0, &e0)) return 0;
     if (e0 <= s0) return 0;
@@ -523,7 +523,7 @@ static int cand_span(const dg_ckpt *k, const freq *r, const leaf *L, int typed,
     }
     if (*e <= *s || !span_rules_ok(k, r, L, *s, *e)) return 0;
     if (k->span_whole_names && !rc) whole_name(k, r, L, item, s, e);
-    return 1;
+    return rc || dg_fill_cell_span_ok(r, *s, *e);
 }
 
 /* A required, non-nullable leaf without a value: failed (its item is dropped, a
@@ -569,7 +569,7 @@ static void distinct_alt(const dg_ckpt *k, const freq *r, leaf *L, const json_t 
         if (list_item == 2 && cs[i].lp == -INFINITY) continue; /* outside its list item */
         if (!cand_span(k, r, L, typed, rc, item, cell, &cs[i], &s, &e) || (s < be && bs < e))
             continue;
-        json_t *v = span_value(r, f, schema, s, e, &why, &as);
+        json_t *v = dg_fill_span_value(r, f, schema, s, e, &why, &as);
         if (v && as) {
             json_decref(v);
             continue;
@@ -656,7 +656,7 @@ deg_status dg_fill_decode_extract(const dg_ckpt *k, freq *r, job *j)
             continue;
         const char *reason = NULL;
         int as = 0;
-        json_t *v = span_value(r, f, schema, s, e, &reason, &as);
+        json_t *v = dg_fill_span_value(r, f, schema, s, e, &reason, &as);
         if (v) {
             best = v;
             bs = s;

@@ -12,6 +12,8 @@
  *   fill_decide.c    decide-head decoding (choice, score, noul) + key prior
  *   fill_extract.c   extract-head decoding (spans, candidates, null decision)
  *   fill_arrays.c    counts, anchors (§12.6), drops, renumbered pointers
+ *   fill_columns.c   the column each free property of a table's records reads, and
+ *                    the headerless cells spans outside them keep to
  *   fill_generate.c  the generate phase (§7.3)
  *   fill_response.c  response assembly (§8)
  *   fill_trace.c     the training trace (dg_fill_trace)
@@ -56,6 +58,8 @@ typedef struct inst {       /* one array instance */
     size_t *rec_cell;       /* [n_items * n_fields] when from_list on a table: the cell
                              * each leaf of item i reads (dg_lists_record_cells), once
                              * per record rather than per span candidate */
+    int columns_set;        /* a table's free columns chosen (fill_columns.c) */
+    json_t *table_col;      /* then {property: column} for the free properties, or NULL */
     int list_probe;         /* by_anchor: no list by name; the anchor head's best token may pick one */
     size_t r0, r1;          /* region: context tokens [r0, r1) (every instance has one) */
     size_t *anchor;         /* [n_items] anchor tokens, ascending */
@@ -131,6 +135,9 @@ typedef struct freq {
     int list_by_anchor;     /* list prior: unnamed plain arrays anchor and may take the
                              * list under the anchor head's best token */
     dg_lists lists;         /* lists of the context (list prior on) */
+    uint32_t *hl_cell;      /* [n_cp] or NULL (no headerless table): 1 + the headerless
+                             * table cell holding code point cp, UINT32_MAX between a
+                             * row's cells, 0 elsewhere (dg_fill_cell_map) */
     size_t *tok_cp0, *tok_cp1; /* per context token: code point range it covers */
     size_t *cp_tok;         /* per code point: the context token holding its first byte */
     size_t *cp_byte;        /* per code point: byte offset (n_cp + 1 entries) */
@@ -174,6 +181,9 @@ typedef struct round_ops {
     size_t (*select)(const freq *reqs, jobs *J);
     /* Job j of the round (ran: it was run), in job order; may queue next-round jobs. */
     deg_status (*decoded)(const dg_ckpt *k, freq *reqs, job *j, int ran, jobs *next);
+    /* Once the round's jobs have run, before any is decoded (NULL: nothing): what
+     * one job's decoding needs from its siblings' rows. */
+    deg_status (*prepare)(const dg_ckpt *k, freq *reqs, const job *J, size_t n);
     /* Each anchor job, once every job of the round is decoded. */
     deg_status (*anchors)(const dg_ckpt *k, freq *reqs, job *j, jobs *next);
     /* Each job again after the anchors (NULL: nothing). */
@@ -266,6 +276,22 @@ deg_status dg_fill_decode_extract(const dg_ckpt *k, freq *r, job *j);
 /* A leaf's own constraints (+ format) as a schema (new reference; NULL on OOM): the
  * extract candidate filter and the CONSTRAINTS line of its fork (sorted keys). */
 json_t *dg_fill_leaf_schema(const dg_field_plan *f);
+/* The value of code points [s, e) for leaf f (schema: dg_fill_leaf_schema's), or
+ * NULL with *reason set; *assumed: a date read with an assumed offset. */
+json_t *dg_fill_span_value(const freq *r, const dg_field_plan *f, const json_t *schema, size_t s,
+                           size_t e, const char **reason, int *assumed);
+/* Headerless tables (fill_columns.c): the column each extract property of a headerless
+ * table's records reads, chosen from the heads' pooled choices over the round's jobs J[n]
+ * (their rows run), written into the instance's rec_cell. Errors: DEG_ERR_NOMEM. */
+deg_status dg_fill_table_columns(const dg_ckpt *k, freq *reqs, const job *J, size_t n);
+/* r->hl_cell from r->lists (fill_columns.c): left NULL without a headerless table.
+ * Errors: DEG_ERR_NOMEM. */
+deg_status dg_fill_cell_map(freq *r);
+/* Code points [s, e) may be a value read outside a table's records: they hold no
+ * part of a headerless table row, or lie inside one cell of one (a data row's values
+ * are in its cells: "first service" is never "dcap   22125/tcp"; "fch" of the cell
+ * "fch fchk" is an extension). */
+int dg_fill_cell_span_ok(const freq *r, size_t s, size_t e);
 deg_status dg_fill_decode_anchor(const dg_ckpt *k, freq *r, job *j);
 void dg_fill_decode_anchor_count(const dg_ckpt *k, freq *r, job *j);
 deg_status dg_fill_decode_count(const dg_ckpt *k, freq *r, job *j);

@@ -65,6 +65,8 @@ deg_status dg_fill_assemble(const dg_ckpt *k, freq *r, json_t **response)
                 const dg_list *L = &r->lists.p[I->list1 - 1];
                 json_object_set_new(em, "list_key", json_string(L->key));
                 if (L->table) json_object_set_new(em, "list_table", json_true());
+                if (I->table_col) /* the column each free property read (fill_columns.c) */
+                    json_object_set(em, "list_columns", I->table_col);
             }
             if (I->raw) json_object_update(em, I->raw);
             json_object_set_new(e, "meta", em);

@@ -111,9 +111,9 @@ static deg_status run_jobs(const dg_ckpt *k, freq *reqs, job *J, size_t n)
 }
 
 /* THE round loop (§12.1): from the jobs of round 0 in *J, while jobs remain: run
- * the selected jobs as fork batches (run_jobs), hand each job to ops->decoded,
- * each anchor job to ops->anchors, each job to ops->after, and go on with the
- * jobs they queued. *J is freed. */
+ * the selected jobs as fork batches (run_jobs), hand them to ops->prepare, each job
+ * to ops->decoded, each anchor job to ops->anchors, each job to ops->after, and go
+ * on with the jobs they queued. *J is freed. */
 deg_status dg_fill_rounds(const dg_ckpt *k, freq *reqs, jobs *J, const round_ops *ops)
 {
     deg_status st = DEG_OK;
@@ -121,6 +121,7 @@ deg_status dg_fill_rounds(const dg_ckpt *k, freq *reqs, jobs *J, const round_ops
         size_t nrun = ops->select ? ops->select(reqs, J) : J->n;
         st = run_jobs(k, reqs, J->p, nrun);
         jobs next = {0};
+        if (st == DEG_OK && ops->prepare) st = ops->prepare(k, reqs, J->p, nrun);
         for (size_t q = 0; q < J->n && st == DEG_OK; q++)
             st = ops->decoded(k, reqs, &J->p[q], q < nrun, &next);
         for (size_t q = 0; q < J->n && st == DEG_OK; q++)

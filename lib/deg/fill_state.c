@@ -197,6 +197,7 @@ void dg_fill_clear(freq *r)
         free(r->insts[i].anchor);
         free(r->insts[i].list_idx);
         free(r->insts[i].rec_cell);
+        json_decref(r->insts[i].table_col);
         free(r->insts[i].alog);
         free(r->insts[i].gold_idx);
         json_decref(r->insts[i].raw);
@@ -224,6 +225,7 @@ void dg_fill_clear(freq *r)
     free(r->nb_next);
     free(r->nb_prev);
     free(r->se_pre);
+    free(r->hl_cell);
     deg_request_free(r->rq);
     json_decref(r->errors);
 }

@@ -114,6 +114,36 @@ static size_t count_parts(const char *s, size_t b, size_t e)
     return n;
 }
 
+/* An item written "X (a, b, c)" - a name, then its details in parentheses, parts
+ * between ", " (libdeg 0.21.0; "http-alt (8080, tcp, webcache)", "libc6 (>= 2.14)") -
+ * as the cells X, a, b, c of the item just added (at most 16; no parenthesis inside
+ * the details, nothing after them). Why: prose writes a record this way, and each
+ * property read the whole item or a run over its commas (datagen-v2 val services,
+ * prose and e-mail layouts: "http-alt (8080, tcp" for the name). */
+static deg_status paren_cells(dg_lscan *S, size_t lb, size_t lcp, size_t b, size_t e)
+{
+    const char *s = S->ctx;
+    while (e > b && (s[e - 1] == ' ' || s[e - 1] == '.')) e--;
+    if (e - b < 4 || s[e - 1] != ')') return DEG_OK;
+    const char *op = memchr(s + b, '(', e - b);
+    size_t o = op ? (size_t)(op - s) : e;
+    if (o <= b + 1 || s[o - 1] != ' ' || memchr(s + o + 1, '(', e - 1 - (o + 1)) ||
+        memchr(s + b, ')', o - b))
+        return DEG_OK;
+    size_t n = 1;
+    for (size_t i = o + 1; i + 1 < e - 1; i++) n += s[i] == ',' && s[i + 1] == ' ';
+    if (n > 16) return DEG_OK;
+    DG_TRY(dg_lscan_cell(S, b, b, lb, lcp, b, o - 1));
+    for (size_t p0 = o + 1; p0 < e - 1;) {
+        size_t p1 = p0;
+        while (p1 + 1 < e - 1 && !(s[p1] == ',' && s[p1 + 1] == ' ')) p1++;
+        if (p1 + 1 >= e - 1) p1 = e - 1;
+        DG_TRY(dg_lscan_cell(S, p0, p0, lb, lcp, p0, p1));
+        p0 = p1 < e - 1 ? p1 + 2 : e;
+    }
+    return DEG_OK;
+}
+
 /* The parts of list item [b, e) (its line at byte lb = code point lcp) as cells
  * of the item just added, when it has two to 17 (part_sep; more is a run of
  * text, not a record an object maps part by part): a "Key: value" part is a cell
@@ -124,7 +154,8 @@ static deg_status item_cells(dg_lscan *S, size_t lb, size_t lcp, size_t b, size_
 {
     const char *s = S->ctx;
     size_t n = count_parts(s, b, e);
-    if (n == 0 || n > 16) return DEG_OK;
+    if (n == 0) return paren_cells(S, lb, lcp, b, e);
+    if (n > 16) return DEG_OK;
     for (size_t p0 = b; p0 < e;) {
         size_t p1 = p0, w = 0;
         while (p1 < e && !(w = part_sep(s, p1, e))) p1++;
@@ -204,7 +235,8 @@ static deg_status add_blank_separated(dg_lscan *S, size_t lb, size_t lcp, size_t
 }
 
 /* Items of a delimited value [v0, v1): split at ';' when it has one, else at ','
- * with the last part split once more at a conjunction ("a, b and c"; a value
+ * (never inside parentheses, 0.21.0; an item's "X (a, b)" parts are its cells:
+ * paren_cells) with the last part split once more at a conjunction ("a, b and c"; a value
  * without commas: "Utility and TextEditor"); a value with neither splits at
  * blanks when its parts are identifiers (add_blank_separated). */
 static deg_status add_delimited(dg_lscan *S, size_t lb, size_t lcp, size_t v0, size_t v1)
@@ -213,19 +245,23 @@ static deg_status add_delimited(dg_lscan *S, size_t lb, size_t lcp, size_t v0, s
     char d = memchr(s + v0, ';', v1 - v0) ? ';' : ',';
     size_t b = v0;
     size_t c0, c1;
-    for (size_t i = v0; i <= v1; i++)
-        if (i == v1 || s[i] == d) {
+    int depth = 0; /* inside parentheses: "a (1, 2), b" splits after ")" only */
+    for (size_t i = v0; i <= v1; i++) {
+        if (i < v1 && s[i] == '(') depth++;
+        if (i < v1 && s[i] == ')' && depth > 0) depth--;
+        if (i == v1 || (s[i] == d && depth == 0)) {
             if (i == v1 && d == ',' && find_conj(s, b, i, &c0, &c1)) {
-                DG_TRY(dg_lscan_item(S, lb, lcp, b, c0, NULL));
+                DG_TRY(add_item(S, lb, lcp, b, c0));
                 b = c1;
             } else if (i == v1 && b == v0) {
                 int done;
                 DG_TRY(add_blank_separated(S, lb, lcp, v0, v1, &done));
                 if (done) return DEG_OK;
             }
-            DG_TRY(dg_lscan_item(S, lb, lcp, b, i, NULL));
+            DG_TRY(add_item(S, lb, lcp, b, i));
             b = i + 1;
         }
+    }
     return DEG_OK;
 }
 
@@ -742,7 +778,7 @@ int dg_lists_match(const dg_lists *ls, const dg_plan *P, size_t a)
         int c = 0;
         if (L->table == DG_TABLE_HEADERLESS) {
             if (plain) continue;
-            if (!L->key[0] && n_lone++ == 0) lone = (int)i;
+            if (n_lone++ == 0) lone = (int)i; /* captioned or not (a '#' comment above) */
         } else if (L->table && (plain || (c = table_columns(ls, P, A, L)) == 0)) {
             continue;
         }

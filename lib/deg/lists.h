@@ -76,10 +76,18 @@
  *   zones", "<h2>Releases</h2>", "Currencies:"), the member's key for JSON,
  *   the bullets' key line for YAML, else "" (no name). Tables add lists; the
  *   lines stay key lines too ("| Country | Benin |" rows);
- *   - headerless TSV (libdeg 0.18.0): a paragraph (blank lines or the text's ends
- *     around it) of lines with 3+ non-empty TAB-separated parts each, none a '#'
- *     comment ("NI<TAB>+1209-08617<TAB>America/Managua"): its cells have no
- *     column name (DG_TABLE_HEADERLESS);
+ *   - INI sections (libdeg 0.21.0): consecutive numbered section headers of one
+ *     base name ("[services.1]", "[services 2]") or TOML's "[[services]]", each
+ *     section's "key = value" lines one record under the base name;
+ *   - headerless TSV (libdeg 0.18.0): a paragraph (blank or '#' comment lines, or the
+ *     text's ends, around it; '#' lines inside skipped, 0.21.0) of lines with 3+
+ *     non-empty TAB-separated parts each ("NI<TAB>+1209-08617<TAB>America/Managua"),
+ *     or (0.21.0) of rows aligned in columns: parts between TAB runs or 2+ spaces,
+ *     a trailing '#' comment left out, "540/tcp" as two cells, at least two rows of
+ *     2+ parts and at least half of them (the others one blank-free part: a
+ *     mime.types type without extensions); no key line, bullet, markup line or prose
+ *     sentence among them (tables.c aligned_row): its cells have no column name
+ *     (DG_TABLE_HEADERLESS);
  * and every other list under the same normalised key (keyprior.h) is one list, in
  * document order: repeated "Requires: x" / "Format: HTML" lines are one list.
  * Key lines follow dg_keyline_split (keyprior.h). Anchoring (fill_arrays.c): the
@@ -154,8 +162,9 @@ int dg_lists_wanted(const dg_plan *P);
  * to the caption's match by name as above, then more rows, then the first, before
  * any list by name alone; a plain array never takes a table. A headerless table
  * (no column names) is taken by its caption's name like a list, else, when nothing
- * else matches, as the text's only headerless table without a caption: a data
- * file's rows are the objects a lone object array asks for. */
+ * else matches, as the text's only headerless table (captioned or not, 0.21.0: a
+ * '#' comment above reads as a caption): a data file's rows are the objects a lone
+ * object array asks for. */
 int dg_lists_match(const dg_lists *ls, const dg_plan *P, size_t a);
 
 /* The cell of item `item` (an index into ls->item) under the column named by

@@ -189,13 +189,18 @@ static int label_value(const char *s, size_t len, size_t i)
     return e > w ? dg_key_yes_no(s + w, e - w) : -1;
 }
 
-static dg_mention judge_subject(const subject *sub, int negated, const char *ctx, size_t len)
+/* prose: only clauses of running text count, not a label (a clause ending at ':', '=',
+ * '|' or TAB) nor a "key=value" value ("RemainAfterExit=on" names no "after"). */
+static dg_mention judge_subject(const subject *sub, int negated, const char *ctx, size_t len,
+                                int prose)
 {
     int verdict = -1;
     size_t b = 0;
     for (size_t i = 0; i <= len; i++) {
         size_t blen = 0;
         if (i < len && !boundary_at(ctx, len, i, &blen)) continue;
+        if (prose && i > b && ((i < len && strchr(":=|\t", ctx[i])) || (b > 0 && ctx[b - 1] == '=')))
+            b = i; /* skipped: the clause starts after this boundary (set below) */
         if (i > b) {
             int v = judge_clause(ctx, b, i, sub);
             if (v >= 0) {
@@ -220,10 +225,11 @@ dg_mention dg_mention_judge_name(const char *name, const char *description, cons
     if (negated) *negated = 0;
     if (!name || !field_subject(name, description, &sub, &neg)) return DG_MENTION_NONE;
     if (negated) *negated = neg;
-    return judge_subject(&sub, neg, ctx, len);
+    return judge_subject(&sub, neg, ctx, len, 0);
 }
 
-dg_mention dg_mention_judge(const dg_field_plan *f, const char *ctx, size_t len, int *negated)
+static dg_mention judge_field(const dg_field_plan *f, const char *ctx, size_t len, int *negated,
+                              int prose)
 {
     subject sub;
     int neg;
@@ -235,5 +241,16 @@ dg_mention dg_mention_judge(const dg_field_plan *f, const char *ctx, size_t len,
         !(f->title && field_subject(f->title, f->description, &sub, &neg)))
         return DG_MENTION_NONE;
     if (negated) *negated = neg;
-    return judge_subject(&sub, neg, ctx, len);
+    return judge_subject(&sub, neg, ctx, len, prose);
+}
+
+dg_mention dg_mention_judge(const dg_field_plan *f, const char *ctx, size_t len, int *negated)
+{
+    return judge_field(f, ctx, len, negated, 0);
+}
+
+dg_mention dg_mention_judge_prose(const dg_field_plan *f, const char *ctx, size_t len,
+                                  int *negated)
+{
+    return judge_field(f, ctx, len, negated, 1);
 }

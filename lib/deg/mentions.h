@@ -88,6 +88,12 @@ deg_status dg_mention_prior_load(const json_t *v, const char *jpath, dg_mention_
  * (ABSENT then means "holds" for its value). O(len x subject words). */
 dg_mention dg_mention_judge(const dg_field_plan *f, const char *ctx, size_t len, int *negated);
 
+/* dg_mention_judge over the clauses of running text only (libdeg 0.21.0): a label
+ * ("Balcony:", "| Has comments |") or a "key=value" value is no clause. Used for a
+ * "has X" boolean the count prior found no list for (fill_decide.c). */
+dg_mention dg_mention_judge_prose(const dg_field_plan *f, const char *ctx, size_t len,
+                                  int *negated);
+
 /* The verdict of a field named by raw name (and description, may be NULL): the same
  * rule without a plan (tests and tools). */
 dg_mention dg_mention_judge_name(const char *name, const char *description, const char *ctx,

@@ -1,6 +1,7 @@
 /* tables.c - tables of a context read as records whose values stand under column
  * names (lists.h "tables"): pipe (Markdown, ASCII grid), HTML, CSV/TSV, JSON arrays
- * of objects and YAML lists of maps, and headerless TSV paragraphs (no names). Each
+ * of objects, YAML lists of maps and numbered INI sections, and headerless TSV or
+ * aligned-column paragraphs (no names). Each
  * table is one list of the list prior: its records are the items (first to last
  * cell), each with its cells.
  *
@@ -584,9 +585,89 @@ static deg_status yaml_table(dg_lscan *S, size_t b, size_t e, size_t cp, size_t 
     return DEG_OK;
 }
 
+/* Section header line [b, e) of an INI or TOML file naming one record of a set:
+ * "[services.1]", "[services 2]", "[host-3]" (a base name, then '.', ' ', '-' or '_'
+ * and a number) or "[[services]]" (TOML's array of tables): 1 with the base name's
+ * bytes [*k0, *k1). */
+static int section_header(const char *s, size_t b, size_t e, size_t *k0, size_t *k1)
+{
+    trim(s, &b, &e);
+    if (e - b < 3 || s[b] != '[' || s[e - 1] != ']') return 0;
+    int toml = e - b >= 5 && s[b + 1] == '[' && s[e - 2] == ']';
+    size_t x = b + 1 + (size_t)toml, y = e - 1 - (size_t)toml;
+    for (size_t i = x; i < y; i++)
+        if (s[i] == '[' || s[i] == ']' || s[i] == '=') return 0;
+    if (!toml) {
+        size_t d = y;
+        while (d > x && isdigit((unsigned char)s[d - 1])) d--;
+        if (d == y || d <= x + 1 || !strchr(". -_", s[d - 1])) return 0;
+        y = d - 1;
+    }
+    trim(s, &x, &y);
+    if (x >= y) return 0;
+    *k0 = x;
+    *k1 = y;
+    return 1;
+}
+
+/* Numbered INI sections or a TOML array of tables (libdeg 0.21.0): consecutive
+ * section headers with one base name (section_header), each section's "key = value"
+ * (or "key: value") lines one record, its keys the columns; the table's key is the
+ * base name ("[services.1]" ... -> "services"); blank and '#'/';' comment lines
+ * between; the table ends at a section of another name or a line that is neither.
+ * Why: datagen's INI layout writes an array of objects this way, and the heads read
+ * its key lines as loose values (datagen-v2 val services, INI: 25 of 81 fields). */
+static deg_status ini_table(dg_lscan *S, size_t b, size_t e, size_t cp, size_t *skip, int *got)
+{
+    const char *s = S->ctx;
+    size_t k0, k1, x0, x1, y0, y1;
+    *got = 0;
+    if (!section_header(s, b, e, &k0, &k1)) return DEG_OK;
+    pos p = {b, cp};
+    size_t lb = b, end = b;
+    int open = 0;
+    while (lb < S->len) {
+        size_t le = dg_lscan_line_end(s, S->len, lb), h0, h1;
+        if (!section_header(s, lb, le, &h0, &h1) || h1 - h0 != k1 - k0 ||
+            strncasecmp(s + h0, s + k0, k1 - k0) != 0)
+            break;
+        /* the section's lines: up to the next header or a line of another kind */
+        size_t rb = SIZE_MAX, re = 0, l = le < S->len ? le + 1 : S->len;
+        while (l < S->len) {
+            size_t l1 = dg_lscan_line_end(s, S->len, l), t = l;
+            while (t < l1 && is_blank(s[t])) t++;
+            if (t < l1 && s[t] == '[') break;
+            if (t < l1 && s[t] != '#' && s[t] != ';') {
+                if (!dg_keyline_split(s, l, l1, &x0, &x1, &y0, &y1)) break;
+                if (rb == SIZE_MAX) rb = t;
+                re = l1;
+            }
+            l = l1 < S->len ? l1 + 1 : S->len;
+        }
+        if (rb == SIZE_MAX) break; /* a header without key lines ends the set */
+        if (!open) DG_TRY(dg_lscan_open(S, k0, k1, DG_TABLE_NAMED));
+        open = 1;
+        advance(s, &p, rb);
+        int added = 0;
+        DG_TRY(dg_lscan_item(S, p.b, p.cp, rb, re, &added));
+        for (size_t m = rb; added && m < re;) {
+            size_t m1 = dg_lscan_line_end(s, S->len, m);
+            if (dg_keyline_split(s, m, m1, &x0, &x1, &y0, &y1) && y1 > y0)
+                DG_TRY(dg_lscan_cell(S, x0, x1, p.b, p.cp, y0, y1));
+            m = m1 < S->len ? m1 + 1 : S->len;
+        }
+        end = lb = l;
+    }
+    if (!open) return DEG_OK;
+    dg_lscan_close(S);
+    *skip = end;
+    *got = 1;
+    return DEG_OK;
+}
+
 /* Line [b, e) as a headerless TSV row: 3+ non-empty parts between TABs (runs of
- * TABs are one separator), not a '#' comment; their bytes into cb. Returns the
- * count, else 0. */
+ * TABs are one separator) before any part starting with '#' (a trailing comment),
+ * not a '#' comment line; their bytes into cb. Returns the count, else 0. */
 static size_t tsv_row(const char *s, size_t b, size_t e, size_t *cb)
 {
     size_t x = b, n = 0, raw[2 * (MAX_COLS + 1)];
@@ -598,6 +679,7 @@ static size_t tsv_row(const char *s, size_t b, size_t e, size_t *cb)
         size_t x0 = raw[2 * c], y0 = raw[2 * c + 1];
         trim(s, &x0, &y0);
         if (x0 == y0) continue;
+        if (s[x0] == '#') break; /* a trailing comment (0.21.0), not a cell */
         cb[2 * n] = x0;
         cb[2 * n + 1] = y0;
         n++;
@@ -612,39 +694,118 @@ static int blank_line(const char *s, size_t b, size_t e)
     return b >= e;
 }
 
-/* A headerless TSV table (libdeg 0.18.0): a paragraph (blank lines or the text's
- * ends around it) whose every line is a TSV row (tsv_row), at most 4096 lines
- * ("NI\t+1209-08617\tAmerica/Managua", zone.tab and other tab-separated data
- * files). Each row is a record whose cells have no column name (key ""): an
- * object array takes the table by its caption, or as the text's only unnamed
- * table (dg_lists_match); its leaves' spans keep to one cell each. Why: a one-row
- * data file was no list at all, and the heads answered [] (datagen-v2 test zone
- * files: 8 of 12 arrays of one zone). */
+/* Line [b, e) is a '#' comment (its first non-blank byte). */
+static int comment_line(const char *s, size_t b, size_t e)
+{
+    while (b < e && is_blank(s[b])) b++;
+    return b < e && s[b] == '#';
+}
+
+/* Part [x, y) is a number with a protocol after a slash ("540/tcp", "53/udp": the
+ * port column of /etc/services, nmap's and EXPOSE's "8080/tcp"): its split byte
+ * (the '/'), else 0. Why: the port and the protocol are two properties of the row. */
+static size_t port_proto(const char *s, size_t x, size_t y)
+{
+    size_t i = x;
+    while (i < y && isdigit((unsigned char)s[i])) i++;
+    if (i == x || i + 1 >= y || s[i] != '/') return 0;
+    for (size_t j = i + 1; j < y; j++)
+        if (!isalpha((unsigned char)s[j])) return 0;
+    return i;
+}
+
+/* Line [b, e) as a row of aligned columns (libdeg 0.21.0): parts between runs of
+ * TABs or of 2+ spaces, up to a part starting with '#' (a trailing comment, left
+ * out), a "540/tcp" part as two (port_proto); their bytes into cb. Not a row: a
+ * comment line, a bullet, a line starting with markup ('|', '<', '[', '{', '>'),
+ * a key line (its first part ends in ':', or the line has '='), a part with
+ * ": " inside, or a sentence before two spaces ("It ends.  Next one"). Returns the
+ * count (1: one part, which has no blank inside), else 0. */
+static size_t aligned_row(const char *s, size_t b, size_t e, size_t *cb)
+{
+    size_t x = b, n = 0;
+    while (x < e && is_blank(s[x])) x++;
+    while (e > x && is_blank(s[e - 1])) e--;
+    if (x >= e || strchr("#|<[{>", s[x]) || dg_lscan_bullet(s, b, e) || memchr(s + x, '=', e - x))
+        return 0;
+    int inner_blank = 0;
+    while (x < e && s[x] != '#') {
+        size_t y = x;
+        int pb = 0; /* this part has a blank inside */
+        for (;;) { /* the part ends at a TAB or at two blanks */
+            if (y >= e || s[y] == '\t' || (s[y] == ' ' && y + 1 < e && is_blank(s[y + 1]))) break;
+            if (s[y] == ' ') pb = inner_blank = 1;
+            if (s[y] == ':' && y + 1 < e && s[y + 1] == ' ') return 0;
+            y++;
+        }
+        if (n + 2 > MAX_COLS) return 0;
+        if (pb && s[y - 1] == '.' && y < e) return 0; /* prose: "End.  Next" */
+        if (n == 0 && s[y - 1] == ':') return 0;
+        size_t sl = port_proto(s, x, y);
+        if (sl) {
+            cb[2 * n] = x;
+            cb[2 * n + 1] = sl;
+            n++;
+            x = sl + 1;
+        }
+        cb[2 * n] = x;
+        cb[2 * n + 1] = y;
+        n++;
+        x = y;
+        while (x < e && is_blank(s[x])) x++;
+    }
+    return n == 1 && inner_blank ? 0 : n;
+}
+
+/* A headerless table (libdeg 0.18.0; aligned columns 0.21.0): a paragraph (blank
+ * or '#' comment lines, or the text's ends, around it; comment lines inside it
+ * skipped) whose every line is a TSV row (tsv_row; "NI\t+1209-08617\tAmerica/Managua",
+ * zone.tab and other tab-separated data files), or else whose every line is an
+ * aligned row (aligned_row; "uucp            540/tcp\t\tuucpd\t\t# uucp daemon",
+ * /etc/services, mime.types, command output), at least two and at least half of
+ * them with 2+ parts; at most 4096 rows. Each row is a record whose cells have no
+ * column name (key ""): an object array takes the table by its caption, or as the
+ * text's only headerless table (dg_lists_match); its leaves' spans keep to one cell
+ * each. Why: a one-row data file was no list at all, and the heads answered []
+ * (datagen-v2 test zone files: 8 of 12 arrays of one zone); /etc/services lines
+ * aligned by spaces were no table either (datagen-v2 val services, raw layout: 7%
+ * of fields right, object arrays answered [] or one row's cells across fields). */
 static deg_status tsv_table(dg_lscan *S, size_t b, size_t e, size_t cp, size_t *skip, int *got)
 {
     const char *s = S->ctx;
     size_t cb[2 * (MAX_COLS + 1)];
     *got = 0;
-    if (b > 0) { /* the line above must be blank (or none) */
+    if (comment_line(s, b, e)) return DEG_OK;
+    if (b > 0) { /* the line above must be blank, a comment, or none */
         size_t pe = b - 1, pb = pe;
         while (pb > 0 && s[pb - 1] != '\n') pb--;
-        if (!blank_line(s, pb, pe)) return DEG_OK;
+        if (!blank_line(s, pb, pe) && !comment_line(s, pb, pe)) return DEG_OK;
     }
-    size_t lb = b, rows = 0;
-    while (lb < S->len) { /* the paragraph: rows up to a blank line or the end */
+    /* the paragraph: rows up to a blank line or the end, comment lines skipped */
+    size_t lb = b, rows = 0, multi = 0;
+    int tsv = 1, aligned = 1;
+    while (lb < S->len && (tsv || aligned)) {
         size_t le = dg_lscan_line_end(s, S->len, lb);
         if (blank_line(s, lb, le)) break;
-        if (!tsv_row(s, lb, le, cb) || ++rows > 4096) return DEG_OK;
+        if (!comment_line(s, lb, le)) {
+            if (++rows > 4096) return DEG_OK;
+            tsv = tsv && tsv_row(s, lb, le, cb);
+            size_t n = aligned ? aligned_row(s, lb, le, cb) : 0;
+            aligned = aligned && n;
+            multi += n >= 2;
+        }
         lb = le < S->len ? le + 1 : S->len;
     }
-    if (!rows) return DEG_OK;
+    if (!rows || (!tsv && !(aligned && multi >= 2 && 2 * multi >= rows))) return DEG_OK;
     DG_TRY(open_captioned(S, b, DG_TABLE_HEADERLESS));
     pos p = {b, cp};
-    for (size_t r = 0, x = b; r < rows; r++) {
-        size_t le = dg_lscan_line_end(s, S->len, x), n = tsv_row(s, x, le, cb);
+    for (size_t x = b; x < lb;) {
+        size_t le = dg_lscan_line_end(s, S->len, x);
+        size_t n = comment_line(s, x, le) ? 0 : tsv ? tsv_row(s, x, le, cb)
+                                                    : aligned_row(s, x, le, cb);
         advance(s, &p, x);
         int added = 0;
-        DG_TRY(dg_lscan_item(S, p.b, p.cp, cb[0], cb[2 * n - 1], &added));
+        if (n) DG_TRY(dg_lscan_item(S, p.b, p.cp, cb[0], cb[2 * n - 1], &added));
         for (size_t c = 0; added && c < n; c++)
             DG_TRY(dg_lscan_cell(S, cb[2 * c], cb[2 * c], p.b, p.cp, cb[2 * c], cb[2 * c + 1]));
         x = le < S->len ? le + 1 : S->len;
@@ -659,7 +820,7 @@ deg_status dg_tables_at(dg_lscan *S, size_t b, size_t e, size_t cp, size_t *skip
 {
     typedef deg_status (*reader)(dg_lscan *, size_t, size_t, size_t, size_t *, int *);
     static const reader READERS[] = {pipe_table, html_table, json_table, yaml_table, csv_table,
-                                     tsv_table};
+                                     ini_table, tsv_table};
     *skip = b;
     for (size_t r = 0; r < sizeof READERS / sizeof READERS[0]; r++) {
         int got = 0;

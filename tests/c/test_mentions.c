@@ -179,3 +179,43 @@ Test(mentions, fill_follows_the_verdicts)
         deg_ckpt_free(k);
     }
 }
+
+/* A "has X" boolean the count prior finds no list of X for (its closed-world answer:
+ * 0 items, false) takes a sentence's verdict instead (libdeg 0.21.0), running text only:
+ * a "Key=value" line naming X in its key says nothing; nothing naming X: the count
+ * prior's false. */
+Test(mentions, has_x_reads_a_sentence)
+{
+    static const char *TINY[] = {"tiny-llama", "tiny-qwen3"};
+    const char *ctx = "Sunny flat with a balcony. No lift in the building.\nRemainAfterExit=yes\n";
+    const char *schema = "{\"type\": \"object\", \"properties\": {"
+                         "\"has_balcony\": {\"type\": \"boolean\"},"
+                         "\"has_lift\": {\"type\": \"boolean\"},"
+                         "\"has_after\": {\"type\": \"boolean\"},"
+                         "\"has_garden\": {\"type\": \"boolean\"}}}";
+    for (size_t mi = 0; mi < 2; mi++) {
+        char model[512], dir[512];
+        snprintf(model, sizeof model, "%s/%s", GOLDENS, TINY[mi]);
+        snprintf(dir, sizeof dir, "%s/mention-hasx-%d-%zu", DEG_BUILD_ROOT, (int)getpid(), mi);
+        deg_ckpt *k0 = tu_random_ckpt(model, 11, dir, NULL, -1);
+        deg_ckpt_free(k0);
+        tu_set_meta(dir, "count_prior", json_pack("{s:f, s:f}", "bonus", 500.0, "absent", 400.0));
+        tu_set_meta(dir, "mention_prior", json_pack("{s:f, s:f}", "bonus", 500.0, "absent", 400.0));
+        deg_ckpt *k = NULL;
+        cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_OK, "%s", deg_errmsg());
+        json_t *r = tu_fill(k, ctx, schema, NULL);
+        json_t *v = json_object_get(r, "value"), *meta = json_object_get(r, "meta");
+        cr_assert(json_is_true(json_object_get(v, "has_balcony")), "%s: stated", TINY[mi]);
+        cr_assert(json_is_false(json_object_get(v, "has_lift")), "%s: negated", TINY[mi]);
+        cr_assert(json_is_false(json_object_get(v, "has_after")), "%s: a key is no sentence",
+                  TINY[mi]);
+        cr_assert(json_is_false(json_object_get(v, "has_garden")), "%s: untold", TINY[mi]);
+        json_t *m = json_object_get(meta, "/has_balcony");
+        cr_assert_str_eq(json_string_value(json_object_get(m, "mention")), "holds");
+        cr_assert(json_is_null(json_object_get(m, "list_key")), "the count prior's meta stays");
+        cr_assert_null(json_object_get(json_object_get(meta, "/has_after"), "mention"));
+        cr_assert_null(json_object_get(json_object_get(meta, "/has_garden"), "mention"));
+        json_decref(r);
+        deg_ckpt_free(k);
+    }
+}

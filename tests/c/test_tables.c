@@ -4,6 +4,7 @@
  * leaves must read their own cells (random heads alone do not). */
 #include <criterion/criterion.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,30 +19,34 @@
 
 static const char *TINY[] = {"tiny-llama", "tiny-qwen3"};
 
-/* Table number `nth` (0-based, document order) as "key: col=val,col=val | ...", the
- * values sliced from ctx by code points ("col=" for an empty cell). */
-static const char *table(const dg_lists *ls, const char *ctx, size_t nth)
+/* List i as "key: col=val,col=val | ...", the values sliced from ctx by code points
+ * ("col=" for an empty cell). */
+static const char *print_list(const dg_lists *ls, const char *ctx, size_t i)
 {
     static char out[2048];
     size_t cpb[2048], n = 0;
     for (size_t b = 0; ctx[b]; b++)
         if (((unsigned char)ctx[b] & 0xC0) != 0x80) cpb[n++] = b;
     cpb[n] = strlen(ctx);
-    for (size_t i = 0; i < ls->n; i++) {
-        if (!ls->p[i].table || nth--) continue;
-        size_t o = (size_t)snprintf(out, sizeof out, "%s:", ls->p[i].key);
-        for (size_t j = 0; j < ls->p[i].n; j++) {
-            size_t it = ls->p[i].first + j;
-            o += (size_t)snprintf(out + o, sizeof out - o, "%s", j ? " |" : "");
-            for (size_t c = ls->item_cell[it]; c < ls->item_cell[it + 1]; c++) {
-                const dg_cell *x = &ls->cell[c];
-                o += (size_t)snprintf(out + o, sizeof out - o, "%s%s=%.*s",
-                                      c > ls->item_cell[it] ? "," : " ", x->key,
-                                      (int)(cpb[x->c1] - cpb[x->c0]), ctx + cpb[x->c0]);
-            }
+    size_t o = (size_t)snprintf(out, sizeof out, "%s:", ls->p[i].key);
+    for (size_t j = 0; j < ls->p[i].n; j++) {
+        size_t it = ls->p[i].first + j;
+        o += (size_t)snprintf(out + o, sizeof out - o, "%s", j ? " |" : "");
+        for (size_t c = ls->item_cell[it]; c < ls->item_cell[it + 1]; c++) {
+            const dg_cell *x = &ls->cell[c];
+            o += (size_t)snprintf(out + o, sizeof out - o, "%s%s=%.*s",
+                                  c > ls->item_cell[it] ? "," : " ", x->key,
+                                  (int)(cpb[x->c1] - cpb[x->c0]), ctx + cpb[x->c0]);
         }
-        return out;
     }
+    return out;
+}
+
+/* Table number `nth` (0-based, document order), printed by print_list. */
+static const char *table(const dg_lists *ls, const char *ctx, size_t nth)
+{
+    for (size_t i = 0; i < ls->n; i++)
+        if (ls->p[i].table && !nth--) return print_list(ls, ctx, i);
     return NULL;
 }
 
@@ -163,8 +168,9 @@ Test(tables, scan_csv)
 
 /* Headerless TSV: a paragraph whose every line has 3+ TAB-separated parts is a
  * table of records with unnamed cells (ragged rows and runs of TABs allowed); a
- * line of 2 parts, a '#' comment or a line of prose above in the paragraph makes
- * none; the caption is the heading above the blank line. */
+ * lone line of 2 parts or a line of prose above in the paragraph makes none; '#'
+ * comment lines above or inside are skipped; the caption is the heading above the
+ * blank line. */
 Test(tables, scan_headerless_tsv)
 {
     const char *ctx = "NI\t+1209-08617\tAmerica/Managua\n"
@@ -184,13 +190,102 @@ Test(tables, scan_headerless_tsv)
                       "# a comment\n";
     dg_lists ls = {0};
     cr_assert_eq(dg_lists_scan(ctx, strlen(ctx), &ls), DEG_OK);
-    cr_assert_eq(n_tables(&ls), 2);
+    cr_assert_eq(n_tables(&ls), 3);
     cr_assert_str_eq(table(&ls, ctx, 0), ": =NI,=+1209-08617,=America/Managua");
+    cr_assert_str_eq(table(&ls, ctx, 2), ": =YY,=+1,=Etc/Two");
     cr_assert_str_eq(table(&ls, ctx, 1), "time zones: =CL,=-3327-07040,=America/Santiago,"
                                          "=most of Chile | =CL,=-2709-10926,=Pacific/Easter");
     cr_assert_str_eq(row(&ls, ctx, 1, 1), "CL\t\t-2709-10926\t\tPacific/Easter");
     for (size_t i = 0; i < ls.n; i++)
         if (ls.p[i].table) cr_assert_eq(ls.p[i].table, DG_TABLE_HEADERLESS);
+    dg_lists_free(&ls);
+}
+
+/* Aligned columns (/etc/services, mime.types): parts between TAB runs or 2+ spaces,
+ * a trailing '#' comment left out, "540/tcp" as two cells, '#' lines skipped, one-part
+ * rows among rows of two or more parts; key lines, bullets, pipe rows and prose make
+ * none, and so does a paragraph with a single row of two parts. */
+Test(tables, scan_aligned_columns)
+{
+    const char *ctx = "# Network services\n"
+                      "uucp            540/tcp\t\tuucpd\t\t# uucp daemon\n"
+                      "# Kerberos\n"
+                      "klogin          543/tcp\t\t# Kerberized rlogin\n"
+                      "auth            113/tcp\t\tauthentication tap ident\n"
+                      "\n"
+                      "application/vnd.syncml+xml\t\t\txsm\n"
+                      "application/vnd.syncml.dm.notification\n"
+                      "application/vnd.syncml.dmddf+xml\t\tddf xdf\n"
+                      "\n"
+                      "Name:    blinker\n"
+                      "Version: 1.9\n"
+                      "\n"
+                      "-  first   item\n"
+                      "-  second  item\n"
+                      "\n"
+                      "Two sentences.  Written with\n"
+                      "two spaces.  After each one.\n"
+                      "\n"
+                      "solo    42/udp\n";
+    dg_lists ls = {0};
+    cr_assert_eq(dg_lists_scan(ctx, strlen(ctx), &ls), DEG_OK);
+    cr_assert_eq(n_tables(&ls), 2);
+    cr_assert_str_eq(table(&ls, ctx, 0), "network services: =uucp,=540,=tcp,=uucpd | =klogin,=543,"
+                                         "=tcp | =auth,=113,=tcp,=authentication tap ident");
+    cr_assert_str_eq(table(&ls, ctx, 1), ": =application/vnd.syncml+xml,=xsm | "
+                                         "=application/vnd.syncml.dm.notification | "
+                                         "=application/vnd.syncml.dmddf+xml,=ddf xdf");
+    for (size_t i = 0; i < ls.n; i++)
+        if (ls.p[i].table) cr_assert_eq(ls.p[i].table, DG_TABLE_HEADERLESS);
+    dg_lists_free(&ls);
+}
+
+/* The list (no table) under key `key`, printed by print_list. */
+static const char *list_cells(const dg_lists *ls, const char *ctx, const char *key)
+{
+    for (size_t i = 0; i < ls->n; i++)
+        if (!ls->p[i].table && !strcmp(ls->p[i].key, key)) return print_list(ls, ctx, i);
+    return NULL;
+}
+
+/* A list item written "X (a, b, c)" has the cells X, a, b, c; text after the
+ * parenthesis, a parenthesis inside it or none at all: no cells. */
+Test(tables, scan_parenthesised_parts)
+{
+    const char *ctx = "Services: http-alt (8080, tcp, webcache); puppet (8140, tcp); "
+                      "bacula-dir (9101, tcp). \n"
+                      "Depends: libc6 (>= 2.14), zlib1g (>= 1:1.1.4), debconf\n"
+                      "Other: a (b) c; d (e (f)); g\n";
+    dg_lists ls = {0};
+    cr_assert_eq(dg_lists_scan(ctx, strlen(ctx), &ls), DEG_OK);
+    cr_assert_str_eq(list_cells(&ls, ctx, "services"),
+                     "services: =http-alt,=8080,=tcp,=webcache | =puppet,=8140,=tcp | "
+                     "=bacula-dir,=9101,=tcp");
+    cr_assert_str_eq(list_cells(&ls, ctx, "depends"),
+                     "depends: =libc6,=>= 2.14 | =zlib1g,=>= 1:1.1.4 |");
+    cr_assert_str_eq(list_cells(&ls, ctx, "other"), "other: | |");
+    dg_lists_free(&ls);
+}
+
+/* Numbered INI sections and TOML's array of tables: one record per section, its
+ * key lines the cells, the base name the key; a section of another name ends the
+ * set, and a lone unnumbered section is no table. */
+Test(tables, scan_ini_sections)
+{
+    const char *ctx = "[services]\nfirst_port = 6001\n\n"
+                      "[services.1]\nservice = x11-1\nport = 6001\n\n"
+                      "; a comment\n[services.2]\nservice = x11-2\nprotocol: udp\n\n"
+                      "[other.1]\nname = z\n\n"
+                      "[[hosts]]\nname = a\nip = 10.0.0.1\n[[hosts]]\nname = b\n";
+    dg_lists ls = {0};
+    cr_assert_eq(dg_lists_scan(ctx, strlen(ctx), &ls), DEG_OK);
+    cr_assert_eq(n_tables(&ls), 3);
+    cr_assert_str_eq(table(&ls, ctx, 0), "services: service=x11-1,port=6001 | "
+                                         "service=x11-2,protocol=udp");
+    cr_assert_str_eq(table(&ls, ctx, 1), "other: name=z");
+    cr_assert_str_eq(table(&ls, ctx, 2), "hosts: name=a,ip=10.0.0.1 | name=b");
+    for (size_t i = 0; i < ls.n; i++)
+        if (ls.p[i].table) cr_assert_eq(ls.p[i].table, DG_TABLE_NAMED);
     dg_lists_free(&ls);
 }
 
@@ -459,8 +554,8 @@ static const char *FILL_SCHEMA =
 
 /* deg_fill of ctx and schema on tiny model TINY[mi] (a random checkpoint, seed 7,
  * anchor mode) with list_prior bonus `bonus`: the parsed response (caller decrefs). */
-static json_t *fill_tiny(size_t mi, const char *tag, const char *ctx, const char *schema,
-                         double bonus)
+static json_t *fill_tiny_ex(size_t mi, const char *tag, const char *ctx, const char *schema,
+                            double bonus, double null_margin)
 {
     char model[512], dir[512];
     snprintf(model, sizeof model, "%s/%s", GOLDENS, TINY[mi]);
@@ -468,6 +563,8 @@ static json_t *fill_tiny(size_t mi, const char *tag, const char *ctx, const char
     deg_ckpt *k = tu_random_ckpt(model, 7, dir, "anchor", 10000);
     json_t *req = json_pack("{s:s, s:o, s:{s:{s:f}}}", "context", ctx, "schema",
                             json_loads(schema, 0, NULL), "options", "list_prior", "bonus", bonus);
+    if (!isnan(null_margin))
+        json_object_set_new(json_object_get(req, "options"), "null_margin", json_real(null_margin));
     char *rq = json_dumps(req, 0), *out = NULL;
     json_decref(req);
     cr_assert_eq(deg_fill(k, rq, strlen(rq), &out, NULL), DEG_OK, "%s", deg_errmsg());
@@ -477,6 +574,12 @@ static json_t *fill_tiny(size_t mi, const char *tag, const char *ctx, const char
     free(out);
     deg_ckpt_free(k);
     return resp;
+}
+
+static json_t *fill_tiny(size_t mi, const char *tag, const char *ctx, const char *schema,
+                         double bonus)
+{
+    return fill_tiny_ex(mi, tag, ctx, schema, bonus, NAN);
 }
 
 /* Each object of an array read from a table: its leaves are their own cells, an
@@ -611,6 +714,142 @@ Test(tables, fill_headerless_rows)
                     cell |= strcmp(v, cells[c]) == 0;
                 cr_assert(cell, "%s: %s is no whole cell", TINY[mi], v);
             }
+        }
+        json_decref(resp);
+    }
+}
+
+/* Aligned columns read on the tiny random models (lib/deg/fill_columns.c): each
+ * property reads one column in every record - the same column on every row, never
+ * two properties the same one - the required name before the optional ones, an
+ * integer a column of numbers; a record without the column reads null. */
+Test(tables, fill_one_column_per_property)
+{
+    const char *ctx = "ftp             21/tcp\n"
+                      "ssh             22/tcp\t\tsecure-shell\n"
+                      "telnet          23/tcp\n"
+                      "smtp            25/tcp\t\tmail\n";
+    const char *schema = "{\"type\":\"object\",\"properties\":{\"services\":{\"type\":\"array\","
+                         "\"items\":{\"type\":\"object\",\"properties\":{"
+                         "\"alias\":{\"type\":[\"string\",\"null\"]},"
+                         "\"port\":{\"type\":\"integer\"},"
+                         "\"proto\":{\"type\":[\"string\",\"null\"]},"
+                         "\"name\":{\"type\":\"string\"}},\"required\":[\"name\",\"port\"]}}}}";
+    const char *rows[4][4] = {{"ftp", "21", "tcp", NULL},
+                              {"ssh", "22", "tcp", "secure-shell"},
+                              {"telnet", "23", "tcp", NULL},
+                              {"smtp", "25", "tcp", "mail"}};
+    const char *keys[] = {"name", "port", "proto", "alias"};
+    for (size_t mi = 0; mi < 2; mi++) {
+        json_t *resp = fill_tiny(mi, "aligned", ctx, schema, 500.0);
+        json_t *sv = json_object_get(json_object_get(resp, "value"), "services");
+        char *g = json_dumps(sv, JSON_SORT_KEYS);
+        cr_assert_eq(json_array_size(sv), 4, "%s: %s", TINY[mi], g);
+        int col[4] = {-1, -1, -1, -1}; /* the column each key reads, from row 1 (all written) */
+        for (size_t k = 0; k < 4; k++) {
+            json_t *v = json_object_get(json_array_get(sv, 1), keys[k]);
+            char buf[32];
+            const char *t = json_is_integer(v) ? (snprintf(buf, sizeof buf, "%lld",
+                                                           (long long)json_integer_value(v)), buf)
+                                               : json_string_value(v);
+            for (int c = 0; t && c < 4; c++)
+                if (strcmp(t, rows[1][c]) == 0) col[k] = c;
+        }
+        cr_assert_eq(col[1], 1, "%s: the port reads the number column: %s", TINY[mi], g);
+        cr_assert_eq(col[0] >= 0, 1, "%s: the name reads a column: %s", TINY[mi], g);
+        for (size_t a = 0; a < 4; a++)
+            for (size_t b = a + 1; b < 4; b++)
+                cr_assert(col[a] < 0 || col[a] != col[b], "%s: one column each: %s", TINY[mi], g);
+        for (size_t i = 0; i < 4; i++)
+            for (size_t k = 0; k < 4; k++) {
+                json_t *v = json_object_get(json_array_get(sv, i), keys[k]);
+                if (col[k] < 0) {
+                    cr_assert(!v || json_is_null(v), "%s: %s has no column: %s", TINY[mi],
+                              keys[k], g);
+                    continue;
+                }
+                const char *want = rows[i][col[k]];
+                if (k == 1) {
+                    cr_assert_eq(json_integer_value(v), atoll(want), "%s: %s", TINY[mi], g);
+                } else if (!want) {
+                    cr_assert(!v || json_is_null(v), "%s: row %zu lacks the column: %s",
+                              TINY[mi], i, g);
+                } else {
+                    cr_assert_str_eq(json_string_value(v), want, "%s: row %zu %s: %s", TINY[mi],
+                                     i, keys[k], g);
+                }
+            }
+        free(g);
+        json_decref(resp);
+    }
+}
+
+/* Numbered INI sections read on the tiny random models: the properties a key names
+ * read its cells ("port", "protocol"), and the two no key names (name, alias) take the
+ * free columns, one each, the same in every record (meta list_columns): the required
+ * name the one every record writes. */
+Test(tables, fill_ini_sections_free_columns)
+{
+    const char *ctx = "[services]\nfirst = x11-1\n\n"
+                      "[services.1]\nservice = x11-1\nport = 6001\nprotocol = tcp\n\n"
+                      "[services.2]\nservice = x11-2\nport = 6002\nprotocol = udp\nnick = xb\n\n"
+                      "[services.3]\nservice = x11-3\nport = 6003\nprotocol = tcp\n";
+    const char *schema = "{\"type\":\"object\",\"properties\":{\"entries\":{\"type\":\"array\","
+                         "\"items\":{\"type\":\"object\",\"properties\":{"
+                         "\"alias\":{\"type\":[\"string\",\"null\"]},"
+                         "\"port\":{\"type\":\"integer\"},"
+                         "\"protocol\":{\"type\":\"string\"},"
+                         "\"name\":{\"type\":\"string\"}},\"required\":[\"name\"]}}}}";
+    const char *want = "[{\"name\": \"x11-1\", \"port\": 6001, \"protocol\": \"tcp\"}, "
+                       "{\"name\": \"x11-2\", \"port\": 6002, \"protocol\": \"udp\", \"alias\": \"xb\"}, "
+                       "{\"name\": \"x11-3\", \"port\": 6003, \"protocol\": \"tcp\"}]";
+    json_t *gold = json_loads(want, 0, NULL);
+    cr_assert_not_null(gold);
+    for (size_t mi = 0; mi < 2; mi++) {
+        json_t *resp = fill_tiny(mi, "ini", ctx, schema, 500.0);
+        json_t *got = json_object_get(json_object_get(resp, "value"), "entries");
+        json_t *am = json_object_get(json_object_get(resp, "meta"), "/entries");
+        char *g = json_dumps(got, JSON_SORT_KEYS);
+        /* an alias read as null is the value left out (not required) */
+        for (size_t i = 0; i < json_array_size(got); i++) {
+            json_t *o = json_array_get(got, i);
+            if (json_is_null(json_object_get(o, "alias"))) json_object_del(o, "alias");
+        }
+        cr_assert(json_equal(got, gold), "%s: %s", TINY[mi], g);
+        cr_assert_str_eq(json_string_value(json_object_get(am, "list_key")), "services");
+        json_t *lc = json_object_get(am, "list_columns");
+        cr_assert_str_eq(json_string_value(json_object_get(lc, "name")), "service", "%s", TINY[mi]);
+        cr_assert_str_eq(json_string_value(json_object_get(lc, "alias")), "nick", "%s", TINY[mi]);
+        cr_assert_null(json_object_get(lc, "port"), "a named property is not free");
+        free(g);
+        json_decref(resp);
+    }
+    json_decref(gold);
+}
+
+/* A field outside the table reads inside one cell of a headerless row or nothing of
+ * it: never a run over a column gap (null margin -1000: the best valid span is taken;
+ * without the rule tiny-llama reads across cells). */
+Test(tables, fill_scalar_reads_whole_cells)
+{
+    const char *ctx = "ftp             21/tcp\n"
+                      "ssh             22/tcp\t\tsecure-shell\n"
+                      "telnet          23/tcp\n";
+    const char *cells[] = {"ftp", "21", "tcp", "ssh", "22", "secure-shell", "telnet", "23"};
+    const char *schema = "{\"type\":\"object\",\"properties\":{\"first\":{\"type\":[\"string\","
+                         "\"null\"]},\"second\":{\"type\":[\"string\",\"null\"]},\"alias\":"
+                         "{\"type\":[\"string\",\"null\"]},\"list\":{\"type\":\"array\",\"items\":"
+                         "{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"string\"}}}}}}";
+    for (size_t mi = 0; mi < 2; mi++) {
+        json_t *resp = fill_tiny_ex(mi, "scalar", ctx, schema, 500.0, -1000.0);
+        json_t *v = json_object_get(resp, "value");
+        const char *keys[] = {"first", "second", "alias"};
+        for (size_t k = 0; k < 3; k++) {
+            const char *t = json_string_value(json_object_get(v, keys[k]));
+            int cell = t == NULL;
+            for (size_t c = 0; t && c < sizeof cells / sizeof cells[0]; c++)
+                cell |= strstr(cells[c], t) != NULL;
+            cr_assert(cell, "%s: %s = \"%s\" is in no cell", TINY[mi], keys[k], t);
         }
         json_decref(resp);
     }

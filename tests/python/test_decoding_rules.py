@@ -14,7 +14,10 @@ column named with its verb ("ReleasedOn" = "release", libdeg 0.19.0), and x-gene
 ends before its first repeated line (deg.json generate_stop_repeat, libdeg 0.19.0), and a
 plain span of capitalised words grows to the whole name (deg.json span_whole_names, libdeg
 0.19.0), and a boolean reads the clause that names its subject, negated or not, and a
-nullable boolean nothing states is null (deg.json mention_prior, libdeg 0.20.0). Each test
+nullable boolean nothing states is null (deg.json mention_prior, libdeg 0.20.0), and a data
+file's rows (TAB- or space-aligned, a trailing '#' comment left out) and numbered INI
+sections are records whose properties each read one column, the same on every row
+(list_prior, libdeg 0.21.0). Each test
 also runs the same checkpoint without the rule
 (a copy of its directory with the setting removed) where that is a setting, so it can
 fail: the heads alone give another value. The date rule is no setting: libdeg 0.9.0
@@ -193,42 +196,49 @@ ZONES_SCHEMA = {"type": "object", "required": ["zones"], "properties": {
     "country": {"type": "string", "description": "the country's name"}}}
 
 
+# two roles one person holds: the heads read her name for a third field too
+PEOPLE = "Maintainer: Ana Kowalski\nUploader: Ana Kowalski\n"
+PEOPLE_SCHEMA = {"type": "object", "properties": {"people": {"type": "object", "properties": {
+    "maintainer": {"type": ["string", "null"]}, "uploader": {"type": ["string", "null"]},
+    "author": {"type": ["string", "null"]}}}}}
+
+
 def test_spans_stay_with_one_field(model, tmp_path):
     ck = deg.load(deg.default_checkpoint_path(), model=model)
     r = ck.fill(ZONES, ZONES_SCHEMA)
-    # the indented lines are the list's items, their "; Coordinates:" parts its cells
+    # the indented lines are the list's items, their "; Coordinates:" parts its cells;
+    # the two properties no key names take the one unnamed column: zone, and area none
+    # (fill_columns.c, libdeg 0.21.0)
     assert r["value"] == {"code": "KZ", "country": "Kazakhstan", "zones": [
         {"zone": "Asia/Almaty", "coordinates": "+4315+07657"},
         {"zone": "Asia/Qyzylorda", "coordinates": "+4448+06528"},
         {"zone": "Asia/Aqtobe", "coordinates": "+5017+05710"}]}
-    for i in range(3):
-        m = r["meta"][f"/zones/{i}/area"]
-        assert m["span"] is None and m["span_taken_by"] == f"/zones/{i}/zone", m
+    assert r["meta"]["/zones"]["list_columns"] == {"zone": 0, "area": None}
+    # no two fields of one object keep the same span: the author's would be the maintainer's
+    r = ck.fill(PEOPLE, PEOPLE_SCHEMA)
+    assert r["value"]["people"] == {"maintainer": "Ana Kowalski", "uploader": "Ana Kowalski",
+                                    "author": None}
+    m = r["meta"]["/people/author"]
+    assert m["span"] is None and m["span_taken_by"] == "/people/maintainer", m
     shared = deg.load(without(tmp_path, "span_distinct"), model=model)
-    alone = shared.fill(ZONES, ZONES_SCHEMA)["value"]["zones"]
-    # the heads alone read each item's zone for its area too
-    assert [z.get("area") for z in alone] == [z["zone"] for z in alone], alone
+    alone = shared.fill(PEOPLE, PEOPLE_SCHEMA)["value"]["people"]
+    # the heads alone read the maintainer's span for the author too
+    assert alone["author"] == alone["maintainer"] == "Ana Kowalski", alone
 
 
-# lines 1832-1838 of this machine's /etc/mime.types (Debian's media-types)
-MIME_TYPES = ("chemical/x-embl-dl-nucleotide\t\t\temb embl\n"
-              "chemical/x-galactic-spc\t\t\t\tspc\n"
-              "chemical/x-gamess-input\t\t\t\tinp gam gamin\n"
-              "chemical/x-gaussian-checkpoint\t\t\tfch fchk\n"
-              "chemical/x-gaussian-cube\t\t\tcub\n"
-              "chemical/x-gaussian-input\t\t\tgau gjc gjf\n"
-              "chemical/x-gaussian-log\t\t\t\tgal\n")
-MIME_SCHEMA = {"type": "object", "properties": {
-    "extensionsOfXGaussian": {"type": "array", "items": {"type": "string"}}}}
+# a plain array no list names: the count head's ITEM forks read one span
+GUESTS = "Open Data Day in Porto on September 09, 2024. Speakers are Ana Kowalski and Hugo Novak."
+GUESTS_SCHEMA = {"type": "object", "properties": {"guests": {"type": "array",
+                                                           "items": {"type": "string"}}}}
 
 
 def test_items_hold_distinct_spans(model, tmp_path):
     ck = deg.load(deg.default_checkpoint_path(), model=model)
-    r = ck.fill(MIME_TYPES, MIME_SCHEMA)
-    items = r["value"]["extensionsOfXGaussian"]
-    assert len(items) == len(set(items)) and r["meta"]["/extensionsOfXGaussian"]["dropped"] >= 1
+    r = ck.fill(GUESTS, GUESTS_SCHEMA)
+    items = r["value"]["guests"]
+    assert len(items) == len(set(items)) and r["meta"]["/guests"]["dropped"] >= 1
     shared = deg.load(without(tmp_path, "span_distinct"), model=model)
-    alone = shared.fill(MIME_TYPES, MIME_SCHEMA)["value"]["extensionsOfXGaussian"]
+    alone = shared.fill(GUESTS, GUESTS_SCHEMA)["value"]["guests"]
     # the count head's second "ITEM 2 of" fork reads the first item's span again
     assert len(alone) > len(set(alone)), alone
 
@@ -408,8 +418,10 @@ def test_generated_text_ends_before_a_repeated_line(model, tmp_path):
 
 # an announcement in datagen-v2's programmatic "event" layout (a kind held out for test)
 EVENT = ("Join us for Open Data Day in Porto on September 09, 2024 10:30. Tickets cost 30.21 "
-         "EUR. Speaker: Bruno Eriksen (bruno.eriksen@example.com). Speaker: Hugo Novak. "
-         "Speaker: Ana Kowalski (ana.kowalski@shop.example.net).")
+         "EUR. Speaker: Bruno Eriksen <bruno.eriksen@example.com>. Speaker: Hugo Novak. "
+         "Speaker: Ana Kowalski <ana.kowalski@shop.example.net>.")
+# (e-mail addresses in angle brackets: written "Name (address)", the item's parts are
+# cells since libdeg 0.21.0, and the name is read whole without span_whole_names)
 EVENT_SCHEMA = {"type": "object", "properties": {"speakers": {"type": "array", "items": {
     "type": "object", "required": ["name"], "properties": {
         "name": {"type": "string"}, "email": {"type": ["string", "null"], "format": "email"}}}}}}
@@ -455,3 +467,49 @@ def test_stated_booleans(model, tmp_path):
     assert alone["value"] == {"breakfast_included": True, "parking_available": True,
                               "wifi": True, "not_free": True}
     assert "mention" not in alone["meta"]["/breakfast_included"]
+
+
+# the head of this machine's /etc/protocols (netbase): TAB-separated rows, each with a
+# trailing '#' comment
+PROTOCOLS = ("ip\t0\tIP\t\t# internet protocol, pseudo protocol number\n"
+             "hopopt\t0\tHOPOPT\t\t# IPv6 Hop-by-Hop Option [RFC1883]\n"
+             "icmp\t1\tICMP\t\t# internet control message protocol\n"
+             "igmp\t2\tIGMP\t\t# Internet Group Management\n"
+             "ggp\t3\tGGP\t\t# gateway-gateway protocol\n"
+             "ipencap\t4\tIP-ENCAP\t# IP encapsulated in IP (officially ``IP'')\n")
+PROTOCOLS_SCHEMA = {"type": "object", "properties": {"protocols": {"type": "array", "items": {
+    "type": "object", "required": ["name"], "properties": {
+        "name": {"type": "string"}, "number": {"type": "integer"},
+        "alias": {"type": ["string", "null"]}}}}}}
+PROTOCOLS_WANT = [{"name": n, "number": k, "alias": a} for n, k, a in (
+    ("ip", 0, "IP"), ("hopopt", 0, "HOPOPT"), ("icmp", 1, "ICMP"), ("igmp", 2, "IGMP"),
+    ("ggp", 3, "GGP"), ("ipencap", 4, "IP-ENCAP"))]
+
+# numbered INI sections, keys named unlike two of the properties (host / server,
+# path / directory)
+MIRRORS_INI = ("[mirror.1]\nhost = deb.debian.org\npath = /debian\ncountry = any\n\n"
+               "[mirror.2]\nhost = ftp.de.debian.org\npath = /debian\ncountry = DE\n\n"
+               "[mirror.3]\nhost = ftp.fr.debian.org\npath = /debian\ncountry = FR\n")
+MIRRORS_SCHEMA = {"type": "object", "properties": {"mirrors": {"type": "array", "items": {
+    "type": "object", "required": ["server"], "properties": {
+        "server": {"type": "string"}, "country": {"type": "string"},
+        "directory": {"type": "string"}}}}}}
+MIRRORS_WANT = [{"server": h, "country": c, "directory": "/debian"} for h, c in (
+    ("deb.debian.org", "any"), ("ftp.de.debian.org", "DE"), ("ftp.fr.debian.org", "FR"))]
+
+
+def test_data_file_columns(model, tmp_path):
+    # a data file's rows and numbered INI sections are records; the properties no
+    # column name reads take one column each, the same on every row (fill_columns.c)
+    ck = deg.load(deg.default_checkpoint_path(), model=model)
+    got = ck.fill(PROTOCOLS, PROTOCOLS_SCHEMA)
+    assert got["value"]["protocols"] == PROTOCOLS_WANT
+    assert got["meta"]["/protocols"]["list_columns"] == {"name": 0, "number": 1, "alias": 2}
+    got = ck.fill(MIRRORS_INI, MIRRORS_SCHEMA)
+    assert got["value"]["mirrors"] == MIRRORS_WANT
+    assert got["meta"]["/mirrors"]["list_key"] == "mirror"
+    assert got["meta"]["/mirrors"]["list_columns"] == {"server": "host", "directory": "path"}
+    # without the list prior the heads read one protocol and no mirror
+    bare = deg.load(without(tmp_path / "l", "list_prior"), model=model)
+    assert bare.fill(PROTOCOLS, PROTOCOLS_SCHEMA)["value"].get("protocols") != PROTOCOLS_WANT
+    assert bare.fill(MIRRORS_INI, MIRRORS_SCHEMA)["value"].get("mirrors") != MIRRORS_WANT
