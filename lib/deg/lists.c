@@ -114,10 +114,11 @@ static size_t count_parts(const char *s, size_t b, size_t e)
     return n;
 }
 
-/* An item written "X (a, b, c)" - a name, then its details in parentheses, parts
- * between ", " (libdeg 0.21.0; "http-alt (8080, tcp, webcache)", "libc6 (>= 2.14)") -
- * as the cells X, a, b, c of the item just added (at most 16; no parenthesis inside
- * the details, nothing after them). Why: prose writes a record this way, and each
+/* An item written "X (a, b, c)" - a name, then its details in parentheses, two to 16
+ * parts between ", " (libdeg 0.21.0; "http-alt (8080, tcp, webcache)") - as the cells
+ * X, a, b, c of the item just added (no parenthesis inside the details, nothing after
+ * them; one detail is a note on X, read by the heads as before: "libc6 (>= 2.14)" holds
+ * a relation and a version, "Bruno (bruno@example.com)"). Why: prose writes a record this way, and each
  * property read the whole item or a run over its commas (datagen-v2 val services,
  * prose and e-mail layouts: "http-alt (8080, tcp" for the name). */
 static deg_status paren_cells(dg_lscan *S, size_t lb, size_t lcp, size_t b, size_t e)
@@ -132,7 +133,7 @@ static deg_status paren_cells(dg_lscan *S, size_t lb, size_t lcp, size_t b, size
         return DEG_OK;
     size_t n = 1;
     for (size_t i = o + 1; i + 1 < e - 1; i++) n += s[i] == ',' && s[i + 1] == ' ';
-    if (n > 16) return DEG_OK;
+    if (n < 2 || n > 16) return DEG_OK; /* one detail is a note on X: "libc6 (>= 2.14)" */
     DG_TRY(dg_lscan_cell(S, b, b, lb, lcp, b, o - 1));
     for (size_t p0 = o + 1; p0 < e - 1;) {
         size_t p1 = p0;

@@ -248,8 +248,9 @@ static const char *list_cells(const dg_lists *ls, const char *ctx, const char *k
     return NULL;
 }
 
-/* A list item written "X (a, b, c)" has the cells X, a, b, c; text after the
- * parenthesis, a parenthesis inside it or none at all: no cells. */
+/* A list item written "X (a, b, c)" has the cells X, a, b, c; one detail in the
+ * parentheses (a note on X), text after them, a parenthesis inside them or none at
+ * all: no cells. */
 Test(tables, scan_parenthesised_parts)
 {
     const char *ctx = "Services: http-alt (8080, tcp, webcache); puppet (8140, tcp); "
@@ -262,7 +263,7 @@ Test(tables, scan_parenthesised_parts)
                      "services: =http-alt,=8080,=tcp,=webcache | =puppet,=8140,=tcp | "
                      "=bacula-dir,=9101,=tcp");
     cr_assert_str_eq(list_cells(&ls, ctx, "depends"),
-                     "depends: =libc6,=>= 2.14 | =zlib1g,=>= 1:1.1.4 |");
+                     "depends: | |");
     cr_assert_str_eq(list_cells(&ls, ctx, "other"), "other: | |");
     dg_lists_free(&ls);
 }
