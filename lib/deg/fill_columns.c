@@ -147,7 +147,8 @@ static deg_status score_leaf(const dg_ckpt *k, const freq *r, const job *j, cons
 
 /* The assignment of free properties to columns (one column per property, one property
  * per column, or none) with the largest total weight, a property every record must
- * have (must) on a column every record writes (full); ties to the first found. An
+ * have (must) on a column every record writes (full), never on a column of weight 0
+ * (no valid value there: an integer on "tcp"); ties to the first found. An
  * exhaustive search while it is small (at most SEARCH_MAX leaves), else greedy: the
  * heaviest (property, column) pair first, the must properties before the others. */
 typedef struct assign_search {
@@ -179,7 +180,10 @@ static void search(assign_search *S, size_t f, double sum, unsigned char *used)
         return;
     }
     for (size_t c = 0; c < S->ncol; c++) {
-        if (used[c] || !S->ok[c] || (S->must[f] && !S->full[c])) continue;
+        /* weight 0: no record's cell there is a valid value of the property */
+        if (used[c] || !S->ok[c] || (S->must[f] && !S->full[c]) ||
+            S->w[f * MAX_COLUMNS + c] <= 0)
+            continue;
         used[c] = 1;
         S->cur[f] = (int)c;
         search(S, f + 1, sum + S->w[f * MAX_COLUMNS + c], used);

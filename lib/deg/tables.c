@@ -665,9 +665,23 @@ static deg_status ini_table(dg_lscan *S, size_t b, size_t e, size_t cp, size_t *
     return DEG_OK;
 }
 
+/* Part [x, y) is a number with a protocol after a slash ("540/tcp", "53/udp": the
+ * port column of /etc/services, nmap's and EXPOSE's "8080/tcp"): its split byte
+ * (the '/'), else 0. Why: the port and the protocol are two properties of the row. */
+static size_t port_proto(const char *s, size_t x, size_t y)
+{
+    size_t i = x;
+    while (i < y && isdigit((unsigned char)s[i])) i++;
+    if (i == x || i + 1 >= y || s[i] != '/') return 0;
+    for (size_t j = i + 1; j < y; j++)
+        if (!isalpha((unsigned char)s[j])) return 0;
+    return i;
+}
+
 /* Line [b, e) as a headerless TSV row: 3+ non-empty parts between TABs (runs of
- * TABs are one separator) before any part starting with '#' (a trailing comment),
- * not a '#' comment line; their bytes into cb. Returns the count, else 0. */
+ * TABs are one separator; a "80/tcp" part as two, port_proto) before any part
+ * starting with '#' (a trailing comment), not a '#' comment line; their bytes into
+ * cb. Returns the count, else 0. */
 static size_t tsv_row(const char *s, size_t b, size_t e, size_t *cb)
 {
     size_t x = b, n = 0, raw[2 * (MAX_COLS + 1)];
@@ -680,6 +694,14 @@ static size_t tsv_row(const char *s, size_t b, size_t e, size_t *cb)
         trim(s, &x0, &y0);
         if (x0 == y0) continue;
         if (s[x0] == '#') break; /* a trailing comment (0.21.0), not a cell */
+        if (n + 2 > MAX_COLS) return 0;
+        size_t sl = port_proto(s, x0, y0); /* "80/tcp": two cells (0.21.0) */
+        if (sl) {
+            cb[2 * n] = x0;
+            cb[2 * n + 1] = sl;
+            n++;
+            x0 = sl + 1;
+        }
         cb[2 * n] = x0;
         cb[2 * n + 1] = y0;
         n++;
@@ -699,19 +721,6 @@ static int comment_line(const char *s, size_t b, size_t e)
 {
     while (b < e && is_blank(s[b])) b++;
     return b < e && s[b] == '#';
-}
-
-/* Part [x, y) is a number with a protocol after a slash ("540/tcp", "53/udp": the
- * port column of /etc/services, nmap's and EXPOSE's "8080/tcp"): its split byte
- * (the '/'), else 0. Why: the port and the protocol are two properties of the row. */
-static size_t port_proto(const char *s, size_t x, size_t y)
-{
-    size_t i = x;
-    while (i < y && isdigit((unsigned char)s[i])) i++;
-    if (i == x || i + 1 >= y || s[i] != '/') return 0;
-    for (size_t j = i + 1; j < y; j++)
-        if (!isalpha((unsigned char)s[j])) return 0;
-    return i;
 }
 
 /* Line [b, e) as a row of aligned columns (libdeg 0.21.0): parts between runs of
