@@ -844,6 +844,8 @@ deg_status deg_ckpt_save(const deg_ckpt *ckpt, const char *dir, const char *extr
             json_object_set_new(kp, "score", json_real(ckpt->key_prior.score));
         if (kp && ckpt->key_prior.compare > 0)
             json_object_set_new(kp, "compare", json_real(ckpt->key_prior.compare));
+        if (kp && ckpt->key_prior.sole > 0)
+            json_object_set_new(kp, "sole", json_real(ckpt->key_prior.sole));
         json_object_set_new(meta, "key_prior", kp);
     }
     if (meta && ckpt->has_lm_prior)

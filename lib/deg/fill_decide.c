@@ -103,19 +103,30 @@ static void key_prior_choice(const dg_ckpt *k, const freq *r, const dg_field_pla
  * "* 1.0.8-4 went out on ...; urgency was high." left urgency to the head, which
  * answered "medium" for it (test100); the typed candidates of key_prior.phrase read
  * such labels since libdeg 0.10.0. */
+/* The bytes [*b0, *b1) a choice leaf's written options are looked for in: the context
+ * for a leaf outside arrays, its item's region for a leaf of an anchored array item;
+ * 0 for other array leaves (key lines and words repeat per item there). */
+static int choice_scope(const freq *r, const leaf *L, const dg_field_plan *f, size_t *b0,
+                        size_t *b1)
+{
+    *b0 = 0;
+    *b1 = r->ctx_len;
+    if (f->depth_items == 0) return 1;
+    size_t anc, rend;
+    if (!dg_fill_innermost_anchor(r, L->inst, L->item, &anc, &rend)) return 0;
+    *b0 = r->cp_byte[r->tok_cp0[anc]];
+    *b1 = rend < r->c1 - r->c0 ? r->cp_byte[r->tok_cp0[rend]] : r->ctx_len;
+    return 1;
+}
+
 static void phrase_prior_choice(const dg_ckpt *k, const freq *r, const leaf *L,
                                 const dg_field_plan *f, float *lg)
 {
     if (!k->key_prior.on || !(k->key_prior.phrase > 0) || f->path.n == 0 ||
         !f->path.seg[f->path.n - 1])
         return;
-    size_t b0 = 0, b1 = r->ctx_len;
-    if (f->depth_items > 0) {
-        size_t anc, rend;
-        if (!dg_fill_innermost_anchor(r, L->inst, L->item, &anc, &rend)) return;
-        b0 = r->cp_byte[r->tok_cp0[anc]];
-        b1 = rend < r->c1 - r->c0 ? r->cp_byte[r->tok_cp0[rend]] : r->ctx_len;
-    }
+    size_t b0, b1;
+    if (!choice_scope(r, L, f, &b0, &b1)) return;
     for (size_t o = 0; o < f->n_options; o++) {
         char buf[32];
         const char *t = option_text(json_array_get(f->options, o), buf, sizeof buf);
@@ -131,6 +142,29 @@ static void phrase_prior_choice(const dg_ckpt *k, const freq *r, const leaf *L,
             }
         }
     }
+}
+
+/* Choice sole (key_prior.sole, libdeg 0.22.0): when exactly one of a leaf's string
+ * options is written as a whole word (case-insensitive) in its scope (choice_scope),
+ * that option gets `sole`. Why: an announcement "Join us for Rust Workshop in ..." left
+ * kind to the head, which has no layout to go by in prose; on datagen-v2's train and val
+ * splits the one option written is the gold value in 558 of 560 such leaves. Two
+ * options written (or an option inside another: "high", "very high") give no bonus. */
+static void sole_prior_choice(const dg_ckpt *k, const freq *r, const leaf *L,
+                              const dg_field_plan *f, float *lg)
+{
+    size_t b0, b1, n_written = 0, which = 0;
+    if (!k->key_prior.on || !(k->key_prior.sole > 0) || !choice_scope(r, L, f, &b0, &b1))
+        return;
+    for (size_t o = 0; o < f->n_options && n_written < 2; o++) {
+        const json_t *v = json_array_get(f->options, o);
+        if (!json_is_string(v) || !json_string_length(v)) continue;
+        if (has_word_ci(r->ctx + b0, b1 - b0, json_string_value(v), json_string_length(v))) {
+            n_written++;
+            which = o;
+        }
+    }
+    if (n_written == 1) lg[which] += (float)k->key_prior.sole;
 }
 
 /* noul: + the bonus of a matching line whose value's first word reads yes, - for no
@@ -340,6 +374,7 @@ deg_status dg_fill_decode_decide(const dg_ckpt *k, freq *r, job *j)
         if (!evidence) {
             key_prior_choice(k, r, f, lg);
             phrase_prior_choice(k, r, L, f, lg);
+            sole_prior_choice(k, r, L, f, lg);
         }
     } else {
         count_prior_score(k, r, f, lg, &li, &counted);

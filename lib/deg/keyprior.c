@@ -590,8 +590,9 @@ deg_status dg_key_prior_load(const json_t *v, const char *jpath, dg_key_prior *o
     if (!v || json_is_null(v)) return DEG_OK;
     json_t *ex = json_object_get(v, "exact"), *pa = json_object_get(v, "partial");
     /* optional members, 0 = off when absent */
-    static const char *const OPT[] = {"phrase", "description", "score", "compare"};
-    double *const opt[] = {&out->phrase, &out->description, &out->score, &out->compare};
+    static const char *const OPT[] = {"phrase", "description", "score", "compare", "sole"};
+    double *const opt[] = {&out->phrase, &out->description, &out->score, &out->compare,
+                           &out->sole};
     size_t n_opt = 0;
     int ok = json_is_object(v) && json_is_number(ex) && json_is_number(pa);
     for (size_t i = 0; ok && i < sizeof OPT / sizeof OPT[0]; i++) {
@@ -603,15 +604,16 @@ deg_status dg_key_prior_load(const json_t *v, const char *jpath, dg_key_prior *o
     if (!ok || json_object_size(v) != 2u + n_opt)
         return dg_fail(DEG_ERR_FORMAT, "%s: key_prior must be null or {\"exact\": number, "
                        "\"partial\": number[, \"phrase\": number][, \"description\": number]"
-                       "[, \"score\": number][, \"compare\": number]}", jpath);
+                       "[, \"score\": number][, \"compare\": number][, \"sole\": number]}",
+                       jpath);
     out->exact = json_number_value(ex);
     out->partial = json_number_value(pa);
-    const double w[] = {out->exact,       out->partial, out->phrase,
-                        out->description, out->score,   out->compare};
+    const double w[] = {out->exact, out->partial, out->phrase, out->description,
+                        out->score, out->compare, out->sole};
     for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
         if (!(w[i] >= 0) || !(w[i] <= DG_PRIOR_MAX))
             return dg_fail(DEG_ERR_FORMAT, "%s: key_prior.exact, .partial, .phrase, "
-                           ".description, .score and .compare must be numbers in [0, 1e6]",
+                           ".description, .score, .compare and .sole must be numbers in [0, 1e6]",
                            jpath);
     out->on = 1;
     return DEG_OK;

@@ -68,11 +68,14 @@ typedef struct dg_key_prior {
     double description; /* keys the field's description names (dg_key_in_description); 0 = off */
     double score; /* score leaves reading a written number or label (scoreprior.h); 0 = off */
     double compare; /* booleans comparing a written value (compareprior.h); 0 = off */
+    double sole; /* the one choice option, or the one day, the document writes
+                  * (fill_decide.c, fill_extract.c); 0 = off */
 } dg_key_prior;
 
 /* deg.json "key_prior" v (NULL/null = off) into *out; jpath names deg.json in
  * errors. Errors: DEG_ERR_FORMAT (not {"exact": x, "partial": y[, "phrase": z]
- * [, "description": d][, "score": s][, "compare": c]}, numbers in [0, DG_PRIOR_MAX]). */
+ * [, "description": d][, "score": s][, "compare": c][, "sole": o]}, numbers in
+ * [0, DG_PRIOR_MAX]). */
 deg_status dg_key_prior_load(const json_t *v, const char *jpath, dg_key_prior *out);
 
 /* A JSON member `"key":` opening line [b, e) (after spaces/tabs; the key a

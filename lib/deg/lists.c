@@ -88,96 +88,6 @@ deg_status dg_lscan_cell(dg_lscan *S, size_t k0, size_t k1, size_t lb, size_t lc
     return DEG_OK;
 }
 
-/* Separators between the parts of one list item ("Asia/Amman; Coordinates:
- * +3157+03556", "Africa/Casablanca &mdash; +3339-00735", "a | b"): "; ", a
- * spaced em or en dash (also as the HTML entity) or '|'. Returns the separator's
- * length at byte i of [i, e), else 0. */
-static size_t part_sep(const char *s, size_t i, size_t e)
-{
-#define SEP_(x) {x, sizeof x - 1}
-    static const struct { const char *s; size_t n; } SEP[] = {
-        SEP_("; "), SEP_(" \xe2\x80\x94 "), SEP_(" \xe2\x80\x93 "), SEP_(" &mdash; "),
-        SEP_(" &ndash; "), SEP_(" | ")};
-#undef SEP_
-    for (size_t k = 0; k < sizeof SEP / sizeof SEP[0]; k++)
-        if (e - i >= SEP[k].n && memcmp(s + i, SEP[k].s, SEP[k].n) == 0) return SEP[k].n;
-    return 0;
-}
-
-/* The part separators (part_sep) of [b, e). A line with any is a record
- * ("Australia/Brisbane, an en dash, Coordinates: -2728+15302"), not a mapping's
- * member, though its first part reads as a key (indented_run). */
-static size_t count_parts(const char *s, size_t b, size_t e)
-{
-    size_t n = 0;
-    for (size_t i = b; i < e; i++) n += part_sep(s, i, e) > 0;
-    return n;
-}
-
-/* An item written "X (a, b, c)" - a name, then its details in parentheses, two to 16
- * parts between ", " (libdeg 0.21.0; "http-alt (8080, tcp, webcache)") - as the cells
- * X, a, b, c of the item just added (no parenthesis inside the details, nothing after
- * them; one detail is a note on X, read by the heads as before: "libc6 (>= 2.14)" holds
- * a relation and a version, "Bruno (bruno@example.com)"). Why: prose writes a record this way, and each
- * property read the whole item or a run over its commas (datagen-v2 val services,
- * prose and e-mail layouts: "http-alt (8080, tcp" for the name). */
-static deg_status paren_cells(dg_lscan *S, size_t lb, size_t lcp, size_t b, size_t e)
-{
-    const char *s = S->ctx;
-    while (e > b && (s[e - 1] == ' ' || s[e - 1] == '.')) e--;
-    if (e - b < 4 || s[e - 1] != ')') return DEG_OK;
-    const char *op = memchr(s + b, '(', e - b);
-    size_t o = op ? (size_t)(op - s) : e;
-    if (o <= b + 1 || s[o - 1] != ' ' || memchr(s + o + 1, '(', e - 1 - (o + 1)) ||
-        memchr(s + b, ')', o - b))
-        return DEG_OK;
-    size_t n = 1;
-    for (size_t i = o + 1; i + 1 < e - 1; i++) n += s[i] == ',' && s[i + 1] == ' ';
-    if (n < 2 || n > 16) return DEG_OK; /* one detail is a note on X: "libc6 (>= 2.14)" */
-    DG_TRY(dg_lscan_cell(S, b, b, lb, lcp, b, o - 1));
-    for (size_t p0 = o + 1; p0 < e - 1;) {
-        size_t p1 = p0;
-        while (p1 + 1 < e - 1 && !(s[p1] == ',' && s[p1 + 1] == ' ')) p1++;
-        if (p1 + 1 >= e - 1) p1 = e - 1;
-        DG_TRY(dg_lscan_cell(S, p0, p0, lb, lcp, p0, p1));
-        p0 = p1 < e - 1 ? p1 + 2 : e;
-    }
-    return DEG_OK;
-}
-
-/* The parts of list item [b, e) (its line at byte lb = code point lcp) as cells
- * of the item just added, when it has two to 17 (part_sep; more is a run of
- * text, not a record an object maps part by part): a "Key: value" part is a cell
- * under its key ("Coordinates"), another one a cell without a key. An object array on the list then reads them as a table's records do
- * (lists.h): a member named like a key reads that cell, the one member left
- * unnamed the one cell left. Items of one part have no cells. */
-static deg_status item_cells(dg_lscan *S, size_t lb, size_t lcp, size_t b, size_t e)
-{
-    const char *s = S->ctx;
-    size_t n = count_parts(s, b, e);
-    if (n == 0) return paren_cells(S, lb, lcp, b, e);
-    if (n > 16) return DEG_OK;
-    for (size_t p0 = b; p0 < e;) {
-        size_t p1 = p0, w = 0;
-        while (p1 < e && !(w = part_sep(s, p1, e))) p1++;
-        size_t k0, k1, v0, v1;
-        if (dg_keyline_split(s, p0, p1, &k0, &k1, &v0, &v1) && v1 > v0)
-            DG_TRY(dg_lscan_cell(S, k0, k1, lb, lcp, v0, v1));
-        else
-            DG_TRY(dg_lscan_cell(S, p0, p0, lb, lcp, p0, p1));
-        p0 = p1 + w;
-    }
-    return DEG_OK;
-}
-
-/* A list item [b, e) with its parts as cells (item_cells). */
-static deg_status add_item(dg_lscan *S, size_t lb, size_t lcp, size_t b, size_t e)
-{
-    int added;
-    DG_TRY(dg_lscan_item(S, lb, lcp, b, e, &added));
-    return added ? item_cells(S, lb, lcp, b, e) : DEG_OK;
-}
-
 /* Conjunctions that join the last two items of a written list ("a, b and c"):
  * the words datagen's renderings use (render.py WORDS, en de fr es it/pt nl) and
  * '&'. */
@@ -247,22 +157,29 @@ static deg_status add_delimited(dg_lscan *S, size_t lb, size_t lcp, size_t v0, s
     size_t b = v0;
     size_t c0, c1;
     int depth = 0; /* inside parentheses: "a (1, 2), b" splits after ")" only */
+    S->paren_one = 0; /* some item "X (a, b)": "Y (c)" is X, c too (list_parts.c) */
+    for (size_t i = v0; i + 1 < v1 && !S->paren_one; i++) {
+        depth += s[i] == '(' ? 1 : s[i] == ')' && depth > 0 ? -1 : 0;
+        S->paren_one = depth > 0 && s[i] == ',' && s[i + 1] == ' ';
+    }
+    depth = 0;
     for (size_t i = v0; i <= v1; i++) {
         if (i < v1 && s[i] == '(') depth++;
         if (i < v1 && s[i] == ')' && depth > 0) depth--;
         if (i == v1 || (s[i] == d && depth == 0)) {
             if (i == v1 && d == ',' && find_conj(s, b, i, &c0, &c1)) {
-                DG_TRY(add_item(S, lb, lcp, b, c0));
+                DG_TRY(dg_lscan_add_item(S, lb, lcp, b, c0));
                 b = c1;
             } else if (i == v1 && b == v0) {
                 int done;
                 DG_TRY(add_blank_separated(S, lb, lcp, v0, v1, &done));
-                if (done) return DEG_OK;
+                if (done) break;
             }
-            DG_TRY(add_item(S, lb, lcp, b, i));
+            DG_TRY(dg_lscan_add_item(S, lb, lcp, b, i));
             b = i + 1;
         }
     }
+    S->paren_one = 0; /* this value's only */
     return DEG_OK;
 }
 
@@ -362,7 +279,7 @@ static deg_status html_items(dg_lscan *S, size_t lb, size_t lcp, size_t v0, size
     while (li < v1) {
         size_t a = li + 4, z = a;
         while (z < v1 && s[z] != '<') z++;
-        DG_TRY(add_item(S, lb, lcp, a, z));
+        DG_TRY(dg_lscan_add_item(S, lb, lcp, a, z));
         li = find(s, z, v1, "<li>");
     }
     return DEG_OK;
@@ -517,7 +434,7 @@ static deg_status bullet_run(dg_lscan *S, size_t *b, size_t *cp, int mode)
         if (!t && at + blank < e && !(at + blank + 1 == e && s[e - 1] == '\r')) break;
         if (t && mode != RUN_KEY && yaml_record(s, len, at, e, t)) break;
         if (t) {
-            if (mode != RUN_END) DG_TRY(add_item(S, at, at_cp, t, e));
+            if (mode != RUN_END) DG_TRY(dg_lscan_add_item(S, at, at_cp, t, e));
             *b = after;
             *cp = after_cp;
         }
@@ -529,7 +446,7 @@ static deg_status bullet_run(dg_lscan *S, size_t *b, size_t *cp, int mode)
 
 /* The lines from byte *b (code point *cp) on indented past `ind` (the key line's
  * indent), up to a blank or less indented line: each one item when none of them
- * is a bullet or a key line without parts (count_parts) ("Signature:\n  files;
+ * is a bullet or a key line without parts (dg_lscan_count_parts) ("Signature:\n  files;
  * Default: None\n  mode"); key lines are a nested mapping the scan reads as key
  * lines ("build:\n  os: linux"), bullets are bullet_run's. *b / *cp after the last item
  * when there are items. */
@@ -541,14 +458,14 @@ static deg_status indented_run(dg_lscan *S, size_t *b, size_t *cp, size_t ind)
         size_t e = dg_lscan_line_end(s, len, at), t = at + dg_lscan_indent(s, at, e);
         if (t - at <= ind || t >= e || (t + 1 == e && s[t] == '\r')) break;
         if (dg_lscan_bullet(s, at, e) ||
-            (!count_parts(s, t, e) && dg_keyline_split(s, t, e, &k0, &k1, &v0, &v1)))
+            (!dg_lscan_count_parts(s, t, e) && dg_keyline_split(s, t, e, &k0, &k1, &v0, &v1)))
             return DEG_OK;
         at = e < len ? e + 1 : len;
     }
     size_t end = at;
     for (at = *b; at < end;) {
         size_t e = dg_lscan_line_end(s, len, at), after = e < len ? e + 1 : len;
-        DG_TRY(add_item(S, at, *cp, at, e));
+        DG_TRY(dg_lscan_add_item(S, at, *cp, at, e));
         *cp += dg_utf8_count(s + at, after - at);
         at = after;
     }
@@ -766,6 +683,14 @@ static int table_columns(const dg_lists *ls, const dg_plan *P, const dg_array_pl
     return n;
 }
 
+/* Every item of list L has two or more parts (cells): a list of records. */
+static int record_list(const dg_lists *ls, const dg_list *L)
+{
+    for (size_t j = L->first; j < L->first + L->n; j++)
+        if (ls->item_cell[j + 1] - ls->item_cell[j] < 2) return 0;
+    return L->n > 0;
+}
+
 int dg_lists_match(const dg_lists *ls, const dg_plan *P, size_t a)
 {
     int plain = dg_lists_plain_array(P, a);
@@ -773,7 +698,7 @@ int dg_lists_match(const dg_lists *ls, const dg_plan *P, size_t a)
     const dg_array_plan *A = &P->arrays[a];
     char names[2 * DG_KEY_DESC_MAX + 8]; /* once per array, not per list */
     dg_key_desc_names(A->description, names, sizeof names);
-    int best = -1, best_m = 0, best_c = 0, lone = -1, n_lone = 0;
+    int best = -1, best_m = 0, best_c = 0, lone = -1, n_lone = 0, rec = -1, n_rec = 0;
     for (size_t i = 0; i < ls->n; i++) {
         const dg_list *L = &ls->p[i];
         int c = 0;
@@ -782,6 +707,9 @@ int dg_lists_match(const dg_lists *ls, const dg_plan *P, size_t a)
             if (n_lone++ == 0) lone = (int)i; /* captioned or not (a '#' comment above) */
         } else if (L->table && (plain || (c = table_columns(ls, P, A, L)) == 0)) {
             continue;
+        } else if (!L->table && !plain) { /* a list's items' "Key: value" parts (0.22.0) */
+            c = table_columns(ls, P, A, L);
+            if (record_list(ls, L) && n_rec++ == 0) rec = (int)i;
         }
         int m = name_strength(A, names, L);
         if (!c && !m) continue;
@@ -793,7 +721,8 @@ int dg_lists_match(const dg_lists *ls, const dg_plan *P, size_t a)
             best_c = c;
         }
     }
-    return best < 0 && n_lone == 1 ? lone : best;
+    if (best >= 0) return best;
+    return n_lone == 1 ? lone : n_lone == 0 && n_rec == 1 ? rec : -1;
 }
 
 /* The last path segment of field f (its property name), or NULL. */

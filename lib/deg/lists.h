@@ -52,7 +52,9 @@
  * An item of a bullet, indented or HTML <li> list with two or more parts (libdeg
  * 0.16.0; "; ", a spaced em or en dash or its HTML entity, " | " between them) has
  * its parts as cells, a "Key: value" part under its key ("Asia/Amman;
- * Coordinates: +3157+03556" = ("", "Asia/Amman"), ("coordinates", "+3157+03556")):
+ * Coordinates: +3157+03556" = ("", "Asia/Amman"), ("coordinates", "+3157+03556"));
+ * an item "X (a, b)" of a delimited value has the cells X, a, b (two to 16
+ * details, or one when another item of the value has two: 0.21.0, 0.22.0):
  * an object array on the list reads them as a table's records (below); an item of
  * one part has none and its leaves read the whole item;
  * and tables (tables.c): records whose values stand under column names, each one
@@ -160,11 +162,16 @@ int dg_lists_wanted(const dg_plan *P);
  * (of its first 64 records) name the most of its item's properties
  * (dg_lists_cell_of; at least one), ties
  * to the caption's match by name as above, then more rows, then the first, before
- * any list by name alone; a plain array never takes a table. A headerless table
+ * any list by name alone; a plain array never takes a table. A list whose items'
+ * "Key: value" parts name its properties counts its named columns the same way
+ * (0.22.0: "Services:\n- whois; Port: 43; Protocol: tcp" is the list of `entries`
+ * [{service, port}]). A headerless table
  * (no column names) is taken by its caption's name like a list, else, when nothing
  * else matches, as the text's only headerless table (captioned or not, 0.21.0: a
  * '#' comment above reads as a caption): a data file's rows are the objects a lone
- * object array asks for. */
+ * object array asks for; with no headerless table, the text's only list of records
+ * (every item two parts or more: "<li>whois &mdash; 43 &mdash; tcp</li>") is taken
+ * the same way (0.22.0). */
 int dg_lists_match(const dg_lists *ls, const dg_plan *P, size_t a);
 
 /* The cell of item `item` (an index into ls->item) under the column named by

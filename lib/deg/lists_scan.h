@@ -25,6 +25,7 @@ typedef struct dg_lscan {
     size_t n_cells, cap_cells;
     raw_list *raw;
     size_t n_raw, cap_raw;
+    int paren_one;                 /* "X (a)" items are cells too (list_parts.c) */
 } dg_lscan;
 
 /* Append item bytes [b, e) (b's line starts at byte lb = code point lcp), trimmed
@@ -37,6 +38,16 @@ deg_status dg_lscan_item(dg_lscan *S, size_t lb, size_t lcp, size_t b, size_t e,
  * b's line starts at byte lb = code point lcp. Errors: DEG_ERR_NOMEM. */
 deg_status dg_lscan_cell(dg_lscan *S, size_t k0, size_t k1, size_t lb, size_t lcp, size_t b,
                          size_t e);
+
+/* Append list item [b, e) (dg_lscan_item) with its parts as cells (list_parts.c):
+ * two to 17 parts between "; ", a spaced em or en dash (or its HTML entity) or
+ * " | ", a "Key: value" part under its key; else "X (a, b, ...)" with two to 16
+ * details. Errors: DEG_ERR_NOMEM. */
+deg_status dg_lscan_add_item(dg_lscan *S, size_t lb, size_t lcp, size_t b, size_t e);
+
+/* The part separators of line [b, e) (list_parts.c): a line with any is a record,
+ * not a mapping's member, though its first part reads as a key. */
+size_t dg_lscan_count_parts(const char *s, size_t b, size_t e);
 
 /* Start raw list S->raw[S->n_raw] under key bytes [k0, k1) at the next item
  * (table: 1 for a table's records). Errors: DEG_ERR_NOMEM. */

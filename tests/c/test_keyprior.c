@@ -314,7 +314,8 @@ Test(keyprior, deg_json_validation)
                          "{\"exact\": 1, \"partial\": 1, \"phrase\": 2e6}",
                          "{\"exact\": 1, \"partial\": 1, \"phrase\": true}",
                          "{\"exact\": 1, \"partial\": 1, \"description\": -2}",
-                         "{\"exact\": 1, \"partial\": 1, \"description\": null}"};
+                         "{\"exact\": 1, \"partial\": 1, \"description\": null}",
+                         "{\"exact\": 1, \"partial\": 1, \"sole\": -4}"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         tu_set_meta(dir, "key_prior", json_loads(bad[i], 0, NULL));
         deg_ckpt *k = NULL;
@@ -322,8 +323,8 @@ Test(keyprior, deg_json_validation)
         cr_assert(strstr(deg_errmsg(), "key_prior"), "%s", deg_errmsg());
     }
     /* a valid prior survives a save */
-    tu_set_meta(dir, "key_prior", json_pack("{s:f, s:f, s:f, s:f}", "exact", 6.0, "partial", 2.5,
-                                            "phrase", 4.0, "description", 3.0));
+    tu_set_meta(dir, "key_prior", json_pack("{s:f, s:f, s:f, s:f, s:f}", "exact", 6.0, "partial",
+                                            2.5, "phrase", 4.0, "description", 3.0, "sole", 5.0));
     deg_ckpt *k = NULL;
     cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_OK, "%s", deg_errmsg());
     char dir2[600];
@@ -338,6 +339,7 @@ Test(keyprior, deg_json_validation)
     cr_assert_eq(json_real_value(json_object_get(kp, "partial")), 2.5);
     cr_assert_eq(json_real_value(json_object_get(kp, "phrase")), 4.0);
     cr_assert_eq(json_real_value(json_object_get(kp, "description")), 3.0);
+    cr_assert_eq(json_real_value(json_object_get(kp, "sole")), 5.0);
     json_decref(meta);
 }
 
@@ -672,4 +674,61 @@ static int shared_values(deg_ckpt *k)
 Test(keyprior, distinct_spans)
 {
     check_rule_flag("span_distinct", shared_values, "distinct");
+}
+
+/* key_prior.sole (fill_decide.c, fill_extract.c): the only option written, the only
+ * day written. With a bonus far above the random heads' range the written option and
+ * the written day must come out; where two options or two days are written the fill
+ * must be bitwise the fill without the rule (it gives no bonus there), and the random
+ * heads alone must not give the written values (else this test could not fail). */
+static const char *SOLE_SCHEMA =
+    "{\"type\":\"object\",\"properties\":{"
+    "\"kind\":{\"enum\":[\"concert\",\"workshop\",\"meetup\",\"fair\"]},"
+    "\"level\":{\"enum\":[\"low\",\"high\",\"very high\"]},"
+    "\"created\":{\"type\":\"string\",\"format\":\"date-time\"}}}";
+
+static json_t *sole_fill(const char *dir, double sole, const char *ctx)
+{
+    tu_set_meta(dir, "key_prior",
+                json_pack("{s:f, s:f, s:f}", "exact", 1.0, "partial", 1.0, "sole", sole));
+    deg_ckpt *k = NULL;
+    cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_OK, "%s", deg_errmsg());
+    json_t *r = tu_fill(k, ctx, SOLE_SCHEMA, NULL);
+    deg_ckpt_free(k);
+    return r;
+}
+
+Test(keyprior, sole_option_and_day)
+{
+    const char *one = "Join us for the Rust Workshop in Ghent. Risk: very high.\n"
+                      "[2024-04-06 22:18:00 -0500] NEW ticket=48213\n"
+                      "[2024-04-06 22:18:00 -0500] RESOLVED\n";
+    const char *two = "A workshop, then a concert. Risk: very high.\n"
+                      "[2024-04-06 22:18:00 -0500] NEW\n[2024-04-07 09:00:00 -0500] DONE\n";
+    for (size_t mi = 0; mi < 2; mi++) {
+        char model[512], dir[512];
+        snprintf(model, sizeof model, "%s/%s", GOLDENS, TINY[mi]);
+        snprintf(dir, sizeof dir, "%s/keyprior-sole-%d-%zu", DEG_BUILD_ROOT, (int)getpid(), mi);
+        deg_ckpt_free(tu_random_ckpt(model, 11, dir, NULL, -1));
+        json_t *r0 = sole_fill(dir, 0.0, one), *r = sole_fill(dir, 500.0, one);
+        json_t *v = json_object_get(r, "value"), *v0 = json_object_get(r0, "value");
+        cr_assert_str_eq(json_string_value(json_object_get(v, "kind")), "workshop", "%s",
+                         TINY[mi]);
+        cr_assert_str_eq(json_string_value(json_object_get(v, "created")),
+                         "2024-04-06T22:18:00-05:00", "%s", TINY[mi]);
+        cr_assert(!json_equal(v0, v), "%s: random heads alone gave the written values", TINY[mi]);
+        /* "high" is written inside "very high": two options, no bonus */
+        cr_assert(json_equal(json_object_get(json_object_get(r0, "meta"), "/level"),
+                             json_object_get(json_object_get(r, "meta"), "/level")),
+                  "%s", TINY[mi]);
+        json_decref(r0);
+        json_decref(r);
+        r0 = sole_fill(dir, 0.0, two);
+        r = sole_fill(dir, 500.0, two);
+        cr_assert(json_equal(json_object_get(r0, "value"), json_object_get(r, "value")) &&
+                      json_equal(json_object_get(r0, "meta"), json_object_get(r, "meta")),
+                  "%s: two options and two days give no bonus", TINY[mi]);
+        json_decref(r0);
+        json_decref(r);
+    }
 }

@@ -255,6 +255,7 @@ Test(tables, scan_parenthesised_parts)
 {
     const char *ctx = "Services: http-alt (8080, tcp, webcache); puppet (8140, tcp); "
                       "bacula-dir (9101, tcp). \n"
+                      "Zones: Asia/Amman (+3157+03556); Asia/Dubai (+2518+05518, Gulf)\n"
                       "Depends: libc6 (>= 2.14), zlib1g (>= 1:1.1.4), debconf\n"
                       "Other: a (b) c; d (e (f)); g\n";
     dg_lists ls = {0};
@@ -262,6 +263,9 @@ Test(tables, scan_parenthesised_parts)
     cr_assert_str_eq(list_cells(&ls, ctx, "services"),
                      "services: =http-alt,=8080,=tcp,=webcache | =puppet,=8140,=tcp | "
                      "=bacula-dir,=9101,=tcp");
+    /* one detail is a note, unless another item of the value has two */
+    cr_assert_str_eq(list_cells(&ls, ctx, "zones"),
+                     "zones: =Asia/Amman,=+3157+03556 | =Asia/Dubai,=+2518+05518,=Gulf");
     cr_assert_str_eq(list_cells(&ls, ctx, "depends"),
                      "depends: | |");
     cr_assert_str_eq(list_cells(&ls, ctx, "other"), "other: | |");
@@ -483,6 +487,39 @@ Test(tables, match_headerless)
     cr_assert_str_eq(match("{\"type\":\"object\",\"properties\":{\"zones\":{\"type\":"
                            "\"array\",\"items\":{\"type\":\"string\"}}}}", one), "-",
                      "a plain array: never");
+}
+
+#define ENTRIES(name, props) "{\"type\":\"object\",\"properties\":{\"" name "\":{" \
+                             "\"type\":\"array\",\"items\":{\"type\":\"object\"," \
+                             "\"properties\":{" props "}}}}}"
+
+/* A list whose items' "Key: value" parts name an object array's properties is taken
+ * like a table whose columns do, before a list by name alone (libdeg 0.22.0); when
+ * nothing matches, the text's only list of records (every item two parts or more)
+ * is taken, as the only headerless table is; two such lists make no match. */
+Test(tables, match_record_lists)
+{
+    const char *kv = "First port: 43\nServices:\n- whois; Port: 43; Protocol: tcp\n"
+                     "- tacacs; Port: 49; Protocol: udp\n";
+#define PROPS "\"service\":{\"type\":\"string\"},\"port\":{\"type\":\"integer\"}"
+    cr_assert_str_eq(match(ENTRIES("entries", "\"service\":{\"type\":\"string\"},"
+                                              "\"transport\":{\"type\":\"string\"},"
+                                              "\"port-number\":{\"type\":\"integer\"}"), kv),
+                     "services", "a part's key names port-number");
+    cr_assert_str_eq(match(ENTRIES("ports", PROPS), kv), "services",
+                     "named parts before a partial name (first port)");
+    const char *html = "<tr><th>Services</th><td><ol><li>a &mdash; 1 &mdash; tcp</li>"
+                       "<li>b &mdash; 2 &mdash; udp</li></ol></td></tr>\n"
+                       "<tr><th>First port</th><td>1</td></tr>\n"
+                       "<tr><th>Hosts</th><td><ul><li>x</li><li>y</li></ul></td></tr>\n";
+    cr_assert_str_eq(match(ENTRIES("entries", PROPS), html), "services",
+                     "the only list of records");
+    const char *two = "Services: a; b\nOld: x &mdash; 1\nNew: y &mdash; 2\n";
+    cr_assert_str_eq(match(ENTRIES("entries", PROPS), two), "-", "two lists of records");
+    cr_assert_str_eq(match("{\"type\":\"object\",\"properties\":{\"entries\":{\"type\":"
+                           "\"array\",\"items\":{\"type\":\"string\"}}}}", html), "-",
+                     "a plain array: never");
+#undef PROPS
 }
 
 /* Compile schema into *p, scan ctx into *ls and return the list matched by array 0

@@ -513,3 +513,53 @@ def test_data_file_columns(model, tmp_path):
     bare = deg.load(without(tmp_path / "l", "list_prior"), model=model)
     assert bare.fill(PROTOCOLS, PROTOCOLS_SCHEMA)["value"].get("protocols") != PROTOCOLS_WANT
     assert bare.fill(MIRRORS_INI, MIRRORS_SCHEMA)["value"].get("mirrors") != MIRRORS_WANT
+
+
+# a list of records whose parts are labelled ("Port: 43"), under a key no array is
+# named like, and the same records as an HTML list of em-dash parts (libdeg 0.22.0)
+SERVICES_KV = ("First port: 43\nServices:\n- whois; Port: 43; Protocol: tcp\n"
+               "- tacacs; Port: 49; Protocol: udp\n- domain; Port: 53; Protocol: tcp\n")
+SERVICES_HTML = ("<table>\n<tr><th>Services</th><td><ol><li>whois &mdash; 43 &mdash; tcp</li>"
+                 "<li>tacacs &mdash; 49 &mdash; udp</li><li>domain &mdash; 53 &mdash; tcp</li>"
+                 "</ol></td></tr>\n<tr><th>First port</th><td>43</td></tr>\n</table>\n")
+ENTRIES_SCHEMA = {"type": "object", "properties": {"entries": {"type": "array", "items": {
+    "type": "object", "required": ["service"], "properties": {
+        "service": {"type": "string"}, "port": {"type": "integer"},
+        "protocol": {"type": "string"}}}}}}
+ENTRIES_WANT = [{"service": "whois", "port": 43, "protocol": "tcp"},
+                {"service": "tacacs", "port": 49, "protocol": "udp"},
+                {"service": "domain", "port": 53, "protocol": "tcp"}]
+
+
+def test_lists_of_records(model, tmp_path):
+    # an object array takes the list whose items' labelled parts name its properties,
+    # else the text's only list of records (lists.c dg_lists_match)
+    ck = deg.load(deg.default_checkpoint_path(), model=model)
+    got = ck.fill(SERVICES_KV, ENTRIES_SCHEMA)
+    assert got["value"]["entries"] == ENTRIES_WANT
+    assert got["meta"]["/entries"]["list_key"] == "services"
+    got = ck.fill(SERVICES_HTML, ENTRIES_SCHEMA)
+    assert got["meta"]["/entries"]["list_key"] == "services"
+    assert [e["port"] for e in got["value"]["entries"]] == [43, 49, 53]
+    bare = deg.load(without(tmp_path / "l", "list_prior"), model=model)
+    assert bare.fill(SERVICES_KV, ENTRIES_SCHEMA)["value"].get("entries") != ENTRIES_WANT
+
+
+EVENT = "Spring Meetup in Lyon, 3 May 2026. Free entry."
+EVENT_SCHEMA = {"type": "object", "properties": {
+    "kind": {"enum": ["concert", "workshop", "meetup", "fair", "sport", "other"]}}}
+TICKET_LOG = ("[2024-04-06 22:18:00 -0500] NEW ticket=48213 cat=billing sev=3/5\n"
+              "[2024-04-06 22:18:00 -0500] reporter=ann@example.org\n"
+              "[2024-04-06 22:18:00 -0500] RESOLVED\n")
+TICKET_SCHEMA = {"type": "object", "properties": {
+    "created": {"type": "string", "format": "date-time"}}}
+
+
+def test_the_one_option_and_the_one_day_written(model, tmp_path):
+    # key_prior.sole (libdeg 0.22.0): the only option written as a word, the only day
+    ck = deg.load(deg.default_checkpoint_path(), model=model)
+    assert ck.fill(EVENT, EVENT_SCHEMA)["value"]["kind"] == "meetup"
+    assert ck.fill(TICKET_LOG, TICKET_SCHEMA)["value"] == {"created": "2024-04-06T22:18:00-05:00"}
+    bare = deg.load(without(tmp_path / "s", "key_prior", "sole"), model=model)
+    assert bare.fill(EVENT, EVENT_SCHEMA)["value"]["kind"] != "meetup"
+    assert bare.fill(TICKET_LOG, TICKET_SCHEMA)["value"] == {}

@@ -246,9 +246,10 @@ def test_shipped_checkpoint_is_the_default(model_path):
     assert "path" not in meta["backbone"] and meta["backbone"]["file"].endswith(".gguf")
     # v3 = v2's heads with the key prior and single-line plain spans; v11 adds
     # the description key prior (a key line the field's description names); libdeg
-    # 0.17.0 prose labels of typed values, written scores and compared values
+    # 0.17.0 prose labels of typed values, written scores and compared values; 0.22.0
+    # the one option / the one day a document writes
     assert meta["key_prior"] == {"exact": 16.0, "partial": 8.0, "description": 8.0,
-                                 "phrase": 8.0, "score": 8.0, "compare": 16.0}
+                                 "phrase": 8.0, "score": 8.0, "compare": 16.0, "sole": 8.0}
     assert meta["span_single_line"]
     # v10 = v9 + plain spans on word boundaries
     assert meta["span_word_bounds"] is True
