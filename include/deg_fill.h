@@ -372,7 +372,7 @@ DEG_API deg_status deg_ckpt_set_debug(deg_ckpt *ckpt, int on);
  * *errors_json (may be NULL; owned by the caller) is a JSON array of
  * {"loc", "msg"} (request/schema problems: the 422 list; fill problems:
  * FillError reasons or validator violations). Errors: DEG_ERR_REQUEST
- * (malformed request, unknown fields/options, empty context, temperature > 0
+ * (malformed request, unknown fields/options, empty or blank-only context, temperature > 0
  * without seed), DEG_ERR_SCHEMA (invalid schema), DEG_ERR_FILL (FillError: a
  * required non-nullable value not in the context, minItems not met, a
  * generate constraint that cannot be met within the budget), DEG_ERR_UTF8,

@@ -69,8 +69,13 @@ void dg_fill_prepare(const dg_ckpt *k, freq *r, const char *text, size_t len)
                     : k->has_list_prior ? k->list_prior_bonus : 0.0;
     r->list_by_anchor = ox.has_list_prior ? ox.list_prior_by_anchor
                         : k->has_list_prior && k->list_prior_by_anchor;
-    if (r->ctx_len == 0) {
-        dg_fail(DEG_ERR_REQUEST, "context: empty (there is nothing to read)");
+    size_t ink = 0; /* blanks only is as empty: an item "read" from them was {} */
+    while (ink < r->ctx_len && (r->ctx[ink] == ' ' || (r->ctx[ink] >= '\t' && r->ctx[ink] <= '\r')))
+        ink++;
+    if (ink == r->ctx_len) {
+        dg_fail(DEG_ERR_REQUEST, r->ctx_len ? "context: blank (only white space: there is "
+                                              "nothing to read)"
+                                            : "context: empty (there is nothing to read)");
         dg_fill_fail(r, DEG_ERR_REQUEST, "/context");
         return;
     }

@@ -25,7 +25,8 @@
  * largest total weight wins, a property every record must have (required, not nullable)
  * on a column every record writes (a table with fewer columns than properties leaves
  * an optional one out, not the record's name): an exhaustive search while small, else
- * greedy. A property then reads its column's cell in every record (a record without
+ * greedy (a list item's lead part goes to the item's one required plain string first:
+ * lead_part, libdeg 0.22.0). A property then reads its column's cell in every record (a record without
  * that column reads an empty cell: null; a property without a column, null). Decoding
  * treats the cell as a named column's (the list bonus at its edges, the span kept
  * inside it). Meta "list_columns" of the array says what each free property read.
@@ -227,6 +228,32 @@ static void assign(assign_search *S)
     if (S->leaves > SEARCH_MAX || S->best < 0) greedy(S);
 }
 
+/* A list of records' lead (libdeg 0.22.0): an item written "whois; Port: 43", "whois
+ * &mdash; 43 &mdash; tcp" or "whois (43, tcp)" is named by its first part without a key,
+ * and an item's one required plain string (required, not nullable, no format) is its
+ * name: when exactly one free property is such, its weight on that column (position 0)
+ * gets +1, more than any pooled weight (at most 1), unless no record's cell there is a
+ * valid value of it (weight 0). Why: the heads' pooled weights put `service` on the
+ * "tcp" column and the alias on the name's (datagen-v2 val services, HTML and kv
+ * layouts). Lists only: a data file's first column is no name (zone.tab's country code
+ * before the zone). */
+static void lead_part(const freq *r, const dg_array_plan *A, const columns *C,
+                      const size_t *rows, double *w)
+{
+    size_t lead = MAX_COLUMNS, name = SIZE_MAX, n_names = 0;
+    for (size_t c = 0; c < C->n; c++)
+        if (!C->key[c][0] && C->pos[c] == 0) lead = c;
+    for (size_t f = 0; f < A->n_fields && lead < MAX_COLUMNS; f++) {
+        const dg_field_plan *fp = &r->plan->fields[A->first_field + f];
+        if (rows[f] && fp->mode == DG_MODE_SPAN && fp->on_null == DG_ON_NULL_FORBID &&
+            fp->format == DG_FORMAT_NONE) {
+            name = f;
+            n_names++;
+        }
+    }
+    if (n_names == 1 && w[name * MAX_COLUMNS + lead] > 0) w[name * MAX_COLUMNS + lead] += 1.0;
+}
+
 /* Columns of instance `in` (a table's records) from the round's jobs, for the
  * extract properties no column names (every one, in a headerless table). */
 static deg_status columns_of(const dg_ckpt *k, freq *r, size_t ri, int in, const job *J, size_t nj)
@@ -275,6 +302,7 @@ static deg_status columns_of(const dg_ckpt *k, freq *r, size_t ri, int in, const
         col[f] = -1;
         for (size_t c = 0; rows[f] && c < MAX_COLUMNS; c++) w[f * MAX_COLUMNS + c] /= (double)rows[f];
     }
+    if (!T->table) lead_part(r, A, &C, rows, w);
     assign_search A2 = {.w = w, .nf = nf, .ncol = C.n, .col = col, .best = -1};
     A2.cur = malloc((nf ? nf : 1) * sizeof *A2.cur);
     A2.must = calloc(nf ? nf : 1, 1);

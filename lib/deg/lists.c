@@ -721,7 +721,11 @@ int dg_lists_match(const dg_lists *ls, const dg_plan *P, size_t a)
             best_c = c;
         }
     }
-    if (best >= 0) return best;
+    /* the only list of records before a list matched by a partial name alone, which an
+     * object array's items do not fill ("ports" is the "Services" records, not "First
+     * port: 123") */
+    if (best >= 0 && !(best_c == 0 && best_m <= 1 && n_lone == 0 && n_rec == 1 && best != rec))
+        return best;
     return n_lone == 1 ? lone : n_lone == 0 && n_rec == 1 ? rec : -1;
 }
 

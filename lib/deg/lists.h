@@ -171,7 +171,8 @@ int dg_lists_wanted(const dg_plan *P);
  * '#' comment above reads as a caption): a data file's rows are the objects a lone
  * object array asks for; with no headerless table, the text's only list of records
  * (every item two parts or more: "<li>whois &mdash; 43 &mdash; tcp</li>") is taken
- * the same way (0.22.0). */
+ * the same way, also over a list that only a partial name matches ("ports" takes the
+ * records, not "First port: 123"; 0.22.0). */
 int dg_lists_match(const dg_lists *ls, const dg_plan *P, size_t a);
 
 /* The cell of item `item` (an index into ls->item) under the column named by

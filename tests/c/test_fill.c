@@ -634,6 +634,14 @@ Test(fill, bad_input)
     cr_assert_eq(s, DEG_ERR_REQUEST, "%s", deg_status_name(s));
     cr_assert(strstr(deg_errmsg(), "empty"), "%s", deg_errmsg());
     deg_free(errs);
+    /* blanks only: as empty (an array item "read" from them was {}) */
+    const char *r4b = "{\"context\": \" \\n\\t\\r\\n \", \"schema\": {\"type\": \"object\", "
+                      "\"properties\": {\"a\": {\"type\": \"boolean\"}}}}";
+    s = deg_fill(k, r4b, strlen(r4b), &resp, &errs);
+    cr_assert_eq(s, DEG_ERR_REQUEST, "%s", deg_status_name(s));
+    cr_assert(strstr(deg_errmsg(), "blank"), "%s", deg_errmsg());
+    cr_assert(errs && strstr(errs, "/context"), "%s", errs ? errs : "-");
+    deg_free(errs);
     /* temperature without seed */
     const char *r5 = "{\"context\": \"x\", \"schema\": {\"type\": \"object\", \"properties\": "
                      "{\"a\": {\"type\": \"boolean\"}}}, \"options\": {\"temperature\": 0.5}}";

@@ -514,6 +514,8 @@ Test(tables, match_record_lists)
                        "<tr><th>Hosts</th><td><ul><li>x</li><li>y</li></ul></td></tr>\n";
     cr_assert_str_eq(match(ENTRIES("entries", PROPS), html), "services",
                      "the only list of records");
+    cr_assert_str_eq(match(ENTRIES("ports", PROPS), html), "services",
+                     "the only list of records before a partial name (First port)");
     const char *two = "Services: a; b\nOld: x &mdash; 1\nNew: y &mdash; 2\n";
     cr_assert_str_eq(match(ENTRIES("entries", PROPS), two), "-", "two lists of records");
     cr_assert_str_eq(match("{\"type\":\"object\",\"properties\":{\"entries\":{\"type\":"
@@ -817,6 +819,35 @@ Test(tables, fill_one_column_per_property)
                                      i, keys[k], g);
                 }
             }
+        free(g);
+        json_decref(resp);
+    }
+}
+
+/* A list of records' lead part (fill_columns.c lead_part): the item's one required plain
+ * string reads each item's first part without a key, whatever the random heads' pooled
+ * weights say (without the rule both tiny models put `name` on another column). */
+Test(tables, fill_list_lead_is_the_name)
+{
+    const char *ctx = "Services:\n- alpha | 21 | tcp | x\n- beta | 123 | udp | y\n"
+                      "- gamma | 22 | tcp | z\n";
+    const char *schema = "{\"type\":\"object\",\"properties\":{\"services\":{\"type\":\"array\","
+                         "\"items\":{\"type\":\"object\",\"properties\":{"
+                         "\"proto\":{\"type\":[\"string\",\"null\"]},"
+                         "\"port\":{\"type\":[\"integer\",\"null\"]},"
+                         "\"name\":{\"type\":\"string\"}},\"required\":[\"name\"]}}}}";
+    const char *lead[3] = {"alpha", "beta", "gamma"};
+    for (size_t mi = 0; mi < 2; mi++) {
+        json_t *resp = fill_tiny(mi, "lead", ctx, schema, 500.0);
+        json_t *sv = json_object_get(json_object_get(resp, "value"), "services");
+        char *g = json_dumps(sv, JSON_SORT_KEYS);
+        cr_assert_eq(json_array_size(sv), 3, "%s: %s", TINY[mi], g);
+        for (size_t i = 0; i < 3; i++)
+            cr_assert_str_eq(json_string_value(json_object_get(json_array_get(sv, i), "name")),
+                             lead[i], "%s: %s", TINY[mi], g);
+        json_t *lc = json_object_get(json_object_get(json_object_get(resp, "meta"), "/services"),
+                                     "list_columns");
+        cr_assert_eq(json_integer_value(json_object_get(lc, "name")), 0, "%s", TINY[mi]);
         free(g);
         json_decref(resp);
     }

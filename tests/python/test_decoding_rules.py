@@ -122,16 +122,16 @@ def sentence_ends(text):
 
 def without(tmp_path, setting, sub=None):
     """A copy of the default checkpoint's directory without deg.json[setting]
-    (or without deg.json[setting][sub])."""
+    (or without deg.json[setting][sub]; sub may be a tuple of such keys)."""
     src = deg.default_checkpoint_path()
     dst = tmp_path / "ckpt"
     dst.parent.mkdir(parents=True, exist_ok=True)
     shutil.copytree(src, dst)
     meta = json.loads((dst / "deg.json").read_text())
     holder = meta if sub is None else meta[setting]
-    key = setting if sub is None else sub
-    assert key in holder, key
-    del holder[key]
+    for key in (setting,) if sub is None else (sub,) if isinstance(sub, str) else sub:
+        assert key in holder, key
+        del holder[key]
     (dst / "deg.json").write_text(json.dumps(meta))
     return str(dst)
 
@@ -309,7 +309,8 @@ def test_scores_and_dates_written_in_prose(model, tmp_path):
     # without the rules the heads give another number of bedrooms, and no date
     scores = deg.load(without(tmp_path / "s", "key_prior", "score"), model=model)
     assert scores.fill(LISTING, LISTING_SCHEMA)["value"]["bedrooms"] != 4
-    phrase = deg.load(without(tmp_path / "p", "key_prior", "phrase"), model=model)
+    # (the listing writes one date: key_prior.sole alone reads it too, libdeg 0.22.0)
+    phrase = deg.load(without(tmp_path / "p", "key_prior", ("phrase", "sole")), model=model)
     assert phrase.fill(LISTING, LISTING_SCHEMA)["value"].get("available_from") != "2027-10-13"
 
 
@@ -545,8 +546,8 @@ def test_lists_of_records(model, tmp_path):
     assert bare.fill(SERVICES_KV, ENTRIES_SCHEMA)["value"].get("entries") != ENTRIES_WANT
 
 
-EVENT = "Spring Meetup in Lyon, 3 May 2026. Free entry."
-EVENT_SCHEMA = {"type": "object", "properties": {
+MEETUP = "Spring Meetup in Lyon, 3 May 2026. Free entry."
+MEETUP_SCHEMA = {"type": "object", "properties": {
     "kind": {"enum": ["concert", "workshop", "meetup", "fair", "sport", "other"]}}}
 TICKET_LOG = ("[2024-04-06 22:18:00 -0500] NEW ticket=48213 cat=billing sev=3/5\n"
               "[2024-04-06 22:18:00 -0500] reporter=ann@example.org\n"
@@ -558,8 +559,8 @@ TICKET_SCHEMA = {"type": "object", "properties": {
 def test_the_one_option_and_the_one_day_written(model, tmp_path):
     # key_prior.sole (libdeg 0.22.0): the only option written as a word, the only day
     ck = deg.load(deg.default_checkpoint_path(), model=model)
-    assert ck.fill(EVENT, EVENT_SCHEMA)["value"]["kind"] == "meetup"
+    assert ck.fill(MEETUP, MEETUP_SCHEMA)["value"]["kind"] == "meetup"
     assert ck.fill(TICKET_LOG, TICKET_SCHEMA)["value"] == {"created": "2024-04-06T22:18:00-05:00"}
     bare = deg.load(without(tmp_path / "s", "key_prior", "sole"), model=model)
-    assert bare.fill(EVENT, EVENT_SCHEMA)["value"]["kind"] != "meetup"
+    assert bare.fill(MEETUP, MEETUP_SCHEMA)["value"]["kind"] != "meetup"
     assert bare.fill(TICKET_LOG, TICKET_SCHEMA)["value"] == {}
