@@ -37,11 +37,31 @@
 
 #include "base/run.h"
 #include "base/status.h"
+#include "base/utf8.h"
 #include "deg/countprior.h"
 #include "deg/fill_internal.h"
 #include "deg/keyprior.h"
 #include "deg/request.h"
 #include "model/state.h"
+
+/* 1 when ctx[0, len) holds white space only (Unicode White_Space: ASCII blanks and line
+ * ends, U+0085, U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000;
+ * and U+FEFF, a byte order mark) or nothing: there is nothing to read. The context is
+ * valid UTF-8 (jansson rejects a request that is not). */
+static int blank_only(const char *ctx, size_t len)
+{
+    for (size_t i = 0; i < len;) {
+        uint32_t c;
+        int n = dg_utf8_decode(ctx + i, len - i, &c);
+        if (n <= 0) return 0;
+        int blank = c == ' ' || (c >= '\t' && c <= '\r') || c == 0x85 || c == 0xA0 ||
+                    c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 ||
+                    c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000 || c == 0xFEFF;
+        if (!blank) return 0;
+        i += (size_t)n;
+    }
+    return 1;
+}
 
 void dg_fill_prepare(const dg_ckpt *k, freq *r, const char *text, size_t len)
 {
@@ -69,10 +89,7 @@ void dg_fill_prepare(const dg_ckpt *k, freq *r, const char *text, size_t len)
                     : k->has_list_prior ? k->list_prior_bonus : 0.0;
     r->list_by_anchor = ox.has_list_prior ? ox.list_prior_by_anchor
                         : k->has_list_prior && k->list_prior_by_anchor;
-    size_t ink = 0; /* blanks only is as empty: an item "read" from them was {} */
-    while (ink < r->ctx_len && (r->ctx[ink] == ' ' || (r->ctx[ink] >= '\t' && r->ctx[ink] <= '\r')))
-        ink++;
-    if (ink == r->ctx_len) {
+    if (blank_only(r->ctx, r->ctx_len)) { /* as empty: an item "read" from blanks was {} */
         dg_fail(DEG_ERR_REQUEST, r->ctx_len ? "context: blank (only white space: there is "
                                               "nothing to read)"
                                             : "context: empty (there is nothing to read)");

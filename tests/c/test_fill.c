@@ -642,6 +642,12 @@ Test(fill, bad_input)
     cr_assert(strstr(deg_errmsg(), "blank"), "%s", deg_errmsg());
     cr_assert(errs && strstr(errs, "/context"), "%s", errs ? errs : "-");
     deg_free(errs);
+    /* Unicode white space only (no-break, em and ideographic spaces) */
+    const char *r4u = "{\"context\": \"\\u00a0\\u2003\\n\\u3000\", \"schema\": {\"type\": "
+                      "\"object\", \"properties\": {\"a\": {\"type\": \"boolean\"}}}}";
+    s = deg_fill(k, r4u, strlen(r4u), &resp, &errs);
+    cr_assert_eq(s, DEG_ERR_REQUEST, "%s", deg_status_name(s));
+    deg_free(errs);
     /* temperature without seed */
     const char *r5 = "{\"context\": \"x\", \"schema\": {\"type\": \"object\", \"properties\": "
                      "{\"a\": {\"type\": \"boolean\"}}}, \"options\": {\"temperature\": 0.5}}";
