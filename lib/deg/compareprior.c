@@ -194,28 +194,30 @@ int dg_cmp_parse(const char *s, size_t n, int is_name, dg_cmp_pred *out)
         out->negated = 1;
         a = 1;
     }
+    int is_form = 0;
     if (word_is(G, a, "whether") || word_is(G, a, "if") || word_is(G, a, "when")) a++;
     else if (word_is(G, a, "true") && (word_is(G, a + 1, "if") || word_is(G, a + 1, "when")))
         a += 2;
-    else if (!is_name && word_is(G, a, "is") && a + 2 < G->n) {
+    else
+        is_form = !is_name && word_is(G, a, "is") && a + 2 < G->n;
+    if (is_form) {
         /* "is [the] K V?" or "is [the] K greater than T?" */
         size_t b = a + 1, len;
-        for (size_t i = b + 1; i < G->n; i++)
-            if (op_at(G, i, &len) == 2) {
-                join(G, b, i, out->key, sizeof out->key);
-                out->op = DG_CMP_GREATER;
-                ok = threshold_at(G, i + len, &out->threshold);
-                free(G);
-                return ok;
-            }
-        join(G, b, G->n, out->key, sizeof out->key); /* the split is found on the lines */
-        out->op = DG_CMP_EQUALS;
-        free(G);
-        return 1;
+        size_t i = b + 1;
+        while (i < G->n && op_at(G, i, &len) != 2) i++;
+        join(G, b, i, out->key, sizeof out->key); /* "= V": the split is found on the lines */
+        out->op = i < G->n ? DG_CMP_GREATER : DG_CMP_EQUALS;
+        ok = i < G->n ? threshold_at(G, i + len, &out->threshold) : 1;
+    } else {
+        ok = read_relation(G, a, out);
     }
-    ok = read_relation(G, a, out);
     free(G);
-    if (!ok) memset(out, 0, sizeof *out);
+    /* a key word longer than the key buffer joins to nothing: no comparison (fuzz: 66
+     * digits, "</td>", "3332" read as a comparison with an empty key) */
+    if (!ok || !out->key[0]) {
+        memset(out, 0, sizeof *out);
+        ok = 0;
+    }
     return ok;
 }
 

@@ -44,6 +44,11 @@ Test(compareprior, parse)
         {"true if the type is recognised by name only (no magic rules)", 0, 0, 0, 0, "", "", 0},
         {"does the page have an OPTIONS section?", 0, 0, 0, 0, "", "", 0},
         {"Essential", 1, 0, 0, 0, "", "", 0},
+        /* a key word longer than the key buffer: no comparison (found by scripts/fuzz) */
+        {"333333333333333333333333333333333333333333333333333333333333333333</td>3332", 0, 0, 0,
+         0, "", "", 0},
+        {"333333333333333333333333333333333333333333333333333333333333333333</td>3332", 1, 0, 0,
+         0, "", "", 0},
     };
     for (size_t i = 0; i < sizeof C / sizeof C[0]; i++) {
         dg_cmp_pred p;
