@@ -37,28 +37,20 @@
 
 #include "base/run.h"
 #include "base/status.h"
-#include "base/utf8.h"
 #include "deg/countprior.h"
 #include "deg/fill_internal.h"
 #include "deg/keyprior.h"
+#include "deg/parse.h"
 #include "deg/request.h"
 #include "model/state.h"
 
-/* 1 when ctx[0, len) holds white space only (Unicode White_Space: ASCII blanks and line
- * ends, U+0085, U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000;
- * and U+FEFF, a byte order mark) or nothing: there is nothing to read. The context is
- * valid UTF-8 (jansson rejects a request that is not). */
+/* 1 when ctx[0, len) holds white space only (Unicode White_Space, dg_parse_is_space,
+ * and U+FEFF, a byte order mark) or nothing: there is nothing to read. */
 static int blank_only(const char *ctx, size_t len)
 {
     for (size_t i = 0; i < len;) {
-        uint32_t c;
-        int n = dg_utf8_decode(ctx + i, len - i, &c);
-        if (n <= 0) return 0;
-        int blank = c == ' ' || (c >= '\t' && c <= '\r') || c == 0x85 || c == 0xA0 ||
-                    c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 ||
-                    c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000 || c == 0xFEFF;
-        if (!blank) return 0;
-        i += (size_t)n;
+        int32_t cp = dg_parse_utf8_next(ctx, len, &i);
+        if (cp < 0 || !(dg_parse_is_space(cp) || cp == 0xFEFF)) return 0;
     }
     return 1;
 }

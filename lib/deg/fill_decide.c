@@ -94,15 +94,6 @@ static void key_prior_choice(const dg_ckpt *k, const freq *r, const dg_field_pla
     free(best);
 }
 
-/* Choice phrase (key_prior.phrase, libdeg 0.20.0): an option written as a whole word
- * right after the leaf's name or title in running text, maybe with one linking word
- * between (dg_key_phrase_before_name: "urgency was high", "priority is urgent"), gets
- * `phrase` (once per option). The scope is the context for a leaf outside arrays, its
- * item's region for a leaf of an anchored item (where key lines are not read: they
- * repeat per item); other array leaves get none. Why: a changelog entry written as
- * "* 1.0.8-4 went out on ...; urgency was high." left urgency to the head, which
- * answered "medium" for it (test100); the typed candidates of key_prior.phrase read
- * such labels since libdeg 0.10.0. */
 /* The bytes [*b0, *b1) a choice leaf's written options are looked for in: the context
  * for a leaf outside arrays, its item's region for a leaf of an anchored array item;
  * 0 for other array leaves (key lines and words repeat per item there). */
@@ -119,6 +110,15 @@ static int choice_scope(const freq *r, const leaf *L, const dg_field_plan *f, si
     return 1;
 }
 
+/* Choice phrase (key_prior.phrase, libdeg 0.20.0): an option written as a whole word
+ * right after the leaf's name or title in running text, maybe with one linking word
+ * between (dg_key_phrase_before_name: "urgency was high", "priority is urgent"), gets
+ * `phrase` (once per option). The scope is the context for a leaf outside arrays, its
+ * item's region for a leaf of an anchored item (where key lines are not read: they
+ * repeat per item); other array leaves get none. Why: a changelog entry written as
+ * "* 1.0.8-4 went out on ...; urgency was high." left urgency to the head, which
+ * answered "medium" for it (test100); the typed candidates of key_prior.phrase read
+ * such labels since libdeg 0.10.0. */
 static void phrase_prior_choice(const dg_ckpt *k, const freq *r, const leaf *L,
                                 const dg_field_plan *f, float *lg)
 {

@@ -75,11 +75,6 @@ static int word_bounded(const freq *r, size_t s, size_t e)
     return !((e < r->n_cp && joined(r, e)) || joined(r, e - 1));
 }
 
-/* Extract: per context token, the start (bs) and end (be) bonus: the value of a
- * matching line (plain strings), or each grammar candidate [s, e) inside it
- * (typed fields; spans = ns candidate pairs), and a grammar candidate labelled in
- * running text (dg_key_phrase_before) or followed by the unit its name ends in
- * (dg_key_unit_after), at key_prior.phrase. Largest bonus per token. */
 /* The day (YYYY-MM-DD, into day[11]) grammar candidate c of date leaf f writes, by
  * the leaf's own parser (a date-time's written date, its offset kept); 0 when c
  * does not parse (a partial reading, an ambiguous numeric date). */
@@ -130,6 +125,13 @@ static int one_day(const freq *r, const dg_field_plan *f, const size_t *spans, s
     return first[0] != 0;
 }
 
+/* Extract: per context token, the start (bs) and end (be) bonus: the value of a
+ * matching line (plain strings), or each grammar candidate [s, e) inside it
+ * (typed fields; spans = ns candidate pairs), and a grammar candidate labelled in
+ * running text (dg_key_phrase_before) or followed by the unit its name ends in
+ * (dg_key_unit_after), at key_prior.phrase; every candidate of a date leaf outside
+ * arrays whose candidates write one day (one_day), at key_prior.sole. Largest bonus per
+ * token. */
 static void key_prior_extract(const dg_ckpt *k, const freq *r, const dg_field_plan *f,
                               const size_t *spans, size_t ns, int typed, float *bs, float *be)
 {

@@ -159,7 +159,8 @@ static deg_status add_delimited(dg_lscan *S, size_t lb, size_t lcp, size_t v0, s
     int depth = 0; /* inside parentheses: "a (1, 2), b" splits after ")" only */
     S->paren_one = 0; /* some item "X (a, b)": "Y (c)" is X, c too (list_parts.c) */
     for (size_t i = v0; i + 1 < v1 && !S->paren_one; i++) {
-        depth += s[i] == '(' ? 1 : s[i] == ')' && depth > 0 ? -1 : 0;
+        if (s[i] == '(') depth++;
+        if (s[i] == ')' && depth > 0) depth--;
         S->paren_one = depth > 0 && s[i] == ',' && s[i + 1] == ' ';
     }
     depth = 0;
@@ -721,12 +722,13 @@ int dg_lists_match(const dg_lists *ls, const dg_plan *P, size_t a)
             best_c = c;
         }
     }
+    /* the text's only headerless table, else its only list of records */
+    int only = n_lone == 1 ? lone : n_lone == 0 && n_rec == 1 ? rec : -1;
+    if (best < 0) return only;
     /* the only list of records before a list matched by a partial name alone, which an
      * object array's items do not fill ("ports" is the "Services" records, not "First
      * port: 123") */
-    if (best >= 0 && !(best_c == 0 && best_m <= 1 && n_lone == 0 && n_rec == 1 && best != rec))
-        return best;
-    return n_lone == 1 ? lone : n_lone == 0 && n_rec == 1 ? rec : -1;
+    return best_c == 0 && best_m <= 1 && only >= 0 && only == rec ? rec : best;
 }
 
 /* The last path segment of field f (its property name), or NULL. */
