@@ -67,7 +67,10 @@ extern "C" {
  * extract start/end of the value (typed fields: of each grammar candidate in
  * it), a choice option written in the value, noul true/false for a value whose
  * first word is yes/no (yes/true/y/1, no/false/n/0, ja/nein, oui/non, si/no,
- * sim/nao, ...); JSON members `"key": value` are such lines too. `phrase` (default 0 =
+ * sim/nao, ...); JSON members `"key": value` are such lines too, and so are
+ * (libdeg 0.23.0) "Key value" directive lines in a block of three or more
+ * (ssh_config, sshd_config) and the first Debian changelog entry's header and
+ * trailer (keys package, version, distribution, urgency, maintainer, date). `phrase` (default 0 =
  * off) is added to the start/end of a grammar candidate (date, number, e-mail,
  * URI) that running text labels with the leaf's name: the clause right before
  * it ends with the name's words, maybe plus one linking word ("Available from
@@ -97,7 +100,9 @@ extern "C" {
  * holds). `sole` (default 0 = off; libdeg 0.22.0) leans to the one value a
  * document writes: a choice leaf gets it on the only string option written as a
  * whole word (case-insensitive) in its scope (the context, or an anchored item's
- * region; two options written give none), a date or date-time leaf outside
+ * region; two options written give none; since libdeg 0.23.0 a word in a URL or
+ * e-mail address, after a negation or, outside arrays, in another key's value
+ * is not written), a date or date-time leaf outside
  * arrays on every candidate when all its candidates parse to one day (datagen-v2
  * train and val: that option is the gold value in 558 of 560 leaves, that day in
  * 763 of 820). Numbers in [0, 1e6]. Other leaves inside arrays get none.

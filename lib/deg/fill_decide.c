@@ -144,12 +144,80 @@ static void phrase_prior_choice(const dg_ckpt *k, const freq *r, const leaf *L,
     }
 }
 
+/* Does the whole word [i, i + n) of s sit in a URL or an e-mail address (the run of
+ * non-blank bytes around it holds "://", '@' or "www.")? */
+static int in_address(const char *s, size_t len, size_t i, size_t n)
+{
+    size_t t0 = i, t1 = i + n;
+    while (t0 > 0 && !isspace((unsigned char)s[t0 - 1])) t0--;
+    while (t1 < len && !isspace((unsigned char)s[t1])) t1++;
+    for (size_t j = t0; j < t1; j++)
+        if (s[j] == '@' || (j + 3 <= t1 && memcmp(s + j, "://", 3) == 0) ||
+            (j + 4 <= t1 && strncasecmp(s + j, "www.", 4) == 0))
+            return 1;
+    return 0;
+}
+
+/* Is the word at byte i of s negated by the word before it ("no", "not", "non",
+ * "without", "never"; "non-X" too)? */
+static int after_negation(const char *s, size_t i)
+{
+    static const char *const cue[] = {"no", "not", "non", "without", "never"};
+    size_t e = i;
+    while (e > 0 && (s[e - 1] == ' ' || s[e - 1] == '-')) e--;
+    if (e == i) return 0;
+    size_t b = e;
+    while (b > 0 && isalpha((unsigned char)s[b - 1])) b--;
+    for (size_t c = 0; c < sizeof cue / sizeof *cue; c++)
+        if (e - b == strlen(cue[c]) && strncasecmp(s + b, cue[c], e - b) == 0) return 1;
+    return 0;
+}
+
+/* The value of a key line whose key is not the leaf's holds byte i: 1. ("OS: UNIX (BSD,
+ * ...)" names an operating system, not the licence.) Leaves outside arrays only: an
+ * array item's key lines are its own record's ("ftp-data<TAB>20/tcp", a data file's
+ * row, reads as the key line "ftp data"). */
+static int under_other_key(const dg_ckpt *k, const freq *r, const dg_field_plan *f, size_t i)
+{
+    if (f->depth_items > 0) return 0;
+    for (size_t l = 0; l < r->kv.n; l++) {
+        size_t b, e;
+        kv_bytes(r, &r->kv.p[l], &b, &e);
+        if (i >= b && i < e) return !(dg_key_bonus(&k->key_prior, f, &r->kv.p[l]) > 0);
+    }
+    return 0;
+}
+
+/* Is option w (n bytes) written in [b0, b1) as the sole rule reads it: a whole word
+ * (case-insensitive), outside URLs and e-mail addresses, not negated, not in another
+ * key's value? */
+static int sole_written(const dg_ckpt *k, const freq *r, const dg_field_plan *f, size_t b0,
+                        size_t b1, const char *w, size_t n)
+{
+    const char *s = r->ctx;
+    for (size_t i = b0; n && i + n <= b1; i++) {
+        if (strncasecmp(s + i, w, n) != 0) continue;
+        if ((i > b0 && isalnum((unsigned char)s[i - 1])) ||
+            (i + n < b1 && isalnum((unsigned char)s[i + n])))
+            continue;
+        if (in_address(s, r->ctx_len, i, n) || after_negation(s, i) ||
+            under_other_key(k, r, f, i))
+            continue;
+        return 1;
+    }
+    return 0;
+}
+
 /* Choice sole (key_prior.sole, libdeg 0.22.0): when exactly one of a leaf's string
- * options is written as a whole word (case-insensitive) in its scope (choice_scope),
- * that option gets `sole`. Why: an announcement "Join us for Rust Workshop in ..." left
- * kind to the head, which has no layout to go by in prose; on datagen-v2's train and val
- * splits the one option written is the gold value in 558 of 560 such leaves. Two
- * options written (or an option inside another: "high", "very high") give no bonus. */
+ * options is written (sole_written) in its scope (choice_scope), that option gets
+ * `sole`. Why: an announcement "Join us for Rust Workshop in ..." left kind to the
+ * head, which has no layout to go by in prose; on datagen-v2's train and val splits
+ * the one option written is the gold value in 558 of 560 such leaves. Two options
+ * written (or an option inside another: "high", "very high") give no bonus. Since
+ * libdeg 0.23.0 a word in a URL or e-mail address, after a negation or in another
+ * key's value is not written: on real documents (a new user's check, 0.22.0) bc's
+ * licence read BSD at p 0.999998 from "OS: UNIX (BSD, ...)" and "no workshop this
+ * week" read workshop. */
 static void sole_prior_choice(const dg_ckpt *k, const freq *r, const leaf *L,
                               const dg_field_plan *f, float *lg)
 {
@@ -159,7 +227,7 @@ static void sole_prior_choice(const dg_ckpt *k, const freq *r, const leaf *L,
     for (size_t o = 0; o < f->n_options && n_written < 2; o++) {
         const json_t *v = json_array_get(f->options, o);
         if (!json_is_string(v) || !json_string_length(v)) continue;
-        if (has_word_ci(r->ctx + b0, b1 - b0, json_string_value(v), json_string_length(v))) {
+        if (sole_written(k, r, f, b0, b1, json_string_value(v), json_string_length(v))) {
             n_written++;
             which = o;
         }

@@ -179,13 +179,11 @@ int dg_keyline_split(const char *ctx, size_t b, size_t e, size_t *key0, size_t *
     return 1;
 }
 
-/* One line [b, e) of the context starting at code point cp; appends a dg_keyline if it
- * is a key/value line with a value. Returns 0 or -1 on out of memory. */
-static int scan_line(const char *ctx, size_t b, size_t e, size_t cp, dg_keylines *ix,
-                     size_t *cap)
+/* Append the key line key [k0, k1), value [v0, v1) (bytes of the line [b, e) that starts
+ * at code point cp). Returns 0 or -1 on out of memory. */
+static int add_line(const char *ctx, size_t b, size_t cp, size_t k0, size_t k1, size_t v0,
+                    size_t v1, dg_keylines *ix, size_t *cap)
 {
-    size_t k0, k1, v0, v1;
-    if (!dg_keyline_split(ctx, b, e, &k0, &k1, &v0, &v1) || v1 <= v0) return 0;
     if (DG_GROW(ix->p, *cap, ix->n + 1) != DEG_OK) return -1;
     dg_keyline *kv = &ix->p[ix->n++];
     kv->val0 = cp + dg_utf8_count(ctx + b, v0 - b);
@@ -195,20 +193,115 @@ static int scan_line(const char *ctx, size_t b, size_t e, size_t cp, dg_keylines
     return 0;
 }
 
+/* A directive line "KEY value" without a separator (ssh_config, sshd_config, login.defs,
+ * Apache, nginx): KEY one token of 2..40 letters, digits, '_', '.', '-' opening with a
+ * letter; then spaces or TABs; a value of 1..DG_DIRECTIVE_MAX_WORDS words, an optional
+ * "# comment" and ';' left out, not ending in sentence punctuation. 1 with the key's and
+ * the value's bytes. */
+#define DG_DIRECTIVE_MAX_WORDS 6
+static int directive_split(const char *ctx, size_t b, size_t e, size_t *k0, size_t *k1,
+                           size_t *v0, size_t *v1)
+{
+    size_t i = b;
+    while (i < e && (ctx[i] == ' ' || ctx[i] == '\t')) i++;
+    if (i >= e || !isalpha((unsigned char)ctx[i])) return 0;
+    *k0 = i;
+    while (i < e && (isalnum((unsigned char)ctx[i]) || ctx[i] == '_' || ctx[i] == '.' ||
+                     ctx[i] == '-'))
+        i++;
+    *k1 = i;
+    if (*k1 - *k0 < 2 || *k1 - *k0 > 40 || i >= e || (ctx[i] != ' ' && ctx[i] != '\t'))
+        return 0;
+    while (i < e && (ctx[i] == ' ' || ctx[i] == '\t')) i++;
+    size_t end = e;
+    for (size_t j = i; j < e; j++)
+        if (ctx[j] == '#' && (ctx[j - 1] == ' ' || ctx[j - 1] == '\t')) {
+            end = j;
+            break;
+        }
+    while (end > i && strchr(" \t\r;", ctx[end - 1])) end--;
+    if (end <= i || strchr(".!?:,", ctx[end - 1]) || (ctx[i] == '-' && ctx[i + 1] == ' '))
+        return 0;
+    size_t words = 1;
+    for (size_t j = i; j + 1 < end; j++)
+        if ((ctx[j] == ' ' || ctx[j] == '\t') && ctx[j + 1] != ' ' && ctx[j + 1] != '\t')
+            words++;
+    if (words > DG_DIRECTIVE_MAX_WORDS) return 0;
+    *v0 = i;
+    *v1 = end;
+    if (end - i >= 2 && (ctx[i] == '"' || ctx[i] == '\'') && ctx[end - 1] == ctx[i]) {
+        (*v0)++;  /* ServerRoot "/etc/apache2" */
+        (*v1)--;
+    }
+    return *v1 > *v0;
+}
+
+/* A directive line seen in the current block. */
+typedef struct directive {
+    size_t b, cp, k0, k1, v0, v1;
+} directive;
+
+/* End of a block of lines: its directive lines are key lines when there are at least
+ * DG_DIRECTIVE_MIN (one or two such lines are as likely a heading and a name). */
+#define DG_DIRECTIVE_MIN 3
+static int flush_directives(const char *ctx, directive *d, size_t *nd, dg_keylines *ix,
+                            size_t *cap)
+{
+    int rc = 0;
+    for (size_t i = 0; *nd >= DG_DIRECTIVE_MIN && i < *nd && rc == 0; i++)
+        rc = add_line(ctx, d[i].b, d[i].cp, d[i].k0, d[i].k1, d[i].v0, d[i].v1, ix, cap);
+    *nd = 0;
+    return rc;
+}
+
+static int by_position(const void *a, const void *b)
+{
+    size_t x = ((const dg_keyline *)a)->val0, y = ((const dg_keyline *)b)->val0;
+    return (x > y) - (x < y);
+}
+
+/* Is line [b, e) blank or a comment ('#', ';' or "//" first)? */
+static int neutral_line(const char *ctx, size_t b, size_t e)
+{
+    while (b < e && (ctx[b] == ' ' || ctx[b] == '\t' || ctx[b] == '\r')) b++;
+    return b == e || ctx[b] == '#' || ctx[b] == ';' ||
+           (ctx[b] == '/' && b + 1 < e && ctx[b + 1] == '/');
+}
+
+/* Key lines: every line dg_keyline_split reads, and the directive lines
+ * (directive_split) of blocks that hold DG_DIRECTIVE_MIN or more of them; a block runs
+ * over blank, comment and key lines and ends at any other line. Why: "PermitRootLogin
+ * no" and "UID_MIN 1000" state a setting as plainly as "Key: value" does; a new user's
+ * ssh_config answered its booleans from the heads alone (libdeg 0.22.0). */
 deg_status dg_keylines_scan(const char *ctx, size_t len, dg_keylines *out)
 {
     dg_keylines ix = {0};
-    size_t cap = 0, cp = 0, b = 0;
-    while (b < len) {
+    directive *d = NULL;
+    size_t cap = 0, dcap = 0, nd = 0, cp = 0, b = 0;
+    int rc = 0;
+    while (b < len && rc == 0) {
         const char *nl = memchr(ctx + b, '\n', len - b);
-        size_t e = nl ? (size_t)(nl - ctx) : len;
-        if (scan_line(ctx, b, e, cp, &ix, &cap) < 0) {
-            free(ix.p);
-            return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (key/value lines)");
+        size_t e = nl ? (size_t)(nl - ctx) : len, k0, k1, v0, v1;
+        if (dg_keyline_split(ctx, b, e, &k0, &k1, &v0, &v1)) {
+            if (v1 > v0) rc = add_line(ctx, b, cp, k0, k1, v0, v1, &ix, &cap);
+        } else if (directive_split(ctx, b, e, &k0, &k1, &v0, &v1)) {
+            if (DG_GROW(d, dcap, nd + 1) != DEG_OK) rc = -1;
+            else d[nd++] = (directive){b, cp, k0, k1, v0, v1};
+        } else if (!neutral_line(ctx, b, e)) {
+            rc = flush_directives(ctx, d, &nd, &ix, &cap);
         }
         cp += dg_utf8_count(ctx + b, e - b) + (nl ? 1 : 0);
         b = e + 1;
     }
+    if (rc == 0) rc = flush_directives(ctx, d, &nd, &ix, &cap);
+    if (rc == 0) rc = dg_keylines_forms(ctx, len, &ix, &cap);
+    free(d);
+    if (rc < 0) {
+        free(ix.p);
+        return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (key/value lines)");
+    }
+    /* in document order: a block's directive lines were added at its end */
+    if (ix.n > 1) qsort(ix.p, ix.n, sizeof *ix.p, by_position);
     *out = ix;
     return DEG_OK;
 }

@@ -28,6 +28,10 @@
  * markup = leading spaces, '-', '*', '#', '|', '>' and trailing '|' '*'. Value =
  * the rest, trimmed of spaces and trailing ',' ';' and of one pair of
  * enclosing quotes (KEY="value"); empty values are skipped.
+ * Directive lines "KEY value" with no separator (ssh_config, login.defs, Apache:
+ * KEY one token, a value of at most 6 words not ending in sentence punctuation,
+ * "# comment" and ';' left out) are key lines when a block holds 3 or more of them
+ * (a block runs over blank, comment and key lines; libdeg 0.23.0, keyprior.c).
  * An HTML row on one line, `[<tr>]<th>key</th> <td>value</td>[</tr>]` (tags in
  * any case) whose cells hold no markup, is a key line too (libdeg 0.17.0: the
  * html layouts of datagen-v2, never in training; a cell holding a list is
@@ -95,6 +99,12 @@ int dg_keyline_split(const char *ctx, size_t b, size_t e, size_t *key0, size_t *
  * Errors: DEG_ERR_NOMEM. */
 deg_status dg_keylines_scan(const char *ctx, size_t len, dg_keylines *out);
 void dg_keylines_free(dg_keylines *ix);
+
+/* The key lines of well-known forms that write no "Key: value" (keyline_forms.c): the
+ * first Debian changelog entry's header (package, version, distribution, urgency) and
+ * trailer (maintainer, date); appended to ix (capacity *cap). Returns 0 or -1 on out of
+ * memory. Called by dg_keylines_scan. */
+int dg_keylines_forms(const char *ctx, size_t len, dg_keylines *ix, size_t *cap);
 
 /* Normalise text into lowercase words joined by ' ' (camelCase and any byte
  * other than an ASCII letter/digit or non-ASCII split words; ASCII lowercased; stop words "the", "a", "an", "of" dropped),

@@ -40,7 +40,11 @@ static int in_list(const char *w, size_t n, const char *const *list, size_t coun
 static const char *const LINKING[] = {"is", "has", "have", "are", "was", "were", "be", "been",
                                       "does", "do", "can", "any", "its", "it", "for", "to",
                                       "in", "on", "at", "by", "with", "there", "this", "that",
-                                      "and", "or", "if", "whether", "should"};
+                                      "and", "or", "if", "whether", "should",
+                                      /* verbs of a text naming its subject (0.23.0:
+                                       * "mentions_bsd" is about BSD) */
+                                      "mentions", "mention", "names", "refers", "cites",
+                                      "uses", "contains", "includes", "lists"};
 static const char *const PREDICATE[] = {"allowed", "included", "available", "required",
                                         "possible", "supported", "enabled", "present",
                                         "provided", "offered", "accepted", "welcome",

@@ -766,6 +766,27 @@ static size_t aligned_row(const char *s, size_t b, size_t e, size_t *cb)
     return n == 1 && inner_blank ? 0 : n;
 }
 
+/* A row one part short of its table's usual count whose first part holds one blank
+ * before a number ("idpr-cmtp 38\tIDPR-CMTP" among /etc/protocols' "ip\t0\tIP" rows):
+ * that blank separates the first two cells (libdeg 0.23.0; a new user's /etc/protocols read
+ * "idpr-cmtp 38" as one name). Returns the new count (n, or n + 1). */
+static size_t split_first(const char *s, size_t *cb, size_t n)
+{
+    size_t x = cb[0], y = cb[1], sp = 0;
+    for (size_t i = x; i < y; i++)
+        if (s[i] == ' ') {
+            if (sp) return n;
+            sp = i;
+        }
+    if (!sp || sp + 1 == y || n + 1 > MAX_COLS) return n;
+    for (size_t i = sp + 1; i < y; i++) /* a name then a number; "New York" stays whole */
+        if (!isdigit((unsigned char)s[i])) return n;
+    memmove(cb + 2, cb, 2 * n * sizeof *cb);
+    cb[1] = sp;
+    cb[2] = sp + 1;
+    return n + 1;
+}
+
 /* A headerless table (libdeg 0.18.0; aligned columns 0.21.0): a paragraph (blank
  * or '#' comment lines, or the text's ends, around it; comment lines inside it
  * skipped) whose every line is a TSV row (tsv_row; "NI\t+1209-08617\tAmerica/Managua",
@@ -791,7 +812,7 @@ static deg_status tsv_table(dg_lscan *S, size_t b, size_t e, size_t cp, size_t *
         if (!blank_line(s, pb, pe) && !comment_line(s, pb, pe)) return DEG_OK;
     }
     /* the paragraph: rows up to a blank line or the end, comment lines skipped */
-    size_t lb = b, rows = 0, multi = 0;
+    size_t lb = b, rows = 0, multi = 0, count[MAX_COLS + 1] = {0};
     int tsv = 1, aligned = 1;
     while (lb < S->len && (tsv || aligned)) {
         size_t le = dg_lscan_line_end(s, S->len, lb);
@@ -802,16 +823,21 @@ static deg_status tsv_table(dg_lscan *S, size_t b, size_t e, size_t cp, size_t *
             size_t n = aligned ? aligned_row(s, lb, le, cb) : 0;
             aligned = aligned && n;
             multi += n >= 2;
+            count[n <= MAX_COLS ? n : 0]++;
         }
         lb = le < S->len ? le + 1 : S->len;
     }
     if (!rows || (!tsv && !(aligned && multi >= 2 && 2 * multi >= rows))) return DEG_OK;
+    size_t modal = 0;
+    for (size_t n = 2; !tsv && n <= MAX_COLS; n++)
+        if (count[n] > count[modal]) modal = n;
     DG_TRY(open_captioned(S, b, DG_TABLE_HEADERLESS));
     pos p = {b, cp};
     for (size_t x = b; x < lb;) {
         size_t le = dg_lscan_line_end(s, S->len, x);
         size_t n = comment_line(s, x, le) ? 0 : tsv ? tsv_row(s, x, le, cb)
                                                     : aligned_row(s, x, le, cb);
+        if (n && modal && n + 1 == modal) n = split_first(s, cb, n);
         advance(s, &p, x);
         int added = 0;
         if (n) DG_TRY(dg_lscan_item(S, p.b, p.cp, cb[0], cb[2 * n - 1], &added));

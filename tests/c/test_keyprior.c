@@ -140,6 +140,81 @@ Test(keyprior, scan_json_members)
     dg_keylines_free(&ix);
 }
 
+/* Directive lines "KEY value" (no separator) are key lines in a block of 3 or more:
+ * comments, blanks and key lines do not end a block; a prose line does; a comment and
+ * ';' after the value are left out; two directive lines alone are no block; a value
+ * of 7 words or ending in '.' is prose. In document order with the key lines. */
+Test(keyprior, scan_directive_lines)
+{
+    const char *ctx = "# sshd_config\n"
+                      "Port 22\n"
+                      "\n"
+                      "#PermitRootLogin yes\n"
+                      "PermitRootLogin no   # not as root\n"
+                      "Banner: /etc/issue.net\n"
+                      "    UID_MIN\t\t 1000\n"
+                      "ServerRoot \"/etc/apache2\"\n"
+                      "worker_processes auto;\n"
+                      "This line is prose with many more words than a value.\n"
+                      "Host one\n"
+                      "User two\n"
+                      "The end of it all here now yes.\n"
+                      "Short one\n"
+                      "Short two\n"
+                      "Short three.\n";
+    dg_keylines ix = {0};
+    cr_assert_eq(dg_keylines_scan(ctx, strlen(ctx), &ix), DEG_OK);
+    struct { const char *key, *value; } want[] = {
+        {"port", "22"}, {"permit root login", "no"}, {"banner", "/etc/issue.net"},
+        {"uid min", "1000"}, {"server root", "/etc/apache2"}, {"worker processes", "auto"}};
+    size_t nw = sizeof want / sizeof *want;
+    cr_assert_eq(ix.n, nw, "got %zu lines", ix.n);
+    for (size_t i = 0; i < nw; i++) {
+        cr_assert_str_eq(ix.p[i].key, want[i].key);
+        /* ASCII context: code points are bytes */
+        cr_assert_eq(ix.p[i].val1 - ix.p[i].val0, strlen(want[i].value), "line %zu", i);
+        cr_assert(memcmp(ctx + ix.p[i].val0, want[i].value, strlen(want[i].value)) == 0,
+                  "line %zu: %.*s", i, (int)(ix.p[i].val1 - ix.p[i].val0), ctx + ix.p[i].val0);
+    }
+    dg_keylines_free(&ix);
+}
+
+/* The first Debian changelog entry's header and trailer are key lines (keyline_forms.c);
+ * the second entry's are not, nor a line that only looks like a header. */
+Test(keyprior, scan_changelog_entry)
+{
+    const char *ctx = "Changes:\n"
+                      "not a header (1.0) x; y\n"
+                      "bc (1.07.1-3) unstable; urgency=medium\n"
+                      "\n"
+                      "  * bump standards version to 4.6.0\n"
+                      "\n"
+                      " -- Ryan Kavanagh <rak@debian.org>  Sat, 07 Aug 2021 10:32:14 -0400\n"
+                      "\n"
+                      "bc (1.07.1-2) unstable; urgency=low\n"
+                      " -- Someone Else <se@debian.org>  Mon, 01 Jan 2018 00:00:00 +0000\n";
+    dg_keylines ix = {0};
+    cr_assert_eq(dg_keylines_scan(ctx, strlen(ctx), &ix), DEG_OK);
+    struct { const char *key, *value; } want[] = {
+        {"changes", NULL}, {"package", "bc"}, {"version", "1.07.1-3"},
+        {"distribution", "unstable"}, {"urgency", "medium"},
+        {"maintainer", "Ryan Kavanagh <rak@debian.org>"},
+        {"date", "Sat, 07 Aug 2021 10:32:14 -0400"}};
+    size_t nw = sizeof want / sizeof *want, j = 0;
+    for (size_t i = 0; i < ix.n; i++) {
+        if (!strcmp(ix.p[i].key, "changes")) continue; /* "Changes:" has no value */
+        cr_assert(j + 1 < nw, "extra line %s", ix.p[i].key);
+        j++;
+        cr_assert_str_eq(ix.p[i].key, want[j].key);
+        cr_assert_eq(ix.p[i].val1 - ix.p[i].val0, strlen(want[j].value), "%s", want[j].key);
+        cr_assert(memcmp(ctx + ix.p[i].val0, want[j].value, strlen(want[j].value)) == 0,
+                  "%s: %.*s", want[j].key, (int)(ix.p[i].val1 - ix.p[i].val0),
+                  ctx + ix.p[i].val0);
+    }
+    cr_assert_eq(j + 1, nw);
+    dg_keylines_free(&ix);
+}
+
 static const dg_field_plan *field(deg_plan *p, const char *pointer)
 {
     const dg_plan *P = (const dg_plan *)p;
@@ -730,5 +805,27 @@ Test(keyprior, sole_option_and_day)
                   "%s: two options and two days give no bonus", TINY[mi]);
         json_decref(r0);
         json_decref(r);
+        /* libdeg 0.23.0: a word in a URL or e-mail address, after a negation or in
+         * another key's value is not written; each sentence beside its plain twin (which
+         * must give the bonus, or these checks could not fail) */
+        static const char *const unread[][2] = {
+            {"There is no workshop this week.\n", "There is a workshop this week.\n"},
+            {"See https://example.org/workshop today.\n", "See the workshop today.\n"},
+            {"Mail workshop@example.org today.\n", "Mail the workshop today.\n"},
+            {"Venue: the workshop hall\n", "Kind: the workshop hall\n"},
+            {"A non-workshop day.\n", "A workshop day.\n"},
+        };
+        for (size_t u = 0; u < sizeof unread / sizeof *unread; u++) {
+            r0 = sole_fill(dir, 0.0, unread[u][0]);
+            r = sole_fill(dir, 500.0, unread[u][0]);
+            cr_assert(json_equal(json_object_get(r0, "value"), json_object_get(r, "value")),
+                      "%s: %s", TINY[mi], unread[u][0]);
+            json_decref(r0);
+            json_decref(r);
+            r = sole_fill(dir, 500.0, unread[u][1]);
+            cr_assert_str_eq(json_string_value(json_object_get(json_object_get(r, "value"), "kind")),
+                             "workshop", "%s: %s", TINY[mi], unread[u][1]);
+            json_decref(r);
+        }
     }
 }

@@ -77,6 +77,9 @@ Test(mentions, verdicts)
         {"OneTimezone", NULL, "one timezone", DG_MENTION_NONE, 0},
         {"multipleTimezones", NULL, "Timezones: several", DG_MENTION_NONE, 0},
         {"resolved", NULL, "", DG_MENTION_ABSENT, 0},
+        /* a verb of naming is no subject word (0.23.0) */
+        {"mentions_bsd", NULL, "use the BSD editline package", DG_MENTION_HOLDS, 0},
+        {"usesSystemd", NULL, "No systemd here.", DG_MENTION_NOT, 0},
     };
     for (size_t i = 0; i < sizeof C / sizeof C[0]; i++) {
         int neg = -1;

@@ -226,10 +226,23 @@ Test(tables, scan_aligned_columns)
                       "Two sentences.  Written with\n"
                       "two spaces.  After each one.\n"
                       "\n"
-                      "solo    42/udp\n";
+                      "solo    42/udp\n"
+                      "\n"
+                      "# Protocols\n"
+                      "ddp\t37\tDDP\t\t# Datagram Delivery Protocol\n"
+                      "idpr-cmtp 38\tIDPR-CMTP\t# IDPR Control Message Transport\n"
+                      "ipv6\t41\tIPv6\t\t# Internet Protocol, version 6\n"
+                      "\n"
+                      "Paris\t75\tFR\n"
+                      "New York\tUS\n"
+                      "Lyon\t69\tFR\n";
     dg_lists ls = {0};
     cr_assert_eq(dg_lists_scan(ctx, strlen(ctx), &ls), DEG_OK);
-    cr_assert_eq(n_tables(&ls), 2);
+    cr_assert_eq(n_tables(&ls), 4);
+    /* a row one cell short: a name and a number parted by one blank are two cells */
+    cr_assert_str_eq(table(&ls, ctx, 2), "protocols: =ddp,=37,=DDP | =idpr-cmtp,=38,=IDPR-CMTP | "
+                                         "=ipv6,=41,=IPv6");
+    cr_assert_str_eq(table(&ls, ctx, 3), ": =Paris,=75,=FR | =New York,=US | =Lyon,=69,=FR");
     cr_assert_str_eq(table(&ls, ctx, 0), "network services: =uucp,=540,=tcp,=uucpd | =klogin,=543,"
                                          "=tcp | =auth,=113,=tcp,=authentication tap ident");
     cr_assert_str_eq(table(&ls, ctx, 1), ": =application/vnd.syncml+xml,=xsm | "

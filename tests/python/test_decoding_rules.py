@@ -17,7 +17,10 @@ plain span of capitalised words grows to the whole name (deg.json span_whole_nam
 nullable boolean nothing states is null (deg.json mention_prior, libdeg 0.20.0), and a data
 file's rows (TAB- or space-aligned, a trailing '#' comment left out) and numbered INI
 sections are records whose properties each read one column, the same on every row
-(list_prior, libdeg 0.21.0). Each test
+(list_prior, libdeg 0.21.0), and "Key value" directive lines and a Debian changelog's
+first entry header are key lines, a row one cell short parts its name and number, and the
+sole option is not read in a URL, after a negation or in another key's value (libdeg
+0.23.0). Each test
 also runs the same checkpoint without the rule
 (a copy of its directory with the setting removed) where that is a setting, so it can
 fail: the heads alone give another value. The date rule is no setting: libdeg 0.9.0
@@ -478,6 +481,7 @@ PROTOCOLS = ("ip\t0\tIP\t\t# internet protocol, pseudo protocol number\n"
              "igmp\t2\tIGMP\t\t# Internet Group Management\n"
              "ggp\t3\tGGP\t\t# gateway-gateway protocol\n"
              "ipencap\t4\tIP-ENCAP\t# IP encapsulated in IP (officially ``IP'')\n")
+PROTOCOLS_SHORT_ROW = "idpr-cmtp 38\tIDPR-CMTP\t# IDPR Control Message Transport\n"
 PROTOCOLS_SCHEMA = {"type": "object", "properties": {"protocols": {"type": "array", "items": {
     "type": "object", "required": ["name"], "properties": {
         "name": {"type": "string"}, "number": {"type": "integer"},
@@ -510,6 +514,9 @@ def test_data_file_columns(model, tmp_path):
     assert got["value"]["mirrors"] == MIRRORS_WANT
     assert got["meta"]["/mirrors"]["list_key"] == "mirror"
     assert got["meta"]["/mirrors"]["list_columns"] == {"server": "host", "directory": "path"}
+    # a row one cell short whose name and number one blank parts (libdeg 0.23.0)
+    got = ck.fill(PROTOCOLS + PROTOCOLS_SHORT_ROW, PROTOCOLS_SCHEMA)["value"]["protocols"]
+    assert got[-1] == {"name": "idpr-cmtp", "number": 38, "alias": "IDPR-CMTP"}
     # without the list prior the heads read one protocol and no mirror
     bare = deg.load(without(tmp_path / "l", "list_prior"), model=model)
     assert bare.fill(PROTOCOLS, PROTOCOLS_SCHEMA)["value"].get("protocols") != PROTOCOLS_WANT
@@ -564,3 +571,92 @@ def test_the_one_option_and_the_one_day_written(model, tmp_path):
     bare = deg.load(without(tmp_path / "s", "key_prior", "sole"), model=model)
     assert bare.fill(MEETUP, MEETUP_SCHEMA)["value"]["kind"] != "meetup"
     assert bare.fill(TICKET_LOG, TICKET_SCHEMA)["value"] == {}
+
+
+# this machine's /etc/ssh/ssh_config (Debian 12): settings written "Key value" with no
+# separator, most of them commented out
+SSH_CONFIG = """# This is the ssh client system-wide configuration file.  See
+# ssh_config(5) for more information.
+
+Include /etc/ssh/ssh_config.d/*.conf
+
+Host *
+#   ForwardAgent no
+#   PasswordAuthentication yes
+#   Port 22
+#   Cipher 3des
+#   ProxyCommand ssh -q -W %h:%p gateway.example.com
+    SendEnv LANG LC_*
+    HashKnownHosts yes
+    GSSAPIAuthentication yes
+"""
+SSH_SCHEMA = {"type": "object", "properties": {
+    "hash_known_hosts": {"type": "boolean"}, "gssapi_authentication": {"type": "boolean"},
+    "send_env": {"type": "string"}, "include": {"type": "string"}}}
+SSH_WANT = {"hash_known_hosts": True, "gssapi_authentication": True, "send_env": "LANG LC_*",
+            "include": "/etc/ssh/ssh_config.d/*.conf"}
+
+
+def key_lines_read(model, tmp_path, doc, schema, want):
+    """The default checkpoint reads `want` from doc; without its key prior it does not."""
+    ck = deg.load(deg.default_checkpoint_path(), model=model)
+    assert ck.fill(doc, schema)["value"] == want
+    bare = deg.load(without(tmp_path, "key_prior"), model=model)
+    assert bare.fill(doc, schema)["value"] != want
+
+
+def test_directive_lines(model, tmp_path):
+    # "Key value" lines in a block of three or more are key lines (libdeg 0.23.0)
+    key_lines_read(model, tmp_path, SSH_CONFIG, SSH_SCHEMA, SSH_WANT)
+
+
+# a choice whose one written option is in a URL, after a negation or in another key's
+# value gets no sole bonus (libdeg 0.23.0): the fill is the fill without key_prior.sole;
+# the plain sentence gets it
+LICENSE_SCHEMA = {"type": "object", "properties": {
+    "license": {"enum": ["GPL", "BSD", "MIT", "Apache"]}}}
+
+
+def test_the_one_option_read_as_written(model, tmp_path):
+    ck = deg.load(deg.default_checkpoint_path(), model=model)
+    bare = deg.load(without(tmp_path, "key_prior", "sole"), model=model)
+    for doc in ("Name: bc\nOS: UNIX (BSD, Linux)\nLicense: GNU GPLv3+\n",
+                "A calculator. It is not BSD licensed.\n",
+                "A calculator. Source: https://example.org/bsd/bc.tar.gz\n"):
+        assert ck.fill(doc, LICENSE_SCHEMA) == bare.fill(doc, LICENSE_SCHEMA), doc
+    doc = "A calculator. It is BSD licensed.\n"
+    got, alone = ck.fill(doc, LICENSE_SCHEMA), bare.fill(doc, LICENSE_SCHEMA)
+    assert got["value"]["license"] == "BSD"
+    assert got["meta"]["/license"]["probability"] > alone["meta"]["/license"]["probability"]
+
+
+# the head of this machine's /usr/share/doc/bc/changelog.Debian.gz
+BC_CHANGELOG = """bc (1.07.1-3) unstable; urgency=medium
+
+  [ Ondřej Nový ]
+  * d/copyright: Use https protocol in Format field
+  * d/changelog: Remove trailing whitespaces
+
+  [ Ryan Kavanagh ]
+  * bump standards version to 4.6.0
+  * update homepage (Closes: #970615)
+
+ -- Ryan Kavanagh <rak@debian.org>  Sat, 07 Aug 2021 10:32:14 -0400
+
+bc (1.07.1-2) unstable; urgency=medium
+
+  * Upload to unstable.
+
+ -- Ryan Kavanagh <rak@debian.org>  Sun, 13 Oct 2019 21:19:51 -0400
+"""
+BC_SCHEMA = {"type": "object", "properties": {
+    "package": {"type": "string"}, "version": {"type": "string"},
+    "distribution": {"type": "string"},
+    "urgency": {"enum": ["low", "medium", "high", "emergency", "critical"]}}}
+BC_WANT = {"package": "bc", "version": "1.07.1-3", "distribution": "unstable",
+           "urgency": "medium"}
+
+
+def test_changelog_entry_header(model, tmp_path):
+    # the first entry's header is key lines (keyline_forms.c, libdeg 0.23.0)
+    key_lines_read(model, tmp_path, BC_CHANGELOG, BC_SCHEMA, BC_WANT)

@@ -1,0 +1,111 @@
+/* keyline_forms.c - key lines that well-known text forms state without a "Key: value"
+ * line (keyprior.h): a Debian changelog's entry header and trailer. (A rendered man
+ * page's headings over indented lines were tried in 0.23.0 and left out: "SYNOPSIS"
+ * gained nothing, its value's trailing "..." is trimmed, and the "DESCRIPTION" line
+ * took a `summary` described as "the NAME line's description".) */
+#include "deg/keyprior.h"
+
+#include <ctype.h>
+#include <string.h>
+
+#include "base/grow.h"
+#include "base/utf8.h"
+
+/* Append key line `key` (normalised by dg_key_norm) over bytes [v0, v1) of ctx. Returns 0
+ * or -1 on out of memory. */
+static int add(const char *ctx, const char *key, size_t v0, size_t v1, dg_keylines *ix,
+               size_t *cap)
+{
+    if (v1 <= v0) return 0;
+    if (DG_GROW(ix->p, *cap, ix->n + 1) != DEG_OK) return -1;
+    dg_keyline *kv = &ix->p[ix->n++];
+    kv->val0 = dg_utf8_count(ctx, v0);
+    kv->val1 = kv->val0 + dg_utf8_count(ctx + v0, v1 - v0);
+    dg_key_norm(key, strlen(key), kv->key, sizeof kv->key);
+    return 0;
+}
+
+/* The end of the line holding byte b. */
+static size_t line_end(const char *s, size_t len, size_t b)
+{
+    const char *nl = memchr(s + b, '\n', len - b);
+    return nl ? (size_t)(nl - s) : len;
+}
+
+/* Bytes [*x, *y) of the run of non-blank bytes at i. */
+static void token(const char *s, size_t e, size_t i, size_t *x, size_t *y)
+{
+    *x = i;
+    while (i < e && s[i] != ' ' && s[i] != '\t') i++;
+    *y = i;
+}
+
+/* Line [b, e) as a Debian changelog entry header "PACKAGE (VERSION) DISTRIBUTIONS;
+ * urgency=URGENCY" (deb-changelog(5)): 1 with the bytes of the four values in v[0..7]. */
+static int entry_header(const char *s, size_t b, size_t e, size_t *v)
+{
+    size_t p0, p1;
+    token(s, e, b, &p0, &p1);
+    if (p1 == p0 || p1 + 2 >= e || s[p1] != ' ' || s[p1 + 1] != '(') return 0;
+    for (size_t i = p0; i < p1; i++) /* a source package name: policy 5.6.1 */
+        if (!(islower((unsigned char)s[i]) || isdigit((unsigned char)s[i]) || strchr("+-.", s[i])))
+            return 0;
+    size_t v0 = p1 + 2, v1 = v0;
+    while (v1 < e && s[v1] != ')' && s[v1] != ' ') v1++;
+    if (v1 >= e || s[v1] != ')' || v1 == v0 || v1 + 2 >= e || s[v1 + 1] != ' ') return 0;
+    size_t d0 = v1 + 2, semi = d0;
+    while (semi < e && s[semi] != ';') semi++;
+    if (semi >= e || semi == d0) return 0;
+    size_t u0 = semi + 1;
+    while (u0 < e && s[u0] == ' ') u0++;
+    if (e - u0 < 9 || memcmp(s + u0, "urgency=", 8) != 0) return 0;
+    u0 += 8;
+    size_t u1 = u0;
+    while (u1 < e && isalpha((unsigned char)s[u1])) u1++;
+    if (u1 == u0) return 0;
+    size_t out[8] = {p0, p1, v0, v1, d0, semi, u0, u1};
+    memcpy(v, out, sizeof out);
+    return 1;
+}
+
+/* The first Debian changelog entry (deb-changelog(5)): its header (entry_header, the
+ * first line of the text that is one) as the key lines package, version, distribution
+ * and urgency, and its trailer " -- MAINTAINER <EMAIL>  DATE" as maintainer and date.
+ * The first entry only: it is the package's current state, the one fields outside
+ * arrays ask for. Why: the header states four facts on one line with no key before
+ * them; the heads read the next entry's version and a bug number for the distribution
+ * (a new user's check, libdeg 0.22.0). */
+static int changelog(const char *s, size_t len, dg_keylines *ix, size_t *cap)
+{
+    size_t v[8], e = 0, b = 0;
+    for (;; b = e + 1) {
+        if (b >= len) return 0;
+        e = line_end(s, len, b);
+        if (entry_header(s, b, e, v)) break;
+    }
+    if (add(s, "package", v[0], v[1], ix, cap) < 0 || add(s, "version", v[2], v[3], ix, cap) < 0 ||
+        add(s, "distribution", v[4], v[5], ix, cap) < 0 || add(s, "urgency", v[6], v[7], ix, cap) < 0)
+        return -1;
+    /* the trailer: the first " -- " line after the header */
+    for (size_t lb = e + 1; lb < len;) {
+        size_t le = line_end(s, len, lb);
+        if (le - lb > 4 && memcmp(s + lb, " -- ", 4) == 0) {
+            const char *gt = memchr(s + lb, '>', le - lb);
+            if (!gt) return 0;
+            size_t m1 = (size_t)(gt - s) + 1, t0 = m1;
+            while (t0 < le && s[t0] == ' ') t0++;
+            size_t t1 = le;
+            while (t1 > t0 && (s[t1 - 1] == ' ' || s[t1 - 1] == '\r')) t1--;
+            if (add(s, "maintainer", lb + 4, m1, ix, cap) < 0 || add(s, "date", t0, t1, ix, cap) < 0)
+                return -1;
+            return 0;
+        }
+        lb = le + 1;
+    }
+    return 0;
+}
+
+int dg_keylines_forms(const char *ctx, size_t len, dg_keylines *ix, size_t *cap)
+{
+    return changelog(ctx, len, ix, cap);
+}
