@@ -260,17 +260,24 @@ static int by_position(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Is line [b, e) blank or a comment ('#', ';' or "//" first)? */
+/* Is line [b, e) blank, a comment ('#', ';' or "//" first) or a bare flag (one token of
+ * letters, digits, '_', '.', '-': gpg.conf's "auto-key-retrieve" between two settings)? */
 static int neutral_line(const char *ctx, size_t b, size_t e)
 {
     while (b < e && (ctx[b] == ' ' || ctx[b] == '\t' || ctx[b] == '\r')) b++;
-    return b == e || ctx[b] == '#' || ctx[b] == ';' ||
-           (ctx[b] == '/' && b + 1 < e && ctx[b + 1] == '/');
+    while (e > b && (ctx[e - 1] == ' ' || ctx[e - 1] == '\t' || ctx[e - 1] == '\r')) e--;
+    if (b == e || ctx[b] == '#' || ctx[b] == ';' ||
+        (ctx[b] == '/' && b + 1 < e && ctx[b + 1] == '/'))
+        return 1;
+    for (size_t i = b; i < e; i++)
+        if (!(isalnum((unsigned char)ctx[i]) || ctx[i] == '_' || ctx[i] == '.' || ctx[i] == '-'))
+            return 0;
+    return isalpha((unsigned char)ctx[b]);
 }
 
 /* Key lines: every line dg_keyline_split reads, and the directive lines
  * (directive_split) of blocks that hold DG_DIRECTIVE_MIN or more of them; a block runs
- * over blank, comment and key lines and ends at any other line. Why: "PermitRootLogin
+ * over blank, comment, bare flag and key lines and ends at any other line. Why: "PermitRootLogin
  * no" and "UID_MIN 1000" state a setting as plainly as "Key: value" does; a new user's
  * ssh_config answered its booleans from the heads alone (libdeg 0.22.0). */
 deg_status dg_keylines_scan(const char *ctx, size_t len, dg_keylines *out)

@@ -31,7 +31,8 @@
  * Directive lines "KEY value" with no separator (ssh_config, login.defs, Apache:
  * KEY one token, a value of at most 6 words not ending in sentence punctuation,
  * "# comment" and ';' left out) are key lines when a block holds 3 or more of them
- * (a block runs over blank, comment and key lines; libdeg 0.23.0, keyprior.c).
+ * (a block runs over blank, comment, bare flag and key lines; libdeg 0.23.0,
+ * keyprior.c).
  * An HTML row on one line, `[<tr>]<th>key</th> <td>value</td>[</tr>]` (tags in
  * any case) whose cells hold no markup, is a key line too (libdeg 0.17.0: the
  * html layouts of datagen-v2, never in training; a cell holding a list is

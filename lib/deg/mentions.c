@@ -41,10 +41,11 @@ static const char *const LINKING[] = {"is", "has", "have", "are", "was", "were",
                                       "does", "do", "can", "any", "its", "it", "for", "to",
                                       "in", "on", "at", "by", "with", "there", "this", "that",
                                       "and", "or", "if", "whether", "should",
-                                      /* verbs of a text naming its subject (0.23.0:
-                                       * "mentions_bsd" is about BSD) */
-                                      "mentions", "mention", "names", "refers", "cites",
-                                      "uses", "contains", "includes", "lists"};
+                                      /* verbs of having it (0.23.0: "uses_systemd") */
+                                      "uses", "contains", "includes"};
+/* verbs of a text naming its subject (0.23.0): "mentions_bsd" holds when the text names
+ * BSD at all, negated or not ("not BSD licensed" mentions BSD) */
+static const char *const NAMING[] = {"mentions", "mention", "names", "refers", "cites", "lists"};
 static const char *const PREDICATE[] = {"allowed", "included", "available", "required",
                                         "possible", "supported", "enabled", "present",
                                         "provided", "offered", "accepted", "welcome",
@@ -58,6 +59,7 @@ static const char *const NEGATION[] = {"no", "not", "non", "none", "never", "wit
                                        "cannot", "neither", "false"};
 
 typedef struct subject {
+    int naming; /* the name asks whether the text names it (NAMING), not whether it holds */
     size_t n;
     char w[DG_MENTION_MAX_WORDS][DG_KEY_MAX_LEN + 1];
 } subject;
@@ -66,12 +68,16 @@ typedef struct subject {
 static int subject_of(const char *t, subject *s)
 {
     s->n = 0;
+    s->naming = 0;
     for (const char *p = t; *p;) {
         const char *e = strchr(p, ' ');
         size_t n = e ? (size_t)(e - p) : strlen(p);
         if (in_list(p, n, NEGATION, N_OF(NEGATION)) || in_list(p, n, QUANTITY, N_OF(QUANTITY)))
             return 0; /* "licenseNotMentioned", "OneTimezone" */
-        if (!in_list(p, n, LINKING, N_OF(LINKING)) && !in_list(p, n, PREDICATE, N_OF(PREDICATE))) {
+        if (in_list(p, n, NAMING, N_OF(NAMING))) {
+            s->naming = 1;
+        } else if (!in_list(p, n, LINKING, N_OF(LINKING)) &&
+                   !in_list(p, n, PREDICATE, N_OF(PREDICATE))) {
             if (n < 3 || s->n == DG_MENTION_MAX_WORDS) return 0;
             for (size_t i = 0; i < n; i++)
                 if (isdigit((unsigned char)p[i])) return 0;
@@ -178,7 +184,7 @@ static int judge_clause(const char *s, size_t b, size_t e, const subject *sub)
     }
     for (size_t k = 0; k < sub->n; k++)
         if (!found[k]) return -1;
-    return neg ? 0 : 1;
+    return neg && !sub->naming ? 0 : 1;
 }
 
 /* A naming clause that is a label: the yes/no word its value starts with (after the

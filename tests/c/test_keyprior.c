@@ -141,7 +141,8 @@ Test(keyprior, scan_json_members)
 }
 
 /* Directive lines "KEY value" (no separator) are key lines in a block of 3 or more:
- * comments, blanks and key lines do not end a block; a prose line does; a comment and
+ * comments, blanks, bare flags and key lines do not end a block (nor count); a prose
+ * line does; a comment and
  * ';' after the value are left out; two directive lines alone are no block; a value
  * of 7 words or ending in '.' is prose. In document order with the key lines. */
 Test(keyprior, scan_directive_lines)
@@ -152,11 +153,13 @@ Test(keyprior, scan_directive_lines)
                       "#PermitRootLogin yes\n"
                       "PermitRootLogin no   # not as root\n"
                       "Banner: /etc/issue.net\n"
+                      "auto-key-retrieve\n"
                       "    UID_MIN\t\t 1000\n"
                       "ServerRoot \"/etc/apache2\"\n"
                       "worker_processes auto;\n"
                       "This line is prose with many more words than a value.\n"
                       "Host one\n"
+                      "Flag\n"
                       "User two\n"
                       "The end of it all here now yes.\n"
                       "Short one\n"
@@ -812,7 +815,7 @@ Test(keyprior, sole_option_and_day)
             {"There is no workshop this week.\n", "There is a workshop this week.\n"},
             {"See https://example.org/workshop today.\n", "See the workshop today.\n"},
             {"Mail workshop@example.org today.\n", "Mail the workshop today.\n"},
-            {"Venue: the workshop hall\n", "Kind: the workshop hall\n"},
+            {"Venue: the workshop hall\n", "Venue: workshop, the hall\n"},
             {"A non-workshop day.\n", "A workshop day.\n"},
         };
         for (size_t u = 0; u < sizeof unread / sizeof *unread; u++) {

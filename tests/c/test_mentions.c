@@ -79,6 +79,10 @@ Test(mentions, verdicts)
         {"resolved", NULL, "", DG_MENTION_ABSENT, 0},
         /* a verb of naming is no subject word (0.23.0) */
         {"mentions_bsd", NULL, "use the BSD editline package", DG_MENTION_HOLDS, 0},
+        {"mentions_bsd", NULL, "It is not BSD licensed.", DG_MENTION_HOLDS, 0},
+        {"mentionsCatman", NULL, "Expunge catman pages which have not been read.",
+         DG_MENTION_HOLDS, 0},
+        {"mentions_bsd", NULL, "GPL only.", DG_MENTION_ABSENT, 0},
         {"usesSystemd", NULL, "No systemd here.", DG_MENTION_NOT, 0},
     };
     for (size_t i = 0; i < sizeof C / sizeof C[0]; i++) {
