@@ -220,7 +220,7 @@ static int directive_split(const char *ctx, size_t b, size_t e, size_t *k0, size
             break;
         }
     while (end > i && strchr(" \t\r;", ctx[end - 1])) end--;
-    if (end <= i || strchr(".!?:,", ctx[end - 1]) || (ctx[i] == '-' && ctx[i + 1] == ' '))
+    if (end <= i || strchr(".!?:,", ctx[end - 1]) || (ctx[i] == '-' && i + 1 < end && ctx[i + 1] == ' '))
         return 0;
     size_t words = 1;
     for (size_t j = i; j + 1 < end; j++)

@@ -182,6 +182,21 @@ Test(keyprior, scan_directive_lines)
     dg_keylines_free(&ix);
 }
 
+/* scripts/fuzz (fuzz_lists, CI on ab3cad8): a context ending in a directive's lone "-"
+ * value was read one byte past its end; an exact-length heap copy lets ASan see it. */
+Test(keyprior, scan_directive_at_the_end)
+{
+    static const char in[] = "Zteo  -";
+    char *ctx = malloc(sizeof in - 1);
+    cr_assert_not_null(ctx);
+    memcpy(ctx, in, sizeof in - 1);
+    dg_keylines ix = {0};
+    cr_assert_eq(dg_keylines_scan(ctx, sizeof in - 1, &ix), DEG_OK);
+    cr_assert_eq(ix.n, 0); /* one directive line is no block */
+    dg_keylines_free(&ix);
+    free(ctx);
+}
+
 /* The first Debian changelog entry's header and trailer are key lines (keyline_forms.c);
  * the second entry's are not, nor a line that only looks like a header. */
 Test(keyprior, scan_changelog_entry)
