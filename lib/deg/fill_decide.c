@@ -40,16 +40,20 @@ static json_t *probs_json(const double *p, size_t n)
     return a;
 }
 
+/* Does the word [w, w + n) start at byte i of s as a whole word (case-insensitive; no
+ * letter or digit right before or after it inside [lo, hi))? */
+static int word_at(const char *s, size_t lo, size_t hi, size_t i, const char *w, size_t n)
+{
+    return n && i + n <= hi && strncasecmp(s + i, w, n) == 0 &&
+           !(i > lo && isalnum((unsigned char)s[i - 1])) &&
+           !(i + n < hi && isalnum((unsigned char)s[i + n]));
+}
+
 /* Is the word [w, w + n) a whole-word, case-insensitive occurrence in [s, s + len)? */
 static int has_word_ci(const char *s, size_t len, const char *w, size_t n)
 {
-    if (n == 0 || n > len) return 0;
-    for (size_t i = 0; i + n <= len; i++) {
-        if (strncasecmp(s + i, w, n) != 0) continue;
-        int lb = i == 0 || !isalnum((unsigned char)s[i - 1]);
-        int rb = i + n == len || !isalnum((unsigned char)s[i + n]);
-        if (lb && rb) return 1;
-    }
+    for (size_t i = 0; i + n <= len; i++)
+        if (word_at(s, 0, len, i, w, n)) return 1;
     return 0;
 }
 
@@ -132,10 +136,7 @@ static void phrase_prior_choice(const dg_ckpt *k, const freq *r, const leaf *L,
         const char *t = option_text(json_array_get(f->options, o), buf, sizeof buf);
         size_t n = t ? strlen(t) : 0;
         for (size_t i = b0; n && i + n <= b1; i++) {
-            if (strncasecmp(r->ctx + i, t, n) != 0) continue;
-            if ((i > 0 && isalnum((unsigned char)r->ctx[i - 1])) ||
-                (i + n < r->ctx_len && isalnum((unsigned char)r->ctx[i + n])))
-                continue;
+            if (!word_at(r->ctx, 0, r->ctx_len, i, t, n)) continue;
             if (dg_key_phrase_before_name(f->path.seg[f->path.n - 1], f->title, r->ctx, i)) {
                 lg[o] += (float)k->key_prior.phrase;
                 break;
@@ -196,16 +197,10 @@ static int sole_written(const dg_ckpt *k, const freq *r, const dg_field_plan *f,
                         size_t b1, const char *w, size_t n)
 {
     const char *s = r->ctx;
-    for (size_t i = b0; n && i + n <= b1; i++) {
-        if (strncasecmp(s + i, w, n) != 0) continue;
-        if ((i > b0 && isalnum((unsigned char)s[i - 1])) ||
-            (i + n < b1 && isalnum((unsigned char)s[i + n])))
-            continue;
-        if (in_address(s, r->ctx_len, i, n) || after_negation(s, i) ||
-            under_other_key(k, r, f, i))
-            continue;
-        return 1;
-    }
+    for (size_t i = b0; n && i + n <= b1; i++)
+        if (word_at(s, b0, b1, i, w, n) && !in_address(s, r->ctx_len, i, n) &&
+            !after_negation(s, i) && !under_other_key(k, r, f, i))
+            return 1;
     return 0;
 }
 

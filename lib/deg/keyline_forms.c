@@ -8,28 +8,14 @@
 #include <ctype.h>
 #include <string.h>
 
-#include "base/grow.h"
-#include "base/utf8.h"
+#include "deg/lists_scan.h"
 
-/* Append key line `key` (normalised by dg_key_norm) over bytes [v0, v1) of ctx. Returns 0
- * or -1 on out of memory. */
+/* Append key line `key` over bytes [v0, v1) of ctx (dg_keylines_add, counted from the
+ * context's start: a few lines per text). Returns 0 or -1 on out of memory. */
 static int add(const char *ctx, const char *key, size_t v0, size_t v1, dg_keylines *ix,
                size_t *cap)
 {
-    if (v1 <= v0) return 0;
-    if (DG_GROW(ix->p, *cap, ix->n + 1) != DEG_OK) return -1;
-    dg_keyline *kv = &ix->p[ix->n++];
-    kv->val0 = dg_utf8_count(ctx, v0);
-    kv->val1 = kv->val0 + dg_utf8_count(ctx + v0, v1 - v0);
-    dg_key_norm(key, strlen(key), kv->key, sizeof kv->key);
-    return 0;
-}
-
-/* The end of the line holding byte b. */
-static size_t line_end(const char *s, size_t len, size_t b)
-{
-    const char *nl = memchr(s + b, '\n', len - b);
-    return nl ? (size_t)(nl - s) : len;
+    return dg_keylines_add(ctx, 0, 0, key, strlen(key), v0, v1, ix, cap);
 }
 
 /* Bytes [*x, *y) of the run of non-blank bytes at i. */
@@ -80,7 +66,7 @@ static int changelog(const char *s, size_t len, dg_keylines *ix, size_t *cap)
     size_t v[8], e = 0, b = 0;
     for (;; b = e + 1) {
         if (b >= len) return 0;
-        e = line_end(s, len, b);
+        e = dg_lscan_line_end(s, len, b);
         if (entry_header(s, b, e, v)) break;
     }
     if (add(s, "package", v[0], v[1], ix, cap) < 0 || add(s, "version", v[2], v[3], ix, cap) < 0 ||
@@ -88,7 +74,7 @@ static int changelog(const char *s, size_t len, dg_keylines *ix, size_t *cap)
         return -1;
     /* the trailer: the first " -- " line after the header */
     for (size_t lb = e + 1; lb < len;) {
-        size_t le = line_end(s, len, lb);
+        size_t le = dg_lscan_line_end(s, len, lb);
         if (le - lb > 4 && memcmp(s + lb, " -- ", 4) == 0) {
             const char *gt = memchr(s + lb, '>', le - lb);
             if (!gt) return 0;

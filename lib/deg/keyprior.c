@@ -179,18 +179,23 @@ int dg_keyline_split(const char *ctx, size_t b, size_t e, size_t *key0, size_t *
     return 1;
 }
 
-/* Append the key line key [k0, k1), value [v0, v1) (bytes of the line [b, e) that starts
- * at code point cp). Returns 0 or -1 on out of memory. */
-static int add_line(const char *ctx, size_t b, size_t cp, size_t k0, size_t k1, size_t v0,
-                    size_t v1, dg_keylines *ix, size_t *cap)
+int dg_keylines_add(const char *ctx, size_t b, size_t cp, const char *key, size_t key_len,
+                    size_t v0, size_t v1, dg_keylines *ix, size_t *cap)
 {
+    if (v1 <= v0) return 0;
     if (DG_GROW(ix->p, *cap, ix->n + 1) != DEG_OK) return -1;
     dg_keyline *kv = &ix->p[ix->n++];
     kv->val0 = cp + dg_utf8_count(ctx + b, v0 - b);
     kv->val1 = kv->val0 + dg_utf8_count(ctx + v0, v1 - v0);
-    dg_key_norm(ctx + k0, k1 - k0, kv->key, sizeof kv->key);
+    dg_key_norm(key, key_len, kv->key, sizeof kv->key);
     if (!kv->key[0]) ix->n--;
     return 0;
+}
+
+/* A byte of a directive's key or of a bare flag: letters, digits, '_', '.', '-'. */
+static int is_directive_byte(unsigned char c)
+{
+    return isalnum(c) || c == '_' || c == '.' || c == '-';
 }
 
 /* A directive line "KEY value" without a separator (ssh_config, sshd_config, login.defs,
@@ -206,9 +211,7 @@ static int directive_split(const char *ctx, size_t b, size_t e, size_t *k0, size
     while (i < e && (ctx[i] == ' ' || ctx[i] == '\t')) i++;
     if (i >= e || !isalpha((unsigned char)ctx[i])) return 0;
     *k0 = i;
-    while (i < e && (isalnum((unsigned char)ctx[i]) || ctx[i] == '_' || ctx[i] == '.' ||
-                     ctx[i] == '-'))
-        i++;
+    while (i < e && is_directive_byte((unsigned char)ctx[i])) i++;
     *k1 = i;
     if (*k1 - *k0 < 2 || *k1 - *k0 > 40 || i >= e || (ctx[i] != ' ' && ctx[i] != '\t'))
         return 0;
@@ -249,7 +252,8 @@ static int flush_directives(const char *ctx, directive *d, size_t *nd, dg_keylin
 {
     int rc = 0;
     for (size_t i = 0; *nd >= DG_DIRECTIVE_MIN && i < *nd && rc == 0; i++)
-        rc = add_line(ctx, d[i].b, d[i].cp, d[i].k0, d[i].k1, d[i].v0, d[i].v1, ix, cap);
+        rc = dg_keylines_add(ctx, d[i].b, d[i].cp, ctx + d[i].k0, d[i].k1 - d[i].k0, d[i].v0,
+                             d[i].v1, ix, cap);
     *nd = 0;
     return rc;
 }
@@ -270,8 +274,7 @@ static int neutral_line(const char *ctx, size_t b, size_t e)
         (ctx[b] == '/' && b + 1 < e && ctx[b + 1] == '/'))
         return 1;
     for (size_t i = b; i < e; i++)
-        if (!(isalnum((unsigned char)ctx[i]) || ctx[i] == '_' || ctx[i] == '.' || ctx[i] == '-'))
-            return 0;
+        if (!is_directive_byte((unsigned char)ctx[i])) return 0;
     return isalpha((unsigned char)ctx[b]);
 }
 
@@ -290,7 +293,7 @@ deg_status dg_keylines_scan(const char *ctx, size_t len, dg_keylines *out)
         const char *nl = memchr(ctx + b, '\n', len - b);
         size_t e = nl ? (size_t)(nl - ctx) : len, k0, k1, v0, v1;
         if (dg_keyline_split(ctx, b, e, &k0, &k1, &v0, &v1)) {
-            if (v1 > v0) rc = add_line(ctx, b, cp, k0, k1, v0, v1, &ix, &cap);
+            rc = dg_keylines_add(ctx, b, cp, ctx + k0, k1 - k0, v0, v1, &ix, &cap);
         } else if (directive_split(ctx, b, e, &k0, &k1, &v0, &v1)) {
             if (DG_GROW(d, dcap, nd + 1) != DEG_OK) rc = -1;
             else d[nd++] = (directive){b, cp, k0, k1, v0, v1};

@@ -101,6 +101,13 @@ int dg_keyline_split(const char *ctx, size_t b, size_t e, size_t *key0, size_t *
 deg_status dg_keylines_scan(const char *ctx, size_t len, dg_keylines *out);
 void dg_keylines_free(dg_keylines *ix);
 
+/* Append the key line whose key is key[0, key_len) (normalised by dg_key_norm; an empty
+ * normalised key appends nothing) and whose value is bytes [v0, v1) of ctx, where byte
+ * b is code point cp of the context (b <= v0). An empty value appends nothing. Returns
+ * 0 or -1 on out of memory (*cap: ix->p's capacity). */
+int dg_keylines_add(const char *ctx, size_t b, size_t cp, const char *key, size_t key_len,
+                    size_t v0, size_t v1, dg_keylines *ix, size_t *cap);
+
 /* The key lines of well-known forms that write no "Key: value" (keyline_forms.c): the
  * first Debian changelog entry's header (package, version, distribution, urgency) and
  * trailer (maintainer, date); appended to ix (capacity *cap). Returns 0 or -1 on out of
