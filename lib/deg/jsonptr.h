@@ -28,13 +28,17 @@ char *dg_loc_index(const char *loc, size_t i);
  * object segment is a member name; an array segment is a decimal index without
  * leading zeros ("0" itself is fine), below the array's size ("-" names nothing).
  * *bad_syntax (if non-NULL) is set to 1 when ptr is not a pointer at all (does not
- * start with "/" and is not "", or "~" not followed by "0" or "1"), else 0. */
+ * start with "/" and is not "", or "~" not followed by "0" or "1"), to 2 when a
+ * segment on an array is not an array index ("-", "01", "x"), else 0. */
 const json_t *dg_jsonptr_get(const json_t *root, const char *ptr, int *bad_syntax);
 
 /* Resolve a local $ref ("#" or "#/...") against root. Returns the target, with *tloc
  * = its decoded pointer (malloc'd); or NULL with *tloc = NULL and why (why_cap
- * bytes) saying what is wrong: not local, bad percent-encoding, a plain-name fragment,
- * a bad "~" escape, or a pointer to nothing. */
+ * bytes) saying what is wrong: not local, a plain-name fragment (one that does not
+ * start with "/" as written: "#%2Fa" is not a pointer), a byte RFC 3986 §3.5 does not
+ * allow in a fragment (a space, '#', non-ASCII: they must be percent-encoded), bad
+ * percent-encoding, a decoded fragment that is not UTF-8 or holds NUL, a bad "~"
+ * escape, a segment that is not an array index, or a pointer to nothing. */
 const json_t *dg_ref_resolve(const json_t *root, const char *ref, char **tloc,
                              char *why, size_t why_cap);
 

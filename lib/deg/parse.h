@@ -161,6 +161,10 @@ deg_status dg_parse_datetime(const char *s, size_t n, deg_date_order order,
  *             ["#" fragment]), ASCII only, IPv6 literals checked.
  *  uuid:      RFC 4122 text form 8-4-4-4-12 hex digits, either case. */
 int dg_format_check(const char *format, const char *s, size_t n);
+/* 1 if s[0..n) is an RFC 3986 §4.1 URI-reference (a URI as the uri format reads it, or
+ * a relative reference: "//" authority, a path, a query, a fragment, or nothing), else
+ * 0. The meta-schemas' "uri-reference" format of $id and $ref. */
+int dg_uri_reference_check(const char *s, size_t n);
 
 /* ---- Candidate spans and the span trimmer (spec §12.3) ----------------- */
 

@@ -116,8 +116,11 @@ bool dg_json_is_integer(const json_t *v, dg_draft draft, int64_t *out)
     }
     if (json_is_real(v) && draft >= DG_DRAFT6) {
         double x = json_real_value(v);
-        if (isfinite(x) && x == floor(x) && fabs(x) < 9.2e18) {
-            if (out) *out = (int64_t)x;
+        if (isfinite(x) && x == floor(x)) {
+            /* 5e26 is an integer too (the fuzz differential: "maxLength": 5e26 is a
+             * valid schema); beyond int64 it reads as the nearest end, which no
+             * length or count reaches */
+            if (out) *out = x >= 9.2e18 ? INT64_MAX : x <= -9.2e18 ? INT64_MIN : (int64_t)x;
             return true;
         }
     }

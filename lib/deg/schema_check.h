@@ -63,7 +63,8 @@ extern const char *const dg_kw_string[], *const dg_kw_number[], *const dg_kw_arr
 const char *dg_json_kind(const json_t *v);
 
 /* Numeric helpers: a JSON number's value; an integer in the meta-schema sense for the
- * draft (draft 6+ accepts integral reals such as 3.0). */
+ * draft (draft 6+ accepts integral reals such as 3.0 or 5e26; *out is clamped to the
+ * int64 range). */
 bool dg_json_is_number(const json_t *v);
 double dg_json_number(const json_t *v);
 bool dg_json_is_integer(const json_t *v, dg_draft draft, int64_t *out);
@@ -105,6 +106,10 @@ int64_t dg_integer_levels(const dg_bounds *b, int64_t *levels, int64_t cap);
  * value is unusable. Shared by the lint and deg_validate's schema check. */
 bool dg_schema_meta_check(const json_t *root, dg_draft draft, const char *k, const json_t *v,
                           const char *kloc, dg_errlist *errs);
+/* The meta-schema rules over a node's keywords together (draft-04: exclusiveMinimum /
+ * exclusiveMaximum need minimum / maximum beside them); false + errors at loc/<kw>. */
+bool dg_schema_meta_check_node(const json_t *root, dg_draft draft, const json_t *node,
+                               const char *loc, dg_errlist *errs);
 
 /* Pass 1 over the whole document (see the top of this file). */
 void dg_schema_lint(const json_t *root, dg_draft draft, dg_errlist *errs);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "deg/parse.h"
 #include "deg/pattern.h"
 
 typedef struct lint {
@@ -33,6 +34,41 @@ static bool check_nonneg_int(lint *L, const json_t *v, const char *loc, const ch
     return true;
 }
 
+/* $anchor: 2020-12's name pattern, 2019-09's in that draft (the drafts before have no
+ * $anchor; deg reads it as 2020-12's there). */
+static bool check_anchor(lint *L, const json_t *v, const char *kloc)
+{
+    const char *s = json_string_value(v);
+    bool d2019 = L->draft == DG_DRAFT2019;
+    bool ok = (*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s == '_' && !d2019);
+    for (const char *p = s + 1; ok && *p; p++)
+        ok = (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+             *p == '-' || *p == '_' || *p == '.' || (*p == ':' && d2019);
+    if (!ok)
+        dg_err_add(L->errs, kloc, "$anchor must match %s",
+                   d2019 ? "^[A-Za-z][-A-Za-z0-9.:_]*$ in draft 2019-09"
+                         : "^[A-Za-z_][-A-Za-z0-9._]*$");
+    return ok;
+}
+
+/* $id: a URI-reference (RFC 3986 §4.1, the meta-schemas' format), and from 2019-09 on
+ * without a fragment other than an empty one (their pattern ^[^#]*#?$). */
+static bool check_id(lint *L, const json_t *v, const char *kloc)
+{
+    const char *s = json_string_value(v), *h = strchr(s, '#');
+    if (!dg_uri_reference_check(s, json_string_length(v))) {
+        dg_err_add(L->errs, kloc, "$id \"%.200s\" is not a URI reference (RFC 3986 §4.1: "
+                   "ASCII, reserved characters and spaces percent-encoded)", s);
+        return false;
+    }
+    if (L->draft >= DG_DRAFT2019 && h && h[1]) {
+        dg_err_add(L->errs, kloc, "$id \"%.200s\" has a fragment: from draft 2019-09 on an "
+                   "$id may end in an empty \"#\" only (name a subschema with $anchor)", s);
+        return false;
+    }
+    return true;
+}
+
 /* meta_check for the keywords of scalar values (annotations, bounds, type, enum):
  * 1 = the value is usable, 0 = not (reported), -1 = k is not one of them. */
 static int meta_check_scalar(lint *L, const char *k, const json_t *v, const char *kloc)
@@ -45,16 +81,14 @@ static int meta_check_scalar(lint *L, const char *k, const json_t *v, const char
             dg_err_add(E, kloc, "%s must be a string, not %s", k, dg_json_kind(v));
             return false;
         }
-        if (!strcmp(k, "$anchor")) {
-            const char *s = json_string_value(v);
-            bool ok = (*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_';
-            for (const char *p = s + 1; ok && *p; p++)
-                ok = (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
-                     (*p >= '0' && *p <= '9') || *p == '-' || *p == '_' || *p == '.';
-            if (!ok) {
-                dg_err_add(E, kloc, "$anchor must match ^[A-Za-z_][-A-Za-z0-9._]*$");
-                return false;
-            }
+        if (!strcmp(k, "$anchor")) return check_anchor(L, v, kloc);
+        if (!strcmp(k, "$id")) return check_id(L, v, kloc);
+        return true;
+    }
+    if (!strcmp(k, "id") && L->draft == DG_DRAFT4) { /* draft-04's $id */
+        if (!json_is_string(v)) {
+            dg_err_add(E, kloc, "id must be a string in draft-04, not %s", dg_json_kind(v));
+            return false;
         }
         return true;
     }
@@ -125,9 +159,41 @@ static int meta_check_scalar(lint *L, const char *k, const json_t *v, const char
             dg_err_add(E, kloc, "enum must be an array, not %s", dg_json_kind(v));
             return false;
         }
+        if (L->draft == DG_DRAFT4) { /* its meta-schema: minItems 1, uniqueItems */
+            size_t n = json_array_size(v);
+            for (size_t i = 0; i < n; i++)
+                for (size_t j = 0; j < i; j++)
+                    if (dg_json_equal(json_array_get(v, i), json_array_get(v, j))) {
+                        char *il = dg_loc_index(kloc, i); /* check_enum_values' words */
+                        dg_err_add(E, il, "enum lists the same value twice (first at %zu)", j);
+                        free(il);
+                        return false;
+                    }
+            if (n == 0) {
+                dg_err_add(E, kloc, "enum must not be empty in draft-04");
+                return false;
+            }
+        }
         return true;
     }
     return -1;
+}
+
+/* Boolean schemas came with draft-06: draft-04's meta-schema allows a boolean only as
+ * additionalProperties (and in $defs, which deg reads in every draft). */
+static bool no_bool_schemas(lint *L, const char *k)
+{
+    return L->draft == DG_DRAFT4 && strcmp(k, "additionalProperties") && strcmp(k, "$defs");
+}
+
+static void not_a_schema(lint *L, const json_t *v, const char *loc)
+{
+    if (json_is_boolean(v))
+        dg_err_add(L->errs, loc, "a schema must be an object in draft-04 (boolean schemas "
+                   "came with draft-06)");
+    else
+        dg_err_add(L->errs, loc, "a schema must be an object or a boolean, not %s",
+                   dg_json_kind(v));
 }
 
 /* meta_check for the keywords holding names or schemas (required, properties,
@@ -168,10 +234,9 @@ static bool meta_check_structure(lint *L, const char *k, const json_t *v, const 
         bool ok = true;
         json_object_foreach((json_t *)v, pk, pv)
         {
-            if (!is_schema_value(pv)) {
+            if (!is_schema_value(pv) || (json_is_boolean(pv) && no_bool_schemas(L, k))) {
                 char *pl = dg_loc_key(kloc, pk);
-                dg_err_add(E, pl, "a schema must be an object or a boolean, not %s",
-                           dg_json_kind(pv));
+                not_a_schema(L, pv, pl);
                 free(pl);
                 ok = false;
             }
@@ -189,6 +254,10 @@ static bool meta_check_structure(lint *L, const char *k, const json_t *v, const 
                        dg_json_kind(v));
             return false;
         }
+        if (json_is_boolean(v) && no_bool_schemas(L, k)) {
+            not_a_schema(L, v, kloc);
+            return false;
+        }
         return true;
     }
     if (!strcmp(k, "anyOf") || !strcmp(k, "oneOf")) {
@@ -198,10 +267,10 @@ static bool meta_check_structure(lint *L, const char *k, const json_t *v, const 
             return false;
         }
         for (size_t i = 0; i < json_array_size(v); i++) {
-            if (!is_schema_value(json_array_get(v, i))) {
+            const json_t *b = json_array_get(v, i);
+            if (!is_schema_value(b) || (json_is_boolean(b) && no_bool_schemas(L, k))) {
                 char *il = dg_loc_index(kloc, i);
-                dg_err_add(E, il, "a schema must be an object or a boolean, not %s",
-                           dg_json_kind(json_array_get(v, i)));
+                not_a_schema(L, b, il);
                 free(il);
                 ok = false;
             }
@@ -248,6 +317,35 @@ static bool meta_check(lint *L, const char *k, const json_t *v, const char *kloc
 {
     int r = meta_check_scalar(L, k, v, kloc);
     return r >= 0 ? r != 0 : meta_check_structure(L, k, v, kloc);
+}
+
+/* The meta-schema rules that tie a node's keywords together: draft-04's
+ * "dependencies" (exclusiveMinimum needs minimum, exclusiveMaximum needs maximum;
+ * said of a boolean one: a number there already has its own error). */
+static bool meta_check_node(lint *L, const json_t *node, const char *loc)
+{
+    bool ok = true;
+    if (L->draft != DG_DRAFT4 || !json_is_object(node)) return ok;
+    static const char *const pairs[2][2] = {{"exclusiveMinimum", "minimum"},
+                                            {"exclusiveMaximum", "maximum"}};
+    for (int i = 0; i < 2; i++) {
+        if (json_is_boolean(json_object_get(node, pairs[i][0])) &&
+            !json_object_get(node, pairs[i][1])) {
+            char *kl = dg_loc_key(loc, pairs[i][0]);
+            dg_err_add(L->errs, kl, "%s needs %s beside it in draft-04 (its meta-schema's "
+                       "dependencies)", pairs[i][0], pairs[i][1]);
+            free(kl);
+            ok = false;
+        }
+    }
+    return ok;
+}
+
+bool dg_schema_meta_check_node(const json_t *root, dg_draft draft, const json_t *node,
+                               const char *loc, dg_errlist *errs)
+{
+    lint L = {.root = root, .draft = draft, .errs = errs};
+    return meta_check_node(&L, node, loc);
 }
 
 bool dg_schema_meta_check(const json_t *root, dg_draft draft, const char *k, const json_t *v,
@@ -414,24 +512,12 @@ static void lint_string(lint *L, const json_t *node, const char *loc)
     }
 }
 
-/* An integer or number node: draft-04 exclusive bounds, bounds that admit a value. */
+/* An integer or number node: bounds that admit a value (draft-04's exclusive bounds
+ * need their bound: meta_check_node). */
 static void lint_number(lint *L, const json_t *node, const char *loc, const char *base)
 {
     dg_errlist *E = L->errs;
-    char *kl;
     dg_bounds b = dg_bounds_of(node, L->draft);
-    if (L->draft == DG_DRAFT4) {
-        static const char *const pairs[2][2] = {{"exclusiveMinimum", "minimum"},
-                                                {"exclusiveMaximum", "maximum"}};
-        for (int i = 0; i < 2; i++) {
-            if (json_is_boolean(json_object_get(node, pairs[i][0])) &&
-                !json_object_get(node, pairs[i][1])) {
-                kl = dg_loc_key(loc, pairs[i][0]);
-                dg_err_add(E, kl, "%s needs %s in draft-04", pairs[i][0], pairs[i][1]);
-                free(kl);
-            }
-        }
-    }
     if (!strcmp(base, "integer") && b.has_lo && b.has_hi) {
         int64_t n = dg_integer_levels(&b, NULL, 1);
         if (n <= 1) {
@@ -675,6 +761,7 @@ static void lint_node(lint *L, const json_t *node, const char *loc, int depth)
         }
         free(kl);
     }
+    meta_check_node(L, node, loc);
     lint_semantics(L, node, loc);
 
     /* Subschemas. */

@@ -143,19 +143,30 @@ static int check_email(const char *s, size_t n)
 }
 
 #define PCHAR "(?:[A-Za-z0-9\\-._~!$&'()*+,;=:@]|%[0-9A-Fa-f]{2})"
-static const char URI_RE[] =
-    "^[A-Za-z][A-Za-z0-9+.\\-]*:"
-    "(?:"
-    "//(?:(?:[A-Za-z0-9\\-._~!$&'()*+,;=:]|%[0-9A-Fa-f]{2})*@)?"
-    "(?:\\[(?<ip6>[0-9A-Fa-f:.]+)\\]|\\[[vV][0-9A-Fa-f]+\\.[A-Za-z0-9\\-._~!$&'()*+,;=:]+\\]"
-    "|(?:[A-Za-z0-9\\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})*)"
+/* RFC 3986 §3.2: "//" authority (userinfo, IP literal or reg-name, port). */
+#define AUTHORITY "//(?:(?:[A-Za-z0-9\\-._~!$&'()*+,;=:]|%[0-9A-Fa-f]{2})*@)?" \
+    "(?:\\[(?<ip6>[0-9A-Fa-f:.]+)\\]|\\[[vV][0-9A-Fa-f]+\\.[A-Za-z0-9\\-._~!$&'()*+,;=:]+\\]" \
+    "|(?:[A-Za-z0-9\\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})*)" \
     "(?::[0-9]*)?"
-    "(?:/" PCHAR "*)*"
-    "|/(?:" PCHAR "+(?:/" PCHAR "*)*)?"
-    "|" PCHAR "+(?:/" PCHAR "*)*"
+#define QUERY_FRAGMENT "(?:\\?(?:" PCHAR "|[/?])*)?(?:\\#(?:" PCHAR "|[/?])*)?\\z"
+/* RFC 3986 §3: scheme ":" hier-part (authority + path-abempty, path-absolute,
+ * path-rootless or path-empty). */
+#define SCHEME_HIER_PART "[A-Za-z][A-Za-z0-9+.\\-]*:" \
+    "(?:" AUTHORITY "(?:/" PCHAR "*)*" \
+    "|/(?:" PCHAR "+(?:/" PCHAR "*)*)?" \
+    "|" PCHAR "+(?:/" PCHAR "*)*" \
     "|)"
-    "(?:\\?(?:" PCHAR "|[/?])*)?"
-    "(?:\\#(?:" PCHAR "|[/?])*)?\\z";
+/* RFC 3986 §3 URI: scheme ":" hier-part [ "?" query ] [ "#" fragment ]. */
+static const char URI_RE[] = "^" SCHEME_HIER_PART QUERY_FRAGMENT;
+/* RFC 3986 §4.1 URI-reference: a URI, or a relative-ref (relative-part [ "?" query ]
+ * [ "#" fragment ], whose first path segment holds no ':' unless it starts with '/'). */
+#define SEGMENT_NZ_NC "(?:[A-Za-z0-9\\-._~!$&'()*+,;=@]|%[0-9A-Fa-f]{2})+"
+static const char URI_REF_RE[] =
+    "^(?:" SCHEME_HIER_PART
+    "|" AUTHORITY "(?:/" PCHAR "*)*"
+    "|/(?:" PCHAR "+(?:/" PCHAR "*)*)?"
+    "|" SEGMENT_NZ_NC "(?:/" PCHAR "*)*"
+    "|)" QUERY_FRAGMENT;
 
 /* Candidate regexes (UTF + UCP), one list per kind; see dg_candidates. */
 #define CUR "(?:US\\$|NZ\\$|HK\\$|A\\$|C\\$|S\\$|R\\$|[$\\x{20AC}\\x{00A3}\\x{00A5}\\x{20B9}\\x{20A9}\\x{20BD}\\x{20BA}\\x{20AA}\\x{20AB}\\x{20B1}\\x{20B4}\\x{20A6}\\x{00A2}\\x{20BF}]" \
@@ -228,7 +239,7 @@ static const char *const *const KIND_RES[K_COUNT] = {NUMBER_RES, DATE_RES, DATET
 #define MAX_RES 8
 
 static pthread_once_t re_once = PTHREAD_ONCE_INIT;
-static pcre2_code *uri_code;
+static pcre2_code *uri_code, *uri_ref_code;
 static pcre2_code *kind_code[K_COUNT][MAX_RES];
 static int re_error; /* 0 = fine; else the failing regex index + 1 */
 static char re_errmsg[256];
@@ -237,7 +248,10 @@ static void compile_all(void)
 {
     dg_regex_error e;
     uri_code = dg_regex_compile(URI_RE, PCRE2_ZERO_TERMINATED, 0, 0, PCRE2_JIT_COMPLETE, &e);
-    if (!uri_code) {
+    if (uri_code)
+        uri_ref_code = dg_regex_compile(URI_REF_RE, PCRE2_ZERO_TERMINATED, PCRE2_DUPNAMES,
+                                        0, PCRE2_JIT_COMPLETE, &e);
+    if (!uri_code || !uri_ref_code) {
         re_error = 1;
         snprintf(re_errmsg, sizeof re_errmsg, "%s", e.msg);
         return;
@@ -264,14 +278,15 @@ static deg_status ensure_regexes(void)
     return DEG_OK;
 }
 
-static int check_uri(const char *s, size_t n)
+/* s matches code (URI_RE or URI_REF_RE): ASCII only, an IPv6 literal must parse. */
+static int uri_match(pcre2_code *const *code, const char *s, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)s[i] >= 0x80 || (unsigned char)s[i] <= 0x20) return 0;
     if (ensure_regexes() != DEG_OK) return 0;
-    pcre2_match_data *md = pcre2_match_data_create_from_pattern(uri_code, NULL);
+    pcre2_match_data *md = pcre2_match_data_create_from_pattern(*code, NULL);
     if (!md) return 0;
-    int rc = pcre2_match(uri_code, (PCRE2_SPTR)s, n, 0, 0, md, NULL);
+    int rc = pcre2_match(*code, (PCRE2_SPTR)s, n, 0, 0, md, NULL);
     int ok = rc >= 0;
     if (ok) {
         PCRE2_SIZE l = 0;
@@ -289,6 +304,10 @@ static int check_uri(const char *s, size_t n)
     pcre2_match_data_free(md);
     return ok;
 }
+
+static int check_uri(const char *s, size_t n) { return uri_match(&uri_code, s, n); }
+
+int dg_uri_reference_check(const char *s, size_t n) { return uri_match(&uri_ref_code, s, n); }
 
 int dg_format_check(const char *format, const char *s, size_t n)
 {

@@ -56,6 +56,7 @@ typedef struct {
     json_t *errors;      /* NULL = count only */
     size_t n_errors;
     int quiet;           /* > 0 inside anyOf/oneOf trials: record nothing */
+    dg_draft draft;      /* the root's $schema (2020-12 when absent or unknown) */
     deg_status fatal;
     int depth;
     pat_entry *pats;
@@ -191,11 +192,15 @@ static int multiple_of_failed(const json_t *inst, const json_t *db)
 
 /* ---- helpers ----------------------------------------------------------- */
 
-static int has_type(const json_t *v, const char *t)
+/* Draft-04's integer is a number without a fraction or exponent part as written
+ * (jansson reads 2.0 and 1e2 as reals); from draft-06 on any number whose value is an
+ * integer. */
+static int has_type(const json_t *v, const char *t, dg_draft draft)
 {
     if (!strcmp(t, "string")) return json_is_string(v);
     if (!strcmp(t, "integer"))
-        return json_is_integer(v) || (json_is_real(v) && trunc(json_real_value(v)) == json_real_value(v));
+        return json_is_integer(v) || (draft != DG_DRAFT4 && json_is_real(v) &&
+                                      trunc(json_real_value(v)) == json_real_value(v));
     if (!strcmp(t, "number")) return is_num(v);
     if (!strcmp(t, "boolean")) return json_is_boolean(v);
     if (!strcmp(t, "null")) return json_is_null(v);
@@ -426,14 +431,18 @@ static void validate_node(vctx *c, const json_t *s, const json_t *v)
             validate_node(c, t, v);
             sb_pop(&c->sp, old);
         }
+        if (c->draft <= DG_DRAFT7) { /* draft-07 §8.3 (draft-04/06 alike): "All other */
+            c->depth--;              /* properties in a "$ref" object MUST be ignored" */
+            return;
+        }
     }
     if ((k = json_object_get(s, "type"))) {
         int ok = 0;
-        if (json_is_string(k)) ok = has_type(v, json_string_value(k));
+        if (json_is_string(k)) ok = has_type(v, json_string_value(k), c->draft);
         else if (json_is_array(k)) {
             for (size_t i = 0; i < json_array_size(k) && !ok; i++) {
                 const json_t *t = json_array_get(k, i);
-                if (json_is_string(t) && has_type(v, json_string_value(t))) ok = 1;
+                if (json_is_string(t) && has_type(v, json_string_value(t), c->draft)) ok = 1;
             }
         }
         if (!ok) add_error(c, "type", "%s is not of the schema's type", dg_json_kind(v));
@@ -443,7 +452,7 @@ static void validate_node(vctx *c, const json_t *s, const json_t *v)
         for (size_t i = 0; i < json_array_size(k) && !ok; i++) ok = dg_validate_equal(v, json_array_get(k, i));
         if (!ok) add_error(c, "enum", "value is not one of the enum values");
     }
-    if ((k = json_object_get(s, "const"))) {
+    if ((k = json_object_get(s, "const")) && c->draft != DG_DRAFT4) { /* const: draft-06 on */
         if (!dg_validate_equal(v, k)) add_error(c, "const", "value is not the const value");
     }
     if ((k = json_object_get(s, "anyOf")) && json_is_array(k)) {
@@ -485,6 +494,9 @@ deg_status dg_validate(const json_t *schema, const json_t *value, json_t *errors
     vctx c = {0};
     c.root = schema;
     c.errors = errors;
+    dg_errlist E = {json_array(), false}; /* an unknown $schema: 2020-12 (deg_validate refuses it) */
+    dg_schema_draft(schema, &c.draft, &E);
+    json_decref(E.list);
     dg_sb_puts(&c.ip, "");
     dg_sb_puts(&c.sp, "");
     if (!c.ip.oom && !c.sp.oom) validate_node(&c, schema, value);
@@ -520,16 +532,105 @@ static deg_status schema_error(dg_errlist *E)
     return st;
 }
 
+/* deg_validate's schema check: the document, its draft, the $ref targets checked so far
+ * outside the walk's positions (walked). */
+typedef struct {
+    const json_t *root;
+    dg_draft draft;
+    const json_t **seen;
+    size_t n_seen, cap_seen;
+} schema_walk;
+
+static deg_status check_schema(schema_walk *W, const json_t *s, const char *loc, int depth);
+
+/* Is the (decoded) pointer ptr a position check_schema's walk reaches from the root:
+ * the root, or a keyword of properties / $defs / definitions (+ a name), items /
+ * additionalProperties, anyOf / oneOf (+ an index) from one? */
+static int walked(const char *ptr)
+{
+    static const char *const MAP[] = {"properties", "$defs", "definitions", NULL};
+    static const char *const ONE[] = {"items", "additionalProperties", NULL};
+    static const char *const LIST[] = {"anyOf", "oneOf", NULL};
+    int at_schema = 1;
+    for (const char *p = ptr; *p == '/';) {
+        const char *e = strchr(p + 1, '/');
+        size_t n = e ? (size_t)(e - p - 1) : strlen(p + 1);
+        char seg[32] = "";
+        if (n < sizeof seg) memcpy(seg, p + 1, n), seg[n] = 0; /* keywords are short */
+        if (!at_schema) at_schema = 1; /* a member name or an index: a schema again */
+        else if (dg_kw_in(seg, MAP) || dg_kw_in(seg, LIST)) at_schema = 0;
+        else if (!dg_kw_in(seg, ONE)) return 0;
+        p += 1 + n;
+    }
+    return at_schema;
+}
+
+/* A $ref resolved up front, before the value is read (an unresolvable one is a schema
+ * error whatever the value), and its target a schema. A target the walk does not reach
+ * (e.g. "#/x" under an unknown keyword) is checked here, once; its errors say so. */
+static deg_status check_ref(schema_walk *W, const json_t *ref, const char *kl, int depth)
+{
+    char why[512], *tloc = NULL;
+    const json_t *t = dg_ref_resolve(W->root, json_string_value(ref), &tloc, why, sizeof why);
+    if (!t) return dg_fail(DEG_ERR_SCHEMA, "schema at \"%s\": %s", kl, why);
+    deg_status st = DEG_OK;
+    int seen = walked(tloc);
+    for (size_t i = 0; i < W->n_seen && !seen; i++) seen = W->seen[i] == t;
+    if (!json_is_object(t) && !json_is_boolean(t)) {
+        st = dg_fail(DEG_ERR_SCHEMA, "schema at \"%s\": $ref \"%s\" points to %s, not a schema "
+                     "(a JSON object or boolean)", kl, json_string_value(ref), dg_json_kind(t));
+    } else if (!seen && (st = DG_GROW(W->seen, W->cap_seen, W->n_seen + 1)) == DEG_OK) {
+        W->seen[W->n_seen++] = t;
+        st = check_schema(W, t, tloc, depth + 1);
+        if (st == DEG_ERR_SCHEMA && !strstr(deg_errmsg(), "(checked as the target of")) {
+            char *m = strdup(deg_errmsg()); /* the innermost $ref says where it was reached */
+            st = dg_fail(st, "%s (checked as the target of the $ref at \"%s\")", m ? m : "", kl);
+            free(m);
+        }
+    }
+    free(tloc);
+    return st;
+}
+
+/* One keyword k = v of the schema at loc (kl = loc/k): unsupported keywords refused,
+ * the ones deg applies meta-checked, a pattern compiled. */
+static deg_status check_keyword(schema_walk *W, const char *k, const json_t *v, const char *loc,
+                                const char *kl)
+{
+    if (dg_kw_is_unsupported(k) && strcmp(k, "const") != 0) /* located at the keyword */
+        return dg_fail(DEG_ERR_SCHEMA, "schema at \"%s\": unsupported keyword \"%s\" (deg "
+                       "applies the keywords of deg-contract §5 only; deg.compile_schema "
+                       "rejects it too)", kl, k);
+    if (!dg_kw_is_structural(k) && !dg_kw_is_annotation(k) &&
+        (W->draft != DG_DRAFT4 || strcmp(k, "id") != 0)) /* draft-04's $id */
+        return DEG_OK;
+    dg_errlist E = {json_array(), false};
+    bool ok = E.list && dg_schema_meta_check(W->root, W->draft, k, v, kl, &E);
+    if (!E.list) return dg_fail(DEG_ERR_NOMEM, "deg_validate: out of memory");
+    if (!ok) return schema_error(&E);
+    json_decref(E.list);
+    if (!strcmp(k, "pattern")) { /* compiled up front: a bad one is an error anywhere */
+        dg_regex_error e;
+        pcre2_code *re = compile_pattern(v, 0, &e);
+        if (!re)
+            return dg_fail(DEG_ERR_SCHEMA, "schema at \"%s\": pattern does not compile: %s "
+                           "at offset %zu", loc, e.msg, e.offset);
+        pcre2_code_free(re);
+    }
+    return DEG_OK;
+}
+
 /* deg_validate's schema check (issue 19 item 8): every schema position holds
  * an object or a boolean, no keyword of the compiler's unsupported list
  * (§5; schema_check.c) appears (the validator would not apply it, so a
  * verdict would be wrong, not just incomplete; const is applied), and every
  * keyword deg applies has a value of its meta-schema type for the draft
  * (schema_check.c's meta check: "type": "Object" or "minimum": true are
- * schema errors, as python-jsonschema's check_schema says, not a verdict).
- * Unknown keywords are ignored, as JSON Schema says. */
-static deg_status check_schema(const json_t *root, dg_draft draft, const json_t *s,
-                               const char *loc, int depth)
+ * schema errors, as python-jsonschema's check_schema says, not a verdict), with
+ * the draft's rules across keywords (draft-04's exclusiveMinimum needs minimum);
+ * every $ref resolves to a schema, itself checked. Unknown keywords are ignored, as
+ * JSON Schema says. */
+static deg_status check_schema(schema_walk *W, const json_t *s, const char *loc, int depth)
 {
     if (json_is_boolean(s)) return DEG_OK;
     static const char *const NAMES[] = {"object", "array", "string", "integer", "number",
@@ -538,40 +639,30 @@ static deg_status check_schema(const json_t *root, dg_draft draft, const json_t 
         return dg_fail(DEG_ERR_SCHEMA, "schema at \"%s\": a schema must be a JSON object or "
                        "boolean, not %s", loc, NAMES[json_typeof(s)]);
     if (depth > 2048)
-        return dg_fail(DEG_ERR_SCHEMA, "schema at \"%s\": nested deeper than 2048", loc);
+        return dg_fail(DEG_ERR_SCHEMA, "schema at \"%s\": nested deeper than 2048 (subschemas "
+                       "and $ref hops)", loc);
     const char *k;
     json_t *v;
+    deg_status st = DEG_OK;
     json_object_foreach((json_t *)s, k, v)
     {
-        if (dg_kw_is_unsupported(k) && strcmp(k, "const") != 0) {
-            /* located at the keyword itself, as deg_plan_compile's error list does */
-            char *kl = dg_loc_key(loc, k);
-            deg_status st = kl ? dg_fail(DEG_ERR_SCHEMA, "schema at \"%s\": unsupported keyword "
-                                         "\"%s\" (deg applies the keywords of deg-contract §5 "
-                                         "only; deg.compile_schema rejects it too)", kl, k)
-                               : dg_fail(DEG_ERR_NOMEM, "deg_validate: out of memory");
-            free(kl);
-            return st;
-        }
-        if (!dg_kw_is_structural(k) && !dg_kw_is_annotation(k)) continue;
         char *kl = dg_loc_key(loc, k);
-        if (!kl) return dg_fail(DEG_ERR_NOMEM, "deg_validate: out of memory");
-        dg_errlist E = {json_array(), false};
-        bool ok = E.list && dg_schema_meta_check(root, draft, k, v, kl, &E);
+        st = kl ? check_keyword(W, k, v, loc, kl)
+                : dg_fail(DEG_ERR_NOMEM, "deg_validate: out of memory");
         free(kl);
-        if (!E.list) return dg_fail(DEG_ERR_NOMEM, "deg_validate: out of memory");
-        if (!ok) return schema_error(&E);
-        json_decref(E.list);
-        if (!strcmp(k, "pattern")) { /* compiled up front: a bad one is an error anywhere */
-            dg_regex_error e;
-            pcre2_code *re = compile_pattern(v, 0, &e);
-            if (!re)
-                return dg_fail(DEG_ERR_SCHEMA, "schema at \"%s\": pattern does not compile: %s "
-                               "at offset %zu", loc, e.msg, e.offset);
-            pcre2_code_free(re);
-        }
+        if (st != DEG_OK) return st;
     }
-    deg_status st = DEG_OK;
+    dg_errlist E = {json_array(), false};
+    bool ok = E.list && dg_schema_meta_check_node(W->root, W->draft, s, loc, &E);
+    if (!E.list) return dg_fail(DEG_ERR_NOMEM, "deg_validate: out of memory");
+    if (!ok) return schema_error(&E);
+    json_decref(E.list);
+    if (json_is_string(v = json_object_get(s, "$ref"))) { /* after the node's own keywords */
+        char *kl = dg_loc_key(loc, "$ref");
+        st = kl ? check_ref(W, v, kl, depth) : dg_fail(DEG_ERR_NOMEM, "deg_validate: out of memory");
+        free(kl);
+        if (st != DEG_OK) return st;
+    }
     json_object_foreach((json_t *)s, k, v)
     {
         int map = !strcmp(k, "properties") || !strcmp(k, "$defs") || !strcmp(k, "definitions");
@@ -581,14 +672,14 @@ static deg_status check_schema(const json_t *root, dg_draft draft, const json_t 
         char *kl = dg_loc_key(loc, k);
         if (!kl) return dg_fail(DEG_ERR_NOMEM, "deg_validate: out of memory");
         if (one) {
-            st = check_schema(root, draft, v, kl, depth + 1);
+            st = check_schema(W, v, kl, depth + 1);
         } else if (map && json_is_object(v)) {
             const char *k2;
             json_t *v2;
             json_object_foreach(v, k2, v2)
             {
                 char *l2 = dg_loc_key(kl, k2);
-                st = l2 ? check_schema(root, draft, v2, l2, depth + 1)
+                st = l2 ? check_schema(W, v2, l2, depth + 1)
                         : dg_fail(DEG_ERR_NOMEM, "deg_validate: out of memory");
                 free(l2);
                 if (st != DEG_OK) break;
@@ -596,7 +687,7 @@ static deg_status check_schema(const json_t *root, dg_draft draft, const json_t 
         } else if (list && json_is_array(v)) {
             for (size_t i = 0; i < json_array_size(v) && st == DEG_OK; i++) {
                 char *l2 = dg_loc_index(kl, i);
-                st = l2 ? check_schema(root, draft, json_array_get(v, i), l2, depth + 1)
+                st = l2 ? check_schema(W, json_array_get(v, i), l2, depth + 1)
                         : dg_fail(DEG_ERR_NOMEM, "deg_validate: out of memory");
                 free(l2);
             }
@@ -626,7 +717,11 @@ DEG_API deg_status deg_validate(const char *schema_json, const char *value_json,
         dg_err_add(&E, "/$schema", "$schema must be a string");
     if (st == DEG_OK && json_array_size(E.list)) st = schema_error(&E);
     else json_decref(E.list);
-    if (st == DEG_OK) st = check_schema(s, draft, s, "", 0);
+    if (st == DEG_OK) {
+        schema_walk W = {.root = s, .draft = draft};
+        st = check_schema(&W, s, "", 0);
+        free(W.seen);
+    }
     if (st == DEG_OK) st = load_json(value_json, "value", &v);
     if (st != DEG_OK) { json_decref(s); return st; }
     json_t *errs = json_array();

@@ -18,8 +18,13 @@
  *   date-time, email, uri, uuid
  *   (dg_format_check; other formats are annotations); local $ref ("#",
  *   "#/json/pointer", percent-decoded) with $defs/definitions, applied
- *   together with its siblings (2020-12). Annotations and unknown keywords
- *   are ignored, as a validator does; rejecting them is the compiler's job.
+ *   together with its siblings (2019-09, 2020-12). Annotations and unknown
+ *   keywords are ignored, as a validator does; rejecting them is the
+ *   compiler's job.
+ * The root's $schema picks the draft (2020-12 when absent): in draft-04, 06
+ * and 07 a $ref's siblings are ignored (draft-07 §8.3); in draft-04 an
+ * integer is a number written without a fraction or exponent (2.0 is not
+ * one) and const is not a keyword (it came with draft-06).
  *
  * Errors appended to `errors` (a JSON array), one object per violation:
  *   {"instance": <RFC 6901 pointer into the value>,

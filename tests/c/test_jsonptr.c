@@ -52,12 +52,20 @@ Test(jsonptr, rfc6901_section5_examples)
 Test(jsonptr, misses_and_syntax_errors)
 {
     json_t *doc = json_loads("{\"foo\": [\"bar\", \"baz\"], \"n\": 1}", 0, NULL);
-    const char *missing[] = {"/foo/2", "/foo/01", "/foo/-", "/foo/+1", "/foo/ 1", "/foo/",
-                             "/foo/99999999999999999999999", "/nope", "/n/x", "/foo/0/x"};
+    const char *missing[] = {"/foo/2", "/foo/99999999999999999999999", "/nope", "/n/x",
+                             "/foo/0/x"};
     for (size_t i = 0; i < sizeof missing / sizeof *missing; i++) {
         int bad = -1;
         cr_expect_null(dg_jsonptr_get(doc, missing[i], &bad), "%s", missing[i]);
         cr_expect_eq(bad, 0, "%s", missing[i]);
+    }
+    /* RFC 6901 §4: an array index is "0" or digits without a leading 0; "-" names
+     * the element after the last, which does not exist */
+    const char *not_index[] = {"/foo/01", "/foo/-", "/foo/+1", "/foo/ 1", "/foo/", "/foo/-1"};
+    for (size_t i = 0; i < sizeof not_index / sizeof *not_index; i++) {
+        int bad = -1;
+        cr_expect_null(dg_jsonptr_get(doc, not_index[i], &bad), "%s", not_index[i]);
+        cr_expect_eq(bad, 2, "%s", not_index[i]);
     }
     const char *syntax[] = {"foo", "/foo~", "/fo~2o", "/~/x"};
     for (size_t i = 0; i < sizeof syntax / sizeof *syntax; i++) {
@@ -90,9 +98,21 @@ Test(jsonptr, ref_resolve)
     cr_expect_str_eq(tloc, "");
     free(tloc);
     struct { const char *ref, *why; } bad[] = {
-        {"other.json#/a", "is not local"}, {"#/$defs/a%2", "bad percent-encoding"},
+        {"other.json#/a", "is not local"}, {"#/$defs/a%2", "bad percent-encoding at offset 9"},
         {"#defs", "plain-name fragments"}, {"#/$defs/m~2n", "bad JSON pointer escape"},
-        {"#/$defs/zz", "points to nothing"}};
+        {"#/$defs/zz", "points to nothing"},
+        /* found by the fuzz differential against python-jsonschema: */
+        /* RFC 3986 §2.1: '%' starts %XX ("%p", "%25" is a '%') */
+        {"#/$defs/a%p", "bad percent-encoding at offset 9"},
+        /* §3.5: a space, '#', '%'-less non-ASCII are not fragment characters */
+        {"#/$defs/a b", "holds byte 0x20 at offset 9"}, {"#/$defs/a#b", "holds '#' at offset 9"},
+        {"#/$defs/\xc3\xa9", "holds byte 0xC3"},
+        /* JSON Schema (2020-12 core §5): "%2F" as the first character is not "/":
+         * a plain name, not a pointer */
+        {"#%2F$defs%2Fx", "plain-name fragments"},
+        /* a NUL or bytes that are not UTF-8 once decoded name nothing */
+        {"#/$defs/a%00b", "%00 decodes to a NUL"}, {"#/$defs/%ff", "not UTF-8"},
+        {"#/$defs/x/y/-1", "points to nothing"}};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         cr_expect_null(dg_ref_resolve(doc, bad[i].ref, &tloc, why, sizeof why), "%s", bad[i].ref);
         cr_expect_null(tloc);

@@ -28,9 +28,9 @@ static int in_list(const char *const *l, const char *k)
     return 0;
 }
 
-/* 1 if the schema uses only the keywords deg supports, with 2020-12 meaning
- * (no tuple items, no $ref siblings that draft-07 would ignore, local refs
- * only, formats deg checks). */
+/* 1 if the schema uses only the keywords deg supports (no tuple items, local refs
+ * only, formats deg checks); the suite's draft-04/06/07 cases run with that draft's
+ * $schema, so deg ignores a $ref's siblings there as those drafts say. */
 static int supported(const json_t *s)
 {
     if (json_is_boolean(s)) return 1;
@@ -38,13 +38,7 @@ static int supported(const json_t *s)
     const char *k;
     json_t *v;
     json_t *ref = json_object_get(s, "$ref");
-    if (ref) {
-        if (!json_is_string(ref) || json_string_value(ref)[0] != '#') return 0;
-        json_object_foreach((json_t *)s, k, v)
-            if (strcmp(k, "$ref") && strcmp(k, "definitions") && strcmp(k, "$defs") && strcmp(k, "title") &&
-                strcmp(k, "description") && strcmp(k, "$comment"))
-                return 0;
-    }
+    if (ref && (!json_is_string(ref) || json_string_value(ref)[0] != '#')) return 0;
     json_object_foreach((json_t *)s, k, v) {
         if (!in_list(SCHEMA_KW, k)) return 0;
         if (!strcmp(k, "properties") || !strcmp(k, "$defs") || !strcmp(k, "definitions")) {
@@ -69,7 +63,8 @@ typedef struct {
     int run, pass, skipped_groups, parse_skipped;
 } tally;
 
-static void run_file(const char *path, tally *t)
+/* The suite's cases of one draft directory, each schema given that draft's $schema. */
+static void run_file(const char *path, const char *draft_uri, tally *t)
 {
     json_error_t err;
     /* Integers beyond int64 make jansson fail: load per case below. */
@@ -79,6 +74,8 @@ static void run_file(const char *path, tally *t)
         json_t *grp = json_array_get(groups, g);
         json_t *schema = json_object_get(grp, "schema");
         if (!supported(schema)) { t->skipped_groups++; continue; }
+        if (json_is_object(schema) && !json_object_get(schema, "$schema"))
+            json_object_set_new(schema, "$schema", json_string(draft_uri));
         json_t *tests = json_object_get(grp, "tests");
         for (size_t i = 0; i < json_array_size(tests); i++) {
             json_t *tc = json_array_get(tests, i);
@@ -99,7 +96,7 @@ static void run_file(const char *path, tally *t)
     json_decref(groups);
 }
 
-static void run_dir(const char *dir, tally *t)
+static void run_dir(const char *dir, const char *draft_uri, tally *t)
 {
     DIR *d = opendir(dir);
     if (!d) return;
@@ -112,7 +109,7 @@ static void run_dir(const char *dir, tally *t)
     for (int i = 0; i < n; i++) {
         char p[1024];
         snprintf(p, sizeof p, "%s/%s", dir, names[i]);
-        run_file(p, t);
+        run_file(p, draft_uri, t);
         free(names[i]);
     }
 }
@@ -123,9 +120,14 @@ Test(validate, json_schema_test_suite)
     if (!d) cr_skip_test("json-schema-test-suite is not installed (" SUITE ")");
     closedir(d);
     tally t = {0};
-    const char *dirs[] = {SUITE "/draft7", SUITE "/draft6", SUITE "/draft7/optional/format",
-                          SUITE "/draft6/optional/format"};
-    for (int i = 0; i < 4; i++) run_dir(dirs[i], &t);
+    static const char *const D4 = "http://json-schema.org/draft-04/schema#",
+                             *const D6 = "http://json-schema.org/draft-06/schema#",
+                             *const D7 = "http://json-schema.org/draft-07/schema#";
+    const char *dirs[][2] = {{SUITE "/draft7", D7}, {SUITE "/draft6", D6}, {SUITE "/draft4", D4},
+                             {SUITE "/draft7/optional/format", D7},
+                             {SUITE "/draft6/optional/format", D6},
+                             {SUITE "/draft4/optional/format", D4}};
+    for (int i = 0; i < 6; i++) run_dir(dirs[i][0], dirs[i][1], &t);
     cr_log_info("JSON Schema Test Suite: %d/%d cases passed (%d groups skipped: unsupported keywords)",
                 t.pass, t.run, t.skipped_groups);
     fprintf(stderr, "JSON Schema Test Suite: %d/%d cases passed (%d groups skipped: unsupported keywords)\n",
@@ -319,5 +321,95 @@ Test(validate, unsupported_and_non_schemas_refused)
         cr_expect_eq(deg_validate(ok[i], "5", &n, &errs), DEG_OK, "%s: %s", ok[i], deg_errmsg());
         cr_expect_eq(n, 0, "%s", ok[i]);
         deg_free(errs);
+    }
+}
+
+/* Disagreements with python-jsonschema found by the fuzz differential
+ * (tests/fuzz/diff.py), settled by the spec: deg's schema check now says what the
+ * draft's meta-schema says, before the value is read. */
+Test(validate, schema_check_by_the_draft)
+{
+    static const char *const D4 = "\"$schema\": \"http://json-schema.org/draft-04/schema#\"";
+    char s[512];
+    struct { const char *body, *value, *msg; } bad[] = {
+        /* draft-04's meta-schema: "dependencies": {"exclusiveMinimum": ["minimum"]} */
+        {"\"properties\": {\"a\": {\"exclusiveMinimum\": true, \"maximum\": 3}}", "{\"a\": 1}",
+         "schema at \"/properties/a/exclusiveMinimum\": exclusiveMinimum needs minimum"},
+        {"\"exclusiveMaximum\": false", "1", "exclusiveMaximum needs maximum beside it"},
+        /* boolean schemas came with draft-06; draft-04's enum is non-empty */
+        {"\"items\": true", "[1]", "schema at \"/items\": a schema must be an object in draft-04"},
+        {"\"anyOf\": [false, {}]", "1", "schema at \"/anyOf/0\""},
+        {"\"enum\": []", "1", "enum must not be empty in draft-04"},
+        {"\"id\": 5", "1", "id must be a string in draft-04"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(s, sizeof s, "{%s, %s}", D4, bad[i].body);
+        size_t n = 99;
+        cr_expect_eq(deg_validate(s, bad[i].value, &n, NULL), DEG_ERR_SCHEMA, "%s", s);
+        cr_expect(strstr(deg_errmsg(), bad[i].msg), "%s: %s", s, deg_errmsg());
+    }
+    /* a $ref is checked with the schema, before the value is read (which here is not
+     * JSON): RFC 3986 §2.1 percent-encoding, §3.5 fragment characters, RFC 6901 */
+    struct { const char *s, *msg; } refs[] = {
+        {"{\"properties\": {\"c\": {\"$ref\": \"s%5p2/q\"}}}", "is not local"},
+        {"{\"$defs\": {\"a%p\": {}}, \"$ref\": \"#/$defs/a%p\"}", "bad percent-encoding at offset 9"},
+        {"{\"$defs\": {\"a b\": {}}, \"$ref\": \"#/$defs/a b\"}", "not a URI reference"},
+        {"{\"$defs\": {\"a\": {}}, \"$ref\": \"#/$defs/a%00b\"}", "%00 decodes to a NUL"},
+        {"{\"$defs\": {\"\\ufffd\": {}}, \"$ref\": \"#/$defs/%ff\"}", "not UTF-8"},
+        {"{\"$defs\": {\"a\": {}}, \"$ref\": \"#%2F$defs%2Fa\"}", "plain-name fragments"},
+        {"{\"$defs\": {\"a~2\": {}}, \"$ref\": \"#/$defs/a~2\"}", "bad JSON pointer escape"},
+        {"{\"anyOf\": [{}, {}], \"$ref\": \"#/anyOf/-1\"}", "not an array index"},
+        {"{\"properties\": {\"x\": {\"$ref\": \"#/nope\"}}}", "points to nothing"},
+        /* a target outside the positions the walk checks is checked as a schema */
+        {"{\"$ref\": \"#/foo\", \"foo\": {\"minimum\": true}}",
+         "schema at \"/foo/minimum\": minimum must be a number, not boolean (checked as the "
+         "target of the $ref at \"/$ref\")"},
+        /* $id is a URI reference; from 2019-09 on without a fragment */
+        {"{\"$id\": \":\"}", "schema at \"/$id\": $id \":\" is not a URI reference"},
+        {"{\"$id\": \"https://example.com/s#/a\"}", "has a fragment"},
+    };
+    for (size_t i = 0; i < sizeof refs / sizeof refs[0]; i++) {
+        size_t n = 99;
+        cr_expect_eq(deg_validate(refs[i].s, "{", &n, NULL), DEG_ERR_SCHEMA, "%s: %s", refs[i].s,
+                     deg_errmsg());
+        cr_expect(strstr(deg_errmsg(), refs[i].msg), "%s: %s", refs[i].s, deg_errmsg());
+    }
+}
+
+/* Verdicts that depend on the draft, and deg's where python-jsonschema divides floats. */
+Test(validate, verdicts_by_the_draft)
+{
+    struct { const char *s, *v; size_t n; } T[] = {
+        /* draft-07 §8.3 (draft-04/06 alike): a $ref's siblings are ignored; from
+         * 2019-09 on they apply beside it */
+        {"{\"$schema\": \"http://json-schema.org/draft-07/schema#\", \"definitions\": {\"a\": {}},"
+         " \"properties\": {\"x\": {\"$ref\": \"#/definitions/a\", \"minimum\": 5}}}", "{\"x\": 1}", 0},
+        {"{\"$schema\": \"http://json-schema.org/draft-04/schema#\", \"definitions\": {\"a\": {}},"
+         " \"properties\": {\"x\": {\"$ref\": \"#/definitions/a\", \"minimum\": 5}}}", "{\"x\": 1}", 0},
+        {"{\"$schema\": \"https://json-schema.org/draft/2019-09/schema\", \"$defs\": {\"a\": {}},"
+         " \"properties\": {\"x\": {\"$ref\": \"#/$defs/a\", \"minimum\": 5}}}", "{\"x\": 1}", 1},
+        {"{\"$defs\": {\"a\": {}}, \"properties\": {\"x\": {\"$ref\": \"#/$defs/a\", \"minimum\": 5}}}",
+         "{\"x\": 1}", 1},
+        /* draft-04's integer has no fraction or exponent part; draft-06's is any
+         * number whose value is an integer */
+        {"{\"$schema\": \"http://json-schema.org/draft-04/schema#\", \"type\": \"integer\"}", "1.0", 1},
+        {"{\"$schema\": \"http://json-schema.org/draft-04/schema#\", \"type\": \"integer\"}", "1e2", 1},
+        {"{\"$schema\": \"http://json-schema.org/draft-06/schema#\", \"type\": \"integer\"}", "1.0", 0},
+        /* const came with draft-06: an unknown keyword in draft-04 */
+        {"{\"$schema\": \"http://json-schema.org/draft-04/schema#\", \"const\": 3}", "4", 0},
+        {"{\"$schema\": \"http://json-schema.org/draft-06/schema#\", \"const\": 3}", "4", 1},
+        /* a $ref target that is a boolean in draft-04 (outside its meta-schema's positions) */
+        {"{\"$schema\": \"http://json-schema.org/draft-04/schema#\", \"$ref\": \"#/x\", \"x\": false}", "1", 1},
+        /* multipleOf on the decimal value: 1 / 2.6381721e-58 = 10^65 / 26381721 is not an
+         * integer (python-jsonschema's float quotient 3.79e57 is integral: "a multiple") */
+        {"{\"multipleOf\": 2.6381721e-58}", "1", 1},
+        /* from draft-06 on 5.11e26 is a non-negative integer, beyond int64 or not */
+        {"{\"maxLength\": 511111111111111111111111111.0}", "\"x\"", 0},
+        {"{\"minItems\": 1e300}", "[1]", 1},
+    };
+    for (size_t i = 0; i < sizeof T / sizeof T[0]; i++) {
+        size_t n = 99;
+        cr_expect_eq(deg_validate(T[i].s, T[i].v, &n, NULL), DEG_OK, "%s: %s", T[i].s, deg_errmsg());
+        cr_expect_eq(n, T[i].n, "schema %s value %s: %zu errors", T[i].s, T[i].v, n);
     }
 }

@@ -27,6 +27,7 @@ checked, inputs/s, agreements, documented differences by reason, failures.
 import argparse
 import json
 import os
+import re
 import resource
 import shutil
 import signal
@@ -194,13 +195,103 @@ def _has_key(schema, key):
     return any(key in d for d in _walk(schema))
 
 
+# The first draft whose meta-schema has each annotation deg reads in every draft
+# (contract §5's list); jsonschema ignores a keyword the schema's draft does not
+# define. (writeOnly is in draft-07's text but not in the draft-07 meta-schema.)
+LATER_ANNOTATIONS = {"examples": 6, "$id": 6, "$comment": 7, "readOnly": 7, "writeOnly": 2019,
+                     "$defs": 2019, "$anchor": 2019, "deprecated": 2019}
+DRAFTS = {"http://json-schema.org/draft-04/schema": 4, "http://json-schema.org/draft-06/schema": 6,
+          "http://json-schema.org/draft-07/schema": 7,
+          "https://json-schema.org/draft/2019-09/schema": 2019}
+
+
+def _draft_of(schema):
+    s = schema.get("$schema") if isinstance(schema, dict) else None
+    return DRAFTS.get(s.rstrip("#"), 2020) if isinstance(s, str) else 2020
+
+
+def _error_loc(deg):
+    """The keyword path of deg's 'schema at "/a/b": ...' message, or None."""
+    m = re.match(r'reject DEG_ERR_SCHEMA (?:validate: )?schema at "([^"]*)"', deg)
+    return m.group(1).split("/")[1:] if m else None
+
+
+def _keywords_on(path):
+    """The segments of a schema path that stand at keyword positions (not property
+    names under properties / $defs / definitions, nor anyOf / oneOf indexes)."""
+    out, at_schema = [], True
+    for seg in path:
+        if not at_schema:
+            at_schema = True
+            continue
+        out.append(seg)
+        at_schema = seg not in ("properties", "$defs", "definitions", "anyOf", "oneOf")
+    return out
+
+
+def _embedded_ids(schema):
+    """Does a subschema below the root carry an $id (draft-04: id)? Then jsonschema
+    resolves the "#..." references inside it against that subschema, not the root."""
+    key = "id" if _draft_of(schema) == 4 else "$id"
+
+    def subschemas(node):
+        if not isinstance(node, dict):
+            return
+        for k, v in node.items():
+            if k in ("properties", "$defs", "definitions") and isinstance(v, dict):
+                yield from v.values()
+            elif k in ("anyOf", "oneOf") and isinstance(v, list):
+                yield from v
+            elif k in ("items", "additionalProperties"):
+                yield v
+
+    todo = list(subschemas(schema))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, dict) and isinstance(node.get(key), str) \
+                and not node[key].startswith("#"):
+            return True
+        todo += subschemas(node)
+    return False
+
+
+def _ref_resolves(schema, loc):
+    """Does jsonschema's resolver (referencing) resolve the $ref at loc from the root, to
+    a schema (an object or a boolean)?"""
+    import referencing
+    import referencing.jsonschema
+    node = schema
+    for seg in loc:
+        seg = seg.replace("~1", "/").replace("~0", "~")
+        try:
+            node = node[int(seg)] if isinstance(node, list) else node[seg]
+        except (KeyError, IndexError, ValueError, TypeError):
+            return True  # not found: not this rule's case
+    if not isinstance(node, str):
+        return True
+    spec = referencing.jsonschema.specification_with(
+        schema.get("$schema", ""), default=referencing.jsonschema.DRAFT202012)
+    try:
+        resolver = referencing.Registry().resolver_with_root(spec.create_resource(schema))
+        return isinstance(resolver.lookup(node).contents, (dict, bool))
+    except Exception:  # noqa: BLE001 - Unresolvable, or a crash on the pointer
+        return False
+
+
 def known_validate(data, deg, ref):
     """The reason deg's validate verdict may differ here, or None."""
     schema = _schema_of(data)
-    if deg.startswith("reject DEG_ERR_SCHEMA") and "unsupported keyword" in deg:
+    if deg.startswith("reject DEG_ERR_SCHEMA") and ("unsupported keyword" in deg
+                                                   or 'tuple "items": [...] is not supported' in deg):
         # deg refuses keywords it does not apply (issue 19 item 8: an error
-        # rather than a silent pass), where jsonschema applies them
+        # rather than a silent pass; tuple items: [...] is on §5's list too),
+        # where jsonschema applies them
         return "keyword deg does not apply (an error, contract §5)"
+    if re.match(r"reject DEG_ERR_FORMAT .*(real number overflow|too big (negative )?integer)", deg):
+        # jansson reads numbers as int64 or double and refuses the others
+        # (RFC 8259 §6 lets a parser limit the range); Python reads big
+        # integers exactly and 1e400 as inf
+        return "number beyond int64 / double refused (RFC 8259 §6 limits)"
     if deg.startswith("reject DEG_ERR_SCHEMA") and "is not local" in deg and ref != "schema":
         # deg resolves local references only ("#", "#/...", contract §5);
         # jsonschema resolves others against the base URI
@@ -211,6 +302,50 @@ def known_validate(data, deg, ref):
         return "unknown $schema refused (jsonschema: its default draft)"
     if schema is None:
         return None
+    rejects = deg.startswith("reject DEG_ERR_SCHEMA")
+    if rejects and "(checked as the target of the $ref at" in deg:
+        # a $ref's target must be a schema (2020-12 core §8.2.3.1), so one that is
+        # not a valid schema ("minimum": true, validation §6.2.4: MUST be a
+        # number) makes the document invalid; jsonschema's check_schema checks
+        # only the meta-schema's positions (not "#/x" under an unknown keyword)
+        # and then applies the target as it is (True compares as 1)
+        return "$ref target checked as a schema (jsonschema's check_schema does not reach it)"
+    if rejects and ("bad JSON pointer escape" in deg or "is not an array index" in deg):
+        # RFC 6901 §3: "~" is followed by 0 or 1; §4: an array index is 0 or
+        # digits without a leading 0 ("-" names no element); §7: an error.
+        # jsonschema (referencing) leaves "~2" as it is and reads an index
+        # with Python's int() ("-1": the last element, "01": 1)
+        return "$ref JSON pointer syntax (RFC 6901 §3, §4; jsonschema: lenient)"
+    if rejects and "plain-name fragments are not supported" in deg:
+        # deg's $ref is "#" or "#/json/pointer" only (contract §5); jsonschema
+        # also resolves "#name" to the subschema whose $anchor is name
+        return "$ref by JSON pointer only (contract §5; jsonschema: $anchor names)"
+    if rejects and "percent-decodes to bytes that are not UTF-8" in deg:
+        # a pointer fragment is the UTF-8 percent-encoding of a Unicode string
+        # (RFC 6901 §6, RFC 3986 §2.5); Python's unquote turns bad bytes into U+FFFD
+        return "$ref fragment not UTF-8 once decoded (jsonschema: U+FFFD)"
+    loc = _error_loc(deg)
+    if rejects and loc and loc[-1] == "$ref" and _draft_of(schema) == 4 \
+            and ("is not a URI reference" in deg or "bad percent-encoding" in deg):
+        # a $ref is a URI reference in every draft (draft-04: a JSON Reference,
+        # whose "$ref" is a URI, RFC 3986: a space is %20, a '%' is %25);
+        # draft-04's meta-schema gives $ref no format, so jsonschema resolves
+        # "#/a b" or "#/%" there
+        return "$ref not a URI reference in draft-04 (its meta-schema does not check)"
+    if rejects and loc and loc[-1] == "$ref" and not _embedded_ids(schema) \
+            and not _ref_resolves(schema, loc):
+        # deg resolves every $ref when it checks the schema (contract §5: a $ref
+        # must resolve locally, to a schema), before it reads the value;
+        # jsonschema resolves a $ref only when validation reaches it: never when
+        # the value is not JSON or does not reach it (its resolver finds no
+        # schema there either)
+        return "$ref resolved with the schema (jsonschema: when validation reaches it)"
+    if rejects and loc and any(LATER_ANNOTATIONS.get(k, 0) > _draft_of(schema)
+                               for k in _keywords_on(loc)):
+        # deg reads its annotations ($defs, $comment, $anchor, readOnly, ...:
+        # contract §5's list) and checks their values in every draft;
+        # jsonschema ignores a keyword the schema's draft does not define
+        return "deg's annotations read in every draft (jsonschema: unknown in this draft)"
     if (deg.startswith("reject DEG_ERR_SCHEMA") and ref != "schema"
             and any(k.startswith("x-") and f"/{k}" in deg for d in _walk(schema) for k in d)):
         # deg's own annotations (x-generate, x-levels, ...: contract §5) are
@@ -221,10 +356,13 @@ def known_validate(data, deg, ref):
         # jsonschema's checkers are lax (email: contains "@"); deg asserts its
         # own format checks (contract §5)
         return "format assertion (deg's checks, §5)"
-    if deg == "ok 0" and ref == "ok+" and _has_key(schema, "multipleOf"):
-        # deg accepts only: the spec defines multipleOf on the decimal value;
+    if deg.startswith("ok ") and ref in ("ok0", "ok+") and _has_key(schema, "multipleOf"):
+        # the spec defines multipleOf on the decimal value (validation §6.2.1:
+        # "division by this keyword's value results in an integer");
         # jsonschema divides binary floats (4.02 / 0.01 = 401.99999999999994:
-        # "not a multiple"); deg is decimal-exact (issue 19 item 6)
+        # "not a multiple"; 1 / 2.6381721e-58 = 3.79e57, an integral float:
+        # "a multiple", though 10^65 / 26381721 is not an integer); deg is
+        # decimal-exact (issue 19 item 6)
         return "multipleOf on the decimal value (jsonschema: binary floats)"
     pats = [d["pattern"] for d in _walk(schema) if isinstance(d.get("pattern"), str)]
     if any(_compiles(p) != _pcre_compiles(p, deg) for p in pats):

@@ -394,6 +394,15 @@ one_err("ref_http", {"$ref": "https://example.com/s.json"}, ("/$ref", "not local
 one_err("ref_anchor_fragment", {"$ref": "#foo"}, ("/$ref", "plain-name"))
 one_err("ref_missing_target", {"$ref": "#/$defs/nope"}, ("/$ref", "points to nothing"))
 one_err("ref_bad_escape", {"$ref": "#/properties/a~2"}, ("/$ref", "bad JSON pointer escape"))
+# a $ref is a URI reference (RFC 3986): '%' starts %XX, a space or '#' is percent-encoded,
+# and only a fragment starting with "/" as written is a JSON pointer ("#%2F..." is not)
+one_err("ref_bad_percent_escape", {"$ref": "#/$defs/a%p"}, ("/$ref", "bad percent-encoding"))
+one_err("ref_fragment_space", {"$ref": "#/$defs/a b"}, ("/$ref", "not a URI reference"))
+one_err("ref_encoded_slash_first", {"$ref": "#%2Fproperties%2Fb"}, ("/$ref", "plain-name"))
+err("ref_array_index_leading_zero",
+    root({"a": {"$ref": "#/properties/b/anyOf/00"},
+          "b": {"anyOf": [{"type": "string"}, {"type": "null"}]}}),
+    ("/properties/a/$ref", "not an array index"))
 err("ref_sibling_keyword",
     dict(root({"a": {"$ref": "#/$defs/S", "maxLength": 3}}), **{"$defs": {"S": {"type": "string"}}}),
     ("/properties/a/maxLength", "siblings may only be annotations"))
@@ -600,6 +609,14 @@ err("draft4_integral_real_not_integer",
 err("draft4_required_empty",
     dict(root({"a": {"type": "string"}}, []), **{"$schema": "http://json-schema.org/draft-04/schema#"}),
     ("/required", "non-empty in draft-04"))
+err("draft4_boolean_subschema",
+    dict(root({"l": {"type": "array", "items": True}}), **{"$schema": "http://json-schema.org/draft-04/schema#"}),
+    ("/properties/l/items", "boolean schemas came with draft-06"),
+    ("/properties/l/items", "boolean schema (true) is not supported here"))
+err("id_not_uri_reference", dict(root({"a": {"type": "string"}}), **{"$id": ":"}),
+    ("/$id", "not a URI reference"))
+err("id_fragment_2020", dict(root({"a": {"type": "string"}}), **{"$id": "https://example.com/s#x"}),
+    ("/$id", "has a fragment"))
 err("draft2019_tuple_items",
     dict(root({"a": {"type": "array", "items": [{"type": "string"}]}}),
          **{"$schema": "https://json-schema.org/draft/2019-09/schema"}),
