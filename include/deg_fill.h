@@ -70,7 +70,11 @@ extern "C" {
  * sim/nao, ...); JSON members `"key": value` are such lines too, and so are
  * (libdeg 0.23.0) "Key value" directive lines in a block of three or more
  * (ssh_config, sshd_config) and the first Debian changelog entry's header and
- * trailer (keys package, version, distribution, urgency, maintainer, date). `phrase` (default 0 =
+ * trailer (keys package, version, distribution, urgency, maintainer, date), and
+ * (libdeg 0.24.0) XML leaf elements "<key>value</key>" on one line (each key's least
+ * nested only: a POM's own <version>) and copyright notices ("Copyright (c) 2005 Foo
+ * Bar": keys "copyright year", "copyright holder"); a uri field also matches a key
+ * "url"/"uri", an email field "email"/"mail" (partial). `phrase` (default 0 =
  * off) is added to the start/end of a grammar candidate (date, number, e-mail,
  * URI) that running text labels with the leaf's name: the clause right before
  * it ends with the name's words, maybe plus one linking word ("Available from
@@ -105,7 +109,11 @@ extern "C" {
  * another key's value is not written), a date or date-time leaf outside
  * arrays on every candidate when all its candidates parse to one day (datagen-v2
  * train and val: that option is the gold value in 558 of 560 leaves, that day in
- * 763 of 820). Numbers in [0, 1e6]. Other leaves inside arrays get none.
+ * 763 of 820); and (libdeg 0.24.0) a choice leaf outside arrays whose name says
+ * licence ("license", "licence_id") gets it on each option naming a licence the
+ * document states by a name or by its text ("GPL-2+" = "GPL-2.0-or-later", "Expat" =
+ * "MIT", the MIT text = "MIT"; lib/deg/licenseprior.h). Numbers in [0, 1e6]. Other
+ * leaves inside arrays get none.
  *
  * LM-head start prior (deg.json "lm_prior", absent = off; a request's
  * options.lm_prior, null = the checkpoint's, overrides it): an extract
@@ -125,9 +133,12 @@ extern "C" {
  * list item (at most maxItems / options.max_items). Lists: bullet lines under
  * "key:", a "key: a, b and c" / "key=a;b" value, blank-separated identifiers
  * ("After=a.target b.service"), repeated "key: x" lines, "Key: value"
- * sentences of a prose line, a JSON member "key": [...], an HTML row
+ * sentences of a prose line, a JSON member "key": [...] (or, for a plain
+ * array, "key": {...}: its members' keys, libdeg 0.24.0), an HTML row
  * <th>key</th><td><li>..</td>, XML element lines <name a="v"/> (one item
- * each). Names match with number folded ("aliases" = "Alias:"). A plain array's item extract start/end logit
+ * each; a block element alone on its line is its first "...name"/"...title"
+ * child's text, else its last "...id" child's: a POM's <dependency> is its
+ * artifactId, libdeg 0.24.0). Names match with number folded ("aliases" = "Alias:"). A plain array's item extract start/end logit
  * at its list item's first/last token gets +b before the calibration
  * temperature; an object's leaves are read by the heads inside its list
  * item's text. Tables (pipe/Markdown/ASCII grid, HTML <th> header rows,

@@ -326,7 +326,9 @@ static int judge_at(const dg_cmp_pred *p, const char *key, const char *value, co
     for (size_t i = 0; p->op == DG_CMP_EQUALS && i < kv->n; i++)
         if (dg_key_match_name(value, NULL, kv->p[i].key, 1) == 2) return -1;
     for (size_t i = 0; i < kv->n; i++) {
-        if (dg_key_match_name(key, NULL, kv->p[i].key, 1) != want) continue;
+        if (dg_key_match_name(key, NULL, kv->p[i].key, 1) != want ||
+            (kv->p[i].exact_only && want != 2)) /* a qualified key: exact only */
+            continue;
         size_t b = cp_byte[kv->p[i].val0], e = cp_byte[kv->p[i].val1];
         if (p->op == DG_CMP_EQUALS) {
             char v[DG_KEY_MAX_LEN + 1];

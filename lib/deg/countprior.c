@@ -231,7 +231,8 @@ static void stated_range(dg_count_op op, int t, size_t *lo, size_t *hi)
 /* The list counted for noun phrase `noun`: the list whose key matches it as a name
  * (plurals folded; exact before partial, a partial key having fewer words than the
  * noun; ties to more items, then the first), keys that are predicates skipped, tables
- * skipped (rows are not counted yet: lists.h tables). -1: none. */
+ * skipped (rows are not counted yet: lists.h tables), and an INI section's keys (the
+ * facts "[time_zones]" states, not its zones: datagen-v2 test zone/CM/0). -1: none. */
 static int counted_list(const dg_lists *ls, const char *noun)
 {
     int best_m = 0, counted = -1;
@@ -239,7 +240,8 @@ static int counted_list(const dg_lists *ls, const char *noun)
     for (size_t i = 0; i < ls->n; i++) {
         const dg_list *L = &ls->p[i];
         char kn[DG_KEY_MAX_LEN + 1];
-        if (L->table || dg_count_parse_words(L->key, kn, sizeof kn) != DG_COUNT_NONE_OP)
+        if (L->table || (L->members & DG_MEMBERS_SECTION) ||
+            dg_count_parse_words(L->key, kn, sizeof kn) != DG_COUNT_NONE_OP)
             continue;
         int m = dg_key_match_name(noun, NULL, L->key, 1);
         /* partial: only a key of fewer words than the noun ("variables" for "result

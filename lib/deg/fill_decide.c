@@ -15,6 +15,7 @@
 #include "deg/countprior.h"
 #include "deg/fill_internal.h"
 #include "deg/keyprior.h"
+#include "deg/licenseprior.h"
 #include "deg/mentions.h"
 #include "deg/scoreprior.h"
 
@@ -231,6 +232,36 @@ static void sole_prior_choice(const dg_ckpt *k, const freq *r, const leaf *L,
     if (n_written == 1) lg[which] += (float)k->key_prior.sole;
 }
 
+/* Choice licence (licenseprior.h, at key_prior.sole; libdeg 0.24.0): each option of a
+ * licence leaf outside arrays naming a licence the context states gets `sole`; a name
+ * inside another key's value (under_other_key: "OS: UNIX (BSD, Linux)") states none. */
+#define DG_LICENSES_READ 64
+static void license_prior_choice(const dg_ckpt *k, const freq *r, const dg_field_plan *f,
+                                 float *lg)
+{
+    if (!k->key_prior.on || !(k->key_prior.sole > 0) || f->depth_items > 0 || f->path.n == 0 ||
+        !f->path.seg[f->path.n - 1])
+        return;
+    char name[DG_KEY_MAX_LEN + 1], title[DG_KEY_MAX_LEN + 1] = "";
+    const char *seg = f->path.seg[f->path.n - 1];
+    dg_key_norm(seg, strlen(seg), name, sizeof name);
+    if (f->title) dg_key_norm(f->title, strlen(f->title), title, sizeof title);
+    if (!dg_license_named(name) && !dg_license_named(title)) return;
+    dg_license w[DG_LICENSES_READ], o;
+    size_t nw = dg_license_written(r->ctx, r->ctx_len, w, DG_LICENSES_READ);
+    for (size_t i = 0; i < f->n_options && nw; i++) {
+        const json_t *v = json_array_get(f->options, i);
+        if (!json_is_string(v) ||
+            !dg_license_parse(json_string_value(v), json_string_length(v), &o))
+            continue;
+        for (size_t j = 0; j < nw; j++)
+            if (dg_license_same(&o, &w[j]) && !under_other_key(k, r, f, w[j].at)) {
+                lg[i] += (float)k->key_prior.sole;
+                break;
+            }
+    }
+}
+
 /* noul: + the bonus of a matching line whose value's first word reads yes, - for no
  * (dg_key_yes_no: yes/true/y/1 and datagen's seven languages). */
 static double key_prior_noul(const dg_ckpt *k, const freq *r, const dg_field_plan *f)
@@ -439,6 +470,7 @@ deg_status dg_fill_decode_decide(const dg_ckpt *k, freq *r, job *j)
             key_prior_choice(k, r, f, lg);
             phrase_prior_choice(k, r, L, f, lg);
             sole_prior_choice(k, r, L, f, lg);
+            license_prior_choice(k, r, f, lg);
         }
     } else {
         count_prior_score(k, r, f, lg, &li, &counted);

@@ -187,6 +187,7 @@ int dg_keylines_add(const char *ctx, size_t b, size_t cp, const char *key, size_
     dg_keyline *kv = &ix->p[ix->n++];
     kv->val0 = cp + dg_utf8_count(ctx + b, v0 - b);
     kv->val1 = kv->val0 + dg_utf8_count(ctx + v0, v1 - v0);
+    kv->exact_only = 0;
     dg_key_norm(key, key_len, kv->key, sizeof kv->key);
     if (!kv->key[0]) ix->n--;
     return 0;
@@ -463,12 +464,25 @@ int dg_key_yes_no(const char *s, size_t n)
     return -1;
 }
 
+/* Key `key` is the word for what format f holds: "url"/"uri" (uri), "email"/"e mail"/
+ * "mail" (email). Why: a Maven POM's <url> is its homepage, a form's "E-mail:" is the
+ * contact's address; a uri field named `homepage` matched no key and took the schema
+ * location (bench/devreal set 2, libdeg 0.24.0). */
+static int format_key(dg_format f, const char *key)
+{
+    if (f == DG_FORMAT_URI) return !strcmp(key, "url") || !strcmp(key, "uri");
+    if (f == DG_FORMAT_EMAIL)
+        return !strcmp(key, "email") || !strcmp(key, "e mail") || !strcmp(key, "mail");
+    return 0;
+}
+
 int dg_key_match(const dg_field_plan *f, const char *key)
 {
     if (f->depth_items > 0 || f->path.n == 0) return 0;
     const char *seg = f->path.seg[f->path.n - 1];
     if (!seg) return 0;
-    return dg_key_match_name(seg, f->title, key, 0);
+    int m = dg_key_match_name(seg, f->title, key, 0);
+    return m ? m : format_key(f->format, key);
 }
 
 /* Word w[0, n) is one of the nw words ws. */
@@ -682,6 +696,7 @@ double dg_key_bonus(const dg_key_prior *p, const dg_field_plan *f, const dg_keyl
 {
     if (!p || !p->on) return 0.0;
     int m = dg_key_match(f, kv->key);
+    if (kv->exact_only) return m == 2 ? p->exact : 0.0;
     if (m == 0 && p->description > 0 && dg_key_in_description(f, kv->key)) return p->description;
     return m == 2 ? p->exact : m == 1 ? p->partial : 0.0;
 }

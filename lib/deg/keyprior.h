@@ -16,7 +16,9 @@
  *   noul:    +/- for a value whose first word reads yes or no (dg_key_yes_no:
  *            yes/true/y/1, no/false/n/0 and datagen's seven languages).
  * The bonus is `exact` when the normalised key equals the field's name or title
- * and `partial` when one's words contain the other's (deg.json "key_prior").
+ * and `partial` when one's words contain the other's, or when the key is the word for
+ * the field's format ("url"/"uri" for a uri field, "email"/"mail" for an email field:
+ * a POM's <url> for `homepage`; libdeg 0.24.0) (deg.json "key_prior").
  * Leaves inside arrays get none (their lines repeat per item; anchors own them).
  * The heads stay the judges: a bonus shifts, it does not decide alone, and a
  * checkpoint without "key_prior" decodes exactly as before.
@@ -40,6 +42,9 @@
  * JSON members `"key": value` (dg_json_member_split) are key lines too: the key
  * is the quoted text (key bytes only), SEP its ':'; a value opening an object or
  * array, or `null`, is empty (package.json, composer.json, API responses).
+ * XML leaf elements `<key>value</key>` (the text on the start tag's line, no markup in
+ * it) are key lines too, each key's shallowest elements only (keyline_xml.c: a POM's
+ * own <version>, not its dependencies').
  * Offsets are code points of the context (the unit of §8 spans). */
 #ifndef DG_DEG_KEYPRIOR_H
 #define DG_DEG_KEYPRIOR_H
@@ -57,6 +62,8 @@
 typedef struct dg_keyline {
     size_t val0, val1;          /* value, code points [val0, val1) of the context */
     char key[DG_KEY_MAX_LEN + 1]; /* normalised key: lowercase words joined by ' ' */
+    int exact_only;             /* a qualified key ("parent version"): read by an exact
+                                 * name only (dg_key_bonus), never a partial one */
 } dg_keyline;
 
 typedef struct dg_keylines {
@@ -113,6 +120,16 @@ int dg_keylines_add(const char *ctx, size_t b, size_t cp, const char *key, size_
  * trailer (maintainer, date); appended to ix (capacity *cap). Returns 0 or -1 on out of
  * memory. Called by dg_keylines_scan. */
 int dg_keylines_forms(const char *ctx, size_t len, dg_keylines *ix, size_t *cap);
+
+/* XML leaf elements `<key>value</key>` on one line as key lines, each key's shallowest
+ * only (keyline_xml.c; libdeg 0.24.0); appended to ix (capacity *cap). Returns 0 or -1
+ * on out of memory. Called by dg_keylines_forms. */
+int dg_keylines_xml(const char *ctx, size_t len, dg_keylines *ix, size_t *cap);
+
+/* Is name s[0, n) one of HTML's own tags (case-insensitive: "td", "li", "title", ...)?
+ * An element of these is markup: no XML key line (but <title>), no XML list item
+ * (lists_xml.c). */
+int dg_html_tag(const char *s, size_t n);
 
 /* Normalise text into lowercase words joined by ' ' (camelCase and any byte
  * other than an ASCII letter/digit or non-ASCII split words; ASCII lowercased; stop words "the", "a", "an", "of" dropped),

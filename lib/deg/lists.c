@@ -202,21 +202,6 @@ static size_t find(const char *s, size_t b, size_t e, const char *needle)
     return p ? (size_t)(p - s) : e;
 }
 
-/* A JSON member line `"key": [` (the array may close on this line or continue
- * over the next lines; dg_json_member_split): [*key0, *key1) = the key's bytes,
- * *open = the byte after '['. */
-static int json_array_line(const char *s, size_t b, size_t e, size_t *key0, size_t *key1,
-                           size_t *open)
-{
-    size_t i;
-    if (!dg_json_member_split(s, b, e, key0, key1, &i)) return 0;
-    i++;
-    while (i < e && s[i] == ' ') i++;
-    if (i >= e || s[i] != '[') return 0;
-    *open = i + 1;
-    return 1;
-}
-
 /* The JSON strings of an array from byte i (after '[') to its ']' or the end of
  * the context; each string's text between its quotes is an item. Returns the
  * byte after the last line the array used (a line start), updating *cp to its
@@ -286,66 +271,6 @@ static deg_status html_items(dg_lscan *S, size_t lb, size_t lcp, size_t v0, size
     return DEG_OK;
 }
 
-/* HTML's own tags: an element line of these is markup, not a list (html_row reads
- * tables). */
-static int html_tag(const char *s, size_t n)
-{
-    static const char *const TAGS[] = {
-        "html", "head", "body", "title", "meta", "link", "script", "style", "div", "span",
-        "p", "a", "b", "i", "u", "em", "strong", "code", "pre", "br", "hr", "img", "table",
-        "thead", "tbody", "tfoot", "tr", "th", "td", "ul", "ol", "li", "dl", "dt", "dd", "h1",
-        "h2", "h3", "h4", "h5", "h6", "section", "header", "footer", "nav", "main", "article",
-        "form", "input", "label", "button", "select", "option", "small", "sup", "sub",
-        "blockquote", "caption", "col", "colgroup", "iframe", "svg", "tt", "kbd", "var"};
-    for (size_t i = 0; i < sizeof TAGS / sizeof TAGS[0]; i++)
-        if (strlen(TAGS[i]) == n && strncasecmp(TAGS[i], s, n) == 0) return 1;
-    return 0;
-}
-
-/* An XML element line [b, e) (after spaces/tabs): `<name attr="v" .../>`,
- * `<name ...>text</name>` or an opening `<name attr="v">`, name not an HTML tag.
- * The element is one item of the list under its name: its text when it has some
- * (no markup inside), else its first attribute's quoted value, else its name
- * (freedesktop shared-mime-info `<alias type="video/x-ms-wvx"/>`, `<glob
- * pattern="*.asx"/>`, `<magic priority="50">`; Maven/Ant/D-Bus configuration).
- * Returns 1 with the name's bytes [*k0, *k1) and the item's [*v0, *v1). */
-static int xml_element(const char *s, size_t b, size_t e, size_t *k0, size_t *k1, size_t *v0,
-                       size_t *v1)
-{
-    size_t i = b;
-    while (i < e && (s[i] == ' ' || s[i] == '\t')) i++;
-    if (i + 1 >= e || s[i] != '<' || !isalpha((unsigned char)s[i + 1])) return 0;
-    size_t n0 = ++i;
-    while (i < e && (isalnum((unsigned char)s[i]) || s[i] == '-' || s[i] == '_' || s[i] == '.'))
-        i++;
-    if (i >= e || (s[i] != ' ' && s[i] != '/' && s[i] != '>') || html_tag(s + n0, i - n0))
-        return 0;
-    *k0 = n0;
-    *k1 = i;
-    size_t gt = i;
-    while (gt < e && s[gt] != '>') gt++;
-    if (gt >= e) return 0;
-    size_t t0 = gt + 1, t1 = t0;
-    while (t1 < e && s[t1] != '<') t1++;
-    if (s[gt - 1] != '/' && t1 + 1 < e && t1 > t0 && s[t1 + 1] == '/') {
-        *v0 = t0; /* <name ...>text</name> */
-        *v1 = t1;
-        return 1;
-    }
-    size_t q0 = i;
-    while (q0 < gt && s[q0] != '"' && s[q0] != '\'') q0++;
-    size_t q1 = q0 < gt ? q0 + 1 : gt;
-    while (q1 < gt && s[q1] != s[q0]) q1++;
-    if (q1 < gt && q1 > q0 + 1) {
-        *v0 = q0 + 1;
-        *v1 = q1;
-    } else {
-        *v0 = n0;
-        *v1 = i;
-    }
-    return 1;
-}
-
 deg_status dg_lscan_open(dg_lscan *S, size_t k0, size_t k1, int table)
 {
     if (DG_GROW(S->raw, S->cap_raw, S->n_raw + 1) != DEG_OK)
@@ -354,6 +279,7 @@ deg_status dg_lscan_open(dg_lscan *S, size_t k0, size_t k1, int table)
     dg_key_norm(S->ctx + k0, k1 - k0, L->key, sizeof L->key);
     L->first = S->n_items;
     L->table = table;
+    L->members = 0;
     return DEG_OK;
 }
 
@@ -485,9 +411,12 @@ static deg_status scan_lists(dg_lscan *S, size_t len)
         size_t next_cp = cp + dg_utf8_count(s + b, e - b) + (nl ? 1 : 0);
         size_t k0 = 0, k1 = 0, v0 = 0, v1 = 0, open = 0;
         if (b >= skip) DG_TRY(dg_tables_at(S, b, e, cp, &skip));
-        int json = json_array_line(s, b, e, &k0, &k1, &open);
+        DG_TRY(dg_lscan_section_keys(S, len, b, e, cp));
+        int json = dg_lscan_json_open(s, b, e, '[', &k0, &k1, &open);
+        int jobj = !json && dg_lscan_json_open(s, b, e, '{', &k0, &k1, &open);
+        json = json || jobj;
         int html = !json && html_row(s, b, e, &k0, &k1, &v0, &v1);
-        int xml = !json && !html && xml_element(s, b, e, &k0, &k1, &v0, &v1);
+        int xml = !json && !html && dg_lscan_xml_element(s, len, b, e, &k0, &k1, &v0, &v1);
         if (!json && !html && !xml) {
             int open_list;
             if (b >= run_end && dg_lscan_bullet(s, b, e)) {
@@ -511,7 +440,10 @@ static deg_status scan_lists(dg_lscan *S, size_t len)
             }
         } else {
             DG_TRY(dg_lscan_open(S, k0, k1, 0));
-            if (json) {
+            if (jobj) {
+                next_cp = cp;
+                DG_TRY(dg_lscan_member_keys(S, len, b, open, &next, &next_cp));
+            } else if (json) {
                 next_cp = cp;
                 DG_TRY(json_items(S, len, b, open, &next, &next_cp));
             } else if (xml) {
@@ -595,7 +527,9 @@ deg_status dg_lists_scan(const char *ctx, size_t len, dg_lists *out)
                 L->n = 0;
                 L->at = ord[i].i;
                 L->table = R->table;
+                L->members = 0;
             }
+            ls.p[ls.n - 1].members |= R->members;
             take_items(&ls, &S, R);
         }
         qsort(ls.p, ls.n, sizeof *ls.p, cmp_first_line);
@@ -703,6 +637,7 @@ int dg_lists_match(const dg_lists *ls, const dg_plan *P, size_t a)
     for (size_t i = 0; i < ls->n; i++) {
         const dg_list *L = &ls->p[i];
         int c = 0;
+        if (L->members && !plain) continue; /* keys alone: no record's values */
         if (L->table == DG_TABLE_HEADERLESS) {
             if (plain) continue;
             if (n_lone++ == 0) lone = (int)i; /* captioned or not (a '#' comment above) */
@@ -714,6 +649,8 @@ int dg_lists_match(const dg_lists *ls, const dg_plan *P, size_t a)
         }
         int m = name_strength(A, names, L);
         if (!c && !m) continue;
+        /* keys alone, by a partial name, are a guess: "[defaults]" is no `default_options` */
+        if (L->members && m < 2) continue;
         /* columns first, then the name's strength, then more items */
         if (c > best_c || (c == best_c && (m > best_m || (m == best_m && best >= 0 &&
                                                           L->n > ls->p[best].n)))) {

@@ -43,12 +43,19 @@
  *     (X uppercase or non-ASCII) and each sentence read as a key line, its
  *     trailing '.' left out;
  *   - JSON: a member `"key": [` and the strings of that array, on this line or
- *     the next ones up to its ']' (each string's text between its quotes);
+ *     the next ones up to its ']' (each string's text between its quotes); a
+ *     member `"key": {` and the keys of that object's own members (libdeg 0.24.0:
+ *     package.json "dependencies"; a plain array's list only, dg_list.members);
+ *   - INI/TOML sections (libdeg 0.24.0): a header "[name]" and the keys of the
+ *     "key = value" lines below it (Cargo.toml's "[dependencies]"; members, as above;
+ *     lists_keys.c);
  *   - HTML: a table row `<th>key</th><td>value</td>`: the value's `<li>` entries,
  *     else the value delimited as above (no markup inside);
  *   - XML: an element line `<name a="v"/>`, `<name>text</name>` or `<name a="v">`
  *     (name not an HTML tag) is one item of list "name": its text, else its first
- *     attribute's value, else its name ("<alias type="video/x-ms-wvx"/>");
+ *     attribute's value, else for a block element its identifier child's text
+ *     (`<dependency>` = its <artifactId>, `<license>` = its <name>; libdeg 0.24.0),
+ *     else its name ("<alias type="video/x-ms-wvx"/>"; lists_xml.c);
  * An item of a bullet, indented or HTML <li> list with two or more parts (libdeg
  * 0.16.0; "; ", a spaced em or en dash or its HTML entity, " | " between them) has
  * its parts as cells, a "Key: value" part under its key ("Asia/Amman;
@@ -110,7 +117,12 @@ typedef struct dg_list {
     size_t first, n;              /* items [first, first + n) of dg_lists.item */
     size_t at;                    /* its first key line's rank among the key lines */
     int table;                    /* DG_TABLE_*: a table's records (items with cells), never merged */
+    int members;                  /* some items are keys, DG_MEMBERS_* bits: plain arrays
+                                   * only, by an exact name or the description */
 } dg_list;
+
+#define DG_MEMBERS_JSON 1    /* dg_list.members: a JSON object's member keys */
+#define DG_MEMBERS_SECTION 2 /* an INI/TOML section's keys: no count (countprior.c) */
 
 #define DG_TABLE_NAMED 1      /* dg_list.table: columns under names (or a YAML/JSON record's keys) */
 #define DG_TABLE_HEADERLESS 2 /* dg_list.table: a headerless TSV paragraph, cells without names */

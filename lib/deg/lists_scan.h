@@ -12,6 +12,7 @@ typedef struct raw_list {          /* one key line's list (or one table) before 
     char key[DG_KEY_MAX_LEN + 1];
     size_t first, n;               /* into the item buffer */
     int table;                     /* a table: kept even without a key, never merged */
+    int members;                   /* keys: DG_MEMBERS_* bits (dg_list.members) */
 } raw_list;
 
 typedef struct dg_lscan {
@@ -75,6 +76,38 @@ size_t dg_lscan_indent(const char *s, size_t b, size_t e);
  * ("## Dependencies", "<h2>Releases</h2>", "Currencies:"). 1 with its bytes
  * [*k0, *k1), else 0. */
 int dg_lscan_caption(const char *s, size_t b, size_t *k0, size_t *k1);
+
+/* An XML element line [b, e) of s (len bytes; after spaces/tabs): `<name attr="v" .../>`,
+ * `<name ...>text</name>` or an opening `<name attr="v">`, name not an HTML tag
+ * (lists_xml.c). The element is one item of the list under its name: its text when it
+ * has some (no markup inside), else its first attribute's quoted value; a block element
+ * (a bare start tag alone on its line) its identifier child's text (the first direct
+ * child leaf named "...name" or "...title", else the last named "...id"), and no item
+ * without one; else (a bare self-closing tag) its name (freedesktop shared-mime-info
+ * `<alias type="video/x-ms-wvx"/>`, `<magic priority="50">`; Maven's `<dependency>` =
+ * its artifactId, D-Bus configuration). Returns 1 with the name's bytes [*k0, *k1) and
+ * the item's [*v0, *v1). */
+int dg_lscan_xml_element(const char *s, size_t len, size_t b, size_t e, size_t *k0, size_t *k1,
+                         size_t *v0, size_t *v1);
+
+/* A JSON member line `"key": [` or `"key": {` (opener '[' or '{'; the value may close on
+ * this line or continue over the next ones; dg_json_member_split; lists_keys.c): 1 with
+ * the key's bytes [*key0, *key1) and the byte after the opener in *open. */
+int dg_lscan_json_open(const char *s, size_t b, size_t e, char opener, size_t *key0,
+                       size_t *key1, size_t *open);
+
+/* The keys of the JSON object opened at byte i (after '{'; its line starts at byte lb =
+ * code point *cp) as items of the open list, marked members (nested members skipped);
+ * *next = the byte after the line holding its '}' (a line start), *cp its code point.
+ * Errors: DEG_ERR_NOMEM. */
+deg_status dg_lscan_member_keys(dg_lscan *S, size_t len, size_t lb, size_t i, size_t *next,
+                                size_t *cp);
+
+/* When line [b, e) (code point cp) is an INI/TOML section header "[name]" (not "[[x]]",
+ * not a numbered "[x.1]"), the keys of the "key = value" lines below it up to the next
+ * header (at most 256 lines; comments skipped) as a members list under the name
+ * (lists_keys.c); the lines stay the scan's. Errors: DEG_ERR_NOMEM. */
+deg_status dg_lscan_section_keys(dg_lscan *S, size_t len, size_t b, size_t e, size_t cp);
 
 /* A table starting at line [b, e) (code point cp): its records added as one
  * table list (tables.c). *skip = the byte after the table's last line (b when

@@ -172,6 +172,17 @@ Test(countprior, judge)
     }
 }
 
+/* An INI section's keys are a list for a plain array (lists_keys.c), but the count
+ * prior does not count them: "[zones]" over two keys states no two zones (datagen-v2
+ * test zone/CM/0); a JSON object's member keys are counted. */
+Test(countprior, section_keys_not_counted)
+{
+    char key[DG_KEY_MAX_LEN + 1];
+    cr_assert_eq(judge("[zones]\ncountry = CM\nseveral = No\n", "several zones", key), -1);
+    cr_assert_eq(judge("{\n  \"zones\": {\"a\": 1, \"b\": 2}\n}\n", "several zones", key), 1);
+    cr_assert_str_eq(key, "zones");
+}
+
 /* "has an X section" with no list of it: a heading line naming X tells (a man
  * page's OPTIONS, a unit's [Install]); a key line or a longer line does not. */
 Test(countprior, judge_headings)

@@ -242,6 +242,100 @@ static const dg_field_plan *field(deg_plan *p, const char *pointer)
     return NULL;
 }
 
+/* Copyright notices: "copyright year", "copyright holder" and "holder" key lines, after comment
+ * marks and "(c)"/"©"; the holder ends before an e-mail, " -" or "All rights
+ * reserved"; "Copyright:" is a plain key line, and prose that only says "copyright" or
+ * names no year is none. */
+Test(keyprior, scan_copyright_notices)
+{
+    const char *ctx = "/* zlib.h\n"
+                      "  Copyright (C) 1995-2022 Jean-loup Gailly and Mark Adler\n"
+                      " * Copyright © 2005, 2007 by Foo Bar <foo@bar.org>\n"
+                      "# Copyright 2010 The Baz Authors. All rights reserved.\n"
+                      "Copyright: 2001 Not A Notice\n"
+                      "copyright holders may not use this\n"
+                      "Copyright (c) Nobody\n";
+    dg_keylines ix = {0};
+    cr_assert_eq(dg_keylines_scan(ctx, strlen(ctx), &ix), DEG_OK);
+    struct { const char *key, *value; } want[] = {
+        {"copyright year", "1995-2022"},
+        {"copyright holder", "Jean-loup Gailly and Mark Adler"},
+        {"holder", "Jean-loup Gailly and Mark Adler"},
+        {"copyright year", "2005, 2007"}, {"copyright holder", "Foo Bar"}, {"holder", "Foo Bar"},
+        {"copyright year", "2010"}, {"copyright holder", "The Baz Authors"},
+        {"holder", "The Baz Authors"},
+        {"copyright", "2001 Not A Notice"}};
+    size_t nw = sizeof want / sizeof *want;
+    cr_assert_eq(ix.n, nw, "got %zu lines", ix.n);
+    size_t cpb[512];
+    size_t n = 0;
+    for (size_t b = 0; ctx[b]; b++) /* code point -> byte ("©" is two bytes) */
+        if (((unsigned char)ctx[b] & 0xC0) != 0x80) cpb[n++] = b;
+    cpb[n] = strlen(ctx);
+    for (size_t i = 0; i < nw; i++) {
+        size_t b0 = cpb[ix.p[i].val0], b1 = cpb[ix.p[i].val1];
+        cr_assert_str_eq(ix.p[i].key, want[i].key, "line %zu", i);
+        cr_assert(b1 - b0 == strlen(want[i].value) && !memcmp(ctx + b0, want[i].value, b1 - b0),
+                  "%zu: %.*s", i, (int)(b1 - b0), ctx + b0);
+    }
+    dg_keylines_free(&ix);
+}
+
+/* XML leaf elements on one line are key lines (camelCase split, a namespace prefix
+ * dropped), each key's shallowest only, and every element's "PARENT KEY" for exact names: the project's <name>, not a developer's; the
+ * parent's <groupId> when the project writes none; comments, CDATA and declarations
+ * hold no tags; a multi-line text or one holding markup is no key line. */
+Test(keyprior, scan_xml_elements)
+{
+    const char *ctx = "<?xml version=\"1.0\"?>\n"
+                      "<project xmlns=\"http://maven.apache.org/POM/4.0.0\"\n"
+                      "  xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\">\n"
+                      "  <!-- <name>commented out</name> -->\n"
+                      "  <parent>\n"
+                      "    <groupId>org.apache.maven</groupId>\n"
+                      "    <artifactId>maven</artifactId>\n"
+                      "  </parent>\n"
+                      "  <artifactId>maven-artifact</artifactId>\n"
+                      "  <name> Maven Artifact </name>\n"
+                      "  <description>two\n lines</description>\n"
+                      "  <developers><developer>\n"
+                      "    <name>Timothy Wall</name>\n"
+                      "    <dc:email>tw@example.org</dc:email>\n"
+                      "  </developer></developers>\n"
+                      "  <note>a <b>bold</b> word</note>\n"
+                      "  <empty></empty><self/>\n"
+                      "</project>\n";
+    dg_keylines ix = {0};
+    cr_assert_eq(dg_keylines_scan(ctx, strlen(ctx), &ix), DEG_OK);
+    /* key, value, exact_only: "PARENT KEY" lines are read by an exact name only */
+    struct { const char *key, *value; int exact_only; } want[] = {
+        /* the start tag's attribute line is dg_keyline_split's "key: value" */
+        {"xmlns", "xsi=\"http://www.w3.org/2001/XMLSchema-instance\">", 0},
+        {"group id", "org.apache.maven", 0}, {"parent group id", "org.apache.maven", 1},
+        {"parent artifact id", "maven", 1},
+        {"artifact id", "maven-artifact", 0}, {"project artifact id", "maven-artifact", 1},
+        {"name", "Maven Artifact", 0}, {"project name", "Maven Artifact", 1},
+        {"developer name", "Timothy Wall", 1},
+        {"email", "tw@example.org", 0}, {"developer email", "tw@example.org", 1}};
+    size_t nw = sizeof want / sizeof *want;
+    cr_assert_eq(ix.n, nw, "got %zu lines", ix.n);
+    for (size_t i = 0; i < nw; i++) {
+        cr_assert_str_eq(ix.p[i].key, want[i].key);
+        cr_assert_eq(ix.p[i].val1 - ix.p[i].val0, strlen(want[i].value), "%s", want[i].key);
+        cr_assert(memcmp(ctx + ix.p[i].val0, want[i].value, strlen(want[i].value)) == 0,
+                  "%s: %.*s", want[i].key, (int)(ix.p[i].val1 - ix.p[i].val0), ctx + ix.p[i].val0);
+        cr_assert_eq(ix.p[i].exact_only, want[i].exact_only, "%s", want[i].key);
+    }
+    dg_keylines_free(&ix);
+    /* no '<': nothing to read; an unterminated tag or comment ends the scan */
+    const char *bad[] = {"<a>x</a", "<a x=\"1>y</a>", "<!-- <a>x</a>", "<a>x</b>", "<>x</>"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        cr_assert_eq(dg_keylines_scan(bad[i], strlen(bad[i]), &ix), DEG_OK);
+        cr_assert_eq(ix.n, 0, "%s: %zu lines", bad[i], ix.n);
+        dg_keylines_free(&ix);
+    }
+}
+
 Test(keyprior, match)
 {
     const char *schema =
@@ -250,6 +344,8 @@ Test(keyprior, match)
         "\"homepage\":{\"type\":\"string\"},"
         "\"earliestCopyrightYear\":{\"type\":\"integer\"},"
         "\"pkg\":{\"type\":\"string\",\"title\":\"Package name\"},"
+        "\"site\":{\"type\":\"string\",\"format\":\"uri\"},"
+        "\"contact\":{\"type\":\"string\",\"format\":\"email\"},"
         "\"deps\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":"
         "{\"name\":{\"type\":\"string\"}}}}}}";
     deg_plan *p = compile_plan(schema);
@@ -262,9 +358,21 @@ Test(keyprior, match)
     cr_assert_eq(dg_key_match(field(p, "/pkg"), "package"), 1);
     cr_assert_eq(dg_key_match(field(p, "/pkg"), "version"), 0);
     cr_assert_eq(dg_key_match(field(p, "/deps/*/name"), "name"), 0, "array leaves: none");
+    /* the key is the word for the field's format: partial */
+    cr_assert_eq(dg_key_match(field(p, "/site"), "url"), 1);
+    cr_assert_eq(dg_key_match(field(p, "/site"), "uri"), 1);
+    cr_assert_eq(dg_key_match(field(p, "/site"), "download url"), 0);
+    cr_assert_eq(dg_key_match(field(p, "/homepage"), "url"), 0, "no format: no match");
+    cr_assert_eq(dg_key_match(field(p, "/contact"), "e mail"), 1);
+    cr_assert_eq(dg_key_match(field(p, "/contact"), "email"), 1);
+    cr_assert_eq(dg_key_match(field(p, "/contact"), "url"), 0);
     dg_key_prior kp = {1, 8.0, 3.0};
     dg_keyline kv = {0, 1, "upstream name"};
     cr_assert_eq(dg_key_bonus(&kp, field(p, "/upstream_name"), &kv), 8.0);
+    dg_keyline q = {0, 1, "name", 1}; /* a qualified key: exact names only */
+    cr_assert_eq(dg_key_bonus(&kp, field(p, "/upstream_name"), &q), 0.0);
+    dg_keyline qe = {0, 1, "upstream name", 1};
+    cr_assert_eq(dg_key_bonus(&kp, field(p, "/upstream_name"), &qe), 8.0);
     kp.on = 0;
     cr_assert_eq(dg_key_bonus(&kp, field(p, "/upstream_name"), &kv), 0.0);
     deg_plan_free(p);

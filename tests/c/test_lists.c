@@ -252,9 +252,100 @@ Test(lists, scan_xml_elements)
     cr_assert_str_eq(items(&ls, ctx, "magic"), "80");
     cr_assert_str_eq(items(&ls, ctx, "match"), "string");
     cr_assert_str_eq(items(&ls, ctx, "glob"), "*.oga|*.ogg");
-    cr_assert_str_eq(items(&ls, ctx, "expanded"), "expanded", "no text, no attribute: its name");
+    cr_assert_null(items(&ls, ctx, "expanded"), "a block without a name or id child: no item");
     cr_assert_null(items(&ls, ctx, "p"));
-    cr_assert_eq(ls.n, 8, "got %zu lists", ls.n);
+    cr_assert_eq(ls.n, 7, "got %zu lists", ls.n);
+    dg_lists_free(&ls);
+}
+
+/* A block element (a bare start tag alone on its line) is the item of its identifier
+ * child: the first direct child named "...name"/"...title", else the last "...id";
+ * a bare self-closing tag is still its name. A JSON object's member keys are a list
+ * (nested members skipped) that only a plain array takes, and so are the keys of an INI
+ * or TOML section (not of "[[x]]" or a numbered "[x.1]"). */
+Test(lists, scan_xml_blocks_and_json_members)
+{
+    const char *ctx = "<project>\n"
+                      "  <licenses>\n"
+                      "    <license>\n"
+                      "      <name>LGPL-2.1-or-later</name>\n"
+                      "      <url>https://www.gnu.org/licenses/old-licenses/lgpl-2.1</url>\n"
+                      "    </license>\n"
+                      "    <license>\n"
+                      "      <url>https://www.apache.org/licenses/LICENSE-2.0.txt</url>\n"
+                      "      <name>Apache-2.0</name>\n"
+                      "    </license>\n"
+                      "  </licenses>\n"
+                      "  <dependencies>\n"
+                      "    <dependency>\n"
+                      "      <groupId>org.codehaus.plexus</groupId>\n"
+                      "      <artifactId>plexus-utils</artifactId>\n"
+                      "      <exclusions>\n"
+                      "        <exclusion><artifactId>inner</artifactId></exclusion>\n"
+                      "      </exclusions>\n"
+                      "    </dependency>\n"
+                      "    <dependency>\n"
+                      "      <artifactId>junit</artifactId>\n"
+                      "      <scope>test</scope>\n"
+                      "    </dependency>\n"
+                      "  </dependencies>\n"
+                      "  <developer>\n"
+                      "    <id>twall</id>\n"
+                      "    <name>Timothy Wall</name>\n"
+                      "  </developer>\n"
+                      "  <scm>\n"
+                      "    <url>https://github.com/x/y</url>\n"
+                      "  </scm>\n"
+                      "  <flag/>\n"
+                      "</project>\n"
+                      "{\n"
+                      "  \"dependencies\": {\n"
+                      "    \"ms\": \"2.1.2\",\n"
+                      "    \"weird\\\"key\": {\"nested\": 1, \"deep\": [\"x\"]},\n"
+                      "    \"debug\" : \"^4\"\n"
+                      "  },\n"
+                      "  \"engines\": {\"node\": \">=6\"}\n"
+                      "}\n";
+    const char *ini = "[package]\n"
+                      "name = \"x\"\n"
+                      "\n"
+                      "# a comment\n"
+                      "version = \"0.0.0\"\n"
+                      "[dependencies]\n"
+                      "mdbook-driver = { version = \"0.5.1\", features = [\"search\"] }\n"
+                      "serde = \"1\"\n"
+                      "[[bin]]\n"
+                      "name = \"y\"\n"
+                      "[services]\n"
+                      "count = 1\n"
+                      "[services.1]\n"
+                      "port = 1\n";
+    dg_lists ls = {0};
+    cr_assert_eq(dg_lists_scan(ctx, strlen(ctx), &ls), DEG_OK);
+    cr_assert_str_eq(items(&ls, ctx, "license"), "LGPL-2.1-or-later|Apache-2.0");
+    cr_assert_str_eq(items(&ls, ctx, "dependency"), "plexus-utils|junit", "the last id");
+    cr_assert_str_eq(items(&ls, ctx, "developer"), "Timothy Wall", "a name before an id");
+    cr_assert_null(items(&ls, ctx, "scm"));
+    cr_assert_null(items(&ls, ctx, "licenses"), "no direct child names it");
+    cr_assert_str_eq(items(&ls, ctx, "flag"), "flag");
+    cr_assert_str_eq(items(&ls, ctx, "dependencies"), "ms|weird\\\"key|debug");
+    cr_assert_str_eq(items(&ls, ctx, "engines"), "node");
+
+    for (size_t i = 0; i < ls.n; i++)
+        cr_assert_eq(ls.p[i].members, !strcmp(ls.p[i].key, "dependencies") ||
+                                          !strcmp(ls.p[i].key, "engines") ? DG_MEMBERS_JSON : 0,
+                     "%s", ls.p[i].key);
+    dg_lists_free(&ls);
+    cr_assert_eq(dg_lists_scan(ini, strlen(ini), &ls), DEG_OK);
+    cr_assert_str_eq(items(&ls, ini, "package"), "name|version", "an INI section's keys");
+    cr_assert_str_eq(items(&ls, ini, "dependencies"), "mdbook-driver|serde");
+    cr_assert_null(items(&ls, ini, "services 1"), "a numbered section is tables.c's");
+    for (size_t i = 0; i < ls.n; i++) /* "[services]" over "[services.1]": the set's facts */
+        cr_assert(strcmp(ls.p[i].key, "services") || ls.p[i].table, "services keys listed");
+    for (size_t i = 0; i < ls.n; i++) /* [[bin]] and [services.1] are tables.c's records */
+        cr_assert_eq(ls.p[i].members, !strcmp(ls.p[i].key, "dependencies") ||
+                                          !strcmp(ls.p[i].key, "package") ? DG_MEMBERS_SECTION : 0,
+                     "%s", ls.p[i].key);
     dg_lists_free(&ls);
 }
 
@@ -312,6 +403,16 @@ Test(lists, match)
     /* plural folded; by title; partial */
     cr_assert_eq(match("{\"type\":\"object\",\"properties\":{\"formats\":{\"type\":\"array\","
                        "\"items\":{\"type\":\"string\"}}}}", ctx), 1);
+    /* a JSON object's member keys: a plain array's list, no object array's */
+    const char *members = "{\n  \"dependencies\": {\"ms\": \"2.1.2\", \"debug\": \"^4\"}\n}";
+    cr_assert_eq(match("{\"type\":\"object\",\"properties\":{\"dependencies\":{\"type\":"
+                       "\"array\",\"items\":{\"type\":\"string\"}}}}", members), 3);
+    cr_assert_eq(match("{\"type\":\"object\",\"properties\":{\"dependencies\":{\"type\":"
+                       "\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":"
+                       "{\"type\":\"string\"},\"version\":{\"type\":\"string\"}}}}}}", members), 0);
+    cr_assert_eq(match("{\"type\":\"object\",\"properties\":{\"dependency_names\":{\"type\":"
+                       "\"array\",\"items\":{\"type\":\"string\"}}}}", members), 0,
+                 "keys alone need an exact name");
     cr_assert_eq(match("{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"array\","
                        "\"title\":\"Files\",\"items\":{\"type\":\"string\"}}}}", ctx), 2);
     cr_assert_eq(match("{\"type\":\"object\",\"properties\":{\"file_patterns\":{\"type\":\"array\","

@@ -25,6 +25,7 @@
 #include "deg.h"
 #include "deg/compareprior.h"
 #include "deg/keyprior.h"
+#include "deg/licenseprior.h"
 #include "deg/lists.h"
 #include "format/gguf.h"
 #include "format/safetensors.h"
@@ -354,6 +355,15 @@ static void run(const uint8_t *d, size_t n)
         CHECK(p.op != DG_CMP_NONE && p.key[0]);
         CHECK(p.op == DG_CMP_GREATER || p.value[0] || !is_name);
     }
+    /* the licences the text states and names (licenseprior.c): known families, versions
+     * of one digit */
+    dg_license w[8], o;
+    size_t nw = dg_license_written((const char *)d, n, w, 8);
+    CHECK(nw <= 8);
+    for (size_t i = 0; i < nw; i++)
+        CHECK(w[i].family != DG_LIC_NONE && w[i].major <= 9 && w[i].minor <= 9);
+    if (dg_license_parse((const char *)d, n, &o))
+        CHECK(o.family != DG_LIC_NONE && o.major <= 9 && o.later <= 1);
 }
 #else
 #error "define one FUZZ_<TARGET>"
