@@ -176,19 +176,27 @@ static int after_negation(const char *s, size_t i)
 }
 
 /* Byte i is inside, not at the start of, the value of a key line whose key is not the
- * leaf's: 1. ("OS: UNIX (BSD, ...)" names an operating system, not the licence; but
- * "Delivery: express (1-2 days)" states `shipping` under another name: datagen-v2 test
- * order-4.) Leaves outside arrays only: an array item's key lines are its own
- * record's ("ftp-data<TAB>20/tcp", a data file's row, reads as the key line "ftp data"). */
+ * leaf's, and of no key line that is: 1. ("OS: UNIX (BSD, ...)" names an operating system,
+ * not the licence; but "Delivery: express (1-2 days)" states `shipping` under another
+ * name: datagen-v2 test order-4.) A key naming the leaf in part is its own, and a value
+ * may be read under two keys: a POM's <license><name> is "name" and "license name" (a new
+ * user's check of 0.24.0). Leaves outside arrays only: an array item's key lines are its
+ * own record's ("ftp-data<TAB>20/tcp", a data file's row, reads as the key line "ftp
+ * data"). */
 static int under_other_key(const dg_ckpt *k, const freq *r, const dg_field_plan *f, size_t i)
 {
     if (f->depth_items > 0) return 0;
+    int other = 0;
     for (size_t l = 0; l < r->kv.n; l++) {
         size_t b, e;
         kv_bytes(r, &r->kv.p[l], &b, &e);
-        if (i >= b && i < e) return i > b && !(dg_key_bonus(&k->key_prior, f, &r->kv.p[l]) > 0);
+        if (i < b || i >= e) continue;
+        if (i == b || dg_key_bonus(&k->key_prior, f, &r->kv.p[l]) > 0 ||
+            dg_key_match(f, r->kv.p[l].key) > 0)
+            return 0;
+        other = 1;
     }
-    return 0;
+    return other;
 }
 
 /* Is option w (n bytes) written in [b0, b1) as the sole rule reads it: a whole word

@@ -132,16 +132,17 @@ int dg_license_parse(const char *s, size_t n, dg_license *out)
     return 1;
 }
 
-/* The BSD text's clauses: 3 with "neither the name", 4 with "advertising materials",
- * else 2 (SPDX BSD-3-Clause, BSD-4-Clause, BSD-2-Clause). */
+/* The BSD text's clauses: 4 with "advertising materials", 3 with "endorse or promote"
+ * (the third clause: "Neither the name of ... nor the names of its contributors may be
+ * used to endorse or promote", or libevent's "The name of the author may not be used to
+ * endorse or promote"), else 2 (SPDX BSD-4-Clause, BSD-3-Clause, BSD-2-Clause). */
 static int bsd_clauses(const char *s, size_t n, size_t i)
 {
     size_t e = i + 2000 < n ? i + 2000 : n;
     int clauses = 2;
     for (size_t j = i; j < e; j++) {
         if (phrase_at(s, e, j, "advertising materials")) return 4;
-        if (phrase_at(s, e, j, "neither the name") || phrase_at(s, e, j, "names of its contributors"))
-            clauses = 3;
+        if (phrase_at(s, e, j, "endorse or promote")) clauses = 3;
     }
     return clauses;
 }

@@ -80,7 +80,12 @@ Test(licenseprior, written)
         {"  This software is provided 'as-is', without any express or implied\n  warranty.",
          {DG_LIC_ZLIB, -1, -1, -1}},
         {"Redistribution and use in source and binary forms, with or without modification,\n"
-         "are permitted provided that ...\n3. Neither the name of the copyright holder nor ...",
+         "are permitted provided that ...\n3. Neither the name of the copyright holder nor the\n"
+         "   names of its contributors may be used to endorse or promote products ...",
+         {DG_LIC_BSD, 3, -1, -1}},
+        /* libevent's third clause */
+        {"Redistribution and use in source and binary forms ... are met:\n"
+         "3. The name of the author may not be used to endorse or promote products\n",
          {DG_LIC_BSD, 3, -1, -1}},
         {"Redistribution and use in source and binary forms, with or without modification,\n"
          "are permitted provided that the following conditions are met: ...",

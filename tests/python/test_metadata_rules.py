@@ -166,3 +166,24 @@ def test_copyright_notice_and_licence_text(model, tmp_path):
                                 "sole")
     assert got["value"] == {"license": "MIT"}
     assert alone["value"] != got["value"]
+
+
+# a POM's licence name under <license> (the key "license name" names the field in part: its
+# own key, so "The MIT License" states MIT; a new user's check of 0.24.0, mockito's POM)
+POM_LICENSE = """<project>
+  <artifactId>mockito-junit-jupiter</artifactId>
+  <licenses>
+    <license>
+      <name>The MIT License</name>
+      <url>https://github.com/mockito/mockito/blob/main/LICENSE</url>
+    </license>
+  </licenses>
+</project>
+"""
+
+
+def test_licence_named_in_a_pom(model, tmp_path):
+    schema = obj(license=LICENSES)
+    got, alone = read_and_alone(model, tmp_path, POM_LICENSE, schema, "key_prior", "sole")
+    assert got["value"] == {"license": "MIT"}
+    assert got["meta"]["/license"]["probability"] > alone["meta"]["/license"]["probability"]
