@@ -190,7 +190,8 @@ static int under_other_key(const dg_ckpt *k, const freq *r, const dg_field_plan 
     for (size_t l = 0; l < r->kv.n; l++) {
         size_t b, e;
         kv_bytes(r, &r->kv.p[l], &b, &e);
-        if (i < b || i >= e) continue;
+        if (b > i) break; /* key lines are in document order (dg_keylines_scan) */
+        if (i >= e) continue;
         if (i == b || dg_key_bonus(&k->key_prior, f, &r->kv.p[l]) > 0 ||
             dg_key_match(f, r->kv.p[l].key) > 0)
             return 0;

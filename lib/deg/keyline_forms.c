@@ -12,12 +12,17 @@
 
 #include "deg/lists_scan.h"
 
-/* Append key line `key` over bytes [v0, v1) of ctx (dg_keylines_add, counted from the
- * context's start: a few lines per text). Returns 0 or -1 on out of memory. */
-static int add(const char *ctx, const char *key, size_t v0, size_t v1, dg_keylines *ix,
-               size_t *cap)
+/* Append key line `key` over bytes [v0, v1) of ctx, counting on from cursor c
+ * (dg_keylines_add_on; each form's lines come in document order). Returns 0 or -1 on
+ * out of memory. */
+typedef struct cursor {
+    size_t b, cp;
+} cursor;
+
+static int add(const char *ctx, cursor *c, const char *key, size_t v0, size_t v1,
+               dg_keylines *ix, size_t *cap)
 {
-    return dg_keylines_add(ctx, 0, 0, key, strlen(key), v0, v1, ix, cap);
+    return dg_keylines_add_on(ctx, &c->b, &c->cp, key, strlen(key), v0, v1, ix, cap);
 }
 
 /* Bytes [*x, *y) of the run of non-blank bytes at i. */
@@ -71,8 +76,11 @@ static int changelog(const char *s, size_t len, dg_keylines *ix, size_t *cap)
         e = dg_lscan_line_end(s, len, b);
         if (entry_header(s, b, e, v)) break;
     }
-    if (add(s, "package", v[0], v[1], ix, cap) < 0 || add(s, "version", v[2], v[3], ix, cap) < 0 ||
-        add(s, "distribution", v[4], v[5], ix, cap) < 0 || add(s, "urgency", v[6], v[7], ix, cap) < 0)
+    cursor c = {0, 0};
+    if (add(s, &c, "package", v[0], v[1], ix, cap) < 0 ||
+        add(s, &c, "version", v[2], v[3], ix, cap) < 0 ||
+        add(s, &c, "distribution", v[4], v[5], ix, cap) < 0 ||
+        add(s, &c, "urgency", v[6], v[7], ix, cap) < 0)
         return -1;
     /* the trailer: the first " -- " line after the header */
     for (size_t lb = e + 1; lb < len;) {
@@ -84,7 +92,8 @@ static int changelog(const char *s, size_t len, dg_keylines *ix, size_t *cap)
             while (t0 < le && s[t0] == ' ') t0++;
             size_t t1 = le;
             while (t1 > t0 && (s[t1 - 1] == ' ' || s[t1 - 1] == '\r')) t1--;
-            if (add(s, "maintainer", lb + 4, m1, ix, cap) < 0 || add(s, "date", t0, t1, ix, cap) < 0)
+            if (add(s, &c, "maintainer", lb + 4, m1, ix, cap) < 0 ||
+                add(s, &c, "date", t0, t1, ix, cap) < 0)
                 return -1;
             return 0;
         }
@@ -139,13 +148,14 @@ static int notice(const char *s, size_t b, size_t e, size_t *v)
 static int notices(const char *s, size_t len, dg_keylines *ix, size_t *cap)
 {
     size_t v[4], n = 0;
+    cursor c = {0, 0};
     for (size_t b = 0, e; b < len && n < DG_NOTICES_MAX; b = e + 1) {
         e = dg_lscan_line_end(s, len, b);
         if (!notice(s, b, e, v)) continue;
         n++;
-        if (add(s, "copyright year", v[0], v[1], ix, cap) < 0 ||
-            add(s, "copyright holder", v[2], v[3], ix, cap) < 0 ||
-            add(s, "holder", v[2], v[3], ix, cap) < 0)
+        if (add(s, &c, "copyright year", v[0], v[1], ix, cap) < 0 ||
+            add(s, &c, "copyright holder", v[2], v[3], ix, cap) < 0 ||
+            add(s, &c, "holder", v[2], v[3], ix, cap) < 0)
             return -1;
     }
     return 0;

@@ -21,6 +21,7 @@
  * kept in a buffer (one per element). */
 #include "deg/keyprior.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -116,6 +117,19 @@ static int leaf_text(const char *s, size_t len, size_t n0, size_t n1, size_t t, 
     return 1;
 }
 
+int dg_xml_leaf_at(const char *s, size_t len, size_t i, size_t *n1, size_t *v0, size_t *v1,
+                   size_t *after)
+{
+    if (i + 1 >= len || s[i] != '<' || !isalpha((unsigned char)s[i + 1])) return 0;
+    size_t e = i + 1;
+    while (e < len && name_byte((unsigned char)s[e])) e++;
+    int self = 0;
+    size_t t = tag_end(s, len, e, &self);
+    if (!t || self || !leaf_text(s, len, i + 1, e, t, v0, v1, after)) return 0;
+    *n1 = e;
+    return 1;
+}
+
 /* The leaves of the text in document order (*out, owned; *n), with their depths.
  * Returns 0 or -1 on out of memory. */
 #define DG_XML_STACK 64 /* open elements whose names are kept (deeper: no parent) */
@@ -149,16 +163,8 @@ static int scan(const char *s, size_t len, leaf **out, size_t *n)
             i += 2;
             continue;
         }
-        size_t n0 = i + 1, n1 = n0;
-        while (n1 < len && name_byte((unsigned char)s[n1])) n1++;
-        int self = 0;
-        size_t t = n1 > n0 ? tag_end(s, len, n1, &self) : 0;
-        if (!t) {
-            i++;
-            continue;
-        }
-        size_t v0, v1, after;
-        if (!self && !text && leaf_text(s, len, n0, n1, t, &v0, &v1, &after)) {
+        size_t n0 = i + 1, n1, v0, v1, after;
+        if (!text && dg_xml_leaf_at(s, len, i, &n1, &v0, &v1, &after)) {
             if (DG_GROW(*out, cap, *n + 1) != DEG_OK) return -1;
             size_t k0 = local_name(s, n0, n1), p0 = 0, p1 = 0;
             if (depth > 0 && depth <= DG_XML_STACK) {
@@ -171,6 +177,14 @@ static int scan(const char *s, size_t len, leaf **out, size_t *n)
             if (!dg_html_tag(s + k0, n1 - k0) || (n1 - k0 == 5 && !strncasecmp(s + k0, "title", 5)))
                 dg_key_norm(s + k0, n1 - k0, L->key, sizeof L->key);
             i = after;
+            continue;
+        }
+        n1 = n0;
+        while (n1 < len && name_byte((unsigned char)s[n1])) n1++;
+        int self = 0;
+        size_t t = n1 > n0 ? tag_end(s, len, n1, &self) : 0;
+        if (!t) {
+            i++;
             continue;
         }
         if (!self) {
@@ -213,10 +227,9 @@ int dg_keylines_xml(const char *ctx, size_t len, dg_keylines *ix, size_t *cap)
     int rc = 0;
     for (size_t a = 0; a < n && rc == 0; a++) {
         if (!L[a].key[0]) continue;
-        size_t before = ix->n;
         if (L[a].keep)
-            rc = dg_keylines_add(ctx, b, cp, ctx + L[a].k0, L[a].k1 - L[a].k0, L[a].v0, L[a].v1,
-                                 ix, cap);
+            rc = dg_keylines_add_on(ctx, &b, &cp, ctx + L[a].k0, L[a].k1 - L[a].k0, L[a].v0,
+                                    L[a].v1, ix, cap);
         /* "parent key" ("parent version", "license name"), for an exact name only: a
          * field `parent_version` reads the parent's <version>, `name` not a license's */
         char q[2 * DG_KEY_MAX_LEN + 2];
@@ -226,12 +239,8 @@ int dg_keylines_xml(const char *ctx, size_t len, dg_keylines *ix, size_t *cap)
             q[pl] = ' ';
             memcpy(q + pl + 1, ctx + L[a].k0, kl);
             size_t at = ix->n;
-            rc = dg_keylines_add(ctx, b, cp, q, pl + 1 + kl, L[a].v0, L[a].v1, ix, cap);
+            rc = dg_keylines_add_on(ctx, &b, &cp, q, pl + 1 + kl, L[a].v0, L[a].v1, ix, cap);
             if (ix->n > at) ix->p[at].exact_only = 1;
-        }
-        if (rc == 0 && ix->n > before) { /* count the next one on from this value */
-            b = L[a].v0;
-            cp = ix->p[ix->n - 1].val0;
         }
     }
     free(L);

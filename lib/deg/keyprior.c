@@ -193,6 +193,18 @@ int dg_keylines_add(const char *ctx, size_t b, size_t cp, const char *key, size_
     return 0;
 }
 
+int dg_keylines_add_on(const char *ctx, size_t *b, size_t *cp, const char *key, size_t key_len,
+                       size_t v0, size_t v1, dg_keylines *ix, size_t *cap)
+{
+    size_t at = ix->n;
+    if (dg_keylines_add(ctx, *b, *cp, key, key_len, v0, v1, ix, cap) < 0) return -1;
+    if (ix->n > at) {
+        *b = v0;
+        *cp = ix->p[at].val0;
+    }
+    return 0;
+}
+
 /* A byte of a directive's key or of a bare flag: letters, digits, '_', '.', '-'. */
 static int is_directive_byte(unsigned char c)
 {

@@ -115,6 +115,13 @@ void dg_keylines_free(dg_keylines *ix);
 int dg_keylines_add(const char *ctx, size_t b, size_t cp, const char *key, size_t key_len,
                     size_t v0, size_t v1, dg_keylines *ix, size_t *cap);
 
+/* Append as dg_keylines_add, counting code points on from a cursor: byte *b, code point
+ * *cp (start at 0, 0; values appended in document order, *b <= v0), moved to v0 when a line
+ * is appended. Appenders of many lines (keyline_forms.c, keyline_xml.c) count each byte of
+ * the context once. Returns 0 or -1 on out of memory. */
+int dg_keylines_add_on(const char *ctx, size_t *b, size_t *cp, const char *key, size_t key_len,
+                       size_t v0, size_t v1, dg_keylines *ix, size_t *cap);
+
 /* The key lines of well-known forms that write no "Key: value" (keyline_forms.c): the
  * first Debian changelog entry's header (package, version, distribution, urgency) and
  * trailer (maintainer, date); appended to ix (capacity *cap). Returns 0 or -1 on out of
@@ -125,6 +132,14 @@ int dg_keylines_forms(const char *ctx, size_t len, dg_keylines *ix, size_t *cap)
  * only (keyline_xml.c; libdeg 0.24.0); appended to ix (capacity *cap). Returns 0 or -1
  * on out of memory. Called by dg_keylines_forms. */
 int dg_keylines_xml(const char *ctx, size_t len, dg_keylines *ix, size_t *cap);
+
+/* At byte i of s (len bytes; s[i] == '<'), a leaf element on one line: `<name ...>text
+ * </name>`, not self-closing, its text holding no markup or line break and not blank
+ * (keyline_xml.c). 1 with the end of its name (prefix included) in *n1, its text trimmed
+ * of blanks in [*v0, *v1) and the byte after its end tag in *after; else 0. Shared by the
+ * XML key lines and the XML lists (lists_xml.c). */
+int dg_xml_leaf_at(const char *s, size_t len, size_t i, size_t *n1, size_t *v0, size_t *v1,
+                   size_t *after);
 
 /* Is name s[0, n) one of HTML's own tags (case-insensitive: "td", "li", "title", ...)?
  * An element of these is markup: no XML key line (but <title>), no XML list item

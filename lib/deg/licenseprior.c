@@ -149,22 +149,28 @@ static int bsd_clauses(const char *s, size_t n, size_t i)
 
 /* Is byte i inside an e-mail address (its run of non-blank bytes holds '@')?
  * "miles@gnu.ai.mit.edu" names no MIT licence (a URL may: ".../licenses/LICENSE-2.0"). */
+#define DG_LICENSE_REACH 256 /* bytes looked at either side of a name: the work per name
+                                * is bounded on a text of one long line */
+
 static int in_email(const char *s, size_t len, size_t i)
 {
     size_t a = i, b = i;
-    while (a > 0 && !isspace((unsigned char)s[a - 1]) && s[a - 1] != '<') a--;
-    while (b < len && !isspace((unsigned char)s[b]) && s[b] != '>') b++;
+    while (a > 0 && i - a < DG_LICENSE_REACH && !isspace((unsigned char)s[a - 1]) &&
+           s[a - 1] != '<')
+        a--;
+    while (b < len && b - i < DG_LICENSE_REACH && !isspace((unsigned char)s[b]) && s[b] != '>')
+        b++;
     return memchr(s + a, '@', b - a) != NULL;
 }
 
 /* A word starting "licen" (License, licensed, LICENCE) on the line holding byte i or on
- * the line before it. */
+ * the line before it (within DG_LICENSE_REACH bytes after i, twice that before). */
 static int licence_word_near(const char *s, size_t len, size_t i)
 {
     size_t b = i, e = i;
-    for (int lines = 0; b > 0 && lines < 2; b--)
+    for (int lines = 0; b > 0 && i - b < 2 * DG_LICENSE_REACH && lines < 2; b--)
         if (s[b - 1] == '\n' && ++lines == 2) break;
-    while (e < len && s[e] != '\n') e++;
+    while (e < len && e - i < DG_LICENSE_REACH && s[e] != '\n') e++;
     for (size_t j = b; j + 5 <= e; j++)
         if (word_start(s, j) && !strncasecmp(s + j, "licen", 5)) return 1;
     return 0;

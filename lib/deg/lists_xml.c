@@ -11,28 +11,15 @@ static int name_byte(unsigned char c)
     return isalnum(c) || c == '-' || c == '_' || c == '.';
 }
 
-/* Line [b, e) as `<name ...>text</name>` (after spaces/tabs; text without markup): 1
- * with the name's bytes [*k0, *k1) and the text's [*v0, *v1). */
+/* Line [b, e) as `<name ...>text</name>` after spaces/tabs (dg_xml_leaf_at): 1 with the
+ * name's bytes [*k0, *k1) and the text's [*v0, *v1). */
 static int leaf_line(const char *s, size_t b, size_t e, size_t *k0, size_t *k1, size_t *v0,
                      size_t *v1)
 {
-    size_t i = b;
-    while (i < e && (s[i] == ' ' || s[i] == '\t')) i++;
-    if (i + 1 >= e || s[i] != '<' || !isalpha((unsigned char)s[i + 1])) return 0;
-    size_t n0 = ++i;
-    while (i < e && name_byte((unsigned char)s[i])) i++;
-    size_t gt = i;
-    while (gt < e && s[gt] != '>') gt++;
-    if (gt >= e || s[gt - 1] == '/') return 0;
-    size_t t1 = gt + 1;
-    while (t1 < e && s[t1] != '<') t1++;
-    if (t1 + 2 + (i - n0) > e || t1 == gt + 1 || s[t1 + 1] != '/' ||
-        memcmp(s + t1 + 2, s + n0, i - n0) != 0)
-        return 0;
-    *k0 = n0;
-    *k1 = i;
-    *v0 = gt + 1;
-    *v1 = t1;
+    while (b < e && (s[b] == ' ' || s[b] == '\t')) b++;
+    size_t after;
+    if (!dg_xml_leaf_at(s, e, b, k1, v0, v1, &after)) return 0;
+    *k0 = b + 1;
     return 1;
 }
 
