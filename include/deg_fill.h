@@ -74,7 +74,15 @@ extern "C" {
  * (libdeg 0.24.0) XML leaf elements "<key>value</key>" on one line (each key's least
  * nested only: a POM's own <version>) and copyright notices ("Copyright (c) 2005 Foo
  * Bar": keys "copyright year", "copyright holder"); a uri field also matches a key
- * "url"/"uri", an email field "email"/"mail" (partial). `phrase` (default 0 =
+ * "url"/"uri", an email field "email"/"mail" (partial); (libdeg 0.25.0) names and keys
+ * also match partially by the key vocabulary of package formats (lib/deg/keyvocab.c: the
+ * same words after rewriting: "Depends:", "Requires:" for `dependencies`,
+ * "Build-Depends:" for `build_dependencies`, "Package:" for `name`, "URL:" for
+ * `homepage`, "licence", a numbered key "Source0:", and a name ending in "email"/"url"
+ * without that word: `maintainer_email` = "Maintainer"), and a plain
+ * string span leaf outside arrays whose name ends in "email"/"mail" (or
+ * "url"/"uri"/"homepage"/"website") reads the e-mail (URI) candidates of the context as
+ * an email (uri) field does, when the context has one. `phrase` (default 0 =
  * off) is added to the start/end of a grammar candidate (date, number, e-mail,
  * URI) that running text labels with the leaf's name: the clause right before
  * it ends with the name's words, maybe plus one linking word ("Available from
@@ -138,7 +146,10 @@ extern "C" {
  * <th>key</th><td><li>..</td>, XML element lines <name a="v"/> (one item
  * each; a block element alone on its line is its first "...name"/"...title"
  * child's text, else its last "...id" child's: a POM's <dependency> is its
- * artifactId, libdeg 0.24.0). Names match with number folded ("aliases" = "Alias:"). A plain array's item extract start/end logit
+ * artifactId, libdeg 0.24.0), a value folded over the indented lines below it
+ * ("Build-Depends: a,\n b": RFC 822) and a `key = ['a', "b"]` array (TOML, Python; both
+ * libdeg 0.25.0). Names match with number folded ("aliases" = "Alias:") and by the key
+ * vocabulary (keyvocab.c: "Build-Depends:" for build_dependencies). A plain array's item extract start/end logit
  * at its list item's first/last token gets +b before the calibration
  * temperature; an object's leaves are read by the heads inside its list
  * item's text. Tables (pipe/Markdown/ASCII grid, HTML <th> header rows,

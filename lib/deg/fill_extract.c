@@ -417,6 +417,31 @@ json_t *dg_fill_span_value(const freq *r, const dg_field_plan *f, const json_t *
     return v;
 }
 
+/* The kind a plain string's name says its value is (libdeg 0.25.0): a span leaf outside
+ * arrays with no format or pattern whose name's last word is "email"/"mail" is an e-mail
+ * address, "url"/"uri"/"homepage"/"website" a URI. Why: `maintainer_email` over
+ * "Maintainer: Julian Seward <jseward@acm.org>" took the name, `author_email` the name
+ * before the address (bench/devreal set 3); the format says it when the schema has one,
+ * the name when it has none. Only with the key prior on (a checkpoint without it decodes
+ * as before), and only when the context has such a candidate (dg_fill_decode_extract). */
+static const char *name_kind(const dg_ckpt *k, const dg_field_plan *f)
+{
+    if (!k->key_prior.on || f->mode != DG_MODE_SPAN || f->format != DG_FORMAT_NONE ||
+        f->constraints.pattern || f->depth_items > 0 || f->path.n == 0 ||
+        !f->path.seg[f->path.n - 1])
+        return NULL;
+    char name[DG_KEY_MAX_LEN + 1];
+    const char *seg = f->path.seg[f->path.n - 1];
+    dg_key_norm(seg, strlen(seg), name, sizeof name);
+    const char *w = strrchr(name, ' ');
+    w = w ? w + 1 : name;
+    if (!strcmp(w, "email") || !strcmp(w, "mail")) return "email";
+    if (!strcmp(w, "url") || !strcmp(w, "uri") || !strcmp(w, "homepage") ||
+        !strcmp(w, "website"))
+        return "uri";
+    return NULL;
+}
+
 static const char *cand_kind(const dg_field_plan *f)
 {
     if (f->mode == DG_MODE_NUMBER) return f->type == DG_TYPE_INTEGER ? "integer" : "number";
@@ -668,6 +693,10 @@ deg_status dg_fill_decode_extract(const dg_ckpt *k, freq *r, job *j)
     }
     const char *kind = cand_kind(f);
     if (kind && (st = dg_candidates(kind, r->ctx, r->ctx_len, &spans, &ns)) != DEG_OK) goto done;
+    if (!kind && (kind = name_kind(k, f)) != NULL) {
+        if ((st = dg_candidates(kind, r->ctx, r->ctx_len, &spans, &ns)) != DEG_OK) goto done;
+        if (ns == 0) kind = NULL; /* none written: the name reads a plain span */
+    }
     key_prior_extract(k, r, f, spans, ns, kind != NULL, kb, kb + nc + 1);
     /* lambda 0 (off) adds nothing at all: such a fill is bitwise what it was */
     if (r->lm_prior > 0 && (st = lm_prior_start(k, r, a, nc, lm)) != DEG_OK) goto done;

@@ -440,7 +440,7 @@ static void fold_plural(const char *in, char *out, size_t cap)
     out[o] = 0;
 }
 
-int dg_key_match_name(const char *seg, const char *title, const char *key, int plural)
+int dg_key_match_written(const char *seg, const char *title, const char *key, int plural)
 {
     char name[DG_KEY_MAX_LEN + 1], key_f[DG_KEY_MAX_LEN + 1], tmp[DG_KEY_MAX_LEN + 1];
     if (plural) {
@@ -460,6 +460,12 @@ int dg_key_match_name(const char *seg, const char *title, const char *key, int p
         if (t > m) m = t;
     }
     return m;
+}
+
+int dg_key_match_name(const char *seg, const char *title, const char *key, int plural)
+{
+    int m = dg_key_match_written(seg, title, key, plural);
+    return m ? m : dg_key_vocab_match(seg, title, key) > 0;
 }
 
 int dg_key_yes_no(const char *s, size_t n)

@@ -156,12 +156,25 @@ size_t dg_key_norm(const char *s, size_t n, char *out, size_t cap);
 int dg_key_match(const dg_field_plan *f, const char *key);
 
 /* Match strength of a normalised key for a name (a property name) or title:
- * 2 exact, 1 partial, 0 none. plural: compare with number folded in words of
+ * 2 exact, 1 partial (also by the key vocabulary, dg_key_vocab_match), 0 none. plural: compare with number folded in words of
  * >= 4 bytes ("formats" = "format", "aliases" = "alias", "dependencies" =
  * "dependency"; a past participle of >= 6 bytes folds with its verb: "released" =
  * "release", "opened" = "opens", not before "by": "wanted by" != "wants"; the list
  * and count priors, lists.h, countprior.h). */
 int dg_key_match_name(const char *seg, const char *title, const char *key, int plural);
+
+/* dg_key_match_name by the words as written only (no vocabulary): what
+ * dg_key_vocab_match compares its rewritten words with. */
+int dg_key_match_written(const char *seg, const char *title, const char *key, int plural);
+
+/* Partial matches by the vocabulary of document keys (keyvocab.c; libdeg 0.25.0): other
+ * words for one fact ("Requires:" / "Depends:" for `dependencies`, "Build-Depends:" for
+ * `build_dependencies`, "Package:" for `name`, "licence"), a key's trailing digits
+ * ("Source0"), and a name ending in what its
+ * value is read without it (`maintainer_email` = "maintainer"): 1 when the rewritten
+ * words are the same (any order, number folded), else 0. dg_key_match_name falls back to
+ * it (as 1: partial) when the words as written do not match. */
+int dg_key_vocab_match(const char *seg, const char *title, const char *key);
 
 /* Bytes [s, s + n) as one yes/no word: 1 yes, 0 no, -1 neither. ASCII case
  * folded; yes/no, y/n, true/false, 1/0 and the words of datagen's seven

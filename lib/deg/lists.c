@@ -146,7 +146,7 @@ static deg_status add_blank_separated(dg_lscan *S, size_t lb, size_t lcp, size_t
 }
 
 /* Items of a delimited value [v0, v1): split at ';' when it has one, else at ','
- * (never inside parentheses, 0.21.0; an item's "X (a, b)" parts are its cells:
+ * (never inside parentheses, 0.21.0, or brackets, 0.25.0; an item's "X (a, b)" parts are its cells:
  * paren_cells) with the last part split once more at a conjunction ("a, b and c"; a value
  * without commas: "Utility and TextEditor"); a value with neither splits at
  * blanks when its parts are identifiers (add_blank_separated). */
@@ -164,9 +164,13 @@ static deg_status add_delimited(dg_lscan *S, size_t lb, size_t lcp, size_t v0, s
         S->paren_one = depth > 0 && s[i] == ',' && s[i + 1] == ' ';
     }
     depth = 0;
+    int square = 0; /* nor inside brackets: "Ann [aut, cre], Bob [ctb]" (R's roles; 0.25.0) */
     for (size_t i = v0; i <= v1; i++) {
         if (i < v1 && s[i] == '(') depth++;
         if (i < v1 && s[i] == ')' && depth > 0) depth--;
+        if (i < v1 && s[i] == '[') square++;
+        if (i < v1 && s[i] == ']' && square > 0) square--;
+        if (i < v1 && square > 0) continue;
         if (i == v1 || (s[i] == d && depth == 0)) {
             if (i == v1 && d == ',' && find_conj(s, b, i, &c0, &c1)) {
                 DG_TRY(dg_lscan_add_item(S, lb, lcp, b, c0));
@@ -202,8 +206,9 @@ static size_t find(const char *s, size_t b, size_t e, const char *needle)
     return p ? (size_t)(p - s) : e;
 }
 
-/* The JSON strings of an array from byte i (after '[') to its ']' or the end of
- * the context; each string's text between its quotes is an item. Returns the
+/* The JSON strings of an array from byte i (after '[') to its ']', a blank line (an
+ * unclosed array: the lists below it stay the scan's; 0.25.0) or the end of the context;
+ * each string's text between its quotes ('...' too: TOML, Python) is an item. Returns the
  * byte after the last line the array used (a line start), updating *cp to its
  * code point. */
 static deg_status json_items(dg_lscan *S, size_t len, size_t lb, size_t i, size_t *next,
@@ -212,19 +217,21 @@ static deg_status json_items(dg_lscan *S, size_t len, size_t lb, size_t i, size_
     const char *s = S->ctx;
     size_t lcp = *cp;
     while (i < len && s[i] != ']') {
+        if (s[i] == '\n' && i + 1 < len && s[i + 1] == '\n') break; /* unclosed: a blank line ends it */
         if (s[i] == '\n') {
             lcp += dg_utf8_count(s + lb, i + 1 - lb);
             lb = i + 1;
             i++;
             continue;
         }
-        if (s[i] != '"') {
+        if (s[i] != '"' && s[i] != '\'') {
             i++;
             continue;
         }
+        char q = s[i]; /* TOML and Python write '...' too */
         size_t q0 = ++i;
-        while (i < len && s[i] != '"' && s[i] != '\n') i += s[i] == '\\' && i + 1 < len ? 2 : 1;
-        if (i >= len || s[i] != '"') break;
+        while (i < len && s[i] != q && s[i] != '\n') i += s[i] == '\\' && i + 1 < len ? 2 : 1;
+        if (i >= len || s[i] != q) break;
         DG_TRY(dg_lscan_item(S, lb, lcp, q0, i, NULL));
         i++;
     }
@@ -295,10 +302,21 @@ void dg_lscan_close(dg_lscan *S)
     S->n_items = L->first;
 }
 
+/* The line after line [b, e) is indented past it and starts with ',' (the ", libfoo"
+ * style of folded lists). */
+static int comma_leads_next(const dg_lscan *S, size_t b, size_t e)
+{
+    if (e >= S->len) return 0;
+    size_t n0 = e + 1, n1 = dg_lscan_line_end(S->ctx, S->len, n0);
+    size_t t = n0 + dg_lscan_indent(S->ctx, n0, n1);
+    return t < n1 && S->ctx[t] == ',' && t - n0 > dg_lscan_indent(S->ctx, b, e);
+}
+
 /* The key lines of text line [b, e) (code point cp), one per sentence
  * (sentence_end): each with a value adds a raw list of its delimited items; a
  * last one with an empty value is left open (*open = 1) for the bullets below
- * the line. A sentence's trailing '.' is not part of its value. */
+ * the line, a line's only one whose value ends in ',' or whose next line starts with
+ * one (*open = 2) for the folded lines below it (folded_run). A sentence's trailing '.' is not part of its value. */
 static deg_status scan_sentences(dg_lscan *S, size_t b, size_t e, size_t cp, int *open)
 {
     const char *s = S->ctx;
@@ -317,7 +335,15 @@ static deg_status scan_sentences(dg_lscan *S, size_t b, size_t e, size_t cp, int
                 *open = 1;
                 return DEG_OK;
             }
+            if (v1 > v0 + 1 && s[v0] == '[' && s[v1 - 1] == ']') { /* "[a, b]": its items */
+                v0++;
+                v1--;
+            }
             if (v1 > v0) DG_TRY(add_delimited(S, b, cp, v0, v1));
+            if (se == e && !json && (s[ve - 1] == ',' || comma_leads_next(S, b, e))) {
+                *open = 2; /* folded: folded_run reads on */
+                return DEG_OK;
+            }
             dg_lscan_close(S);
         }
         sb = next;
@@ -400,6 +426,31 @@ static deg_status indented_run(dg_lscan *S, size_t *b, size_t *cp, size_t ind)
     return DEG_OK;
 }
 
+/* RFC 822 folding (libdeg 0.25.0): a key line whose value ends in ',' continues on the
+ * lines below indented past it ("Build-Depends: debhelper-compat (= 13),\n autoconf,\n
+ * texinfo": Debian control files, R DESCRIPTION's "Imports:" and "Author:"), each line's
+ * items delimited as the value's, while the line before ends in ',' or the line starts
+ * with one (", libfoo" style). *b / *cp after the last folded line. */
+static deg_status folded_run(dg_lscan *S, size_t *b, size_t *cp, size_t ind)
+{
+    const char *s = S->ctx;
+    size_t len = S->len, at = *b;
+    int more = 1;
+    while (at < len) {
+        size_t e = dg_lscan_line_end(s, len, at), t = at + dg_lscan_indent(s, at, e), ve = e;
+        while (ve > t && (s[ve - 1] == ' ' || s[ve - 1] == '\t' || s[ve - 1] == '\r')) ve--;
+        if (t - at <= ind || t >= ve || (!more && s[t] != ',') || dg_lscan_bullet(s, at, e))
+            break;
+        more = s[ve - 1] == ',';
+        DG_TRY(add_delimited(S, at, *cp, t, ve));
+        size_t after = e < len ? e + 1 : len;
+        *cp += dg_utf8_count(s + at, after - at);
+        at = after;
+    }
+    *b = at;
+    return DEG_OK;
+}
+
 static deg_status scan_lists(dg_lscan *S, size_t len)
 {
     const char *s = S->ctx;
@@ -431,7 +482,11 @@ static deg_status scan_lists(dg_lscan *S, size_t len)
             }
             DG_TRY(scan_sentences(S, b, e, cp, &open_list));
             /* bullets below an empty-valued key line ("choices:", blank lines allowed) */
-            if (open_list) {
+            if (open_list == 2) {
+                DG_TRY(folded_run(S, &next, &next_cp, dg_lscan_indent(s, b, e)));
+                dg_lscan_close(S);
+                run_end = next;
+            } else if (open_list) {
                 size_t n0 = next;
                 DG_TRY(bullet_run(S, &next, &next_cp, RUN_KEY));
                 if (next == n0) DG_TRY(indented_run(S, &next, &next_cp, dg_lscan_indent(s, b, e)));
@@ -589,10 +644,11 @@ int dg_lists_wanted(const dg_plan *P)
 }
 
 /* Match strength of list L's key for array A by name: exact name 4, a partial name
- * the description names too 3, the description alone 2, a partial name alone 1,
- * else 0 (names: A's description names, dg_key_desc_names). The description
- * breaks ties between partial names: "Zones" (the country's time zones) is the
- * list under "Time zones:", not the one under "Several zones:". */
+ * (also by the key vocabulary, keyvocab.c) the description names too 3, the
+ * description alone 2, a partial name alone 1, else 0 (names: A's description names,
+ * dg_key_desc_names). The description breaks ties between partial names: "Zones" (the
+ * country's time zones) is the list under "Time zones:", not the one under "Several
+ * zones:". */
 static int name_strength(const dg_array_plan *A, const char *names, const dg_list *L)
 {
     if (!L->key[0]) return 0;

@@ -33,6 +33,7 @@
  *     line ("Signature:\n  files; Default: None\n  backup");
  *   - delimited: a key line whose value has ';' (else ',') between items:
  *     "MimeType=text/plain;text/x-c;", "Keywords: a, b, c"; empty parts skipped;
+ *     never split inside parentheses or brackets ("Ann [aut, cre], Bob [ctb]");
  *     a written list's last two items split at a conjunction ("a, b and c",
  *     "Utility and TextEditor"; and und et y e en &);
  *   - blank-separated: a value without those whose parts are identifiers (one of
@@ -46,6 +47,12 @@
  *     the next ones up to its ']' (each string's text between its quotes); a
  *     member `"key": {` and the keys of that object's own members (libdeg 0.24.0:
  *     package.json "dependencies"; a plain array's list only, dg_list.members);
+ *     a key line `key = [` whose array holds quoted strings ('...' too) is one as well
+ *     (TOML, Python: pyproject.toml's "requires = ['trampolim']"; libdeg 0.25.0), an
+ *     unquoted "[a, b]" value a delimited one without its brackets;
+ *   - folded (libdeg 0.25.0): a key line whose value ends in ',' goes on over the lines
+ *     below indented past it, while each ends in ',' or the next starts with one (RFC
+ *     822 folding: a Debian control file's "Build-Depends:", R's "Author:");
  *   - INI/TOML sections (libdeg 0.24.0): a header "[name]" and the keys of the
  *     "key = value" lines below it (Cargo.toml's "[dependencies]"; members, as above;
  *     lists_keys.c);

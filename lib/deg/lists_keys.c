@@ -12,8 +12,19 @@
 int dg_lscan_json_open(const char *s, size_t b, size_t e, char opener, size_t *key0,
                        size_t *key1, size_t *open)
 {
-    size_t i;
-    if (!dg_json_member_split(s, b, e, key0, key1, &i)) return 0;
+    size_t i, v0, v1;
+    if (!dg_json_member_split(s, b, e, key0, key1, &i)) {
+        /* TOML / Python: `key = [` then quoted strings (0.25.0: pyproject.toml's
+         * "requires = ['trampolim']"); an unquoted "[a, b]" is a delimited value */
+        if (opener != '[' || !dg_keyline_split(s, b, e, key0, key1, &v0, &v1) || v0 == v1 ||
+            s[v0] != '[')
+            return 0;
+        for (i = v0 + 1; i < v1 && (s[i] == ' ' || s[i] == '\t'); i++) {
+        }
+        if (i < v1 && s[i] != '"' && s[i] != '\'') return 0;
+        *open = v0 + 1;
+        return 1;
+    }
     i++;
     while (i < e && s[i] == ' ') i++;
     if (i >= e || s[i] != opener) return 0;

@@ -336,6 +336,53 @@ Test(keyprior, scan_xml_elements)
     }
 }
 
+/* The key vocabulary (keyvocab.c): other words for one fact, partial only. */
+Test(keyprior, vocabulary)
+{
+    const char *schema =
+        "{\"type\":\"object\",\"properties\":{"
+        "\"dependencies\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+        "\"build_dependencies\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+        "\"name\":{\"type\":\"string\"},"
+        "\"contact_email\":{\"type\":\"string\"},"
+        "\"source_url\":{\"type\":\"string\"},"
+        "\"license\":{\"type\":\"string\"},"
+        "\"email\":{\"type\":\"string\"},"
+        "\"website\":{\"type\":\"string\"}}}";
+    deg_plan *p = compile_plan(schema);
+    /* arrays: the list prior matches by name (dg_key_match_name, plural folded) */
+    cr_assert_eq(dg_key_match_name("dependencies", NULL, "requires", 1), 1);
+    cr_assert_eq(dg_key_match_name("dependencies", NULL, "depends", 1), 1);
+    cr_assert_eq(dg_key_match_name("dependencies", NULL, "install requires", 1), 1);
+    cr_assert_eq(dg_key_match_name("dependencies", NULL, "requirements", 1), 1);
+    /* the same words only: a qualified key is another fact */
+    cr_assert_eq(dg_key_match_name("dependencies", NULL, "requires python", 1), 0);
+    cr_assert_eq(dg_key_match_name("dependencies", NULL, "build depends", 1), 0);
+    cr_assert_eq(dg_key_match_name("build_dependencies", NULL, "depends", 1), 0);
+    cr_assert_eq(dg_key_match_name("private_dependencies", NULL, "requires private", 1), 1,
+                 "any order");
+    cr_assert_eq(dg_key_match_name("dependencies", NULL, "prerequisites", 1), 1);
+    cr_assert_eq(dg_key_match_name("dependencies", NULL, "dependency", 1), 2, "as written");
+    cr_assert_eq(dg_key_match_name("dependencies", NULL, "provides", 1), 0);
+    cr_assert_eq(dg_key_match_name("build_dependencies", NULL, "build requires", 1), 1);
+    cr_assert_eq(dg_key_match_name("build_dependencies", NULL, "suggests", 1), 0);
+    cr_assert_eq(dg_key_match(field(p, "/name"), "package"), 1);
+    cr_assert_eq(dg_key_match(field(p, "/name"), "package type"), 0, "one word only");
+    cr_assert_eq(dg_key_match_name("package", NULL, "name", 0), 0, "a key name is anyone's");
+    cr_assert_eq(dg_key_match(field(p, "/contact_email"), "contact"), 1);
+    cr_assert_eq(dg_key_match(field(p, "/contact_email"), "upstream contact"), 0);
+    cr_assert_eq(dg_key_match(field(p, "/contact_email"), "maintainer"), 0);
+    cr_assert_eq(dg_key_match(field(p, "/source_url"), "source0"), 1, "numbered key");
+    cr_assert_eq(dg_key_match(field(p, "/source_url"), "patch0"), 0);
+    cr_assert_eq(dg_key_match(field(p, "/license"), "licence"), 1);
+    cr_assert_eq(dg_key_match(field(p, "/email"), "contact"), 0, "nothing left to match");
+    cr_assert_eq(dg_key_match(field(p, "/website"), "homepage"), 1);
+    cr_assert_eq(dg_key_match(field(p, "/website"), "home page"), 1);
+    /* the checks that take exact matches only see none of these */
+    cr_assert_eq(dg_key_match_written("dependencies", NULL, "requires", 1), 0);
+    deg_plan_free(p);
+}
+
 Test(keyprior, match)
 {
     const char *schema =
@@ -362,7 +409,7 @@ Test(keyprior, match)
     cr_assert_eq(dg_key_match(field(p, "/site"), "url"), 1);
     cr_assert_eq(dg_key_match(field(p, "/site"), "uri"), 1);
     cr_assert_eq(dg_key_match(field(p, "/site"), "download url"), 0);
-    cr_assert_eq(dg_key_match(field(p, "/homepage"), "url"), 0, "no format: no match");
+    cr_assert_eq(dg_key_match(field(p, "/homepage"), "url"), 1, "no format: the vocabulary");
     cr_assert_eq(dg_key_match(field(p, "/contact"), "e mail"), 1);
     cr_assert_eq(dg_key_match(field(p, "/contact"), "email"), 1);
     cr_assert_eq(dg_key_match(field(p, "/contact"), "url"), 0);

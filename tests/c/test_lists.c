@@ -379,6 +379,93 @@ Test(lists, scan_written_lists)
     dg_lists_free(&ls);
 }
 
+/* RFC 822 folding (0.25.0): a value ending in ',' goes on over the lines indented below
+ * it (a Debian source control file's Build-Depends, R's Author with its [roles]), or
+ * with the comma leading the next line; a line not indented, or a folded line not ending
+ * in ',', ends it; commas inside brackets split nothing. */
+Test(lists, scan_folded_values)
+{
+    const char *ctx = "Source: hello\n"
+                      "Build-Depends: debhelper-compat (= 13),\n"
+                      " autoconf,\n"
+                      " gettext, texinfo\n"
+                      " not-folded\n"
+                      "Author: Jeroen Ooms [aut, cre],\n"
+                      "  Duncan Temple Lang [ctb]\n"
+                      "Depends: libc6\n"
+                      " , zlib1g (>= 1:1.2)\n"
+                      " , libssl3\n"
+                      "Suggests: a,\n"
+                      "Homepage: https://x.org/\n";
+    dg_lists ls = {0};
+    cr_assert_eq(dg_lists_scan(ctx, strlen(ctx), &ls), DEG_OK);
+    cr_assert_str_eq(items(&ls, ctx, "build depends"),
+                     "debhelper-compat (= 13)|autoconf|gettext|texinfo");
+    cr_assert_str_eq(items(&ls, ctx, "author"), "Jeroen Ooms [aut, cre]|Duncan Temple Lang [ctb]");
+    cr_assert_str_eq(items(&ls, ctx, "depends"), "libc6|zlib1g (>= 1:1.2)|libssl3");
+    cr_assert_str_eq(items(&ls, ctx, "suggests"), "a", "the next key line is not folded");
+    cr_assert_str_eq(items(&ls, ctx, "homepage"), "https://x.org/");
+    dg_lists_free(&ls);
+}
+
+/* Arrays written as values (0.25.0): `key = [` with quoted strings, '...' too (TOML,
+ * Python), on one line or over several; an unquoted "[a, b]" is delimited without its
+ * brackets; a "[link](url)" value is no array. */
+Test(lists, scan_bracketed_arrays)
+{
+    const char *ctx = "[build-system]\n"
+                      "requires = ['trampolim', \"wheel>=0.40\"]\n"
+                      "dependencies = [\n"
+                      "    \"requests>=2\",\n"
+                      "    'numpy',\n"
+                      "]\n"
+                      "tags: [red, green]\n"
+                      "See: [docs](https://x.org/)\n"
+                      "open = ['never closed',\n"
+                      "\n"
+                      "Keywords: a, b\n";
+    dg_lists ls = {0};
+    cr_assert_eq(dg_lists_scan(ctx, strlen(ctx), &ls), DEG_OK);
+    cr_assert_str_eq(items(&ls, ctx, "requires"), "trampolim|wheel>=0.40");
+    cr_assert_str_eq(items(&ls, ctx, "dependencies"), "requests>=2|numpy");
+    cr_assert_str_eq(items(&ls, ctx, "tags"), "red|green");
+    cr_assert_str_eq(items(&ls, ctx, "see"), "[docs](https://x.org/)");
+    cr_assert_str_eq(items(&ls, ctx, "open"), "never closed");
+    cr_assert_str_eq(items(&ls, ctx, "keywords"), "a|b", "a blank line ends an unclosed array");
+    dg_lists_free(&ls);
+}
+
+/* The list whose key names the array by the key vocabulary (keyvocab.c): the same words
+ * ("Build-Depends:" for build_dependencies, "Depends:" for dependencies), never a key
+ * with more words ("Depends:" with more items is no build_dependencies). */
+Test(lists, match_by_the_key_vocabulary)
+{
+    const char *ctx = "Depends: libc6, zlib1g, libssl3\n"
+                      "Build-Depends: debhelper\n"
+                      "Suggests: curl\n";
+    const char *want[][2] = {{"build_dependencies", "build depends"},
+                             {"dependencies", "depends"},
+                             {"requirements", "depends"},
+                             {"suggests", "suggests"}};
+    for (size_t i = 0; i < 4; i++) {
+        char schema[256];
+        snprintf(schema, sizeof schema,
+                 "{\"type\":\"object\",\"properties\":{\"%s\":{\"type\":\"array\","
+                 "\"items\":{\"type\":\"string\"}}}}",
+                 want[i][0]);
+        deg_plan *p = NULL;
+        char *errs = NULL;
+        cr_assert_eq(deg_plan_compile(schema, strlen(schema), &p, &errs), DEG_OK);
+        dg_lists ls = {0};
+        cr_assert_eq(dg_lists_scan(ctx, strlen(ctx), &ls), DEG_OK);
+        int m = dg_lists_match(&ls, (const dg_plan *)p, 0);
+        cr_assert_geq(m, 0, "%s: no list", want[i][0]);
+        cr_assert_str_eq(ls.p[m].key, want[i][1], "%s", want[i][0]);
+        dg_lists_free(&ls);
+        deg_plan_free(p);
+    }
+}
+
 static int match(const char *schema, const char *ctx)
 {
     deg_plan *p = NULL;
