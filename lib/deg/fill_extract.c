@@ -132,6 +132,18 @@ static int one_day(const freq *r, const dg_field_plan *f, const size_t *spans, s
  * (dg_key_unit_after), at key_prior.phrase; every candidate of a date leaf outside
  * arrays whose candidates write one day (one_day), at key_prior.sole. Largest bonus per
  * token. */
+/* Number candidate c (spans sorted by start, then end) is the bare form of an earlier
+ * candidate that starts at or after code point v0 (the key's value) and ends where it does: "900"
+ * inside "-900", "1,234.56" inside "$1,234.56". The key prior's bonus goes to the whole
+ * written number only: "OOMScoreAdjust=-900" read 900 when both forms had it (a new
+ * user's check of libdeg 0.25.0). */
+static int signed_form_before(const size_t *spans, size_t c, size_t v0)
+{
+    for (size_t c2 = c; c2-- > 0 && spans[2 * c2] >= v0;)
+        if (spans[2 * c2 + 1] == spans[2 * c + 1] && spans[2 * c2] < spans[2 * c]) return 1;
+    return 0;
+}
+
 static void key_prior_extract(const dg_ckpt *k, const freq *r, const dg_field_plan *f,
                               const size_t *spans, size_t ns, int typed, float *bs, float *be)
 {
@@ -152,6 +164,7 @@ static void key_prior_extract(const dg_ckpt *k, const freq *r, const dg_field_pl
         for (size_t c = 0; c < ns; c++) {
             size_t s = spans[2 * c], e = spans[2 * c + 1];
             if (e <= s || s < kv->val0 || e > kv->val1) continue;
+            if (f->mode == DG_MODE_NUMBER && signed_form_before(spans, c, kv->val0)) continue;
             size_t ts = r->cp_tok[s], te = r->cp_tok[e - 1];
             if (bs[ts] < bonus) bs[ts] = bonus;
             if (be[te] < bonus) be[te] = bonus;

@@ -21,9 +21,9 @@
  *     licence -> license (British spelling); "install" dropped (setuptools'
  *     install_requires); a key word's trailing digits after 3+ letters dropped
  *     ("Source0", "URL2": numbered keys of one kind);
- *   - one-word names and keys paired (PAIRS): a field `name` reads a key "Package" (a
- *     package's name: Debian, R), `homepage` a key "URL" (an RPM spec's) and `url` a
- *     key "Homepage";
+ *   - one-word names and keys paired (PAIRS, after rewriting): a field `name` reads a
+ *     key "Package" (a package's name: Debian, R), `homepage` (`website`) a key "URL"
+ *     (an RPM spec's, pkg-config's) and `url` a key "Homepage";
  *   - a name of 2+ words ending in what its value is ("url", "uri", "link", "email",
  *     "mail") read without that word: `maintainer_email` = "maintainer", `source_url` =
  *     "source" (the grammar candidates inside the key's value get the bonus: the
@@ -159,9 +159,9 @@ static int vocab_one(const char *name, const char *key)
 {
     char n2[DG_KEY_MAX_LEN + 1], k2[DG_KEY_MAX_LEN + 1], cut[DG_KEY_MAX_LEN + 1];
     if (!name[0] || !key[0]) return 0;
-    for (size_t i = 0; i < sizeof PAIRS / sizeof PAIRS[0]; i++)
-        if (!strcmp(name, PAIRS[i][0]) && !strcmp(key, PAIRS[i][1])) return 1;
     int cn = canon_words(name, n2, sizeof n2, 0), ck = canon_words(key, k2, sizeof k2, 1);
+    for (size_t i = 0; i < sizeof PAIRS / sizeof PAIRS[0]; i++) /* rewritten: `website` too */
+        if (!strcmp(n2, PAIRS[i][0]) && !strcmp(k2, PAIRS[i][1])) return 1;
     if ((cn || ck) && same_words(n2, k2)) return 1;
     if (!cut_value_word(name, cut, sizeof cut)) return 0;
     canon_words(cut, n2, sizeof n2, 0);

@@ -193,7 +193,8 @@ deg_status dg_candidates(const char *kind, const char *s, size_t n, size_t **spa
  * token carried in; writes the trimmed span (possibly empty, then
  * *out_start == *out_end). Rule (applied repeatedly at both ends):
  *  - Unicode whitespace and control characters are removed;
- *  - leading , ; : ! ? . and trailing , ; : ! ? are removed;
+ *  - leading , ; : ! ? . and trailing , ; : ! ? are removed (a leading "." kept before a
+ *    digit, or starting a relative path "./" or "../");
  *  - a trailing '.' is removed unless the last word is an abbreviation of
  *    1-2 letter pieces each ending in '.' ("U.S.", "e.g.", "Ph.D." keep it;
  *    "Inc." and "done." lose it);

@@ -430,8 +430,12 @@ deg_status dg_span_trim(const char *s, size_t n, size_t start, size_t end, size_
         if (dg_parse_is_space(f) || f < 0x20 || f == 0x7F) { a++; changed = 1; continue; }
         if (dg_parse_is_space(l) || l < 0x20 || l == 0x7F) { b--; changed = 1; continue; }
         if (f == ',' || f == ';' || f == ':' || f == '!' || f == '?' || f == '.') {
-            /* ".5" is a number: keep a leading dot before a digit. */
-            if (!(f == '.' && a + 1 < b && cps[a + 1] >= '0' && cps[a + 1] <= '9')) { a++; changed = 1; continue; }
+            /* ".5" is a number: keep a leading dot before a digit; "./src", "../lib" are
+             * relative paths (libdeg 0.25.0: a Cargo.toml's workspace = "../rustbook" read
+             * "/rustbook") */
+            int path = f == '.' && ((a + 1 < b && cps[a + 1] == '/') ||
+                                    (a + 2 < b && cps[a + 1] == '.' && cps[a + 2] == '/'));
+            if (!path && !(f == '.' && a + 1 < b && cps[a + 1] >= '0' && cps[a + 1] <= '9')) { a++; changed = 1; continue; }
         }
         if (l == ',' || l == ';' || l == ':' || l == '!' || l == '?') { b--; changed = 1; continue; }
         if (l == '.') {

@@ -378,6 +378,7 @@ Test(keyprior, vocabulary)
     cr_assert_eq(dg_key_match(field(p, "/email"), "contact"), 0, "nothing left to match");
     cr_assert_eq(dg_key_match(field(p, "/website"), "homepage"), 1);
     cr_assert_eq(dg_key_match(field(p, "/website"), "home page"), 1);
+    cr_assert_eq(dg_key_match(field(p, "/website"), "url"), 1, "the pair after rewriting");
     /* the checks that take exact matches only see none of these */
     cr_assert_eq(dg_key_match_written("dependencies", NULL, "requires", 1), 0);
     deg_plan_free(p);

@@ -183,6 +183,8 @@ static const trim_case TRIMS[] = {
     {": value;", "value"}, {".5", ".5"}, {"$5,", "$5"}, {"a)", "a"}, {"((a)", "(a)"},
     {"\t\nJohn Smith\xC2\xA0", "John Smith"}, {"\xE2\x80\xA2 point", "point"}, {"x -", "x"},
     {"", ""}, {"Acme Corp.\"", "Acme Corp"}, {"{a}", "{a}"}, {"[a", "a"},
+    {"./src/main.rs", "./src/main.rs"}, {"\"../rustbook\"", "../rustbook"}, {". x", "x"},
+    {"...x", "x"},
 };
 
 Test(spans, trim_table)

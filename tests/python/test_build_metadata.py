@@ -94,3 +94,18 @@ def test_toml_array_and_folded_value(model, tmp_path):
     assert [a.split(" [")[0] for a in got["value"]["authors"]] == [
         "Jeroen Ooms", "Duncan Temple Lang", "Lloyd Hilaiel"]
     assert alone["value"] != got["value"]
+
+
+def test_whole_written_numbers_and_relative_paths(model):
+    """A key's signed number is read whole (fill_extract.c signed_form_before), a relative
+    path keeps its "../" (parse.h span trim), and `website` reads pkg-config's "URL:" (the
+    key vocabulary's pairs after rewriting): three findings of a new user's check."""
+    ck = deg.load(deg.default_checkpoint_path(), model=model)
+    unit = "[Service]\nType=notify\nOOMScoreAdjust=-900\nNice=-5\n"
+    I = {"type": "integer"}
+    assert ck.fill(unit, obj(oom_score_adjust=I, nice=I))["value"] == {
+        "oom_score_adjust": -900, "nice": -5}
+    cargo = '[package]\nname = "error_index_generator"\nworkspace = "../rustbook"\n'
+    assert ck.fill(cargo, obj(workspace=S))["value"] == {"workspace": "../rustbook"}
+    pc = "Name: libssh2\nURL: https://www.libssh2.org/\nVersion: 1.10.0\n"
+    assert ck.fill(pc, obj(website=S))["value"] == {"website": "https://www.libssh2.org/"}
