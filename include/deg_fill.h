@@ -65,7 +65,8 @@ extern "C" {
  * title adds `exact` (words of one within the other's: `partial`) logit units,
  * before the calibration temperature, to the outcomes the value supports: the
  * extract start/end of the value (typed fields: of each grammar candidate in
- * it), a choice option written in the value, noul true/false for a value whose
+ * it; a number's whole written form, sign or currency mark included, libdeg 0.25.0),
+ * a choice option written in the value, noul true/false for a value whose
  * first word is yes/no (yes/true/y/1, no/false/n/0, ja/nein, oui/non, si/no,
  * sim/nao, ...); JSON members `"key": value` are such lines too, and so are
  * (libdeg 0.23.0) "Key value" directive lines in a block of three or more

@@ -125,15 +125,8 @@ static int one_day(const freq *r, const dg_field_plan *f, const size_t *spans, s
     return first[0] != 0;
 }
 
-/* Extract: per context token, the start (bs) and end (be) bonus: the value of a
- * matching line (plain strings), or each grammar candidate [s, e) inside it
- * (typed fields; spans = ns candidate pairs), and a grammar candidate labelled in
- * running text (dg_key_phrase_before) or followed by the unit its name ends in
- * (dg_key_unit_after), at key_prior.phrase; every candidate of a date leaf outside
- * arrays whose candidates write one day (one_day), at key_prior.sole. Largest bonus per
- * token. */
 /* Number candidate c (spans sorted by start, then end) is the bare form of an earlier
- * candidate that starts at or after code point v0 (the key's value) and ends where it does: "900"
+ * candidate inside the key's value (from code point v0) that ends where it does: "900"
  * inside "-900", "1,234.56" inside "$1,234.56". The key prior's bonus goes to the whole
  * written number only: "OOMScoreAdjust=-900" read 900 when both forms had it (a new
  * user's check of libdeg 0.25.0). */
@@ -144,6 +137,14 @@ static int signed_form_before(const size_t *spans, size_t c, size_t v0)
     return 0;
 }
 
+/* Extract: per context token, the start (bs) and end (be) bonus: the value of a
+ * matching line (plain strings), or each grammar candidate [s, e) inside it
+ * (typed fields; spans = ns candidate pairs; a number's whole written form only,
+ * signed_form_before), and a grammar candidate labelled in
+ * running text (dg_key_phrase_before) or followed by the unit its name ends in
+ * (dg_key_unit_after), at key_prior.phrase; every candidate of a date leaf outside
+ * arrays whose candidates write one day (one_day), at key_prior.sole. Largest bonus per
+ * token. */
 static void key_prior_extract(const dg_ckpt *k, const freq *r, const dg_field_plan *f,
                               const size_t *spans, size_t ns, int typed, float *bs, float *be)
 {
@@ -431,8 +432,9 @@ json_t *dg_fill_span_value(const freq *r, const dg_field_plan *f, const json_t *
 }
 
 /* The kind a plain string's name says its value is (libdeg 0.25.0): a span leaf outside
- * arrays with no format or pattern whose name's last word is "email"/"mail" is an e-mail
- * address, "url"/"uri"/"homepage"/"website" a URI. Why: `maintainer_email` over
+ * arrays with no format or pattern whose name's last word names a format
+ * (dg_key_value_kind: "email"/"mail" an e-mail address, "url"/"uri"/"link" a URI) or is
+ * "homepage"/"website" (a URI). Why: `maintainer_email` over
  * "Maintainer: Julian Seward <jseward@acm.org>" took the name, `author_email` the name
  * before the address (bench/devreal set 3); the format says it when the schema has one,
  * the name when it has none. Only with the key prior on (a checkpoint without it decodes
@@ -448,11 +450,8 @@ static const char *name_kind(const dg_ckpt *k, const dg_field_plan *f)
     dg_key_norm(seg, strlen(seg), name, sizeof name);
     const char *w = strrchr(name, ' ');
     w = w ? w + 1 : name;
-    if (!strcmp(w, "email") || !strcmp(w, "mail")) return "email";
-    if (!strcmp(w, "url") || !strcmp(w, "uri") || !strcmp(w, "homepage") ||
-        !strcmp(w, "website"))
-        return "uri";
-    return NULL;
+    const char *kind = dg_key_value_kind(w);
+    return kind ? kind : !strcmp(w, "homepage") || !strcmp(w, "website") ? "uri" : NULL;
 }
 
 static const char *cand_kind(const dg_field_plan *f)

@@ -156,8 +156,8 @@ size_t dg_key_norm(const char *s, size_t n, char *out, size_t cap);
 int dg_key_match(const dg_field_plan *f, const char *key);
 
 /* Match strength of a normalised key for a name (a property name) or title:
- * 2 exact, 1 partial (also by the key vocabulary, dg_key_vocab_match), 0 none. plural: compare with number folded in words of
- * >= 4 bytes ("formats" = "format", "aliases" = "alias", "dependencies" =
+ * 2 exact, 1 partial (also by the key vocabulary, dg_key_vocab_match), 0 none.
+ * plural: compare with number folded in words of >= 4 bytes ("formats" = "format", "aliases" = "alias", "dependencies" =
  * "dependency"; a past participle of >= 6 bytes folds with its verb: "released" =
  * "release", "opened" = "opens", not before "by": "wanted by" != "wants"; the list
  * and count priors, lists.h, countprior.h). */
@@ -175,6 +175,12 @@ int dg_key_match_written(const char *seg, const char *title, const char *key, in
  * words are the same (any order, number folded), else 0. dg_key_match_name falls back to
  * it (as 1: partial) when the words as written do not match. */
 int dg_key_vocab_match(const char *seg, const char *title, const char *key);
+
+/* The format a word names when a field's name ends in it (keyvocab.c): "url", "uri",
+ * "link" -> "uri", "email", "mail" -> "email" (dg_candidates kinds), else NULL. Read by
+ * the vocabulary (a name read without that word) and by the extract decoder (a plain
+ * string named so reads that kind's candidates, fill_extract.c name_kind). */
+const char *dg_key_value_kind(const char *word);
 
 /* Bytes [s, s + n) as one yes/no word: 1 yes, 0 no, -1 neither. ASCII case
  * folded; yes/no, y/n, true/false, 1/0 and the words of datagen's seven

@@ -58,7 +58,17 @@ static const char *const CANON[][2] = {
 static const char *const PAIRS[][2] = {{"name", "package"}, {"homepage", "url"},
                                        {"url", "homepage"}};
 
-static const char *const VALUE_WORDS[] = {"url", "uri", "link", "email", "mail"};
+/* Words that say what a value is, and the format they name (dg_key_value_kind). */
+static const char *const VALUE_WORDS[][2] = {
+    {"url", "uri"}, {"uri", "uri"}, {"link", "uri"}, {"email", "email"}, {"mail", "email"},
+};
+
+const char *dg_key_value_kind(const char *word)
+{
+    for (size_t i = 0; i < sizeof VALUE_WORDS / sizeof VALUE_WORDS[0]; i++)
+        if (!strcmp(word, VALUE_WORDS[i][0])) return VALUE_WORDS[i][1];
+    return NULL;
+}
 
 /* Rewrite normalised words in[] into out[cap]: canonical words, and (key) trailing digits
  * dropped after 3+ letters. Returns 1 when any word changed. */
@@ -107,18 +117,12 @@ static int canon_words(const char *in, char *out, size_t cap, int key)
 static int cut_value_word(const char *name, char *out, size_t cap)
 {
     const char *sp = strrchr(name, ' ');
-    if (!sp || (size_t)(sp - name) + 1 > cap) return 0;
-    for (size_t i = 0; i < sizeof VALUE_WORDS / sizeof VALUE_WORDS[0]; i++)
-        if (!strcmp(sp + 1, VALUE_WORDS[i])) {
-            memcpy(out, name, (size_t)(sp - name));
-            out[sp - name] = 0;
-            return 1;
-        }
-    return 0;
+    if (!sp || (size_t)(sp - name) + 1 > cap || !dg_key_value_kind(sp + 1)) return 0;
+    memcpy(out, name, (size_t)(sp - name));
+    out[sp - name] = 0;
+    return 1;
 }
 
-/* dg_key_match_written as written or with number folded ("home page" = "homepage"
- * only as written: folding cuts the words apart differently). */
 static int cmp_word(const void *a, const void *b)
 {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -131,8 +135,14 @@ static void sort_words(const char *w, char *out, size_t cap)
     const char *word[DG_KEY_MAX_LEN / 2 + 1];
     size_t n = 0, o = 0;
     snprintf(buf, sizeof buf, "%s", w);
-    for (char *p = strtok(buf, " "); p && n < sizeof word / sizeof word[0]; p = strtok(NULL, " "))
+    /* split in place (no strtok: fills run on several threads at once) */
+    for (char *p = buf; *p && n < sizeof word / sizeof word[0];) {
         word[n++] = p;
+        char *sp = strchr(p, ' ');
+        if (!sp) break;
+        *sp = 0;
+        p = sp + 1;
+    }
     qsort(word, n, sizeof word[0], cmp_word);
     out[0] = 0;
     for (size_t i = 0; i < n; i++) {

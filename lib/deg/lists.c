@@ -146,8 +146,8 @@ static deg_status add_blank_separated(dg_lscan *S, size_t lb, size_t lcp, size_t
 }
 
 /* Items of a delimited value [v0, v1): split at ';' when it has one, else at ','
- * (never inside parentheses, 0.21.0, or brackets, 0.25.0; an item's "X (a, b)" parts are its cells:
- * paren_cells) with the last part split once more at a conjunction ("a, b and c"; a value
+ * (never inside parentheses, 0.21.0, or brackets, 0.25.0; an item's "X (a, b)" parts are
+ * its cells: paren_cells) with the last part split once more at a conjunction ("a, b and c"; a value
  * without commas: "Utility and TextEditor"); a value with neither splits at
  * blanks when its parts are identifiers (add_blank_separated). */
 static deg_status add_delimited(dg_lscan *S, size_t lb, size_t lcp, size_t v0, size_t v1)
@@ -217,7 +217,7 @@ static deg_status json_items(dg_lscan *S, size_t len, size_t lb, size_t i, size_
     const char *s = S->ctx;
     size_t lcp = *cp;
     while (i < len && s[i] != ']') {
-        if (s[i] == '\n' && i + 1 < len && s[i + 1] == '\n') break; /* unclosed: a blank line ends it */
+        if (s[i] == '\n' && i + 1 < len && s[i + 1] == '\n') break; /* unclosed: ends here */
         if (s[i] == '\n') {
             lcp += dg_utf8_count(s + lb, i + 1 - lb);
             lb = i + 1;
@@ -316,7 +316,8 @@ static int comma_leads_next(const dg_lscan *S, size_t b, size_t e)
  * (sentence_end): each with a value adds a raw list of its delimited items; a
  * last one with an empty value is left open (*open = 1) for the bullets below
  * the line, a line's only one whose value ends in ',' or whose next line starts with
- * one (*open = 2) for the folded lines below it (folded_run). A sentence's trailing '.' is not part of its value. */
+ * one (*open = 2) for the folded lines below it (folded_run). A sentence's trailing '.'
+ * is not part of its value. */
 static deg_status scan_sentences(dg_lscan *S, size_t b, size_t e, size_t cp, int *open)
 {
     const char *s = S->ctx;

@@ -19,8 +19,8 @@ int dg_lscan_json_open(const char *s, size_t b, size_t e, char opener, size_t *k
         if (opener != '[' || !dg_keyline_split(s, b, e, key0, key1, &v0, &v1) || v0 == v1 ||
             s[v0] != '[')
             return 0;
-        for (i = v0 + 1; i < v1 && (s[i] == ' ' || s[i] == '\t'); i++) {
-        }
+        i = v0 + 1;
+        while (i < v1 && (s[i] == ' ' || s[i] == '\t')) i++;
         if (i < v1 && s[i] != '"' && s[i] != '\'') return 0;
         *open = v0 + 1;
         return 1;
