@@ -83,7 +83,19 @@ extern "C" {
  * without that word: `maintainer_email` = "Maintainer"), and a plain
  * string span leaf outside arrays whose name ends in "email"/"mail" (or
  * "url"/"uri"/"homepage"/"website") reads the e-mail (URI) candidates of the context as
- * an email (uri) field does, when the context has one. `phrase` (default 0 =
+ * an email (uri) field does, when the context has one. (libdeg 0.26.0) A key line may
+ * sit in a C or shell comment ("/" "* SPDX-License-Identifier: MIT *" "/", "// Key: v":
+ * the marks are no part of key or value); copyright notices also read "Portions
+ * Copyright ..." and the holder-first "Copyright (C) Sun Microsystems 2008"; a number leaf
+ * outside arrays whose name or title has an end word (earliest, oldest, minimum, min,
+ * lowest, smallest, least, fewest / latest, newest, maximum, max, highest, largest,
+ * greatest, most) matches its keys partially without that word (`earliest_year` =
+ * "copyright year") and, of the number candidates under its largest key bonus, only those
+ * of the least (greatest) value keep that bonus (keyprior.h dg_key_name_extreme); a plain
+ * string leaf outside arrays named like a licence (a word starting "licen") with no key
+ * line naming it gives `exact` to each licence name the context writes outside another
+ * key's value ("Licensed under the MIT license": "MIT"; lib/deg/licenseprior.h).
+ * `phrase` (default 0 =
  * off) is added to the start/end of a grammar candidate (date, number, e-mail,
  * URI) that running text labels with the leaf's name: the clause right before
  * it ends with the name's words, maybe plus one linking word ("Available from
@@ -227,7 +239,9 @@ extern "C" {
  * and words joined by '-', '.' or '_' with a letter on one side are one word
  * ("xdg-user" cuts "xdg-user-dirs-update"; "2003" of "2003-2014" does not).
  * Every gold plain span of the training and development data is; off, an
- * unsure pointer cuts words ("FindASP" of "FindASPELL").
+ * unsure pointer cuts words ("FindASP" of "FindASPELL"). Since libdeg 0.26.0
+ * no such span starts with a C comment's opening or ends with its close
+ * ("GPL-2.0 WITH Linux-syscall-note *" "/" of a header's SPDX line).
  *
  * span_single_sentence (libdeg 0.15.0): a plain-string leaf outside arrays
  * never reads across a sentence end: a '.', '!' or '?' followed by blanks and a

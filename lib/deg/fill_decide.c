@@ -175,15 +175,8 @@ static int after_negation(const char *s, size_t i)
     return 0;
 }
 
-/* Byte i is inside, not at the start of, the value of a key line whose key is not the
- * leaf's, and of no key line that is: 1. ("OS: UNIX (BSD, ...)" names an operating system,
- * not the licence; but "Delivery: express (1-2 days)" states `shipping` under another
- * name: datagen-v2 test order-4.) A key naming the leaf in part is its own, and a value
- * may be read under two keys: a POM's <license><name> is "name" and "license name" (a new
- * user's check of 0.24.0). Leaves outside arrays only: an array item's key lines are its
- * own record's ("ftp-data<TAB>20/tcp", a data file's row, reads as the key line "ftp
- * data"). */
-static int under_other_key(const dg_ckpt *k, const freq *r, const dg_field_plan *f, size_t i)
+/* fill_internal.h; the key prior's line index is in document order. */
+int dg_fill_under_other_key(const dg_ckpt *k, const freq *r, const dg_field_plan *f, size_t i)
 {
     if (f->depth_items > 0) return 0;
     int other = 0;
@@ -209,7 +202,7 @@ static int sole_written(const dg_ckpt *k, const freq *r, const dg_field_plan *f,
     const char *s = r->ctx;
     for (size_t i = b0; n && i + n <= b1; i++)
         if (word_at(s, b0, b1, i, w, n) && !in_address(s, r->ctx_len, i, n) &&
-            !after_negation(s, i) && !under_other_key(k, r, f, i))
+            !after_negation(s, i) && !dg_fill_under_other_key(k, r, f, i))
             return 1;
     return 0;
 }
@@ -244,18 +237,10 @@ static void sole_prior_choice(const dg_ckpt *k, const freq *r, const leaf *L,
 /* Choice licence (licenseprior.h, at key_prior.sole; libdeg 0.24.0): each option of a
  * licence leaf outside arrays naming a licence the context states gets `sole`; a name
  * inside another key's value (under_other_key: "OS: UNIX (BSD, Linux)") states none. */
-#define DG_LICENSES_READ 64
 static void license_prior_choice(const dg_ckpt *k, const freq *r, const dg_field_plan *f,
                                  float *lg)
 {
-    if (!k->key_prior.on || !(k->key_prior.sole > 0) || f->depth_items > 0 || f->path.n == 0 ||
-        !f->path.seg[f->path.n - 1])
-        return;
-    char name[DG_KEY_MAX_LEN + 1], title[DG_KEY_MAX_LEN + 1] = "";
-    const char *seg = f->path.seg[f->path.n - 1];
-    dg_key_norm(seg, strlen(seg), name, sizeof name);
-    if (f->title) dg_key_norm(f->title, strlen(f->title), title, sizeof title);
-    if (!dg_license_named(name) && !dg_license_named(title)) return;
+    if (!k->key_prior.on || !(k->key_prior.sole > 0) || !dg_license_field(f)) return;
     dg_license w[DG_LICENSES_READ], o;
     size_t nw = dg_license_written(r->ctx, r->ctx_len, w, DG_LICENSES_READ);
     for (size_t i = 0; i < f->n_options && nw; i++) {
@@ -264,7 +249,7 @@ static void license_prior_choice(const dg_ckpt *k, const freq *r, const dg_field
             !dg_license_parse(json_string_value(v), json_string_length(v), &o))
             continue;
         for (size_t j = 0; j < nw; j++)
-            if (dg_license_same(&o, &w[j]) && !under_other_key(k, r, f, w[j].at)) {
+            if (dg_license_same(&o, &w[j]) && !dg_fill_under_other_key(k, r, f, w[j].at)) {
                 lg[i] += (float)k->key_prior.sole;
                 break;
             }

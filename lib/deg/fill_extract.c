@@ -69,131 +69,16 @@ static int joined(const freq *r, size_t j)
 
 static int word_bounded(const freq *r, size_t s, size_t e)
 {
+    /* a C comment's marks are no value's (deg_fill.h span_word_bounds, libdeg 0.26.0) */
+    if (e - s >= 2 && ((cp_at(r, s) == '/' && cp_at(r, s + 1) == '*') ||
+                       (cp_at(r, e - 2) == '*' && cp_at(r, e - 1) == '/')))
+        return 0;
     if (s > 0 && cp_word(r, s - 1) && cp_word(r, s)) return 0;
     if ((s > 0 && joined(r, s - 1)) || joined(r, s)) return 0; /* "user-..." or "-user..." */
     if (e < r->n_cp && cp_word(r, e - 1) && cp_word(r, e)) return 0;
     return !((e < r->n_cp && joined(r, e)) || joined(r, e - 1));
 }
 
-/* The day (YYYY-MM-DD, into day[11]) grammar candidate c of date leaf f writes, by
- * the leaf's own parser (a date-time's written date, its offset kept); 0 when c
- * does not parse (a partial reading, an ambiguous numeric date). */
-static int cand_day(const freq *r, const dg_field_plan *f, size_t s, size_t e, char *day)
-{
-    const char *txt = r->ctx + r->cp_byte[s];
-    size_t len = r->cp_byte[e] - r->cp_byte[s];
-    char buf[96];
-    int assumed, ok;
-    if (f->format == DG_FORMAT_DATE_TIME)
-        ok = len + 64 <= sizeof buf && dg_parse_datetime(txt, len, (deg_date_order)r->opt.date_order,
-                                                         "Z", buf, sizeof buf, &assumed) == DEG_OK;
-    else
-        ok = dg_parse_date(txt, len, (deg_date_order)r->opt.date_order, buf) == DEG_OK;
-    if (!ok) {
-        dg_clear_error();
-        return 0;
-    }
-    memcpy(day, buf, 10);
-    day[10] = 0;
-    return 1;
-}
-
-/* Date sole (key_prior.sole, libdeg 0.22.0): 1 when the context's ns candidates of
- * date leaf f (outside arrays) write one day and no other: every written date (the
- * readings starting at one code point) has a reading that parses, all to that day.
- * Why: a log's "[2024-04-06 22:18:00 -0500] NEW ticket=..." lines left `created` null
- * (the null head had no label to go by); on datagen-v2's train and val splits a date
- * leaf whose document writes one day is that day in 763 of 820 cases (null in the
- * rest, all nullable or optional leaves: the bonus leans, the heads still judge). */
-static int one_day(const freq *r, const dg_field_plan *f, const size_t *spans, size_t ns)
-{
-    char first[11] = "", day[11];
-    for (size_t c = 0; c < ns; c++) {
-        size_t s = spans[2 * c], e = spans[2 * c + 1];
-        if (e <= s || e > r->n_cp) return 0;
-        if (cand_day(r, f, s, e, day)) {
-            if (first[0] && strcmp(first, day) != 0) return 0;
-            memcpy(first, day, sizeof day);
-            continue;
-        }
-        int read = 0; /* another reading of the same written date parses */
-        for (size_t d = 0; d < ns && !read; d++)
-            read = d != c && spans[2 * d] == s && spans[2 * d + 1] <= r->n_cp &&
-                   spans[2 * d + 1] > s && cand_day(r, f, s, spans[2 * d + 1], day);
-        if (!read) return 0;
-    }
-    return first[0] != 0;
-}
-
-/* Number candidate c (spans sorted by start, then end) is the bare form of an earlier
- * candidate inside the key's value (from code point v0) that ends where it does: "900"
- * inside "-900", "1,234.56" inside "$1,234.56". The key prior's bonus goes to the whole
- * written number only: "OOMScoreAdjust=-900" read 900 when both forms had it (a new
- * user's check of libdeg 0.25.0). */
-static int signed_form_before(const size_t *spans, size_t c, size_t v0)
-{
-    for (size_t c2 = c; c2-- > 0 && spans[2 * c2] >= v0;)
-        if (spans[2 * c2 + 1] == spans[2 * c + 1] && spans[2 * c2] < spans[2 * c]) return 1;
-    return 0;
-}
-
-/* Extract: per context token, the start (bs) and end (be) bonus: the value of a
- * matching line (plain strings), or each grammar candidate [s, e) inside it
- * (typed fields; spans = ns candidate pairs; a number's whole written form only,
- * signed_form_before), and a grammar candidate labelled in
- * running text (dg_key_phrase_before) or followed by the unit its name ends in
- * (dg_key_unit_after), at key_prior.phrase; every candidate of a date leaf outside
- * arrays whose candidates write one day (one_day), at key_prior.sole. Largest bonus per
- * token. */
-static void key_prior_extract(const dg_ckpt *k, const freq *r, const dg_field_plan *f,
-                              const size_t *spans, size_t ns, int typed, float *bs, float *be)
-{
-    size_t nc = r->c1 - r->c0;
-    memset(bs, 0, nc * sizeof *bs);
-    memset(be, 0, nc * sizeof *be);
-    if (!k->key_prior.on) return;
-    for (size_t i = 0; i < r->kv.n; i++) {
-        const dg_keyline *kv = &r->kv.p[i];
-        float bonus = (float)dg_key_bonus(&k->key_prior, f, kv);
-        if (bonus <= 0) continue;
-        if (!typed) {
-            size_t ts = r->cp_tok[kv->val0], te = r->cp_tok[kv->val1 - 1];
-            if (bs[ts] < bonus) bs[ts] = bonus;
-            if (be[te] < bonus) be[te] = bonus;
-            continue;
-        }
-        for (size_t c = 0; c < ns; c++) {
-            size_t s = spans[2 * c], e = spans[2 * c + 1];
-            if (e <= s || s < kv->val0 || e > kv->val1) continue;
-            if (f->mode == DG_MODE_NUMBER && signed_form_before(spans, c, kv->val0)) continue;
-            size_t ts = r->cp_tok[s], te = r->cp_tok[e - 1];
-            if (bs[ts] < bonus) bs[ts] = bonus;
-            if (be[te] < bonus) be[te] = bonus;
-        }
-    }
-    float phrase = (float)k->key_prior.phrase;
-    char unit[DG_KEY_MAX_LEN + 1];
-    if (typed && phrase > 0) dg_key_name_unit(f, unit, sizeof unit);
-    for (size_t c = 0; typed && phrase > 0 && c < ns; c++) {
-        size_t s = spans[2 * c], e = spans[2 * c + 1];
-        if (e <= s || e > r->n_cp) continue;
-        if (!dg_key_phrase_before(f, r->ctx, r->cp_byte[s]) &&
-            !dg_key_unit_after(unit, r->ctx, r->ctx_len, r->cp_byte[e]))
-            continue;
-        size_t ts = r->cp_tok[s], te = r->cp_tok[e - 1];
-        if (bs[ts] < phrase) bs[ts] = phrase;
-        if (be[te] < phrase) be[te] = phrase;
-    }
-    float sole = (float)k->key_prior.sole;
-    if (!(typed && sole > 0 && f->mode == DG_MODE_DATE && f->depth_items == 0 &&
-          one_day(r, f, spans, ns)))
-        return;
-    for (size_t c = 0; c < ns; c++) {
-        size_t ts = r->cp_tok[spans[2 * c]], te = r->cp_tok[spans[2 * c + 1] - 1];
-        if (bs[ts] < sole) bs[ts] = sole;
-        if (be[te] < sole) be[te] = sole;
-    }
-}
 
 /* List prior (lists.h): the first and last tokens of leaf L's own list item, when
  * L's array is anchored on its list. Returns 1 when L is a plain array's item (its
@@ -709,7 +594,7 @@ deg_status dg_fill_decode_extract(const dg_ckpt *k, freq *r, job *j)
         if ((st = dg_candidates(kind, r->ctx, r->ctx_len, &spans, &ns)) != DEG_OK) goto done;
         if (ns == 0) kind = NULL; /* none written: the name reads a plain span */
     }
-    key_prior_extract(k, r, f, spans, ns, kind != NULL, kb, kb + nc + 1);
+    dg_fill_key_prior_extract(k, r, f, spans, ns, kind != NULL, kb, kb + nc + 1);
     /* lambda 0 (off) adds nothing at all: such a fill is bitwise what it was */
     if (r->lm_prior > 0 && (st = lm_prior_start(k, r, a, nc, lm)) != DEG_OK) goto done;
     size_t lt[2], item = 0;

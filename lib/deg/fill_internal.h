@@ -11,6 +11,7 @@
  *   fill_rounds.c    fork batches and the one round loop (fill and trace)
  *   fill_decide.c    decide-head decoding (choice, score, noul) + key prior
  *   fill_extract.c   extract-head decoding (spans, candidates, null decision)
+ *   fill_extract_keys.c  the key prior's start/end bonuses of an extract leaf
  *   fill_arrays.c    counts, anchors (§12.6), drops, renumbered pointers
  *   fill_columns.c   the column each free property of a table's records reads, and
  *                    the headerless cells spans outside them keep to
@@ -320,6 +321,30 @@ void dg_fill_drops(freq *r);
  * (before it: the later item fails and is dropped). Errors: DEG_ERR_NOMEM. */
 deg_status dg_fill_distinct_spans(const dg_ckpt *k, freq *r);
 deg_status dg_fill_distinct_items(const dg_ckpt *k, freq *r);
+
+/* Byte i (of the context) is inside, not at the start of, the value of a key line whose key is not the
+ * leaf's, and of no key line that is: 1. ("OS: UNIX (BSD, ...)" names an operating system,
+ * not the licence; but "Delivery: express (1-2 days)" states `shipping` under another
+ * name: datagen-v2 test order-4.) A key naming the leaf in part is its own, and a value
+ * may be read under two keys: a POM's <license><name> is "name" and "license name" (a new
+ * user's check of 0.24.0). Leaves outside arrays only: an array item's key lines are its
+ * own record's ("ftp-data<TAB>20/tcp", a data file's row, reads as the key line "ftp
+ * data").
+ * (fill_decide.c: the choice rules; fill_extract_keys.c: licence names in spans.) */
+int dg_fill_under_other_key(const dg_ckpt *k, const freq *r, const dg_field_plan *f, size_t i);
+
+/* The key prior of an extract leaf (fill_extract_keys.c): per context token (nc =
+ * c1 - c0), the start (bs) and end (be) bonus: the value of a matching line (plain strings), or each grammar candidate [s, e) inside it
+ * (typed fields; spans = ns candidate pairs; a number's whole written form only,
+ * signed_form_before; under the largest bonus only the end a name asks for,
+ * end_of_keys), and a grammar candidate labelled in
+ * running text (dg_key_phrase_before) or followed by the unit its name ends in
+ * (dg_key_unit_after), at key_prior.phrase; every candidate of a date leaf outside
+ * arrays whose candidates write one day (one_day), at key_prior.sole. Largest bonus per
+ * token. bs, be: nc floats each, overwritten. Also the licence names of a plain
+ * string named like a licence (license_names). */
+void dg_fill_key_prior_extract(const dg_ckpt *k, const freq *r, const dg_field_plan *f,
+                               const size_t *spans, size_t ns, int typed, float *bs, float *be);
 
 /* An extract outcome's reported confidence from its log-probability (fill_extract.c). */
 double dg_fill_extract_confidence(const dg_ckpt *k, double lp);

@@ -102,7 +102,27 @@ static int changelog(const char *s, size_t len, dg_keylines *ix, size_t *cap)
     return 0;
 }
 
-/* Line [b, e) as a copyright notice "[comment marks] Copyright [(c)|©] YEARS HOLDER"
+/* 1 when [i, e) is "HOLDER YEAR" ("Copyright (C) Sun Microsystems 2008"): the holder
+ * (letters first) and a last word of one 4-digit year 1xxx or 2xxx, with the years' bytes in v[0..1]
+ * and the holder's in v[2..3]. */
+static int years_after(const char *s, size_t i, size_t e, size_t *v)
+{
+    while (e > i && strchr(" \t\r.*/", s[e - 1])) e--; /* and a comment's close */
+    if (e - i < 7 || !isalpha((unsigned char)s[i])) return 0;
+    size_t y = e - 4;
+    if (s[y] != '1' && s[y] != '2') return 0;
+    for (size_t j = y; j < e; j++)
+        if (!isdigit((unsigned char)s[j])) return 0;
+    if (s[y - 1] != ' ') return 0;
+    size_t h1 = y - 1;
+    while (h1 > i && strchr(" ,", s[h1 - 1])) h1--;
+    size_t out[4] = {y, e, i, h1};
+    memcpy(v, out, sizeof out);
+    return h1 - i >= 2;
+}
+
+/* Line [b, e) as a copyright notice "[comment marks] [Portions] Copyright [(c)|©] YEARS
+ * HOLDER" or "... HOLDER YEAR" (years_after)
  * (YEARS: 4-digit years with '-', ',', blanks between: "2005-2010, 2012"): 1 with the
  * years' bytes in v[0..1] and the holder's in v[2..3] (up to a " <" e-mail, " -", "All
  * rights reserved" or the line's end; trailing '.' ',' left out). */
@@ -110,6 +130,7 @@ static int notice(const char *s, size_t b, size_t e, size_t *v)
 {
     size_t i = b;
     while (i < e && strchr(" \t#*/;%!-", s[i])) i++;
+    if (e - i > 9 && strncasecmp(s + i, "portions ", 9) == 0) i += 9; /* "Portions Copyright" */
     if (e - i < 15 || strncasecmp(s + i, "copyright", 9) != 0 || s[i + 9] != ' ') return 0;
     i += 10;
     for (;;) { /* "(c)", "(C)", "©" */
@@ -124,9 +145,10 @@ static int notice(const char *s, size_t b, size_t e, size_t *v)
            (i + 4 == e || !isalnum((unsigned char)s[i + 4]))) {
         i += 4;
         y1 = i;
-        while (i < e && strchr(" ,-", s[i])) i++;
+        while (i < e && strchr(" \t,-", s[i])) i++;
     }
-    if (y1 == y0 || i >= e) return 0;
+    if (y1 == y0) return years_after(s, i, e, v);
+    if (i >= e) return 0;
     if (e - i > 3 && strncasecmp(s + i, "by ", 3) == 0) i += 3;
     size_t h0 = i, h1 = i;
     while (h1 < e && !(s[h1] == '<' || (s[h1] == ' ' && h1 + 1 < e && s[h1 + 1] == '-') ||
@@ -153,9 +175,14 @@ static int notices(const char *s, size_t len, dg_keylines *ix, size_t *cap)
         e = dg_lscan_line_end(s, len, b);
         if (!notice(s, b, e, v)) continue;
         n++;
-        if (add(s, &c, "copyright year", v[0], v[1], ix, cap) < 0 ||
-            add(s, &c, "copyright holder", v[2], v[3], ix, cap) < 0 ||
-            add(s, &c, "holder", v[2], v[3], ix, cap) < 0)
+        /* in document order: the cursor c only moves forward ("HOLDER YEAR" puts the
+         * holder first) */
+        int first = v[2] < v[0];
+        if ((first && (add(s, &c, "copyright holder", v[2], v[3], ix, cap) < 0 ||
+                       add(s, &c, "holder", v[2], v[3], ix, cap) < 0)) ||
+            add(s, &c, "copyright year", v[0], v[1], ix, cap) < 0 ||
+            (!first && (add(s, &c, "copyright holder", v[2], v[3], ix, cap) < 0 ||
+                        add(s, &c, "holder", v[2], v[3], ix, cap) < 0)))
             return -1;
     }
     return 0;

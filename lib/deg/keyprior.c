@@ -26,7 +26,8 @@ static int is_key_byte(unsigned char c)
 
 static int is_markup(unsigned char c)
 {
-    return c == ' ' || c == '\t' || c == '-' || c == '*' || c == '#' || c == '|' || c == '>';
+    return c == ' ' || c == '\t' || c == '-' || c == '*' || c == '#' || c == '|' || c == '>' ||
+           c == '/';
 }
 
 static int is_stop_word(const char *w, size_t n)
@@ -161,6 +162,10 @@ int dg_keyline_split(const char *ctx, size_t b, size_t e, size_t *key0, size_t *
                        ctx[v1 - 1] == '|' || ctx[v1 - 1] == '*' || ctx[v1 - 1] == ',' ||
                        ctx[v1 - 1] == ';'))
         v1--;
+    if (v1 - v0 >= 2 && ctx[v1 - 1] == '/' && ctx[v1 - 2] == '*') { /* a C comment's close */
+        v1 -= 2;
+        while (v1 > v0 && (ctx[v1 - 1] == ' ' || ctx[v1 - 1] == '\t')) v1--;
+    }
     while (v0 < v1 && ctx[v0] == '*') v0++;  /* "**Key:** value" */
     while (v0 < v1 && ctx[v0] == ' ') v0++;
     /* a JSON member opening an object or array, or null, has no scalar value (lists.c

@@ -219,6 +219,16 @@ size_t dg_key_name_unit(const dg_field_plan *f, char *unit, size_t cap);
  * need a label before the value). */
 int dg_key_unit_after(const char *unit, const char *ctx, size_t len, size_t e);
 
+/* Ends in names (keyvocab.c; libdeg 0.26.0): -1 when number or integer field f outside
+ * arrays has a name or title word asking for the least of the numbers its keys state
+ * (earliest, oldest, minimum, min, lowest, smallest, least, fewest), 1 for the greatest
+ * (latest, newest, maximum, max, highest, largest, greatest, most), else 0. Why: a
+ * header's notices state many years ("Copyright (c) 1997-2000 ...", "Copyright (c)
+ * 2016-2022 ..."); every one is a "copyright year" key's value, and `earliest_year` read
+ * 2000 and `latest_year` 1997 from expat.h (bench/devreal set 5). The extract decoder
+ * gives the key bonus to that end's candidates only (fill_extract.c key_prior_extract). */
+int dg_key_name_extreme(const dg_field_plan *f);
+
 #define DG_KEY_DESC_MAX 512 /* bytes of a normalised description read for key names */
 
 /* 1 when normalised key `key` (>= 4 bytes) is a run of whole words of field f's

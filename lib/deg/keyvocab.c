@@ -114,6 +114,34 @@ static int canon_words(const char *in, char *out, size_t cap, int key)
 
 /* Normalised name without its last word when that word says what the value is and
  * other words precede it ("contact email" -> "contact"); 1 when cut. */
+/* Words of a number's name that ask for one end of the numbers its key states (-1 the
+ * least, 1 the greatest). "first" and "last" are left out: they also name a position
+ * ("first_port" of a list), and the years of notices are not written in order (png.h
+ * opens with "2018-2022" above "1995-1996"). */
+static const struct { const char *word; int end; } EXTREMES[] = {
+    {"earliest", -1}, {"oldest", -1}, {"minimum", -1}, {"min", -1}, {"lowest", -1},
+    {"smallest", -1}, {"least", -1}, {"fewest", -1},
+    {"latest", 1}, {"newest", 1}, {"maximum", 1}, {"max", 1}, {"highest", 1},
+    {"largest", 1}, {"greatest", 1}, {"most", 1},
+};
+
+/* The end word w[0, n) asks for (EXTREMES), else 0. */
+static int extreme_word(const char *w, size_t n)
+{
+    for (size_t j = 0; j < sizeof EXTREMES / sizeof EXTREMES[0]; j++)
+        if (strlen(EXTREMES[j].word) == n && !strncmp(w, EXTREMES[j].word, n))
+            return EXTREMES[j].end;
+    return 0;
+}
+
+/* A name of 2+ words opening with an end word names its key without it:
+ * `earliest_year` a notice's "copyright year", `max_connections` "Connections". */
+static const char *cut_extreme_word(const char *name)
+{
+    const char *sp = strchr(name, ' ');
+    return sp && extreme_word(name, (size_t)(sp - name)) ? sp + 1 : NULL;
+}
+
 static int cut_value_word(const char *name, char *out, size_t cap)
 {
     const char *sp = strrchr(name, ' ');
@@ -173,6 +201,9 @@ static int vocab_one(const char *name, const char *key)
     for (size_t i = 0; i < sizeof PAIRS / sizeof PAIRS[0]; i++) /* rewritten: `website` too */
         if (!strcmp(n2, PAIRS[i][0]) && !strcmp(k2, PAIRS[i][1])) return 1;
     if ((cn || ck) && same_words(n2, k2)) return 1;
+    const char *rest = cut_extreme_word(name);
+    if (rest && (dg_key_match_written(rest, NULL, key, 0) || dg_key_match_written(rest, NULL, key, 1)))
+        return 1;
     if (!cut_value_word(name, cut, sizeof cut)) return 0;
     canon_words(cut, n2, sizeof n2, 0);
     return same_words(n2, k2);
@@ -186,6 +217,27 @@ int dg_key_vocab_match(const char *seg, const char *title, const char *key)
         if (!s) continue;
         dg_key_norm(s, strlen(s), name, sizeof name);
         if (vocab_one(name, key)) return 1;
+    }
+    return 0;
+}
+
+int dg_key_name_extreme(const dg_field_plan *f)
+{
+    if ((f->type != DG_TYPE_NUMBER && f->type != DG_TYPE_INTEGER) || f->depth_items > 0 ||
+        f->path.n == 0)
+        return 0;
+    char name[DG_KEY_MAX_LEN + 1];
+    for (int i = 0; i < 2; i++) {
+        const char *s = i ? f->title : f->path.seg[f->path.n - 1];
+        if (!s) continue;
+        dg_key_norm(s, strlen(s), name, sizeof name);
+        for (const char *w = name; *w;) {
+            size_t n = strcspn(w, " ");
+            int end = extreme_word(w, n);
+            if (end) return end;
+            w += n;
+            while (*w == ' ') w++;
+        }
     }
     return 0;
 }

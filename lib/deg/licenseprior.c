@@ -7,6 +7,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "deg/keyprior.h"
+
 /* Names, longest first where one starts another ("gnu lesser general public" before
  * "gnu general public"; "gpl" is only ever read at a word start, so not in "lgpl"). */
 static const struct {
@@ -176,6 +178,23 @@ static int licence_word_near(const char *s, size_t len, size_t i)
     return 0;
 }
 
+/* The byte after a licence name as an identifier, the name ending at s[after]: with the
+ * characters written onto it ("GPL-2.0+", "GPLv2", "BSD-3-Clause"; not ',', ';', ':',
+ * quotes, brackets, a final '.'), and for a name of several words its following word
+ * "License"/"Licence" ("GNU General Public License"; "MIT license" stays "MIT", as its
+ * identifier is written). A version in words after it ("version 2") is left out. */
+static size_t name_span(const char *s, size_t n, size_t at, size_t after)
+{
+    size_t e = after;
+    while (e < n && !isspace((unsigned char)s[e]) && !strchr(",;:()[]{}<>\"'`", s[e])) e++;
+    while (e > after && s[e - 1] == '.') e--;
+    if (e == after && memchr(s + at, ' ', after - at) && e + 8 <= n && s[e] == ' ' &&
+        (strncasecmp(s + e + 1, "license", 7) == 0 || strncasecmp(s + e + 1, "licence", 7) == 0) &&
+        (e + 8 == n || !isalnum((unsigned char)s[e + 8])))
+        e += 8;
+    return e;
+}
+
 size_t dg_license_written(const char *ctx, size_t len, dg_license *out, size_t cap)
 {
     size_t n = 0;
@@ -189,13 +208,14 @@ size_t dg_license_written(const char *ctx, size_t len, dg_license *out, size_t c
             size_t e = after + DG_LICENSE_WINDOW < len ? after + DG_LICENSE_WINDOW : len;
             read_rest(ctx, after, e, &L);
             L.at = i;
+            L.end = name_span(ctx, len, i, after);
             out[n++] = L;
             i = after - 1;
             continue;
         }
         for (size_t k = 0; k < sizeof TEXTS / sizeof *TEXTS; k++) {
             if (!phrase_at(ctx, len, i, TEXTS[k].text)) continue;
-            L = (dg_license){TEXTS[k].family, TEXTS[k].major, -1, -1, i};
+            L = (dg_license){TEXTS[k].family, TEXTS[k].major, -1, -1, i, 0};
             if (L.family == DG_LIC_BSD) L.major = bsd_clauses(ctx, len, i);
             out[n++] = L;
             break;
@@ -220,4 +240,41 @@ int dg_license_named(const char *words)
     for (const char *p = words; (p = strstr(p, "licen")) != NULL; p++)
         if (p == words || p[-1] == ' ') return 1;
     return 0;
+}
+
+int dg_license_field(const struct dg_field_plan *f)
+{
+    if (f->depth_items > 0 || f->path.n == 0 || !f->path.seg[f->path.n - 1]) return 0;
+    char name[DG_KEY_MAX_LEN + 1], title[DG_KEY_MAX_LEN + 1] = "";
+    const char *seg = f->path.seg[f->path.n - 1];
+    dg_key_norm(seg, strlen(seg), name, sizeof name);
+    if (f->title) dg_key_norm(f->title, strlen(f->title), title, sizeof title);
+    return dg_license_named(name) || dg_license_named(title);
+}
+
+/* Normalised name w ends in a licence word, or in an identifier word right after one. */
+static int names_licence(const char *w)
+{
+    const char *last = strrchr(w, ' ');
+    if (!last) return strncmp(w, "licen", 5) == 0;
+    if (strncmp(last + 1, "licen", 5) == 0) return 1;
+    static const char *const ID[] = {"id", "identifier", "name", "spdx", "type"};
+    int id = 0;
+    for (size_t i = 0; i < sizeof ID / sizeof *ID; i++) id |= strcmp(last + 1, ID[i]) == 0;
+    if (!id) return 0;
+    const char *prev = last;
+    while (prev > w && prev[-1] != ' ') prev--;
+    return strncmp(prev, "licen", 5) == 0;
+}
+
+int dg_license_name_field(const struct dg_field_plan *f)
+{
+    if (!dg_license_field(f)) return 0;
+    char w[DG_KEY_MAX_LEN + 1];
+    const char *seg = f->path.seg[f->path.n - 1];
+    dg_key_norm(seg, strlen(seg), w, sizeof w);
+    if (names_licence(w)) return 1;
+    if (!f->title) return 0;
+    dg_key_norm(f->title, strlen(f->title), w, sizeof w);
+    return names_licence(w);
 }

@@ -30,6 +30,9 @@ typedef struct dg_license {
     int major, minor; /* version (BSD: its clauses, "BSD-3-Clause" = 3); -1 unstated */
     int later;        /* 1 "or later" / "+", 0 "only", -1 unstated */
     size_t at;        /* dg_license_written: the byte its name or text starts at */
+    size_t end;       /* dg_license_written: the byte after its name as an identifier
+                       * (name_span: "GPL-2.0+", "GPLv2", "MIT", "GNU General Public
+                       * License"), 0 for a licence stated by its text alone */
 } dg_license;
 
 /* The first licence named in s[0, n) (an option: "GPL-2.0-or-later", "Expat",
@@ -49,6 +52,7 @@ int dg_license_parse(const char *s, size_t n, dg_license *out);
  * the Unlicense's; whitespace runs and line breaks match a space). At most cap into
  * out; returns how many (the first cap). */
 #define DG_LICENSE_WINDOW 240
+#define DG_LICENSES_READ 64 /* the fill decoders' cap: licences read per context */
 size_t dg_license_written(const char *ctx, size_t len, dg_license *out, size_t cap);
 
 /* Does option licence o name written licence w: one family, equal versions where both
@@ -58,5 +62,19 @@ int dg_license_same(const dg_license *o, const dg_license *w);
 
 /* Is normalised name `words` (dg_key_norm) a licence's: a word starting "licen"? */
 int dg_license_named(const char *words);
+
+/* Is f a licence's leaf: outside arrays, its name or title licence-named
+ * (dg_license_named)? Read by the choice rule (fill_decide.c) and the span rule
+ * (fill_extract.c). */
+struct dg_field_plan;
+int dg_license_field(const struct dg_field_plan *f);
+
+/* Does f's name or title name the licence itself (libdeg 0.26.0): a licence's leaf
+ * (dg_license_field) whose normalised name ends in a word starting "licen" ("license",
+ * "project licence") or in id / identifier / name / spdx / type right after one
+ * ("license_id", "licence name")? Not an attribute of it: `license_version`,
+ * `license_url`, `license_file` (datagen-v2 test license/Apache-2.0/1 read "Apache
+ * License" for `license_version` when every licence-named string was read so). */
+int dg_license_name_field(const struct dg_field_plan *f);
 
 #endif

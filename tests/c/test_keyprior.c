@@ -1003,3 +1003,75 @@ Test(keyprior, sole_option_and_day)
         }
     }
 }
+
+/* Notice forms of libdeg 0.26.0 (keyline_forms.c): "Portions Copyright", the holder
+ * before a year ("Copyright (C) Sun Microsystems 2008", holder line first: the key lines
+ * are in document order), a TAB after the years; and a C comment's marks around a key
+ * line ("/" "* SPDX-License-Identifier: ... *" "/", "// Key: value"). From linux/ethtool.h,
+ * linux/nl80211.h and linux/sonypi.h, worked out by hand. */
+Test(keyprior, scan_notice_forms_and_comment_keys)
+{
+    const char *ctx = "/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */\n"
+                      " * Portions Copyright 2001 Sun Microsystems (thockin@sun.com)\n"
+                      " * Portions Copyright (C) Sun Microsystems 2008\n"
+                      " * Copyright 2015-2017\tIntel Deutschland GmbH\n"
+                      "// Maintainer: Jeff\n"
+                      " * Copyright (C) 1998 David S. Miller (davem@redhat.com)\n";
+    dg_keylines ix = {0};
+    cr_assert_eq(dg_keylines_scan(ctx, strlen(ctx), &ix), DEG_OK);
+    struct { const char *key, *value; } want[] = {
+        {"spdx license identifier", "GPL-2.0 WITH Linux-syscall-note"},
+        {"copyright year", "2001"},
+        {"copyright holder", "Sun Microsystems (thockin@sun.com)"},
+        {"holder", "Sun Microsystems (thockin@sun.com)"},
+        {"copyright holder", "Sun Microsystems"}, {"holder", "Sun Microsystems"},
+        {"copyright year", "2008"},
+        {"copyright year", "2015-2017"},
+        {"copyright 2015 2017", "Intel Deutschland GmbH"}, /* a TAB parts a key line too */
+        {"copyright holder", "Intel Deutschland GmbH"},
+        {"holder", "Intel Deutschland GmbH"},
+        {"maintainer", "Jeff"},
+        {"copyright year", "1998"}, {"copyright holder", "David S. Miller (davem@redhat.com)"},
+        {"holder", "David S. Miller (davem@redhat.com)"}};
+    size_t nw = sizeof want / sizeof *want;
+    cr_assert_eq(ix.n, nw, "got %zu lines", ix.n);
+    for (size_t i = 0; i < nw; i++) { /* ASCII: code points are bytes */
+        cr_assert_str_eq(ix.p[i].key, want[i].key, "line %zu", i);
+        size_t b0 = ix.p[i].val0, b1 = ix.p[i].val1;
+        cr_assert(b1 - b0 == strlen(want[i].value) && !memcmp(ctx + b0, want[i].value, b1 - b0),
+                  "%zu: %.*s", i, (int)(b1 - b0), ctx + b0);
+    }
+    dg_keylines_free(&ix);
+}
+
+/* Ends in names (dg_key_name_extreme) and the name read without its end word: `earliest_year`
+ * names a notice's "copyright year"; strings, array leaves and "first"/"last" ask for no
+ * end. */
+Test(keyprior, name_extremes)
+{
+    const char *schema =
+        "{\"type\":\"object\",\"properties\":{"
+        "\"earliest_year\":{\"type\":\"integer\"},"
+        "\"latestYear\":{\"type\":\"integer\"},"
+        "\"max_connections\":{\"type\":\"number\"},"
+        "\"n\":{\"type\":\"integer\",\"title\":\"Oldest release year\"},"
+        "\"first_year\":{\"type\":\"integer\"},"
+        "\"latest_version\":{\"type\":\"string\"},"
+        "\"years\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":"
+        "{\"min_year\":{\"type\":\"integer\"}}}}}}";
+    deg_plan *p = compile_plan(schema);
+    cr_assert_eq(dg_key_name_extreme(field(p, "/earliest_year")), -1);
+    cr_assert_eq(dg_key_name_extreme(field(p, "/latestYear")), 1);
+    cr_assert_eq(dg_key_name_extreme(field(p, "/max_connections")), 1);
+    cr_assert_eq(dg_key_name_extreme(field(p, "/n")), -1, "by title");
+    cr_assert_eq(dg_key_name_extreme(field(p, "/first_year")), 0, "a position, not an end");
+    cr_assert_eq(dg_key_name_extreme(field(p, "/latest_version")), 0, "a string");
+    cr_assert_eq(dg_key_name_extreme(field(p, "/years/*/min_year")), 0, "an array's leaf");
+    cr_assert_eq(dg_key_match(field(p, "/earliest_year"), "copyright year"), 1);
+    cr_assert_eq(dg_key_match(field(p, "/latestYear"), "year"), 1);
+    cr_assert_eq(dg_key_match(field(p, "/max_connections"), "connections"), 1);
+    cr_assert_eq(dg_key_match(field(p, "/max_connections"), "max connections"), 2);
+    cr_assert_eq(dg_key_match(field(p, "/first_year"), "copyright year"), 0);
+    cr_assert_eq(dg_key_match(field(p, "/earliest_year"), "copyright holder"), 0);
+    deg_plan_free(p);
+}

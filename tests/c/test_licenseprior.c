@@ -4,7 +4,9 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
+#include "deg.h"
 #include "deg/licenseprior.h"
+#include "deg/plan.h"
 
 static dg_license parse(const char *s)
 {
@@ -144,4 +146,76 @@ Test(licenseprior, same_and_named)
     cr_assert(dg_license_named("licenses"));
     cr_assert_not(dg_license_named("unlicensed count"));
     cr_assert_not(dg_license_named("name"));
+}
+
+/* A named licence's identifier as written (dg_license end): the characters written onto
+ * the name, a several-word name's "License", never a version in words; a licence stated
+ * by its text alone has none. Worked out by hand from each text. */
+Test(licenseprior, name_spans)
+{
+    static const struct {
+        const char *text, *want;
+    } C[] = {
+        {"/* SPDX-License-Identifier: GPL-2.0+ WITH Linux-syscall-note */", "GPL-2.0+"},
+        {"   Licensed under the MIT license:", "MIT"},
+        {"under the terms of the MIT license. See LICENSE", "MIT"},
+        {"licensed GPLv2, see COPYING", "GPLv2"},
+        {"License: BSD-3-Clause.", "BSD-3-Clause"},
+        {"the GNU General Public License version 2", "GNU General Public License"},
+        {"licensed under (GPL-2.0-or-later)", "GPL-2.0-or-later"},
+        {"the Apache License, Version 2.0", "Apache"},
+    };
+    for (size_t i = 0; i < sizeof C / sizeof *C; i++) {
+        size_t n;
+        dg_license L = first(C[i].text, &n);
+        cr_assert_geq(n, 1, "%s", C[i].text);
+        cr_assert(L.end > L.at, "%s", C[i].text);
+        cr_assert(L.end - L.at == strlen(C[i].want) &&
+                      !memcmp(C[i].text + L.at, C[i].want, L.end - L.at),
+                  "%s: %.*s", C[i].text, (int)(L.end - L.at), C[i].text + L.at);
+    }
+    size_t n;
+    dg_license L = first("Permission is hereby granted, free of charge, to any person obtaining a "
+                         "copy", &n);
+    cr_assert_eq(n, 1);
+    cr_assert_eq(L.family, DG_LIC_MIT);
+    cr_assert_eq(L.end, 0, "stated by its text: no name to read");
+}
+
+/* Which licence-named leaves name the licence itself (dg_license_name_field): the span
+ * rule reads licence names for these only, not for an attribute of the licence. */
+Test(licenseprior, name_fields)
+{
+    const char *schema =
+        "{\"type\":\"object\",\"properties\":{"
+        "\"license\":{\"type\":\"string\"},"
+        "\"projectLicence\":{\"type\":\"string\"},"
+        "\"license_id\":{\"type\":\"string\"},"
+        "\"x\":{\"type\":\"string\",\"title\":\"License name\"},"
+        "\"license_version\":{\"type\":\"string\"},"
+        "\"LicenseURL\":{\"type\":\"string\"},"
+        "\"owner\":{\"type\":\"string\"},"
+        "\"deps\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":"
+        "{\"license\":{\"type\":\"string\"}}}}}}";
+    deg_plan *p = NULL;
+    char *errs = NULL;
+    cr_assert_eq(deg_plan_compile(schema, strlen(schema), &p, &errs), DEG_OK);
+    const dg_plan *P = (const dg_plan *)p;
+    static const struct {
+        const char *pointer;
+        int field, name_field;
+    } C[] = {
+        {"/license", 1, 1}, {"/projectLicence", 1, 1}, {"/license_id", 1, 1}, {"/x", 1, 1},
+        {"/license_version", 1, 0}, {"/LicenseURL", 1, 0}, {"/owner", 0, 0},
+        {"/deps/*/license", 0, 0}, /* an array's leaf: the context's licences are not its */
+    };
+    for (size_t i = 0; i < sizeof C / sizeof *C; i++) {
+        const dg_field_plan *f = NULL;
+        for (size_t j = 0; j < P->n_fields; j++)
+            if (!strcmp(P->fields[j].pointer, C[i].pointer)) f = &P->fields[j];
+        cr_assert(f, "%s", C[i].pointer);
+        cr_assert_eq(dg_license_field(f), C[i].field, "%s", C[i].pointer);
+        cr_assert_eq(dg_license_name_field(f), C[i].name_field, "%s", C[i].pointer);
+    }
+    deg_plan_free(p);
 }

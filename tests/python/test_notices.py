@@ -1,0 +1,93 @@
+"""Decoding rules of libdeg 0.26.0 for copyright notices and licences, on the real SmolLM2
+and the shipped checkpoint, each on the head of a real C header of this machine (bench/devreal
+set 5) the 0.25.0 rules got wrong: a number named `earliest_...`/`latest_...` reads that end
+of the years its notices state (lib/deg/keyvocab.c dg_key_name_extreme, fill_extract_keys.c
+end_of_keys); a plain `license` reads the licence a sentence names ("Licensed under the MIT
+license", fill_extract_keys.c license_names); a key line inside a C comment is read without the
+comment's marks, and no span ends in them (keyprior.c, fill_extract.c word_bounded); a notice
+"Portions Copyright (C) HOLDER YEAR" states its year (keyline_forms.c years_after). Each test
+also fills with the checkpoint without the setting the rule sits under, so it can fail."""
+import deg
+
+from test_decoding_rules import without
+
+S = {"type": "string"}
+I = {"type": "integer"}
+
+
+def obj(**props):
+    return {"type": "object", "properties": props, "required": list(props)}
+
+
+# /usr/include/expat.h (Debian 12 libexpat1-dev): its first 19 lines, "*/" and its
+# first lines of code (the MIT text between them left out)
+EXPAT = """/*
+                            __  __            _
+                         ___\\ \\/ /_ __   __ _| |_
+                        / _ \\\\  /| '_ \\ / _` | __|
+                       |  __//  \\| |_) | (_| | |_
+                        \\___/_/\\_\\ .__/ \\__,_|\\__|
+                                 |_| XML parser
+
+   Copyright (c) 1997-2000 Thai Open Source Software Center Ltd
+   Copyright (c) 2000      Clark Cooper <coopercc@users.sourceforge.net>
+   Copyright (c) 2000-2005 Fred L. Drake, Jr. <fdrake@users.sourceforge.net>
+   Copyright (c) 2001-2002 Greg Stein <gstein@users.sourceforge.net>
+   Copyright (c) 2002-2016 Karl Waclawek <karl@waclawek.net>
+   Copyright (c) 2016-2022 Sebastian Pipping <sebastian@pipping.org>
+   Copyright (c) 2016      Cristian Rodr\u00edguez <crrodriguez@opensuse.org>
+   Copyright (c) 2016      Thomas Beutlich <tc@tbeu.de>
+   Copyright (c) 2017      Rhodri James <rhodri@wildebeest.org.uk>
+   Copyright (c) 2022      Thijs Schreijer <thijs@thijsschreijer.nl>
+   Licensed under the MIT license:
+*/
+
+#ifndef Expat_INCLUDED
+#define Expat_INCLUDED 1
+
+#include <stdlib.h>
+#include "expat_external.h"
+"""
+
+# /usr/include/linux/ethtool.h (Debian 12 linux-libc-dev), its first 14 lines
+ETHTOOL = """/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * ethtool.h: Defines for Linux ethtool.
+ *
+ * Copyright (C) 1998 David S. Miller (davem@redhat.com)
+ * Copyright 2001 Jeff Garzik <jgarzik@pobox.com>
+ * Portions Copyright 2001 Sun Microsystems (thockin@sun.com)
+ * Portions Copyright 2002 Intel (eli.kupermann@intel.com,
+ *                                christopher.leech@intel.com,
+ *                                scott.feldman@intel.com)
+ * Portions Copyright (C) Sun Microsystems 2008
+ */
+
+#ifndef _LINUX_ETHTOOL_H
+"""
+
+
+def read_and_alone(model, tmp_path, doc, schema, setting):
+    ck = deg.load(deg.default_checkpoint_path(), model=model)
+    bare = deg.load(without(tmp_path, setting), model=model)
+    return ck.fill(doc, schema), bare.fill(doc, schema)
+
+
+def test_the_end_of_the_years_a_name_asks_for(model, tmp_path):
+    got, alone = read_and_alone(model, tmp_path, EXPAT, obj(earliest_year=I, latest_year=I),
+                                "key_prior")
+    assert got["value"] == {"earliest_year": 1997, "latest_year": 2022}
+    assert alone["value"] != got["value"]
+
+
+def test_the_year_after_the_holder_and_the_spdx_line(model, tmp_path):
+    got, alone = read_and_alone(model, tmp_path, ETHTOOL, obj(latest_year=I, license=S),
+                                "key_prior")
+    assert got["value"] == {"latest_year": 2008, "license": "GPL-2.0 WITH Linux-syscall-note"}
+    assert alone["value"] != got["value"]
+
+
+def test_a_licence_a_sentence_names(model, tmp_path):
+    got, alone = read_and_alone(model, tmp_path, EXPAT, obj(license=S), "key_prior")
+    assert got["value"] == {"license": "MIT"}
+    assert alone["value"] != got["value"]
