@@ -38,6 +38,31 @@ static deg_plan *compile_plan(const char *schema)
     return p;
 }
 
+/* A key line scan's expected key and value (value as UTF-8 bytes). */
+typedef struct kv_want {
+    const char *key, *value;
+} kv_want;
+
+/* ix holds exactly the nw lines of want, in order: each key, and each value's text
+ * (code points of ctx mapped to bytes, so non-ASCII contexts compare too). */
+static void expect_lines(const char *ctx, const dg_keylines *ix, const kv_want *want, size_t nw)
+{
+    cr_assert_eq(ix->n, nw, "got %zu lines", ix->n);
+    size_t len = strlen(ctx), n = 0;
+    size_t *cpb = malloc((len + 1) * sizeof *cpb);
+    cr_assert_not_null(cpb);
+    for (size_t b = 0; b < len; b++)
+        if (((unsigned char)ctx[b] & 0xC0) != 0x80) cpb[n++] = b;
+    cpb[n] = len;
+    for (size_t i = 0; i < nw; i++) {
+        cr_assert_str_eq(ix->p[i].key, want[i].key, "line %zu", i);
+        size_t b0 = cpb[ix->p[i].val0], b1 = cpb[ix->p[i].val1];
+        cr_assert(b1 - b0 == strlen(want[i].value) && !memcmp(ctx + b0, want[i].value, b1 - b0),
+                  "line %zu: %.*s", i, (int)(b1 - b0), ctx + b0);
+    }
+    free(cpb);
+}
+
 Test(keyprior, norm)
 {
     cr_assert_str_eq(norm("Upstream-Name"), "upstream name");
@@ -62,23 +87,10 @@ Test(keyprior, scan_lines_and_offsets)
                       "http://a.example/b";
     dg_keylines ix = {0};
     cr_assert_eq(dg_keylines_scan(ctx, strlen(ctx), &ix), DEG_OK);
-    cr_assert_eq(ix.n, 6, "got %zu lines", ix.n);
-    /* code points of each expected value */
-    struct { const char *key, *value; } want[] = {
+    const kv_want want[] = {
         {"name", "blinker"}, {"r\xc3\xa9sum\xc3\xa9", "ok"}, {"version", "1.9.0"}, {"home page", "https://x.example/"},
         {"license", "MIT"}, {"pretty name", "Debian GNU/Linux 12"}};
-    /* build a code point -> byte table to slice the context */
-    size_t cpb[256], n = 0;
-    for (size_t b = 0; ctx[b]; b++)
-        if (((unsigned char)ctx[b] & 0xC0) != 0x80) cpb[n++] = b;
-    cpb[n] = strlen(ctx);
-    for (size_t i = 0; i < 6; i++) {
-        cr_assert_str_eq(ix.p[i].key, want[i].key);
-        size_t b0 = cpb[ix.p[i].val0], b1 = cpb[ix.p[i].val1];
-        cr_assert_eq(b1 - b0, strlen(want[i].value), "line %zu", i);
-        cr_assert(memcmp(ctx + b0, want[i].value, b1 - b0) == 0, "line %zu: %.*s", i,
-                  (int)(b1 - b0), ctx + b0);
-    }
+    expect_lines(ctx, &ix, want, sizeof want / sizeof *want);
     dg_keylines_free(&ix);
     cr_assert_null(ix.p);
 }
@@ -96,15 +108,9 @@ Test(keyprior, scan_html_rows)
                       "<tr><th>Empty</th><td></td></tr>\n</table>";
     dg_keylines ix = {0};
     cr_assert_eq(dg_keylines_scan(ctx, strlen(ctx), &ix), DEG_OK);
-    struct { const char *key, *value; } want[] = {
+    const kv_want want[] = {
         {"template", "locales/default"}, {"top level type", "application"}, {"license", "MPL"}};
-    cr_assert_eq(ix.n, 3, "got %zu lines", ix.n);
-    for (size_t i = 0; i < 3; i++) {
-        cr_assert_str_eq(ix.p[i].key, want[i].key);
-        size_t b0 = ix.p[i].val0, b1 = ix.p[i].val1; /* ASCII: code point = byte */
-        cr_assert_eq(b1 - b0, strlen(want[i].value), "line %zu", i);
-        cr_assert(memcmp(ctx + b0, want[i].value, b1 - b0) == 0, "line %zu", i);
-    }
+    expect_lines(ctx, &ix, want, sizeof want / sizeof *want);
     dg_keylines_free(&ix);
 }
 
@@ -127,16 +133,9 @@ Test(keyprior, scan_json_members)
                       "}";
     dg_keylines ix = {0};
     cr_assert_eq(dg_keylines_scan(ctx, strlen(ctx), &ix), DEG_OK);
-    struct { const char *key, *value; } want[] = {
+    const kv_want want[] = {
         {"name", "left-pad"}, {"version", "1.3.0"}, {"private", "true"}, {"type", "git"}};
-    cr_assert_eq(ix.n, 4, "got %zu lines", ix.n);
-    for (size_t i = 0; i < 4; i++) {
-        cr_assert_str_eq(ix.p[i].key, want[i].key);
-        /* ASCII context: code points are bytes */
-        cr_assert_eq(ix.p[i].val1 - ix.p[i].val0, strlen(want[i].value), "line %zu", i);
-        cr_assert(memcmp(ctx + ix.p[i].val0, want[i].value, strlen(want[i].value)) == 0,
-                  "line %zu: %.*s", i, (int)(ix.p[i].val1 - ix.p[i].val0), ctx + ix.p[i].val0);
-    }
+    expect_lines(ctx, &ix, want, sizeof want / sizeof *want);
     dg_keylines_free(&ix);
 }
 
@@ -167,18 +166,10 @@ Test(keyprior, scan_directive_lines)
                       "Short three.\n";
     dg_keylines ix = {0};
     cr_assert_eq(dg_keylines_scan(ctx, strlen(ctx), &ix), DEG_OK);
-    struct { const char *key, *value; } want[] = {
+    const kv_want want[] = {
         {"port", "22"}, {"permit root login", "no"}, {"banner", "/etc/issue.net"},
         {"uid min", "1000"}, {"server root", "/etc/apache2"}, {"worker processes", "auto"}};
-    size_t nw = sizeof want / sizeof *want;
-    cr_assert_eq(ix.n, nw, "got %zu lines", ix.n);
-    for (size_t i = 0; i < nw; i++) {
-        cr_assert_str_eq(ix.p[i].key, want[i].key);
-        /* ASCII context: code points are bytes */
-        cr_assert_eq(ix.p[i].val1 - ix.p[i].val0, strlen(want[i].value), "line %zu", i);
-        cr_assert(memcmp(ctx + ix.p[i].val0, want[i].value, strlen(want[i].value)) == 0,
-                  "line %zu: %.*s", i, (int)(ix.p[i].val1 - ix.p[i].val0), ctx + ix.p[i].val0);
-    }
+    expect_lines(ctx, &ix, want, sizeof want / sizeof *want);
     dg_keylines_free(&ix);
 }
 
@@ -257,7 +248,7 @@ Test(keyprior, scan_copyright_notices)
                       "Copyright (c) Nobody\n";
     dg_keylines ix = {0};
     cr_assert_eq(dg_keylines_scan(ctx, strlen(ctx), &ix), DEG_OK);
-    struct { const char *key, *value; } want[] = {
+    const kv_want want[] = {
         {"copyright year", "1995-2022"},
         {"copyright holder", "Jean-loup Gailly and Mark Adler"},
         {"holder", "Jean-loup Gailly and Mark Adler"},
@@ -265,19 +256,7 @@ Test(keyprior, scan_copyright_notices)
         {"copyright year", "2010"}, {"copyright holder", "The Baz Authors"},
         {"holder", "The Baz Authors"},
         {"copyright", "2001 Not A Notice"}};
-    size_t nw = sizeof want / sizeof *want;
-    cr_assert_eq(ix.n, nw, "got %zu lines", ix.n);
-    size_t cpb[512];
-    size_t n = 0;
-    for (size_t b = 0; ctx[b]; b++) /* code point -> byte ("©" is two bytes) */
-        if (((unsigned char)ctx[b] & 0xC0) != 0x80) cpb[n++] = b;
-    cpb[n] = strlen(ctx);
-    for (size_t i = 0; i < nw; i++) {
-        size_t b0 = cpb[ix.p[i].val0], b1 = cpb[ix.p[i].val1];
-        cr_assert_str_eq(ix.p[i].key, want[i].key, "line %zu", i);
-        cr_assert(b1 - b0 == strlen(want[i].value) && !memcmp(ctx + b0, want[i].value, b1 - b0),
-                  "%zu: %.*s", i, (int)(b1 - b0), ctx + b0);
-    }
+    expect_lines(ctx, &ix, want, sizeof want / sizeof *want);
     dg_keylines_free(&ix);
 }
 
@@ -1019,7 +998,7 @@ Test(keyprior, scan_notice_forms_and_comment_keys)
                       " * Copyright (C) 1998 David S. Miller (davem@redhat.com)\n";
     dg_keylines ix = {0};
     cr_assert_eq(dg_keylines_scan(ctx, strlen(ctx), &ix), DEG_OK);
-    struct { const char *key, *value; } want[] = {
+    const kv_want want[] = {
         {"spdx license identifier", "GPL-2.0 WITH Linux-syscall-note"},
         {"copyright year", "2001"},
         {"copyright holder", "Sun Microsystems (thockin@sun.com)"},
@@ -1033,14 +1012,7 @@ Test(keyprior, scan_notice_forms_and_comment_keys)
         {"maintainer", "Jeff"},
         {"copyright year", "1998"}, {"copyright holder", "David S. Miller (davem@redhat.com)"},
         {"holder", "David S. Miller (davem@redhat.com)"}};
-    size_t nw = sizeof want / sizeof *want;
-    cr_assert_eq(ix.n, nw, "got %zu lines", ix.n);
-    for (size_t i = 0; i < nw; i++) { /* ASCII: code points are bytes */
-        cr_assert_str_eq(ix.p[i].key, want[i].key, "line %zu", i);
-        size_t b0 = ix.p[i].val0, b1 = ix.p[i].val1;
-        cr_assert(b1 - b0 == strlen(want[i].value) && !memcmp(ctx + b0, want[i].value, b1 - b0),
-                  "%zu: %.*s", i, (int)(b1 - b0), ctx + b0);
-    }
+    expect_lines(ctx, &ix, want, sizeof want / sizeof *want);
     dg_keylines_free(&ix);
 }
 
