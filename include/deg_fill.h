@@ -86,7 +86,12 @@ extern "C" {
  * an email (uri) field does, when the context has one. (libdeg 0.26.0) A key line may
  * sit in a C or shell comment ("/" "* SPDX-License-Identifier: MIT *" "/", "// Key: v":
  * the marks are no part of key or value); copyright notices also read "Portions
- * Copyright ..." and the holder-first "Copyright (C) Sun Microsystems 2008"; a number leaf
+ * Copyright ..." and the holder-first "Copyright (C) Sun Microsystems 2008", and only the
+ * first notice's holder is a key line; a JSON member inside an object a member opens is
+ * also the key "PARENT KEY" (exact names only), and of JSON members named alike only the
+ * least nested are key lines; the vocabulary pairs `contact` with "Author"/"Maintainer"
+ * (`contact_email` = "Author-email") and reads "SPDX-License-Identifier" as "license
+ * id"; a number leaf
  * outside arrays whose name or title has an end word (earliest, oldest, minimum, min,
  * lowest, smallest, least, fewest / latest, newest, maximum, max, highest, largest,
  * greatest, most) matches its keys partially without that word (`earliest_year` =

@@ -102,18 +102,26 @@ static int changelog(const char *s, size_t len, dg_keylines *ix, size_t *cap)
     return 0;
 }
 
-/* 1 when [i, e) is "HOLDER YEAR" ("Copyright (C) Sun Microsystems 2008"): the holder
- * (letters first) and a last word of one 4-digit year 1xxx or 2xxx, with the years' bytes in v[0..1]
+/* 1 when [i, e) is "HOLDER YEARS" ("Copyright (C) Sun Microsystems 2008", "(C) Copyright
+ * IBM Corp. 2001, 2004"): the holder (letters first) and last words of 4-digit years 1xxx
+ * or 2xxx parted by ", " or "-", with the years' bytes in v[0..1]
  * and the holder's in v[2..3]. */
 static int years_after(const char *s, size_t i, size_t e, size_t *v)
 {
     while (e > i && strchr(" \t\r.*/", s[e - 1])) e--; /* and a comment's close */
     if (e - i < 7 || !isalpha((unsigned char)s[i])) return 0;
-    size_t y = e - 4;
-    if (s[y] != '1' && s[y] != '2') return 0;
-    for (size_t j = y; j < e; j++)
-        if (!isdigit((unsigned char)s[j])) return 0;
-    if (s[y - 1] != ' ') return 0;
+    size_t y = e, n = 0; /* the years: "2008", "2001, 2004", "2001-2004" */
+    while (y >= i + 6 && (s[y - 4] == '1' || s[y - 4] == '2') && isdigit((unsigned char)s[y - 3]) &&
+           isdigit((unsigned char)s[y - 2]) && isdigit((unsigned char)s[y - 1]) &&
+           !isalnum((unsigned char)s[y - 5])) {
+        y -= 4;
+        n++;
+        size_t g = y;
+        while (g > i && strchr(" ,-", s[g - 1])) g--;
+        if (g == y || g < i + 6 || !isdigit((unsigned char)s[g - 1])) break;
+        y = g;
+    }
+    if (n == 0 || s[y - 1] != ' ') return 0;
     size_t h1 = y - 1;
     while (h1 > i && strchr(" ,", s[h1 - 1])) h1--;
     size_t out[4] = {y, e, i, h1};
@@ -131,6 +139,7 @@ static int notice(const char *s, size_t b, size_t e, size_t *v)
     size_t i = b;
     while (i < e && strchr(" \t#*/;%!-", s[i])) i++;
     if (e - i > 9 && strncasecmp(s + i, "portions ", 9) == 0) i += 9; /* "Portions Copyright" */
+    if (e - i > 4 && strncasecmp(s + i, "(c) ", 4) == 0) i += 4;       /* "(C) Copyright IBM" */
     if (e - i < 15 || strncasecmp(s + i, "copyright", 9) != 0 || s[i + 9] != ' ') return 0;
     i += 10;
     for (;;) { /* "(c)", "(C)", "©" */
@@ -165,7 +174,11 @@ static int notice(const char *s, size_t b, size_t e, size_t *v)
  * "copyright holder" (also as "holder": a field named so reads it exactly, a partial
  * match's bonus did not outweigh the heads); the first DG_NOTICES_MAX of the text. Why: a LICENSE file's
  * "Copyright (c) 2025 Yamashita, Yuu" states its holder without a key, and the heads
- * read "a copy" from the licence text below it (bench/devreal set 2, libdeg 0.24.0). */
+ * read "a copy" from the licence text below it (bench/devreal set 2, libdeg 0.24.0).
+ * Since libdeg 0.26.0 only the first notice's holder is a key line (every notice's
+ * years stay, for the ends a name asks for): of several notices the heads read a later
+ * holder for a `copyright_holder` (6 of 8 headers and LICENSE files in a new user's
+ * check), and the first notice is the one a single holder field asks for. */
 #define DG_NOTICES_MAX 16
 static int notices(const char *s, size_t len, dg_keylines *ix, size_t *cap)
 {
@@ -174,15 +187,14 @@ static int notices(const char *s, size_t len, dg_keylines *ix, size_t *cap)
     for (size_t b = 0, e; b < len && n < DG_NOTICES_MAX; b = e + 1) {
         e = dg_lscan_line_end(s, len, b);
         if (!notice(s, b, e, v)) continue;
-        n++;
         /* in document order: the cursor c only moves forward ("HOLDER YEAR" puts the
-         * holder first) */
-        int first = v[2] < v[0];
-        if ((first && (add(s, &c, "copyright holder", v[2], v[3], ix, cap) < 0 ||
-                       add(s, &c, "holder", v[2], v[3], ix, cap) < 0)) ||
+         * holder first); the holder of the first notice only (below) */
+        int before = v[2] < v[0], holder = n++ == 0;
+        if ((holder && before && (add(s, &c, "copyright holder", v[2], v[3], ix, cap) < 0 ||
+                                  add(s, &c, "holder", v[2], v[3], ix, cap) < 0)) ||
             add(s, &c, "copyright year", v[0], v[1], ix, cap) < 0 ||
-            (!first && (add(s, &c, "copyright holder", v[2], v[3], ix, cap) < 0 ||
-                        add(s, &c, "holder", v[2], v[3], ix, cap) < 0)))
+            (holder && !before && (add(s, &c, "copyright holder", v[2], v[3], ix, cap) < 0 ||
+                                   add(s, &c, "holder", v[2], v[3], ix, cap) < 0)))
             return -1;
     }
     return 0;

@@ -64,6 +64,8 @@ typedef struct dg_keyline {
     char key[DG_KEY_MAX_LEN + 1]; /* normalised key: lowercase words joined by ' ' */
     int exact_only;             /* a qualified key ("parent version"): read by an exact
                                  * name only (dg_key_bonus), never a partial one */
+    size_t json_depth;          /* a JSON member's open levels (1: the top object's), 0
+                                 * for other lines (dg_keylines_scan) */
 } dg_keyline;
 
 typedef struct dg_keylines {

@@ -19,15 +19,21 @@
  *   - canonical words: depends, depend, requires, require, requirements, requirement,
  *     deps, prerequisites, prereqs -> dependency; website, webpage -> homepage;
  *     licence -> license (British spelling); "install" dropped (setuptools'
- *     install_requires); a key word's trailing digits after 3+ letters dropped
- *     ("Source0", "URL2": numbered keys of one kind);
+ *     install_requires); identifier -> id, and a key's "spdx" dropped (libdeg 0.26.0:
+ *     "SPDX-License-Identifier" is a `license_id`); a key word's trailing digits after
+ *     3+ letters dropped ("Source0", "URL2": numbered keys of one kind);
  *   - one-word names and keys paired (PAIRS, after rewriting): a field `name` reads a
  *     key "Package" (a package's name: Debian, R), `homepage` (`website`) a key "URL"
- *     (an RPM spec's, pkg-config's) and `url` a key "Homepage";
+ *     (an RPM spec's, pkg-config's), `url` a key "Homepage", and `contact` a key
+ *     "Author" or "Maintainer" (libdeg 0.26.0);
  *   - a name of 2+ words ending in what its value is ("url", "uri", "link", "email",
  *     "mail") read without that word: `maintainer_email` = "maintainer", `source_url` =
  *     "source" (the grammar candidates inside the key's value get the bonus: the
- *     address inside "Maintainer: A <a@b>").
+ *     address inside "Maintainer: A <a@b>"), also paired (`contact_email` = "Author"),
+ *     and paired with a key ending in a word of the same kind without it
+ *     (`contact_email` = "Author-email", "maintainer_email");
+ *   - a name of 2+ words opening with an end word (earliest, latest, min, max, ...) read
+ *     without it, by the words as written: `earliest_year` = "copyright year".
  * The same words, not words that hold the other's: a qualified key is another fact
  * ("Build-Depends:", "Pre-Depends:", "Requires.private:" are no `dependencies`, "Depends:"
  * no `build_dependencies`). Words that only held the name's were tried first: on the
@@ -48,15 +54,20 @@ static const char *const CANON[][2] = {
     {"website", "homepage"},         {"webpage", "homepage"},
     {"licence", "license"},          {"licences", "licenses"},
     {"install", ""}, /* setuptools' install_requires: the run-time dependencies */
+    {"identifier", "id"},
 };
 
 /* One-word field names and the one-word keys that name the same fact, {name, key}: a
  * package's name (Debian's and R's "Package:"), a project's homepage (an RPM spec's
  * "URL:") and the other way round. One way only for the name: a key "name" is anyone's
  * (a `Package` field read a parameter's "name = url" under "[signature.1]": datagen-v2
- * test pydoc/webbrowser.open_new/1). */
+ * test pydoc/webbrowser.open_new/1). A contact is the person to reach: a package's author
+ * or maintainer (npm's "author", setuptools' author_email / maintainer_email, Debian's
+ * "Maintainer:"; libdeg 0.26.0: `contact_email` read a contributor's address under
+ * package.json's "author": "silverwind <me@silverwind.io>"). */
 static const char *const PAIRS[][2] = {{"name", "package"}, {"homepage", "url"},
-                                       {"url", "homepage"}};
+                                       {"url", "homepage"}, {"contact", "author"},
+                                       {"contact", "maintainer"}};
 
 /* Words that say what a value is, and the format they name (dg_key_value_kind). */
 static const char *const VALUE_WORDS[][2] = {
@@ -89,6 +100,10 @@ static int canon_words(const char *in, char *out, size_t cap, int key)
                 wl = strlen(w);
                 break;
             }
+        if (key && l == 4 && memcmp(p, "spdx", 4) == 0) { /* "SPDX-License-Identifier" */
+            w = "";
+            wl = 0;
+        }
         if (key && w == p) {
             size_t d = wl, letters = 0;
             while (d > 0 && w[d - 1] >= '0' && w[d - 1] <= '9') d--;
@@ -193,20 +208,32 @@ static int same_words(const char *name, const char *key)
            (dg_key_match_written(a, NULL, b, 0) == 2 || dg_key_match_written(a, NULL, b, 1) == 2);
 }
 
+/* Rewritten name n and key k are one of PAIRS. */
+static int paired(const char *n, const char *k)
+{
+    for (size_t i = 0; i < sizeof PAIRS / sizeof PAIRS[0]; i++)
+        if (!strcmp(n, PAIRS[i][0]) && !strcmp(k, PAIRS[i][1])) return 1;
+    return 0;
+}
+
 static int vocab_one(const char *name, const char *key)
 {
     char n2[DG_KEY_MAX_LEN + 1], k2[DG_KEY_MAX_LEN + 1], cut[DG_KEY_MAX_LEN + 1];
+    char kcut[DG_KEY_MAX_LEN + 1];
     if (!name[0] || !key[0]) return 0;
     int cn = canon_words(name, n2, sizeof n2, 0), ck = canon_words(key, k2, sizeof k2, 1);
-    for (size_t i = 0; i < sizeof PAIRS / sizeof PAIRS[0]; i++) /* rewritten: `website` too */
-        if (!strcmp(n2, PAIRS[i][0]) && !strcmp(k2, PAIRS[i][1])) return 1;
+    if (paired(n2, k2)) return 1; /* rewritten: `website` too */
     if ((cn || ck) && same_words(n2, k2)) return 1;
     const char *rest = cut_extreme_word(name);
     if (rest && (dg_key_match_written(rest, NULL, key, 0) || dg_key_match_written(rest, NULL, key, 1)))
         return 1;
     if (!cut_value_word(name, cut, sizeof cut)) return 0;
     canon_words(cut, n2, sizeof n2, 0);
-    return same_words(n2, k2);
+    if (same_words(n2, k2) || paired(n2, k2)) return 1; /* `contact_email` = "Author" */
+    /* both end in a word of one kind: the pairs without it ("Author-email", "author_email") */
+    const char *nw = strrchr(name, ' ') + 1, *kw = strrchr(k2, ' ');
+    return kw && cut_value_word(k2, kcut, sizeof kcut) &&
+           !strcmp(dg_key_value_kind(nw), dg_key_value_kind(kw + 1)) && paired(n2, kcut);
 }
 
 int dg_key_vocab_match(const char *seg, const char *title, const char *key)

@@ -116,7 +116,8 @@ Test(keyprior, scan_html_rows)
 
 /* JSON members are key lines: quoted key, value inside its quotes; a member
  * opening an object or array, or null, has no value; a key with bytes no key
- * has ("a+b") is no key line. */
+ * has ("a+b") is no key line; a member of an object a member opens is also "PARENT
+ * KEY" (libdeg 0.26.0, exact names only). */
 Test(keyprior, scan_json_members)
 {
     const char *ctx = "{\n"
@@ -134,8 +135,11 @@ Test(keyprior, scan_json_members)
     dg_keylines ix = {0};
     cr_assert_eq(dg_keylines_scan(ctx, strlen(ctx), &ix), DEG_OK);
     const kv_want want[] = {
-        {"name", "left-pad"}, {"version", "1.3.0"}, {"private", "true"}, {"type", "git"}};
+        {"name", "left-pad"}, {"version", "1.3.0"}, {"private", "true"}, {"type", "git"},
+        {"repository type", "git"}};
     expect_lines(ctx, &ix, want, sizeof want / sizeof *want);
+    for (size_t i = 0; i < ix.n; i++) /* the member under "repository": {, exact names only */
+        cr_assert_eq(ix.p[i].exact_only, i == 4, "line %zu", i);
     dg_keylines_free(&ix);
 }
 
@@ -235,8 +239,8 @@ static const dg_field_plan *field(deg_plan *p, const char *pointer)
 
 /* Copyright notices: "copyright year", "copyright holder" and "holder" key lines, after comment
  * marks and "(c)"/"©"; the holder ends before an e-mail, " -" or "All rights
- * reserved"; "Copyright:" is a plain key line, and prose that only says "copyright" or
- * names no year is none. */
+ * reserved", and only the first notice's is read (libdeg 0.26.0); "Copyright:" is a
+ * plain key line, and prose that only says "copyright" or names no year is none. */
 Test(keyprior, scan_copyright_notices)
 {
     const char *ctx = "/* zlib.h\n"
@@ -252,9 +256,8 @@ Test(keyprior, scan_copyright_notices)
         {"copyright year", "1995-2022"},
         {"copyright holder", "Jean-loup Gailly and Mark Adler"},
         {"holder", "Jean-loup Gailly and Mark Adler"},
-        {"copyright year", "2005, 2007"}, {"copyright holder", "Foo Bar"}, {"holder", "Foo Bar"},
-        {"copyright year", "2010"}, {"copyright holder", "The Baz Authors"},
-        {"holder", "The Baz Authors"},
+        {"copyright year", "2005, 2007"}, /* later notices: their years only */
+        {"copyright year", "2010"},
         {"copyright", "2001 Not A Notice"}};
     expect_lines(ctx, &ix, want, sizeof want / sizeof *want);
     dg_keylines_free(&ix);
@@ -350,7 +353,20 @@ Test(keyprior, vocabulary)
     cr_assert_eq(dg_key_match_name("package", NULL, "name", 0), 0, "a key name is anyone's");
     cr_assert_eq(dg_key_match(field(p, "/contact_email"), "contact"), 1);
     cr_assert_eq(dg_key_match(field(p, "/contact_email"), "upstream contact"), 0);
-    cr_assert_eq(dg_key_match(field(p, "/contact_email"), "maintainer"), 0);
+    /* a contact is the author or maintainer (libdeg 0.26.0), one way only */
+    cr_assert_eq(dg_key_match(field(p, "/contact_email"), "maintainer"), 1);
+    cr_assert_eq(dg_key_match(field(p, "/contact_email"), "author"), 1);
+    cr_assert_eq(dg_key_match(field(p, "/contact_email"), "author email"), 1);
+    cr_assert_eq(dg_key_match(field(p, "/contact_email"), "maintainer mail"), 1);
+    cr_assert_eq(dg_key_match(field(p, "/contact_email"), "author url"), 0, "another kind");
+    cr_assert_eq(dg_key_match(field(p, "/contact_email"), "contributor"), 0);
+    cr_assert_eq(dg_key_match_name("author_email", NULL, "contact", 0), 0, "one way");
+    cr_assert_eq(dg_key_match_name("author", NULL, "maintainer", 0), 0);
+    /* "SPDX-License-Identifier" names a licence id (libdeg 0.26.0) */
+    cr_assert_eq(dg_key_match_name("license_id", NULL, "spdx license identifier", 0), 1);
+    cr_assert_eq(dg_key_match_name("license_identifier", NULL, "spdx license identifier", 0),
+                 1);
+    cr_assert_eq(dg_key_match_name("spdx_id", NULL, "spdx license identifier", 0), 0);
     cr_assert_eq(dg_key_match(field(p, "/source_url"), "source0"), 1, "numbered key");
     cr_assert_eq(dg_key_match(field(p, "/source_url"), "patch0"), 0);
     cr_assert_eq(dg_key_match(field(p, "/license"), "licence"), 1);
@@ -984,34 +1000,32 @@ Test(keyprior, sole_option_and_day)
 }
 
 /* Notice forms of libdeg 0.26.0 (keyline_forms.c): "Portions Copyright", the holder
- * before a year ("Copyright (C) Sun Microsystems 2008", holder line first: the key lines
- * are in document order), a TAB after the years; and a C comment's marks around a key
+ * before its years ("Copyright (C) Sun Microsystems 2008", "(C) Copyright IBM Corp. 2001,
+ * 2004"; holder line first: the key lines are in document order), a TAB after the years,
+ * the first notice's holder only; and a C comment's marks around a key
  * line ("/" "* SPDX-License-Identifier: ... *" "/", "// Key: value"). From linux/ethtool.h,
  * linux/nl80211.h and linux/sonypi.h, worked out by hand. */
 Test(keyprior, scan_notice_forms_and_comment_keys)
 {
     const char *ctx = "/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */\n"
-                      " * Portions Copyright 2001 Sun Microsystems (thockin@sun.com)\n"
                       " * Portions Copyright (C) Sun Microsystems 2008\n"
+                      " * Portions Copyright 2001 Sun Microsystems (thockin@sun.com)\n"
                       " * Copyright 2015-2017\tIntel Deutschland GmbH\n"
                       "// Maintainer: Jeff\n"
+                      " * (C) Copyright IBM Corp. 2001, 2004\n"
                       " * Copyright (C) 1998 David S. Miller (davem@redhat.com)\n";
     dg_keylines ix = {0};
     cr_assert_eq(dg_keylines_scan(ctx, strlen(ctx), &ix), DEG_OK);
     const kv_want want[] = {
         {"spdx license identifier", "GPL-2.0 WITH Linux-syscall-note"},
-        {"copyright year", "2001"},
-        {"copyright holder", "Sun Microsystems (thockin@sun.com)"},
-        {"holder", "Sun Microsystems (thockin@sun.com)"},
         {"copyright holder", "Sun Microsystems"}, {"holder", "Sun Microsystems"},
         {"copyright year", "2008"},
+        {"copyright year", "2001"}, /* later notices: their years only */
         {"copyright year", "2015-2017"},
         {"copyright 2015 2017", "Intel Deutschland GmbH"}, /* a TAB parts a key line too */
-        {"copyright holder", "Intel Deutschland GmbH"},
-        {"holder", "Intel Deutschland GmbH"},
         {"maintainer", "Jeff"},
-        {"copyright year", "1998"}, {"copyright holder", "David S. Miller (davem@redhat.com)"},
-        {"holder", "David S. Miller (davem@redhat.com)"}};
+        {"copyright year", "2001, 2004"},
+        {"copyright year", "1998"}};
     expect_lines(ctx, &ix, want, sizeof want / sizeof *want);
     dg_keylines_free(&ix);
 }
@@ -1046,4 +1060,51 @@ Test(keyprior, name_extremes)
     cr_assert_eq(dg_key_match(field(p, "/first_year"), "copyright year"), 0);
     cr_assert_eq(dg_key_match(field(p, "/earliest_year"), "copyright holder"), 0);
     deg_plan_free(p);
+}
+
+/* JSON nesting (keyprior.c json_nest_line): only the innermost object a member opened
+ * qualifies its members; array items' anonymous objects ("}, {" included) qualify
+ * none, and a level closed on a line's start ends its qualifying. Of the plain keys
+ * named alike only the least nested stay (json_least_nested): the package's "name", not
+ * the author's or a contributor's; the author's "email", not the contributors'. From
+ * socks-proxy-agent's package.json (npm), worked out by hand. */
+Test(keyprior, scan_json_parents)
+{
+    const char *ctx = "{\n"
+                      "  \"name\": \"socks-proxy-agent\",\n"
+                      "  \"author\": {\n"
+                      "    \"email\": \"nathan@tootallnate.net\",\n"
+                      "    \"name\": \"Nathan Rajlich\"\n"
+                      "  },\n"
+                      "  \"contributors\": [\n"
+                      "    {\n"
+                      "      \"name\": \"Kiko Beats\",\n"
+                      "      \"email\": \"kiko@example.com\"\n"
+                      "    }, {\n"
+                      "      \"email\": \"josh@example.com\"\n"
+                      "    }\n"
+                      "  ],\n"
+                      "  \"repository\": {\n"
+                      "    \"type\": \"git\",\n"
+                      "    \"meta\": {\n"
+                      "      \"url\": \"https://example.com/x.git\"\n"
+                      "    },\n"
+                      "    \"directory\": \"packages/x\"\n"
+                      "  },\n"
+                      "  \"license\": \"MIT\"\n"
+                      "}\n";
+    dg_keylines ix = {0};
+    cr_assert_eq(dg_keylines_scan(ctx, strlen(ctx), &ix), DEG_OK);
+    const kv_want want[] = {
+        {"name", "socks-proxy-agent"},
+        {"email", "nathan@tootallnate.net"}, {"author email", "nathan@tootallnate.net"},
+        {"author name", "Nathan Rajlich"},
+        {"type", "git"}, {"repository type", "git"},
+        {"url", "https://example.com/x.git"}, {"meta url", "https://example.com/x.git"},
+        {"directory", "packages/x"}, {"repository directory", "packages/x"},
+        {"license", "MIT"}};
+    expect_lines(ctx, &ix, want, sizeof want / sizeof *want);
+    for (size_t i = 0; i < ix.n; i++)
+        cr_assert_eq(ix.p[i].exact_only, strchr(ix.p[i].key, ' ') != NULL, "line %zu", i);
+    dg_keylines_free(&ix);
 }

@@ -5,8 +5,12 @@ of the years its notices state (lib/deg/keyvocab.c dg_key_name_extreme, fill_ext
 end_of_keys); a plain `license` reads the licence a sentence names ("Licensed under the MIT
 license", fill_extract_keys.c license_names); a key line inside a C comment is read without the
 comment's marks, and no span ends in them (keyprior.c, fill_extract.c word_bounded); a notice
-"Portions Copyright (C) HOLDER YEAR" states its year (keyline_forms.c years_after). Each test
-also fills with the checkpoint without the setting the rule sits under, so it can fail."""
+"Portions Copyright (C) HOLDER YEAR" states its year (keyline_forms.c years_after); a JSON
+member under an object a member opens is also "PARENT KEY", and of members named alike only the
+least nested are key lines (keyprior.c json_parent_key, json_least_nested; npm's
+balanced-match package.json, bench/devreal set 7); a contact is the author (keyvocab.c, npm's
+cidr-regex package.json). Each test also fills with the checkpoint without the setting the
+rule sits under, so it can fail."""
 import deg
 
 from test_decoding_rules import without
@@ -90,4 +94,54 @@ def test_the_year_after_the_holder_and_the_spdx_line(model, tmp_path):
 def test_a_licence_a_sentence_names(model, tmp_path):
     got, alone = read_and_alone(model, tmp_path, EXPAT, obj(license=S), "key_prior")
     assert got["value"] == {"license": "MIT"}
+    assert alone["value"] != got["value"]
+
+
+# /usr/lib/node_modules/npm/node_modules/balanced-match/package.json (npm 10) without its
+# scripts, devDependencies, keywords and testling members
+BALANCED_MATCH = """{
+  "name": "balanced-match",
+  "description": "Match balanced character pairs, like \\"{\\" and \\"}\\"",
+  "version": "1.0.2",
+  "repository": {
+    "type": "git",
+    "url": "git://github.com/juliangruber/balanced-match.git"
+  },
+  "homepage": "https://github.com/juliangruber/balanced-match",
+  "main": "index.js",
+  "author": {
+    "name": "Julian Gruber",
+    "email": "mail@juliangruber.com",
+    "url": "http://juliangruber.com"
+  },
+  "license": "MIT"
+}
+"""
+
+# /usr/lib/node_modules/npm/node_modules/cidr-regex/package.json (npm 10), its head
+CIDR_REGEX = """{
+  "name": "cidr-regex",
+  "version": "4.1.1",
+  "description": "Regular expression for matching IP addresses in CIDR notation",
+  "author": "silverwind <me@silverwind.io>",
+  "contributors": [
+    "Felipe Apostol <flipjs.io@gmail.com> (http://flipjs.io/)"
+  ],
+  "repository": "silverwind/cidr-regex",
+  "license": "BSD-2-Clause"
+}
+"""
+
+
+def test_json_members_by_their_parents(model, tmp_path):
+    schema = obj(name=S, author_email=S, repository_url=S)
+    got, alone = read_and_alone(model, tmp_path, BALANCED_MATCH, schema, "key_prior")
+    assert got["value"] == {"name": "balanced-match", "author_email": "mail@juliangruber.com",
+                            "repository_url": "git://github.com/juliangruber/balanced-match.git"}
+    assert alone["value"] != got["value"]
+
+
+def test_a_contact_is_the_author(model, tmp_path):
+    got, alone = read_and_alone(model, tmp_path, CIDR_REGEX, obj(contact_email=S), "key_prior")
+    assert got["value"] == {"contact_email": "me@silverwind.io"}
     assert alone["value"] != got["value"]
