@@ -232,16 +232,10 @@ int dg_keylines_xml(const char *ctx, size_t len, dg_keylines *ix, size_t *cap)
                                     L[a].v1, ix, cap);
         /* "parent key" ("parent version", "license name"), for an exact name only: a
          * field `parent_version` reads the parent's <version>, `name` not a license's */
-        char q[2 * DG_KEY_MAX_LEN + 2];
-        size_t pl = L[a].p1 - L[a].p0, kl = L[a].k1 - L[a].k0;
-        if (rc == 0 && pl && pl + 1 + kl < sizeof q) {
-            memcpy(q, ctx + L[a].p0, pl);
-            q[pl] = ' ';
-            memcpy(q + pl + 1, ctx + L[a].k0, kl);
-            size_t at = ix->n;
-            rc = dg_keylines_add_on(ctx, &b, &cp, q, pl + 1 + kl, L[a].v0, L[a].v1, ix, cap);
-            if (ix->n > at) ix->p[at].exact_only = 1;
-        }
+        if (rc == 0 && L[a].p1 > L[a].p0)
+            rc = dg_keylines_add_qualified(ctx, &b, &cp, ctx + L[a].p0, L[a].p1 - L[a].p0,
+                                           ctx + L[a].k0, L[a].k1 - L[a].k0, L[a].v0, L[a].v1,
+                                           ix, cap);
     }
     free(L);
     return rc;

@@ -211,6 +211,21 @@ int dg_keylines_add_on(const char *ctx, size_t *b, size_t *cp, const char *key, 
     return 0;
 }
 
+int dg_keylines_add_qualified(const char *ctx, size_t *b, size_t *cp, const char *parent,
+                              size_t pl, const char *key, size_t kl, size_t v0, size_t v1,
+                              dg_keylines *ix, size_t *cap)
+{
+    char q[2 * DG_KEY_MAX_LEN + 2];
+    if (pl + 1 + kl >= sizeof q) return 0;
+    memcpy(q, parent, pl);
+    q[pl] = ' ';
+    memcpy(q + pl + 1, key, kl);
+    size_t at = ix->n;
+    if (dg_keylines_add_on(ctx, b, cp, q, pl + 1 + kl, v0, v1, ix, cap) < 0) return -1;
+    if (ix->n > at) ix->p[at].exact_only = 1;
+    return 0;
+}
+
 /* A byte of a directive's key or of a bare flag: letters, digits, '_', '.', '-'. */
 static int is_directive_byte(unsigned char c)
 {
@@ -367,27 +382,19 @@ static void json_nest_line(json_nest *J, const char *s, size_t b, size_t e)
     }
 }
 
-/* A JSON member line [b, e) (value [v0, v1)) inside an object a member opened is also
- * the key line "PARENT KEY", for exact names only (as XML elements are, keyline_xml.c):
- * package.json's "author": {"email": ...} is "author email", "repository": {"url": ...}
- * "repository url"; a field `email` does not read a contributor's. */
-static int json_parent_key(const char *ctx, const json_nest *J, size_t b, size_t e, size_t cp,
-                           size_t v0, size_t v1, dg_keylines *ix, size_t *cap)
+/* A JSON member line (key [k0, k1), value [v0, v1); line start byte b = code point cp)
+ * inside an object a member opened is also the key line "PARENT KEY", for exact names
+ * only (dg_keylines_add_qualified): package.json's "author": {"email": ...} is "author
+ * email", "repository": {"url": ...} "repository url"; a field `email` does not read a
+ * contributor's. */
+static int json_parent_key(const char *ctx, const json_nest *J, size_t b, size_t cp,
+                           size_t k0, size_t k1, size_t v0, size_t v1, dg_keylines *ix,
+                           size_t *cap)
 {
-    size_t k0, k1, colon;
-    if (J->n == 0 || J->n > DG_JSON_DEPTH || J->k1[J->n - 1] == J->k0[J->n - 1] ||
-        !dg_json_member_split(ctx, b, e, &k0, &k1, &colon))
-        return 0;
-    char q[2 * DG_KEY_MAX_LEN + 4];
-    size_t p0 = J->k0[J->n - 1], pl = J->k1[J->n - 1] - p0, kl = k1 - k0;
-    if (pl + 1 + kl >= sizeof q) return 0;
-    memcpy(q, ctx + p0, pl);
-    q[pl] = ' ';
-    memcpy(q + pl + 1, ctx + k0, kl);
-    size_t at = ix->n;
-    if (dg_keylines_add(ctx, b, cp, q, pl + 1 + kl, v0, v1, ix, cap) < 0) return -1;
-    if (ix->n > at) ix->p[at].exact_only = 1;
-    return 0;
+    if (J->n == 0 || J->n > DG_JSON_DEPTH || J->k1[J->n - 1] == J->k0[J->n - 1]) return 0;
+    size_t p0 = J->k0[J->n - 1];
+    return dg_keylines_add_qualified(ctx, &b, &cp, ctx + p0, J->k1[J->n - 1] - p0, ctx + k0,
+                                     k1 - k0, v0, v1, ix, cap);
 }
 
 deg_status dg_keylines_scan(const char *ctx, size_t len, dg_keylines *out)
@@ -402,10 +409,10 @@ deg_status dg_keylines_scan(const char *ctx, size_t len, dg_keylines *out)
         size_t e = nl ? (size_t)(nl - ctx) : len, k0, k1, v0, v1;
         if (dg_keyline_split(ctx, b, e, &k0, &k1, &v0, &v1)) {
             size_t at = ix.n, j0, j1, colon;
+            int json = dg_json_member_split(ctx, b, e, &j0, &j1, &colon);
             rc = dg_keylines_add(ctx, b, cp, ctx + k0, k1 - k0, v0, v1, &ix, &cap);
-            if (rc == 0 && ix.n > at && dg_json_member_split(ctx, b, e, &j0, &j1, &colon))
-                ix.p[at].json_depth = J.n ? J.n : 1;
-            if (rc == 0) rc = json_parent_key(ctx, &J, b, e, cp, v0, v1, &ix, &cap);
+            if (rc == 0 && json && ix.n > at) ix.p[at].json_depth = J.n ? J.n : 1;
+            if (rc == 0 && json) rc = json_parent_key(ctx, &J, b, cp, j0, j1, v0, v1, &ix, &cap);
         } else if (directive_split(ctx, b, e, &k0, &k1, &v0, &v1)) {
             if (DG_GROW(d, dcap, nd + 1) != DEG_OK) rc = -1;
             else d[nd++] = (directive){b, cp, k0, k1, v0, v1};

@@ -124,6 +124,14 @@ int dg_keylines_add(const char *ctx, size_t b, size_t cp, const char *key, size_
 int dg_keylines_add_on(const char *ctx, size_t *b, size_t *cp, const char *key, size_t key_len,
                        size_t v0, size_t v1, dg_keylines *ix, size_t *cap);
 
+/* Append as dg_keylines_add_on the qualified key line "PARENT KEY" (parent[0, pl), a
+ * blank, key[0, kl)) for exact names only (dg_keyline.exact_only): an XML element under
+ * its parent element (keyline_xml.c), a JSON member under the object a member opened
+ * (keyprior.c). A key too long to join appends nothing. Returns 0 or -1 on out of memory. */
+int dg_keylines_add_qualified(const char *ctx, size_t *b, size_t *cp, const char *parent,
+                              size_t pl, const char *key, size_t kl, size_t v0, size_t v1,
+                              dg_keylines *ix, size_t *cap);
+
 /* The key lines of well-known forms that write no "Key: value" (keyline_forms.c): the
  * first Debian changelog entry's header (package, version, distribution, urgency) and
  * trailer (maintainer, date); appended to ix (capacity *cap). Returns 0 or -1 on out of

@@ -8,7 +8,7 @@ plain string named `..._email` reads the address, not the name before it
 setting the rule sits under, so it can fail: the heads alone give another value."""
 import deg
 
-from test_decoding_rules import without
+from test_decoding_rules import read_and_alone
 
 S = {"type": "string"}
 STRINGS = {"type": "array", "items": S}
@@ -58,12 +58,6 @@ Author: Jeroen Ooms [aut, cre] (<https://orcid.org/0000-0002-4035-0289>),
   Lloyd Hilaiel [cph] (author of bundled libyajl)
 Maintainer: Jeroen Ooms <jeroen@berkeley.edu>
 """
-
-
-def read_and_alone(model, tmp_path, doc, schema, setting):
-    ck = deg.load(deg.default_checkpoint_path(), model=model)
-    bare = deg.load(without(tmp_path, setting), model=model)
-    return ck.fill(doc, schema), bare.fill(doc, schema)
 
 
 def test_dependency_keys_by_the_vocabulary(model, tmp_path):

@@ -139,6 +139,14 @@ def without(tmp_path, setting, sub=None):
     return str(dst)
 
 
+def read_and_alone(model, tmp_path, doc, schema, setting, sub=None):
+    """doc filled with the default checkpoint, and with it without the setting a rule sits
+    under (`without`): a test of the rule can fail, as the heads alone give another value."""
+    ck = deg.load(deg.default_checkpoint_path(), model=model)
+    bare = deg.load(without(tmp_path, setting, sub), model=model)
+    return ck.fill(doc, schema), bare.fill(doc, schema)
+
+
 def test_json_members_are_key_lines(model, tmp_path):
     ck = deg.load(deg.default_checkpoint_path(), model=model)
     got = ck.fill(PACKAGE_JSON, PACKAGE_SCHEMA)["value"]

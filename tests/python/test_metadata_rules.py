@@ -7,9 +7,7 @@ the key lines "copyright year" and "copyright holder" (keyline_forms.c); a uri f
 a key "url" (keyprior.c format_key); a licence choice reads the licence a text states by
 its text (lib/deg/licenseprior.h). Each test also fills with the checkpoint without the
 setting the rule sits under, so it can fail: the heads alone give another value."""
-import deg
-
-from test_decoding_rules import without
+from test_decoding_rules import read_and_alone
 
 S, URI = {"type": "string"}, {"type": "string", "format": "uri"}
 STRINGS = {"type": "array", "items": S}
@@ -121,12 +119,6 @@ WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 """
 LICENSES = {"enum": ["MIT", "ISC", "Apache-2.0", "BSD-3-Clause", "GPL-3.0-or-later",
                      "LGPL-2.1-or-later", "Zlib"]}
-
-
-def read_and_alone(model, tmp_path, doc, schema, setting, sub=None):
-    ck = deg.load(deg.default_checkpoint_path(), model=model)
-    bare = deg.load(without(tmp_path, setting, sub), model=model)
-    return ck.fill(doc, schema), bare.fill(doc, schema)
 
 
 def test_xml_elements_are_key_lines(model, tmp_path):

@@ -11,9 +11,7 @@ least nested are key lines (keyprior.c json_parent_key, json_least_nested; npm's
 balanced-match package.json, bench/devreal set 7); a contact is the author (keyvocab.c, npm's
 cidr-regex package.json). Each test also fills with the checkpoint without the setting the
 rule sits under, so it can fail."""
-import deg
-
-from test_decoding_rules import without
+from test_decoding_rules import read_and_alone
 
 S = {"type": "string"}
 I = {"type": "integer"}
@@ -69,12 +67,6 @@ ETHTOOL = """/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
 
 #ifndef _LINUX_ETHTOOL_H
 """
-
-
-def read_and_alone(model, tmp_path, doc, schema, setting):
-    ck = deg.load(deg.default_checkpoint_path(), model=model)
-    bare = deg.load(without(tmp_path, setting), model=model)
-    return ck.fill(doc, schema), bare.fill(doc, schema)
 
 
 def test_the_end_of_the_years_a_name_asks_for(model, tmp_path):
