@@ -100,6 +100,11 @@ extern "C" {
  * string leaf outside arrays named like a licence (a word starting "licen") with no key
  * line naming it gives `exact` to each licence name the context writes outside another
  * key's value ("Licensed under the MIT license": "MIT"; lib/deg/licenseprior.h).
+ * (libdeg 0.27.0) A JSON member below the document's top members is read by its exact
+ * name (or, for a key of 2+ words, by the vocabulary: `contact_email` = "author email"),
+ * and otherwise partially only when the leaf's name holds all its words
+ * (`bug_tracker_url` for "bugs url"), never by a part of it; "Web site" reads as
+ * "website".
  * `phrase` (default 0 =
  * off) is added to the start/end of a grammar candidate (date, number, e-mail,
  * URI) that running text labels with the leaf's name: the clause right before
@@ -197,7 +202,13 @@ extern "C" {
  * key names is anchored too and takes the list holding the anchor head's best
  * token, if any. Under uniqueItems a repeated item text is anchored once; a list
  * shorter than minItems is not used (the heads' anchors are). The array's meta
- * then has "list_key" (the list's normalised key). Item values stay spans read
+ * then has "list_key" (the list's normalised key). Since libdeg 0.27.0 an array
+ * asking for names (the word "name" or "names" in its name, title or description)
+ * reads the name each item opens with ("libc6" of "libc6 (>= 2.29)", PEP 508 and
+ * Debian relations), each name once; a file's requirement lines ("six",
+ * "PyYAML>=3.10") are a list under "requirements"; and a dependency array no list
+ * matches, in a document of 3+ key lines, is [] with meta "list_absent": true
+ * (lib/deg/lists.h dg_lists_names_array, dg_lists_dependencies_unwritten). Item values stay spans read
  * by the item forks. lm_prior.start and list_prior.bonus are numbers in
  * [0, 1e6] (larger weights only overflow the fp32 logits).
  *

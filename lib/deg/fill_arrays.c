@@ -67,27 +67,42 @@ static int same_text(const freq *r, size_t a0, size_t a1, size_t b0, size_t b1)
     return x1 - x0 == y1 - y0 && memcmp(r->ctx + x0, r->ctx + y0, x1 - x0) == 0;
 }
 
+/* Code point end of list item `i` of list L as array a reads it: its name's end
+ * on a list of names (lists.h dg_lists_name_end), else the item's end. */
+static size_t item_end(const freq *r, const dg_list *L, size_t i, int names)
+{
+    const size_t *it = r->lists.item + 2 * (L->first + i);
+    if (!names) return it[1];
+    size_t b = r->cp_byte[it[0]], e = r->cp_byte[it[1]];
+    return it[0] + (dg_lists_name_end(r->ctx, b, e) - b); /* a name is ASCII */
+}
+
 /* List prior (lists.h): the anchors of instance I are its list's items, the
  * context token holding each item's first code point (idx[i] = the list item of
- * anchor i), when those tokens are distinct, ascending and inside the region and
- * there are at least minItems (the first maxItems / options.max_items are kept).
- * Under uniqueItems an item whose text an earlier one has is skipped (a list
- * merged from repeated keys may repeat a value). Returns the count, or 0 when the
- * list cannot anchor the array (the heads' anchors are used). */
+ * anchor i, end[i] = where it ends as read: item_end), when those tokens are
+ * distinct, ascending and inside the region and there are at least minItems (the
+ * first maxItems / options.max_items are kept). Under uniqueItems, and on a list of
+ * names, an item whose text (name) an earlier one has is skipped (a list merged from
+ * repeated keys may repeat a value; "rsa>=4.1; python_version >= '3.5'" and
+ * "rsa<=4.0; ..." name one package). Returns the count, or 0 when the list cannot
+ * anchor the array (the heads' anchors are used). */
 static size_t list_anchors(const freq *r, const inst *I, const dg_array_plan *a, int64_t cap,
-                           size_t room, size_t *out, size_t *idx)
+                           size_t room, size_t *out, size_t *idx, size_t *end)
 {
     const dg_list *L = &r->lists.p[I->list1 - 1];
     const size_t *it = r->lists.item + 2 * L->first;
+    int names = dg_lists_names_array(r->plan, (size_t)I->array);
     size_t n = 0;
     for (size_t i = 0; i < L->n && (cap < 0 || n < (size_t)cap); i++) {
         int dup = 0;
-        for (size_t j = 0; a->unique_items && j < n && !dup; j++)
-            dup = same_text(r, it[2 * i], it[2 * i + 1], it[2 * idx[j]], it[2 * idx[j] + 1]);
+        size_t e = item_end(r, L, i, names);
+        for (size_t j = 0; (a->unique_items || names) && j < n && !dup; j++)
+            dup = same_text(r, it[2 * i], e, it[2 * idx[j]], end[j]);
         if (dup) continue;
         size_t t = r->cp_tok[it[2 * i]];
         if (t < I->r0 || t >= I->r1 || (n > 0 && t <= out[n - 1]) || n == room) return 0;
         out[n] = t;
+        end[n] = e;
         idx[n++] = i;
     }
     return n == 0 || (int64_t)n < a->min_items ? 0 : n;
@@ -150,12 +165,18 @@ deg_status dg_fill_resolve_anchors(const dg_ckpt *k, freq *r, int in)
     if (!I->anchor) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (anchors)");
     if (I->list1) {
         I->list_idx = malloc((n ? n : 1) * sizeof(size_t));
-        if (!I->list_idx) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (anchors)");
-        got = list_anchors(r, I, a, cap, n, I->anchor, I->list_idx);
+        I->name_end = malloc((n ? n : 1) * sizeof(size_t));
+        if (!I->list_idx || !I->name_end)
+            return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (anchors)");
+        got = list_anchors(r, I, a, cap, n, I->anchor, I->list_idx, I->name_end);
         I->from_list = got > 0;
+        if (!dg_lists_names_array(r->plan, (size_t)I->array)) {
+            free(I->name_end);
+            I->name_end = NULL;
+        }
         DG_TRY(record_cells(r, I, got));
     }
-    if (!I->from_list) {
+    if (!I->from_list && !I->list_absent) {
         DG_TRY(dg_anchor_pick(I->alog, n, mode, a->min_items, cap, count, I->anchor, &got));
         for (size_t i = 0; i < got; i++) I->anchor[i] += I->r0;
     }

@@ -100,7 +100,7 @@ static int list_item_tokens(const freq *r, const leaf *L, size_t *t, size_t *ite
     *item = r->lists.p[I->list1 - 1].first + I->list_idx[L->item];
     const size_t *it = r->lists.item + 2 * *item;
     t[0] = r->cp_tok[it[0]];
-    t[1] = r->cp_tok[it[1] - 1];
+    t[1] = r->cp_tok[(I->name_end ? I->name_end[L->item] : it[1]) - 1];
     if (dg_lists_plain_array(r->plan, (size_t)I->array)) return 1;
     /* a list's item of one part (no cells) reads the whole item */
     if (I->rec_cell && (r->lists.p[I->list1 - 1].table ||
@@ -481,6 +481,17 @@ static void whole_name(const dg_ckpt *k, const freq *r, const leaf *L, size_t it
     *e = ne;
 }
 
+/* An item of a list of names (lists.h dg_lists_names_array) is its name: span [s, *e)
+ * ends where the name of L's list item does (a token may run past it: "a>=" of
+ * "rsa>=4.1"); 0 when the span starts there or after. */
+static int name_clip(const freq *r, const leaf *L, size_t s, size_t *e)
+{
+    if (L->inst < 0 || !r->insts[L->inst].name_end) return 1;
+    size_t end = r->insts[L->inst].name_end[L->item];
+    if (*e > end) *e = end;
+    return s < *e;
+}
+
 /* Code points [*s, *e) of candidate c for leaf L, or 0 when it is not to be read: a
  * token span (typed = 0) is trimmed and held to the span rules (span_single_line,
  * span_single_sentence, span_word_bounds; then span_whole_names); a table record's
@@ -504,7 +515,7 @@ static int cand_span(const dg_ckpt *k, const freq *r, const leaf *L, int typed,
         dg_clear_error();
         return 0;
     }
-    if (*e <= *s || !span_rules_ok(k, r, L, *s, *e)) return 0;
+    if (*e <= *s || !name_clip(r, L, *s, e) || !span_rules_ok(k, r, L, *s, *e)) return 0;
     if (k->span_whole_names && !rc) whole_name(k, r, L, item, s, e);
     return rc || dg_fill_cell_span_ok(r, *s, *e);
 }

@@ -274,6 +274,9 @@ static deg_status array_jobs(freq *r, size_t ri, jobs *J, const deg_model *m, in
         if (li >= 0) {
             C->list1 = li + 1;
             C->anchored = 1;
+        } else if (dg_lists_dependencies_unwritten(r->plan, (size_t)C->array, r->kv.n)) {
+            C->list_absent = 1;
+            C->anchored = 1;
         } else if (r->list_by_anchor && r->lists.n > 0 &&
                    dg_lists_plain_array(r->plan, (size_t)C->array)) {
             C->list_probe = 1;

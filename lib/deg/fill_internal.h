@@ -56,12 +56,16 @@ typedef struct inst {       /* one array instance */
     int list1;              /* list prior: 1 + the matched list of r->lists, 0 = none */
     int from_list;          /* the anchors are the list's items: item i = list item list_idx[i] */
     size_t *list_idx;       /* [n_items] when from_list */
+    size_t *name_end;       /* [n_items] when from_list on a list of names (lists.h
+                             * dg_lists_names_array): the code point item i's name ends at */
     size_t *rec_cell;       /* [n_items * n_fields] when from_list on a table: the cell
                              * each leaf of item i reads (dg_lists_record_cells), once
                              * per record rather than per span candidate */
     int columns_set;        /* a table's free columns chosen (fill_columns.c) */
     json_t *table_col;      /* then {property: column} for the free properties, or NULL */
     int list_probe;         /* by_anchor: no list by name; the anchor head's best token may pick one */
+    int list_absent;        /* no list by name, none written (lists.h
+                             * dg_lists_dependencies_unwritten): no items */
     size_t r0, r1;          /* region: context tokens [r0, r1) (every instance has one) */
     size_t *anchor;         /* [n_items] anchor tokens, ascending */
     float *alog;            /* [r1 - r0] anchor logits, until resolved */

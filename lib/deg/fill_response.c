@@ -61,6 +61,7 @@ deg_status dg_fill_assemble(const dg_ckpt *k, freq *r, json_t **response)
                     json_array_append_new(an, json_integer((json_int_t)r->tok_cp0[I->anchor[t]]));
             json_t *em = json_pack("{s:s, s:o}", "array_mode", "anchor", "anchors", an);
             /* list prior (lists.h): the anchors are the items of the list under this key */
+            if (em && I->list_absent) json_object_set_new(em, "list_absent", json_true());
             if (em && I->from_list) {
                 const dg_list *L = &r->lists.p[I->list1 - 1];
                 json_object_set_new(em, "list_key", json_string(L->key));

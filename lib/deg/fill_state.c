@@ -196,6 +196,7 @@ void dg_fill_clear(freq *r)
         free(r->insts[i].newidx);
         free(r->insts[i].anchor);
         free(r->insts[i].list_idx);
+        free(r->insts[i].name_end);
         free(r->insts[i].rec_cell);
         json_decref(r->insts[i].table_col);
         free(r->insts[i].alog);

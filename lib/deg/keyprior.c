@@ -157,16 +157,19 @@ int dg_keyline_split(const char *ctx, size_t b, size_t e, size_t *key0, size_t *
         if (ctx[i] == ' ' && ctx[i + 1] != ' ') words++;
     if (words > DG_KEY_MAX_WORDS) return 0;
     size_t v0 = sep + 1, v1 = e;
+    /* '*' around a value is emphasis only on a line that opens with it ("**Key:** value",
+     * "*Key: value*"); else it is the value's ("Files: *", "Files: *.c": globs) */
+    int star = !json && !html && memchr(ctx + b, '*', k0 - b) != NULL;
     while (v0 < v1 && (ctx[v0] == ' ' || ctx[v0] == '\t')) v0++;
     while (v1 > v0 && (ctx[v1 - 1] == ' ' || ctx[v1 - 1] == '\t' || ctx[v1 - 1] == '\r' ||
-                       ctx[v1 - 1] == '|' || ctx[v1 - 1] == '*' || ctx[v1 - 1] == ',' ||
-                       ctx[v1 - 1] == ';'))
+                       ctx[v1 - 1] == '|' || (star && ctx[v1 - 1] == '*') ||
+                       ctx[v1 - 1] == ',' || ctx[v1 - 1] == ';'))
         v1--;
     if (v1 - v0 >= 2 && ctx[v1 - 1] == '/' && ctx[v1 - 2] == '*') { /* a C comment's close */
         v1 -= 2;
         while (v1 > v0 && (ctx[v1 - 1] == ' ' || ctx[v1 - 1] == '\t')) v1--;
     }
-    while (v0 < v1 && ctx[v0] == '*') v0++;  /* "**Key:** value" */
+    while (star && v0 < v1 && ctx[v0] == '*') v0++;  /* "**Key:** value" */
     while (v0 < v1 && ctx[v0] == ' ') v0++;
     /* a JSON member opening an object or array, or null, has no scalar value (lists.c
      * reads `"key": [`) */
@@ -334,6 +337,20 @@ static void json_least_nested(dg_keylines *ix)
     ix->n = o;
 }
 
+/* A JSON member below the document's top members is its parent's: read by its exact name
+ * (its "PARENT KEY" line says the whole fact), so a repository's "url" is no `homepage` by
+ * the vocabulary (libdeg 0.27.0; bench/devreal set 10). After the sort by position: the
+ * order of one value's lines (plain, then qualified) stays. */
+static void json_nested_exact(dg_keylines *ix)
+{
+    size_t top = 0;
+    for (size_t i = 0; i < ix->n; i++)
+        if (ix->p[i].json_depth && !ix->p[i].exact_only && (!top || ix->p[i].json_depth < top))
+            top = ix->p[i].json_depth;
+    for (size_t i = 0; i < ix->n; i++)
+        if (ix->p[i].json_depth > top) ix->p[i].exact_only = 1;
+}
+
 /* Is line [b, e) blank, a comment ('#', ';' or "//" first) or a bare flag (one token of
  * letters, digits, '_', '.', '-': gpg.conf's "auto-key-retrieve" between two settings)? */
 static int neutral_line(const char *ctx, size_t b, size_t e)
@@ -433,6 +450,7 @@ deg_status dg_keylines_scan(const char *ctx, size_t len, dg_keylines *out)
     json_least_nested(&ix);
     /* in document order: a block's directive lines were added at its end */
     if (ix.n > 1) qsort(ix.p, ix.n, sizeof *ix.p, by_position);
+    json_nested_exact(&ix);
     *out = ix;
     return DEG_OK;
 }
@@ -818,11 +836,39 @@ int dg_key_words_in(const char *text, const char *key)
     return strlen(key) >= 4 && words_in(text, key);
 }
 
+/* Every word of key `key` (2+ words, plurals folded) is a word of f's name or title: a
+ * name that says the qualifier too (`bug_tracker_url` holds "bugs url"), not one the
+ * qualified key holds (`version` of "parent version"). */
+static int name_holds_key(const dg_field_plan *f, const char *key)
+{
+    if (!strchr(key, ' ') || f->depth_items > 0 || !f->path.n || !f->path.seg[f->path.n - 1])
+        return 0;
+    char k[DG_KEY_MAX_LEN + 1], n[DG_KEY_MAX_LEN + 1], t[DG_KEY_MAX_LEN + 1];
+    fold_plural(key, k, sizeof k);
+    for (int i = 0; i < 2; i++) {
+        const char *s = i ? f->title : f->path.seg[f->path.n - 1];
+        if (!s) continue;
+        dg_key_norm(s, strlen(s), t, sizeof t);
+        fold_plural(t, n, sizeof n);
+        if (words_within(k, n)) return 1;
+    }
+    return 0;
+}
+
 double dg_key_bonus(const dg_key_prior *p, const dg_field_plan *f, const dg_keyline *kv)
 {
     if (!p || !p->on) return 0.0;
     int m = dg_key_match(f, kv->key);
-    if (kv->exact_only) return m == 2 ? p->exact : 0.0;
+    /* a qualified key of 2+ words also partially, by a name holding all its words or by
+     * the key vocabulary (`contact_email` = "author email"), a lone word never ("url" of
+     * a repository for `homepage`) */
+    if (kv->exact_only)
+        return m == 2 ? p->exact
+               : name_holds_key(f, kv->key) ||
+                         (strchr(kv->key, ' ') && f->depth_items == 0 && f->path.n &&
+                          dg_key_vocab_match(f->path.seg[f->path.n - 1], f->title, kv->key))
+                   ? p->partial
+                   : 0.0;
     if (m == 0 && p->description > 0 && dg_key_in_description(f, kv->key)) return p->description;
     return m == 2 ? p->exact : m == 1 ? p->partial : 0.0;
 }

@@ -192,6 +192,11 @@ int dg_key_vocab_match(const char *seg, const char *title, const char *key);
  * string named so reads that kind's candidates, fill_extract.c name_kind). */
 const char *dg_key_value_kind(const char *word);
 
+/* 1 when normalised key `key` has a word the key vocabulary reads as "dependency"
+ * (keyvocab.c CANON: "Requires", "Depends", "Requires.private", "install_requires",
+ * "Build-Depends"). */
+int dg_key_dependency_key(const char *key);
+
 /* Bytes [s, s + n) as one yes/no word: 1 yes, 0 no, -1 neither. ASCII case
  * folded; yes/no, y/n, true/false, 1/0 and the words of datagen's seven
  * languages (ja/nein, oui/non, vrai/faux, si (also accented)/no, sim/nao, wahr/falsch,

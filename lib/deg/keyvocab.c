@@ -81,8 +81,23 @@ const char *dg_key_value_kind(const char *word)
     return NULL;
 }
 
-/* Rewrite normalised words in[] into out[cap]: canonical words, and (key) trailing digits
- * dropped after 3+ letters. Returns 1 when any word changed. */
+/* The canonical word of the word at p (ending at e, a ' ') written together with the
+ * next one, when CANON has that compound ("web site" = "website", "web page"), else NULL. */
+static const char *two_word_canon(const char *p, const char *e)
+{
+    if (!e) return NULL;
+    size_t l1 = (size_t)(e - p), l2 = strcspn(e + 1, " ");
+    for (size_t i = 0; i < sizeof CANON / sizeof CANON[0]; i++) {
+        const char *c = CANON[i][0];
+        if (strlen(c) == l1 + l2 && !memcmp(c, p, l1) && !memcmp(c + l1, e + 1, l2) && l1 && l2)
+            return CANON[i][1];
+    }
+    return NULL;
+}
+
+/* Rewrite normalised words in[] into out[cap]: canonical words (also of two written
+ * apart: "web site"), and (key) trailing digits dropped after 3+ letters. Returns 1 when
+ * any word changed. */
 static int canon_words(const char *in, char *out, size_t cap, int key)
 {
     size_t o = 0;
@@ -94,7 +109,13 @@ static int canon_words(const char *in, char *out, size_t cap, int key)
         size_t l = e ? (size_t)(e - p) : strlen(p);
         const char *w = p;
         size_t wl = l;
-        for (size_t i = 0; i < sizeof CANON / sizeof CANON[0]; i++)
+        const char *two = two_word_canon(p, e);
+        if (two) { /* "web site" is "website" (libdeg 0.27.0) */
+            w = two;
+            wl = strlen(w);
+            e = strchr(e + 1, ' ');
+        }
+        for (size_t i = 0; !two && i < sizeof CANON / sizeof CANON[0]; i++)
             if (strlen(CANON[i][0]) == l && memcmp(CANON[i][0], p, l) == 0) {
                 w = CANON[i][1];
                 wl = strlen(w);
@@ -125,6 +146,19 @@ static int canon_words(const char *in, char *out, size_t cap, int key)
         p = e + 1;
     }
     return changed;
+}
+
+int dg_key_dependency_key(const char *key)
+{
+    char c[DG_KEY_MAX_LEN + 1];
+    canon_words(key, c, sizeof c, 1);
+    for (const char *w = c; *w;) {
+        size_t n = strcspn(w, " ");
+        if (n == 10 && !strncmp(w, "dependency", 10)) return 1;
+        w += n;
+        while (*w == ' ') w++;
+    }
+    return 0;
 }
 
 /* Normalised name without its last word when that word says what the value is and

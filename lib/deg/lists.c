@@ -123,18 +123,27 @@ static int identifier_like(const char *s, size_t b, size_t e)
 
 /* Items of a value [v0, v1) split at blanks when it has two or more parts and
  * each is identifier-like (systemd's "After=a.target b.service",
- * "Documentation=man:x(8) https://..."); else no items added and *done = 0. */
+ * "Documentation=man:x(8) https://..."), or under a dependency key (keyvocab.c) a
+ * package name (list_names.c: pkg-config's "Requires.private: libssl libcrypto zlib",
+ * whose Requires separates names by commas or blanks; libdeg 0.27.0); else no items
+ * added and *done = 0. */
 static deg_status add_blank_separated(dg_lscan *S, size_t lb, size_t lcp, size_t v0, size_t v1,
                                       int *done)
 {
     const char *s = S->ctx;
     size_t first = S->n_items;
+    /* the open list's key (dg_lscan_open), when a list is open */
+    int deps = S->n_raw < S->cap_raw && dg_key_dependency_key(S->raw[S->n_raw].key);
     *done = 0;
     for (size_t i = v0; i < v1;) {
         while (i < v1 && (s[i] == ' ' || s[i] == '\t')) i++;
         size_t b = i;
         while (i < v1 && s[i] != ' ' && s[i] != '\t') i++;
-        if (b < i && !identifier_like(s, b, i)) break;
+        /* under a dependency key no part is a constraint: "glibc >= 2.17" is one item */
+        int ok = deps ? isalpha((unsigned char)s[b]) &&
+                            (identifier_like(s, b, i) || dg_lscan_package_name(s, b, i))
+                      : identifier_like(s, b, i);
+        if (b < i && !ok) break;
         DG_TRY(dg_lscan_item(S, lb, lcp, b, i, NULL));
         *done = i >= v1;
     }
@@ -287,6 +296,7 @@ deg_status dg_lscan_open(dg_lscan *S, size_t k0, size_t k1, int table)
     L->first = S->n_items;
     L->table = table;
     L->members = 0;
+    L->bare = 0;
     return DEG_OK;
 }
 
@@ -294,7 +304,7 @@ void dg_lscan_close(dg_lscan *S)
 {
     raw_list *L = &S->raw[S->n_raw];
     L->n = S->n_items - L->first;
-    if (L->n && (L->key[0] || L->table)) {
+    if (L->n && (L->key[0] || L->table || L->bare)) {
         S->n_raw++;
         return;
     }
@@ -557,6 +567,7 @@ deg_status dg_lists_scan(const char *ctx, size_t len, dg_lists *out)
     dg_lscan S = {.ctx = ctx, .len = len};
     dg_lists ls = {0};
     deg_status st = scan_lists(&S, len);
+    if (st == DEG_OK) st = dg_lscan_requirement_runs(&S);
     /* one list per key: the raw lists of a key merged in document order (sorted by
      * key, O(n log n) in the key lines), the lists ordered by first appearance; a
      * table stays a list of its own */
@@ -575,7 +586,8 @@ deg_status dg_lists_scan(const char *ctx, size_t len, dg_lists *out)
         qsort(ord, S.n_raw, sizeof *ord, cmp_key);
         for (size_t i = 0; i < S.n_raw; i++) {
             const raw_list *R = &S.raw[ord[i].i];
-            if (i == 0 || R->table || S.raw[ord[i - 1].i].table ||
+            if (i == 0 || R->table || R->bare || S.raw[ord[i - 1].i].table ||
+                S.raw[ord[i - 1].i].bare ||
                 strcmp(R->key, ord[i - 1].key) != 0) {
                 dg_list *L = &ls.p[ls.n++];
                 memcpy(L->key, R->key, sizeof L->key);
@@ -583,6 +595,7 @@ deg_status dg_lists_scan(const char *ctx, size_t len, dg_lists *out)
                 L->n = 0;
                 L->at = ord[i].i;
                 L->table = R->table;
+                L->bare = R->bare;
                 L->members = 0;
             }
             ls.p[ls.n - 1].members |= R->members;
@@ -647,12 +660,14 @@ int dg_lists_wanted(const dg_plan *P)
 /* Match strength of list L's key for array A by name: exact name 4, a partial name
  * (also by the key vocabulary, keyvocab.c) the description names too 3, the
  * description alone 2, a partial name alone 1, else 0 (names: A's description names,
- * dg_key_desc_names). The description breaks ties between partial names: "Zones" (the
+ * dg_key_desc_names); a run of requirement lines (L->bare) names any dependency array
+ * partially (1: `docs_dependencies` of a docs requirements file). The description breaks ties between partial names: "Zones" (the
  * country's time zones) is the list under "Time zones:", not the one under "Several
  * zones:". */
 static int name_strength(const dg_array_plan *A, const char *names, const dg_list *L)
 {
     if (!L->key[0]) return 0;
+    if (L->bare) return dg_lists_dependency_array(A); /* a partial name: no line writes it */
     int m = dg_key_match_name(A->path.seg[A->path.n - 1], A->title, L->key, 1);
     if (m == 2) return 4;
     return 2 * dg_key_words_in(names, L->key) + m;

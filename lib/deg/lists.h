@@ -37,8 +37,13 @@
  *     a written list's last two items split at a conjunction ("a, b and c",
  *     "Utility and TextEditor"; and und et y e en &);
  *   - blank-separated: a value without those whose parts are identifiers (one of
- *     . : / @ _ = in each): "After=a.target b.service", "man:x(8) https://y";
+ *     . : / @ _ = in each): "After=a.target b.service", "man:x(8) https://y"; under a
+ *     dependency key also package names ("Requires.private: libssl libcrypto zlib";
+ *     libdeg 0.27.0);
  *   - single: any other key line's value is a one-item list;
+ *   - requirement lines (libdeg 0.27.0, list_names.c): a run of 2+ unindented lines each
+ *     a requirement ("six", "PyYAML>=3.10"; comments, option and blank lines between) is
+ *     one list under the key "requirements" no line writes (dg_list.bare);
  *   - sentences: a line of prose may hold several "Key: value" sentences
  *     ("Extensions: a, b and c. Types: x, y."): it is split before each ". X"
  *     (X uppercase or non-ASCII) and each sentence read as a key line, its
@@ -126,6 +131,8 @@ typedef struct dg_list {
     int table;                    /* DG_TABLE_*: a table's records (items with cells), never merged */
     int members;                  /* some items are keys, DG_MEMBERS_* bits: plain arrays
                                    * only, by an exact name or the description */
+    int bare;                     /* requirement lines under no written key (key
+                                   * "requirements", list_names.c), never merged */
 } dg_list;
 
 #define DG_MEMBERS_JSON 1    /* dg_list.members: a JSON object's member keys */
@@ -157,6 +164,43 @@ void dg_lists_free(dg_lists *ls);
 /* 1 when array `a` of plan P can take a list: a top-level array whose item is one
  * plain string extract leaf (no format, no pattern). */
 int dg_lists_plain_array(const dg_plan *P, size_t a);
+
+/* 1 when plain array `a` (dg_lists_plain_array) asks for names: the word "name" or
+ * "names" in its name, title or description or its item's ("names of the required
+ * packages (Depends)", `package_names`). Its items read the name each list item
+ * opens with (dg_lists_name_end), and a name two items share is taken once
+ * (fill_arrays.c list_anchors): "Depends: libc6 (>= 2.29), zlib1g (>= 1:1.2)" ->
+ * ["libc6", "zlib1g"]. Why: a user asking for names wants neither the constraint
+ * nor the same package twice; v13 answered "libc6 (>= 2.29)" (bench/devreal set 8). */
+int dg_lists_names_array(const dg_plan *P, size_t a);
+
+/* 1 when array A's name or title has a word the key vocabulary reads as "dependency"
+ * (keyprior.h dg_key_dependency_key: `dependencies`, `requires`, `test_requirements`,
+ * `build_deps`). */
+int dg_lists_dependency_array(const dg_array_plan *A);
+
+/* Key lines (keyprior.h dg_keylines_scan) of a document of keys: at least this many. */
+#define DG_LISTS_KEYED_DOC 3
+
+/* 1 when plain array `a` (no minItems) is a dependency array (dg_lists_dependency_array)
+ * and the document holds at least DG_LISTS_KEYED_DOC key lines (n_keylines): when no
+ * list matches it (dg_lists_match < 0) the array is empty (fill_arrays.c), not what the
+ * anchor head finds elsewhere. Why: a package's dependencies stand under a key in the
+ * formats that write them (Debian's Depends, pkg-config's Requires, setuptools'
+ * install_requires, an npm "dependencies" object, a requirements file: lists.h), so a
+ * document of keys with none of them has none; v13 answered the Breaks line's
+ * "libmagic1 (<< 1:5.28" and a Recommends line for packages without Depends (bench/devreal
+ * sets 8 and 9). */
+int dg_lists_dependencies_unwritten(const dg_plan *P, size_t a, size_t n_keylines);
+
+/* Byte end of the name item bytes [b, e) open with, when a requirement's tail
+ * follows it (a version constraint or relation, an extra, an environment marker,
+ * an alternative, an ":arch" qualifier, or a version after blanks: "libc6 (>=
+ * 2.29)", "rsa>=4.1; python_version >= '3.5'", "requests[socks]", "python3:any",
+ * "glibc >= 2.17"; PEP 508, Debian Policy 7.1); e otherwise ("Flask", "Jeroen Ooms
+ * [aut]": a name of words is the item as written). A name is ASCII: letters,
+ * digits, . _ - + / and a leading '@', ending in a letter or digit. */
+size_t dg_lists_name_end(const char *s, size_t b, size_t e);
 
 /* 1 when array `a` of plan P is a top-level array of objects whose leaves are
  * the objects' own properties (no nested arrays), one of them a string extract

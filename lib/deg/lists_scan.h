@@ -13,6 +13,8 @@ typedef struct raw_list {          /* one key line's list (or one table) before 
     size_t first, n;               /* into the item buffer */
     int table;                     /* a table: kept even without a key, never merged */
     int members;                   /* keys: DG_MEMBERS_* bits (dg_list.members) */
+    int bare;                      /* requirement lines (list_names.c): under the key
+                                    * "requirements" no line writes, never merged */
 } raw_list;
 
 typedef struct dg_lscan {
@@ -54,8 +56,8 @@ size_t dg_lscan_count_parts(const char *s, size_t b, size_t e);
  * (table: 1 for a table's records). Errors: DEG_ERR_NOMEM. */
 deg_status dg_lscan_open(dg_lscan *S, size_t k0, size_t k1, int table);
 
-/* End the open raw list: kept when it has items and a key (or is a table),
- * else dropped. */
+/* End the open raw list: kept when it has items and a key (or is a table or
+ * bare), else dropped. */
 void dg_lscan_close(dg_lscan *S);
 
 /* Bullet line [b, e): the first byte of its text after the marker ("-", "*",
@@ -115,5 +117,13 @@ deg_status dg_lscan_section_keys(dg_lscan *S, size_t len, size_t b, size_t e, si
  * not headers again. Lines are not consumed (they stay key lines).
  * Errors: DEG_ERR_NOMEM. */
 deg_status dg_tables_at(dg_lscan *S, size_t b, size_t e, size_t cp, size_t *skip);
+
+/* Bytes [b, e) are a package name alone (list_names.c): a letter, then letters,
+ * digits and . _ - + ("zlib", "libpcre2-8", "glib-2.0"). */
+int dg_lscan_package_name(const char *s, size_t b, size_t e);
+
+/* Runs of requirement lines (list_names.c): each a keyless list whose items are
+ * the lines. Errors: DEG_ERR_NOMEM. */
+deg_status dg_lscan_requirement_runs(dg_lscan *S);
 
 #endif

@@ -1,6 +1,7 @@
 /* ckpt_fixture.h - a random-heads checkpoint on one of the tiny goldens for the
  * C tests: created in a directory, optionally with deg.json's array_mode and
- * anchor_min_tokens replaced, loaded with debug ("raw" digests) on; deg.json edits. */
+ * anchor_min_tokens replaced, loaded with debug ("raw" digests) on; deg.json edits;
+ * an array of strings joined for comparison. */
 #ifndef DEG_TESTS_CKPT_FIXTURE_H
 #define DEG_TESTS_CKPT_FIXTURE_H
 
@@ -12,6 +13,18 @@
 #include <string.h>
 
 #include "deg.h"
+
+/* The strings of JSON array arr joined by '|' (a static buffer: use before the next call). */
+static inline const char *tu_joined(json_t *arr)
+{
+    static char out[512];
+    size_t o = 0;
+    out[0] = 0;
+    for (size_t i = 0; i < json_array_size(arr) && o < sizeof out; i++)
+        o += (size_t)snprintf(out + o, sizeof out - o, "%s%s", i ? "|" : "",
+                              json_string_value(json_array_get(arr, i)));
+    return out;
+}
 
 /* Set deg.json key of checkpoint dir to value (owned; NULL deletes the key). */
 static inline void tu_set_meta(const char *dir, const char *key, json_t *value)

@@ -75,13 +75,17 @@ Test(keyprior, norm)
 
 Test(keyprior, scan_lines_and_offsets)
 {
-    /* "é" is two bytes and one code point: offsets after it are code points */
+    /* "é" is two bytes and one code point: offsets after it are code points; '*' is
+     * emphasis only on a line that opens with it, else a glob's (libdeg 0.27.0) */
     const char *ctx = "Name: blinker\n"
                       "Résumé: ok\n"
                       "Version:    1.9.0  \n"
                       "not a key line at all, it has: too many words in front of it\n"
                       "| Home-page | https://x.example/ |\n"
                       "**License:** MIT\n"
+                      "Files: *\n"
+                      "Sources: src/*\n"
+                      "*Note: read me*\n"
                       "Empty:\n"
                       "PRETTY_NAME=\"Debian GNU/Linux 12\"\n"
                       "http://a.example/b";
@@ -89,7 +93,8 @@ Test(keyprior, scan_lines_and_offsets)
     cr_assert_eq(dg_keylines_scan(ctx, strlen(ctx), &ix), DEG_OK);
     const kv_want want[] = {
         {"name", "blinker"}, {"r\xc3\xa9sum\xc3\xa9", "ok"}, {"version", "1.9.0"}, {"home page", "https://x.example/"},
-        {"license", "MIT"}, {"pretty name", "Debian GNU/Linux 12"}};
+        {"license", "MIT"}, {"files", "*"}, {"sources", "src/*"}, {"note", "read me"},
+        {"pretty name", "Debian GNU/Linux 12"}};
     expect_lines(ctx, &ix, want, sizeof want / sizeof *want);
     dg_keylines_free(&ix);
     cr_assert_null(ix.p);
@@ -138,8 +143,10 @@ Test(keyprior, scan_json_members)
         {"name", "left-pad"}, {"version", "1.3.0"}, {"private", "true"}, {"type", "git"},
         {"repository type", "git"}};
     expect_lines(ctx, &ix, want, sizeof want / sizeof *want);
-    for (size_t i = 0; i < ix.n; i++) /* the member under "repository": {, exact names only */
-        cr_assert_eq(ix.p[i].exact_only, i == 4, "line %zu", i);
+    /* the member under "repository": { and its qualified line, exact names only (the
+     * nested one since libdeg 0.27.0) */
+    for (size_t i = 0; i < ix.n; i++)
+        cr_assert_eq(ix.p[i].exact_only, i >= 3, "line %zu", i);
     dg_keylines_free(&ix);
 }
 
@@ -330,7 +337,8 @@ Test(keyprior, vocabulary)
         "\"source_url\":{\"type\":\"string\"},"
         "\"license\":{\"type\":\"string\"},"
         "\"email\":{\"type\":\"string\"},"
-        "\"website\":{\"type\":\"string\"}}}";
+        "\"website\":{\"type\":\"string\"},"
+        "\"bug_tracker_url\":{\"type\":\"string\"}}}";
     deg_plan *p = compile_plan(schema);
     /* arrays: the list prior matches by name (dg_key_match_name, plural folded) */
     cr_assert_eq(dg_key_match_name("dependencies", NULL, "requires", 1), 1);
@@ -374,6 +382,24 @@ Test(keyprior, vocabulary)
     cr_assert_eq(dg_key_match(field(p, "/website"), "homepage"), 1);
     cr_assert_eq(dg_key_match(field(p, "/website"), "home page"), 1);
     cr_assert_eq(dg_key_match(field(p, "/website"), "url"), 1, "the pair after rewriting");
+    /* a compound written apart (libdeg 0.27.0) */
+    cr_assert_eq(dg_key_match_name("homepage", NULL, "web site", 0), 1);
+    cr_assert_eq(dg_key_match_name("homepage", NULL, "web page", 0), 1);
+    cr_assert_eq(dg_key_match_name("homepage", NULL, "web", 0), 0);
+    cr_assert_eq(dg_key_match_name("homepage", NULL, "site web", 0), 0, "in its order only");
+    /* exact-only lines (qualified, nested JSON): a 2+ word key also by the vocabulary,
+     * a lone word never (libdeg 0.27.0) */
+    dg_key_prior kp = {.on = 1, .exact = 16.0, .partial = 8.0};
+    dg_keyline author = {.key = "author email", .exact_only = 1};
+    dg_keyline url = {.key = "url", .exact_only = 1};
+    cr_assert_eq(dg_key_bonus(&kp, field(p, "/contact_email"), &author), 8.0);
+    cr_assert_eq(dg_key_bonus(&kp, field(p, "/website"), &url), 0.0);
+    url.exact_only = 0;
+    cr_assert_eq(dg_key_bonus(&kp, field(p, "/website"), &url), 8.0);
+    dg_keyline bugs = {.key = "bugs url", .exact_only = 1}, parent = {.key = "parent source",
+                                                                     .exact_only = 1};
+    cr_assert_eq(dg_key_bonus(&kp, field(p, "/bug_tracker_url"), &bugs), 8.0, "holds its words");
+    cr_assert_eq(dg_key_bonus(&kp, field(p, "/source_url"), &parent), 0.0, "a part of it");
     /* the checks that take exact matches only see none of these */
     cr_assert_eq(dg_key_match_written("dependencies", NULL, "requires", 1), 0);
     deg_plan_free(p);
@@ -1104,7 +1130,8 @@ Test(keyprior, scan_json_parents)
         {"directory", "packages/x"}, {"repository directory", "packages/x"},
         {"license", "MIT"}};
     expect_lines(ctx, &ix, want, sizeof want / sizeof *want);
+    /* qualified lines and (libdeg 0.27.0) the members below the top ones: exact names */
     for (size_t i = 0; i < ix.n; i++)
-        cr_assert_eq(ix.p[i].exact_only, strchr(ix.p[i].key, ' ') != NULL, "line %zu", i);
+        cr_assert_eq(ix.p[i].exact_only, i != 0 && i != ix.n - 1, "line %zu", i);
     dg_keylines_free(&ix);
 }

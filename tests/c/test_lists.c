@@ -592,17 +592,6 @@ static json_t *fill(deg_ckpt *k, const char *options)
     return tu_fill(k, CTX, SCHEMA, options);
 }
 
-static const char *joined(json_t *arr)
-{
-    static char out[512];
-    size_t o = 0;
-    out[0] = 0;
-    for (size_t i = 0; i < json_array_size(arr); i++)
-        o += (size_t)snprintf(out + o, sizeof out - o, "%s%s", i ? "|" : "",
-                              json_string_value(json_array_get(arr, i)));
-    return out;
-}
-
 /* A short document (index mode by anchor_min_tokens) whose "choices:" list is
  * named by the array: with the prior the array is anchored on the list and a
  * large bonus puts each item's text in its fork; maxItems keeps the first two;
@@ -623,9 +612,9 @@ Test(lists, fill_reads_the_list)
         cr_assert_eq(deg_ckpt_load(dir, NULL, &k), DEG_OK, "%s", deg_errmsg());
         json_t *r = fill(k, NULL);
         json_t *v = json_object_get(r, "value");
-        cr_assert_str_eq(joined(json_object_get(v, "choices")),
+        cr_assert_str_eq(tu_joined(json_object_get(v, "choices")),
                          "Antananarivo|Chagos|Christmas|Cocos|Comoro");
-        cr_assert_str_eq(joined(json_object_get(v, "keywords")), "alpha|beta gamma");
+        cr_assert_str_eq(tu_joined(json_object_get(v, "keywords")), "alpha|beta gamma");
         json_t *am = json_object_get(json_object_get(r, "meta"), "/choices");
         cr_assert_str_eq(json_string_value(json_object_get(am, "list_key")), "choices");
         cr_assert_eq(json_array_size(json_object_get(am, "anchors")), 5);
@@ -852,7 +841,7 @@ Test(lists, unique_items_skip_repeats)
         json_decref(req);
         cr_assert_eq(deg_fill(k, rq, strlen(rq), &out, NULL), DEG_OK, "%s", deg_errmsg());
         json_t *resp = json_loads(out, 0, NULL);
-        cr_assert_str_eq(joined(json_object_get(json_object_get(resp, "value"), "formats")),
+        cr_assert_str_eq(tu_joined(json_object_get(json_object_get(resp, "value"), "formats")),
                          want[u]);
         json_decref(resp);
         free(rq);
