@@ -73,8 +73,10 @@ static size_t item_end(const freq *r, const dg_list *L, size_t i, int names)
 {
     const size_t *it = r->lists.item + 2 * (L->first + i);
     if (!names) return it[1];
-    size_t b = r->cp_byte[it[0]], e = r->cp_byte[it[1]];
-    return it[0] + (dg_lists_name_end(r->ctx, b, e) - b); /* a name is ASCII */
+    size_t b = r->cp_byte[it[0]], e = r->cp_byte[it[1]], n = dg_lists_name_end(r->ctx, b, e);
+    /* a cut name is ASCII (its bytes are code points); an uncut item may not be
+     * ("Maach\u1ecb": a month's name; counting its bytes ran past the item) */
+    return n == e ? it[1] : it[0] + (n - b);
 }
 
 /* List prior (lists.h): the anchors of instance I are its list's items, the

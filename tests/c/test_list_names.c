@@ -184,6 +184,26 @@ Test(list_names, fill_reads_names_once)
     deg_ckpt_free(k);
 }
 
+/* Items that are no requirement are read whole, non-ASCII ones too (a first form counted
+ * the bytes of "Maach\u1ecb" as code points and ran past the item). */
+Test(list_names, fill_reads_other_names_whole)
+{
+    char model[512], dir[512];
+    snprintf(model, sizeof model, "%s/tiny-qwen3", GOLDENS);
+    snprintf(dir, sizeof dir, "%s/list-names-utf8-%d", DEG_BUILD_ROOT, (int)getpid());
+    deg_ckpt *k = tu_random_ckpt(model, 7, dir, "anchor", 10000);
+    const char *ctx = "Locale: ig_NG\nMonths: Jen\xe1\xbb\xa5war\xe1\xbb\x8b, Maach\xe1\xbb\x8b, "
+                      "Eprel\nTerritory: Nigeria\n";
+    json_t *resp = tu_fill(k, ctx,
+                           "{\"type\":\"object\",\"properties\":{\"month_names\":{\"type\":"
+                           "\"array\",\"items\":{\"type\":\"string\"}}}}",
+                           "{\"list_prior\":{\"bonus\":500.0}}");
+    cr_assert_str_eq(tu_joined(json_object_get(json_object_get(resp, "value"), "month_names")),
+                     "Jen\xe1\xbb\xa5war\xe1\xbb\x8b|Maach\xe1\xbb\x8b|Eprel");
+    json_decref(resp);
+    deg_ckpt_free(k);
+}
+
 /* A dependency array no list names, in a document of keys, is empty (list_absent in
  * the array's meta); with fewer key lines, or an array of another kind, the heads'
  * anchors stand (the meta says which rule gave the count). */
