@@ -306,51 +306,6 @@ static int by_position(const void *a, const void *b)
     return strcmp(p->key, q->key);
 }
 
-/* By key, then JSON depth. */
-static int by_key_depth(const void *a, const void *b)
-{
-    const dg_keyline *p = a, *q = b;
-    int c = strcmp(p->key, q->key);
-    if (c) return c;
-    return (p->json_depth > q->json_depth) - (p->json_depth < q->json_depth);
-}
-
-/* Of the JSON members named alike, only the least nested stay key lines, as XML
- * elements' (keyline_xml.c): package.json's own "name", not its "author": {"name": ...}
- * (bench/devreal set 7 read "Julian Gruber" for `name`); the nested ones stay readable
- * as "PARENT KEY". Lines are reordered by key here; the caller sorts them back. */
-static void json_least_nested(dg_keylines *ix)
-{
-    if (ix->n < 2) return;
-    qsort(ix->p, ix->n, sizeof *ix->p, by_key_depth);
-    size_t o = 0, min = 0;
-    for (size_t i = 0; i < ix->n; i++) {
-        const dg_keyline *kv = &ix->p[i];
-        int first = i == 0 || strcmp(kv->key, ix->p[i - 1].key) != 0;
-        if (first) min = 0;
-        if (kv->json_depth && !kv->exact_only) {
-            if (min && kv->json_depth > min) continue; /* a deeper one of this key */
-            if (!min) min = kv->json_depth;
-        }
-        ix->p[o++] = *kv;
-    }
-    ix->n = o;
-}
-
-/* A JSON member below the document's top members is its parent's: read by its exact name
- * (its "PARENT KEY" line says the whole fact), so a repository's "url" is no `homepage` by
- * the vocabulary (libdeg 0.27.0; bench/devreal set 10). After the sort by position: the
- * order of one value's lines (plain, then qualified) stays. */
-static void json_nested_exact(dg_keylines *ix)
-{
-    size_t top = 0;
-    for (size_t i = 0; i < ix->n; i++)
-        if (ix->p[i].json_depth && !ix->p[i].exact_only && (!top || ix->p[i].json_depth < top))
-            top = ix->p[i].json_depth;
-    for (size_t i = 0; i < ix->n; i++)
-        if (ix->p[i].json_depth > top) ix->p[i].exact_only = 1;
-}
-
 /* Is line [b, e) blank, a comment ('#', ';' or "//" first) or a bare flag (one token of
  * letters, digits, '_', '.', '-': gpg.conf's "auto-key-retrieve" between two settings)? */
 static int neutral_line(const char *ctx, size_t b, size_t e)
@@ -370,55 +325,11 @@ static int neutral_line(const char *ctx, size_t b, size_t e)
  * over blank, comment, bare flag and key lines and ends at any other line. Why: "PermitRootLogin
  * no" and "UID_MIN 1000" state a setting as plainly as "Key: value" does; a new user's
  * ssh_config answered its booleans from the heads alone (libdeg 0.22.0). */
-/* JSON nesting seen by the scan (libdeg 0.26.0): per open object or array, the key of
- * the member that opened it ("author": {), or none (an array, an anonymous object, one
- * opened deeper than DG_JSON_DEPTH). */
-#define DG_JSON_DEPTH 32
-typedef struct json_nest {
-    size_t k0[DG_JSON_DEPTH], k1[DG_JSON_DEPTH];
-    size_t n; /* open levels (those past DG_JSON_DEPTH have no key) */
-} json_nest;
-
-/* Line [b, e) closes levels with the '}' / ']' it opens with ("}", "},", "}, {") and
- * opens one when it ends with '{' or '[' (a member "key": { names it). */
-static void json_nest_line(json_nest *J, const char *s, size_t b, size_t e)
-{
-    size_t i = b, j = e, k0, k1, colon;
-    while (j > i && strchr(" \t\r,", s[j - 1])) j--;
-    while (i < j && strchr(" \t,}]", s[i])) {
-        if ((s[i] == '}' || s[i] == ']') && J->n > 0) J->n--;
-        i++;
-    }
-    if (i >= j || (s[j - 1] != '{' && s[j - 1] != '[')) return;
-    size_t at = J->n++;
-    if (at >= DG_JSON_DEPTH) return;
-    J->k0[at] = J->k1[at] = 0;
-    if (s[j - 1] == '{' && dg_json_member_split(s, i, e, &k0, &k1, &colon)) {
-        J->k0[at] = k0;
-        J->k1[at] = k1;
-    }
-}
-
-/* A JSON member line (key [k0, k1), value [v0, v1); line start byte b = code point cp)
- * inside an object a member opened is also the key line "PARENT KEY", for exact names
- * only (dg_keylines_add_qualified): package.json's "author": {"email": ...} is "author
- * email", "repository": {"url": ...} "repository url"; a field `email` does not read a
- * contributor's. */
-static int json_parent_key(const char *ctx, const json_nest *J, size_t b, size_t cp,
-                           size_t k0, size_t k1, size_t v0, size_t v1, dg_keylines *ix,
-                           size_t *cap)
-{
-    if (J->n == 0 || J->n > DG_JSON_DEPTH || J->k1[J->n - 1] == J->k0[J->n - 1]) return 0;
-    size_t p0 = J->k0[J->n - 1];
-    return dg_keylines_add_qualified(ctx, &b, &cp, ctx + p0, J->k1[J->n - 1] - p0, ctx + k0,
-                                     k1 - k0, v0, v1, ix, cap);
-}
-
 deg_status dg_keylines_scan(const char *ctx, size_t len, dg_keylines *out)
 {
     dg_keylines ix = {0};
     directive *d = NULL;
-    json_nest J = {{0}, {0}, 0};
+    dg_json_nest J = {{0}, {0}, 0};
     size_t cap = 0, dcap = 0, nd = 0, cp = 0, b = 0;
     int rc = 0;
     while (b < len && rc == 0) {
@@ -429,14 +340,14 @@ deg_status dg_keylines_scan(const char *ctx, size_t len, dg_keylines *out)
             int json = dg_json_member_split(ctx, b, e, &j0, &j1, &colon);
             rc = dg_keylines_add(ctx, b, cp, ctx + k0, k1 - k0, v0, v1, &ix, &cap);
             if (rc == 0 && json && ix.n > at) ix.p[at].json_depth = J.n ? J.n : 1;
-            if (rc == 0 && json) rc = json_parent_key(ctx, &J, b, cp, j0, j1, v0, v1, &ix, &cap);
+            if (rc == 0 && json) rc = dg_json_parent_key(ctx, &J, b, cp, j0, j1, v0, v1, &ix, &cap);
         } else if (directive_split(ctx, b, e, &k0, &k1, &v0, &v1)) {
             if (DG_GROW(d, dcap, nd + 1) != DEG_OK) rc = -1;
             else d[nd++] = (directive){b, cp, k0, k1, v0, v1};
         } else if (!neutral_line(ctx, b, e)) {
             rc = flush_directives(ctx, d, &nd, &ix, &cap);
         }
-        json_nest_line(&J, ctx, b, e);
+        dg_json_nest_line(&J, ctx, b, e);
         cp += dg_utf8_count(ctx + b, e - b) + (nl ? 1 : 0);
         b = e + 1;
     }
@@ -447,10 +358,10 @@ deg_status dg_keylines_scan(const char *ctx, size_t len, dg_keylines *out)
         free(ix.p);
         return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (key/value lines)");
     }
-    json_least_nested(&ix);
+    dg_keylines_json_least_nested(&ix);
     /* in document order: a block's directive lines were added at its end */
     if (ix.n > 1) qsort(ix.p, ix.n, sizeof *ix.p, by_position);
-    json_nested_exact(&ix);
+    dg_keylines_json_nested_exact(&ix);
     *out = ix;
     return DEG_OK;
 }

@@ -138,6 +138,33 @@ int dg_keylines_add_qualified(const char *ctx, size_t *b, size_t *cp, const char
  * memory. Called by dg_keylines_scan. */
 int dg_keylines_forms(const char *ctx, size_t len, dg_keylines *ix, size_t *cap);
 
+/* JSON nesting seen by the key line scan (keyline_json.c; libdeg 0.26.0): per open object
+ * or array, the key of the member that opened it ("author": {), or none (an array, an
+ * anonymous object, one opened deeper than DG_JSON_DEPTH). */
+#define DG_JSON_DEPTH 32
+typedef struct dg_json_nest {
+    size_t k0[DG_JSON_DEPTH], k1[DG_JSON_DEPTH];
+    size_t n; /* open levels (those past DG_JSON_DEPTH have no key) */
+} dg_json_nest;
+
+/* Line [b, e) of s: close the levels its leading '}' / ']' close, open one when it ends
+ * with '{' or '['. */
+void dg_json_nest_line(dg_json_nest *J, const char *s, size_t b, size_t e);
+
+/* Append "PARENT KEY" (exact-only) for a JSON member line (key bytes [k0, k1), value
+ * [v0, v1), line start byte b = code point cp) inside an object a member opened; 0, or
+ * -1 on out of memory (dg_keylines_add_qualified). */
+int dg_json_parent_key(const char *ctx, const dg_json_nest *J, size_t b, size_t cp,
+                       size_t k0, size_t k1, size_t v0, size_t v1, dg_keylines *ix, size_t *cap);
+
+/* Of JSON members named alike keep only the least nested (reorders ix by key: sort it
+ * back by position after). */
+void dg_keylines_json_least_nested(dg_keylines *ix);
+
+/* Mark JSON members below the document's top members exact-only (after the sort by
+ * position). */
+void dg_keylines_json_nested_exact(dg_keylines *ix);
+
 /* XML leaf elements `<key>value</key>` on one line as key lines, each key's shallowest
  * only (keyline_xml.c; libdeg 0.24.0); appended to ix (capacity *cap). Returns 0 or -1
  * on out of memory. Called by dg_keylines_forms. */
