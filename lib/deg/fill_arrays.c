@@ -81,7 +81,8 @@ static size_t item_end(const freq *r, const dg_list *L, size_t i, int names)
 
 /* List prior (lists.h): the anchors of instance I are its list's items, the
  * context token holding each item's first code point (idx[i] = the list item of
- * anchor i, end[i] = where it ends as read: item_end), when those tokens are
+ * anchor i, end[i] = where it ends as read: item_end; names: a list of names,
+ * lists.h dg_lists_names_array), when those tokens are
  * distinct, ascending and inside the region and there are at least minItems (the
  * first maxItems / options.max_items are kept). Under uniqueItems, and on a list of
  * names, an item whose text (name) an earlier one has is skipped (a list merged from
@@ -89,11 +90,10 @@ static size_t item_end(const freq *r, const dg_list *L, size_t i, int names)
  * "rsa<=4.0; ..." name one package). Returns the count, or 0 when the list cannot
  * anchor the array (the heads' anchors are used). */
 static size_t list_anchors(const freq *r, const inst *I, const dg_array_plan *a, int64_t cap,
-                           size_t room, size_t *out, size_t *idx, size_t *end)
+                           int names, size_t room, size_t *out, size_t *idx, size_t *end)
 {
     const dg_list *L = &r->lists.p[I->list1 - 1];
     const size_t *it = r->lists.item + 2 * L->first;
-    int names = dg_lists_names_array(r->plan, (size_t)I->array);
     size_t n = 0;
     for (size_t i = 0; i < L->n && (cap < 0 || n < (size_t)cap); i++) {
         int dup = 0;
@@ -170,9 +170,10 @@ deg_status dg_fill_resolve_anchors(const dg_ckpt *k, freq *r, int in)
         I->name_end = malloc((n ? n : 1) * sizeof(size_t));
         if (!I->list_idx || !I->name_end)
             return dg_fail(DEG_ERR_NOMEM, "fill: out of memory (anchors)");
-        got = list_anchors(r, I, a, cap, n, I->anchor, I->list_idx, I->name_end);
+        int names = dg_lists_names_array(r->plan, (size_t)I->array);
+        got = list_anchors(r, I, a, cap, names, n, I->anchor, I->list_idx, I->name_end);
         I->from_list = got > 0;
-        if (!dg_lists_names_array(r->plan, (size_t)I->array)) {
+        if (!names) { /* it was scratch for the item ends list_anchors compares */
             free(I->name_end);
             I->name_end = NULL;
         }

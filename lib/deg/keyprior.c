@@ -747,13 +747,16 @@ int dg_key_words_in(const char *text, const char *key)
     return strlen(key) >= 4 && words_in(text, key);
 }
 
-/* Every word of key `key` (2+ words, plurals folded) is a word of f's name or title: a
- * name that says the qualifier too (`bug_tracker_url` holds "bugs url"), not one the
- * qualified key holds (`version` of "parent version"). */
-static int name_holds_key(const dg_field_plan *f, const char *key)
+/* An exact-only key of 2+ words (qualified, or a nested JSON member's) that field f
+ * reads partially: every word of it (plurals folded) is a word of f's name or title, a
+ * name that says the qualifier too (`bug_tracker_url` holds "bugs url"), or the key
+ * vocabulary matches (`contact_email` = "author email"). Never a lone word ("url" of a
+ * repository for `homepage`) nor by a part of it (`version` of "parent version"). */
+static int qualified_partial(const dg_field_plan *f, const char *key)
 {
     if (!strchr(key, ' ') || f->depth_items > 0 || !f->path.n || !f->path.seg[f->path.n - 1])
         return 0;
+    if (dg_key_vocab_match(f->path.seg[f->path.n - 1], f->title, key)) return 1;
     char k[DG_KEY_MAX_LEN + 1], n[DG_KEY_MAX_LEN + 1], t[DG_KEY_MAX_LEN + 1];
     fold_plural(key, k, sizeof k);
     for (int i = 0; i < 2; i++) {
@@ -770,16 +773,8 @@ double dg_key_bonus(const dg_key_prior *p, const dg_field_plan *f, const dg_keyl
 {
     if (!p || !p->on) return 0.0;
     int m = dg_key_match(f, kv->key);
-    /* a qualified key of 2+ words also partially, by a name holding all its words or by
-     * the key vocabulary (`contact_email` = "author email"), a lone word never ("url" of
-     * a repository for `homepage`) */
     if (kv->exact_only)
-        return m == 2 ? p->exact
-               : name_holds_key(f, kv->key) ||
-                         (strchr(kv->key, ' ') && f->depth_items == 0 && f->path.n &&
-                          dg_key_vocab_match(f->path.seg[f->path.n - 1], f->title, kv->key))
-                   ? p->partial
-                   : 0.0;
+        return m == 2 ? p->exact : qualified_partial(f, kv->key) ? p->partial : 0.0;
     if (m == 0 && p->description > 0 && dg_key_in_description(f, kv->key)) return p->description;
     return m == 2 ? p->exact : m == 1 ? p->partial : 0.0;
 }

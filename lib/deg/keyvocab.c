@@ -152,13 +152,7 @@ int dg_key_dependency_key(const char *key)
 {
     char c[DG_KEY_MAX_LEN + 1];
     canon_words(key, c, sizeof c, 1);
-    for (const char *w = c; *w;) {
-        size_t n = strcspn(w, " ");
-        if (n == 10 && !strncmp(w, "dependency", 10)) return 1;
-        w += n;
-        while (*w == ' ') w++;
-    }
-    return 0;
+    return dg_key_words_in(c, "dependency");
 }
 
 /* Normalised name without its last word when that word says what the value is and

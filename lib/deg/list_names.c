@@ -12,26 +12,15 @@
 #include "deg/lists.h"
 #include "deg/lists_scan.h"
 
-/* 1 when normalised text t (dg_key_norm: lowercase words joined by ' ') has the
- * word "name" or "names". */
-static int has_name_word(const char *t)
-{
-    for (const char *w = t; *w;) {
-        size_t n = strcspn(w, " ");
-        if ((n == 4 && !strncmp(w, "name", 4)) || (n == 5 && !strncmp(w, "names", 5))) return 1;
-        w += n;
-        while (*w == ' ') w++;
-    }
-    return 0;
-}
-
+/* 1 when text s (its first DG_KEY_DESC_MAX bytes, normalised) has the word "name" or
+ * "names". */
 static int text_asks_names(const char *s)
 {
     if (!s) return 0;
     char norm[DG_KEY_DESC_MAX + 1];
     size_t n = strlen(s);
     dg_key_norm(s, n < DG_KEY_DESC_MAX ? n : DG_KEY_DESC_MAX, norm, sizeof norm);
-    return has_name_word(norm);
+    return dg_key_words_in(norm, "name") || dg_key_words_in(norm, "names");
 }
 
 int dg_lists_names_array(const dg_plan *P, size_t a)
@@ -100,12 +89,21 @@ static int after_name(const char *s, size_t i, size_t e, size_t blanks)
                           (c == 'v' && i + 1 < e && isdigit((unsigned char)s[i + 1])));
 }
 
-size_t dg_lists_name_end(const char *s, size_t b, size_t e)
+/* End of the run of name bytes [b, e) opens with (a leading '@', then a letter or digit
+ * first), or b when it opens with none. */
+static size_t name_run(const char *s, size_t b, size_t e)
 {
     size_t i = b;
     if (i < e && s[i] == '@') i++;
-    if (i >= e || !isalnum((unsigned char)s[i])) return e;
+    if (i >= e || !isalnum((unsigned char)s[i])) return b;
     while (i < e && name_byte((unsigned char)s[i])) i++;
+    return i;
+}
+
+size_t dg_lists_name_end(const char *s, size_t b, size_t e)
+{
+    size_t i = name_run(s, b, e);
+    if (i == b) return e;
     size_t end = i;
     while (end > b && !isalnum((unsigned char)s[end - 1])) end--; /* "foo-" is no name */
     size_t j = i;
@@ -121,10 +119,8 @@ size_t dg_lists_name_end(const char *s, size_t b, size_t e)
  * are none. *cut: where the item ends (before a " #" comment). */
 static int requirement_line(const char *s, size_t b, size_t e, size_t *cut)
 {
-    size_t i = b;
-    if (i < e && s[i] == '@') i++;
-    if (i >= e || !isalnum((unsigned char)s[i])) return 0;
-    while (i < e && name_byte((unsigned char)s[i])) i++;
+    size_t i = name_run(s, b, e);
+    if (i == b) return 0;
     *cut = e;
     if (i == e) return i - b <= DG_KEY_MAX_LEN;
     size_t j = i;
@@ -142,13 +138,6 @@ static int requirement_line(const char *s, size_t b, size_t e, size_t *cut)
     return after_name(s, j, e, j - i);
 }
 
-/* (lists_scan.h) Runs of two or more requirement lines (requirement_line), '#'
- * comment lines, option lines ("-r base.txt", "-e .[socks]") and blank lines between
- * them, each run a list whose items are its requirement lines, under the key
- * "requirements" no line writes (what the lines are: `dependencies` and `requires`
- * match it by the key vocabulary, keyvocab.c), never merged with a written key's list:
- * a requirements file ("requests>=1.2.3,<=2.0.1\nrsa>=4.1; ...\nsix"). Why: v13
- * answered [".2.1"] for the dependencies of a requirements file (bench/devreal set 8). */
 /* Close run S->raw[S->n_raw] of n requirement lines: one line is no list. */
 static void close_run(dg_lscan *S, size_t n)
 {
@@ -159,6 +148,13 @@ static void close_run(dg_lscan *S, size_t n)
     dg_lscan_close(S);
 }
 
+/* (lists_scan.h) Runs of two or more requirement lines (requirement_line), '#'
+ * comment lines, option lines ("-r base.txt", "-e .[socks]") and blank lines between
+ * them, each run a list whose items are its requirement lines, under the key
+ * "requirements" no line writes (what the lines are: `dependencies` and `requires`
+ * match it by the key vocabulary, keyvocab.c), never merged with a written key's list:
+ * a requirements file ("requests>=1.2.3,<=2.0.1\nrsa>=4.1; ...\nsix"). Why: v13
+ * answered [".2.1"] for the dependencies of a requirements file (bench/devreal set 8). */
 deg_status dg_lscan_requirement_runs(dg_lscan *S)
 {
     const char *s = S->ctx;
@@ -168,10 +164,12 @@ deg_status dg_lscan_requirement_runs(dg_lscan *S)
         size_t e = dg_lscan_line_end(s, len, b), ve = e, after = e < len ? e + 1 : len, cut;
         while (ve > b && (s[ve - 1] == '\r' || s[ve - 1] == ' ' || s[ve - 1] == '\t')) ve--;
         if (requirement_line(s, b, ve, &cut)) {
-            if (!open) DG_TRY(dg_lscan_open(S, b, b, 0));
-            strcpy(S->raw[S->n_raw].key, "requirements"); /* what it is: no line names it */
-            S->raw[S->n_raw].bare = 1;
-            open = 1;
+            if (!open) {
+                DG_TRY(dg_lscan_open(S, b, b, 0));
+                strcpy(S->raw[S->n_raw].key, "requirements"); /* what it is: no line names it */
+                S->raw[S->n_raw].bare = 1;
+                open = 1;
+            }
             DG_TRY(dg_lscan_item(S, b, cp, b, cut, NULL));
             n++;
         } else if (open && ve > b && s[b] != '#' && s[b] != '-') {
