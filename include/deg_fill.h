@@ -105,6 +105,20 @@ extern "C" {
  * and otherwise partially only when the leaf's name holds all its words
  * (`bug_tracker_url` for "bugs url"), never by a part of it; "Web site" reads as
  * "website".
+ * (libdeg 0.28.0) A leaf outside arrays whose description quotes the line opening a
+ * paragraph or section of the context ("license of the main files (Files: *)",
+ * "version of gzip (Package: gzip)", "[testenv:docs]"; one line of the context only)
+ * reads key lines, written options and licences in that block only (it runs to the
+ * next blank line, a section to the next "[" line; lib/deg/locator.h). A choice option
+ * written inside a longer option's word in a value ("GPL-2" in "GPL-2+") is not
+ * written there; when the options hold "other", a value naming none of them (nor,
+ * for a licence, an option's licence by another spelling) or several, or stating
+ * several licences ("BlueOak-1.0.0", "GPL-2+ or Artistic"), gives its bonus to
+ * "other"; a licence option without "or later" next to its "or later" twin means
+ * "only". A nullable uri or email leaf outside arrays that no key line names, whose
+ * best span lies in the value of a key that says what else its address is for
+ * ("repository url", "bugs", "Vcs-Git", "Copyright"), is null (meta "null_reason":
+ * "other_address").
  * `phrase` (default 0 =
  * off) is added to the start/end of a grammar candidate (date, number, e-mail,
  * URI) that running text labels with the leaf's name: the clause right before

@@ -164,7 +164,7 @@ def _iso_date(s):
 def build(which="1"):
     out = []
     docs, prefix = DOCS, "devreal"
-    if which in ("2", "3", "4", "5", "6", "7", "8", "9", "10", "11"):
+    if which in ("2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13"):
         import importlib
         docs, prefix = importlib.import_module("set" + which).DOCS, "devreal" + which
     for name, text_of, schema, gold in docs:
@@ -183,7 +183,7 @@ def build(which="1"):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--set", choices=("1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11"), default="1",
+    ap.add_argument("--set", choices=("1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13"), default="1",
                     help="1: configuration and system files (records.jsonl); 2: package and "
                     "project metadata, set2.py (records2.jsonl); 3: a check set, set3.py "
                     "(records3.jsonl); 4: a check set of build and link metadata, set4.py (records4.jsonl); "
@@ -192,7 +192,7 @@ def main(argv=None):
                     "package.json files, set7.py (records7.jsonl); 8: lists of package names, set8.py "
                     "(records8.jsonl); 9: a check set of those, set9.py (records9.jsonl); 10: nullable "
                     "fields of documents of keys, set10.py (records10.jsonl); 11: a check set of those, "
-                    "set11.py (records11.jsonl)")
+                    "set11.py (records11.jsonl); 12: choices written more than once or not as an option and fields located by a quoted line, set12.py (records12.jsonl); 13: a check set of those, set13.py (records13.jsonl)")
     ap.add_argument("--out", help="default: records.jsonl (set 1), recordsN.jsonl (set N)")
     a = ap.parse_args(argv)
     if a.out is None:

@@ -40,6 +40,7 @@
 #include "deg/countprior.h"
 #include "deg/fill_internal.h"
 #include "deg/keyprior.h"
+#include "deg/locator.h"
 #include "deg/parse.h"
 #include "deg/request.h"
 #include "model/state.h"
@@ -53,6 +54,23 @@ static int blank_only(const char *ctx, size_t len)
         if (cp < 0 || !(dg_parse_is_space(cp) || cp == 0xFEFF)) return 0;
     }
     return 1;
+}
+
+/* r->block: per field the block its description points at (locator.h). */
+static deg_status field_blocks(freq *r)
+{
+    size_t n = r->plan->n_fields;
+    r->block = malloc((n ? n : 1) * 2 * sizeof *r->block);
+    if (!r->block) return dg_fail(DEG_ERR_NOMEM, "fill: out of memory");
+    for (size_t i = 0; i < n; i++) {
+        const dg_field_plan *f = &r->plan->fields[i];
+        size_t *b = r->block + 2 * i;
+        if (!dg_locator_block(f->description, r->ctx, r->ctx_len, &b[0], &b[1])) {
+            b[0] = 0;
+            b[1] = r->ctx_len;
+        }
+    }
+    return DEG_OK;
 }
 
 void dg_fill_prepare(const dg_ckpt *k, freq *r, const char *text, size_t len)
@@ -98,6 +116,7 @@ void dg_fill_prepare(const dg_ckpt *k, freq *r, const char *text, size_t len)
     if (r->st != DEG_OK) return;
     st = dg_fill_trunk(k, r);
     if (st == DEG_OK && k->key_prior.on) st = dg_keylines_scan(r->ctx, r->ctx_len, &r->kv);
+    if (st == DEG_OK && k->key_prior.on) st = field_blocks(r);
     /* with the list prior on, the lists also say where a headerless table's cells are
      * (dg_fill_cell_map: a field outside the table reads inside one of its cells) */
     if (st == DEG_OK && ((r->list_bonus > 0 && (!r->trace || dg_lists_wanted(r->plan))) ||

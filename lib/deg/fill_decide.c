@@ -50,14 +50,6 @@ static int word_at(const char *s, size_t lo, size_t hi, size_t i, const char *w,
            !(i + n < hi && isalnum((unsigned char)s[i + n]));
 }
 
-/* Is the word [w, w + n) a whole-word, case-insensitive occurrence in [s, s + len)? */
-static int has_word_ci(const char *s, size_t len, const char *w, size_t n)
-{
-    for (size_t i = 0; i + n <= len; i++)
-        if (word_at(s, 0, len, i, w, n)) return 1;
-    return 0;
-}
-
 /* The text a choice option is written as in a document: a string's own, an integer's
  * digits (into buf); NULL for other options (booleans, null, numbers with a fraction). */
 static const char *option_text(const json_t *v, char *buf, size_t cap)
@@ -75,38 +67,157 @@ static void kv_bytes(const freq *r, const dg_keyline *kv, size_t *b, size_t *e)
     *e = r->cp_byte[kv->val1];
 }
 
-/* Choice: each option whose text is a whole word of a matching line's value
- * gets that line's bonus (the largest over lines). */
+/* Does a licence identifier go on past [i, i + n) of s[b, e): "+", or '-' and a letter or
+ * digit ("GPL-3.0" of "GPL-3.0-or-later", "BSD" of "BSD-3-Clause")? */
+static int license_goes_on(const char *s, size_t b, size_t e, size_t i, size_t n)
+{
+    size_t j = i + n;
+    return (j < e && s[j] == '+') ||
+           (j + 1 < e && s[j] == '-' && isalnum((unsigned char)s[j + 1])) ||
+           (i >= b + 2 && s[i - 1] == '-' && isalnum((unsigned char)s[i - 2]));
+}
+
+/* Is option o of f written in value [b, e) of s as a whole word (case-insensitive) that
+ * is not part of a longer option's occurrence ("GPL-2" in "GPL-2+" is GPL-2+'s) nor, for
+ * a licence leaf, of a longer identifier (license_goes_on)? */
+static int option_named(const dg_field_plan *f, size_t o, const char *s, size_t b, size_t e)
+{
+    char buf[32], buf2[32];
+    const char *t = option_text(json_array_get(f->options, o), buf, sizeof buf);
+    size_t n = t ? strlen(t) : 0;
+    int lic = dg_license_field(f);
+    for (size_t i = b; n && i + n <= e; i++) {
+        if (!word_at(s, b, e, i, t, n) || (lic && license_goes_on(s, b, e, i, n))) continue;
+        int covered = 0;
+        for (size_t p = 0; p < f->n_options && !covered; p++) {
+            const char *u = p == o ? NULL : option_text(json_array_get(f->options, p), buf2,
+                                                        sizeof buf2);
+            size_t m = u ? strlen(u) : 0;
+            if (m <= n) continue;
+            for (size_t j = i + n - b > m ? i + n - m : b; j <= i && !covered; j++)
+                covered = word_at(s, b, e, j, u, m);
+        }
+        if (!covered) return 1;
+    }
+    return 0;
+}
+
+/* The option "other" (case-insensitive) of f, or SIZE_MAX. */
+static size_t other_option(const dg_field_plan *f)
+{
+    for (size_t o = 0; o < f->n_options; o++) {
+        const json_t *v = json_array_get(f->options, o);
+        if (json_is_string(v) && strcasecmp(json_string_value(v), "other") == 0) return o;
+    }
+    return SIZE_MAX;
+}
+
+/* Option licence o (option i of f) as the options mean it: an option that states no "or
+ * later" when another option is its "or later" twin means "only" ("GPL-2" next to "GPL-2+",
+ * DEP-5's and SPDX's reading; libdeg 0.28.0: before, a written "GPL-2+" gave both the
+ * bonus and the heads chose). */
+static void option_twin_only(const dg_field_plan *f, size_t i, dg_license *o)
+{
+    dg_license t;
+    for (size_t p = 0; p < f->n_options && o->later < 0; p++) {
+        const json_t *v = json_array_get(f->options, p);
+        if (p != i && json_is_string(v) &&
+            dg_license_parse(json_string_value(v), json_string_length(v), &t) &&
+            t.family == o->family && t.major == o->major &&
+            (t.minor < 0 ? 0 : t.minor) == (o->minor < 0 ? 0 : o->minor) && t.later == 1)
+            o->later = 0;
+    }
+}
+
+/* The licences written in value bytes [b, e) of a key line of the context
+ * (licenseprior.h; read from the line's start, as its key says "licence"), into w (at
+ * most cap): how many. */
+static size_t value_licenses(const freq *r, size_t b, size_t e, dg_license *w, size_t cap)
+{
+    size_t l = b, n = 0;
+    while (l > 0 && r->ctx[l - 1] != '\n') l--;
+    dg_license all[8];
+    size_t na = dg_license_written(r->ctx + l, e - l, all, 8);
+    for (size_t i = 0; i < na && n < cap; i++)
+        if (all[i].at + l >= b) w[n++] = all[i];
+    return n;
+}
+
+/* For licence leaf f: 1 when value [b, e) states several licences ("GPL-2+ or
+ * Artistic", "(MIT OR CC0-1.0)"); else 0, and with named (may be NULL) set for the options
+ * that name the one licence it states, by any spelling ("GPL-3.0+" for
+ * "GPL-3.0-or-later", option_twin_only). */
+static int value_license_kind(const freq *r, const dg_field_plan *f, size_t b, size_t e,
+                              unsigned char *named)
+{
+    dg_license w[8], o;
+    size_t nw = dg_license_field(f) ? value_licenses(r, b, e, w, 8) : 0;
+    for (size_t i = 1; i < nw; i++)
+        if (!dg_license_same(&w[0], &w[i])) return 1;
+    for (size_t i = 0; i < f->n_options && nw && named; i++) {
+        const json_t *v = json_array_get(f->options, i);
+        if (!json_is_string(v) ||
+            !dg_license_parse(json_string_value(v), json_string_length(v), &o))
+            continue;
+        option_twin_only(f, i, &o);
+        if (dg_license_same(&o, &w[0])) named[i] = 1;
+    }
+    return 0;
+}
+
+/* Choice: each option named in a matching line's value (option_named; for a licence leaf
+ * whose value names no option as written, each option that is the licence it states,
+ * value_license_kind) gets that line's bonus (the largest over lines). A leaf with an
+ * option "other" gives the bonus to "other" instead when the value names none of its
+ * options or several at once, or states several licences ("BlueOak-1.0.0", "GPL-2+ or
+ * Artistic", "(MIT OR CC0-1.0)": none of the options is the value; libdeg 0.28.0). */
 static void key_prior_choice(const dg_ckpt *k, const freq *r, const dg_field_plan *f, float *lg)
 {
     if (!k->key_prior.on) return;
-    float *best = calloc(f->n_options ? f->n_options : 1, sizeof *best);
-    if (!best) return;  /* the prior is advisory: without memory the heads decide alone */
+    size_t no = f->n_options ? f->n_options : 1, other = other_option(f);
+    float *best = calloc(no, sizeof *best);
+    unsigned char *named = calloc(no, 1);
+    if (!best || !named) { /* the prior is advisory: without memory the heads decide alone */
+        free(best);
+        free(named);
+        return;
+    }
     /* lines outer, so the field/key match is computed once per line, not per option */
     for (size_t i = 0; i < r->kv.n; i++) {
-        float bonus = (float)dg_key_bonus(&k->key_prior, f, &r->kv.p[i]);
+        float bonus = (float)dg_fill_key_bonus(k, r, f, &r->kv.p[i]);
         if (bonus <= 0) continue;
-        size_t b, e;
+        size_t b, e, nn = 0, by_name = 0;
         kv_bytes(r, &r->kv.p[i], &b, &e);
-        for (size_t o = 0; o < f->n_options; o++) {
-            char buf[32];
-            const char *t = option_text(json_array_get(f->options, o), buf, sizeof buf);
-            if (t && t[0] && bonus > best[o] && has_word_ci(r->ctx + b, e - b, t, strlen(t)))
-                best[o] = bonus;
+        for (size_t o = 0; o < f->n_options; o++)
+            nn += named[o] = (unsigned char)option_named(f, o, r->ctx, b, e);
+        /* a licence the value states by another spelling names the options that are it */
+        int several = value_license_kind(r, f, b, e, nn == 0 ? named : NULL);
+        for (size_t o = 0; o < f->n_options && nn == 0; o++) by_name += named[o];
+        if (other != SIZE_MAX && (several || (nn != 1 && by_name == 0))) {
+            if (bonus > best[other]) best[other] = bonus;
+            continue;
         }
+        for (size_t o = 0; o < f->n_options; o++)
+            if (named[o] && bonus > best[o]) best[o] = bonus;
     }
     for (size_t o = 0; o < f->n_options; o++) lg[o] += best[o];
     free(best);
+    free(named);
 }
 
 /* The bytes [*b0, *b1) a choice leaf's written options are looked for in: the context
- * for a leaf outside arrays, its item's region for a leaf of an anchored array item;
- * 0 for other array leaves (key lines and words repeat per item there). */
+ * (or the block its description points at, locator.h) for a leaf outside arrays, its
+ * item's region for a leaf of an anchored array item; 0 for other array leaves (key
+ * lines and words repeat per item there). */
 static int choice_scope(const freq *r, const leaf *L, const dg_field_plan *f, size_t *b0,
                         size_t *b1)
 {
     *b0 = 0;
     *b1 = r->ctx_len;
+    if (f->depth_items == 0 && r->block) { /* the block its description points at */
+        *b0 = r->block[2 * (size_t)(f - r->plan->fields)];
+        *b1 = r->block[2 * (size_t)(f - r->plan->fields) + 1];
+    }
     if (f->depth_items == 0) return 1;
     size_t anc, rend;
     if (!dg_fill_innermost_anchor(r, L->inst, L->item, &anc, &rend)) return 0;
@@ -176,6 +287,20 @@ static int after_negation(const char *s, size_t i)
 }
 
 /* fill_internal.h; the key prior's line index is in document order. */
+int dg_fill_in_block(const freq *r, const dg_field_plan *f, size_t i)
+{
+    if (!r->block) return 1;
+    const size_t *b = r->block + 2 * (size_t)(f - r->plan->fields);
+    return i >= b[0] && i < b[1];
+}
+
+double dg_fill_key_bonus(const dg_ckpt *k, const freq *r, const dg_field_plan *f,
+                         const dg_keyline *kv)
+{
+    if (!dg_fill_in_block(r, f, r->cp_byte[kv->val0])) return 0.0;
+    return dg_key_bonus(&k->key_prior, f, kv);
+}
+
 int dg_fill_under_other_key(const dg_ckpt *k, const freq *r, const dg_field_plan *f, size_t i)
 {
     if (f->depth_items > 0) return 0;
@@ -194,14 +319,17 @@ int dg_fill_under_other_key(const dg_ckpt *k, const freq *r, const dg_field_plan
 }
 
 /* Is option w (n bytes) written in [b0, b1) as the sole rule reads it: a whole word
- * (case-insensitive), outside URLs and e-mail addresses, not negated, not in another
- * key's value? */
+ * (case-insensitive; for a licence leaf not part of a longer identifier,
+ * license_goes_on), outside URLs and e-mail addresses, not negated, not in another key's
+ * value? */
 static int sole_written(const dg_ckpt *k, const freq *r, const dg_field_plan *f, size_t b0,
                         size_t b1, const char *w, size_t n)
 {
     const char *s = r->ctx;
+    int lic = dg_license_field(f);
     for (size_t i = b0; n && i + n <= b1; i++)
-        if (word_at(s, b0, b1, i, w, n) && !in_address(s, r->ctx_len, i, n) &&
+        if (word_at(s, b0, b1, i, w, n) && !(lic && license_goes_on(s, b0, b1, i, n)) &&
+            !in_address(s, r->ctx_len, i, n) &&
             !after_negation(s, i) && !dg_fill_under_other_key(k, r, f, i))
             return 1;
     return 0;
@@ -234,22 +362,43 @@ static void sole_prior_choice(const dg_ckpt *k, const freq *r, const leaf *L,
     if (n_written == 1) lg[which] += (float)k->key_prior.sole;
 }
 
+/* Does byte i lie in the value of a line naming licence leaf f (dg_fill_key_bonus) that
+ * states several licences (value_license_kind)? */
+static int in_several_licenses(const dg_ckpt *k, const freq *r, const dg_field_plan *f, size_t i)
+{
+    for (size_t l = 0; l < r->kv.n; l++) {
+        size_t b, e;
+        kv_bytes(r, &r->kv.p[l], &b, &e);
+        if (i >= b && i < e && dg_fill_key_bonus(k, r, f, &r->kv.p[l]) > 0)
+            return value_license_kind(r, f, b, e, NULL) > 0;
+    }
+    return 0;
+}
+
 /* Choice licence (licenseprior.h, at key_prior.sole; libdeg 0.24.0): each option of a
  * licence leaf outside arrays naming a licence the context states gets `sole`; a name
- * inside another key's value (under_other_key: "OS: UNIX (BSD, Linux)") states none. */
+ * inside another key's value (under_other_key: "OS: UNIX (BSD, Linux)") or outside the
+ * leaf's block (locator.h) states none, nor, when an option is "other", one of several
+ * in a value naming the leaf (key_prior_choice gave that value to "other"). */
 static void license_prior_choice(const dg_ckpt *k, const freq *r, const dg_field_plan *f,
                                  float *lg)
 {
     if (!k->key_prior.on || !(k->key_prior.sole > 0) || !dg_license_field(f)) return;
     dg_license w[DG_LICENSES_READ], o;
-    size_t nw = dg_license_written(r->ctx, r->ctx_len, w, DG_LICENSES_READ);
-    for (size_t i = 0; i < f->n_options && nw; i++) {
+    size_t nw = dg_license_written(r->ctx, r->ctx_len, w, DG_LICENSES_READ), n = 0;
+    int other = other_option(f) != SIZE_MAX;
+    for (size_t j = 0; j < nw; j++) /* the licences that state the leaf's */
+        if (dg_fill_in_block(r, f, w[j].at) && !dg_fill_under_other_key(k, r, f, w[j].at) &&
+            !(other && in_several_licenses(k, r, f, w[j].at)))
+            w[n++] = w[j];
+    for (size_t i = 0; i < f->n_options && n; i++) {
         const json_t *v = json_array_get(f->options, i);
         if (!json_is_string(v) ||
             !dg_license_parse(json_string_value(v), json_string_length(v), &o))
             continue;
-        for (size_t j = 0; j < nw; j++)
-            if (dg_license_same(&o, &w[j]) && !dg_fill_under_other_key(k, r, f, w[j].at)) {
+        option_twin_only(f, i, &o);
+        for (size_t j = 0; j < n; j++)
+            if (dg_license_same(&o, &w[j])) {
                 lg[i] += (float)k->key_prior.sole;
                 break;
             }
@@ -263,7 +412,7 @@ static double key_prior_noul(const dg_ckpt *k, const freq *r, const dg_field_pla
     if (!k->key_prior.on) return 0.0;
     double out = 0;
     for (size_t i = 0; i < r->kv.n; i++) {
-        double bonus = dg_key_bonus(&k->key_prior, f, &r->kv.p[i]);
+        double bonus = dg_fill_key_bonus(k, r, f, &r->kv.p[i]);
         if (bonus <= fabs(out)) continue;
         size_t b, e;
         kv_bytes(r, &r->kv.p[i], &b, &e);

@@ -575,6 +575,52 @@ static void distinct_alt(const dg_ckpt *k, const freq *r, leaf *L, const json_t 
     }
 }
 
+/* The code point where key line kv's value ends with its continuation lines: the lines
+ * after it that open with a blank and are no key line themselves (an RFC 822 folded
+ * value: DEP-5's "Copyright:" of several holders, a Description). */
+static size_t folded_end(const freq *r, const dg_keyline *kv)
+{
+    size_t b = r->cp_byte[kv->val1], end = b;
+    const char *c = r->ctx;
+    while (b < r->ctx_len && c[b] != '\n') b++;
+    while (b < r->ctx_len && b + 1 < r->ctx_len && (c[b + 1] == ' ' || c[b + 1] == '\t')) {
+        const char *nl = memchr(c + b + 1, '\n', r->ctx_len - b - 1);
+        size_t e = nl ? (size_t)(nl - c) : r->ctx_len, k0, k1, v0, v1, t = b + 1;
+        while (t < e && (c[t] == ' ' || c[t] == '\t' || c[t] == '\r')) t++;
+        if (t == e || dg_keyline_split(c, b + 1, e, &k0, &k1, &v0, &v1)) break;
+        end = e;
+        b = e;
+    }
+    return end > r->cp_byte[kv->val1] ? dg_utf8_count(c, end) : kv->val1;
+}
+
+/* Another address's span (libdeg 0.28.0): 1 when a nullable address leaf (its kind
+ * "uri" or "email", outside arrays), which no key line of the context names
+ * (dg_fill_key_bonus), has its best span [s, e) inside the value (continuation lines
+ * included, folded_end) of a key line that says what else that address is for
+ * (dg_key_address_purpose: "repository url", "bugs", "Copyright"): the document does not
+ * write the leaf's address, it reads null. Why: an npm package.json without "homepage"
+ * answered `homepage` with its repository's "git+https://...git" URL (bench/devreal sets
+ * 10, 11). Limited to addresses: a key in another language names no purpose here and
+ * keeps its span (the unkeyed-null rule of libdeg 0.27.0's trials lost on datagen-v2's
+ * multilingual keys). */
+static int other_address(const dg_ckpt *k, const freq *r, const dg_field_plan *f,
+                         const char *kind, size_t s, size_t e)
+{
+    if (!k->key_prior.on || f->depth_items > 0 || !kind ||
+        (strcmp(kind, "uri") != 0 && strcmp(kind, "email") != 0))
+        return 0;
+    int in = 0;
+    for (size_t i = 0; i < r->kv.n; i++) {
+        const dg_keyline *kv = &r->kv.p[i];
+        if (dg_fill_key_bonus(k, r, f, kv) > 0) return 0;
+        if (kv->val0 <= s && dg_key_address_purpose(kv->key) &&
+            (e <= kv->val1 || e <= folded_end(r, kv)))
+            in = 1;
+    }
+    return in;
+}
+
 deg_status dg_fill_decode_extract(const dg_ckpt *k, freq *r, job *j)
 {
     leaf *L = &r->leaves[j->target];
@@ -686,9 +732,9 @@ deg_status dg_fill_decode_extract(const dg_ckpt *k, freq *r, job *j)
     } else if (!best) {
         take_null = 1;
         reason = first_reason ? first_reason : "not_found";
-    } else if (blp < null_lp + margin) {
+    } else if (blp < null_lp + margin || other_address(k, r, f, kind, bs, be)) {
         take_null = 1;
-        reason = "not_found";
+        reason = blp < null_lp + margin ? "not_found" : "other_address";
     }
     L->meta = json_pack("{s:s}", "mode", dg_mode_name(f->mode));
     L->null_lp = null_lp;

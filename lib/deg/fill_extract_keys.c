@@ -109,7 +109,7 @@ static void end_of_keys(const dg_ckpt *k, const freq *r, const dg_field_plan *f,
     if (!end) return;
     for (size_t i = 0; i < r->kv.n; i++) {
         const dg_keyline *kv = &r->kv.p[i];
-        float bonus = (float)dg_key_bonus(&k->key_prior, f, kv);
+        float bonus = (float)dg_fill_key_bonus(k, r, f, kv);
         if (bonus <= 0 || bonus < ev->bonus) continue;
         for (size_t c = 0; c < ns; c++) {
             size_t s = spans[2 * c], e = spans[2 * c + 1];
@@ -140,11 +140,13 @@ static void license_names(const dg_ckpt *k, const freq *r, const dg_field_plan *
     float bonus = (float)k->key_prior.exact;
     if (!(bonus > 0) || !dg_license_name_field(f)) return;
     for (size_t i = 0; i < r->kv.n; i++)
-        if (dg_key_bonus(&k->key_prior, f, &r->kv.p[i]) > 0) return; /* a key states it */
+        if (dg_fill_key_bonus(k, r, f, &r->kv.p[i]) > 0) return; /* a key states it */
     dg_license w[DG_LICENSES_READ];
     size_t nw = dg_license_written(r->ctx, r->ctx_len, w, DG_LICENSES_READ);
     for (size_t j = 0; j < nw; j++) {
-        if (w[j].end <= w[j].at || dg_fill_under_other_key(k, r, f, w[j].at)) continue;
+        if (w[j].end <= w[j].at || !dg_fill_in_block(r, f, w[j].at) ||
+            dg_fill_under_other_key(k, r, f, w[j].at))
+            continue;
         size_t c0 = dg_utf8_count(r->ctx, w[j].at), c1 = dg_utf8_count(r->ctx, w[j].end);
         if (c1 <= c0 || c1 > r->n_cp) continue;
         size_t ts = r->cp_tok[c0], te = r->cp_tok[c1 - 1];
@@ -165,7 +167,7 @@ void dg_fill_key_prior_extract(const dg_ckpt *k, const freq *r, const dg_field_p
     if (typed && f->mode == DG_MODE_NUMBER) end_of_keys(k, r, f, spans, ns, &ev);
     for (size_t i = 0; i < r->kv.n; i++) {
         const dg_keyline *kv = &r->kv.p[i];
-        float bonus = (float)dg_key_bonus(&k->key_prior, f, kv);
+        float bonus = (float)dg_fill_key_bonus(k, r, f, kv);
         if (bonus <= 0) continue;
         if (!typed) {
             size_t ts = r->cp_tok[kv->val0], te = r->cp_tok[kv->val1 - 1];

@@ -135,6 +135,9 @@ typedef struct freq {
      * sentence ends (sentences.h) at code points < cp ([n_cp + 1]) */
     size_t *se_pre;
     dg_keylines kv;         /* key/value lines of the context (key prior on) */
+    size_t *block;          /* key prior on: [2 * plan->n_fields] bytes [b0, b1) of the
+                             * block each field's description points at (locator.h), the
+                             * whole context when it points at none; else NULL */
     double list_bonus;      /* list prior (lists.h): options.list_prior's, else deg.json's;
                              * 0 = off */
     int list_by_anchor;     /* list prior: unnamed plain arrays anchor and may take the
@@ -336,6 +339,15 @@ deg_status dg_fill_distinct_items(const dg_ckpt *k, freq *r);
  * data").
  * (fill_decide.c: the choice rules; fill_extract_keys.c: licence names in spans.) */
 int dg_fill_under_other_key(const dg_ckpt *k, const freq *r, const dg_field_plan *f, size_t i);
+
+/* Does byte i of the context lie in the block field f's description points at
+ * (locator.h; the whole context when none; fill_decide.c)? */
+int dg_fill_in_block(const freq *r, const dg_field_plan *f, size_t i);
+
+/* The key prior's bonus of key line kv for field f (dg_key_bonus), 0 for a line outside
+ * f's block (dg_fill_in_block; fill_decide.c). Every key prior reads lines through it. */
+double dg_fill_key_bonus(const dg_ckpt *k, const freq *r, const dg_field_plan *f,
+                         const dg_keyline *kv);
 
 /* The key prior of an extract leaf (fill_extract_keys.c): per context token (nc =
  * c1 - c0), the start (bs) and end (be) bonus: the value of a matching line (plain strings), or each grammar candidate [s, e) inside it

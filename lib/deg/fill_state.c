@@ -220,6 +220,7 @@ void dg_fill_clear(freq *r)
     free(r->cp_tok);
     free(r->cp_byte);
     dg_keylines_free(&r->kv);
+    free(r->block);
     free(r->known_text);
     dg_lists_free(&r->lists);
     free(r->nl_pre);

@@ -224,6 +224,12 @@ const char *dg_key_value_kind(const char *word);
  * "Build-Depends"). */
 int dg_key_dependency_key(const char *key);
 
+/* 1 when every word of normalised key `key` (at least one) says what an address is for
+ * (keyvocab.c ADDRESS_PURPOSE: "repository url", "bugs", "Vcs-Git", "Copyright"): a key
+ * whose URL or e-mail address is no homepage or contact unless the field's name says so
+ * (fill_extract.c other_purpose). */
+int dg_key_address_purpose(const char *key);
+
 /* Bytes [s, s + n) as one yes/no word: 1 yes, 0 no, -1 neither. ASCII case
  * folded; yes/no, y/n, true/false, 1/0 and the words of datagen's seven
  * languages (ja/nein, oui/non, vrai/faux, si (also accented)/no, sim/nao, wahr/falsch,

@@ -155,6 +155,34 @@ int dg_key_dependency_key(const char *key)
     return dg_key_words_in(c, "dependency");
 }
 
+/* Words that say what an address (a URL, an e-mail address) is for in the keys of
+ * package and project metadata (the formats keyvocab.c's head names: Debian Policy
+ * 5.6's Vcs-* and Bugs, npm's repository/bugs/funding, the POM's scm and
+ * issueManagement, Cargo's repository and documentation) and of notices (copyright,
+ * licence). */
+static const char *const ADDRESS_PURPOSE[] = {
+    "repository", "repo", "vcs", "git", "svn", "browser", "scm", "source", "code",
+    "download", "bugs", "bug", "tracker", "issues", "issue", "documentation", "docs",
+    "doc", "changelog", "changes", "funding", "sponsor", "sponsors", "donate",
+    "copyright", "license", "url", "uri", "link", "type", "directory"};
+
+int dg_key_address_purpose(const char *key)
+{
+    int any = 0;
+    for (const char *p = key; *p;) {
+        const char *e = strchr(p, ' ');
+        size_t n = e ? (size_t)(e - p) : strlen(p), i = 0;
+        while (i < sizeof ADDRESS_PURPOSE / sizeof *ADDRESS_PURPOSE &&
+               !(strlen(ADDRESS_PURPOSE[i]) == n && memcmp(ADDRESS_PURPOSE[i], p, n) == 0))
+            i++;
+        if (i == sizeof ADDRESS_PURPOSE / sizeof *ADDRESS_PURPOSE) return 0;
+        any = 1;
+        if (!e) break;
+        p = e + 1;
+    }
+    return any;
+}
+
 /* Normalised name without its last word when that word says what the value is and
  * other words precede it ("contact email" -> "contact"); 1 when cut. */
 /* Words of a number's name that ask for one end of the numbers its key states (-1 the
