@@ -318,19 +318,34 @@ int dg_fill_under_other_key(const dg_ckpt *k, const freq *r, const dg_field_plan
     return other;
 }
 
+/* Does byte i lie in the value of a line naming licence leaf f (dg_fill_key_bonus) that
+ * states several licences (value_license_kind)? */
+static int in_several_licenses(const dg_ckpt *k, const freq *r, const dg_field_plan *f, size_t i)
+{
+    for (size_t l = 0; l < r->kv.n; l++) {
+        size_t b, e;
+        kv_bytes(r, &r->kv.p[l], &b, &e);
+        if (i >= b && i < e && dg_fill_key_bonus(k, r, f, &r->kv.p[l]) > 0)
+            return value_license_kind(r, f, b, e, NULL) > 0;
+    }
+    return 0;
+}
+
 /* Is option w (n bytes) written in [b0, b1) as the sole rule reads it: a whole word
  * (case-insensitive; for a licence leaf not part of a longer identifier,
- * license_goes_on), outside URLs and e-mail addresses, not negated, not in another key's
- * value? */
+ * license_goes_on, nor, when an option is "other", one of several licences a value
+ * naming the leaf states: key_prior_choice gave that value to "other"), outside URLs and
+ * e-mail addresses, not negated, not in another key's value? */
 static int sole_written(const dg_ckpt *k, const freq *r, const dg_field_plan *f, size_t b0,
                         size_t b1, const char *w, size_t n)
 {
     const char *s = r->ctx;
-    int lic = dg_license_field(f);
+    int lic = dg_license_field(f), other = lic && other_option(f) != SIZE_MAX;
     for (size_t i = b0; n && i + n <= b1; i++)
         if (word_at(s, b0, b1, i, w, n) && !(lic && license_goes_on(s, b0, b1, i, n)) &&
             !in_address(s, r->ctx_len, i, n) &&
-            !after_negation(s, i) && !dg_fill_under_other_key(k, r, f, i))
+            !after_negation(s, i) && !dg_fill_under_other_key(k, r, f, i) &&
+            !(other && in_several_licenses(k, r, f, i)))
             return 1;
     return 0;
 }
@@ -360,19 +375,6 @@ static void sole_prior_choice(const dg_ckpt *k, const freq *r, const leaf *L,
         }
     }
     if (n_written == 1) lg[which] += (float)k->key_prior.sole;
-}
-
-/* Does byte i lie in the value of a line naming licence leaf f (dg_fill_key_bonus) that
- * states several licences (value_license_kind)? */
-static int in_several_licenses(const dg_ckpt *k, const freq *r, const dg_field_plan *f, size_t i)
-{
-    for (size_t l = 0; l < r->kv.n; l++) {
-        size_t b, e;
-        kv_bytes(r, &r->kv.p[l], &b, &e);
-        if (i >= b && i < e && dg_fill_key_bonus(k, r, f, &r->kv.p[l]) > 0)
-            return value_license_kind(r, f, b, e, NULL) > 0;
-    }
-    return 0;
 }
 
 /* Choice licence (licenseprior.h, at key_prior.sole; libdeg 0.24.0): each option of a
