@@ -65,7 +65,9 @@ static deg_status field_blocks(freq *r)
     for (size_t i = 0; i < n; i++) {
         const dg_field_plan *f = &r->plan->fields[i];
         size_t *b = r->block + 2 * i;
-        if (!dg_locator_block(f->description, r->ctx, r->ctx_len, &b[0], &b[1])) {
+        /* array leaves read their item's region, never a located block (locator.h) */
+        if (f->depth_items > 0 ||
+            !dg_locator_block(f->description, r->ctx, r->ctx_len, &b[0], &b[1])) {
             b[0] = 0;
             b[1] = r->ctx_len;
         }

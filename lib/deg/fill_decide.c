@@ -205,6 +205,12 @@ static void key_prior_choice(const dg_ckpt *k, const freq *r, const dg_field_pla
     free(named);
 }
 
+/* Field f's block [b[0], b[1]) (bytes; freq.block), NULL with the key prior off. */
+static const size_t *field_block(const freq *r, const dg_field_plan *f)
+{
+    return r->block ? r->block + 2 * (size_t)(f - r->plan->fields) : NULL;
+}
+
 /* The bytes [*b0, *b1) a choice leaf's written options are looked for in: the context
  * (or the block its description points at, locator.h) for a leaf outside arrays, its
  * item's region for a leaf of an anchored array item; 0 for other array leaves (key
@@ -214,9 +220,10 @@ static int choice_scope(const freq *r, const leaf *L, const dg_field_plan *f, si
 {
     *b0 = 0;
     *b1 = r->ctx_len;
-    if (f->depth_items == 0 && r->block) { /* the block its description points at */
-        *b0 = r->block[2 * (size_t)(f - r->plan->fields)];
-        *b1 = r->block[2 * (size_t)(f - r->plan->fields) + 1];
+    const size_t *blk = field_block(r, f);
+    if (f->depth_items == 0 && blk) { /* the block its description points at */
+        *b0 = blk[0];
+        *b1 = blk[1];
     }
     if (f->depth_items == 0) return 1;
     size_t anc, rend;
@@ -289,9 +296,8 @@ static int after_negation(const char *s, size_t i)
 /* fill_internal.h; the key prior's line index is in document order. */
 int dg_fill_in_block(const freq *r, const dg_field_plan *f, size_t i)
 {
-    if (!r->block) return 1;
-    const size_t *b = r->block + 2 * (size_t)(f - r->plan->fields);
-    return i >= b[0] && i < b[1];
+    const size_t *b = field_block(r, f);
+    return !b || (i >= b[0] && i < b[1]);
 }
 
 double dg_fill_key_bonus(const dg_ckpt *k, const freq *r, const dg_field_plan *f,
